@@ -1,0 +1,32 @@
+// The result of compiling a program for one arch: PTX, cubin, lowered names, log, timings.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kjit {
+
+// Wall time of each stage of one compile, in milliseconds. Zero for a stage that did not run.
+struct StageTimings {
+  double load_ms = 0;   // dlopen of NVRTC/nvJitLink (first compile of a process only)
+  double nvrtc_ms = 0;  // source → PTX
+  double link_ms = 0;   // PTX → cubin (nvJitLink)
+  double total_ms = 0;  // whole compile() call
+};
+
+struct Binary {
+  std::string arch;   // "sm_90" (or "compute_90": PTX only)
+  std::string ptx;
+  std::string cubin;  // empty for a virtual arch
+  // name expression → lowered (mangled) name, in the program's order.
+  std::vector<std::pair<std::string, std::string>> lowered_names;
+  std::string log;    // NVRTC's and nvJitLink's messages (warnings), possibly empty
+  StageTimings timings;
+
+  // The lowered name of `expression`. Throws kjit::Error if it was not a name expression.
+  const std::string& lowered_name(std::string_view expression) const;
+};
+
+} // namespace kjit

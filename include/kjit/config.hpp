@@ -1,0 +1,76 @@
+// Settings: one table, read from KJIT_* environment variables and overridden by kjit::option::*.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kjit {
+
+// A snapshot of every setting. Precedence: built-in default < environment < API call.
+struct Config {
+  std::string cache_dir;              // KJIT_CACHE_DIR; resolved, never empty
+  bool disable_cache = false;         // KJIT_DISABLE_CACHE: no disk tier at all
+  bool verbose = false;               // KJIT_VERBOSE: log each hit/miss/compile
+  std::string arch = "auto";          // KJIT_ARCH
+  bool mirror = true;                 // KJIT_MIRROR: write programs/<hash>/ after each commit
+  bool dump_ir = false;               // KJIT_DUMP_IR: keep extra IRs in the mirror's ir/
+  std::size_t memory_limit = 0;       // KJIT_MEMORY_LIMIT: bytes held by the memory tier
+  std::string cuda_home;              // KJIT_CUDA_HOME: toolkit root (headers, NVRTC, nvJitLink)
+  bool shared_cache = false;          // KJIT_SHARED_CACHE: accept a group-writable/foreign cache dir
+  bool repo_local = false;            // KJIT_REPO_LOCAL_CACHE: <git root>/.kjit_cache, like hidet
+  std::size_t store_map_size = 0;     // KJIT_STORE_MAP_SIZE: initial LMDB map size in bytes
+};
+
+// One row of the settings table, for documentation and `kjit config`.
+struct SettingInfo {
+  std::string name;         // API name, e.g. "cache_dir"
+  std::string variable;     // e.g. "KJIT_CACHE_DIR"
+  std::string default_text; // as documented
+  std::string description;
+};
+
+// The settings table.
+const std::vector<SettingInfo>& settings();
+
+// The current settings: defaults, then the environment, then API overrides.
+// Throws ConfigError naming the variable whose value is bad. Thread-safe.
+Config current_config();
+
+// Parses a strict boolean: 1/true/yes/on or 0/false/no/off (any case). Throws ConfigError naming
+// `variable` otherwise.
+bool parse_bool(std::string_view text, const std::string& variable);
+
+// Parses a byte size: "1048576", "64KiB", "256MiB", "2GiB", "1G". Throws ConfigError naming `variable`.
+std::size_t parse_size(std::string_view text, const std::string& variable);
+
+// Where log lines go (verbose mode and warnings). The default writes "kjit: <line>\n" to stderr.
+using LogSink = std::function<void(std::string_view line)>;
+// Replaces the sink; an empty function restores the default. Thread-safe.
+void set_log_sink(LogSink sink);
+
+// Programmatic settings in the tilus style: kjit::option::cache_dir("./cache").
+// Each validates its value (throws ConfigError) and wins over the environment. Thread-safe.
+namespace option {
+void cache_dir(const std::string& path);
+void disable_cache(bool value);
+void verbose(bool value);
+void arch(const std::string& arch);
+void mirror(bool value);
+void memory_limit(std::size_t bytes);
+void cuda_home(const std::string& path);
+void shared_cache(bool value);
+void repo_local_cache(bool value);
+void store_map_size(std::size_t bytes);
+// The cache directory in force now.
+std::string get_cache_dir();
+// Forgets every API override (the environment and defaults apply again).
+void reset();
+namespace debug {
+void dump_ir(bool value);
+}
+} // namespace option
+
+} // namespace kjit

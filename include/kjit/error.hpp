@@ -1,0 +1,89 @@
+// kjit's exception hierarchy: every failure the library reports is one of these.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kjit {
+
+// Base of every kjit error.
+class Error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// The compiler rejected the program. Carries the full log and the options it was given.
+class CompileError : public Error {
+public:
+  CompileError(std::string program, std::string arch, std::string log, std::vector<std::string> options);
+
+  const std::string& program_name() const noexcept { return m_program; }
+  const std::string& arch() const noexcept { return m_arch; }
+  const std::string& log() const noexcept { return m_log; }
+  const std::vector<std::string>& options() const noexcept { return m_options; }
+
+private:
+  std::string m_program;
+  std::string m_arch;
+  std::string m_log;
+  std::vector<std::string> m_options;
+};
+
+// A compile option the compiler does not accept (or one kjit reserves, such as -arch).
+class OptionError : public Error {
+public:
+  using Error::Error;
+};
+
+// An arch that can't be parsed or that NVRTC can't build for.
+class ArchError : public Error {
+public:
+  using Error::Error;
+};
+
+// NVRTC or nvJitLink failed in itself (library missing, out of memory, internal error): not the
+// program's fault. `status` is the library's own result code.
+class ToolchainError : public Error {
+public:
+  ToolchainError(const std::string& message, int status) : Error(message), m_status(status) {}
+  int status() const noexcept { return m_status; }
+
+private:
+  int m_status;
+};
+
+// A CUDA driver call failed. `result` is the CUresult.
+class CudaError : public Error {
+public:
+  CudaError(const std::string& message, int result) : Error(message), m_result(result) {}
+  int result() const noexcept { return m_result; }
+
+private:
+  int m_result;
+};
+
+// The store (LMDB) or the cache folder failed. `code` is the LMDB or errno code.
+class StoreError : public Error {
+public:
+  StoreError(const std::string& message, int code) : Error(message), m_code(code) {}
+  int code() const noexcept { return m_code; }
+
+private:
+  int m_code;
+};
+
+// A setting has a bad value. `variable` names the environment variable or API setting.
+class ConfigError : public Error {
+public:
+  ConfigError(const std::string& variable, const std::string& message)
+    : Error(variable + ": " + message), m_variable(variable)
+  {
+  }
+  const std::string& variable() const noexcept { return m_variable; }
+
+private:
+  std::string m_variable;
+};
+
+} // namespace kjit

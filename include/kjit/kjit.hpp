@@ -1,0 +1,12 @@
+// kjit: CUDA C++ text → cached, loadable GPU kernels, in-process. The one header to include.
+#pragma once
+
+#include <kjit/arch.hpp>
+#include <kjit/binary.hpp>
+#include <kjit/compile.hpp>
+#include <kjit/config.hpp>
+#include <kjit/cubin.hpp>
+#include <kjit/driver.hpp>
+#include <kjit/error.hpp>
+#include <kjit/program.hpp>
+#include <kjit/version.hpp>

@@ -1,0 +1,259 @@
+// The settings table: each row names a setting, its variable, its default and how to apply a value.
+#include "config/config_internal.hpp"
+
+#include <kjit/arch.hpp>
+#include <kjit/error.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace kjit {
+
+namespace {
+
+struct Row {
+  const char* name;
+  const char* variable;
+  const char* default_text;  // nullptr: computed (cache_dir)
+  const char* description;
+  void (*apply)(Config&, std::string_view value, const std::string& variable);
+};
+
+std::string git_root_from_cwd()
+{
+  char buffer[4096];
+  if (::getcwd(buffer, sizeof buffer) == nullptr) {
+    return {};
+  }
+  std::string dir = buffer;
+  for (;;) {
+    struct stat st {};
+    if (::stat((dir + "/.git").c_str(), &st) == 0) {
+      return dir;
+    }
+    const auto slash = dir.rfind('/');
+    if (slash == std::string::npos || dir == "/") {
+      return {};
+    }
+    dir = slash == 0 ? "/" : dir.substr(0, slash);
+  }
+}
+
+std::string default_cache_dir()
+{
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
+    return std::string(xdg) + "/kjit";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return std::string(home) + "/.cache/kjit";
+  }
+  return "/tmp/kjit-" + std::to_string(::getuid());
+}
+
+std::string absolute(std::string_view path, const std::string& variable)
+{
+  if (path.empty()) {
+    throw ConfigError(variable, "empty path");
+  }
+  if (path.front() == '/') {
+    return std::string(path);
+  }
+  char buffer[4096];
+  if (::getcwd(buffer, sizeof buffer) == nullptr) {
+    throw ConfigError(variable, "relative path '" + std::string(path) + "' but the working directory is unknown");
+  }
+  return std::string(buffer) + "/" + std::string(path);
+}
+
+const Row k_rows[] = {
+  {"cache_dir", "KJIT_CACHE_DIR", nullptr,
+   "Cache folder. Default: $XDG_CACHE_HOME/kjit, else ~/.cache/kjit (or <git root>/.kjit_cache in repo-local mode).",
+   [](Config& c, std::string_view v, const std::string& var) { c.cache_dir = absolute(v, var); }},
+  {"disable_cache", "KJIT_DISABLE_CACHE", "0", "No disk tier: nothing is read from or written to the cache folder.",
+   [](Config& c, std::string_view v, const std::string& var) { c.disable_cache = parse_bool(v, var); }},
+  {"verbose", "KJIT_VERBOSE", "0", "Log every hit, miss and compile with its time to the log sink.",
+   [](Config& c, std::string_view v, const std::string& var) { c.verbose = parse_bool(v, var); }},
+  {"arch", "KJIT_ARCH", "auto", "Target arch when the caller does not give one: sm_XY[a|f], compute_XY or auto.",
+   [](Config& c, std::string_view v, const std::string& var) {
+     try {
+       c.arch = Arch::parse(v).str();
+     } catch (const ArchError& e) {
+       throw ConfigError(var, e.what());
+     }
+   }},
+  {"mirror", "KJIT_MIRROR", "1", "Write each entry to programs/<hash>/ after it is committed.",
+   [](Config& c, std::string_view v, const std::string& var) { c.mirror = parse_bool(v, var); }},
+  {"debug.dump_ir", "KJIT_DUMP_IR", "0", "Keep extra IRs in the mirror's ir/ folder.",
+   [](Config& c, std::string_view v, const std::string& var) { c.dump_ir = parse_bool(v, var); }},
+  {"memory_limit", "KJIT_MEMORY_LIMIT", "256MiB", "Bytes the in-process memory tier may hold (LRU beyond).",
+   [](Config& c, std::string_view v, const std::string& var) { c.memory_limit = parse_size(v, var); }},
+  {"cuda_home", "KJIT_CUDA_HOME", "",
+   "CUDA toolkit root for headers, NVRTC and nvJitLink. Empty: $CUDA_HOME, then $CUDA_PATH, then the build's toolkit.",
+   [](Config& c, std::string_view v, const std::string& var) { c.cuda_home = v.empty() ? "" : absolute(v, var); }},
+  {"shared_cache", "KJIT_SHARED_CACHE", "0",
+   "Accept a cache folder owned by another user or writable by group/others.",
+   [](Config& c, std::string_view v, const std::string& var) { c.shared_cache = parse_bool(v, var); }},
+  {"repo_local_cache", "KJIT_REPO_LOCAL_CACHE", "0",
+   "Default the cache folder to <git root>/.kjit_cache when the working directory is in a git repository.",
+   [](Config& c, std::string_view v, const std::string& var) { c.repo_local = parse_bool(v, var); }},
+  {"store_map_size", "KJIT_STORE_MAP_SIZE", "1GiB", "Initial LMDB map size; the map grows by doubling when full.",
+   [](Config& c, std::string_view v, const std::string& var) {
+     c.store_map_size = parse_size(v, var);
+     if (c.store_map_size < 32768) {
+       throw ConfigError(var, "must be at least 32KiB");
+     }
+   }},
+};
+
+struct Overrides {
+  std::mutex mutex;
+  std::map<std::string, std::string> values;  // row name → value text
+  std::uint64_t generation = 0;
+};
+
+Overrides& overrides()
+{
+  static Overrides instance;
+  return instance;
+}
+
+const Row& row(std::string_view name)
+{
+  for (const Row& r : k_rows) {
+    if (name == r.name) {
+      return r;
+    }
+  }
+  throw ConfigError(std::string(name), "no such setting");
+}
+
+void set_override(const char* name, std::string value)
+{
+  const Row& r = row(name);
+  Config scratch;
+  r.apply(scratch, value, std::string("kjit::option::") + name);  // validate now, not at first use
+  Overrides& o = overrides();
+  std::lock_guard lock(o.mutex);
+  o.values[name] = std::move(value);
+  ++o.generation;
+}
+
+} // namespace
+
+bool parse_bool(std::string_view text, const std::string& variable)
+{
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (lower == "1" || lower == "true" || lower == "yes" || lower == "on") {
+    return true;
+  }
+  if (lower == "0" || lower == "false" || lower == "no" || lower == "off") {
+    return false;
+  }
+  throw ConfigError(variable, "'" + std::string(text) + "' is not a boolean (use 1/true/yes/on or 0/false/no/off)");
+}
+
+std::size_t parse_size(std::string_view text, const std::string& variable)
+{
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) {
+    ++digits;
+  }
+  const std::string_view unit = text.substr(digits);
+  static const std::pair<const char*, std::size_t> k_units[] = {
+    {"", 1},          {"B", 1},           {"K", 1u << 10},    {"KiB", 1u << 10}, {"M", 1u << 20},
+    {"MiB", 1u << 20}, {"G", 1ull << 30}, {"GiB", 1ull << 30}, {"T", 1ull << 40}, {"TiB", 1ull << 40},
+  };
+  if (digits == 0 || digits > 15) {
+    throw ConfigError(variable, "'" + std::string(text) + "' is not a size (e.g. 1048576, 64KiB, 256MiB, 2GiB)");
+  }
+  const std::size_t number = std::stoull(std::string(text.substr(0, digits)));
+  for (const auto& [name, scale] : k_units) {
+    if (unit == name) {
+      if (number > SIZE_MAX / scale) {
+        break;
+      }
+      return number * scale;
+    }
+  }
+  throw ConfigError(variable, "'" + std::string(text) + "' is not a size (e.g. 1048576, 64KiB, 256MiB, 2GiB)");
+}
+
+const std::vector<SettingInfo>& settings()
+{
+  static const std::vector<SettingInfo> table = [] {
+    std::vector<SettingInfo> out;
+    for (const Row& r : k_rows) {
+      out.push_back({r.name, r.variable, r.default_text != nullptr ? r.default_text : "(see description)", r.description});
+    }
+    return out;
+  }();
+  return table;
+}
+
+Config current_config()
+{
+  Config config;
+  bool cache_dir_given = false;
+  for (const Row& r : k_rows) {
+    if (r.default_text != nullptr) {
+      r.apply(config, r.default_text, r.variable);
+    }
+    if (const char* value = std::getenv(r.variable); value != nullptr) {
+      r.apply(config, value, r.variable);
+      cache_dir_given |= std::string_view(r.name) == "cache_dir";
+    }
+  }
+  {
+    Overrides& o = overrides();
+    std::lock_guard lock(o.mutex);
+    for (const auto& [name, value] : o.values) {
+      const Row& r = row(name);
+      r.apply(config, value, std::string("kjit::option::") + name);
+      cache_dir_given |= name == "cache_dir";
+    }
+  }
+  if (!cache_dir_given) {
+    const std::string root = config.repo_local ? git_root_from_cwd() : std::string();
+    config.cache_dir = root.empty() ? default_cache_dir() : root + "/.kjit_cache";
+  }
+  return config;
+}
+
+std::uint64_t config_generation()
+{
+  Overrides& o = overrides();
+  std::lock_guard lock(o.mutex);
+  return o.generation;
+}
+
+namespace option {
+void cache_dir(const std::string& path) { set_override("cache_dir", path); }
+void disable_cache(bool value) { set_override("disable_cache", value ? "1" : "0"); }
+void verbose(bool value) { set_override("verbose", value ? "1" : "0"); }
+void arch(const std::string& arch) { set_override("arch", arch); }
+void mirror(bool value) { set_override("mirror", value ? "1" : "0"); }
+void memory_limit(std::size_t bytes) { set_override("memory_limit", std::to_string(bytes)); }
+void cuda_home(const std::string& path) { set_override("cuda_home", path); }
+void shared_cache(bool value) { set_override("shared_cache", value ? "1" : "0"); }
+void repo_local_cache(bool value) { set_override("repo_local_cache", value ? "1" : "0"); }
+void store_map_size(std::size_t bytes) { set_override("store_map_size", std::to_string(bytes)); }
+std::string get_cache_dir() { return current_config().cache_dir; }
+void reset()
+{
+  Overrides& o = overrides();
+  std::lock_guard lock(o.mutex);
+  o.values.clear();
+  ++o.generation;
+}
+namespace debug {
+void dump_ir(bool value) { set_override("debug.dump_ir", value ? "1" : "0"); }
+} // namespace debug
+} // namespace option
+
+} // namespace kjit

@@ -1,0 +1,27 @@
+// Library-internal compile entry points shared by kjit::compile() and the cache.
+#pragma once
+
+#include <kjit/binary.hpp>
+#include <kjit/compile.hpp>
+#include <kjit/config.hpp>
+
+#include <string>
+
+namespace kjit::rtc {
+
+// Compiles for a resolved (non-auto) arch with the given settings. Same errors as kjit::compile.
+Binary compile(const Config& config, const Program& program, const Arch& arch);
+
+// Options NVRTC receives besides the program's own: -arch=compute_XY and the toolkit's -I folders.
+std::vector<std::string> implicit_options(const Config& config, const Arch& arch);
+
+// NVRTC's build identity ("13.0 V13.0.88 CL-36424714"): version plus the build read from the PTX
+// header of a tiny probe program. Loads NVRTC and compiles; only called on a miss.
+std::string nvrtc_build_identity();
+// nvJitLink's version ("13.0"). Loads nvJitLink.
+std::string nvjitlink_identity();
+
+// `auto` becomes the current device's arch (CudaError if there is none); others are returned as is.
+Arch resolve_arch(const Arch& arch);
+
+} // namespace kjit::rtc

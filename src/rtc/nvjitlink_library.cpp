@@ -1,0 +1,48 @@
+// Lazy, once-per-process loading of libnvJitLink. Its entry points carry the ABI version in
+// their names (__nvJitLinkCreate_13_0); nvJitLink.h's inline wrappers call those.
+#include "rtc/nvjitlink_library.hpp"
+
+#include "rtc/library_loader.hpp"
+#include "rtc/toolkit.hpp"
+
+#include <memory>
+
+namespace kjit::rtc {
+
+namespace {
+
+struct Loaded {
+  util::DynamicLibrary library;
+  NvJitLinkApi api{};
+};
+
+LoadOnce<Loaded> g_loaded;
+
+std::unique_ptr<Loaded> load()
+{
+  const Toolkit toolkit = find_toolkit(current_config());
+  auto loaded = std::unique_ptr<Loaded>(new Loaded{open_toolchain_library(toolkit.nvjitlink_path, "nvJitLink"), {}});
+  NvJitLinkApi& api = loaded->api;
+  SymbolBinder(loaded->library)(api.create, "__nvJitLinkCreate_13_0")(api.destroy, "__nvJitLinkDestroy_13_0")(
+    api.add_data, "__nvJitLinkAddData_13_0")(api.complete, "__nvJitLinkComplete_13_0")(
+    api.get_linked_cubin_size, "__nvJitLinkGetLinkedCubinSize_13_0")(api.get_linked_cubin, "__nvJitLinkGetLinkedCubin_13_0")(
+    api.get_error_log_size, "__nvJitLinkGetErrorLogSize_13_0")(api.get_error_log, "__nvJitLinkGetErrorLog_13_0")(
+    api.get_info_log_size, "__nvJitLinkGetInfoLogSize_13_0")(api.get_info_log, "__nvJitLinkGetInfoLog_13_0")(
+    api.version, "nvJitLinkVersion")
+    .check("nvJitLink");
+  return loaded;
+}
+
+} // namespace
+
+const NvJitLinkApi& nvjitlink()
+{
+  return g_loaded.get(load).api;
+}
+
+bool nvjitlink_is_loaded() noexcept
+{
+  return g_loaded.loaded();
+}
+
+} // namespace kjit::rtc

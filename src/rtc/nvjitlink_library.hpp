@@ -1,0 +1,27 @@
+// nvJitLink's entry points, bound from libnvJitLink with dlopen on first use.
+#pragma once
+
+#include <nvJitLink.h>
+
+namespace kjit::rtc {
+
+struct NvJitLinkApi {
+  decltype(&::__nvJitLinkCreate_13_0) create;
+  decltype(&::__nvJitLinkDestroy_13_0) destroy;
+  decltype(&::__nvJitLinkAddData_13_0) add_data;
+  decltype(&::__nvJitLinkComplete_13_0) complete;
+  decltype(&::__nvJitLinkGetLinkedCubinSize_13_0) get_linked_cubin_size;
+  decltype(&::__nvJitLinkGetLinkedCubin_13_0) get_linked_cubin;
+  decltype(&::__nvJitLinkGetErrorLogSize_13_0) get_error_log_size;
+  decltype(&::__nvJitLinkGetErrorLog_13_0) get_error_log;
+  decltype(&::__nvJitLinkGetInfoLogSize_13_0) get_info_log_size;
+  decltype(&::__nvJitLinkGetInfoLog_13_0) get_info_log;
+  decltype(&::nvJitLinkVersion) version;
+};
+
+// Loads nvJitLink once per process. Throws ToolchainError if it can't. Thread-safe.
+const NvJitLinkApi& nvjitlink();
+
+bool nvjitlink_is_loaded() noexcept;
+
+} // namespace kjit::rtc

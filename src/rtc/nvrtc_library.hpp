@@ -1,0 +1,30 @@
+// NVRTC's entry points, bound from libnvrtc with dlopen on first use.
+#pragma once
+
+#include <nvrtc.h>
+
+namespace kjit::rtc {
+
+struct NvrtcApi {
+  decltype(&::nvrtcVersion) version;
+  decltype(&::nvrtcGetNumSupportedArchs) get_num_supported_archs;
+  decltype(&::nvrtcGetSupportedArchs) get_supported_archs;
+  decltype(&::nvrtcGetErrorString) get_error_string;
+  decltype(&::nvrtcCreateProgram) create_program;
+  decltype(&::nvrtcDestroyProgram) destroy_program;
+  decltype(&::nvrtcCompileProgram) compile_program;
+  decltype(&::nvrtcGetPTXSize) get_ptx_size;
+  decltype(&::nvrtcGetPTX) get_ptx;
+  decltype(&::nvrtcGetProgramLogSize) get_program_log_size;
+  decltype(&::nvrtcGetProgramLog) get_program_log;
+  decltype(&::nvrtcAddNameExpression) add_name_expression;
+  decltype(&::nvrtcGetLoweredName) get_lowered_name;
+};
+
+// Loads NVRTC (and its builtins library, by absolute path, so the embedding program's run path
+// does not matter) once per process. Throws ToolchainError if it can't. Thread-safe.
+const NvrtcApi& nvrtc();
+
+bool nvrtc_is_loaded() noexcept;
+
+} // namespace kjit::rtc

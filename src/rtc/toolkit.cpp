@@ -1,0 +1,78 @@
+// Toolkit discovery with stat() and readdir() only, so it is cheap enough for warm starts.
+#include "rtc/toolkit.hpp"
+
+#include "kjit_build_config.hpp"
+
+#include <cstdlib>
+#include <dirent.h>
+#include <sys/stat.h>
+
+namespace kjit::rtc {
+
+namespace {
+
+bool exists(const std::string& path)
+{
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string pick_root(const Config& config)
+{
+  if (!config.cuda_home.empty()) {
+    return config.cuda_home;
+  }
+  for (const char* variable : {"CUDA_HOME", "CUDA_PATH"}) {
+    if (const char* value = std::getenv(variable); value != nullptr && *value != '\0') {
+      return value;
+    }
+  }
+  return KJIT_BUILD_CUDA_HOME;
+}
+
+// libnvrtc opens libnvrtc-builtins.so.<major>.<minor> by name; find the file next to it.
+std::string find_builtins(const std::string& library_dir)
+{
+  const std::string prefix = "libnvrtc-builtins.so.";
+  DIR* dir = ::opendir(library_dir.c_str());
+  if (dir == nullptr) {
+    return {};
+  }
+  std::string found;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name.compare(0, prefix.size(), prefix) == 0 && name.find('.', prefix.size()) != std::string::npos &&
+        name.find_first_not_of("0123456789.", prefix.size()) == std::string::npos) {
+      found = library_dir + "/" + name;
+    }
+  }
+  ::closedir(dir);
+  return found;
+}
+
+} // namespace
+
+Toolkit find_toolkit(const Config& config)
+{
+  Toolkit toolkit;
+  toolkit.root = pick_root(config);
+  for (const char* sub : {"/include", "/include/cccl"}) {
+    if (exists(toolkit.root + sub)) {
+      toolkit.include_dirs.push_back(toolkit.root + sub);
+    }
+  }
+  const std::string nvrtc_name = "libnvrtc.so." + std::to_string(KJIT_CUDA_MAJOR);
+  toolkit.library_dir = toolkit.root + "/lib64";
+  for (const char* sub : {"/lib64", "/lib", "/targets/x86_64-linux/lib", "/targets/sbsa-linux/lib"}) {
+    if (exists(toolkit.root + sub + "/" + nvrtc_name)) {
+      toolkit.library_dir = toolkit.root + sub;
+      break;
+    }
+  }
+  toolkit.nvrtc_path = toolkit.library_dir + "/" + nvrtc_name;
+  toolkit.nvjitlink_path = toolkit.library_dir + "/libnvJitLink.so." + std::to_string(KJIT_CUDA_MAJOR);
+  toolkit.nvrtc_builtins_path = find_builtins(toolkit.library_dir);
+  return toolkit;
+}
+
+} // namespace kjit::rtc

@@ -1,0 +1,150 @@
+// File helpers built on POSIX *at() calls so no symlink is followed where the caller says so.
+#include "util/file.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <fcntl.h>
+#include <string>
+#include <sys/stat.h>
+#include <tuple>
+#include <unistd.h>
+
+namespace kjit::util {
+
+namespace detail {
+int close_fd(int fd) noexcept
+{
+  return ::close(fd);
+}
+} // namespace detail
+
+namespace {
+
+std::error_code last_error()
+{
+  return {errno, std::generic_category()};
+}
+
+std::error_code write_all(int fd, std::string_view content)
+{
+  while (!content.empty()) {
+    const ssize_t written = ::write(fd, content.data(), content.size());
+    if (written < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return last_error();
+    }
+    content.remove_prefix(static_cast<std::size_t>(written));
+  }
+  return {};
+}
+
+std::string temp_name(const std::string& name)
+{
+  static std::atomic<unsigned> counter{0};
+  return "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+}
+
+} // namespace
+
+std::optional<std::string> read_file(const std::string& path, std::error_code& error)
+{
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    error = last_error();
+    return std::nullopt;
+  }
+  std::string content;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
+    if (got < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      error = last_error();
+      return std::nullopt;
+    }
+    if (got == 0) {
+      return content;
+    }
+    content.append(buffer, static_cast<std::size_t>(got));
+  }
+}
+
+std::error_code write_file_atomic(int dir_fd, const std::string& name, std::string_view content, int mode)
+{
+  const std::string temp = temp_name(name);
+  UniqueFd fd(::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd) {
+    return last_error();
+  }
+  std::error_code error = write_all(fd.get(), content);
+  if (!error && ::fsync(fd.get()) != 0) {
+    error = last_error();
+  }
+  if (!error && ::close(fd.release()) != 0) {
+    error = last_error();
+  }
+  // renameat replaces `name` itself, even when `name` is a symlink: the link is never followed.
+  if (!error && ::renameat(dir_fd, temp.c_str(), dir_fd, name.c_str()) != 0) {
+    error = last_error();
+  }
+  if (error) {
+    std::ignore = ::unlinkat(dir_fd, temp.c_str(), 0);
+  }
+  return error;
+}
+
+std::error_code write_file_atomic(const std::string& path, std::string_view content, int mode)
+{
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd) {
+    return last_error();
+  }
+  return write_file_atomic(dir_fd.get(), path.substr(slash + 1), content, mode);
+}
+
+std::optional<UniqueFd> open_subdir(int dir_fd, const std::string& name, bool create, int mode, std::error_code& error)
+{
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    error = std::make_error_code(std::errc::invalid_argument);
+    return std::nullopt;
+  }
+  if (create && ::mkdirat(dir_fd, name.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
+    error = last_error();
+    return std::nullopt;
+  }
+  UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
+    error = last_error();
+    return std::nullopt;
+  }
+  return fd;
+}
+
+std::error_code create_directories(const std::string& path, int mode)
+{
+  std::string prefix;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    prefix = path.substr(0, pos);
+    if (prefix.empty()) {
+      continue;
+    }
+    if (::mkdir(prefix.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
+      return last_error();
+    }
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return last_error();
+  }
+  return S_ISDIR(st.st_mode) ? std::error_code{} : std::make_error_code(std::errc::not_a_directory);
+}
+
+} // namespace kjit::util

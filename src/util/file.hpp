@@ -1,0 +1,30 @@
+// Reading whole files and writing them atomically (temp file in the same folder + checked rename).
+#pragma once
+
+#include "util/unique_handle.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace kjit::util {
+
+// The file's content, or nullopt if it can't be opened or read (`error` says why).
+std::optional<std::string> read_file(const std::string& path, std::error_code& error);
+
+// Writes `content` to `name` inside the open folder `dir_fd`: a temp file is written, fsync'ed
+// and renamed over `name`; symlinks are never followed. Returns an error instead of throwing.
+std::error_code write_file_atomic(int dir_fd, const std::string& name, std::string_view content, int mode = 0644);
+
+// Convenience: atomic write to a path (its folder must exist).
+std::error_code write_file_atomic(const std::string& path, std::string_view content, int mode = 0644);
+
+// Opens (creating with `mode` if missing) the sub-folder `name` of `dir_fd` without following a
+// symlink. `name` must be a single path component.
+std::optional<UniqueFd> open_subdir(int dir_fd, const std::string& name, bool create, int mode, std::error_code& error);
+
+// Creates a folder and its parents with `mode` (existing ones are left as they are).
+std::error_code create_directories(const std::string& path, int mode);
+
+} // namespace kjit::util

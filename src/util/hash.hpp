@@ -1,0 +1,44 @@
+// SHA-256 (OpenSSL) for keys and content identity; XXH3-128 (libxxhash) for record checksums.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kjit::util {
+
+using Sha256 = std::array<std::uint8_t, 32>;
+using Checksum = std::array<std::uint8_t, 16>;
+
+// Incremental SHA-256. Not thread-safe; one per thread or per use.
+class Sha256Hasher {
+public:
+  Sha256Hasher();
+  Sha256Hasher(const Sha256Hasher&) = delete;
+  Sha256Hasher& operator=(const Sha256Hasher&) = delete;
+  ~Sha256Hasher();
+
+  Sha256Hasher& update(std::string_view data);
+  // Finishes the digest; the hasher is reset and can be reused.
+  Sha256 finish();
+
+private:
+  void* m_ctx;
+};
+
+Sha256 sha256(std::string_view data);
+
+// XXH3-128 of `data`: a fast integrity check, not a security boundary.
+Checksum checksum(std::string_view data);
+
+// Lowercase hex of bytes.
+std::string to_hex(const std::uint8_t* data, std::size_t size);
+
+template <std::size_t N>
+std::string to_hex(const std::array<std::uint8_t, N>& bytes)
+{
+  return to_hex(bytes.data(), N);
+}
+
+} // namespace kjit::util

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# End-to-end tests of the kjit command line. Usage: test_cli.sh KJIT GPU_TESTS SOURCE_ROOT
+set -u
+kjit=$1
+gpu_tests=$2
+root=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export KJIT_CACHE_DIR=$work/cache
+passed=0
+failed=0
+
+check() {  # check DESCRIPTION COMMAND...: passes when COMMAND succeeds
+  local what=$1
+  shift
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: $what" >&2
+  fi
+}
+
+exit_code() {  # exit_code EXPECTED COMMAND...: runs COMMAND, compares its exit status
+  local expected=$1
+  shift
+  "$@" >"$work/out" 2>"$work/err"
+  local got=$?
+  [ "$got" = "$expected" ] || { echo "exit $got, expected $expected: $*" >&2; cat "$work/err" >&2; return 1; }
+}
+
+# --- usage errors exit 2 and print usage ---
+check "no arguments" exit_code 2 "$kjit"
+check "unknown command" exit_code 2 "$kjit" frobnicate
+check "unknown command prints usage" grep -q "usage: kjit" "$work/err"
+check "compile without file" exit_code 2 "$kjit" compile
+check "compile with unknown option" exit_code 2 "$kjit" compile "$root/examples/saxpy.cu" --bogus
+check "unknown option prints usage" grep -q "usage: kjit compile" "$work/err"
+check "version with extra args" exit_code 2 "$kjit" version extra
+
+# --- version ---
+check "version" exit_code 0 "$kjit" --version
+check "version names kjit" grep -q "^kjit [0-9]" "$work/out"
+check "version names NVRTC" grep -q "^NVRTC [0-9]*\.[0-9]" "$work/out"
+check "version names nvJitLink" grep -q "^nvJitLink [0-9]*\.[0-9]" "$work/out"
+check "version reports the driver" grep -q "^driver: " "$work/out"
+
+# --- compile ---
+mkdir -p "$work/out_dir"
+check "compile saxpy" exit_code 0 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
+check "ptx written" grep -q ".entry saxpy" "$work/out_dir/saxpy.ptx"
+check "cubin written" test -s "$work/out_dir/saxpy.sm_90.cubin"
+check "cubin is ELF" sh -c "head -c 4 '$work/out_dir/saxpy.sm_90.cubin' | grep -q ELF"
+check "timings printed" grep -q "nvrtc .* ms" "$work/out"
+check "name expression" exit_code 0 "$kjit" compile "$root/examples/scale.cu" --arch sm_80 \
+  --name-expr 'scale<float>' -o "$work/out_dir"
+check "lowered name printed" grep -q "scale<float> -> _Z5scaleIfEvPT_S0_i" "$work/out"
+check "defines reach the compiler" exit_code 0 "$kjit" compile "$root/examples/saxpy.cu" --arch compute_90 \
+  -D KJIT_TEST_DEFINE=1 -o "$work/out_dir"
+check "compute arch writes no cubin" test ! -e "$work/out_dir/saxpy.compute_90.cubin"
+
+printf '__global__ void k(int* p) { *p = oops; }\n' >"$work/bad.cu"
+check "compile error exits 1" exit_code 1 "$kjit" compile "$work/bad.cu" --arch sm_90 -o "$work/out_dir"
+check "compile error shows the log" grep -q "oops" "$work/err"
+check "bad arch exits 1" exit_code 1 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_9x -o "$work/out_dir"
+check "bad arch is explained" grep -q "sm_9x" "$work/err"
+check "missing file exits 1" exit_code 1 "$kjit" compile "$work/none.cu" --arch sm_90
+
+# --- the GPU suite is skipped (77) without a GPU ---
+if "$kjit" --version | grep -q "^driver: unavailable"; then
+  check "gpu tests skip without a GPU" exit_code 77 "$gpu_tests"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,177 @@
+// In-process compilation: archs, errors, name expressions, toolkit headers, threads.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+
+#include <kjit/compile.hpp>
+#include <kjit/cubin.hpp>
+#include <kjit/error.hpp>
+
+#include <thread>
+
+namespace {
+
+const char* const k_saxpy = R"(
+extern "C" __global__ void saxpy(float a, const float* x, float* y, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+
+kjit::Program saxpy()
+{
+  return {"saxpy.cu", k_saxpy, {}, {}, {}};
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(compile)
+
+BOOST_AUTO_TEST_CASE(builds_a_checked_cubin_for_every_major_arch)
+{
+  for (int sm : {75, 80, 90, 100, 120}) {
+    const auto arch = kjit::Arch::parse("sm_" + std::to_string(sm));
+    const kjit::Binary binary = kjit::compile(saxpy(), arch);
+    std::string why;
+    BOOST_TEST(kjit::check_cubin(binary.cubin, sm, why), "sm_" << sm << ": " << why);
+    BOOST_TEST(binary.ptx.find(".target sm_" + std::to_string(sm)) != std::string::npos);
+    BOOST_TEST(binary.cubin.find("saxpy") != std::string::npos);
+    BOOST_TEST(binary.arch == arch.str());
+    BOOST_TEST(binary.timings.nvrtc_ms > 0.0);
+    BOOST_TEST(binary.timings.link_ms > 0.0);
+    BOOST_TEST(binary.timings.total_ms >= binary.timings.nvrtc_ms + binary.timings.link_ms);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(arch_specific_and_virtual_targets)
+{
+  const kjit::Binary sm90a = kjit::compile(saxpy(), kjit::Arch::parse("sm_90a"));
+  std::string why;
+  BOOST_TEST(kjit::check_cubin(sm90a.cubin, 90, why), why);
+  BOOST_TEST(sm90a.ptx.find(".target sm_90a") != std::string::npos);
+
+  const kjit::Binary ptx_only = kjit::compile(saxpy(), kjit::Arch::parse("compute_80"));
+  BOOST_TEST(ptx_only.cubin.empty());
+  BOOST_TEST(ptx_only.ptx.find(".entry saxpy") != std::string::npos);
+  BOOST_TEST(ptx_only.timings.link_ms == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(syntax_error_is_a_compile_error_naming_the_line)
+{
+  kjit::Program bad{"broken.cu", "__global__ void k(int* p)\n{\n  *p = 1\n}\n", {}, {"-DX=1"}, {}};
+  try {
+    kjit::compile(bad, kjit::Arch::parse("sm_90"));
+    BOOST_FAIL("expected CompileError");
+  } catch (const kjit::CompileError& e) {
+    BOOST_TEST(e.log().find("broken.cu(4)") != std::string::npos, e.log());
+    BOOST_TEST(e.program_name() == "broken.cu");
+    BOOST_TEST(e.arch() == "sm_90");
+    BOOST_TEST((std::find(e.options().begin(), e.options().end(), "-DX=1") != e.options().end()));
+    BOOST_TEST(std::string(e.what()).find("broken.cu") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(unknown_option_and_unsupported_arch_have_their_own_errors)
+{
+  kjit::Program with_bad_option = saxpy();
+  with_bad_option.options = {"--no-such-option"};
+  BOOST_CHECK_THROW(kjit::compile(with_bad_option, kjit::Arch::parse("sm_90")), kjit::OptionError);
+
+  kjit::Program with_arch_option = saxpy();
+  with_arch_option.options = {"-arch=sm_80"};
+  BOOST_CHECK_THROW(kjit::compile(with_arch_option, kjit::Arch::parse("sm_90")), kjit::OptionError);
+
+  try {
+    kjit::compile(saxpy(), kjit::Arch::parse("sm_70"));
+    BOOST_FAIL("expected ArchError");
+  } catch (const kjit::ArchError& e) {
+    BOOST_TEST(std::string(e.what()).find("sm_70") != std::string::npos);
+    BOOST_TEST(std::string(e.what()).find("supported") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(name_expressions_give_mangled_names)
+{
+  kjit::Program program{"scale.cu",
+                        "template <typename T>\n__global__ void scale(T* x, T a, int n)\n"
+                        "{ int i = threadIdx.x; if (i < n) x[i] *= a; }\n",
+                        {},
+                        {},
+                        {"scale<float>", "scale<double>", "&scale<int>"}};
+  const kjit::Binary binary = kjit::compile(program, kjit::Arch::parse("sm_90"));
+  BOOST_TEST(binary.lowered_names.size() == 3u);
+  // Itanium ABI: scale<float>(float*, float, int).
+  BOOST_TEST(binary.lowered_name("scale<float>") == "_Z5scaleIfEvPT_S0_i");
+  BOOST_TEST(binary.lowered_name("scale<double>") == "_Z5scaleIdEvPT_S0_i");
+  BOOST_TEST(binary.lowered_name("&scale<int>") == "_Z5scaleIiEvPT_S0_i");
+  for (const auto& [expression, lowered] : binary.lowered_names) {
+    BOOST_TEST(binary.cubin.find(lowered) != std::string::npos, expression);
+  }
+  BOOST_CHECK_THROW(binary.lowered_name("scale<char>"), kjit::Error);
+}
+
+BOOST_AUTO_TEST_CASE(toolkit_headers_need_no_flags)
+{
+  kjit::Program program{"half.cu",
+                        "#include <cuda_fp16.h>\n#include <cuda/std/array>\n"
+                        "extern \"C\" __global__ void h(__half* x) {\n"
+                        "  cuda::std::array<int, 2> a{1, 2};\n"
+                        "  x[threadIdx.x] = __hadd(x[threadIdx.x], __int2half_rn(a[1]));\n}\n",
+                        {},
+                        {},
+                        {}};
+  const kjit::Binary binary = kjit::compile(program, kjit::Arch::parse("sm_80"));
+  std::string why;
+  BOOST_TEST(kjit::check_cubin(binary.cubin, 80, why), why);
+}
+
+BOOST_AUTO_TEST_CASE(in_memory_headers_are_used)
+{
+  kjit::Program program{"uses_header.cu", "#include \"params.h\"\n__global__ void k(int* p) { *p = MAGIC; }\n",
+                        {{"params.h", "#define MAGIC 123454321\n"}}, {}, {}};
+  const kjit::Binary binary = kjit::compile(program, kjit::Arch::parse("compute_90"));
+  BOOST_TEST(binary.ptx.find("123454321") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(four_threads_compile_different_programs_at_once)
+{
+  std::vector<std::thread> threads;
+  std::vector<std::string> cubins(4);
+  std::vector<std::string> errors(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t, &cubins, &errors] {
+      try {
+        kjit::Program program{"thread" + std::to_string(t) + ".cu",
+                              "extern \"C\" __global__ void k" + std::to_string(t) + "(int* p) { *p = " +
+                                std::to_string(1000 + t) + "; }\n",
+                              {},
+                              {},
+                              {}};
+        cubins[t] = kjit::compile(program, kjit::Arch::parse("sm_90")).cubin;
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  for (int t = 0; t < 4; ++t) {
+    BOOST_TEST(errors[t].empty(), errors[t]);
+    std::string why;
+    BOOST_TEST(kjit::check_cubin(cubins[t], 90, why), why);
+    BOOST_TEST(cubins[t].find("k" + std::to_string(t)) != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(versions_are_reported)
+{
+  const kjit::ToolchainVersions v = kjit::toolchain_versions();
+  BOOST_TEST(v.nvrtc_major >= 12);
+  BOOST_TEST(v.nvjitlink_major >= 12);
+  BOOST_TEST(kjit::nvrtc_loaded());
+  BOOST_TEST(kjit::nvjitlink_loaded());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

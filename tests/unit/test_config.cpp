@@ -1,0 +1,133 @@
+// The settings table: environment, API overrides, strict parsing.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+
+#include <kjit/config.hpp>
+#include <kjit/error.hpp>
+
+#include <cstdlib>
+
+namespace {
+
+// Sets an environment variable for one test and restores the old state after.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const char* value) : m_name(name)
+  {
+    if (const char* old = std::getenv(name)) {
+      m_old = old;
+      m_had = true;
+    }
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv()
+  {
+    if (m_had) {
+      ::setenv(m_name, m_old.c_str(), 1);
+    } else {
+      ::unsetenv(m_name);
+    }
+  }
+
+private:
+  const char* m_name;
+  std::string m_old;
+  bool m_had = false;
+};
+
+std::string config_error_variable(const char* name, const char* value)
+{
+  ScopedEnv env(name, value);
+  try {
+    (void)kjit::current_config();
+  } catch (const kjit::ConfigError& e) {
+    return e.variable();
+  }
+  return "(no error)";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(config)
+
+BOOST_AUTO_TEST_CASE(strict_booleans)
+{
+  for (const char* yes : {"1", "true", "YES", "On"}) {
+    BOOST_TEST(kjit::parse_bool(yes, "X"));
+  }
+  for (const char* no : {"0", "false", "no", "OFF"}) {
+    BOOST_TEST(!kjit::parse_bool(no, "X"));
+  }
+  for (const char* bad : {"", "2", "y", "enable", "truee"}) {
+    BOOST_CHECK_THROW(kjit::parse_bool(bad, "X"), kjit::ConfigError);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sizes)
+{
+  BOOST_TEST(kjit::parse_size("4096", "X") == 4096u);
+  BOOST_TEST(kjit::parse_size("64KiB", "X") == 65536u);
+  BOOST_TEST(kjit::parse_size("256MiB", "X") == 256u << 20);
+  BOOST_TEST(kjit::parse_size("2G", "X") == std::size_t(2) << 30);
+  for (const char* bad : {"", "MiB", "12 MiB", "-1", "1.5G", "10XB", "99999999999999999999"}) {
+    BOOST_CHECK_THROW(kjit::parse_size(bad, "X"), kjit::ConfigError);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_bad_environment_value_names_its_variable)
+{
+  const std::pair<const char*, const char*> cases[] = {
+    {"KJIT_DISABLE_CACHE", "maybe"}, {"KJIT_VERBOSE", "2"},         {"KJIT_MIRROR", "nope"},
+    {"KJIT_DUMP_IR", "yess"},        {"KJIT_ARCH", "sm_9x"},        {"KJIT_MEMORY_LIMIT", "lots"},
+    {"KJIT_SHARED_CACHE", "sure"},   {"KJIT_REPO_LOCAL_CACHE", "1.0"}, {"KJIT_STORE_MAP_SIZE", "1KiB"},
+    {"KJIT_CACHE_DIR", ""},
+  };
+  for (const auto& [name, value] : cases) {
+    BOOST_TEST(config_error_variable(name, value) == name);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(precedence_default_environment_api)
+{
+  kjit::option::reset();
+  ScopedEnv unset_xdg("XDG_CACHE_HOME", "/tmp/kjit-xdg-test");
+  ::unsetenv("KJIT_CACHE_DIR");
+  BOOST_TEST(kjit::current_config().cache_dir == "/tmp/kjit-xdg-test/kjit");
+  BOOST_TEST(kjit::current_config().arch == "auto");
+  {
+    ScopedEnv env("KJIT_CACHE_DIR", "/tmp/from-env");
+    ScopedEnv arch("KJIT_ARCH", "sm_80");
+    BOOST_TEST(kjit::current_config().cache_dir == "/tmp/from-env");
+    BOOST_TEST(kjit::current_config().arch == "sm_80");
+    kjit::option::cache_dir("/tmp/from-api");
+    kjit::option::arch("sm_90a");
+    BOOST_TEST(kjit::current_config().cache_dir == "/tmp/from-api");
+    BOOST_TEST(kjit::option::get_cache_dir() == "/tmp/from-api");
+    BOOST_TEST(kjit::current_config().arch == "sm_90a");
+    kjit::option::reset();
+    BOOST_TEST(kjit::current_config().cache_dir == "/tmp/from-env");
+  }
+  kjit::option::debug::dump_ir(true);
+  BOOST_TEST(kjit::current_config().dump_ir);
+  BOOST_CHECK_THROW(kjit::option::arch("sm_bad"), kjit::ConfigError);
+  BOOST_CHECK_THROW(kjit::option::cache_dir(""), kjit::ConfigError);
+  kjit::option::reset();
+  BOOST_TEST(!kjit::current_config().dump_ir);
+}
+
+BOOST_AUTO_TEST_CASE(settings_table_lists_every_variable)
+{
+  std::vector<std::string> variables;
+  for (const auto& setting : kjit::settings()) {
+    BOOST_TEST(setting.variable.rfind("KJIT_", 0) == 0u);
+    BOOST_TEST(!setting.description.empty());
+    variables.push_back(setting.variable);
+  }
+  for (const char* required : {"KJIT_CACHE_DIR", "KJIT_DISABLE_CACHE", "KJIT_VERBOSE", "KJIT_ARCH", "KJIT_MIRROR",
+                               "KJIT_DUMP_IR", "KJIT_MEMORY_LIMIT", "KJIT_CUDA_HOME"}) {
+    BOOST_TEST((std::find(variables.begin(), variables.end(), required) != variables.end()), required);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

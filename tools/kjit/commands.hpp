@@ -1,0 +1,22 @@
+// The kjit CLI's subcommands. Each parses its own arguments and returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kjit::cli {
+
+// Exit codes: 0 success, 1 the operation failed (message on stderr), 2 bad usage.
+constexpr int k_exit_failure = 1;
+constexpr int k_exit_usage = 2;
+
+// Thrown for bad command-line arguments; main() prints it with the usage text and exits 2.
+struct UsageError {
+  std::string message;
+  std::string usage;
+};
+
+int command_compile(const std::vector<std::string>& args);
+int command_version(const std::vector<std::string>& args);
+
+} // namespace kjit::cli
