@@ -3,6 +3,7 @@
 
 #include <kjit/arch.hpp>
 #include <kjit/binary.hpp>
+#include <kjit/cache.hpp>
 #include <kjit/compile.hpp>
 #include <kjit/config.hpp>
 #include <kjit/cubin.hpp>

@@ -103,9 +103,10 @@ std::string linker_log(nvJitLinkHandle handle, bool errors)
   return log;
 }
 
-// The PTX of `program` and its lowered names (NVRTC stage).
-void run_nvrtc(const Config& config, const Program& program, const Arch& arch, Binary& binary,
-               std::vector<std::string>& options)
+// Creates and compiles the NVRTC program; CompileError/OptionError/ToolchainError on failure.
+UniqueProgram run_nvrtc(const Config& config, const Program& program, const Arch& arch,
+                        const std::vector<std::string>& extra_options, std::vector<std::string>& options,
+                        std::string& log)
 {
   const NvrtcApi& api = nvrtc();
   std::vector<const char*> header_names;
@@ -129,23 +130,44 @@ void run_nvrtc(const Config& config, const Program& program, const Arch& arch, B
   for (const auto& option : options) {
     argv.push_back(option.c_str());
   }
+  for (const auto& option : extra_options) {
+    argv.push_back(option.c_str());
+  }
   const nvrtcResult result = api.compile_program(handle.get(), static_cast<int>(argv.size()), argv.data());
-  binary.log = program_log(handle.get());
+  log = program_log(handle.get());
   if (result == NVRTC_ERROR_COMPILATION) {
-    throw CompileError(program.name, arch.str(), binary.log, options);
+    throw CompileError(program.name, arch.str(), log, options);
   }
   if (result == NVRTC_ERROR_INVALID_OPTION) {
     throw OptionError("NVRTC rejected the options of " + program.name + " (" + arch.str() + ")" +
-                      (binary.log.empty() ? "" : ":\n" + binary.log));
+                      (log.empty() ? "" : ":\n" + log));
   }
   check_nvrtc(result, "nvrtcCompileProgram", program, arch);
+  return handle;
+}
+
+// Reads an NVRTC output of `size_call`/`get_call` (PTX, LTO IR) into a string.
+template <typename SizeCall, typename GetCall>
+std::string nvrtc_output(nvrtcProgram handle, SizeCall size_call, GetCall get_call, const char* what,
+                         const Program& program, const Arch& arch)
+{
   std::size_t size = 0;
-  check_nvrtc(api.get_ptx_size(handle.get(), &size), "nvrtcGetPTXSize", program, arch);
-  binary.ptx.assign(size, '\0');
-  check_nvrtc(api.get_ptx(handle.get(), binary.ptx.data()), "nvrtcGetPTX", program, arch);
-  if (!binary.ptx.empty() && binary.ptx.back() == '\0') {
-    binary.ptx.pop_back();
+  check_nvrtc(size_call(handle, &size), what, program, arch);
+  std::string out(size, '\0');
+  check_nvrtc(get_call(handle, out.data()), what, program, arch);
+  if (!out.empty() && out.back() == '\0') {
+    out.pop_back();
   }
+  return out;
+}
+
+// The PTX of `program` and its lowered names (NVRTC stage).
+void run_nvrtc_to_ptx(const Config& config, const Program& program, const Arch& arch, Binary& binary,
+                      std::vector<std::string>& options)
+{
+  const NvrtcApi& api = nvrtc();
+  const UniqueProgram handle = run_nvrtc(config, program, arch, {}, options, binary.log);
+  binary.ptx = nvrtc_output(handle.get(), api.get_ptx_size, api.get_ptx, "nvrtcGetPTX", program, arch);
   for (const auto& expression : program.name_expressions) {
     const char* lowered = nullptr;
     check_nvrtc(api.get_lowered_name(handle.get(), expression.c_str(), &lowered), "nvrtcGetLoweredName", program, arch);
@@ -237,7 +259,7 @@ Binary compile(const Config& config, const Program& program, const Arch& request
   check_supported(arch);
   std::vector<std::string> options;
   const util::Stopwatch nvrtc_watch;
-  run_nvrtc(config, program, arch, binary, options);
+  run_nvrtc_to_ptx(config, program, arch, binary, options);
   binary.timings.nvrtc_ms = nvrtc_watch.elapsed_ms();
   if (!arch.is_virtual()) {
     const util::Stopwatch link_watch;
@@ -246,6 +268,15 @@ Binary compile(const Config& config, const Program& program, const Arch& request
   }
   binary.timings.total_ms = total.elapsed_ms();
   return binary;
+}
+
+std::string compile_ltoir(const Config& config, const Program& program, const Arch& arch)
+{
+  const NvrtcApi& api = nvrtc();
+  std::vector<std::string> options;
+  std::string log;
+  const UniqueProgram handle = run_nvrtc(config, program, arch, {"-dlto"}, options, log);
+  return nvrtc_output(handle.get(), api.get_ltoir_size, api.get_ltoir, "nvrtcGetLTOIR", program, arch);
 }
 
 std::string nvrtc_build_identity()

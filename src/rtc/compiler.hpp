@@ -15,6 +15,9 @@ Binary compile(const Config& config, const Program& program, const Arch& arch);
 // Options NVRTC receives besides the program's own: -arch=compute_XY and the toolkit's -I folders.
 std::vector<std::string> implicit_options(const Config& config, const Arch& arch);
 
+// NVVM LTO IR of the program (NVRTC with -dlto), for the mirror's ir/ folder when dump_ir is on.
+std::string compile_ltoir(const Config& config, const Program& program, const Arch& arch);
+
 // NVRTC's build identity ("13.0 V13.0.88 CL-36424714"): version plus the build read from the PTX
 // header of a tiny probe program. Loads NVRTC and compiles; only called on a miss.
 std::string nvrtc_build_identity();

@@ -19,6 +19,8 @@ struct NvrtcApi {
   decltype(&::nvrtcGetProgramLog) get_program_log;
   decltype(&::nvrtcAddNameExpression) add_name_expression;
   decltype(&::nvrtcGetLoweredName) get_lowered_name;
+  decltype(&::nvrtcGetLTOIRSize) get_ltoir_size;
+  decltype(&::nvrtcGetLTOIR) get_ltoir;
 };
 
 // Loads NVRTC (and its builtins library, by absolute path, so the embedding program's run path

@@ -32,7 +32,9 @@ int command_compile(const std::vector<std::string>& args)
     ("include,I", po::value<std::vector<std::string>>()->composing(), "add an include folder")
     ("name-expr,n", po::value<std::vector<std::string>>()->composing(), "name expression, e.g. 'scale<float>'")
     ("option,X", po::value<std::vector<std::string>>()->composing(), "pass an option to NVRTC, e.g. -X--std=c++17")
-    ("output,o", po::value<std::string>()->default_value("."), "folder for the .ptx and .cubin");
+    ("output,o", po::value<std::string>()->default_value("."), "folder for the .ptx and .cubin")
+    ("no-cache", "compile without reading or writing the cache")
+    ("cache-dir", po::value<std::string>(), "cache folder (default: KJIT_CACHE_DIR or ~/.cache/kjit)");
   po::options_description hidden;
   hidden.add_options()("file", po::value<std::string>()->required(), "CUDA C++ file");
   po::positional_options_description positional;
@@ -58,7 +60,20 @@ int command_compile(const std::vector<std::string>& args)
   program.name_expressions = list("name-expr");
   const Arch arch = Arch::parse(vm["arch"].as<std::string>());
 
-  const Binary binary = compile(program, arch);
+  if (vm.count("cache-dir") != 0) {
+    option::cache_dir(vm["cache-dir"].as<std::string>());
+  }
+  Binary binary;
+  if (vm.count("no-cache") != 0) {
+    binary = compile(program, arch);
+    std::cout << "compiled (cache bypassed)\n";
+  } else {
+    Cache& cache = default_cache();
+    const PreparedProgram prepared = cache.prepare(program, arch);
+    binary = *cache.get(prepared);
+    const CacheStats stats = cache.stats();
+    std::cout << (stats.disk_hits > 0 ? "cache hit" : "compiled") << " " << prepared.key() << "\n";
+  }
   const std::string out_dir = vm["output"].as<std::string>();
   const std::string stem = program.name.substr(0, program.name.rfind('.'));
   write_output(out_dir + "/" + stem + ".ptx", binary.ptx);

@@ -17,6 +17,7 @@ struct UsageError {
 };
 
 int command_compile(const std::vector<std::string>& args);
+int command_cache(const std::vector<std::string>& args);
 int command_version(const std::vector<std::string>& args);
 
 } // namespace kjit::cli

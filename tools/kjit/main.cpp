@@ -12,7 +12,9 @@ namespace {
 const char* const k_usage = R"(usage: kjit <command> [options]
 
 commands:
-  compile FILE --arch ARCH [-D…] [-I…] [--name-expr …] [-o DIR]   compile a CUDA C++ file
+  compile FILE --arch ARCH [-D…] [-I…] [--name-expr …] [-o DIR]   compile a CUDA C++ file (cached;
+                                                                  --no-cache bypasses the cache)
+  cache stats|clear|rebuild-mirror|path [--cache-dir DIR]         inspect or maintain the cache
   version                                                         versions and driver status
 
 kjit --version is the same as kjit version; kjit <command> --help shows a command's options.
@@ -24,6 +26,7 @@ int main(int argc, char** argv)
 {
   using namespace kjit::cli;
   const std::map<std::string, int (*)(const std::vector<std::string>&)> commands{
+    {"cache", command_cache},
     {"compile", command_compile},
     {"version", command_version},
     {"--version", command_version},

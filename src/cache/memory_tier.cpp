@@ -1,0 +1,75 @@
+// LRU bookkeeping for the memory tier.
+#include "cache/memory_tier.hpp"
+
+namespace kjit::cache {
+
+std::size_t Result::bytes() const
+{
+  std::size_t total = sizeof(Result);
+  if (binary) {
+    total += sizeof(Binary) + binary->ptx.size() + binary->cubin.size() + binary->log.size();
+    for (const auto& [expression, lowered] : binary->lowered_names) {
+      total += expression.size() + lowered.size();
+    }
+  }
+  if (failure) {
+    total += sizeof(CompileError) + failure->log().size();
+  }
+  return total;
+}
+
+std::optional<Result> MemoryTier::find(const util::Sha256& key)
+{
+  std::lock_guard lock(m_mutex);
+  const auto it = m_index.find(key);
+  if (it == m_index.end()) {
+    return std::nullopt;
+  }
+  m_lru.splice(m_lru.begin(), m_lru, it->second);
+  return it->second->result;
+}
+
+void MemoryTier::insert(const util::Sha256& key, Result result)
+{
+  const std::size_t bytes = result.bytes();
+  std::lock_guard lock(m_mutex);
+  if (const auto it = m_index.find(key); it != m_index.end()) {
+    m_bytes -= it->second->bytes;
+    m_lru.erase(it->second);
+    m_index.erase(it);
+  }
+  if (bytes > m_limit) {
+    return;
+  }
+  m_lru.push_front(Node{key, std::move(result), bytes});
+  m_index.emplace(key, m_lru.begin());
+  m_bytes += bytes;
+  while (m_bytes > m_limit) {
+    const Node& oldest = m_lru.back();
+    m_bytes -= oldest.bytes;
+    m_index.erase(oldest.key);
+    m_lru.pop_back();
+  }
+}
+
+void MemoryTier::clear()
+{
+  std::lock_guard lock(m_mutex);
+  m_lru.clear();
+  m_index.clear();
+  m_bytes = 0;
+}
+
+std::size_t MemoryTier::bytes() const
+{
+  std::lock_guard lock(m_mutex);
+  return m_bytes;
+}
+
+std::size_t MemoryTier::size() const
+{
+  std::lock_guard lock(m_mutex);
+  return m_index.size();
+}
+
+} // namespace kjit::cache

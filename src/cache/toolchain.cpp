@@ -1,0 +1,70 @@
+// Toolchain fingerprint: versions remembered under the libraries' file identity.
+#include "cache/toolchain.hpp"
+
+#include "rtc/compiler.hpp"
+#include "rtc/toolkit.hpp"
+
+#include <map>
+#include <mutex>
+#include <sys/stat.h>
+
+namespace kjit::cache {
+
+namespace {
+
+std::string file_identity(const std::string& path)
+{
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) {
+    return path + " missing";
+  }
+  return path + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec) + " " + std::to_string(st.st_ino);
+}
+
+struct Versions {
+  std::string nvrtc;
+  std::string nvjitlink;
+};
+
+std::mutex g_memo_mutex;
+std::map<std::string, Versions> g_memo;  // file identity → versions, for this process
+
+} // namespace
+
+std::string toolchain_file_identity(const Config& config)
+{
+  const rtc::Toolkit toolkit = rtc::find_toolkit(config);
+  return "nvrtc " + file_identity(toolkit.nvrtc_path) + "\nbuiltins " + file_identity(toolkit.nvrtc_builtins_path) +
+         "\nnvjitlink " + file_identity(toolkit.nvjitlink_path) + "\n";
+}
+
+KeyContext toolchain_context(const Config& config, store::Store* store)
+{
+  KeyContext context;
+  context.toolkit_include_dirs = rtc::find_toolkit(config).include_dirs;
+  const std::string identity = toolchain_file_identity(config);
+  const std::string meta_key = "toolchain " + util::to_hex(util::sha256(identity));
+  std::lock_guard lock(g_memo_mutex);
+  Versions& versions = g_memo[identity];
+  if (versions.nvrtc.empty() && store != nullptr) {
+    if (auto stored = store->get(store::Table::meta, meta_key)) {
+      const auto newline = stored->find('\n');
+      if (newline != std::string::npos) {
+        versions = {stored->substr(0, newline), stored->substr(newline + 1)};
+      }
+    }
+  }
+  if (versions.nvrtc.empty()) {
+    versions = {rtc::nvrtc_build_identity(), rtc::nvjitlink_identity()};
+    if (store != nullptr) {
+      store->put(store::Table::meta, meta_key, versions.nvrtc + "\n" + versions.nvjitlink);
+      store->put(store::Table::meta, meta_key + " files", identity);
+    }
+  }
+  context.nvrtc_identity = versions.nvrtc;
+  context.nvjitlink_identity = versions.nvjitlink;
+  return context;
+}
+
+} // namespace kjit::cache

@@ -1,0 +1,212 @@
+// Record encoding and strict, bounds-checked decoding.
+#include "store/record.hpp"
+
+#include "util/hash.hpp"
+
+#include <kjit/arch.hpp>
+#include <kjit/cubin.hpp>
+#include <kjit/error.hpp>
+
+#include <cstring>
+
+namespace kjit::store {
+
+namespace {
+
+constexpr char k_magic[8] = {'K', 'J', 'I', 'T', 'R', 'E', 'C', '\0'};
+
+enum class Tag : std::uint16_t {
+  program_name = 1,
+  program_txt,
+  options_txt,
+  source,
+  header_name,
+  header_content,
+  option,
+  arch,
+  ptx,
+  cubin,
+  lowered_expression,
+  lowered_name,
+  log,
+  timings,
+  ltoir,
+  created_unix,
+};
+
+template <typename T>
+void put_int(std::string& out, T value)
+{
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+template <typename T>
+T get_int(std::string_view bytes, std::size_t offset)
+{
+  T value;
+  std::memcpy(&value, bytes.data() + offset, sizeof(T));
+  return value;
+}
+
+void put_field(std::string& out, Tag tag, std::string_view value)
+{
+  put_int(out, static_cast<std::uint16_t>(tag));
+  put_int(out, static_cast<std::uint32_t>(value.size()));
+  out.append(value);
+}
+
+std::string pack_doubles(std::initializer_list<double> values)
+{
+  std::string out;
+  for (double value : values) {
+    put_int(out, value);
+  }
+  return out;
+}
+
+} // namespace
+
+std::string encode_record(const Entry& entry)
+{
+  std::string payload;
+  payload.reserve(entry.source.size() + entry.binary.ptx.size() + entry.binary.cubin.size() +
+                  entry.program_txt.size() + entry.options_txt.size() + 1024);
+  put_field(payload, Tag::program_name, entry.program_name);
+  put_field(payload, Tag::program_txt, entry.program_txt);
+  put_field(payload, Tag::options_txt, entry.options_txt);
+  put_field(payload, Tag::source, entry.source);
+  for (const auto& [name, content] : entry.headers) {
+    put_field(payload, Tag::header_name, name);
+    put_field(payload, Tag::header_content, content);
+  }
+  for (const auto& option : entry.options) {
+    put_field(payload, Tag::option, option);
+  }
+  put_field(payload, Tag::arch, entry.binary.arch);
+  put_field(payload, Tag::ptx, entry.binary.ptx);
+  put_field(payload, Tag::cubin, entry.binary.cubin);
+  for (const auto& [expression, lowered] : entry.binary.lowered_names) {
+    put_field(payload, Tag::lowered_expression, expression);
+    put_field(payload, Tag::lowered_name, lowered);
+  }
+  put_field(payload, Tag::log, entry.binary.log);
+  const StageTimings& t = entry.binary.timings;
+  put_field(payload, Tag::timings, pack_doubles({t.load_ms, t.nvrtc_ms, t.link_ms, t.total_ms}));
+  if (!entry.ltoir.empty()) {
+    put_field(payload, Tag::ltoir, entry.ltoir);
+  }
+  std::string created;
+  put_int(created, entry.created_unix);
+  put_field(payload, Tag::created_unix, created);
+
+  std::string record(k_magic, sizeof k_magic);
+  put_int(record, k_record_format);
+  put_int(record, static_cast<std::uint32_t>(entry.kind));
+  put_int(record, static_cast<std::uint64_t>(payload.size()));
+  const util::Checksum sum = util::checksum(payload);
+  record.append(reinterpret_cast<const char*>(sum.data()), sum.size());
+  record += payload;
+  return record;
+}
+
+std::optional<Entry> decode_record(std::string_view bytes, std::string& why)
+{
+  if (bytes.size() < k_record_header_size) {
+    why = "record shorter than its header (" + std::to_string(bytes.size()) + " bytes)";
+    return std::nullopt;
+  }
+  if (std::memcmp(bytes.data(), k_magic, sizeof k_magic) != 0) {
+    why = "bad magic";
+    return std::nullopt;
+  }
+  if (const auto format = get_int<std::uint32_t>(bytes, 8); format != k_record_format) {
+    why = "record format " + std::to_string(format) + ", expected " + std::to_string(k_record_format);
+    return std::nullopt;
+  }
+  Entry entry;
+  const auto kind = get_int<std::uint32_t>(bytes, 12);
+  if (kind != static_cast<std::uint32_t>(EntryKind::binary) && kind != static_cast<std::uint32_t>(EntryKind::failure)) {
+    why = "unknown entry kind " + std::to_string(kind);
+    return std::nullopt;
+  }
+  entry.kind = static_cast<EntryKind>(kind);
+  const std::string_view payload = bytes.substr(k_record_header_size);
+  if (get_int<std::uint64_t>(bytes, 16) != payload.size()) {
+    why = "payload is " + std::to_string(payload.size()) + " bytes, header says " +
+          std::to_string(get_int<std::uint64_t>(bytes, 16)) + " (truncated record)";
+    return std::nullopt;
+  }
+  const util::Checksum sum = util::checksum(payload);
+  if (std::memcmp(sum.data(), bytes.data() + 24, sum.size()) != 0) {
+    why = "checksum mismatch";
+    return std::nullopt;
+  }
+
+  std::string pending_header;
+  std::string pending_expression;
+  std::size_t at = 0;
+  while (at < payload.size()) {
+    if (payload.size() - at < 6) {
+      why = "field header cut short";
+      return std::nullopt;
+    }
+    const auto tag = static_cast<Tag>(get_int<std::uint16_t>(payload, at));
+    const auto length = get_int<std::uint32_t>(payload, at + 2);
+    at += 6;
+    if (payload.size() - at < length) {
+      why = "field runs past the end";
+      return std::nullopt;
+    }
+    std::string value(payload.substr(at, length));
+    at += length;
+    switch (tag) {
+    case Tag::program_name: entry.program_name = std::move(value); break;
+    case Tag::program_txt: entry.program_txt = std::move(value); break;
+    case Tag::options_txt: entry.options_txt = std::move(value); break;
+    case Tag::source: entry.source = std::move(value); break;
+    case Tag::header_name: pending_header = std::move(value); break;
+    case Tag::header_content: entry.headers[pending_header] = std::move(value); break;
+    case Tag::option: entry.options.push_back(std::move(value)); break;
+    case Tag::arch: entry.binary.arch = std::move(value); break;
+    case Tag::ptx: entry.binary.ptx = std::move(value); break;
+    case Tag::cubin: entry.binary.cubin = std::move(value); break;
+    case Tag::lowered_expression: pending_expression = std::move(value); break;
+    case Tag::lowered_name: entry.binary.lowered_names.emplace_back(pending_expression, std::move(value)); break;
+    case Tag::log: entry.binary.log = std::move(value); break;
+    case Tag::ltoir: entry.ltoir = std::move(value); break;
+    case Tag::timings:
+      if (value.size() != 4 * sizeof(double)) {
+        why = "bad timings field";
+        return std::nullopt;
+      }
+      entry.binary.timings = {get_int<double>(value, 0), get_int<double>(value, 8), get_int<double>(value, 16),
+                              get_int<double>(value, 24)};
+      break;
+    case Tag::created_unix:
+      if (value.size() != sizeof(std::int64_t)) {
+        why = "bad timestamp field";
+        return std::nullopt;
+      }
+      entry.created_unix = get_int<std::int64_t>(value, 0);
+      break;
+    default: why = "unknown field tag " + std::to_string(static_cast<unsigned>(tag)); return std::nullopt;
+    }
+  }
+  if (entry.kind == EntryKind::binary) {
+    try {
+      const Arch arch = Arch::parse(entry.binary.arch);
+      if (!arch.is_virtual() && !check_cubin(entry.binary.cubin, arch.number(), why)) {
+        why = "stored cubin: " + why;
+        return std::nullopt;
+      }
+    } catch (const ArchError&) {
+      why = "bad arch field '" + entry.binary.arch + "'";
+      return std::nullopt;
+    }
+  }
+  return entry;
+}
+
+} // namespace kjit::store

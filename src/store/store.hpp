@@ -1,0 +1,60 @@
+// The LMDB store: one environment per path per process, map growth, stale readers, read-only mode.
+#pragma once
+
+#include "util/hash.hpp"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+
+namespace kjit::store {
+
+// Named databases inside the environment.
+enum class Table {
+  entries,     // key digest (32 bytes) → record
+  meta,        // text key → text value (toolchain identities, …)
+  quarantine,  // key digest + ":" + unix time → reason "\n" damaged record
+};
+
+// Thread-safe. Every call is one short LMDB transaction. Raw LMDB types stay in store.cpp.
+// After fork() the child must not use a Store opened by its parent (calls throw StoreError);
+// the default cache reopens one by itself.
+class Store {
+public:
+  // Opens (creating if needed) the environment in `dir`. If the folder can't be written, opens
+  // it read-only: hits are served and writes are skipped. Throws StoreError if it can't open.
+  static std::shared_ptr<Store> open(const std::string& dir, std::size_t initial_map_size);
+
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  ~Store();
+
+  bool writable() const noexcept { return m_writable; }
+  const std::string& path() const noexcept { return m_path; }
+  std::size_t map_size() const;
+
+  std::optional<std::string> get(Table table, std::string_view key) const;
+  // Stores several key/value pairs in one write transaction. No-op when read-only.
+  void put(Table table, const std::vector<std::pair<std::string, std::string>>& items);
+  void put(Table table, std::string_view key, std::string_view value) { put(table, {{std::string(key), std::string(value)}}); }
+  // Moves a damaged entry aside, in one transaction: the quarantine row is written, the entry deleted.
+  void quarantine(std::string_view key, std::string_view bytes, const std::string& reason);
+  // Calls `visit` for every row of `table` (inside one read transaction; don't call the store from it).
+  void for_each(Table table, const std::function<void(std::string_view key, std::string_view value)>& visit) const;
+  std::size_t count(Table table) const;
+  // Empties `table`.
+  void clear(Table table);
+
+  struct Impl;
+
+private:
+  explicit Store(std::unique_ptr<Impl> impl, std::string path, bool writable);
+  std::unique_ptr<Impl> m_impl;
+  std::string m_path;
+  bool m_writable;
+};
+
+} // namespace kjit::store

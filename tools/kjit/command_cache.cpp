@@ -1,0 +1,47 @@
+// kjit cache stats|clear|rebuild-mirror|path: inspect and maintain a cache folder.
+#include "commands.hpp"
+#include "options.hpp"
+
+#include <kjit/kjit.hpp>
+
+#include <iostream>
+
+namespace kjit::cli {
+
+int command_cache(const std::vector<std::string>& args)
+{
+  po::options_description visible("options");
+  visible.add_options()("cache-dir", po::value<std::string>(), "cache folder (default: KJIT_CACHE_DIR or ~/.cache/kjit)");
+  po::options_description hidden;
+  hidden.add_options()("action", po::value<std::string>()->required(), "stats, clear, rebuild-mirror or path");
+  po::positional_options_description positional;
+  positional.add("action", 1);
+  po::variables_map vm;
+  const std::string synopsis = "kjit cache stats|clear|rebuild-mirror|path [--cache-dir DIR]";
+  if (!parse_arguments(args, synopsis, visible, hidden, positional, vm)) {
+    return 0;
+  }
+  const std::string action = vm["action"].as<std::string>();
+  if (action != "stats" && action != "clear" && action != "rebuild-mirror" && action != "path") {
+    throw UsageError{"unknown action '" + action + "'", "usage: " + synopsis + "\n"};
+  }
+  if (vm.count("cache-dir") != 0) {
+    option::cache_dir(vm["cache-dir"].as<std::string>());
+  }
+  Cache& cache = default_cache();
+  if (action == "path") {
+    std::cout << cache.config().cache_dir << "\n";
+  } else if (action == "stats") {
+    std::cout << "cache folder: " << cache.config().cache_dir << "\n"
+              << "store: " << cache.store_path() << (cache.writable() ? "" : " (read-only)") << "\n"
+              << "entries: " << cache.disk_entries() << "\n";
+  } else if (action == "clear") {
+    cache.clear();
+    std::cout << "cleared " << cache.config().cache_dir << "\n";
+  } else {
+    std::cout << "mirrored " << cache.rebuild_mirror() << " entries to " << cache.config().cache_dir << "/programs\n";
+  }
+  return 0;
+}
+
+} // namespace kjit::cli
