@@ -260,19 +260,22 @@ std::shared_ptr<const Binary> Cache::get(const PreparedProgram& prepared)
   if (future.valid()) {  // another thread is on it
     return unwrap(future.get());
   }
+  cache::Result result;
   try {
-    cache::Result result = impl.load_or_compile(key, prepared);
+    result = impl.load_or_compile(key, prepared);
     impl.memory.insert(key, result);
     promise.set_value(result);
-    std::lock_guard lock(impl.flight_mutex);
-    impl.in_flight.erase(key);
-    return unwrap(result);
   } catch (...) {
     promise.set_exception(std::current_exception());
     std::lock_guard lock(impl.flight_mutex);
     impl.in_flight.erase(key);
     throw;
   }
+  {
+    std::lock_guard lock(impl.flight_mutex);
+    impl.in_flight.erase(key);
+  }
+  return unwrap(result);
 }
 
 CacheStats Cache::stats() const

@@ -1,0 +1,99 @@
+// Test helpers shared by the unit tests.
+#include "fixture.hpp"
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <ftw.h>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace kjit::test {
+
+TempDir::TempDir()
+{
+  char pattern[] = "/tmp/kjit-test-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) {
+    throw std::runtime_error("mkdtemp failed");
+  }
+  m_path = pattern;
+}
+
+TempDir::~TempDir()
+{
+  ::nftw(
+    m_path.c_str(),
+    [](const char* path, const struct stat*, int type, FTW*) {
+      ::chmod(path, 0700);
+      return type == FTW_DP ? ::rmdir(path) : ::unlink(path);
+    },
+    32, FTW_DEPTH | FTW_PHYS);
+}
+
+CacheFixture::CacheFixture() : config(current_config())
+{
+  config.cache_dir = tmp.path() + "/cache";
+  config.disable_cache = false;
+  config.verbose = false;
+  config.mirror = true;
+  config.dump_ir = false;
+  config.shared_cache = false;
+  config.arch = "sm_90";
+}
+
+Program small_program(const std::string& tag)
+{
+  return {"small_" + tag + ".cu",
+          "extern \"C\" __global__ void small_" + tag + "(int* p) { p[threadIdx.x] = " +
+            std::to_string(std::hash<std::string>{}(tag) % 100000) + "; }\n",
+          {},
+          {},
+          {}};
+}
+
+std::string read_text(const std::string& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_text(const std::string& path, const std::string& content)
+{
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+}
+
+bool exists(const std::string& path)
+{
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+int run(const std::string& command, std::string& output)
+{
+  output.clear();
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    return -1;
+  }
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) {
+    output += buffer.data();
+  }
+  const int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string helper(const char* variable)
+{
+  const char* path = std::getenv(variable);
+  if (path == nullptr) {
+    throw std::runtime_error(std::string(variable) + " is not set (run the tests through meson test)");
+  }
+  return path;
+}
+
+} // namespace kjit::test

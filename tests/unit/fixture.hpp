@@ -1,0 +1,44 @@
+// Test helpers: a private temporary cache folder per test, sample programs, running helpers.
+#pragma once
+
+#include <kjit/kjit.hpp>
+
+#include <string>
+
+namespace kjit::test {
+
+// A fresh folder under /tmp, removed (without following symlinks) at the end of the test.
+class TempDir {
+public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return m_path; }
+
+private:
+  std::string m_path;
+};
+
+// A test's own cache: `config` points at <tmp>/cache with defaults otherwise.
+struct CacheFixture {
+  CacheFixture();
+  TempDir tmp;
+  Config config;
+};
+
+// A small kernel whose text depends on `tag`, so each tag is a different program.
+Program small_program(const std::string& tag);
+
+// Reads a whole file; empty string if missing.
+std::string read_text(const std::string& path);
+void write_text(const std::string& path, const std::string& content);
+bool exists(const std::string& path);
+
+// Runs `command` with /bin/sh, returns its exit status and stores its stdout in `output`.
+int run(const std::string& command, std::string& output);
+
+// Path of a test helper executable built next to the tests (from the KJIT_TEST_<NAME> variable).
+std::string helper(const char* variable);
+
+} // namespace kjit::test

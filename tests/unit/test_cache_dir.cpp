@@ -1,0 +1,161 @@
+// Safety of the cache folder and the mirror: permissions, ownership, symlinks, read-only folders.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "mirror/mirror.hpp"
+#include "util/hash.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+BOOST_FIXTURE_TEST_SUITE(cache_dir, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(created_with_mode_0700)
+{
+  kjit::Cache cache(config);
+  struct stat st {};
+  BOOST_TEST_REQUIRE(::stat(config.cache_dir.c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0700u);
+}
+
+BOOST_AUTO_TEST_CASE(group_writable_folder_is_refused_unless_shared)
+{
+  BOOST_TEST_REQUIRE(::mkdir(config.cache_dir.c_str(), 0700) == 0);
+  BOOST_TEST_REQUIRE(::chmod(config.cache_dir.c_str(), 0777) == 0);
+  try {
+    kjit::Cache cache(config);
+    BOOST_FAIL("expected StoreError");
+  } catch (const kjit::StoreError& e) {
+    BOOST_TEST(std::string(e.what()).find("0777") != std::string::npos, e.what());
+    BOOST_TEST(std::string(e.what()).find("KJIT_SHARED_CACHE") != std::string::npos);
+  }
+  config.shared_cache = true;
+  kjit::Cache shared(config);
+  BOOST_TEST(shared.writable());
+}
+
+BOOST_AUTO_TEST_CASE(folder_of_another_user_is_refused_unless_shared)
+{
+  BOOST_TEST_REQUIRE(::mkdir(config.cache_dir.c_str(), 0700) == 0);
+  if (::geteuid() == 0) {
+    BOOST_TEST_REQUIRE(::chown(config.cache_dir.c_str(), 65534, 65534) == 0);
+  } else {
+    config.cache_dir = "/";  // owned by root, not by us
+  }
+  BOOST_CHECK_THROW(kjit::Cache cache(config), kjit::StoreError);
+}
+
+BOOST_AUTO_TEST_CASE(a_planted_symlink_in_the_mirror_is_not_followed)
+{
+  const std::string outside = tmp.path() + "/outside";
+  BOOST_TEST_REQUIRE(::mkdir(outside.c_str(), 0700) == 0);
+  kjit::Cache cache(config);
+  const auto prepared = cache.prepare(small_program("link"), kjit::Arch::parse("sm_90"));
+  BOOST_TEST_REQUIRE(::mkdir((config.cache_dir + "/programs").c_str(), 0700) == 0);
+  BOOST_TEST_REQUIRE(::symlink(outside.c_str(), (config.cache_dir + "/programs/" + prepared.key()).c_str()) == 0);
+
+  const auto binary = cache.get(prepared);  // the lookup itself is unaffected
+  BOOST_TEST(!binary->cubin.empty());
+  BOOST_TEST(cache.stats().mirror_errors == 1u);
+  BOOST_TEST(!exists(outside + "/program.txt"));
+  BOOST_TEST(!exists(outside + "/module"));
+
+  // A symlink planted as a file is replaced, not written through.
+  const std::string target = tmp.path() + "/victim.txt";
+  write_text(target, "keep me");
+  ::unlink((config.cache_dir + "/programs/" + prepared.key()).c_str());
+  BOOST_TEST(cache.rebuild_mirror() == 1u);
+  const std::string ptx = config.cache_dir + "/programs/" + prepared.key() + "/module/kernel.ptx";
+  BOOST_TEST_REQUIRE(::unlink(ptx.c_str()) == 0);
+  BOOST_TEST_REQUIRE(::symlink(target.c_str(), ptx.c_str()) == 0);
+  BOOST_TEST(cache.rebuild_mirror() == 1u);
+  BOOST_TEST(read_text(target) == "keep me");
+  BOOST_TEST(read_text(ptx) == binary->ptx);
+}
+
+BOOST_AUTO_TEST_CASE(header_names_cannot_leave_the_entry_folder)
+{
+  BOOST_TEST(kjit::mirror::safe_relative_path("../../etc/passwd") == "_up_/_up_/etc/passwd");
+  BOOST_TEST(kjit::mirror::safe_relative_path("/abs/x.h") == "abs/x.h");
+  BOOST_TEST(kjit::mirror::safe_relative_path("a/./b//c.h") == "a/b/c.h");
+  BOOST_TEST(kjit::mirror::safe_relative_path("..") == "_up_");
+  BOOST_TEST(kjit::mirror::safe_relative_path("") == "_unnamed_");
+
+  kjit::Cache cache(config);
+  kjit::Program program = small_program("escape");
+  program.headers["../../../escaped.h"] = "// unused\n";
+  const auto prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
+  cache.get(prepared);
+  BOOST_TEST(exists(config.cache_dir + "/programs/" + prepared.key() + "/module/headers/_up_/_up_/_up_/escaped.h"));
+  BOOST_TEST(!exists(tmp.path() + "/escaped.h"));
+  BOOST_TEST(!exists(config.cache_dir + "/escaped.h"));
+  BOOST_TEST(!exists(config.cache_dir + "/programs/escaped.h"));
+}
+
+BOOST_AUTO_TEST_CASE(damaging_the_mirror_changes_no_lookup_and_rebuild_restores_it)
+{
+  std::string cubin;
+  std::string key;
+  {
+    kjit::Cache cache(config);
+    const auto prepared = cache.prepare(small_program("mirror"), kjit::Arch::parse("sm_90"));
+    cubin = cache.get(prepared)->cubin;
+    key = prepared.key();
+  }
+  const std::string entry_dir = config.cache_dir + "/programs/" + key;
+  write_text(entry_dir + "/module/kernel.sm_90.cubin", "scribbled");
+  write_text(entry_dir + "/options.txt", "scribbled");
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.get(small_program("mirror"), kjit::Arch::parse("sm_90"))->cubin == cubin);
+  BOOST_TEST(cache.stats().disk_hits == 1u);
+
+  std::string output;
+  BOOST_TEST_REQUIRE(run("rm -rf '" + config.cache_dir + "/programs'", output) == 0);
+  kjit::Cache after_delete(config);
+  BOOST_TEST(after_delete.get(small_program("mirror"), kjit::Arch::parse("sm_90"))->cubin == cubin);
+  BOOST_TEST(after_delete.stats().disk_hits == 1u);
+
+  BOOST_TEST(after_delete.rebuild_mirror() == 1u);
+  BOOST_TEST(read_text(entry_dir + "/module/kernel.sm_90.cubin") == cubin);
+  const std::string texts = read_text(entry_dir + "/program.txt") + read_text(entry_dir + "/options.txt");
+  BOOST_TEST(kjit::util::to_hex(kjit::util::sha256(texts)) == key);
+}
+
+BOOST_AUTO_TEST_CASE(a_read_only_cache_folder_serves_hits_and_survives_misses)
+{
+  const std::string cached = tmp.path() + "/cached.cu";
+  const std::string fresh = tmp.path() + "/fresh.cu";
+  write_text(cached, small_program("ro_cached").source);
+  write_text(fresh, small_program("ro_fresh").source);
+  std::string output;
+  const std::string probe_path = helper("KJIT_TEST_CACHE_PROBE");
+  run("'" + probe_path + "' '" + config.cache_dir + "' '" + cached + "' sm_90", output);
+  BOOST_TEST_REQUIRE(output.find("compiles: 1") != std::string::npos, output);
+
+  // Root ignores permission bits, so the probe drops to nobody; for anyone else chmod suffices.
+  std::string prefix = "KJIT_SHARED_CACHE=1 ";
+  std::string suffix;
+  if (::geteuid() == 0) {
+    suffix = " --as-nobody";
+    BOOST_TEST_REQUIRE(run("chmod -R a+rX,go-w '" + tmp.path() + "'", output) == 0);
+  } else {
+    BOOST_TEST_REQUIRE(run("chmod -R a-w '" + config.cache_dir + "'", output) == 0);
+  }
+  const std::string before = read_text(config.cache_dir + "/store/data.mdb");
+  BOOST_TEST_REQUIRE(run(prefix + "'" + probe_path + "' '" + config.cache_dir + "' '" + cached + "' sm_90" + suffix,
+                         output) == 0,
+                     output);
+  BOOST_TEST(output.find("disk_hits: 1") != std::string::npos, output);
+  BOOST_TEST(output.find("writable: 0") != std::string::npos, output);
+  BOOST_TEST(run(prefix + "'" + probe_path + "' '" + config.cache_dir + "' '" + fresh + "' sm_90" + suffix, output) ==
+               0,
+             output);
+  BOOST_TEST(output.find("result: ok") != std::string::npos, output);
+  BOOST_TEST(output.find("compiles: 1") != std::string::npos, output);
+  BOOST_TEST(read_text(config.cache_dir + "/store/data.mdb") == before);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,176 @@
+// The LMDB store and its records: damage is detected and quarantined, the map grows.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "store/location.hpp"
+#include "store/record.hpp"
+#include "store/store.hpp"
+
+using namespace kjit::test;
+
+namespace {
+
+std::string raw_key(const kjit::PreparedProgram& prepared)
+{
+  std::string bytes;
+  const std::string hex = prepared.key();
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  return bytes;
+}
+
+// Compiles one program into a fresh cache, damages its record with `damage`, and checks a new
+// cache detects it, quarantines it, recompiles, and then serves the repaired entry.
+void check_damage_is_repaired(const kjit::Config& config, const std::function<void(std::string&)>& damage)
+{
+  const kjit::Program program = small_program("damage");
+  std::string good_cubin;
+  std::string key;
+  {
+    kjit::Cache cache(config);
+    const auto prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
+    good_cubin = cache.get(prepared)->cubin;
+    key = raw_key(prepared);
+    auto store = kjit::store::Store::open(cache.store_path(), config.store_map_size);
+    auto bytes = store->get(kjit::store::Table::entries, key);
+    BOOST_TEST_REQUIRE(bytes.has_value());
+    damage(*bytes);
+    store->put(kjit::store::Table::entries, key, *bytes);
+  }
+  kjit::Cache cache(config);
+  const auto binary = cache.get(program, kjit::Arch::parse("sm_90"));
+  BOOST_TEST(binary->cubin == good_cubin);
+  BOOST_TEST(cache.stats().quarantined == 1u);
+  BOOST_TEST(cache.stats().compiles == 1u);
+  auto store = kjit::store::Store::open(cache.store_path(), config.store_map_size);
+  BOOST_TEST(store->count(kjit::store::Table::quarantine) == 1u);
+
+  kjit::Cache after(config);
+  BOOST_TEST(after.get(program, kjit::Arch::parse("sm_90"))->cubin == good_cubin);
+  BOOST_TEST(after.stats().disk_hits == 1u);
+  BOOST_TEST(after.stats().quarantined == 0u);
+}
+
+kjit::store::Entry sample_entry()
+{
+  kjit::store::Entry entry;
+  entry.program_name = "k.cu";
+  entry.program_txt = "program";
+  entry.options_txt = "options";
+  entry.source = "__global__ void k() {}";
+  entry.headers = {{"a.h", "A"}, {"b/c.h", "C"}};
+  entry.options = {"-DX", "-arch=compute_90"};
+  entry.binary = kjit::compile({"k.cu", entry.source, {}, {}, {"k"}}, kjit::Arch::parse("sm_90"));
+  entry.created_unix = 1700000000;
+  return entry;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(store, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(records_round_trip)
+{
+  const kjit::store::Entry entry = sample_entry();
+  std::string why;
+  const auto decoded = kjit::store::decode_record(kjit::store::encode_record(entry), why);
+  BOOST_TEST_REQUIRE(decoded.has_value(), why);
+  BOOST_TEST(decoded->program_txt == entry.program_txt);
+  BOOST_TEST(decoded->source == entry.source);
+  BOOST_TEST((decoded->headers == entry.headers));
+  BOOST_TEST((decoded->options == entry.options));
+  BOOST_TEST(decoded->binary.cubin == entry.binary.cubin);
+  BOOST_TEST(decoded->binary.ptx == entry.binary.ptx);
+  BOOST_TEST((decoded->binary.lowered_names == entry.binary.lowered_names));
+  BOOST_TEST(decoded->binary.timings.total_ms == entry.binary.timings.total_ms);
+  BOOST_TEST(decoded->created_unix == entry.created_unix);
+}
+
+BOOST_AUTO_TEST_CASE(every_truncation_and_every_flipped_byte_is_rejected)
+{
+  const std::string record = kjit::store::encode_record(sample_entry());
+  std::string why;
+  for (std::size_t size = 0; size < record.size(); size += std::max<std::size_t>(1, record.size() / 512)) {
+    BOOST_TEST(!kjit::store::decode_record(std::string_view(record).substr(0, size), why).has_value(), size);
+  }
+  for (std::size_t at = 0; at < record.size(); at += std::max<std::size_t>(1, record.size() / 512)) {
+    std::string damaged = record;
+    damaged[at] = static_cast<char>(damaged[at] ^ 0x20);
+    BOOST_TEST(!kjit::store::decode_record(damaged, why).has_value(), at);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_corrupted_record_is_quarantined_and_recompiled)
+{
+  check_damage_is_repaired(config, [](std::string& bytes) { bytes[bytes.size() / 2] ^= 0x5a; });
+}
+
+BOOST_AUTO_TEST_CASE(a_truncated_record_is_quarantined_and_recompiled)
+{
+  check_damage_is_repaired(config, [](std::string& bytes) { bytes.resize(bytes.size() / 3); });
+}
+
+BOOST_AUTO_TEST_CASE(a_record_with_a_bad_cubin_and_a_good_checksum_is_caught)
+{
+  // Valid framing, checksum recomputed, but the cubin is for another SM: the ELF check stops it.
+  check_damage_is_repaired(config, [](std::string& bytes) {
+    std::string why;
+    auto entry = kjit::store::decode_record(bytes, why);
+    BOOST_TEST_REQUIRE(entry.has_value(), why);
+    entry->binary.cubin = kjit::compile(small_program("damage"), kjit::Arch::parse("sm_80")).cubin;
+    bytes = kjit::store::encode_record(*entry);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_tiny_map_grows_and_keeps_everything)
+{
+  config.store_map_size = 64 * 1024;
+  std::vector<std::string> cubins;
+  std::size_t initial_map = 0;
+  {
+    kjit::Cache cache(config);
+    for (int i = 0; i < 40; ++i) {
+      cubins.push_back(cache.get(small_program("grow" + std::to_string(i)), kjit::Arch::parse("sm_90"))->cubin);
+    }
+    initial_map = config.store_map_size;
+    BOOST_TEST(cache.disk_entries() == 40u);
+  }
+  kjit::Cache fresh(config);
+  for (int i = 0; i < 40; ++i) {
+    BOOST_TEST(fresh.get(small_program("grow" + std::to_string(i)), kjit::Arch::parse("sm_90"))->cubin == cubins[i]);
+  }
+  BOOST_TEST(fresh.stats().disk_hits == 40u);
+  BOOST_TEST(fresh.stats().compiles == 0u);
+  auto store = kjit::store::Store::open(fresh.store_path(), config.store_map_size);
+  BOOST_TEST(store->map_size() > initial_map);
+}
+
+BOOST_AUTO_TEST_CASE(one_environment_per_path_per_process)
+{
+  kjit::Cache a(config);
+  kjit::Cache b(config);
+  auto store_a = kjit::store::Store::open(a.store_path(), config.store_map_size);
+  auto store_b = kjit::store::Store::open(b.store_path() + "/../store", config.store_map_size);
+  BOOST_TEST(store_a.get() == store_b.get());
+}
+
+BOOST_AUTO_TEST_CASE(network_filesystems_are_detected_and_avoided)
+{
+  for (long magic : {0x6969L, 0xFF534D42L, 0x0BD00BD0L, 0x47504653L, 0x00C36400L}) {
+    BOOST_TEST(kjit::store::is_network_magic(magic), magic);
+  }
+  for (long magic : {0xEF53L /* ext4 */, 0x58465342L /* xfs */, 0x01021994L /* tmpfs */}) {
+    BOOST_TEST(!kjit::store::is_network_magic(magic), magic);
+  }
+  std::string fs;
+  BOOST_TEST(!kjit::store::on_network_filesystem(tmp.path(), fs));
+  BOOST_TEST(kjit::store::store_dir_for("/home/u/.cache/kjit", false) == "/home/u/.cache/kjit/store");
+  const std::string node_local = kjit::store::store_dir_for("/nfs/u/.cache/kjit", true);
+  BOOST_TEST(node_local.rfind("/nfs/", 0) != 0u);
+  BOOST_TEST(node_local.find("/store-") != std::string::npos);
+  BOOST_TEST(node_local != kjit::store::store_dir_for("/nfs/v/.cache/kjit", true));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
