@@ -66,6 +66,29 @@ check "bad arch exits 1" exit_code 1 "$kjit" compile "$root/examples/saxpy.cu" -
 check "bad arch is explained" grep -q "sm_9x" "$work/err"
 check "missing file exits 1" exit_code 1 "$kjit" compile "$work/none.cu" --arch sm_90
 
+# --- the cache ---
+check "second compile is a cache hit" exit_code 0 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
+check "hit reported" grep -q "^cache hit [0-9a-f]\{64\}" "$work/out"
+key=$(sed -n 's/^cache hit //p' "$work/out")
+check "mirror folder named by the key" test -f "$KJIT_CACHE_DIR/programs/$key/module/kernel.sm_90.cubin"
+check "hash checks by hand" sh -c "cd '$KJIT_CACHE_DIR/programs/$key' && cat program.txt options.txt | sha256sum | grep -q '^$key '"
+check "--no-cache bypasses" exit_code 0 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 --no-cache -o "$work/out_dir"
+check "bypass reported" grep -q "cache bypassed" "$work/out"
+check "--cache-dir" exit_code 0 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_80 --cache-dir "$work/other" -o "$work/out_dir"
+check "--cache-dir used" test -d "$work/other/store"
+check "cache stats" exit_code 0 "$kjit" cache stats
+check "stats counts entries" grep -q "^entries: [1-9]" "$work/out"
+rm -rf "$KJIT_CACHE_DIR/programs"
+check "cache rebuild-mirror" exit_code 0 "$kjit" cache rebuild-mirror
+check "mirror rebuilt" test -f "$KJIT_CACHE_DIR/programs/$key/module/kernel.ptx"
+check "cache clear" exit_code 0 "$kjit" cache clear
+check "clear removed the mirror" test ! -e "$KJIT_CACHE_DIR/programs"
+check "bad cache action" exit_code 2 "$kjit" cache explode
+check "bad environment value exits 1" exit_code 1 env KJIT_VERBOSE=maybe "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
+check "bad environment value is named" grep -q "KJIT_VERBOSE" "$work/err"
+check "verbose logs hits" exit_code 0 env KJIT_VERBOSE=1 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
+check "verbose line on stderr" grep -q "^kjit: miss, compiled saxpy.cu sm_90" "$work/err"
+
 # --- the GPU suite is skipped (77) without a GPU ---
 if "$kjit" --version | grep -q "^driver: unavailable"; then
   check "gpu tests skip without a GPU" exit_code 77 "$gpu_tests"

@@ -7,6 +7,7 @@
 #include <kjit/error.hpp>
 
 #include <cstdlib>
+#include <fstream>
 
 namespace {
 
@@ -127,6 +128,22 @@ BOOST_AUTO_TEST_CASE(settings_table_lists_every_variable)
   for (const char* required : {"KJIT_CACHE_DIR", "KJIT_DISABLE_CACHE", "KJIT_VERBOSE", "KJIT_ARCH", "KJIT_MIRROR",
                                "KJIT_DUMP_IR", "KJIT_MEMORY_LIMIT", "KJIT_CUDA_HOME"}) {
     BOOST_TEST((std::find(variables.begin(), variables.end(), required) != variables.end()), required);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(config_docs)
+
+BOOST_AUTO_TEST_CASE(every_setting_is_documented)
+{
+  const char* root = std::getenv("KJIT_SOURCE_ROOT");
+  BOOST_TEST_REQUIRE(root != nullptr);
+  std::ifstream in(std::string(root) + "/docs/configuration.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_TEST_REQUIRE(!doc.empty());
+  for (const auto& setting : kjit::settings()) {
+    BOOST_TEST(doc.find("`" + setting.variable + "`") != std::string::npos, setting.variable);
   }
 }
 
