@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kjit {
 
@@ -21,8 +22,26 @@ struct CacheStats {
   std::uint64_t failed_hits = 0;   // hits on a remembered CompileError (counted in the hits too)
   std::uint64_t quarantined = 0;   // damaged records moved aside
   std::uint64_t mirror_errors = 0; // mirror writes that failed (the store is unaffected)
+  std::uint64_t header_stats = 0;   // stat() calls on tracked disk headers (manifest checks)
+  std::uint64_t header_rehashes = 0; // tracked headers hashed again because their stamp changed
   double compile_ms_saved = 0;     // compile time the hits did not spend again
   double compile_ms_spent = 0;     // compile time the misses spent
+};
+
+// A header found on disk (through the includer's folder or a -I folder) that is part of a key.
+struct IncludedHeader {
+  std::string name;    // as written in the #include
+  std::string path;    // where it was found
+  std::string sha256;  // of its content, 64 hex digits
+};
+
+// Why a program is not in the cache: the closest earlier entry with the same program name and
+// the key fields that differ from it.
+struct MissExplanation {
+  bool hit = false;                      // the program is cached as it is (nothing to explain)
+  std::string key;                       // the program's key now
+  std::string closest_key;               // empty if no entry of that program name exists
+  std::vector<std::string> differences;  // e.g. "include params.h (/src/params.h) changed"
 };
 
 // A program with its key already computed, for repeated lookups at memory-tier speed.
@@ -35,11 +54,14 @@ public:
   std::string key() const;
   const std::string& program_txt() const noexcept { return m_program_txt; }
   const std::string& options_txt() const noexcept { return m_options_txt; }
+  // The disk headers the program includes (toolkit headers are covered by the toolchain part).
+  const std::vector<IncludedHeader>& included_headers() const noexcept { return m_includes; }
 
 private:
   friend class Cache;
   Program m_program;
   Arch m_arch;
+  std::vector<IncludedHeader> m_includes;
   std::string m_program_txt;
   std::string m_options_txt;
   unsigned char m_digest[32] = {};
@@ -64,8 +86,19 @@ public:
   std::shared_ptr<const Binary> get(const Program& program, const Arch& arch = Arch{});
   std::shared_ptr<const Binary> get(const PreparedProgram& prepared);
 
-  // Computes the key once (hashing the source and headers). Resolves `auto`.
+  // Computes the key once: hashes the source and in-memory headers, and finds the disk headers
+  // it includes through a manifest (a stat() per header) or, the first time and after a change,
+  // by resolving its includes. Resolves `auto`. Throws CompileError for a missing include.
   PreparedProgram prepare(const Program& program, const Arch& arch = Arch{});
+
+  // Compares the program's key with the entries of the same program name (see MissExplanation).
+  MissExplanation explain(const Program& program, const Arch& arch = Arch{});
+
+  // Keys of entries made by another toolchain (NVRTC/nvJitLink version or build): never returned,
+  // kept until removed.
+  std::vector<std::string> orphans();
+  // Deletes the orphans from the store and the mirror; returns how many.
+  std::size_t remove_orphans();
 
   CacheStats stats() const;
   // Empties both tiers and the mirror (the toolchain identities are kept).
@@ -86,6 +119,7 @@ public:
   struct Impl;
 
 private:
+  std::shared_ptr<const Binary> get_once(const PreparedProgram& prepared);
   std::unique_ptr<Impl> m_impl;
 };
 

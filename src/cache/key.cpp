@@ -61,6 +61,8 @@ std::string escape_line(const std::string& value)
       out += "\\n";
     } else if (ch == '\r') {
       out += "\\r";
+    } else if (ch == '\t') {
+      out += "\\t";
     } else {
       out += ch;
     }
@@ -68,7 +70,8 @@ std::string escape_line(const std::string& value)
   return out;
 }
 
-KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context)
+KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context,
+                  const std::vector<deps::DiskHeader>& includes)
 {
   KeyTexts key;
   std::string& p = key.program_txt;
@@ -77,6 +80,9 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   p += "name: " + escape_line(program.name) + "\n";
   for (const auto& [name, content] : program.headers) {  // std::map: sorted by name
     p += "header: " + util::to_hex(util::sha256(content)) + " " + escape_line(name) + "\n";
+  }
+  for (const auto& include : includes) {
+    p += "include: " + util::to_hex(include.hash) + " " + escape_line(include.name) + "\t" + escape_line(include.path) + "\n";
   }
   for (const auto& expression : program.name_expressions) {
     p += "name-expression: " + escape_line(expression) + "\n";

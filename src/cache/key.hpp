@@ -4,6 +4,7 @@
 #include <kjit/arch.hpp>
 #include <kjit/program.hpp>
 
+#include "deps/resolver.hpp"
 #include "util/hash.hpp"
 
 #include <string>
@@ -35,6 +36,9 @@ std::vector<std::string> normalize_options(const std::vector<std::string>& optio
 // Escapes '\\' and newlines so a value always stays on one line of a key text.
 std::string escape_line(const std::string& value);
 
-KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context);
+// The key of `program` on `arch`. `includes` are the disk headers it uses (found by
+// deps::resolve_includes or a manifest); each is listed with its content hash and path.
+KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context,
+                  const std::vector<deps::DiskHeader>& includes = {});
 
 } // namespace kjit::cache

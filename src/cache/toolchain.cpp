@@ -36,7 +36,8 @@ std::string toolchain_file_identity(const Config& config)
 {
   const rtc::Toolkit toolkit = rtc::find_toolkit(config);
   return "nvrtc " + file_identity(toolkit.nvrtc_path) + "\nbuiltins " + file_identity(toolkit.nvrtc_builtins_path) +
-         "\nnvjitlink " + file_identity(toolkit.nvjitlink_path) + "\n";
+         "\nnvjitlink " + file_identity(toolkit.nvjitlink_path) + "\nheaders " +
+         file_identity(toolkit.root + "/version.json") + "\n";
 }
 
 KeyContext toolchain_context(const Config& config, store::Store* store)

@@ -8,8 +8,9 @@
 
 namespace kjit::cache {
 
-// The identity of the NVRTC, NVRTC-builtins and nvJitLink library files: one line each with
-// path, size, mtime (ns) and inode. Costs three stat() calls; loads nothing.
+// The identity of the NVRTC, NVRTC-builtins and nvJitLink library files and of the toolkit's
+// version.json (standing for its headers): one line each with path, size, mtime (ns) and inode.
+// Costs four stat() calls; loads nothing.
 std::string toolchain_file_identity(const Config& config);
 
 // The KeyContext for `config`: toolkit include folders and the NVRTC/nvJitLink versions with

@@ -24,8 +24,8 @@ namespace kjit::store {
 
 struct Store::Impl {
   MDB_env* env = nullptr;
-  MDB_dbi dbis[3] = {0, 0, 0};
-  bool has_table[3] = {false, false, false};
+  MDB_dbi dbis[k_table_count] = {};
+  bool has_table[k_table_count] = {};
   mutable std::shared_mutex guard;
   pid_t pid = 0;
   std::string path;
@@ -126,7 +126,7 @@ struct Store::Impl {
 
 namespace {
 
-constexpr const char* k_table_names[] = {"entries", "meta", "quarantine"};
+constexpr const char* k_table_names[k_table_count] = {"entries", "meta", "quarantine", "manifests", "names"};
 
 std::mutex g_registry_mutex;
 std::map<std::pair<std::string, pid_t>, std::weak_ptr<Store>> g_registry;
@@ -196,7 +196,7 @@ std::shared_ptr<Store> Store::open(const std::string& dir, std::size_t initial_m
 
   MDB_txn* txn = nullptr;
   impl->check(mdb_txn_begin(impl->env, nullptr, writable ? 0 : MDB_RDONLY, &txn), "mdb_txn_begin (open tables)");
-  for (int t = 0; t < 3; ++t) {
+  for (int t = 0; t < k_table_count; ++t) {
     const int open_rc = mdb_dbi_open(txn, k_table_names[t], writable ? MDB_CREATE : 0, &impl->dbis[t]);
     if (open_rc == MDB_SUCCESS) {
       impl->has_table[t] = true;
@@ -276,6 +276,12 @@ void Store::quarantine(std::string_view key, std::string_view bytes, const std::
 
 void Store::for_each(Table table, const std::function<void(std::string_view, std::string_view)>& visit) const
 {
+  for_each_prefix(table, {}, visit);
+}
+
+void Store::for_each_prefix(Table table, std::string_view prefix,
+                            const std::function<void(std::string_view, std::string_view)>& visit) const
+{
   const int t = static_cast<int>(table);
   if (!m_impl->has_table[t]) {
     return;
@@ -283,14 +289,35 @@ void Store::for_each(Table table, const std::function<void(std::string_view, std
   m_impl->read([&](MDB_txn* txn) {
     MDB_cursor* cursor = nullptr;
     m_impl->check(mdb_cursor_open(txn, m_impl->dbis[t], &cursor), "mdb_cursor_open");
-    MDB_val k{};
+    MDB_val k = m_impl->val(prefix);
     MDB_val v{};
-    for (int rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
+    for (int rc = mdb_cursor_get(cursor, &k, &v, prefix.empty() ? MDB_FIRST : MDB_SET_RANGE); rc == MDB_SUCCESS;
          rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+      if (Impl::view(k).substr(0, prefix.size()) != prefix) {
+        break;
+      }
       visit(Impl::view(k), Impl::view(v));
     }
     mdb_cursor_close(cursor);
     return 0;
+  });
+}
+
+void Store::erase(Table table, const std::vector<std::string>& keys)
+{
+  if (!m_writable || keys.empty()) {
+    return;
+  }
+  const MDB_dbi dbi = m_impl->dbis[static_cast<int>(table)];
+  m_impl->write([&](MDB_txn* txn) {
+    for (const auto& key : keys) {
+      MDB_val k = m_impl->val(key);
+      const int rc = mdb_del(txn, dbi, &k, nullptr);
+      if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+        return rc;
+      }
+    }
+    return MDB_SUCCESS;
   });
 }
 

@@ -17,7 +17,10 @@ enum class Table {
   entries,     // key digest (32 bytes) → record
   meta,        // text key → text value (toolchain identities, …)
   quarantine,  // key digest + ":" + unix time → reason "\n" damaged record
+  manifests,   // direct key (source, in-memory headers, options, toolchain) → manifest
+  names,       // program name + '\0' + key digest → "" (entries by program name, for explain)
 };
+constexpr int k_table_count = 5;
 
 // Thread-safe. Every call is one short LMDB transaction. Raw LMDB types stay in store.cpp.
 // After fork() the child must not use a Store opened by its parent (calls throw StoreError);
@@ -44,6 +47,11 @@ public:
   void quarantine(std::string_view key, std::string_view bytes, const std::string& reason);
   // Calls `visit` for every row of `table` (inside one read transaction; don't call the store from it).
   void for_each(Table table, const std::function<void(std::string_view key, std::string_view value)>& visit) const;
+  // Calls `visit` for every row of `table` whose key starts with `prefix`, in key order.
+  void for_each_prefix(Table table, std::string_view prefix,
+                       const std::function<void(std::string_view key, std::string_view value)>& visit) const;
+  // Deletes the rows of `table` with these keys, in one transaction.
+  void erase(Table table, const std::vector<std::string>& keys);
   std::size_t count(Table table) const;
   // Empties `table`.
   void clear(Table table);

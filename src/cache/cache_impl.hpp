@@ -1,0 +1,71 @@
+// Cache::Impl: the state behind kjit::Cache, shared by cache.cpp, lookup.cpp, includes.cpp and
+// explain.cpp.
+#pragma once
+
+#include <kjit/cache.hpp>
+#include <kjit/error.hpp>
+
+#include "cache/cache_dir.hpp"
+#include "cache/key.hpp"
+#include "cache/memory_tier.hpp"
+#include "deps/manifest.hpp"
+#include "store/entry.hpp"
+#include "store/store.hpp"
+
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+
+namespace kjit {
+
+namespace cache {
+// Thrown inside the cache when a tracked header changed between prepare() and compile: the
+// program is prepared again. Never leaves the library.
+struct HeadersChanged {};
+} // namespace cache
+
+struct Cache::Impl {
+  Config config;
+  cache::CacheDir dir;
+  std::shared_ptr<store::Store> store;  // null without a disk tier
+  cache::MemoryTier memory;
+
+  std::mutex context_mutex;
+  std::optional<cache::KeyContext> context;
+
+  std::mutex manifest_mutex;
+  std::map<util::Sha256, deps::Manifest> manifests;  // this process's copy, ahead of the store
+
+  std::mutex flight_mutex;
+  std::map<util::Sha256, std::shared_future<cache::Result>> in_flight;
+  std::set<util::Sha256> reported;  // quarantined keys already reported
+
+  mutable std::mutex stats_mutex;
+  CacheStats stats;
+
+  explicit Impl(const Config& c) : config(c), memory(c.memory_limit) {}
+
+  void count(std::uint64_t CacheStats::*counter, double CacheStats::*ms = nullptr, double value = 0);
+  const cache::KeyContext& key_context();
+  void verbose(const char* what, const PreparedProgram& p, double ms);
+
+  // includes.cpp: the disk headers of a program, from a valid manifest or by resolving them.
+  deps::Resolution includes_for(const util::Sha256& direct_key, const Program& program, const Arch& arch);
+  void save_manifest(const util::Sha256& direct_key, const deps::Manifest& manifest);
+
+  // lookup.cpp: the disk tier and the compile path.
+  std::optional<store::Entry> load(const util::Sha256& key, const PreparedProgram& prepared);
+  cache::Result load_or_compile(const util::Sha256& key, const PreparedProgram& prepared);
+  store::Entry compile_entry(const PreparedProgram& prepared);
+  void persist(const util::Sha256& key, const PreparedProgram& prepared, const store::Entry& entry);
+};
+
+// The bytes of a digest, as LMDB keys them.
+inline std::string_view bytes_of(const util::Sha256& digest)
+{
+  return {reinterpret_cast<const char*>(digest.data()), digest.size()};
+}
+
+} // namespace kjit

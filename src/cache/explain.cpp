@@ -1,0 +1,206 @@
+// Explaining misses (which key fields differ from the closest entry) and finding orphans.
+#include "cache/cache_impl.hpp"
+
+#include "cache/cache_dir.hpp"
+#include "store/record.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace kjit {
+
+namespace {
+
+// The fields of program.txt and options.txt, keyed for comparison.
+struct KeyFields {
+  std::string name;
+  std::string source;
+  std::map<std::string, std::string> headers;   // in-memory header name → sha
+  std::map<std::string, std::string> includes;  // "name (path)" → sha
+  std::vector<std::string> expressions;
+  std::vector<std::string> options;
+  std::map<std::string, std::string> singles;   // arch, nvrtc, nvjitlink, record-format, toolkit-include…
+};
+
+KeyFields parse(const std::string& program_txt, const std::string& options_txt)
+{
+  KeyFields fields;
+  const auto source_at = program_txt.find("\nsource:\n");
+  if (source_at != std::string::npos) {
+    fields.source = program_txt.substr(source_at + 9);
+  }
+  std::istringstream lines(program_txt.substr(0, source_at) + "\n" + options_txt);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto colon = line.find(": ");
+    if (colon == std::string::npos) {
+      continue;
+    }
+    const std::string field = line.substr(0, colon);
+    const std::string value = line.substr(colon + 2);
+    const auto space = value.find(' ');
+    if (field == "name") {
+      fields.name = value;
+    } else if (field == "header" && space != std::string::npos) {
+      fields.headers[value.substr(space + 1)] = value.substr(0, space);
+    } else if (field == "include" && space != std::string::npos) {
+      std::string rest = value.substr(space + 1);
+      const auto tab = rest.find('\t');
+      if (tab != std::string::npos) {
+        rest = rest.substr(0, tab) + " (" + rest.substr(tab + 1) + ")";
+      }
+      fields.includes[rest] = value.substr(0, space);
+    } else if (field == "name-expression") {
+      fields.expressions.push_back(value);
+    } else if (field == "option") {
+      fields.options.push_back(value);
+    } else if (field == "toolkit-include") {
+      fields.singles[field] += value + " ";
+    } else if (field != "source-bytes") {
+      fields.singles[field] = value;
+    }
+  }
+  return fields;
+}
+
+void diff_maps(const char* what, const std::map<std::string, std::string>& before,
+               const std::map<std::string, std::string>& now, std::vector<std::string>& out)
+{
+  for (const auto& [name, hash] : now) {
+    const auto old = before.find(name);
+    if (old == before.end()) {
+      out.push_back(std::string(what) + " " + name + " added");
+    } else if (old->second != hash) {
+      out.push_back(std::string(what) + " " + name + " changed");
+    }
+  }
+  for (const auto& [name, hash] : before) {
+    if (now.count(name) == 0) {
+      out.push_back(std::string(what) + " " + name + " removed");
+    }
+  }
+}
+
+void diff_lists(const char* what, const std::vector<std::string>& before, const std::vector<std::string>& now,
+                std::vector<std::string>& out)
+{
+  for (const auto& item : now) {
+    if (std::find(before.begin(), before.end(), item) == before.end()) {
+      out.push_back(std::string(what) + " " + item + " added");
+    }
+  }
+  for (const auto& item : before) {
+    if (std::find(now.begin(), now.end(), item) == now.end()) {
+      out.push_back(std::string(what) + " " + item + " removed");
+    }
+  }
+  if (out.empty() && before != now) {
+    out.push_back(std::string(what) + "s reordered");
+  }
+}
+
+std::vector<std::string> differences(const KeyFields& before, const KeyFields& now)
+{
+  std::vector<std::string> out;
+  if (before.source != now.source) {
+    out.push_back("source changed (" + std::to_string(before.source.size()) + " -> " +
+                  std::to_string(now.source.size()) + " bytes)");
+  }
+  diff_maps("header", before.headers, now.headers, out);
+  diff_maps("include", before.includes, now.includes, out);
+  std::vector<std::string> list_changes;
+  diff_lists("name expression", before.expressions, now.expressions, list_changes);
+  diff_lists("option", before.options, now.options, list_changes);
+  out.insert(out.end(), list_changes.begin(), list_changes.end());
+  for (const auto& [field, value] : now.singles) {
+    const auto old = before.singles.find(field);
+    const std::string old_value = old == before.singles.end() ? "(none)" : old->second;
+    if (old_value != value) {
+      const bool toolchain = field == "nvrtc" || field == "nvjitlink";
+      out.push_back((toolchain ? "toolchain: " : "") + field + " " + old_value + " -> " + value);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+MissExplanation Cache::explain(const Program& program, const Arch& arch)
+{
+  const PreparedProgram prepared = prepare(program, arch);
+  MissExplanation explanation;
+  explanation.key = prepared.key();
+  if (!m_impl->store) {
+    return explanation;
+  }
+  util::Sha256 key;
+  std::memcpy(key.data(), prepared.m_digest, key.size());
+  if (m_impl->store->get(store::Table::entries, bytes_of(key))) {
+    explanation.hit = true;
+    return explanation;
+  }
+  const KeyFields now = parse(prepared.program_txt(), prepared.options_txt());
+  std::vector<std::string> candidates;
+  m_impl->store->for_each_prefix(store::Table::names, program.name + '\0',
+                                 [&](std::string_view name_key, std::string_view) {
+                                   candidates.emplace_back(name_key.substr(program.name.size() + 1));
+                                 });
+  std::size_t best = SIZE_MAX;
+  for (const auto& candidate : candidates) {
+    const auto bytes = m_impl->store->get(store::Table::entries, candidate);
+    std::string why;
+    const auto entry = bytes ? store::decode_record(*bytes, why) : std::nullopt;
+    if (!entry) {
+      continue;
+    }
+    std::vector<std::string> diff = differences(parse(entry->program_txt, entry->options_txt), now);
+    if (diff.size() < best) {
+      best = diff.size();
+      explanation.closest_key = util::to_hex(reinterpret_cast<const std::uint8_t*>(candidate.data()), candidate.size());
+      explanation.differences = std::move(diff);
+    }
+  }
+  return explanation;
+}
+
+std::vector<std::string> Cache::orphans()
+{
+  std::vector<std::string> keys;
+  if (!m_impl->store) {
+    return keys;
+  }
+  const cache::KeyContext& context = m_impl->key_context();
+  const std::string nvrtc = "\nnvrtc: " + context.nvrtc_identity + "\n";
+  const std::string nvjitlink = "\nnvjitlink: " + context.nvjitlink_identity + "\n";
+  m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
+    std::string why;
+    const auto entry = store::decode_record(bytes, why);
+    if (entry && (entry->options_txt.find(nvrtc) == std::string::npos ||
+                  entry->options_txt.find(nvjitlink) == std::string::npos)) {
+      keys.push_back(util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size()));
+    }
+  });
+  return keys;
+}
+
+std::size_t Cache::remove_orphans()
+{
+  const std::vector<std::string> keys = orphans();
+  std::vector<std::string> raw;
+  for (const auto& hex : keys) {
+    std::string bytes;
+    for (std::size_t i = 0; i < hex.size(); i += 2) {
+      bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    }
+    raw.push_back(std::move(bytes));
+    if (m_impl->dir.writable) {
+      cache::remove_tree(m_impl->dir.path, "programs/" + hex);
+    }
+  }
+  if (m_impl->store) {
+    m_impl->store->erase(store::Table::entries, raw);
+  }
+  return keys.size();
+}
+
+} // namespace kjit

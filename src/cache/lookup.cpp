@@ -1,0 +1,158 @@
+// The disk tier and the compile path of a lookup: load (with quarantine), compile, persist.
+#include "cache/cache_impl.hpp"
+
+#include "cache/compile_lock.hpp"
+#include "config/log.hpp"
+#include "mirror/mirror.hpp"
+#include "rtc/compiler.hpp"
+#include "store/record.hpp"
+#include "util/file.hpp"
+#include "util/stopwatch.hpp"
+
+#include <ctime>
+
+namespace kjit {
+
+namespace {
+
+// The program NVRTC compiles: its in-memory headers plus the tracked disk headers, read now and
+// checked against the hashes in the key, so what is compiled is exactly what was hashed.
+Program program_with_disk_headers(const PreparedProgram& p)
+{
+  Program program = p.program();
+  std::map<std::string, std::string> paths;  // include name → path
+  std::set<std::string> ambiguous;           // names that mean different files in different places
+  for (const IncludedHeader& header : p.included_headers()) {
+    const auto [it, inserted] = paths.emplace(header.name, header.path);
+    if (!inserted && it->second != header.path) {
+      ambiguous.insert(header.name);
+    }
+  }
+  for (const IncludedHeader& header : p.included_headers()) {
+    std::error_code error;
+    const auto content = util::read_file(header.path, error);
+    if (!content || util::to_hex(util::sha256(*content)) != header.sha256) {
+      throw cache::HeadersChanged{};
+    }
+    // An ambiguous name is left to NVRTC's own search (same files, same order).
+    if (ambiguous.count(header.name) == 0) {
+      program.headers.emplace(header.name, *content);
+    }
+  }
+  return program;
+}
+
+} // namespace
+
+std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const PreparedProgram& prepared)
+{
+  if (!store) {
+    return std::nullopt;
+  }
+  auto bytes = store->get(store::Table::entries, bytes_of(key));
+  if (!bytes) {
+    return std::nullopt;
+  }
+  std::string why;
+  auto entry = store::decode_record(*bytes, why);
+  if (entry && (entry->program_txt != prepared.program_txt() || entry->options_txt != prepared.options_txt())) {
+    entry.reset();
+    why = "key texts differ from the entry's name";
+  }
+  if (!entry) {
+    store->quarantine(bytes_of(key), *bytes, why);
+    count(&CacheStats::quarantined);
+    std::lock_guard lock(flight_mutex);
+    if (reported.insert(key).second) {
+      log::line("warning: damaged cache entry " + prepared.key() + " (" + prepared.program().name + ", " +
+                prepared.arch().str() + "): " + why + "; moved aside, recompiling");
+    }
+  }
+  return entry;
+}
+
+store::Entry Cache::Impl::compile_entry(const PreparedProgram& p)
+{
+  const Program program = program_with_disk_headers(p);
+  store::Entry entry;
+  entry.program_name = program.name;
+  entry.program_txt = p.program_txt();
+  entry.options_txt = p.options_txt();
+  entry.source = program.source;
+  entry.headers = program.headers;
+  entry.created_unix = static_cast<std::int64_t>(::time(nullptr));
+  const util::Stopwatch watch;
+  try {
+    entry.binary = rtc::compile(config, program, p.arch());
+    entry.options = program.options;
+    for (auto& option : rtc::implicit_options(config, p.arch())) {
+      entry.options.push_back(std::move(option));
+    }
+    if (config.dump_ir) {
+      entry.ltoir = rtc::compile_ltoir(config, program, p.arch());
+    }
+  } catch (const CompileError& e) {
+    entry.kind = store::EntryKind::failure;
+    entry.binary = Binary{};
+    entry.binary.arch = e.arch();
+    entry.binary.log = e.log();
+    entry.binary.timings.total_ms = watch.elapsed_ms();
+    entry.options = e.options();
+  }
+  count(&CacheStats::compiles, &CacheStats::compile_ms_spent, watch.elapsed_ms());
+  return entry;
+}
+
+void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, const store::Entry& entry)
+{
+  if (!store || !store->writable()) {
+    return;
+  }
+  store->put(store::Table::entries, bytes_of(key), store::encode_record(entry));
+  store->put(store::Table::names, p.program().name + '\0' + std::string(bytes_of(key)), "");
+  if (config.mirror && dir.writable) {
+    if (const std::error_code error = mirror::write_entry(dir.path, p.key(), entry)) {
+      count(&CacheStats::mirror_errors);
+      log::line("warning: cannot mirror " + p.key() + ": " + error.message() + " (the store is unaffected)");
+    }
+  }
+}
+
+cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const PreparedProgram& p)
+{
+  const auto result_of = [](store::Entry&& entry) {
+    cache::Result result;
+    if (entry.kind == store::EntryKind::failure) {
+      result.failure =
+        std::make_shared<const CompileError>(entry.program_name, entry.binary.arch, entry.binary.log, entry.options);
+    } else {
+      result.binary = std::make_shared<const Binary>(std::move(entry.binary));
+    }
+    return result;
+  };
+  const util::Stopwatch watch;
+  if (auto entry = load(key, p)) {
+    count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
+    if (entry->kind == store::EntryKind::failure) {
+      count(&CacheStats::failed_hits);
+    }
+    verbose("hit disk", p, watch.elapsed_ms());
+    return result_of(std::move(*entry));
+  }
+  count(&CacheStats::misses);
+  const cache::CompileLock lock =
+    store && store->writable() ? cache::CompileLock(store->path(), key) : cache::CompileLock();
+  if (lock.held()) {
+    // Another process may have compiled it while we waited for the lock.
+    if (auto entry = load(key, p)) {
+      verbose("hit disk (compiled by another process)", p, watch.elapsed_ms());
+      return result_of(std::move(*entry));
+    }
+  }
+  store::Entry entry = compile_entry(p);
+  persist(key, p, entry);
+  verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p, watch.elapsed_ms());
+  return result_of(std::move(entry));
+}
+
+} // namespace kjit

@@ -1,0 +1,162 @@
+// Manifest encoding and validation.
+#include "deps/manifest.hpp"
+
+#include "cache/key.hpp"
+#include "util/file.hpp"
+
+#include <sstream>
+
+namespace kjit::deps {
+
+namespace {
+
+constexpr const char* k_magic = "kjit-manifest 1";
+
+std::string unescape(const std::string& text)
+{
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size()) {
+      const char next = text[++i];
+      out += next == 'n' ? '\n' : next == 'r' ? '\r' : next == 't' ? '\t' : next;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+std::string stamp_text(const FileStamp& stamp)
+{
+  return std::to_string(stamp.exists ? 1 : 0) + " " + std::to_string(stamp.size) + " " +
+         std::to_string(stamp.mtime_ns) + " " + std::to_string(stamp.inode);
+}
+
+bool parse_hash(const std::string& hex, util::Sha256& out)
+{
+  if (hex.size() != 64) {
+    return false;
+  }
+  for (std::size_t i = 0; i < 32; ++i) {
+    const auto digit = [](char ch) {
+      return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+    };
+    const int hi = digit(hex[2 * i]);
+    const int lo = digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      return false;
+    }
+    out[i] = static_cast<std::uint8_t>(hi * 16 + lo);
+  }
+  return true;
+}
+
+} // namespace
+
+std::string encode_manifest(const Manifest& manifest)
+{
+  std::string body;
+  for (const Resolution& entry : manifest) {
+    body += "entry\n";
+    for (const DiskHeader& header : entry.headers) {
+      body += "header " + util::to_hex(header.hash) + " " + stamp_text(header.stamp) + "\n";
+      body += "name " + cache::escape_line(header.name) + "\n";
+      body += "path " + cache::escape_line(header.path) + "\n";
+    }
+    for (const ProbedDir& dir : entry.dirs) {
+      body += "dir " + stamp_text(dir.stamp) + "\n";
+      body += "path " + cache::escape_line(dir.path) + "\n";
+    }
+  }
+  return std::string(k_magic) + " " + util::to_hex(util::checksum(body)) + "\n" + body;
+}
+
+std::optional<Manifest> decode_manifest(std::string_view bytes)
+{
+  const auto first = bytes.find('\n');
+  const std::string magic = k_magic;
+  if (first == std::string_view::npos || bytes.substr(0, magic.size()) != magic) {
+    return std::nullopt;
+  }
+  const std::string_view body = bytes.substr(first + 1);
+  if (bytes.substr(magic.size() + 1, first - magic.size() - 1) != util::to_hex(util::checksum(body))) {
+    return std::nullopt;
+  }
+  Manifest manifest;
+  std::istringstream lines{std::string(body)};
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string kind;
+    words >> kind;
+    if (kind == "entry") {
+      manifest.emplace_back();
+      continue;
+    }
+    if (manifest.empty()) {
+      return std::nullopt;
+    }
+    FileStamp stamp;
+    std::string hex;
+    if (kind == "header") {
+      words >> hex;
+    }
+    int exists = 0;
+    if (!(words >> exists >> stamp.size >> stamp.mtime_ns >> stamp.inode)) {
+      return std::nullopt;
+    }
+    stamp.exists = exists != 0;
+    std::string name_line;
+    std::string path_line;
+    if (kind == "header") {
+      DiskHeader header;
+      if (!parse_hash(hex, header.hash) || !std::getline(lines, name_line) || name_line.rfind("name ", 0) != 0 ||
+          !std::getline(lines, path_line) || path_line.rfind("path ", 0) != 0) {
+        return std::nullopt;
+      }
+      header.stamp = stamp;
+      header.name = unescape(name_line.substr(5));
+      header.path = unescape(path_line.substr(5));
+      manifest.back().headers.push_back(std::move(header));
+    } else if (kind == "dir") {
+      if (!std::getline(lines, path_line) || path_line.rfind("path ", 0) != 0) {
+        return std::nullopt;
+      }
+      manifest.back().dirs.push_back({unescape(path_line.substr(5)), stamp});
+    } else {
+      return std::nullopt;
+    }
+  }
+  return manifest;
+}
+
+Validation validate(Resolution& entry, ValidationCounters& counters)
+{
+  for (const ProbedDir& dir : entry.dirs) {
+    if (!(stamp_of(dir.path) == dir.stamp)) {
+      return Validation::changed;
+    }
+  }
+  Validation result = Validation::unchanged;
+  for (DiskHeader& header : entry.headers) {
+    ++counters.stats;
+    const FileStamp now = stamp_of(header.path);
+    if (now == header.stamp) {
+      continue;
+    }
+    if (!now.exists) {
+      return Validation::changed;
+    }
+    ++counters.rehashes;
+    std::error_code error;
+    const auto content = util::read_file(header.path, error);
+    if (!content || util::sha256(*content) != header.hash) {
+      return Validation::changed;
+    }
+    header.stamp = now;
+    result = Validation::same_content;
+  }
+  return result;
+}
+
+} // namespace kjit::deps

@@ -1,0 +1,38 @@
+// Manifests (ccache's direct mode): for one (source, options, toolchain), the disk headers a
+// compile used and the folders whose contents could shadow them, with their stat() stamps.
+#pragma once
+
+#include "deps/resolver.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kjit::deps {
+
+// Most recent first; at most k_manifest_entries are kept per key.
+using Manifest = std::vector<Resolution>;
+constexpr std::size_t k_manifest_entries = 8;
+
+// Text form with an XXH3 checksum line; a damaged manifest decodes to nullopt (then the
+// includes are resolved again, so a bad manifest costs time, never a wrong kernel).
+std::string encode_manifest(const Manifest& manifest);
+std::optional<Manifest> decode_manifest(std::string_view bytes);
+
+struct ValidationCounters {
+  std::size_t stats = 0;     // stat() calls on header files
+  std::size_t rehashes = 0;  // headers read and hashed again because their stamp changed
+};
+
+enum class Validation {
+  unchanged,      // every stamp as recorded
+  same_content,   // some stamps changed, contents did not (the entry's stamps were updated)
+  changed,        // a header's content changed, one vanished, or a probed folder changed
+};
+
+// Checks one manifest entry against the file system: a stat() per header and per probed folder;
+// a header whose stamp changed is hashed again.
+Validation validate(Resolution& entry, ValidationCounters& counters);
+
+} // namespace kjit::deps
