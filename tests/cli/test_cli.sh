@@ -89,6 +89,24 @@ check "bad environment value is named" grep -q "KJIT_VERBOSE" "$work/err"
 check "verbose logs hits" exit_code 0 env KJIT_VERBOSE=1 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
 check "verbose line on stderr" grep -q "^kjit: miss, compiled saxpy.cu sm_90" "$work/err"
 
+# --- explain ---
+mkdir -p "$work/inc"
+printf '#define VALUE 1\n' >"$work/inc/params.h"
+printf '#include "params.h"\nextern "C" __global__ void k(int* p) { *p = VALUE; }\n' >"$work/explained.cu"
+check "explain before any entry" exit_code 0 "$kjit" explain "$work/explained.cu" --arch sm_90 -I "$work/inc"
+check "explain says no entry" grep -q "^miss: no earlier entry" "$work/out"
+check "compile with a header" exit_code 0 "$kjit" compile "$work/explained.cu" --arch sm_90 -I "$work/inc" -o "$work/out_dir"
+check "explain a hit" exit_code 0 "$kjit" explain "$work/explained.cu" --arch sm_90 -I "$work/inc"
+check "explain says hit" grep -q "^hit: " "$work/out"
+printf '#define VALUE 2\n' >"$work/inc/params.h"
+check "explain after a header edit" exit_code 0 "$kjit" explain "$work/explained.cu" --arch sm_90 -I "$work/inc"
+check "explain names the header" grep -q "include params.h ($work/inc/params.h) changed" "$work/out"
+check "recompiled after the edit" exit_code 0 "$kjit" compile "$work/explained.cu" --arch sm_90 -I "$work/inc" -o "$work/out_dir"
+check "edit gives a new compile" grep -q "^compiled " "$work/out"
+check "explain without file" exit_code 2 "$kjit" explain
+check "orphans lists nothing" exit_code 0 "$kjit" cache orphans
+check "no orphans" test ! -s "$work/out"
+
 # --- the GPU suite is skipped (77) without a GPU ---
 if "$kjit" --version | grep -q "^driver: unavailable"; then
   check "gpu tests skip without a GPU" exit_code 77 "$gpu_tests"

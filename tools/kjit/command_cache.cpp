@@ -1,4 +1,4 @@
-// kjit cache stats|clear|rebuild-mirror|path: inspect and maintain a cache folder.
+// kjit cache stats|clear|rebuild-mirror|orphans|path: inspect and maintain a cache folder.
 #include "commands.hpp"
 #include "options.hpp"
 
@@ -11,18 +11,20 @@ namespace kjit::cli {
 int command_cache(const std::vector<std::string>& args)
 {
   po::options_description visible("options");
-  visible.add_options()("cache-dir", po::value<std::string>(), "cache folder (default: KJIT_CACHE_DIR or ~/.cache/kjit)");
+  visible.add_options()
+    ("cache-dir", po::value<std::string>(), "cache folder (default: KJIT_CACHE_DIR or ~/.cache/kjit)")
+    ("remove", "with orphans: delete them");
   po::options_description hidden;
-  hidden.add_options()("action", po::value<std::string>()->required(), "stats, clear, rebuild-mirror or path");
+  hidden.add_options()("action", po::value<std::string>()->required(), "stats, clear, rebuild-mirror, orphans or path");
   po::positional_options_description positional;
   positional.add("action", 1);
   po::variables_map vm;
-  const std::string synopsis = "kjit cache stats|clear|rebuild-mirror|path [--cache-dir DIR]";
+  const std::string synopsis = "kjit cache stats|clear|rebuild-mirror|orphans [--remove]|path [--cache-dir DIR]";
   if (!parse_arguments(args, synopsis, visible, hidden, positional, vm)) {
     return 0;
   }
   const std::string action = vm["action"].as<std::string>();
-  if (action != "stats" && action != "clear" && action != "rebuild-mirror" && action != "path") {
+  if (action != "stats" && action != "clear" && action != "rebuild-mirror" && action != "orphans" && action != "path") {
     throw UsageError{"unknown action '" + action + "'", "usage: " + synopsis + "\n"};
   }
   if (vm.count("cache-dir") != 0) {
@@ -35,6 +37,13 @@ int command_cache(const std::vector<std::string>& args)
     std::cout << "cache folder: " << cache.config().cache_dir << "\n"
               << "store: " << cache.store_path() << (cache.writable() ? "" : " (read-only)") << "\n"
               << "entries: " << cache.disk_entries() << "\n";
+  } else if (action == "orphans") {
+    for (const auto& key : cache.orphans()) {
+      std::cout << key << "\n";
+    }
+    if (vm.count("remove") != 0) {
+      std::cout << "removed " << cache.remove_orphans() << " orphans\n";
+    }
   } else if (action == "clear") {
     cache.clear();
     std::cout << "cleared " << cache.config().cache_dir << "\n";

@@ -1,8 +1,6 @@
-// kjit compile FILE --arch ARCH: compile a CUDA C++ file and write its PTX and cubin.
+// kjit compile FILE --arch ARCH: compile a CUDA C++ file through the cache; write its PTX and cubin.
 #include "commands.hpp"
-#include "options.hpp"
-
-#include <kjit/kjit.hpp>
+#include "program_args.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -26,43 +24,19 @@ void write_output(const std::string& path, const std::string& content)
 int command_compile(const std::vector<std::string>& args)
 {
   po::options_description visible("options");
-  visible.add_options()
-    ("arch,a", po::value<std::string>()->default_value("auto"), "target: sm_XY, sm_XYa, compute_XY or auto")
-    ("define,D", po::value<std::vector<std::string>>()->composing(), "define a macro (-DNAME or -DNAME=VALUE)")
-    ("include,I", po::value<std::vector<std::string>>()->composing(), "add an include folder")
-    ("name-expr,n", po::value<std::vector<std::string>>()->composing(), "name expression, e.g. 'scale<float>'")
-    ("option,X", po::value<std::vector<std::string>>()->composing(), "pass an option to NVRTC, e.g. -X--std=c++17")
-    ("output,o", po::value<std::string>()->default_value("."), "folder for the .ptx and .cubin")
-    ("no-cache", "compile without reading or writing the cache")
-    ("cache-dir", po::value<std::string>(), "cache folder (default: KJIT_CACHE_DIR or ~/.cache/kjit)");
   po::options_description hidden;
-  hidden.add_options()("file", po::value<std::string>()->required(), "CUDA C++ file");
   po::positional_options_description positional;
-  positional.add("file", 1);
+  add_program_options(visible, hidden, positional);
+  visible.add_options()
+    ("output,o", po::value<std::string>()->default_value("."), "folder for the .ptx and .cubin")
+    ("no-cache", "compile without reading or writing the cache");
   po::variables_map vm;
   if (!parse_arguments(args, "kjit compile FILE [options]", visible, hidden, positional, vm)) {
     return 0;
   }
+  Arch arch;
+  const Program program = program_from_arguments(vm, arch);
 
-  Program program = program_from_file(vm["file"].as<std::string>());
-  auto list = [&vm](const char* key) {
-    return vm.count(key) != 0 ? vm[key].as<std::vector<std::string>>() : std::vector<std::string>{};
-  };
-  for (const auto& define : list("define")) {
-    program.options.push_back("-D" + define);
-  }
-  for (const auto& dir : list("include")) {
-    program.options.push_back("-I" + dir);
-  }
-  for (const auto& option : list("option")) {
-    program.options.push_back(option);
-  }
-  program.name_expressions = list("name-expr");
-  const Arch arch = Arch::parse(vm["arch"].as<std::string>());
-
-  if (vm.count("cache-dir") != 0) {
-    option::cache_dir(vm["cache-dir"].as<std::string>());
-  }
   Binary binary;
   if (vm.count("no-cache") != 0) {
     binary = compile(program, arch);

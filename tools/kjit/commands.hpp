@@ -16,6 +16,7 @@ struct UsageError {
   std::string usage;
 };
 
+int command_explain(const std::vector<std::string>& args);
 int command_compile(const std::vector<std::string>& args);
 int command_cache(const std::vector<std::string>& args);
 int command_version(const std::vector<std::string>& args);

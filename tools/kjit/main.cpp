@@ -14,7 +14,9 @@ const char* const k_usage = R"(usage: kjit <command> [options]
 commands:
   compile FILE --arch ARCH [-D…] [-I…] [--name-expr …] [-o DIR]   compile a CUDA C++ file (cached;
                                                                   --no-cache bypasses the cache)
-  cache stats|clear|rebuild-mirror|path [--cache-dir DIR]         inspect or maintain the cache
+  explain FILE [same options as compile]                          why a program misses: the closest
+                                                                  entry and the key fields that differ
+  cache stats|clear|rebuild-mirror|orphans|path [--cache-dir DIR] inspect or maintain the cache
   version                                                         versions and driver status
 
 kjit --version is the same as kjit version; kjit <command> --help shows a command's options.
@@ -28,6 +30,7 @@ int main(int argc, char** argv)
   const std::map<std::string, int (*)(const std::vector<std::string>&)> commands{
     {"cache", command_cache},
     {"compile", command_compile},
+    {"explain", command_explain},
     {"version", command_version},
     {"--version", command_version},
   };

@@ -1,0 +1,294 @@
+// Never stale: include scanning and resolution, manifests, shadowing, explain, orphans.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "deps/include_scan.hpp"
+#include "deps/manifest.hpp"
+#include "store/record.hpp"
+#include "store/store.hpp"
+#include "util/hash.hpp"
+
+#include <algorithm>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+namespace {
+
+// A program that includes "params.h" through -I<dir>.
+kjit::Program program_using(const std::string& include_dir, const std::string& header = "params.h")
+{
+  return {"tracked.cu",
+          "#include \"" + header + "\"\nextern \"C\" __global__ void tracked(int* p) { *p = VALUE; }\n",
+          {},
+          {"-I" + include_dir},
+          {}};
+}
+
+void set_mtime_later(const std::string& path)
+{
+  struct timespec times[2];
+  ::clock_gettime(CLOCK_REALTIME, &times[0]);
+  times[0].tv_sec += 5;
+  times[1] = times[0];
+  ::utimensat(AT_FDCWD, path.c_str(), times, 0);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(include_scan)
+
+BOOST_AUTO_TEST_CASE(finds_includes_in_all_their_forms)
+{
+  const std::string text = "#include \"a.h\"\n"
+                           "  #  include <b/c.h>\n"
+                           "// #include \"commented.h\"\n"
+                           "/* #include \"block.h\" */\n"
+                           "#ifdef USE_D\n#include \"d.h\"\n#endif\n"
+                           "#define HEADER \"e.h\"\n#include HEADER\n"
+                           "#include FROM_OPTION\n"
+                           "#if __has_include(<f.h>)\n#endif\n"
+                           "#include \\\n  \"continued.h\"\n"
+                           "const char* s = \"#include \\\"string.h\\\"\";\n";
+  const auto found = kjit::deps::scan_includes(text, {{"FROM_OPTION", "<g.h>"}});
+  std::vector<std::string> names;
+  for (const auto& directive : found) {
+    names.push_back(directive.name + (directive.conditional ? "?" : "") + (directive.quoted ? "q" : "a"));
+  }
+  const std::vector<std::string> expected{"a.hq", "b/c.ha", "d.h?q", "e.hq", "g.ha", "f.h?a", "continued.hq"};
+  BOOST_TEST(names == expected, boost::test_tools::per_element());
+  BOOST_TEST(found[6].line == 13);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(includes, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(editing_a_header_recompiles_and_touching_it_does_not)
+{
+  const std::string inc = tmp.path() + "/inc";
+  ::mkdir(inc.c_str(), 0700);
+  write_text(inc + "/params.h", "#define VALUE 1111\n");
+  const kjit::Program program = program_using(inc);
+  {
+    kjit::Cache cache(config);
+    const auto prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
+    BOOST_TEST_REQUIRE(prepared.included_headers().size() == 1u);
+    BOOST_TEST(prepared.included_headers()[0].path == inc + "/params.h");
+    BOOST_TEST(cache.get(prepared)->ptx.find("1111") != std::string::npos);
+  }
+  write_text(inc + "/params.h", "#define VALUE 2222\n");
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST(cache.get(program, kjit::Arch::parse("sm_90"))->ptx.find("2222") != std::string::npos);
+    BOOST_TEST(cache.stats().compiles == 1u);
+  }
+  set_mtime_later(inc + "/params.h");  // touched, same content
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST(cache.get(program, kjit::Arch::parse("sm_90"))->ptx.find("2222") != std::string::npos);
+    BOOST_TEST(cache.stats().compiles == 0u);
+    BOOST_TEST(cache.stats().disk_hits == 1u);
+    BOOST_TEST(cache.stats().header_rehashes == 1u);
+  }
+  {
+    kjit::Cache cache(config);  // the manifest now has the new stamp: no re-hash
+    cache.get(program, kjit::Arch::parse("sm_90"));
+    BOOST_TEST(cache.stats().header_rehashes == 0u);
+    BOOST_TEST(cache.stats().compiles == 0u);
+  }
+  write_text(inc + "/params.h", "#define VALUE 1111\n");  // back to the first state: its entry serves
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.get(program, kjit::Arch::parse("sm_90"))->ptx.find("1111") != std::string::npos);
+  BOOST_TEST(cache.stats().compiles == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_new_header_earlier_in_the_path_shadows_the_old_one)
+{
+  const std::string first = tmp.path() + "/first";
+  const std::string second = tmp.path() + "/second";
+  ::mkdir(first.c_str(), 0700);
+  ::mkdir(second.c_str(), 0700);
+  write_text(second + "/params.h", "#define VALUE 3333\n");
+  kjit::Program program = program_using(first);
+  program.options.push_back("-I" + second);
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST(cache.get(program, kjit::Arch::parse("sm_90"))->ptx.find("3333") != std::string::npos);
+  }
+  write_text(first + "/params.h", "#define VALUE 4444\n");
+  kjit::Cache cache(config);
+  const auto prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
+  BOOST_TEST(prepared.included_headers().at(0).path == first + "/params.h");
+  BOOST_TEST(cache.get(prepared)->ptx.find("4444") != std::string::npos);
+  BOOST_TEST(cache.stats().compiles == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(conditional_includes_cycles_and_macro_paths)
+{
+  const std::string inc = tmp.path() + "/inc";
+  ::mkdir(inc.c_str(), 0700);
+  write_text(inc + "/a.h", "#pragma once\n#include \"b.h\"\n#define A_VALUE 10\n");
+  write_text(inc + "/b.h", "#ifndef B_H\n#define B_H\n#include \"a.h\"\n#define B_VALUE 20\n#endif\n");
+  write_text(inc + "/chosen.h", "#define CHOSEN 30\n");
+  write_text(inc + "/maybe.h", "#define MAYBE 40\n");
+  kjit::Program program{"cond.cu",
+                        "#include \"a.h\"\n"
+                        "#define CHOICE \"chosen.h\"\n#include CHOICE\n"
+                        "#ifdef NEVER_DEFINED\n#include \"maybe.h\"\n#include \"does_not_exist.h\"\n#endif\n"
+                        "extern \"C\" __global__ void cond(int* p) { *p = A_VALUE + B_VALUE + CHOSEN; }\n",
+                        {},
+                        {"-I" + inc},
+                        {}};
+  kjit::Cache cache(config);
+  const auto prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
+  std::vector<std::string> paths;
+  for (const auto& header : prepared.included_headers()) {
+    paths.push_back(header.path);
+  }
+  std::sort(paths.begin(), paths.end());
+  const std::vector<std::string> expected{inc + "/a.h", inc + "/b.h", inc + "/chosen.h", inc + "/maybe.h"};
+  BOOST_TEST(paths == expected, boost::test_tools::per_element());
+  BOOST_TEST(cache.get(prepared)->ptx.find("60") != std::string::npos);
+
+  write_text(inc + "/maybe.h", "#define MAYBE 41\n");  // tracked conservatively: a possible extra compile
+  kjit::Cache again(config);
+  again.get(program, kjit::Arch::parse("sm_90"));
+  BOOST_TEST(again.stats().compiles == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_include_names_the_file_and_the_includer)
+{
+  const std::string inc = tmp.path() + "/inc";
+  ::mkdir(inc.c_str(), 0700);
+  write_text(inc + "/outer.h", "#include \"inner_missing.h\"\n");
+  kjit::Program program{"missing.cu", "#include \"outer.h\"\n__global__ void k() {}\n", {}, {"-I" + inc}, {}};
+  kjit::Cache cache(config);
+  try {
+    cache.get(program, kjit::Arch::parse("sm_90"));
+    BOOST_FAIL("expected CompileError");
+  } catch (const kjit::CompileError& e) {
+    BOOST_TEST(e.log().find("inner_missing.h") != std::string::npos, e.log());
+    BOOST_TEST(e.log().find(inc + "/outer.h") != std::string::npos, e.log());
+  }
+  BOOST_TEST(cache.stats().compiles == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(two_hundred_headers_cost_one_stat_each_and_no_rehash)
+{
+  const std::string inc = tmp.path() + "/many";
+  ::mkdir(inc.c_str(), 0700);
+  std::string source;
+  for (int i = 0; i < 200; ++i) {
+    write_text(inc + "/h" + std::to_string(i) + ".h", "#define H" + std::to_string(i) + " " + std::to_string(i) + "\n");
+    source += "#include <h" + std::to_string(i) + ".h>\n";
+  }
+  source += "extern \"C\" __global__ void many(int* p) { *p = H199; }\n";
+  const kjit::Program program{"many.cu", source, {}, {"-I" + inc}, {}};
+  {
+    kjit::Cache cache(config);
+    cache.get(program, kjit::Arch::parse("sm_90"));
+  }
+  kjit::Cache cache(config);
+  const auto binary = cache.get(program, kjit::Arch::parse("sm_90"));
+  BOOST_TEST(cache.stats().disk_hits == 1u);
+  BOOST_TEST(cache.stats().header_stats == 200u);
+  BOOST_TEST(cache.stats().header_rehashes == 0u);
+  BOOST_TEST(cache.stats().compiles == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(what_is_compiled_is_what_was_hashed)
+{
+  // The disk header is handed to NVRTC in memory, with the content whose hash is in the key.
+  const std::string inc = tmp.path() + "/inc";
+  ::mkdir(inc.c_str(), 0700);
+  write_text(inc + "/params.h", "#define VALUE 5555\n");
+  kjit::Cache cache(config);
+  const auto prepared = cache.prepare(program_using(inc), kjit::Arch::parse("sm_90"));
+  write_text(inc + "/params.h", "#define VALUE 6666\n");  // changed after prepare, before compile
+  const auto binary = cache.get(prepared);
+  BOOST_TEST(binary->ptx.find("6666") != std::string::npos);
+  const auto fresh = cache.prepare(program_using(inc), kjit::Arch::parse("sm_90"));
+  BOOST_TEST(fresh.key() != prepared.key());
+  BOOST_TEST(cache.get(fresh).get() == binary.get());
+}
+
+BOOST_AUTO_TEST_CASE(explain_names_the_changed_header_option_and_arch)
+{
+  const std::string inc = tmp.path() + "/inc";
+  ::mkdir(inc.c_str(), 0700);
+  write_text(inc + "/params.h", "#define VALUE 7\n");
+  kjit::Program program = program_using(inc);
+  program.options.push_back("-DMODE=1");
+  kjit::Cache cache(config);
+  const std::string first_key = cache.prepare(program, kjit::Arch::parse("sm_90")).key();
+  cache.get(program, kjit::Arch::parse("sm_90"));
+  BOOST_TEST(cache.explain(program, kjit::Arch::parse("sm_90")).hit);
+
+  write_text(inc + "/params.h", "#define VALUE 8\n");
+  const kjit::MissExplanation header_changed = cache.explain(program, kjit::Arch::parse("sm_90"));
+  BOOST_TEST(!header_changed.hit);
+  BOOST_TEST(header_changed.closest_key == first_key);
+  BOOST_TEST_REQUIRE(header_changed.differences.size() == 1u);
+  BOOST_TEST(header_changed.differences[0] == "include params.h (" + inc + "/params.h) changed");
+
+  kjit::Program other = program;
+  other.options.back() = "-DMODE=2";
+  const auto option_changed = cache.explain(other, kjit::Arch::parse("sm_80"));
+  const std::vector<std::string> expected{"include params.h (" + inc + "/params.h) changed", "option -DMODE=2 added",
+                                          "option -DMODE=1 removed", "arch sm_90 -> sm_80"};
+  BOOST_TEST(option_changed.differences == expected, boost::test_tools::per_element());
+
+  kjit::Program unknown = program;
+  unknown.name = "never_seen.cu";
+  BOOST_TEST(cache.explain(unknown, kjit::Arch::parse("sm_90")).closest_key.empty());
+}
+
+BOOST_AUTO_TEST_CASE(entries_of_another_toolchain_are_orphans)
+{
+  kjit::Cache cache(config);
+  const auto prepared = cache.prepare(small_program("current"), kjit::Arch::parse("sm_90"));
+  cache.get(prepared);
+  BOOST_TEST(cache.orphans().empty());
+  {
+    // Store an entry as an older NVRTC build would have made it.
+    auto store = kjit::store::Store::open(cache.store_path(), config.store_map_size);
+    std::string key_bytes(32, '\x01');
+    kjit::store::Entry entry;
+    entry.program_name = "old.cu";
+    entry.program_txt = "kjit-program 1\nname: old.cu\n";
+    entry.options_txt = "kjit-options 1\narch: compute_90\nnvrtc: 12.0 V12.0.1 CL-1\nnvjitlink: 12.0\n";
+    entry.binary.arch = "compute_90";
+    entry.binary.ptx = "// old";
+    store->put(kjit::store::Table::entries, key_bytes, kjit::store::encode_record(entry));
+  }
+  const auto orphans = cache.orphans();
+  BOOST_TEST_REQUIRE(orphans.size() == 1u);
+  BOOST_TEST(orphans[0] == "0101010101010101010101010101010101010101010101010101010101010101");
+  BOOST_TEST(cache.remove_orphans() == 1u);
+  BOOST_TEST(cache.orphans().empty());
+  BOOST_TEST(cache.disk_entries() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(damaged_manifests_are_ignored)
+{
+  kjit::deps::Resolution entry;
+  entry.headers.push_back({"a.h", "/x/a.h", kjit::util::sha256("a"), {true, 1, 2, 3}, {}});
+  entry.dirs.push_back({"/x", {true, 0, 5, 6}});
+  const std::string encoded = kjit::deps::encode_manifest({entry});
+  const auto decoded = kjit::deps::decode_manifest(encoded);
+  BOOST_TEST_REQUIRE(decoded.has_value());
+  BOOST_TEST((*decoded)[0].headers[0].path == "/x/a.h");
+  BOOST_TEST(((*decoded)[0].headers[0].stamp == entry.headers[0].stamp));
+  BOOST_TEST((*decoded)[0].dirs[0].path == "/x");
+  std::string damaged = encoded;
+  damaged[damaged.size() - 3] ^= 1;
+  BOOST_TEST(!kjit::deps::decode_manifest(damaged).has_value());
+  BOOST_TEST(!kjit::deps::decode_manifest(encoded.substr(0, encoded.size() / 2)).has_value());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

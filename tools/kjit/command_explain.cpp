@@ -1,0 +1,36 @@
+// kjit explain FILE [options]: why is this program not in the cache?
+#include "commands.hpp"
+#include "program_args.hpp"
+
+#include <iostream>
+
+namespace kjit::cli {
+
+int command_explain(const std::vector<std::string>& args)
+{
+  po::options_description visible("options");
+  po::options_description hidden;
+  po::positional_options_description positional;
+  add_program_options(visible, hidden, positional);
+  po::variables_map vm;
+  if (!parse_arguments(args, "kjit explain FILE [options]", visible, hidden, positional, vm)) {
+    return 0;
+  }
+  Arch arch;
+  const Program program = program_from_arguments(vm, arch);
+  const MissExplanation explanation = default_cache().explain(program, arch);
+  std::cout << "key " << explanation.key << "\n";
+  if (explanation.hit) {
+    std::cout << "hit: " << program.name << " is cached as it is\n";
+  } else if (explanation.closest_key.empty()) {
+    std::cout << "miss: no earlier entry of " << program.name << " in the cache\n";
+  } else {
+    std::cout << "miss: closest earlier entry " << explanation.closest_key << " differs in:\n";
+    for (const auto& difference : explanation.differences) {
+      std::cout << "  " << difference << "\n";
+    }
+  }
+  return 0;
+}
+
+} // namespace kjit::cli

@@ -1,0 +1,43 @@
+// Program options shared by the compile and explain subcommands.
+#include "program_args.hpp"
+
+namespace kjit::cli {
+
+void add_program_options(po::options_description& visible, po::options_description& hidden,
+                         po::positional_options_description& positional)
+{
+  visible.add_options()
+    ("arch,a", po::value<std::string>()->default_value("auto"), "target: sm_XY, sm_XYa, compute_XY or auto")
+    ("define,D", po::value<std::vector<std::string>>()->composing(), "define a macro (-DNAME or -DNAME=VALUE)")
+    ("include,I", po::value<std::vector<std::string>>()->composing(), "add an include folder")
+    ("name-expr,n", po::value<std::vector<std::string>>()->composing(), "name expression, e.g. 'scale<float>'")
+    ("option,X", po::value<std::vector<std::string>>()->composing(), "pass an option to NVRTC, e.g. -X--std=c++17")
+    ("cache-dir", po::value<std::string>(), "cache folder (default: KJIT_CACHE_DIR or ~/.cache/kjit)");
+  hidden.add_options()("file", po::value<std::string>()->required(), "CUDA C++ file");
+  positional.add("file", 1);
+}
+
+Program program_from_arguments(const po::variables_map& vm, Arch& arch)
+{
+  Program program = program_from_file(vm["file"].as<std::string>());
+  auto list = [&vm](const char* key) {
+    return vm.count(key) != 0 ? vm[key].as<std::vector<std::string>>() : std::vector<std::string>{};
+  };
+  for (const auto& define : list("define")) {
+    program.options.push_back("-D" + define);
+  }
+  for (const auto& dir : list("include")) {
+    program.options.push_back("-I" + dir);
+  }
+  for (const auto& option : list("option")) {
+    program.options.push_back(option);
+  }
+  program.name_expressions = list("name-expr");
+  arch = Arch::parse(vm["arch"].as<std::string>());
+  if (vm.count("cache-dir") != 0) {
+    option::cache_dir(vm["cache-dir"].as<std::string>());
+  }
+  return program;
+}
+
+} // namespace kjit::cli

@@ -1,0 +1,18 @@
+// The options that describe a program (file, arch, -D, -I, name expressions, NVRTC options,
+// cache folder), shared by `kjit compile` and `kjit explain`.
+#pragma once
+
+#include "options.hpp"
+
+#include <kjit/kjit.hpp>
+
+namespace kjit::cli {
+
+// Adds --arch, -D, -I, --name-expr, -X and --cache-dir to `visible` and FILE to `hidden`/`positional`.
+void add_program_options(po::options_description& visible, po::options_description& hidden,
+                         po::positional_options_description& positional);
+
+// The program and arch the parsed options describe; applies --cache-dir. Throws kjit::Error.
+Program program_from_arguments(const po::variables_map& vm, Arch& arch);
+
+} // namespace kjit::cli
