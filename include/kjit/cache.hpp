@@ -100,6 +100,10 @@ public:
   // Deletes the orphans from the store and the mirror; returns how many.
   std::size_t remove_orphans();
 
+  // The SM numbers NVRTC can build for, remembered with the toolchain fingerprint (no NVRTC load
+  // on warm starts).
+  std::vector<int> supported_archs();
+
   CacheStats stats() const;
   // Empties both tiers and the mirror (the toolchain identities are kept).
   void clear();

@@ -22,6 +22,7 @@ struct Config {
   bool shared_cache = false;          // KJIT_SHARED_CACHE: accept a group-writable/foreign cache dir
   bool repo_local = false;            // KJIT_REPO_LOCAL_CACHE: <git root>/.kjit_cache, like hidet
   std::size_t store_map_size = 0;     // KJIT_STORE_MAP_SIZE: initial LMDB map size in bytes
+  bool force_ptx = false;             // KJIT_FORCE_PTX: load PTX (driver JIT) even when a cubin exists
 };
 
 // One row of the settings table, for documentation and `kjit config`.
@@ -64,6 +65,7 @@ void cuda_home(const std::string& path);
 void shared_cache(bool value);
 void repo_local_cache(bool value);
 void store_map_size(std::size_t bytes);
+void force_ptx(bool value);
 // The cache directory in force now.
 std::string get_cache_dir();
 // Forgets every API override (the environment and defaults apply again).

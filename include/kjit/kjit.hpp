@@ -9,5 +9,7 @@
 #include <kjit/cubin.hpp>
 #include <kjit/driver.hpp>
 #include <kjit/error.hpp>
+#include <kjit/launch.hpp>
+#include <kjit/module.hpp>
 #include <kjit/program.hpp>
 #include <kjit/version.hpp>

@@ -156,6 +156,11 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared)
   return unwrap(result);
 }
 
+std::vector<int> Cache::supported_archs()
+{
+  return m_impl->key_context().supported_archs;
+}
+
 CacheStats Cache::stats() const
 {
   std::lock_guard lock(m_impl->stats_mutex);

@@ -27,6 +27,7 @@ struct KeyContext {
   std::vector<std::string> toolkit_include_dirs;
   std::string nvrtc_identity;      // "13.0 V13.0.88 CL-36424714"
   std::string nvjitlink_identity;  // "13.0"
+  std::vector<int> supported_archs;  // nvrtcGetSupportedArchs, remembered with the versions
 };
 
 // Options in canonical form: "-I dir" → "-I/abs/dir", "--define-macro=X" → "-DX", relative

@@ -25,7 +25,20 @@ std::string file_identity(const std::string& path)
 struct Versions {
   std::string nvrtc;
   std::string nvjitlink;
+  std::string archs;  // "75 80 86 …"
 };
+
+std::vector<int> parse_archs(const std::string& text)
+{
+  std::vector<int> archs;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t used = 0;
+    archs.push_back(std::stoi(text.substr(at), &used));
+    at += used;
+  }
+  return archs;
+}
 
 std::mutex g_memo_mutex;
 std::map<std::string, Versions> g_memo;  // file identity → versions, for this process
@@ -50,21 +63,27 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   Versions& versions = g_memo[identity];
   if (versions.nvrtc.empty() && store != nullptr) {
     if (auto stored = store->get(store::Table::meta, meta_key)) {
-      const auto newline = stored->find('\n');
-      if (newline != std::string::npos) {
-        versions = {stored->substr(0, newline), stored->substr(newline + 1)};
+      const auto first = stored->find('\n');
+      const auto second = first == std::string::npos ? first : stored->find('\n', first + 1);
+      if (second != std::string::npos) {
+        versions = {stored->substr(0, first), stored->substr(first + 1, second - first - 1), stored->substr(second + 1)};
       }
     }
   }
   if (versions.nvrtc.empty()) {
-    versions = {rtc::nvrtc_build_identity(), rtc::nvjitlink_identity()};
+    std::string archs;
+    for (int arch : kjit::supported_archs()) {
+      archs += (archs.empty() ? "" : " ") + std::to_string(arch);
+    }
+    versions = {rtc::nvrtc_build_identity(), rtc::nvjitlink_identity(), archs};
     if (store != nullptr) {
-      store->put(store::Table::meta, meta_key, versions.nvrtc + "\n" + versions.nvjitlink);
-      store->put(store::Table::meta, meta_key + " files", identity);
+      store->put(store::Table::meta, {{meta_key, versions.nvrtc + "\n" + versions.nvjitlink + "\n" + versions.archs},
+                                      {meta_key + " files", identity}});
     }
   }
   context.nvrtc_identity = versions.nvrtc;
   context.nvjitlink_identity = versions.nvjitlink;
+  context.supported_archs = parse_archs(versions.archs);
   return context;
 }
 

@@ -108,6 +108,9 @@ const Row k_rows[] = {
        throw ConfigError(var, "must be at least 32KiB");
      }
    }},
+  {"force_ptx", "KJIT_FORCE_PTX", "0",
+   "Load the PTX and let the driver JIT it even when a cubin exists (testing the PTX fallback).",
+   [](Config& c, std::string_view v, const std::string& var) { c.force_ptx = parse_bool(v, var); }},
 };
 
 struct Overrides {
@@ -243,6 +246,7 @@ void cuda_home(const std::string& path) { set_override("cuda_home", path); }
 void shared_cache(bool value) { set_override("shared_cache", value ? "1" : "0"); }
 void repo_local_cache(bool value) { set_override("repo_local_cache", value ? "1" : "0"); }
 void store_map_size(std::size_t bytes) { set_override("store_map_size", std::to_string(bytes)); }
+void force_ptx(bool value) { set_override("force_ptx", value ? "1" : "0"); }
 std::string get_cache_dir() { return current_config().cache_dir; }
 void reset()
 {

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace kjit::driver {
 
@@ -54,7 +55,19 @@ void load(State& state)
         fetch(get, api.device_get_count, "cuDeviceGetCount", v) && fetch(get, api.device_get, "cuDeviceGet", v) &&
         fetch(get, api.device_get_attribute, "cuDeviceGetAttribute", v) &&
         fetch(get, api.device_get_name, "cuDeviceGetName", v) && fetch(get, api.get_error_name, "cuGetErrorName", v) &&
-        fetch(get, api.get_error_string, "cuGetErrorString", v))) {
+        fetch(get, api.get_error_string, "cuGetErrorString", v) &&
+        fetch(get, api.primary_ctx_retain, "cuDevicePrimaryCtxRetain", v) &&
+        fetch(get, api.primary_ctx_release, "cuDevicePrimaryCtxRelease", v) &&
+        fetch(get, api.ctx_get_current, "cuCtxGetCurrent", v) && fetch(get, api.ctx_get_device, "cuCtxGetDevice", v) &&
+        fetch(get, api.ctx_push_current, "cuCtxPushCurrent", v) && fetch(get, api.ctx_pop_current, "cuCtxPopCurrent", v) &&
+        fetch(get, api.ctx_synchronize, "cuCtxSynchronize", v) &&
+        fetch(get, api.module_load_data, "cuModuleLoadData", v) && fetch(get, api.module_unload, "cuModuleUnload", v) &&
+        fetch(get, api.module_get_function, "cuModuleGetFunction", v) &&
+        fetch(get, api.launch_kernel, "cuLaunchKernel", v) &&
+        fetch(get, api.occupancy_max_potential_block_size, "cuOccupancyMaxPotentialBlockSize", v) &&
+        fetch(get, api.occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor", v) &&
+        fetch(get, api.mem_alloc, "cuMemAlloc", v) && fetch(get, api.mem_free, "cuMemFree", v) &&
+        fetch(get, api.memcpy_htod, "cuMemcpyHtoD", v) && fetch(get, api.memcpy_dtoh, "cuMemcpyDtoH", v))) {
     state.status.reason = "libcuda.so.1 lacks driver entry points kjit needs";
     return;
   }
@@ -103,6 +116,39 @@ const char* describe(CUresult result)
   text = std::string(name != nullptr ? name : "CUresult " + std::to_string(result)) +
          (message != nullptr ? std::string(" (") + message + ")" : "");
   return text.c_str();
+}
+
+const DriverApi& require_driver()
+{
+  const DriverApi* api = driver_api();
+  if (api == nullptr) {
+    throw CudaError(driver_status().reason, CUDA_ERROR_NO_DEVICE);
+  }
+  return *api;
+}
+
+void throw_cuda_error(CUresult result, const std::string& what)
+{
+  throw CudaError(what + ": " + describe(result), result);
+}
+
+ScopedContext::ScopedContext(CUcontext context)
+{
+  const DriverApi& api = require_driver();
+  CUcontext current = nullptr;
+  api.ctx_get_current(&current);
+  if (current != context) {
+    check(api.ctx_push_current(context), [] { return std::string("cuCtxPushCurrent"); });
+    m_pushed = true;
+  }
+}
+
+ScopedContext::~ScopedContext()
+{
+  if (m_pushed) {
+    CUcontext popped = nullptr;
+    std::ignore = driver_api()->ctx_pop_current(&popped);
+  }
 }
 
 } // namespace kjit::driver

@@ -3,6 +3,8 @@
 
 #include <cuda.h>
 
+#include <string>
+
 namespace kjit::driver {
 
 struct DriverApi {
@@ -14,6 +16,50 @@ struct DriverApi {
   decltype(&::cuDeviceGetName) device_get_name;
   decltype(&::cuGetErrorName) get_error_name;
   decltype(&::cuGetErrorString) get_error_string;
+  decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain;
+  decltype(&::cuDevicePrimaryCtxRelease) primary_ctx_release;
+  decltype(&::cuCtxGetCurrent) ctx_get_current;
+  decltype(&::cuCtxGetDevice) ctx_get_device;
+  decltype(&::cuCtxPushCurrent) ctx_push_current;
+  decltype(&::cuCtxPopCurrent) ctx_pop_current;
+  decltype(&::cuCtxSynchronize) ctx_synchronize;
+  decltype(&::cuModuleLoadData) module_load_data;
+  decltype(&::cuModuleUnload) module_unload;
+  decltype(&::cuModuleGetFunction) module_get_function;
+  decltype(&::cuLaunchKernel) launch_kernel;
+  decltype(&::cuOccupancyMaxPotentialBlockSize) occupancy_max_potential_block_size;
+  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy_max_active_blocks;
+  decltype(&::cuMemAlloc) mem_alloc;
+  decltype(&::cuMemFree) mem_free;
+  decltype(&::cuMemcpyHtoD) memcpy_htod;
+  decltype(&::cuMemcpyDtoH) memcpy_dtoh;
+};
+
+// The driver's entry points, or CudaError saying why there is no usable driver.
+const DriverApi& require_driver();
+
+[[noreturn]] void throw_cuda_error(CUresult result, const std::string& what);
+
+// Throws CudaError for a failed driver call; `what` is called only on failure to name the
+// call and the objects involved (program, kernel, device).
+template <typename What>
+void check(CUresult result, What&& what)
+{
+  if (result != CUDA_SUCCESS) {
+    throw_cuda_error(result, what());
+  }
+}
+
+// Makes a context current on this thread for a scope, restoring the previous one after.
+class ScopedContext {
+public:
+  explicit ScopedContext(CUcontext context);
+  ~ScopedContext();
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+
+private:
+  bool m_pushed = false;
 };
 
 // The driver's entry points once cuInit succeeded, or nullptr (see kjit::driver_status() for why).

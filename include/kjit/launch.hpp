@@ -1,0 +1,66 @@
+// Launch geometry and kernel arguments packed into the void*[] the driver wants.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+namespace kjit {
+
+struct Dim3 {
+  unsigned x = 1;
+  unsigned y = 1;
+  unsigned z = 1;
+  Dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  unsigned shared_bytes = 0;  // dynamic shared memory
+  void* stream = nullptr;     // a CUstream; nullptr = the context's default stream
+};
+
+// Copies of the kernel arguments, each aligned as its type requires, and the array of pointers to
+// them that cuLaunchKernel takes. Arguments must be trivially copyable (as CUDA requires).
+class ArgumentPack {
+public:
+  template <typename... Args>
+  explicit ArgumentPack(const Args&... args)
+  {
+    static_assert((std::is_trivially_copyable<Args>::value && ...), "kernel arguments must be trivially copyable");
+    std::size_t size = 0;
+    ((size = align_up(size, alignof(Args)) + sizeof(Args)), ...);
+    m_storage.reset(new std::max_align_t[(size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t) + 1]);
+    std::size_t offset = 0;
+    (append(args, offset), ...);
+    m_pointers.push_back(nullptr);
+  }
+
+  // The void* array for cuLaunchKernel (one entry per argument, then nullptr).
+  void** data() noexcept { return m_pointers.data(); }
+  std::size_t size() const noexcept { return m_pointers.size() - 1; }
+
+private:
+  static std::size_t align_up(std::size_t value, std::size_t alignment)
+  {
+    return (value + alignment - 1) / alignment * alignment;
+  }
+
+  template <typename T>
+  void append(const T& value, std::size_t& offset)
+  {
+    offset = align_up(offset, alignof(T));
+    char* at = reinterpret_cast<char*>(m_storage.get()) + offset;
+    std::memcpy(at, &value, sizeof(T));
+    m_pointers.push_back(at);
+    offset += sizeof(T);
+  }
+
+  std::unique_ptr<std::max_align_t[]> m_storage;
+  std::vector<void*> m_pointers;
+};
+
+} // namespace kjit

@@ -1,0 +1,74 @@
+// DeviceBuffer and synchronize(): the little memory management the demo and tests need.
+#include "driver/module_state.hpp"
+
+#include <kjit/error.hpp>
+
+#include <tuple>
+
+namespace kjit {
+
+DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes) : m_context(context), m_size(bytes)
+{
+  const driver::DriverApi& api = driver::require_driver();
+  const driver::ScopedContext scope(m_context.m_state->context);
+  CUdeviceptr pointer = 0;
+  driver::check(api.mem_alloc(&pointer, bytes), [&] { return "cuMemAlloc(" + std::to_string(bytes) + ")"; });
+  m_pointer = pointer;
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+  : m_context(other.m_context), m_pointer(std::exchange(other.m_pointer, 0)), m_size(std::exchange(other.m_size, 0))
+{
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept
+{
+  if (this != &other) {
+    std::swap(m_context, other.m_context);
+    std::swap(m_pointer, other.m_pointer);
+    std::swap(m_size, other.m_size);
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer()
+{
+  const driver::DriverApi* api = driver::driver_api();
+  if (m_pointer != 0 && api != nullptr) {
+    CUcontext current = nullptr;
+    api->ctx_get_current(&current);
+    const bool push = current != m_context.m_state->context &&
+                      api->ctx_push_current(m_context.m_state->context) == CUDA_SUCCESS;
+    std::ignore = api->mem_free(m_pointer);
+    if (push) {
+      CUcontext popped = nullptr;
+      std::ignore = api->ctx_pop_current(&popped);
+    }
+  }
+}
+
+void DeviceBuffer::upload(const void* data, std::size_t bytes)
+{
+  if (bytes > m_size) {
+    throw Error("upload of " + std::to_string(bytes) + " bytes into a " + std::to_string(m_size) + "-byte buffer");
+  }
+  const driver::ScopedContext scope(m_context.m_state->context);
+  driver::check(driver::require_driver().memcpy_htod(m_pointer, data, bytes), [] { return std::string("cuMemcpyHtoD"); });
+}
+
+void DeviceBuffer::download(void* data, std::size_t bytes) const
+{
+  if (bytes > m_size) {
+    throw Error("download of " + std::to_string(bytes) + " bytes from a " + std::to_string(m_size) + "-byte buffer");
+  }
+  const driver::ScopedContext scope(m_context.m_state->context);
+  driver::check(driver::require_driver().memcpy_dtoh(data, m_pointer, bytes), [] { return std::string("cuMemcpyDtoH"); });
+}
+
+void synchronize(const Context& context)
+{
+  const driver::ScopedContext scope(static_cast<CUcontext>(context.handle()));
+  driver::check(driver::require_driver().ctx_synchronize(), [] { return std::string("cuCtxSynchronize"); });
+}
+
+} // namespace kjit
