@@ -1,6 +1,8 @@
 // kjit's demo: compiles the example kernels for several archs through the cache (cold), then
 // looks them all up again from a second, fresh process (warm) and shows what each step cost.
 // Usage: kjit_demo [EXAMPLES_DIR] [--cache DIR]
+#include "demo_gpu.hpp"
+
 #include <kjit/kjit.hpp>
 
 #include <chrono>
@@ -57,6 +59,17 @@ int cold(const std::string& dir, kjit::Config config, const char* self)
   std::printf("cache: %s (cleared for a cold start)\n\n", config.cache_dir.c_str());
   kjit::Cache cache(config);
   cache.clear();
+  if (driver.available) {
+    // Cold time to first launch: compile, store, load and launch each example on this device.
+    const auto start = std::chrono::steady_clock::now();
+    kjit::option::cache_dir(config.cache_dir);
+    const int failures = demo::launch_and_check(load_programs(dir));
+    std::printf("  cold process: all launches checked after %.1f ms (compiles included)\n\n",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    if (failures != 0) {
+      return 1;
+    }
+  }
   std::printf("cold: every kernel compiled in-process (NVRTC -> PTX -> nvJitLink -> cubin), then stored\n");
   std::printf("%-14s %-7s %8s %8s %9s %9s %9s %9s\n", "program", "arch", "ptx B", "cubin B", "load ms", "nvrtc ms",
               "link ms", "total ms");
@@ -110,9 +123,20 @@ int warm(const std::string& dir, const kjit::Config& config)
   std::printf("  NVRTC loaded: %s, nvJitLink loaded: %s\n", maps_contain("libnvrtc") ? "yes" : "no",
               maps_contain("libnvJitLink") ? "yes" : "no");
   if (!kjit::driver_status().available) {
-    std::printf("\nno GPU here: kernels were compiled and cached, not launched.\n");
+    std::printf("\nno GPU here (%s): kernels were compiled and cached, not launched.\n",
+                kjit::driver_status().reason.c_str());
+    return stats.compiles == 0 ? 0 : 1;
   }
-  return stats.compiles == 0 ? 0 : 1;
+  // Time to first launch from this warm process: the kernel comes from the cache and is loaded.
+  const auto before_launch = std::chrono::steady_clock::now();
+  kjit::option::cache_dir(config.cache_dir);
+  const int failures = demo::launch_and_check(programs);
+  const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("  warm process: start to all launches checked %.1f ms (launch part %.1f ms); NVRTC loaded: %s\n",
+              first_ms,
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before_launch).count(),
+              maps_contain("libnvrtc") ? "yes" : "no");
+  return stats.compiles == 0 && failures == 0 ? 0 : 1;
 }
 
 } // namespace
