@@ -62,6 +62,7 @@ private:
   Program m_program;
   Arch m_arch;
   std::vector<IncludedHeader> m_includes;
+  unsigned char m_direct[32] = {};  // key without the disk headers: names the manifest
   std::string m_program_txt;
   std::string m_options_txt;
   unsigned char m_digest[32] = {};

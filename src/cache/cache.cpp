@@ -66,6 +66,7 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
   prepared.m_arch = rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch);
   const cache::KeyContext& context = m_impl->key_context();
   cache::KeyTexts texts = cache::make_key(program, prepared.m_arch, context);
+  std::memcpy(prepared.m_direct, texts.digest.data(), sizeof prepared.m_direct);
   const deps::Resolution includes = m_impl->includes_for(texts.digest, program, prepared.m_arch);
   if (!includes.headers.empty()) {
     texts = cache::make_key(program, prepared.m_arch, context, includes.headers);

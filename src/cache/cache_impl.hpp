@@ -37,6 +37,7 @@ struct Cache::Impl {
 
   std::mutex manifest_mutex;
   std::map<util::Sha256, deps::Manifest> manifests;  // this process's copy, ahead of the store
+  std::set<util::Sha256> unsaved_manifests;          // new resolutions, stored with the next commit
 
   std::mutex flight_mutex;
   std::map<util::Sha256, std::shared_future<cache::Result>> in_flight;
@@ -53,7 +54,10 @@ struct Cache::Impl {
 
   // includes.cpp: the disk headers of a program, from a valid manifest or by resolving them.
   deps::Resolution includes_for(const util::Sha256& direct_key, const Program& program, const Arch& arch);
-  void save_manifest(const util::Sha256& direct_key, const deps::Manifest& manifest);
+  // Keeps the manifest in memory; `now` also stores it, else it waits for take_unsaved_manifest().
+  void save_manifest(const util::Sha256& direct_key, const deps::Manifest& manifest, bool now);
+  // The store row of a manifest not stored yet, if any (and forgets that it is unsaved).
+  std::optional<store::Store::Row> take_unsaved_manifest(const PreparedProgram& prepared);
 
   // lookup.cpp: the disk tier and the compile path.
   std::optional<store::Entry> load(const util::Sha256& key, const PreparedProgram& prepared);

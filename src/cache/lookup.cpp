@@ -108,8 +108,15 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   if (!store || !store->writable()) {
     return;
   }
-  store->put(store::Table::entries, bytes_of(key), store::encode_record(entry));
-  store->put(store::Table::names, p.program().name + '\0' + std::string(bytes_of(key)), "");
+  // One write transaction: the record, the name index, and the manifest that leads to it.
+  std::vector<store::Store::Row> rows{
+    {store::Table::entries, std::string(bytes_of(key)), store::encode_record(entry)},
+    {store::Table::names, p.program().name + '\0' + std::string(bytes_of(key)), ""},
+  };
+  if (auto manifest = take_unsaved_manifest(p)) {
+    rows.push_back(std::move(*manifest));
+  }
+  store->put(rows);
   if (config.mirror && dir.writable) {
     if (const std::error_code error = mirror::write_entry(dir.path, p.key(), entry)) {
       count(&CacheStats::mirror_errors);
@@ -137,6 +144,9 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
       count(&CacheStats::failed_hits);
     }
     verbose("hit disk", p, watch.elapsed_ms());
+    if (auto manifest = take_unsaved_manifest(p); manifest && store->writable()) {
+      store->put({std::move(*manifest)});
+    }
     return result_of(std::move(*entry));
   }
   count(&CacheStats::misses);

@@ -77,8 +77,8 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
     }
     versions = {rtc::nvrtc_build_identity(), rtc::nvjitlink_identity(), archs};
     if (store != nullptr) {
-      store->put(store::Table::meta, {{meta_key, versions.nvrtc + "\n" + versions.nvjitlink + "\n" + versions.archs},
-                                      {meta_key + " files", identity}});
+      store->put({{store::Table::meta, meta_key, versions.nvrtc + "\n" + versions.nvjitlink + "\n" + versions.archs},
+                  {store::Table::meta, meta_key + " files", identity}});
     }
   }
   context.nvrtc_identity = versions.nvrtc;

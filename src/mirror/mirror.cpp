@@ -32,6 +32,12 @@ std::optional<UniqueFd> open_path(int base, const std::string& relative, std::er
   return current;
 }
 
+// The mirror is a view rebuilt from LMDB at will: atomic renames, but no fsync per file.
+std::error_code write_view_file(int dir, const std::string& name, const std::string& content, int mode = 0644)
+{
+  return util::write_file_atomic(dir, name, content, mode, util::Durability::none);
+}
+
 std::string lowered_names_text(const Binary& binary)
 {
   std::string text;
@@ -109,7 +115,7 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
     }
   }
   for (const File& file : files) {
-    if (auto e = util::write_file_atomic(file.dir, file.name, file.content, file.name == "compile.sh" ? 0755 : 0644)) {
+    if (auto e = write_view_file(file.dir, file.name, file.content, file.name == "compile.sh" ? 0755 : 0644)) {
       return e;
     }
   }
@@ -120,7 +126,7 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
     if (!dir) {
       return error;
     }
-    if (auto e = util::write_file_atomic(dir->get(), relative.substr(slash + 1), content)) {
+    if (auto e = write_view_file(dir->get(), relative.substr(slash + 1), content)) {
       return e;
     }
   }
@@ -129,7 +135,7 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
     if (!ir_dir) {
       return error;
     }
-    if (auto e = util::write_file_atomic(ir_dir->get(), "kernel.ltoir", entry.ltoir)) {
+    if (auto e = write_view_file(ir_dir->get(), "kernel.ltoir", entry.ltoir)) {
       return e;
     }
   }

@@ -40,9 +40,18 @@ public:
   std::size_t map_size() const;
 
   std::optional<std::string> get(Table table, std::string_view key) const;
-  // Stores several key/value pairs in one write transaction. No-op when read-only.
-  void put(Table table, const std::vector<std::pair<std::string, std::string>>& items);
-  void put(Table table, std::string_view key, std::string_view value) { put(table, {{std::string(key), std::string(value)}}); }
+
+  struct Row {
+    Table table;
+    std::string key;
+    std::string value;
+  };
+  // Stores the rows, in any tables, in one write transaction. No-op when read-only.
+  void put(const std::vector<Row>& rows);
+  void put(Table table, std::string_view key, std::string_view value)
+  {
+    put({Row{table, std::string(key), std::string(value)}});
+  }
   // Moves a damaged entry aside, in one transaction: the quarantine row is written, the entry deleted.
   void quarantine(std::string_view key, std::string_view bytes, const std::string& reason);
   // Calls `visit` for every row of `table` (inside one read transaction; don't call the store from it).

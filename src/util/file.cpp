@@ -73,7 +73,8 @@ std::optional<std::string> read_file(const std::string& path, std::error_code& e
   }
 }
 
-std::error_code write_file_atomic(int dir_fd, const std::string& name, std::string_view content, int mode)
+std::error_code write_file_atomic(int dir_fd, const std::string& name, std::string_view content, int mode,
+                                  Durability durability)
 {
   const std::string temp = temp_name(name);
   UniqueFd fd(::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
@@ -81,7 +82,7 @@ std::error_code write_file_atomic(int dir_fd, const std::string& name, std::stri
     return last_error();
   }
   std::error_code error = write_all(fd.get(), content);
-  if (!error && ::fsync(fd.get()) != 0) {
+  if (!error && durability == Durability::fsync && ::fsync(fd.get()) != 0) {
     error = last_error();
   }
   if (!error && ::close(fd.release()) != 0) {

@@ -13,9 +13,14 @@ namespace kjit::util {
 // The file's content, or nullopt if it can't be opened or read (`error` says why).
 std::optional<std::string> read_file(const std::string& path, std::error_code& error);
 
-// Writes `content` to `name` inside the open folder `dir_fd`: a temp file is written, fsync'ed
-// and renamed over `name`; symlinks are never followed. Returns an error instead of throwing.
-std::error_code write_file_atomic(int dir_fd, const std::string& name, std::string_view content, int mode = 0644);
+// Whether a write waits for the disk (fsync) before the rename.
+enum class Durability { fsync, none };
+
+// Writes `content` to `name` inside the open folder `dir_fd`: a temp file is written (and
+// fsync'ed with Durability::fsync) and renamed over `name`; readers see the old or the new
+// file, never a part. Symlinks are never followed. Returns an error instead of throwing.
+std::error_code write_file_atomic(int dir_fd, const std::string& name, std::string_view content, int mode = 0644,
+                                  Durability durability = Durability::fsync);
 
 // Convenience: atomic write to a path (its folder must exist).
 std::error_code write_file_atomic(const std::string& path, std::string_view content, int mode = 0644);

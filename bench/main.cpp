@@ -1,0 +1,65 @@
+// kjit's benchmark: warm, cold, scale and concurrency, side by side in one run.
+// Usage: kjit_bench [--json FILE] [--scale N] [--repetitions N] [--only SECTION,...]
+#include "children.hpp"
+#include "sections.hpp"
+
+#include <kjit/kjit.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+int main(int argc, char** argv)
+{
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (const int child = bench::run_child(args); child >= 0) {
+      return child;
+    }
+    bench::Options options;
+    std::string json = "bench-results.json";
+    std::string only;
+    for (std::size_t i = 0; i + 1 < args.size(); i += 2) {
+      if (args[i] == "--json") {
+        json = args[i + 1];
+      } else if (args[i] == "--scale") {
+        options.scale_entries = std::stoi(args[i + 1]);
+      } else if (args[i] == "--repetitions") {
+        options.repetitions = std::stoi(args[i + 1]);
+      } else if (args[i] == "--only") {
+        only = "," + args[i + 1] + ",";
+      } else {
+        std::fprintf(stderr, "usage: kjit_bench [--json FILE] [--scale N] [--repetitions N] [--only a,b]\n");
+        return 2;
+      }
+    }
+    const kjit::ToolchainVersions v = kjit::toolchain_versions();
+    std::ostringstream machine;
+    machine << "kjit " << kjit::version() << ", NVRTC " << v.nvrtc_major << "." << v.nvrtc_minor << ", nvJitLink "
+            << v.nvjitlink_major << "." << v.nvjitlink_minor << ", driver: "
+            << (kjit::driver_status().available ? "available" : "none");
+    std::printf("%s\n", machine.str().c_str());
+    const std::vector<std::pair<const char*, void (*)(bench::Report&, const bench::Options&)>> sections{
+      {"cold", bench::cold_compiles},        {"memory", bench::memory_tier},
+      {"warm", bench::warm_fresh_process},   {"scale", bench::scale_and_files},
+      {"heavy", bench::heavy_headers},       {"flight", bench::single_flight},
+      {"headers", bench::header_tracking},   {"start", bench::process_warm_start},
+    };
+    bench::Report report;
+    for (const auto& [name, run] : sections) {
+      if (only.empty() || only.find(std::string(",") + name + ",") != std::string::npos) {
+        run(report, options);
+      }
+    }
+    report.print();
+    report.write_json(json, machine.str());
+    std::printf("results written to %s\n", json.c_str());
+    return 0;
+  } catch (const kjit::Error& e) {
+    std::fprintf(stderr, "kjit_bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,190 @@
+// Sections that compile: cold (kjit miss vs direct NVRTC + nvJitLink), heavy headers, and the
+// in-process warm paths (memory tier, header tracking).
+#include "sections.hpp"
+#include "workload.hpp"
+
+#include "rtc/nvjitlink_library.hpp"
+#include "rtc/nvrtc_library.hpp"
+#include "rtc/toolkit.hpp"
+#include "util/file.hpp"
+
+#include <sys/stat.h>
+#include <thread>
+
+namespace bench {
+
+namespace {
+
+// NVRTC + nvJitLink called directly, as an application without kjit would.
+std::string direct_compile(const kjit::Program& program)
+{
+  const auto& nvrtc = kjit::rtc::nvrtc();
+  const auto& link = kjit::rtc::nvjitlink();
+  const auto toolkit = kjit::rtc::find_toolkit(kjit::current_config());
+  nvrtcProgram handle = nullptr;
+  nvrtc.create_program(&handle, program.source.c_str(), program.name.c_str(), 0, nullptr, nullptr);
+  std::vector<std::string> options{"-arch=compute_90"};
+  for (const auto& dir : toolkit.include_dirs) {
+    options.push_back("-I" + dir);
+  }
+  std::vector<const char*> argv;
+  for (const auto& option : options) {
+    argv.push_back(option.c_str());
+  }
+  nvrtc.compile_program(handle, static_cast<int>(argv.size()), argv.data());
+  std::size_t size = 0;
+  nvrtc.get_ptx_size(handle, &size);
+  std::string ptx(size, '\0');
+  nvrtc.get_ptx(handle, ptx.data());
+  nvrtc.destroy_program(&handle);
+  nvJitLinkHandle linker = nullptr;
+  const char* link_options[] = {"-arch=sm_90"};
+  link.create(&linker, 1, link_options);
+  link.add_data(linker, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), program.name.c_str());
+  link.complete(linker);
+  link.get_linked_cubin_size(linker, &size);
+  std::string cubin(size, '\0');
+  link.get_linked_cubin(linker, cubin.data());
+  link.destroy(&linker);
+  return cubin;
+}
+
+} // namespace
+
+void cold_compiles(Report& report, const Options&)
+{
+  std::printf("\n[1] cold: kjit miss vs direct NVRTC + nvJitLink (same programs, interleaved)\n");
+  Folder folder("cold");
+  kjit::Cache with_mirror(cache_config(folder.path() + "/mirror", true));
+  kjit::Cache store_only(cache_config(folder.path() + "/store", false));
+  direct_compile(kernel_program(999001));  // load both libraries before timing
+  with_mirror.get(kernel_program(999002), kjit::Arch::parse("sm_90"));
+  store_only.get(kernel_program(999002), kjit::Arch::parse("sm_90"));
+  std::vector<double> direct;
+  std::vector<double> mirrored;
+  std::vector<double> stored;
+  for (int i = 0; i < 20; ++i) {
+    const kjit::Program program = kernel_program(1000 + i);
+    auto t = Clock::now();
+    direct_compile(program);
+    direct.push_back(us_since(t) / 1000.0);
+    t = Clock::now();
+    with_mirror.get(program, kjit::Arch::parse("sm_90"));
+    mirrored.push_back(us_since(t) / 1000.0);
+    t = Clock::now();
+    store_only.get(program, kjit::Arch::parse("sm_90"));
+    stored.push_back(us_since(t) / 1000.0);
+  }
+  const double d = percentile(direct, 50);
+  const double m = percentile(mirrored, 50);
+  const double s = percentile(stored, 50);
+  report.note("cold", "direct NVRTC+nvJitLink p50 (4 KiB saxpy)", d, "ms");
+  report.note("cold", "kjit miss p50, mirror on (default)", m, "ms");
+  report.note("cold", "kjit miss p50, mirror off", s, "ms");
+  report.check("cold", "kjit miss overhead over direct, mirror on", 100.0 * (m - d) / d, "%", 2.0);
+  report.check("cold", "kjit miss overhead over direct, mirror off", 100.0 * (s - d) / d, "%", 2.0);
+}
+
+void memory_tier(Report& report, const Options&)
+{
+  std::printf("\n[2] warm, memory tier\n");
+  Folder folder("memory");
+  kjit::Cache cache(cache_config(folder.path()));
+  const kjit::Program program = kernel_program(7);
+  const auto prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
+  cache.get(prepared);
+  std::vector<double> prepared_us;
+  std::vector<double> hashed_us;
+  for (int batch = 0; batch < 200; ++batch) {
+    auto t = Clock::now();
+    for (int i = 0; i < 1000; ++i) {
+      cache.get(prepared);
+    }
+    prepared_us.push_back(us_since(t) / 1000.0);
+    t = Clock::now();
+    for (int i = 0; i < 100; ++i) {
+      cache.get(program, kjit::Arch::parse("sm_90"));
+    }
+    hashed_us.push_back(us_since(t) / 100.0);
+  }
+  report.check("warm, memory tier", "prepared program, p50 per lookup", percentile(prepared_us, 50), "us", 1.0);
+  report.note("warm, memory tier", "prepared program, p99 (of 1000-lookup batches)", percentile(prepared_us, 99), "us");
+  report.note("warm, memory tier", "4 KiB source hashed each time, p50 per lookup", percentile(hashed_us, 50), "us");
+  report.note("warm, memory tier", "4 KiB source hashed each time, p99", percentile(hashed_us, 99), "us");
+}
+
+void heavy_headers(Report& report, const Options&)
+{
+  std::printf("\n[6] heavy headers (cuda_fp16.h, cuda_bf16.h, cuda/std)\n");
+  Folder folder("heavy");
+  kjit::Cache cache(cache_config(folder.path()));
+  auto t = Clock::now();
+  cache.get(heavy_program(0), kjit::Arch::parse("sm_90"));
+  report.note("heavy headers", "cold compile (first in process)", us_since(t) / 1000.0, "ms");
+  t = Clock::now();
+  cache.get(heavy_program(0), kjit::Arch::parse("sm_90"));
+  report.note("heavy headers", "warm, memory tier (hashed)", us_since(t), "us");
+  {
+    kjit::Cache fresh(cache_config(folder.path()));
+    t = Clock::now();
+    fresh.get(heavy_program(0), kjit::Arch::parse("sm_90"));
+    report.note("heavy headers", "warm, LMDB (new Cache object)", us_since(t), "us");
+  }
+  const int variants = 8;
+  t = Clock::now();
+  for (int i = 1; i <= variants; ++i) {
+    cache.get(heavy_program(i), kjit::Arch::parse("sm_90"));
+  }
+  const double serial = us_since(t) / 1000.0;
+  report.note("heavy headers", "8 variants, one thread, per variant", serial / variants, "ms");
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  t = Clock::now();
+  std::vector<std::thread> threads;
+  for (unsigned c = 0; c < cores; ++c) {
+    threads.emplace_back([&, c] {
+      for (int i = static_cast<int>(c); i < variants; i += static_cast<int>(cores)) {
+        cache.get(heavy_program(100 + i), kjit::Arch::parse("sm_90"));
+      }
+    });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  const double parallel = us_since(t) / 1000.0;
+  report.check("heavy headers", "8 variants on all " + std::to_string(cores) + " cores: speed-up", serial / parallel,
+               "x", 0.75 * cores, true);
+  t = Clock::now();
+  cache.get(heavy_program(0), kjit::Arch::parse("sm_80"));
+  report.note("heavy headers", "same program, other real arch (NVRTC runs again)", us_since(t) / 1000.0, "ms");
+  report.add({"heavy headers", "PTX reused when only the real arch differs", 0, "bool", "yes", 0});
+}
+
+void header_tracking(Report& report, const Options&)
+{
+  std::printf("\n[8] header tracking: a program with 200 headers through -I\n");
+  Folder folder("headers");
+  const std::string inc = folder.path() + "/include";
+  ::mkdir(inc.c_str(), 0700);
+  std::string source;
+  for (int i = 0; i < 200; ++i) {
+    kjit::util::write_file_atomic(inc + "/h" + std::to_string(i) + ".h",
+                                  "#define H" + std::to_string(i) + " " + std::to_string(i) + "\n");
+    source += "#include <h" + std::to_string(i) + ".h>\n";
+  }
+  source += "extern \"C\" __global__ void many(int* p) { *p = H199; }\n";
+  const kjit::Program program{"many.cu", source, {}, {"-I" + inc}, {}};
+  kjit::Cache cache(cache_config(folder.path() + "/cache"));
+  cache.get(program, kjit::Arch::parse("sm_90"));
+  std::vector<double> samples;
+  for (int i = 0; i < 200; ++i) {
+    const auto t = Clock::now();
+    cache.get(program, kjit::Arch::parse("sm_90"));
+    samples.push_back(us_since(t));
+  }
+  report.note("header tracking", "warm lookup, 200 headers (200 stat calls), p50", percentile(samples, 50), "us");
+  report.note("header tracking", "warm lookup, 200 headers, p99", percentile(samples, 99), "us");
+  report.check("header tracking", "headers re-hashed on warm lookups", static_cast<double>(cache.stats().header_rehashes),
+               "count", 0);
+}
+
+} // namespace bench
