@@ -106,6 +106,10 @@ int run_child(const std::vector<std::string>& args)
   if (mode == "--child-cold") {
     return cold_start(args[1], count);
   }
+  if (mode == "--child-populate") {
+    populate(args[1], count);
+    return 0;
+  }
   if (mode == "--child-read") {
     return read_one_file(args[1]);
   }

@@ -45,9 +45,8 @@ std::map<std::string, Versions> g_memo;  // file identity → versions, for this
 
 } // namespace
 
-std::string toolchain_file_identity(const Config& config)
+std::string toolchain_file_identity(const rtc::Toolkit& toolkit)
 {
-  const rtc::Toolkit toolkit = rtc::find_toolkit(config);
   return "nvrtc " + file_identity(toolkit.nvrtc_path) + "\nbuiltins " + file_identity(toolkit.nvrtc_builtins_path) +
          "\nnvjitlink " + file_identity(toolkit.nvjitlink_path) + "\nheaders " +
          file_identity(toolkit.root + "/version.json") + "\n";
@@ -56,8 +55,9 @@ std::string toolchain_file_identity(const Config& config)
 KeyContext toolchain_context(const Config& config, store::Store* store)
 {
   KeyContext context;
-  context.toolkit_include_dirs = rtc::find_toolkit(config).include_dirs;
-  const std::string identity = toolchain_file_identity(config);
+  const rtc::Toolkit toolkit = rtc::find_toolkit(config);
+  context.toolkit_include_dirs = toolkit.include_dirs;
+  const std::string identity = toolchain_file_identity(toolkit);
   const std::string meta_key = "toolchain " + util::to_hex(util::sha256(identity));
   std::lock_guard lock(g_memo_mutex);
   Versions& versions = g_memo[identity];
