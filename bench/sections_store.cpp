@@ -28,7 +28,8 @@ void populate_files(const std::string& dir, int count)
     entry.program_name = program.name;
     entry.source = program.source;
     entry.binary = binary;
-    store.put(kjit::util::to_hex(kjit::util::sha256(program.source + "\nsm_90\n13.0")), kjit::store::encode_record(entry));
+    const kjit::util::Sha256 key = kjit::util::sha256(program.source + "\nsm_90\n13.0");
+    store.put(kjit::util::to_hex(key), kjit::store::encode_record(entry, key));
   }
 }
 
@@ -46,6 +47,7 @@ void warm_fresh_process(Report& report, const Options&)
   populate(folder.path(), 10000);
   for (int count : {1, 1000, 10000}) {
     std::string output;
+    spawn_self({"--child-warm", folder.path(), std::to_string(count)}, &output);  // pages into the OS cache
     spawn_self({"--child-warm", folder.path(), std::to_string(count)}, &output);
     const std::string n = std::to_string(count);
     report.note("warm, LMDB", n + " kernels: open", field(output, "open_us"), "us");
@@ -71,14 +73,18 @@ void scale_and_files(Report& report, const Options& options)
     const double fill_s = us_since(t) / 1e6;
     populate_files(folder.path() + "/files", entries);
     const std::string n = std::to_string(entries);
+    // Each store is read twice, alternating, and the second reads are reported: both then have
+    // their pages in the OS cache, whatever filling the other store evicted.
     std::string output;
-    spawn_self({"--child-warm", folder.path() + "/kjit", "100"}, &output);
+    std::string files;
+    for (int pass = 0; pass < 2; ++pass) {
+      spawn_self({"--child-warm", folder.path() + "/kjit", "100"}, &output);
+      spawn_self({"--child-files", folder.path() + "/files", "100"}, &files);
+    }
     const double open = field(output, "open_us");
     const double lookup = field(output, "p50_us");
     report.note("scale", n + " entries: kjit open", open, "us");
     report.note("scale", n + " entries: kjit lookup p50 (fresh process)", lookup, "us");
-    std::string files;
-    spawn_self({"--child-files", folder.path() + "/files", "100"}, &files);
     report.note("scale", n + " entries: file-per-entry lookup p50 (fresh process)", field(files, "p50_us"), "us");
     const auto raw = kjit::compile(kernel_program(0), kjit::Arch::parse("sm_90"));
     const double raw_bytes = static_cast<double>(raw.cubin.size() + raw.ptx.size() + kernel_program(0).source.size());
@@ -100,8 +106,10 @@ void scale_and_files(Report& report, const Options& options)
   populate_files(folder.path() + "/files", 1000);
   std::string kjit_out;
   std::string files_out;
-  spawn_self({"--child-warm", folder.path() + "/kjit", "1000"}, &kjit_out);
-  spawn_self({"--child-files", folder.path() + "/files", "1000"}, &files_out);
+  for (int pass = 0; pass < 2; ++pass) {
+    spawn_self({"--child-warm", folder.path() + "/kjit", "1000"}, &kjit_out);
+    spawn_self({"--child-files", folder.path() + "/files", "1000"}, &files_out);
+  }
   report.note("file baseline", "bulk warm start, 1000 kernels: kjit", field(kjit_out, "total_us") / 1000.0, "ms");
   report.note("file baseline", "bulk warm start, 1000 kernels: file per entry", field(files_out, "total_us") / 1000.0,
               "ms");

@@ -92,7 +92,7 @@ void populate(const std::string& dir, int count, int first_salt)
     entry.source = program.source;
     entry.binary = *binary;
     const std::string key(reinterpret_cast<const char*>(texts.digest.data()), texts.digest.size());
-    rows.push_back({kjit::store::Table::entries, key, kjit::store::encode_record(entry)});
+    rows.push_back({kjit::store::Table::entries, key, kjit::store::encode_record(entry, texts.digest)});
     rows.push_back({kjit::store::Table::manifests, key, empty_manifest});
     if (rows.size() == 2000) {
       flush();

@@ -67,7 +67,14 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
   const cache::KeyContext& context = m_impl->key_context();
   cache::KeyTexts texts = cache::make_key(program, prepared.m_arch, context);
   std::memcpy(prepared.m_direct, texts.digest.data(), sizeof prepared.m_direct);
-  const deps::Resolution includes = m_impl->includes_for(texts.digest, program, prepared.m_arch);
+  // Without the word "include" anywhere (#include, # include, __has_include) there is nothing to
+  // resolve: no manifest to read.
+  bool may_include = program.source.find("include") != std::string::npos;
+  for (const auto& [name, content] : program.headers) {
+    may_include = may_include || content.find("include") != std::string::npos;
+  }
+  const deps::Resolution includes =
+    may_include ? m_impl->includes_for(texts.digest, program, prepared.m_arch) : deps::Resolution{};
   if (!includes.headers.empty()) {
     texts = cache::make_key(program, prepared.m_arch, context, includes.headers);
     for (const deps::DiskHeader& header : includes.headers) {
@@ -190,8 +197,8 @@ std::size_t Cache::rebuild_mirror()
   std::size_t written = 0;
   m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
     std::string why;
-    auto entry = store::decode_record(bytes, why);
-    if (!entry || key.size() != 32) {
+    auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
+    if (!entry) {
       return;  // damaged: quarantined when next looked up, never mirrored
     }
     const std::string hex = util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size());

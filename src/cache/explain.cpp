@@ -149,7 +149,8 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
   for (const auto& candidate : candidates) {
     const auto bytes = m_impl->store->get(store::Table::entries, candidate);
     std::string why;
-    const auto entry = bytes ? store::decode_record(*bytes, why) : std::nullopt;
+    const auto entry =
+      bytes ? store::decode_record(*bytes, util::digest_of_bytes(candidate), store::Sections::all, why) : std::nullopt;
     if (!entry) {
       continue;
     }
@@ -174,9 +175,10 @@ std::vector<std::string> Cache::orphans()
   const std::string nvjitlink = "\nnvjitlink: " + context.nvjitlink_identity + "\n";
   m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
     std::string why;
-    const auto entry = store::decode_record(bytes, why);
-    if (entry && (entry->options_txt.find(nvrtc) == std::string::npos ||
-                  entry->options_txt.find(nvjitlink) == std::string::npos)) {
+    const auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
+    // Another toolchain, or a record this version can't read (an older format): never returned.
+    if (!entry || entry->options_txt.find(nvrtc) == std::string::npos ||
+        entry->options_txt.find(nvjitlink) == std::string::npos) {
       keys.push_back(util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size()));
     }
   });

@@ -54,11 +54,7 @@ std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const Pre
     return std::nullopt;
   }
   std::string why;
-  auto entry = store::decode_record(*bytes, why);
-  if (entry && (entry->program_txt != prepared.program_txt() || entry->options_txt != prepared.options_txt())) {
-    entry.reset();
-    why = "key texts differ from the entry's name";
-  }
+  auto entry = store::decode_record(*bytes, key, store::Sections::artifacts, why);
   if (!entry) {
     store->quarantine(bytes_of(key), *bytes, why);
     count(&CacheStats::quarantined);
@@ -110,7 +106,7 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   }
   // One write transaction: the record, the name index, and the manifest that leads to it.
   std::vector<store::Store::Row> rows{
-    {store::Table::entries, std::string(bytes_of(key)), store::encode_record(entry)},
+    {store::Table::entries, std::string(bytes_of(key)), store::encode_record(entry, key)},
     {store::Table::names, p.program().name + '\0' + std::string(bytes_of(key)), ""},
   };
   if (auto manifest = take_unsaved_manifest(p)) {

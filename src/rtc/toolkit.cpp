@@ -30,10 +30,16 @@ std::string pick_root(const Config& config)
   return KJIT_BUILD_CUDA_HOME;
 }
 
-// libnvrtc opens libnvrtc-builtins.so.<major>.<minor> by name; find the file next to it.
+// libnvrtc opens libnvrtc-builtins.so.<major>.<minor> by name; find the file next to it: the
+// build's version first (one stat), else whichever the folder holds (a readdir).
 std::string find_builtins(const std::string& library_dir)
 {
   const std::string prefix = "libnvrtc-builtins.so.";
+  const std::string expected =
+    library_dir + "/" + prefix + std::to_string(KJIT_CUDA_MAJOR) + "." + std::to_string(KJIT_CUDA_MINOR);
+  if (exists(expected)) {
+    return expected;
+  }
   DIR* dir = ::opendir(library_dir.c_str());
   if (dir == nullptr) {
     return {};

@@ -32,6 +32,7 @@ enum class Tag : std::uint16_t {
   timings,
   ltoir,
   created_unix,
+  key,
 };
 
 template <typename T>
@@ -68,50 +69,126 @@ std::string pack_doubles(std::initializer_list<double> values)
 
 } // namespace
 
-std::string encode_record(const Entry& entry)
+std::string encode_record(const Entry& entry, const util::Sha256& key)
 {
-  std::string payload;
-  payload.reserve(entry.source.size() + entry.binary.ptx.size() + entry.binary.cubin.size() +
-                  entry.program_txt.size() + entry.options_txt.size() + 1024);
-  put_field(payload, Tag::program_name, entry.program_name);
-  put_field(payload, Tag::program_txt, entry.program_txt);
-  put_field(payload, Tag::options_txt, entry.options_txt);
-  put_field(payload, Tag::source, entry.source);
-  for (const auto& [name, content] : entry.headers) {
-    put_field(payload, Tag::header_name, name);
-    put_field(payload, Tag::header_content, content);
-  }
-  for (const auto& option : entry.options) {
-    put_field(payload, Tag::option, option);
-  }
-  put_field(payload, Tag::arch, entry.binary.arch);
-  put_field(payload, Tag::ptx, entry.binary.ptx);
-  put_field(payload, Tag::cubin, entry.binary.cubin);
+  std::string artifacts;
+  artifacts.reserve(entry.binary.ptx.size() + entry.binary.cubin.size() + entry.binary.log.size() + 512);
+  put_field(artifacts, Tag::key, std::string_view(reinterpret_cast<const char*>(key.data()), key.size()));
+  put_field(artifacts, Tag::program_name, entry.program_name);
+  put_field(artifacts, Tag::arch, entry.binary.arch);
+  put_field(artifacts, Tag::ptx, entry.binary.ptx);
+  put_field(artifacts, Tag::cubin, entry.binary.cubin);
   for (const auto& [expression, lowered] : entry.binary.lowered_names) {
-    put_field(payload, Tag::lowered_expression, expression);
-    put_field(payload, Tag::lowered_name, lowered);
+    put_field(artifacts, Tag::lowered_expression, expression);
+    put_field(artifacts, Tag::lowered_name, lowered);
   }
-  put_field(payload, Tag::log, entry.binary.log);
+  put_field(artifacts, Tag::log, entry.binary.log);
+  for (const auto& option : entry.options) {
+    put_field(artifacts, Tag::option, option);
+  }
   const StageTimings& t = entry.binary.timings;
-  put_field(payload, Tag::timings, pack_doubles({t.load_ms, t.nvrtc_ms, t.link_ms, t.total_ms}));
-  if (!entry.ltoir.empty()) {
-    put_field(payload, Tag::ltoir, entry.ltoir);
-  }
+  put_field(artifacts, Tag::timings, pack_doubles({t.load_ms, t.nvrtc_ms, t.link_ms, t.total_ms}));
   std::string created;
   put_int(created, entry.created_unix);
-  put_field(payload, Tag::created_unix, created);
+  put_field(artifacts, Tag::created_unix, created);
+
+  std::string inputs;
+  inputs.reserve(entry.program_txt.size() + entry.options_txt.size() + 256);
+  put_field(inputs, Tag::program_txt, entry.program_txt);
+  put_field(inputs, Tag::options_txt, entry.options_txt);
+  for (const auto& [name, content] : entry.headers) {
+    put_field(inputs, Tag::header_name, name);
+    put_field(inputs, Tag::header_content, content);
+  }
+  if (!entry.ltoir.empty()) {
+    put_field(inputs, Tag::ltoir, entry.ltoir);
+  }
 
   std::string record(k_magic, sizeof k_magic);
   put_int(record, k_record_format);
   put_int(record, static_cast<std::uint32_t>(entry.kind));
-  put_int(record, static_cast<std::uint64_t>(payload.size()));
-  const util::Checksum sum = util::checksum(payload);
-  record.append(reinterpret_cast<const char*>(sum.data()), sum.size());
-  record += payload;
+  for (const std::string* section : {&artifacts, &inputs}) {
+    put_int(record, static_cast<std::uint64_t>(section->size()));
+    const util::Checksum sum = util::checksum(*section);
+    record.append(reinterpret_cast<const char*>(sum.data()), sum.size());
+  }
+  record += artifacts;
+  record += inputs;
   return record;
 }
 
-std::optional<Entry> decode_record(std::string_view bytes, std::string& why)
+namespace {
+
+// Parses the fields of one verified section into `entry`; false with `why` on a malformed field.
+bool parse_fields(std::string_view section, Entry& entry, std::string& key, std::string& why)
+{
+  std::string pending_header;
+  std::string pending_expression;
+  std::size_t at = 0;
+  while (at < section.size()) {
+    if (section.size() - at < 6) {
+      why = "field header cut short";
+      return false;
+    }
+    const auto tag = static_cast<Tag>(get_int<std::uint16_t>(section, at));
+    const auto length = get_int<std::uint32_t>(section, at + 2);
+    at += 6;
+    if (section.size() - at < length) {
+      why = "field runs past the end";
+      return false;
+    }
+    std::string value(section.substr(at, length));
+    at += length;
+    switch (tag) {
+    case Tag::key: key = std::move(value); break;
+    case Tag::program_name: entry.program_name = std::move(value); break;
+    case Tag::program_txt: entry.program_txt = std::move(value); break;
+    case Tag::options_txt: entry.options_txt = std::move(value); break;
+    case Tag::source: entry.source = std::move(value); break;
+    case Tag::header_name: pending_header = std::move(value); break;
+    case Tag::header_content: entry.headers[pending_header] = std::move(value); break;
+    case Tag::option: entry.options.push_back(std::move(value)); break;
+    case Tag::arch: entry.binary.arch = std::move(value); break;
+    case Tag::ptx: entry.binary.ptx = std::move(value); break;
+    case Tag::cubin: entry.binary.cubin = std::move(value); break;
+    case Tag::lowered_expression: pending_expression = std::move(value); break;
+    case Tag::lowered_name: entry.binary.lowered_names.emplace_back(pending_expression, std::move(value)); break;
+    case Tag::log: entry.binary.log = std::move(value); break;
+    case Tag::ltoir: entry.ltoir = std::move(value); break;
+    case Tag::timings:
+      if (value.size() != 4 * sizeof(double)) {
+        why = "bad timings field";
+        return false;
+      }
+      entry.binary.timings = {get_int<double>(value, 0), get_int<double>(value, 8), get_int<double>(value, 16),
+                              get_int<double>(value, 24)};
+      break;
+    case Tag::created_unix:
+      if (value.size() != sizeof(std::int64_t)) {
+        why = "bad timestamp field";
+        return false;
+      }
+      entry.created_unix = get_int<std::int64_t>(value, 0);
+      break;
+    default: why = "unknown field tag " + std::to_string(static_cast<unsigned>(tag)); return false;
+    }
+  }
+  return true;
+}
+
+// The source is the tail of program.txt ("source:\n<source>\n"); it is not stored twice.
+std::string source_of(const std::string& program_txt)
+{
+  const auto at = program_txt.find("\nsource:\n");
+  if (at == std::string::npos || program_txt.empty()) {
+    return {};
+  }
+  return program_txt.substr(at + 9, program_txt.size() - at - 10);
+}
+
+} // namespace
+
+std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& key, Sections sections, std::string& why)
 {
   if (bytes.size() < k_record_header_size) {
     why = "record shorter than its header (" + std::to_string(bytes.size()) + " bytes)";
@@ -132,68 +209,34 @@ std::optional<Entry> decode_record(std::string_view bytes, std::string& why)
     return std::nullopt;
   }
   entry.kind = static_cast<EntryKind>(kind);
-  const std::string_view payload = bytes.substr(k_record_header_size);
-  if (get_int<std::uint64_t>(bytes, 16) != payload.size()) {
-    why = "payload is " + std::to_string(payload.size()) + " bytes, header says " +
-          std::to_string(get_int<std::uint64_t>(bytes, 16)) + " (truncated record)";
+  const std::uint64_t artifacts_size = get_int<std::uint64_t>(bytes, 16);
+  const std::uint64_t inputs_size = get_int<std::uint64_t>(bytes, 40);
+  const std::uint64_t payload = bytes.size() - k_record_header_size;
+  if (artifacts_size > payload || inputs_size != payload - artifacts_size) {
+    why = "sections of " + std::to_string(artifacts_size) + " + " + std::to_string(inputs_size) + " bytes, record holds " +
+          std::to_string(payload) + " (truncated record)";
     return std::nullopt;
   }
-  const util::Checksum sum = util::checksum(payload);
-  if (std::memcmp(sum.data(), bytes.data() + 24, sum.size()) != 0) {
-    why = "checksum mismatch";
+  const std::string_view artifacts = bytes.substr(k_record_header_size, artifacts_size);
+  const std::string_view inputs = bytes.substr(k_record_header_size + artifacts_size);
+  const std::pair<std::string_view, std::size_t> checked[] = {{artifacts, 24}, {inputs, 48}};
+  for (std::size_t i = 0; i < (sections == Sections::all ? 2u : 1u); ++i) {
+    const util::Checksum sum = util::checksum(checked[i].first);
+    if (std::memcmp(sum.data(), bytes.data() + checked[i].second, sum.size()) != 0) {
+      why = i == 0 ? "checksum mismatch (artifacts)" : "checksum mismatch (inputs)";
+      return std::nullopt;
+    }
+  }
+  std::string stored_key;
+  if (!parse_fields(artifacts, entry, stored_key, why) ||
+      (sections == Sections::all && !parse_fields(inputs, entry, stored_key, why))) {
     return std::nullopt;
   }
-
-  std::string pending_header;
-  std::string pending_expression;
-  std::size_t at = 0;
-  while (at < payload.size()) {
-    if (payload.size() - at < 6) {
-      why = "field header cut short";
-      return std::nullopt;
-    }
-    const auto tag = static_cast<Tag>(get_int<std::uint16_t>(payload, at));
-    const auto length = get_int<std::uint32_t>(payload, at + 2);
-    at += 6;
-    if (payload.size() - at < length) {
-      why = "field runs past the end";
-      return std::nullopt;
-    }
-    std::string value(payload.substr(at, length));
-    at += length;
-    switch (tag) {
-    case Tag::program_name: entry.program_name = std::move(value); break;
-    case Tag::program_txt: entry.program_txt = std::move(value); break;
-    case Tag::options_txt: entry.options_txt = std::move(value); break;
-    case Tag::source: entry.source = std::move(value); break;
-    case Tag::header_name: pending_header = std::move(value); break;
-    case Tag::header_content: entry.headers[pending_header] = std::move(value); break;
-    case Tag::option: entry.options.push_back(std::move(value)); break;
-    case Tag::arch: entry.binary.arch = std::move(value); break;
-    case Tag::ptx: entry.binary.ptx = std::move(value); break;
-    case Tag::cubin: entry.binary.cubin = std::move(value); break;
-    case Tag::lowered_expression: pending_expression = std::move(value); break;
-    case Tag::lowered_name: entry.binary.lowered_names.emplace_back(pending_expression, std::move(value)); break;
-    case Tag::log: entry.binary.log = std::move(value); break;
-    case Tag::ltoir: entry.ltoir = std::move(value); break;
-    case Tag::timings:
-      if (value.size() != 4 * sizeof(double)) {
-        why = "bad timings field";
-        return std::nullopt;
-      }
-      entry.binary.timings = {get_int<double>(value, 0), get_int<double>(value, 8), get_int<double>(value, 16),
-                              get_int<double>(value, 24)};
-      break;
-    case Tag::created_unix:
-      if (value.size() != sizeof(std::int64_t)) {
-        why = "bad timestamp field";
-        return std::nullopt;
-      }
-      entry.created_unix = get_int<std::int64_t>(value, 0);
-      break;
-    default: why = "unknown field tag " + std::to_string(static_cast<unsigned>(tag)); return std::nullopt;
-    }
+  if (stored_key.size() != key.size() || std::memcmp(stored_key.data(), key.data(), key.size()) != 0) {
+    why = "the record belongs to another key";
+    return std::nullopt;
   }
+  entry.source = source_of(entry.program_txt);
   if (entry.kind == EntryKind::binary) {
     try {
       const Arch arch = Arch::parse(entry.binary.arch);

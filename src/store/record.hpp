@@ -1,13 +1,19 @@
 // The byte format of an entry in LMDB (grammar in docs/cache-format.md):
 //
-//   record  = magic "KJITREC\0" | u32 format | u32 kind | u64 payload size | checksum[16] | payload
-//   payload = field*            field = u16 tag | u32 length | bytes
-//   checksum = XXH3-128 of payload
+//   record    = magic "KJITREC\0" | u32 format | u32 kind
+//               | u64 artifacts size | checksum[16] | u64 inputs size | checksum[16]
+//               | artifacts | inputs
+//   artifacts = field*   what a lookup returns: key, arch, PTX, cubin, lowered names, log, …
+//   inputs    = field*   what made it: key texts, source, headers, LTO IR
+//   field     = u16 tag | u32 length | bytes          checksum = XXH3-128 of the section
 //
-// All integers little-endian. Unknown tags are an error: the format version says what may appear.
+// A hit reads and verifies only the artifacts (the key digest inside must equal the LMDB key);
+// the inputs are read for the mirror, explain and orphans. Integers are little-endian; unknown
+// tags are an error.
 #pragma once
 
 #include "store/entry.hpp"
+#include "util/hash.hpp"
 
 #include <optional>
 #include <string>
@@ -15,13 +21,17 @@
 
 namespace kjit::store {
 
-constexpr std::uint32_t k_record_format = 1;
-constexpr std::size_t k_record_header_size = 40;
+constexpr std::uint32_t k_record_format = 2;
+constexpr std::size_t k_record_header_size = 64;
 
-std::string encode_record(const Entry& entry);
+// `key` is the entry's LMDB key (the SHA-256 of its key texts).
+std::string encode_record(const Entry& entry, const util::Sha256& key);
 
-// Decodes and verifies (magic, format, size, checksum, fields, cubin header). Returns nullopt with
-// the reason in `why` for anything damaged: such a record must never be used.
-std::optional<Entry> decode_record(std::string_view bytes, std::string& why);
+enum class Sections { artifacts, all };
+
+// Decodes and verifies the record stored under `key`: magic, format, sizes, checksums, fields,
+// the key digest, the cubin header; with Sections::all the inputs too. Returns nullopt with the
+// reason in `why` for anything damaged: such a record must never be used.
+std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& key, Sections sections, std::string& why);
 
 } // namespace kjit::store

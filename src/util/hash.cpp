@@ -7,6 +7,7 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include "util/hash.hpp"
 
+#include <algorithm>
 #include <openssl/sha.h>
 #include <xxhash.h>
 
@@ -54,6 +55,15 @@ Checksum checksum(std::string_view data)
     out[i] = canonical.digest[i];
   }
   return out;
+}
+
+Sha256 digest_of_bytes(std::string_view bytes)
+{
+  Sha256 digest{};
+  if (bytes.size() == digest.size()) {
+    std::copy(bytes.begin(), bytes.end(), digest.begin());
+  }
+  return digest;
 }
 
 std::string to_hex(const std::uint8_t* data, std::size_t size)

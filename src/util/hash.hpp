@@ -32,6 +32,9 @@ Sha256 sha256(std::string_view data);
 // XXH3-128 of `data`: a fast integrity check, not a security boundary.
 Checksum checksum(std::string_view data);
 
+// The digest held in 32 raw bytes (an LMDB key); zeros if `bytes` is not 32 bytes long.
+Sha256 digest_of_bytes(std::string_view bytes);
+
 // Lowercase hex of bytes.
 std::string to_hex(const std::uint8_t* data, std::size_t size);
 

@@ -264,7 +264,8 @@ BOOST_AUTO_TEST_CASE(entries_of_another_toolchain_are_orphans)
     entry.options_txt = "kjit-options 1\narch: compute_90\nnvrtc: 12.0 V12.0.1 CL-1\nnvjitlink: 12.0\n";
     entry.binary.arch = "compute_90";
     entry.binary.ptx = "// old";
-    store->put(kjit::store::Table::entries, key_bytes, kjit::store::encode_record(entry));
+    store->put(kjit::store::Table::entries, key_bytes,
+               kjit::store::encode_record(entry, kjit::util::digest_of_bytes(key_bytes)));
   }
   const auto orphans = cache.orphans();
   BOOST_TEST_REQUIRE(orphans.size() == 1u);

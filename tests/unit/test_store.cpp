@@ -6,10 +6,15 @@
 #include "store/location.hpp"
 #include "store/record.hpp"
 #include "store/store.hpp"
+#include "util/hash.hpp"
+
+#include <algorithm>
 
 using namespace kjit::test;
 
 namespace {
+
+std::string damage_key;  // the key of the entry check_damage_is_repaired damages
 
 std::string raw_key(const kjit::PreparedProgram& prepared)
 {
@@ -33,6 +38,7 @@ void check_damage_is_repaired(const kjit::Config& config, const std::function<vo
     const auto prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
     good_cubin = cache.get(prepared)->cubin;
     key = raw_key(prepared);
+    damage_key = key;
     auto store = kjit::store::Store::open(cache.store_path(), config.store_map_size);
     auto bytes = store->get(kjit::store::Table::entries, key);
     BOOST_TEST_REQUIRE(bytes.has_value());
@@ -57,7 +63,7 @@ kjit::store::Entry sample_entry()
 {
   kjit::store::Entry entry;
   entry.program_name = "k.cu";
-  entry.program_txt = "program";
+  entry.program_txt = "kjit-program 1\nname: k.cu\nsource-bytes: 22\nsource:\n__global__ void k() {}\n";
   entry.options_txt = "options";
   entry.source = "__global__ void k() {}";
   entry.headers = {{"a.h", "A"}, {"b/c.h", "C"}};
@@ -74,11 +80,14 @@ BOOST_FIXTURE_TEST_SUITE(store, CacheFixture)
 BOOST_AUTO_TEST_CASE(records_round_trip)
 {
   const kjit::store::Entry entry = sample_entry();
+  const kjit::util::Sha256 key = kjit::util::sha256("k");
+  const std::string record = kjit::store::encode_record(entry, key);
   std::string why;
-  const auto decoded = kjit::store::decode_record(kjit::store::encode_record(entry), why);
+  const auto decoded = kjit::store::decode_record(record, key, kjit::store::Sections::all, why);
   BOOST_TEST_REQUIRE(decoded.has_value(), why);
   BOOST_TEST(decoded->program_txt == entry.program_txt);
-  BOOST_TEST(decoded->source == entry.source);
+  BOOST_TEST(decoded->options_txt == entry.options_txt);
+  BOOST_TEST(decoded->source == entry.source);  // recovered from program.txt, stored once
   BOOST_TEST((decoded->headers == entry.headers));
   BOOST_TEST((decoded->options == entry.options));
   BOOST_TEST(decoded->binary.cubin == entry.binary.cubin);
@@ -86,19 +95,32 @@ BOOST_AUTO_TEST_CASE(records_round_trip)
   BOOST_TEST((decoded->binary.lowered_names == entry.binary.lowered_names));
   BOOST_TEST(decoded->binary.timings.total_ms == entry.binary.timings.total_ms);
   BOOST_TEST(decoded->created_unix == entry.created_unix);
+
+  // A hit reads the artifacts only.
+  const auto artifacts = kjit::store::decode_record(record, key, kjit::store::Sections::artifacts, why);
+  BOOST_TEST_REQUIRE(artifacts.has_value(), why);
+  BOOST_TEST(artifacts->binary.cubin == entry.binary.cubin);
+  BOOST_TEST(artifacts->program_txt.empty());
+
+  // Under another key the record is refused.
+  BOOST_TEST(!kjit::store::decode_record(record, kjit::util::sha256("other"), kjit::store::Sections::artifacts, why));
+  BOOST_TEST(why == "the record belongs to another key");
 }
 
 BOOST_AUTO_TEST_CASE(every_truncation_and_every_flipped_byte_is_rejected)
 {
-  const std::string record = kjit::store::encode_record(sample_entry());
+  const kjit::util::Sha256 key = kjit::util::sha256("k");
+  const std::string record = kjit::store::encode_record(sample_entry(), key);
   std::string why;
-  for (std::size_t size = 0; size < record.size(); size += std::max<std::size_t>(1, record.size() / 512)) {
-    BOOST_TEST(!kjit::store::decode_record(std::string_view(record).substr(0, size), why).has_value(), size);
+  const std::size_t step = std::max<std::size_t>(1, record.size() / 512);
+  for (std::size_t size = 0; size < record.size(); size += step) {
+    const std::string_view cut = std::string_view(record).substr(0, size);
+    BOOST_TEST(!kjit::store::decode_record(cut, key, kjit::store::Sections::artifacts, why).has_value(), size);
   }
-  for (std::size_t at = 0; at < record.size(); at += std::max<std::size_t>(1, record.size() / 512)) {
+  for (std::size_t at = 0; at < record.size(); at += step) {
     std::string damaged = record;
     damaged[at] = static_cast<char>(damaged[at] ^ 0x20);
-    BOOST_TEST(!kjit::store::decode_record(damaged, why).has_value(), at);
+    BOOST_TEST(!kjit::store::decode_record(damaged, key, kjit::store::Sections::all, why).has_value(), at);
   }
 }
 
@@ -117,10 +139,11 @@ BOOST_AUTO_TEST_CASE(a_record_with_a_bad_cubin_and_a_good_checksum_is_caught)
   // Valid framing, checksum recomputed, but the cubin is for another SM: the ELF check stops it.
   check_damage_is_repaired(config, [](std::string& bytes) {
     std::string why;
-    auto entry = kjit::store::decode_record(bytes, why);
+    const kjit::util::Sha256 key = kjit::util::digest_of_bytes(damage_key);
+    auto entry = kjit::store::decode_record(bytes, key, kjit::store::Sections::all, why);
     BOOST_TEST_REQUIRE(entry.has_value(), why);
     entry->binary.cubin = kjit::compile(small_program("damage"), kjit::Arch::parse("sm_80")).cubin;
-    bytes = kjit::store::encode_record(*entry);
+    bytes = kjit::store::encode_record(*entry, key);
   });
 }
 
