@@ -1,6 +1,8 @@
 // program.txt and options.txt: stable, documented texts (docs/cache-format.md) hashed into the key.
 #include "cache/key.hpp"
 
+#include "store/record.hpp"
+
 #include <unistd.h>
 
 namespace kjit::cache {
@@ -103,7 +105,7 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   }
   o += "nvrtc: " + context.nvrtc_identity + "\n";
   o += "nvjitlink: " + context.nvjitlink_identity + "\n";
-  o += "record-format: " + std::to_string(k_record_format) + "\n";
+  o += "record-format: " + std::to_string(store::k_record_format) + "\n";  // in every key
 
   util::Sha256Hasher hasher;
   key.digest = hasher.update(p).update(o).finish();

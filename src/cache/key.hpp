@@ -12,9 +12,6 @@
 
 namespace kjit::cache {
 
-// Bumped whenever the record layout or the key texts change meaning; part of options.txt.
-constexpr int k_record_format = 1;
-
 struct KeyTexts {
   std::string program_txt;
   std::string options_txt;
