@@ -4,29 +4,17 @@
 
 #include <kjit/kjit.hpp>
 
+#include "../common/sample_kernels.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
 #include <vector>
 
+using kjit::test::k_saxpy;
+using kjit::test::k_scale;
+
 namespace {
-
-const char* const k_saxpy = R"(
-extern "C" __global__ void saxpy(float a, const float* x, float* y, int n)
-{
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i] + y[i];
-}
-)";
-
-const char* const k_scale = R"(
-template <typename T>
-__global__ void scale(T* x, T a, int n)
-{
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) x[i] *= a;
-}
-)";
 
 // Each test gets its own cache folder.
 struct GpuFixture {

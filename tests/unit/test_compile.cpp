@@ -7,21 +7,15 @@
 #include <kjit/cubin.hpp>
 #include <kjit/error.hpp>
 
+#include "../common/sample_kernels.hpp"
+
 #include <thread>
 
 namespace {
 
-const char* const k_saxpy = R"(
-extern "C" __global__ void saxpy(float a, const float* x, float* y, int n)
-{
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i] + y[i];
-}
-)";
-
 kjit::Program saxpy()
 {
-  return {"saxpy.cu", k_saxpy, {}, {}, {}};
+  return {"saxpy.cu", kjit::test::k_saxpy, {}, {}, {}};
 }
 
 } // namespace
@@ -94,8 +88,7 @@ BOOST_AUTO_TEST_CASE(unknown_option_and_unsupported_arch_have_their_own_errors)
 BOOST_AUTO_TEST_CASE(name_expressions_give_mangled_names)
 {
   kjit::Program program{"scale.cu",
-                        "template <typename T>\n__global__ void scale(T* x, T a, int n)\n"
-                        "{ int i = threadIdx.x; if (i < n) x[i] *= a; }\n",
+                        kjit::test::k_scale,
                         {},
                         {},
                         {"scale<float>", "scale<double>", "&scale<int>"}};
