@@ -106,7 +106,7 @@ public:
   std::vector<int> supported_archs();
 
   CacheStats stats() const;
-  // Empties both tiers and the mirror (the toolchain identities are kept).
+  // Empties both tiers, the manifests and the mirror (the toolchain identities are kept).
   void clear();
   // Rewrites programs/ from LMDB; returns the number of entries written.
   std::size_t rebuild_mirror();
@@ -129,7 +129,8 @@ private:
 };
 
 // The process-wide cache built from current_config(); rebuilt after a kjit::option call or a
-// fork(). Throws like Cache's constructor.
+// fork(), so a reference must not be kept across kjit::option calls made while other threads
+// use it. Throws like Cache's constructor.
 Cache& default_cache();
 
 // default_cache().get(program, arch).

@@ -178,9 +178,16 @@ CacheStats Cache::stats() const
 void Cache::clear()
 {
   m_impl->memory.clear();
+  {
+    std::lock_guard lock(m_impl->manifest_mutex);
+    m_impl->manifests.clear();
+    m_impl->unsaved_manifests.clear();
+  }
   if (m_impl->store) {
-    m_impl->store->clear(store::Table::entries);
-    m_impl->store->clear(store::Table::quarantine);
+    for (const store::Table table :
+         {store::Table::entries, store::Table::quarantine, store::Table::manifests, store::Table::names}) {
+      m_impl->store->clear(table);
+    }
     if (m_impl->dir.writable) {
       cache::remove_tree(m_impl->dir.path, "programs");
     }
