@@ -11,6 +11,11 @@ namespace kjit {
 
 namespace {
 
+std::string hex_of(const std::string& raw)
+{
+  return util::to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size());
+}
+
 // The fields of program.txt and options.txt, keyed for comparison.
 struct KeyFields {
   std::string name;
@@ -157,50 +162,57 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
     std::vector<std::string> diff = differences(parse(entry->program_txt, entry->options_txt), now);
     if (diff.size() < best) {
       best = diff.size();
-      explanation.closest_key = util::to_hex(reinterpret_cast<const std::uint8_t*>(candidate.data()), candidate.size());
+      explanation.closest_key = hex_of(candidate);
       explanation.differences = std::move(diff);
     }
   }
   return explanation;
 }
 
-std::vector<std::string> Cache::orphans()
+namespace {
+
+// The raw keys of entries that this toolchain and record format will never return.
+std::vector<std::string> orphan_keys(store::Store& store, const cache::KeyContext& context)
 {
-  std::vector<std::string> keys;
-  if (!m_impl->store) {
-    return keys;
-  }
-  const cache::KeyContext& context = m_impl->key_context();
   const std::string nvrtc = "\nnvrtc: " + context.nvrtc_identity + "\n";
   const std::string nvjitlink = "\nnvjitlink: " + context.nvjitlink_identity + "\n";
-  m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
+  std::vector<std::string> keys;
+  store.for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
     std::string why;
     const auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
-    // Another toolchain, or a record this version can't read (an older format): never returned.
+    // Another toolchain, or a record this version can't read (an older format).
     if (!entry || entry->options_txt.find(nvrtc) == std::string::npos ||
         entry->options_txt.find(nvjitlink) == std::string::npos) {
-      keys.push_back(util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size()));
+      keys.emplace_back(key);
     }
   });
   return keys;
 }
 
-std::size_t Cache::remove_orphans()
+} // namespace
+
+std::vector<std::string> Cache::orphans()
 {
-  const std::vector<std::string> keys = orphans();
-  std::vector<std::string> raw;
-  for (const auto& hex : keys) {
-    std::string bytes;
-    for (std::size_t i = 0; i < hex.size(); i += 2) {
-      bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-    }
-    raw.push_back(std::move(bytes));
-    if (m_impl->dir.writable) {
-      cache::remove_tree(m_impl->dir.path, "programs/" + hex);
+  std::vector<std::string> hex;
+  if (m_impl->store) {
+    for (const auto& key : orphan_keys(*m_impl->store, m_impl->key_context())) {
+      hex.push_back(hex_of(key));
     }
   }
-  if (m_impl->store) {
-    m_impl->store->erase(store::Table::entries, raw);
+  return hex;
+}
+
+std::size_t Cache::remove_orphans()
+{
+  if (!m_impl->store) {
+    return 0;
+  }
+  const std::vector<std::string> keys = orphan_keys(*m_impl->store, m_impl->key_context());
+  m_impl->store->erase(store::Table::entries, keys);
+  if (m_impl->dir.writable) {
+    for (const auto& key : keys) {
+      cache::remove_tree(m_impl->dir.path, "programs/" + hex_of(key));
+    }
   }
   return keys.size();
 }

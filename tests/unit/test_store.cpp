@@ -14,8 +14,6 @@ using namespace kjit::test;
 
 namespace {
 
-std::string damage_key;  // the key of the entry check_damage_is_repaired damages
-
 std::string raw_key(const kjit::PreparedProgram& prepared)
 {
   std::string bytes;
@@ -28,7 +26,8 @@ std::string raw_key(const kjit::PreparedProgram& prepared)
 
 // Compiles one program into a fresh cache, damages its record with `damage`, and checks a new
 // cache detects it, quarantines it, recompiles, and then serves the repaired entry.
-void check_damage_is_repaired(const kjit::Config& config, const std::function<void(std::string&)>& damage)
+void check_damage_is_repaired(const kjit::Config& config,
+                              const std::function<void(std::string& bytes, const std::string& key)>& damage)
 {
   const kjit::Program program = small_program("damage");
   std::string good_cubin;
@@ -38,11 +37,10 @@ void check_damage_is_repaired(const kjit::Config& config, const std::function<vo
     const auto prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
     good_cubin = cache.get(prepared)->cubin;
     key = raw_key(prepared);
-    damage_key = key;
     auto store = kjit::store::Store::open(cache.store_path(), config.store_map_size);
     auto bytes = store->get(kjit::store::Table::entries, key);
     BOOST_TEST_REQUIRE(bytes.has_value());
-    damage(*bytes);
+    damage(*bytes, key);
     store->put(kjit::store::Table::entries, key, *bytes);
   }
   kjit::Cache cache(config);
@@ -126,20 +124,20 @@ BOOST_AUTO_TEST_CASE(every_truncation_and_every_flipped_byte_is_rejected)
 
 BOOST_AUTO_TEST_CASE(a_corrupted_record_is_quarantined_and_recompiled)
 {
-  check_damage_is_repaired(config, [](std::string& bytes) { bytes[bytes.size() / 2] ^= 0x5a; });
+  check_damage_is_repaired(config, [](std::string& bytes, const std::string&) { bytes[bytes.size() / 2] ^= 0x5a; });
 }
 
 BOOST_AUTO_TEST_CASE(a_truncated_record_is_quarantined_and_recompiled)
 {
-  check_damage_is_repaired(config, [](std::string& bytes) { bytes.resize(bytes.size() / 3); });
+  check_damage_is_repaired(config, [](std::string& bytes, const std::string&) { bytes.resize(bytes.size() / 3); });
 }
 
 BOOST_AUTO_TEST_CASE(a_record_with_a_bad_cubin_and_a_good_checksum_is_caught)
 {
   // Valid framing, checksum recomputed, but the cubin is for another SM: the ELF check stops it.
-  check_damage_is_repaired(config, [](std::string& bytes) {
+  check_damage_is_repaired(config, [](std::string& bytes, const std::string& raw) {
     std::string why;
-    const kjit::util::Sha256 key = kjit::util::digest_of_bytes(damage_key);
+    const kjit::util::Sha256 key = kjit::util::digest_of_bytes(raw);
     auto entry = kjit::store::decode_record(bytes, key, kjit::store::Sections::all, why);
     BOOST_TEST_REQUIRE(entry.has_value(), why);
     entry->binary.cubin = kjit::compile(small_program("damage"), kjit::Arch::parse("sm_80")).cubin;
