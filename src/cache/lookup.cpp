@@ -49,14 +49,21 @@ std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const Pre
   if (!store) {
     return std::nullopt;
   }
-  auto bytes = store->get(store::Table::entries, bytes_of(key));
-  if (!bytes) {
+  // Decoded where LMDB maps it: only the artifact section's pages are read on a hit.
+  std::optional<store::Entry> entry;
+  std::string damaged;
+  std::string why;
+  const bool found = store->visit(store::Table::entries, bytes_of(key), [&](std::string_view bytes) {
+    entry = store::decode_record(bytes, key, store::Sections::artifacts, why);
+    if (!entry) {
+      damaged.assign(bytes);
+    }
+  });
+  if (!found) {
     return std::nullopt;
   }
-  std::string why;
-  auto entry = store::decode_record(*bytes, key, store::Sections::artifacts, why);
   if (!entry) {
-    store->quarantine(bytes_of(key), *bytes, why);
+    store->quarantine(bytes_of(key), damaged, why);
     count(&CacheStats::quarantined);
     std::lock_guard lock(flight_mutex);
     if (reported.insert(key).second) {

@@ -223,19 +223,27 @@ std::size_t Store::map_size() const
 
 std::optional<std::string> Store::get(Table table, std::string_view key) const
 {
+  std::optional<std::string> value;
+  visit(table, key, [&value](std::string_view bytes) { value.emplace(bytes); });
+  return value;
+}
+
+bool Store::visit(Table table, std::string_view key, const std::function<void(std::string_view)>& visit) const
+{
   const int t = static_cast<int>(table);
   if (!m_impl->has_table[t]) {
-    return std::nullopt;
+    return false;
   }
-  return m_impl->read([&](MDB_txn* txn) -> std::optional<std::string> {
+  return m_impl->read([&](MDB_txn* txn) {
     MDB_val k = m_impl->val(key);
     MDB_val v{};
     const int rc = mdb_get(txn, m_impl->dbis[t], &k, &v);
     if (rc == MDB_NOTFOUND) {
-      return std::nullopt;
+      return false;
     }
     m_impl->check(rc, "mdb_get");
-    return std::string(Impl::view(v));
+    visit(Impl::view(v));
+    return true;
   });
 }
 

@@ -40,6 +40,9 @@ public:
   std::size_t map_size() const;
 
   std::optional<std::string> get(Table table, std::string_view key) const;
+  // Calls `visit` with the value's bytes where LMDB maps them, inside the read transaction (they
+  // are valid only during the call; don't call the store from it). Returns false if not found.
+  bool visit(Table table, std::string_view key, const std::function<void(std::string_view value)>& visit) const;
 
   struct Row {
     Table table;
