@@ -35,15 +35,8 @@ DeviceBuffer::~DeviceBuffer()
 {
   const driver::DriverApi* api = driver::driver_api();
   if (m_pointer != 0 && api != nullptr) {
-    CUcontext current = nullptr;
-    api->ctx_get_current(&current);
-    const bool push = current != m_context.m_state->context &&
-                      api->ctx_push_current(m_context.m_state->context) == CUDA_SUCCESS;
+    const driver::ScopedContext scope(m_context.m_state->context, driver::ScopedContext::OnFailure::ignore);
     std::ignore = api->mem_free(m_pointer);
-    if (push) {
-      CUcontext popped = nullptr;
-      std::ignore = api->ctx_pop_current(&popped);
-    }
   }
 }
 

@@ -24,17 +24,30 @@ struct State {
   DriverStatus status;
 };
 
-template <typename Fn>
-bool fetch(GetProcAddress get, Fn*& out, const char* name, int version)
-{
-  void* address = nullptr;
-  CUdriverProcAddressQueryResult found{};
-  if (get(name, &address, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS || address == nullptr) {
-    return false;
+// Fetches entry points through cuGetProcAddress, collecting the names it could not find.
+class ProcBinder {
+public:
+  explicit ProcBinder(GetProcAddress get) : m_get(get) {}
+
+  template <typename Fn>
+  ProcBinder& operator()(Fn*& out, const char* name)
+  {
+    void* address = nullptr;
+    CUdriverProcAddressQueryResult found{};
+    if (m_get(name, &address, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS ||
+        address == nullptr) {
+      m_missing += (m_missing.empty() ? "" : ", ") + std::string(name);
+    }
+    out = reinterpret_cast<Fn*>(address);
+    return *this;
   }
-  out = reinterpret_cast<Fn*>(address);
-  return true;
-}
+
+  const std::string& missing() const noexcept { return m_missing; }
+
+private:
+  GetProcAddress m_get;
+  std::string m_missing;
+};
 
 void load(State& state)
 {
@@ -50,25 +63,21 @@ void load(State& state)
     return;
   }
   DriverApi& api = state.api;
-  constexpr int v = CUDA_VERSION;
-  if (!(fetch(get, api.init, "cuInit", v) && fetch(get, api.driver_get_version, "cuDriverGetVersion", v) &&
-        fetch(get, api.device_get_count, "cuDeviceGetCount", v) && fetch(get, api.device_get, "cuDeviceGet", v) &&
-        fetch(get, api.device_get_attribute, "cuDeviceGetAttribute", v) &&
-        fetch(get, api.device_get_name, "cuDeviceGetName", v) && fetch(get, api.get_error_name, "cuGetErrorName", v) &&
-        fetch(get, api.get_error_string, "cuGetErrorString", v) &&
-        fetch(get, api.primary_ctx_retain, "cuDevicePrimaryCtxRetain", v) &&
-        fetch(get, api.primary_ctx_release, "cuDevicePrimaryCtxRelease", v) &&
-        fetch(get, api.ctx_get_current, "cuCtxGetCurrent", v) && fetch(get, api.ctx_get_device, "cuCtxGetDevice", v) &&
-        fetch(get, api.ctx_push_current, "cuCtxPushCurrent", v) && fetch(get, api.ctx_pop_current, "cuCtxPopCurrent", v) &&
-        fetch(get, api.ctx_synchronize, "cuCtxSynchronize", v) &&
-        fetch(get, api.module_load_data, "cuModuleLoadData", v) && fetch(get, api.module_unload, "cuModuleUnload", v) &&
-        fetch(get, api.module_get_function, "cuModuleGetFunction", v) &&
-        fetch(get, api.launch_kernel, "cuLaunchKernel", v) &&
-        fetch(get, api.occupancy_max_potential_block_size, "cuOccupancyMaxPotentialBlockSize", v) &&
-        fetch(get, api.occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor", v) &&
-        fetch(get, api.mem_alloc, "cuMemAlloc", v) && fetch(get, api.mem_free, "cuMemFree", v) &&
-        fetch(get, api.memcpy_htod, "cuMemcpyHtoD", v) && fetch(get, api.memcpy_dtoh, "cuMemcpyDtoH", v))) {
-    state.status.reason = "libcuda.so.1 lacks driver entry points kjit needs";
+  ProcBinder bind(get);
+  bind(api.init, "cuInit")(api.driver_get_version, "cuDriverGetVersion")(api.device_get_count, "cuDeviceGetCount")(
+    api.device_get, "cuDeviceGet")(api.device_get_attribute, "cuDeviceGetAttribute")(
+    api.device_get_name, "cuDeviceGetName")(api.get_error_name, "cuGetErrorName")(
+    api.get_error_string, "cuGetErrorString")(api.primary_ctx_retain, "cuDevicePrimaryCtxRetain")(
+    api.primary_ctx_release, "cuDevicePrimaryCtxRelease")(api.ctx_get_current, "cuCtxGetCurrent")(
+    api.ctx_get_device, "cuCtxGetDevice")(api.ctx_push_current, "cuCtxPushCurrent")(
+    api.ctx_pop_current, "cuCtxPopCurrent")(api.ctx_synchronize, "cuCtxSynchronize")(
+    api.module_load_data, "cuModuleLoadData")(api.module_unload, "cuModuleUnload")(
+    api.module_get_function, "cuModuleGetFunction")(api.launch_kernel, "cuLaunchKernel")(
+    api.occupancy_max_potential_block_size, "cuOccupancyMaxPotentialBlockSize")(
+    api.occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor")(api.mem_alloc, "cuMemAlloc")(
+    api.mem_free, "cuMemFree")(api.memcpy_htod, "cuMemcpyHtoD")(api.memcpy_dtoh, "cuMemcpyDtoH");
+  if (!bind.missing().empty()) {
+    state.status.reason = "libcuda.so.1 lacks driver entry points kjit needs: " + bind.missing();
     return;
   }
   api.driver_get_version(&state.status.driver_version);
@@ -132,8 +141,15 @@ void throw_cuda_error(CUresult result, const std::string& what)
   throw CudaError(what + ": " + describe(result), result);
 }
 
-ScopedContext::ScopedContext(CUcontext context)
+ScopedContext::ScopedContext(CUcontext context, OnFailure on_failure)
 {
+  if (on_failure == OnFailure::ignore) {
+    const DriverApi* api = driver_api();
+    CUcontext current = nullptr;
+    m_pushed = api != nullptr && api->ctx_get_current(&current) == CUDA_SUCCESS && current != context &&
+               api->ctx_push_current(context) == CUDA_SUCCESS;
+    return;
+  }
   const DriverApi& api = require_driver();
   CUcontext current = nullptr;
   api.ctx_get_current(&current);

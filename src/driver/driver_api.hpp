@@ -53,7 +53,10 @@ void check(CUresult result, What&& what)
 // Makes a context current on this thread for a scope, restoring the previous one after.
 class ScopedContext {
 public:
-  explicit ScopedContext(CUcontext context);
+  // What to do when the context can't be made current: throw CudaError, or (in destructors)
+  // go on without it.
+  enum class OnFailure { throw_error, ignore };
+  explicit ScopedContext(CUcontext context, OnFailure on_failure = OnFailure::throw_error);
   ~ScopedContext();
   ScopedContext(const ScopedContext&) = delete;
   ScopedContext& operator=(const ScopedContext&) = delete;

@@ -13,14 +13,8 @@ Module::State::~State()
   if (api == nullptr || module == nullptr) {
     return;
   }
-  CUcontext current = nullptr;
-  api->ctx_get_current(&current);
-  const bool push = current != context && api->ctx_push_current(context) == CUDA_SUCCESS;
+  const driver::ScopedContext scope(context, driver::ScopedContext::OnFailure::ignore);
   std::ignore = api->module_unload(module);
-  if (push) {
-    CUcontext popped = nullptr;
-    std::ignore = api->ctx_pop_current(&popped);
-  }
 }
 
 Kernel Module::kernel(const std::string& name_or_expression) const
