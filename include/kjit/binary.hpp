@@ -1,6 +1,9 @@
 // The result of compiling a program for one arch: PTX, cubin, lowered names, log, timings.
 #pragma once
 
+#include <kjit/cubin.hpp>
+
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +30,14 @@ struct Binary {
 
   // The lowered name of `expression`. Throws kjit::Error if it was not a name expression.
   const std::string& lowered_name(std::string_view expression) const;
+
+  // Every kernel of `cubin` with its registers, shared/local memory and parameter layout, read
+  // from the ELF (see read_kernels); empty for a PTX-only binary. Throws kjit::Error if the cubin
+  // is malformed.
+  std::vector<KernelInfo> kernels() const;
+  // The kernel whose lowered (mangled) name is `name`, or whose name expression is `name`;
+  // nothing if the cubin has no such kernel (or there is no cubin).
+  std::optional<KernelInfo> kernel(std::string_view name) const;
 };
 
 } // namespace kjit
