@@ -4,6 +4,7 @@
 #include "cache/toolchain.hpp"
 #include "config/config_internal.hpp"
 #include "config/log.hpp"
+#include "deps/search.hpp"
 #include "mirror/mirror.hpp"
 #include "rtc/compiler.hpp"
 #include "store/record.hpp"
@@ -65,20 +66,37 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
   prepared.m_program = program;
   prepared.m_arch = rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch);
   const cache::KeyContext& context = m_impl->key_context();
+  // Bad -I/-D/pre-include options and NUL bytes fail here, before anything is looked up.
+  const deps::SearchContext search = deps::search_context(program, context.toolkit_include_dirs);
+  const std::string search_text = search.text();
   cache::KeyTexts texts = cache::make_key(program, prepared.m_arch, context);
-  std::memcpy(prepared.m_direct, texts.digest.data(), sizeof prepared.m_direct);
-  // Without the word "include" anywhere (#include, # include, __has_include) there is nothing to
-  // resolve: no manifest to read.
-  bool may_include = program.source.find("include") != std::string::npos;
+  // The manifest's key: the program and the resolution context it is resolved in.
+  const util::Sha256 direct = util::Sha256Hasher().update(texts.program_txt).update(texts.options_txt).update(search_text).finish();
+  std::memcpy(prepared.m_direct, direct.data(), sizeof prepared.m_direct);
+  // Without the word "include" anywhere (#include, %:include, __has_include) and no pre-include,
+  // there is nothing to resolve: no manifest to read.
+  bool may_include = !search.pre_includes.empty() || program.source.find("include") != std::string::npos;
   for (const auto& [name, content] : program.headers) {
     may_include = may_include || content.find("include") != std::string::npos;
   }
-  const deps::Resolution includes =
-    may_include ? m_impl->includes_for(texts.digest, program, prepared.m_arch) : deps::Resolution{};
-  if (!includes.headers.empty()) {
-    texts = cache::make_key(program, prepared.m_arch, context, includes.headers);
-    for (const deps::DiskHeader& header : includes.headers) {
-      prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
+  if (may_include) {
+    if (auto found = m_impl->valid_manifest(direct, search_text)) {
+      texts = cache::make_key(program, prepared.m_arch, context, found->headers);
+      for (const deps::DiskHeader& header : found->headers) {
+        prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
+      }
+    } else {
+      // No manifest holds: predict the headers (shown by included_headers()), but the key is
+      // provisional: never looked up, only a compile tells which headers NVRTC reads.
+      deps::Resolver resolver(program, search);
+      resolver.predict();
+      texts = cache::make_key(program, prepared.m_arch, context, resolver.result().headers);
+      for (const deps::DiskHeader& header : resolver.result().headers) {
+        prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
+      }
+      texts.digest = util::Sha256Hasher().update("kjit provisional key\n").update(texts.program_txt).update(texts.options_txt).finish();
+      std::lock_guard lock(m_impl->manifest_mutex);
+      m_impl->provisional.insert(texts.digest);
     }
   }
   prepared.m_program_txt = std::move(texts.program_txt);
@@ -95,6 +113,12 @@ std::shared_ptr<const Binary> Cache::get(const Program& program, const Arch& arc
 std::shared_ptr<const Binary> Cache::get(const PreparedProgram& prepared)
 {
   try {
+    util::Sha256 key;
+    std::memcpy(key.data(), prepared.m_digest, key.size());
+    if (m_impl->is_provisional(key)) {
+      // Prepared before a manifest was known: a manifest made since may now validate it.
+      return get_once(prepare(prepared.program(), prepared.arch()));
+    }
     return get_once(prepared);
   } catch (const cache::HeadersChanged&) {
   }
@@ -120,7 +144,8 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared)
     return result.binary;
   };
 
-  if (auto found = impl.memory.find(key)) {
+  const bool provisional = impl.is_provisional(key);
+  if (auto found = provisional ? std::nullopt : impl.memory.find(key)) {
     const double saved = found->binary ? found->binary->timings.total_ms : 0.0;
     impl.count(&CacheStats::memory_hits, &CacheStats::compile_ms_saved, saved);
     if (found->failure) {
@@ -149,7 +174,9 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared)
   cache::Result result;
   try {
     result = impl.load_or_compile(key, prepared);
-    impl.memory.insert(key, result);
+    if (!provisional) {
+      impl.memory.insert(key, result);
+    }
     promise.set_value(result);
   } catch (...) {
     promise.set_exception(std::current_exception());
@@ -182,6 +209,7 @@ void Cache::clear()
     std::lock_guard lock(m_impl->manifest_mutex);
     m_impl->manifests.clear();
     m_impl->unsaved_manifests.clear();
+    m_impl->provisional.clear();
   }
   if (m_impl->store) {
     for (const store::Table table :

@@ -2,6 +2,8 @@
 #include "cache/cache_impl.hpp"
 
 #include "cache/compile_lock.hpp"
+#include "cache/include_compile.hpp"
+#include "deps/search.hpp"
 #include "config/log.hpp"
 #include "mirror/mirror.hpp"
 #include "rtc/compiler.hpp"
@@ -12,37 +14,6 @@
 #include <ctime>
 
 namespace kjit {
-
-namespace {
-
-// The program NVRTC compiles: its in-memory headers plus the tracked disk headers, read now and
-// checked against the hashes in the key, so what is compiled is exactly what was hashed.
-Program program_with_disk_headers(const PreparedProgram& p)
-{
-  Program program = p.program();
-  std::map<std::string, std::string> paths;  // include name → path
-  std::set<std::string> ambiguous;           // names that mean different files in different places
-  for (const IncludedHeader& header : p.included_headers()) {
-    const auto [it, inserted] = paths.emplace(header.name, header.path);
-    if (!inserted && it->second != header.path) {
-      ambiguous.insert(header.name);
-    }
-  }
-  for (const IncludedHeader& header : p.included_headers()) {
-    std::error_code error;
-    const auto content = util::read_file(header.path, error);
-    if (!content || util::to_hex(util::sha256(*content)) != header.sha256) {
-      throw cache::HeadersChanged{};
-    }
-    // An ambiguous name is left to NVRTC's own search (same files, same order).
-    if (ambiguous.count(header.name) == 0) {
-      program.headers.emplace(header.name, *content);
-    }
-  }
-  return program;
-}
-
-} // namespace
 
 std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const PreparedProgram& prepared)
 {
@@ -74,25 +45,36 @@ std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const Pre
   return entry;
 }
 
-store::Entry Cache::Impl::compile_entry(const PreparedProgram& p)
+store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& final_key)
 {
-  const Program program = program_with_disk_headers(p);
+  const Program& program = p.program();
+  const cache::KeyContext& context = key_context();
+  const deps::SearchContext search = deps::search_context(program, context.toolkit_include_dirs);
+  deps::Resolver resolver(program, search);
+  // The headers the key was made from, read now: a changed one means the key is stale.
+  for (const IncludedHeader& header : p.included_headers()) {
+    if (!resolver.add(header.name, header.path) || util::to_hex(resolver.find(header.path)->hash) != header.sha256) {
+      throw cache::HeadersChanged{};
+    }
+  }
+  resolver.predict();
   store::Entry entry;
   entry.program_name = program.name;
-  entry.program_txt = p.program_txt();
-  entry.options_txt = p.options_txt();
   entry.source = program.source;
-  entry.headers = program.headers;
   entry.created_unix = static_cast<std::int64_t>(::time(nullptr));
   const util::Stopwatch watch;
   try {
-    entry.binary = rtc::compile(config, program, p.arch());
+    entry.binary = cache::compile_with_includes(config, program, p.arch(), resolver);
     entry.options = program.options;
     for (auto& option : rtc::implicit_options(config, p.arch())) {
       entry.options.push_back(std::move(option));
     }
     if (config.dump_ir) {
-      entry.ltoir = rtc::compile_ltoir(config, program, p.arch());
+      Program with_headers = program;
+      for (const deps::DiskHeader& header : resolver.result().headers) {
+        with_headers.headers.emplace(header.name, header.content);
+      }
+      entry.ltoir = rtc::compile_ltoir(config, with_headers, p.arch());
     }
   } catch (const CompileError& e) {
     entry.kind = store::EntryKind::failure;
@@ -103,6 +85,19 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p)
     entry.options = e.options();
   }
   count(&CacheStats::compiles, &CacheStats::compile_ms_spent, watch.elapsed_ms());
+  // The key of what was compiled: the program and every user header NVRTC could read.
+  const deps::Resolution& resolution = resolver.result();
+  const cache::KeyTexts texts = cache::make_key(program, p.arch(), context, resolution.headers);
+  entry.program_txt = texts.program_txt;
+  entry.options_txt = texts.options_txt;
+  final_key = texts.digest;
+  entry.headers = program.headers;
+  for (const deps::DiskHeader& header : resolution.headers) {
+    entry.headers.emplace(header.path.substr(1), header.content);
+  }
+  util::Sha256 direct;
+  std::memcpy(direct.data(), p.m_direct, direct.size());
+  record_manifest(direct, search.text(), resolution);
   return entry;
 }
 
@@ -121,9 +116,10 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   }
   store->put(rows);
   if (config.mirror && dir.writable) {
-    if (const std::error_code error = mirror::write_entry(dir.path, p.key(), entry)) {
+    const std::string hex = util::to_hex(key);
+    if (const std::error_code error = mirror::write_entry(dir.path, hex, entry)) {
       count(&CacheStats::mirror_errors);
-      log::line("warning: cannot mirror " + p.key() + ": " + error.message() + " (the store is unaffected)");
+      log::line("warning: cannot mirror " + hex + ": " + error.message() + " (the store is unaffected)");
     }
   }
 }
@@ -141,7 +137,8 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     return result;
   };
   const util::Stopwatch watch;
-  if (auto entry = load(key, p)) {
+  const bool provisional = is_provisional(key);
+  if (auto entry = provisional ? std::nullopt : load(key, p)) {
     count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
     if (entry->kind == store::EntryKind::failure) {
       count(&CacheStats::failed_hits);
@@ -155,17 +152,22 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   count(&CacheStats::misses);
   const cache::CompileLock lock =
     store && store->writable() ? cache::CompileLock(store->path(), key) : cache::CompileLock();
-  if (lock.held()) {
+  if (lock.held() && !provisional) {
     // Another process may have compiled it while we waited for the lock.
     if (auto entry = load(key, p)) {
       verbose("hit disk (compiled by another process)", p, watch.elapsed_ms());
       return result_of(std::move(*entry));
     }
   }
-  store::Entry entry = compile_entry(p);
-  persist(key, p, entry);
+  util::Sha256 final_key;
+  store::Entry entry = compile_entry(p, final_key);
+  persist(final_key, p, entry);
   verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p, watch.elapsed_ms());
-  return result_of(std::move(entry));
+  cache::Result result = result_of(std::move(entry));
+  if (final_key != key) {
+    memory.insert(final_key, result);  // found under its true key by the next, validated, lookup
+  }
+  return result;
 }
 
 } // namespace kjit

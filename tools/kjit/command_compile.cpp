@@ -68,7 +68,8 @@ int command_compile(const std::vector<std::string>& args)
     std::cout << (stats.disk_hits > 0 ? "cache hit" : "compiled") << " " << prepared.key() << "\n";
   }
   const std::string out_dir = vm["output"].as<std::string>();
-  const std::string stem = program.name.substr(0, program.name.rfind('.'));
+  const std::string base = program.name.substr(program.name.rfind('/') + 1);  // the name is the FILE as given
+  const std::string stem = base.substr(0, base.rfind('.'));
   if (!binary.ptx.empty()) {
     write_output(out_dir + "/" + stem + ".ptx", binary.ptx);
     std::cout << out_dir << "/" << stem << ".ptx (" << binary.ptx.size() << " bytes)\n";
