@@ -22,6 +22,9 @@ struct CacheStats {
   std::uint64_t failed_hits = 0;   // hits on a remembered CompileError (counted in the hits too)
   std::uint64_t quarantined = 0;   // damaged records moved aside
   std::uint64_t mirror_errors = 0; // mirror writes that failed (the store is unaffected)
+  std::uint64_t store_errors = 0;  // commits that failed (disk full…): the binary was served from memory
+  std::uint64_t compiled_elsewhere = 0; // misses answered by the store once another process's
+                                        // compile of the same key was done (counted in misses)
   std::uint64_t header_stats = 0;   // stat() calls on tracked disk headers (manifest checks)
   std::uint64_t header_rehashes = 0; // tracked headers hashed again because their stamp changed
   double compile_ms_saved = 0;     // compile time the hits did not spend again
@@ -74,7 +77,9 @@ class Cache {
 public:
   // Opens the cache folder described by `config` (creating it with mode 0700). Throws
   // StoreError if the folder is unsafe (owned by another user, or group/other-writable, unless
-  // config.shared_cache) or the store can't be opened; ConfigError for bad settings.
+  // config.shared_cache); ConfigError for bad settings. A store that can't be opened at all
+  // (another user's files, no address space for the map) is one warning: the cache then runs from
+  // memory (has_disk_tier() is false).
   explicit Cache(const Config& config);
   Cache();  // current_config()
   ~Cache();
@@ -107,9 +112,15 @@ public:
 
   CacheStats stats() const;
   // Empties both tiers, the manifests and the mirror (the toolchain identities are kept).
+  // Throws StoreError (and clears nothing on disk) when the store is read-only.
   void clear();
-  // Rewrites programs/ from LMDB; returns the number of entries written.
-  std::size_t rebuild_mirror();
+  // Rewrites programs/ from LMDB; returns the number of entries written. `skipped` (if given)
+  // receives the number of entries that could not be written (damaged, or a mirror error).
+  std::size_t rebuild_mirror(std::size_t* skipped = nullptr);
+  // Walks the whole store in a child process (time and memory bounded). A damaged store is moved
+  // aside and replaced by a fresh one. Returns false if it was damaged; `report` says what was
+  // found (rows walked, time, or the damage). Never throws.
+  bool check_store(std::string& report);
   // Entries in the disk tier (0 without one).
   std::size_t disk_entries() const;
 

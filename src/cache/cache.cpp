@@ -9,7 +9,9 @@
 #include "rtc/compiler.hpp"
 #include "store/record.hpp"
 
+#include <cerrno>
 #include <cstring>
+#include <set>
 #include <unistd.h>
 
 namespace kjit {
@@ -55,7 +57,15 @@ Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
     return;
   }
   m_impl->dir = cache::open_cache_dir(config);
-  m_impl->store = store::Store::open(m_impl->dir.store_dir, config.store_map_size);
+  if (m_impl->dir.store_dir.empty()) {
+    return;  // no safe place for the store (open_cache_dir warned): memory only
+  }
+  try {
+    const store::Access access = config.shared_cache ? store::Access::group : store::Access::owner;
+    m_impl->store = store::Store::open(m_impl->dir.store_dir, {config.store_map_size, access});
+  } catch (const StoreError& e) {
+    cache::warn_once(std::string(e.what()) + "; running without a disk cache (kernels are kept in memory only)");
+  }
 }
 
 Cache::~Cache() = default;
@@ -204,6 +214,9 @@ CacheStats Cache::stats() const
 
 void Cache::clear()
 {
+  if (m_impl->store && !m_impl->store->writable()) {
+    throw StoreError("the store " + m_impl->store->path() + " is read-only: nothing was cleared", EROFS);
+  }
   m_impl->memory.clear();
   {
     std::lock_guard lock(m_impl->manifest_mutex);
@@ -224,24 +237,53 @@ void Cache::clear()
   m_impl->stats = CacheStats{};
 }
 
-std::size_t Cache::rebuild_mirror()
+std::size_t Cache::rebuild_mirror(std::size_t* skipped)
 {
-  if (!m_impl->store || !m_impl->dir.writable) {
-    return 0;
-  }
+  std::size_t failed = 0;
   std::size_t written = 0;
-  m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
-    std::string why;
-    auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
-    if (!entry) {
-      return;  // damaged: quarantined when next looked up, never mirrored
+  if (m_impl->store && m_impl->dir.writable) {
+    // The keys first, then one short read per entry: no read transaction stays open while files
+    // are written (the store may grow meanwhile).
+    std::vector<std::string> keys;
+    m_impl->store->for_each(store::Table::entries,
+                            [&](std::string_view key, std::string_view) { keys.emplace_back(key); });
+    std::set<std::string> keep;
+    for (const std::string& key : keys) {
+      keep.insert(util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size()));
     }
-    const std::string hex = util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size());
-    if (!mirror::write_entry(m_impl->dir.path, hex, *entry)) {
-      ++written;
+    mirror::prune(m_impl->dir.path, &keep);  // junk, entries no longer stored, temps of killed runs
+    for (const std::string& key : keys) {
+      std::optional<store::Entry> entry;
+      std::string why;
+      m_impl->store->visit(store::Table::entries, key, [&](std::string_view bytes) {
+        entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
+      });
+      const std::string hex = util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size());
+      if (!entry || mirror::write_entry(m_impl->dir.path, hex, *entry)) {
+        ++failed;  // damaged (quarantined when next looked up, never mirrored) or not writable
+      } else {
+        ++written;
+      }
     }
-  });
+  }
+  if (skipped != nullptr) {
+    *skipped = failed;
+  }
   return written;
+}
+
+bool Cache::check_store(std::string& report)
+{
+  if (!m_impl->store) {
+    report = "no store (memory only)";
+    return true;
+  }
+  const store::CheckReport check = m_impl->store->check(true);
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.1f ms", check.ms);
+  report = m_impl->store->path() + ": " + check.detail + " in " + ms +
+           (check.ok ? std::string() : std::string("; moved aside and replaced by a fresh store"));
+  return check.ok;
 }
 
 std::size_t Cache::disk_entries() const

@@ -155,10 +155,12 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
     context_changes = m_impl->manifest_changes(direct, search.text());
   }
   std::vector<std::string> candidates;
-  m_impl->store->for_each_prefix(store::Table::names, program.name + '\0',
-                                 [&](std::string_view name_key, std::string_view) {
-                                   candidates.emplace_back(name_key.substr(program.name.size() + 1));
-                                 });
+  const std::string prefix = store::names_prefix(program.name);
+  m_impl->store->for_each_prefix(store::Table::names, prefix, [&](std::string_view name_key, std::string_view name) {
+    if (name == program.name) {
+      candidates.emplace_back(name_key.substr(prefix.size()));
+    }
+  });
   std::size_t best = SIZE_MAX;
   for (const auto& candidate : candidates) {
     const auto bytes = m_impl->store->get(store::Table::entries, candidate);

@@ -24,16 +24,24 @@ std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const Pre
   std::optional<store::Entry> entry;
   std::string damaged;
   std::string why;
-  const bool found = store->visit(store::Table::entries, bytes_of(key), [&](std::string_view bytes) {
-    entry = store::decode_record(bytes, key, store::Sections::artifacts, why);
-    if (!entry) {
-      damaged.assign(bytes);
-    }
-  });
+  bool found = false;
+  try {
+    found = store->visit(store::Table::entries, bytes_of(key), [&](std::string_view bytes) {
+      entry = store::decode_record(bytes, key, store::Sections::artifacts, why);
+      if (!entry) {
+        damaged.assign(bytes);
+      }
+    });
+  } catch (const StoreError& e) {
+    // An unreadable store is a miss: the caller is served by a compile.
+    cache::warn_once(std::string("cannot read the store: ") + e.what() + "; compiling instead");
+    return std::nullopt;
+  }
   if (!found) {
     return std::nullopt;
   }
   if (!entry) {
+    // Removed only if it still holds these bytes; the write runs isolated (see Store::quarantine).
     store->quarantine(bytes_of(key), damaged, why);
     count(&CacheStats::quarantined);
     std::lock_guard lock(flight_mutex);
@@ -106,15 +114,25 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   if (!store || !store->writable()) {
     return;
   }
-  // One write transaction: the record, the name index, and the manifest that leads to it.
+  // One write transaction: the record, the name index (keyed by a hash of the name, so it always
+  // fits), and the manifest that leads to it.
   std::vector<store::Store::Row> rows{
     {store::Table::entries, std::string(bytes_of(key)), store::encode_record(entry, key)},
-    {store::Table::names, p.program().name + '\0' + std::string(bytes_of(key)), ""},
+    {store::Table::names, store::names_key(p.program().name, bytes_of(key)), p.program().name},
   };
   if (auto manifest = take_unsaved_manifest(p)) {
     rows.push_back(std::move(*manifest));
   }
-  store->put(rows);
+  try {
+    store->put(rows);
+  } catch (const StoreError& e) {
+    // The caller still gets its binary (and the memory tier keeps it): a store that can't be
+    // written costs later processes a compile, nothing more.
+    count(&CacheStats::store_errors);
+    cache::warn_once(std::string("cannot store compiled kernels: ") + e.what() +
+                     "; they are kept in memory only");
+    return;
+  }
   if (config.mirror && dir.writable) {
     const std::string hex = util::to_hex(key);
     if (const std::error_code error = mirror::write_entry(dir.path, hex, entry)) {
@@ -150,13 +168,20 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     return result_of(std::move(*entry));
   }
   count(&CacheStats::misses);
-  const cache::CompileLock lock =
-    store && store->writable() ? cache::CompileLock(store->path(), key) : cache::CompileLock();
-  if (lock.held() && !provisional) {
-    // Another process may have compiled it while we waited for the lock.
+  std::optional<cache::CompileLock> lock;
+  if (store && store->writable()) {
+    lock.emplace(store->path(), key, config.compile_lock_timeout_s);
+  }
+  if (lock && !provisional) {
+    // Another process may have stored the result while we asked for the lock.
     if (auto entry = load(key, p)) {
+      count(&CacheStats::compiled_elsewhere);
       verbose("hit disk (compiled by another process)", p, watch.elapsed_ms());
       return result_of(std::move(*entry));
+    }
+    if (lock->timed_out()) {
+      cache::warn_once("waited " + std::to_string(config.compile_lock_timeout_s) +
+                       " s (KJIT_COMPILE_LOCK_TIMEOUT) for another process compiling the same kernel; compiling it here");
     }
   }
   util::Sha256 final_key;

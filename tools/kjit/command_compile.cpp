@@ -65,7 +65,10 @@ int command_compile(const std::vector<std::string>& args)
     const PreparedProgram prepared = cache.prepare(program, arch);
     binary = *cache.get(prepared);
     const CacheStats stats = cache.stats();
-    std::cout << (stats.disk_hits > 0 ? "cache hit" : "compiled") << " " << prepared.key() << "\n";
+    std::cout << (stats.compiled_elsewhere > 0 ? "compiled by another process"
+                  : stats.disk_hits > 0        ? "cache hit"
+                                               : "compiled")
+              << " " << prepared.key() << "\n";
   }
   const std::string out_dir = vm["output"].as<std::string>();
   const std::string base = program.name.substr(program.name.rfind('/') + 1);  // the name is the FILE as given
