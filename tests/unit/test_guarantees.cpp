@@ -172,6 +172,8 @@ BOOST_AUTO_TEST_CASE(orphans_are_entries_of_another_nvrtc_build)
       }
     });
     BOOST_TEST_REQUIRE(rows.size() == 1u);
+    // And a record that fails to decode: an orphan too, deleted without quarantine.
+    rows.push_back({kjit::store::Table::entries, std::string(32, '\x02'), "not a record"});
     store->put(rows);
   }
   std::string binaries = helper("KJIT_TEST_BINARIES");
@@ -179,11 +181,19 @@ BOOST_AUTO_TEST_CASE(orphans_are_entries_of_another_nvrtc_build)
   const std::string env = "KJIT_CACHE_DIR='" + config.cache_dir + "' '" + kjit + "' cache orphans";
   std::string output;
   BOOST_TEST(run(env, output) == 0, output);
-  BOOST_TEST(output.size() == 65u, output);  // one key and its newline
+  BOOST_TEST(output.size() == 2 * 65u, output);  // two keys, a line each
+  std::string undecodable;
+  for (int i = 0; i < 32; ++i) {
+    undecodable += "02";
+  }
+  BOOST_TEST(output.find(undecodable + "\n") != std::string::npos, output);
   BOOST_TEST(run(env + " --remove", output) == 0, output);
-  BOOST_TEST(output.find("removed 1 orphans") != std::string::npos, output);
+  BOOST_TEST(output.find("removed 2 orphans") != std::string::npos, output);
   BOOST_TEST(run(env, output) == 0, output);
   BOOST_TEST(output.empty(), output);
+  auto store = kjit::store::Store::open(config.cache_dir + "/store", 1u << 26);
+  BOOST_TEST(store->count(kjit::store::Table::entries) == 0u);
+  BOOST_TEST(store->count(kjit::store::Table::quarantine) == 0u);
 }
 
 // A second process gets the supported archs from the store, without loading NVRTC.
