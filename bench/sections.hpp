@@ -8,6 +8,7 @@ namespace bench {
 struct Options {
   int scale_entries = 100000;  // entries for the scale section
   int repetitions = 30;        // process spawns per measurement
+  bool quick = false;          // --quick: small sizes, for CI (checks the properties, not speed)
 };
 
 void cold_compiles(Report& report, const Options& options);

@@ -178,8 +178,14 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared)
       impl.in_flight.emplace(key, promise.get_future().share());
     }
   }
-  if (future.valid()) {  // another thread is on it
-    return unwrap(future.get());
+  if (future.valid()) {  // another thread is on it: counted as a memory hit, like a later lookup
+    const cache::Result shared = future.get();
+    impl.count(&CacheStats::memory_hits, &CacheStats::compile_ms_saved,
+               shared.binary ? shared.binary->timings.total_ms : 0.0);
+    if (shared.failure) {
+      impl.count(&CacheStats::failed_hits);
+    }
+    return unwrap(shared);
   }
   cache::Result result;
   try {

@@ -34,6 +34,9 @@ KeyFields parse(const std::string& program_txt, const std::string& options_txt)
   const auto source_at = program_txt.find("\nsource:\n");
   if (source_at != std::string::npos) {
     fields.source = program_txt.substr(source_at + 9);
+    if (!fields.source.empty()) {
+      fields.source.pop_back();  // the newline program.txt adds after the source
+    }
   }
   std::istringstream lines(program_txt.substr(0, source_at) + "\n" + options_txt);
   std::string line;
