@@ -50,11 +50,11 @@ Cache::Cache() : Cache(current_config()) {}
 
 Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
 {
-  if (config.disable_cache) {
-    return;
+  if (!config.disable_cache) {
+    m_impl->dir = cache::open_cache_dir(config);
+    m_impl->store = store::Store::open(m_impl->dir.store_dir, config.store_map_size);
   }
-  m_impl->dir = cache::open_cache_dir(config);
-  m_impl->store = store::Store::open(m_impl->dir.store_dir, config.store_map_size);
+  m_impl->open_tiers();
 }
 
 Cache::~Cache() = default;

@@ -8,6 +8,7 @@
 #include "cache/cache_dir.hpp"
 #include "cache/key.hpp"
 #include "cache/memory_tier.hpp"
+#include "cache/tier.hpp"
 #include "deps/manifest.hpp"
 #include "store/entry.hpp"
 #include "store/store.hpp"
@@ -31,6 +32,7 @@ struct Cache::Impl {
   cache::CacheDir dir;
   std::shared_ptr<store::Store> store;  // null without a disk tier
   cache::MemoryTier memory;
+  std::vector<std::unique_ptr<cache::Tier>> tiers;  // read-only tiers after the store (bundles), in order
 
   std::mutex context_mutex;
   std::optional<cache::KeyContext> context;
@@ -64,6 +66,12 @@ struct Cache::Impl {
   cache::Result load_or_compile(const util::Sha256& key, const PreparedProgram& prepared);
   store::Entry compile_entry(const PreparedProgram& prepared);
   void persist(const util::Sha256& key, const PreparedProgram& prepared, const store::Entry& entry);
+
+  // tiers.cpp: the tiers below the store.
+  void open_tiers();
+  // The entry from the first tier that has a good record for `key`, promoted to the store;
+  // failures and damaged records are counted and logged, never thrown.
+  std::optional<store::Entry> load_from_tiers(const util::Sha256& key, const PreparedProgram& prepared);
 };
 
 // The bytes of a digest, as LMDB keys them.

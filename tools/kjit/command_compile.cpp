@@ -3,6 +3,7 @@
 #include "program_args.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -46,9 +47,14 @@ int command_compile(const std::vector<std::string>& args)
     const PreparedProgram prepared = cache.prepare(program, arch);
     binary = *cache.get(prepared);
     const CacheStats stats = cache.stats();
-    std::cout << (stats.disk_hits > 0 ? "cache hit" : "compiled") << " " << prepared.key() << "\n";
+    std::cout << (stats.disk_hits + stats.bundle_hits > 0 ? "cache hit" : "compiled") << " " << prepared.key() << "\n";
   }
   const std::string out_dir = vm["output"].as<std::string>();
+  std::error_code mkdir_error;
+  std::filesystem::create_directories(out_dir, mkdir_error);
+  if (mkdir_error) {
+    throw Error("cannot create the output folder " + out_dir + ": " + mkdir_error.message());
+  }
   const std::string stem = program.name.substr(0, program.name.rfind('.'));
   write_output(out_dir + "/" + stem + ".ptx", binary.ptx);
   std::cout << out_dir << "/" << stem << ".ptx (" << binary.ptx.size() << " bytes)\n";

@@ -1,0 +1,42 @@
+// Bundle writer: header, sorted index, meta rows and records in one atomically written file.
+#include "bundle/writer.hpp"
+
+#include <kjit/error.hpp>
+
+#include "util/file.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+namespace kjit::bundle {
+
+void write_bundle(const std::string& path, std::vector<Record> records, const std::vector<MetaRow>& meta,
+                  std::uint32_t record_format)
+{
+  std::stable_sort(records.begin(), records.end(), [](const Record& a, const Record& b) { return a.key < b.key; });
+  records.erase(std::unique(records.begin(), records.end(), [](const Record& a, const Record& b) { return a.key == b.key; }),
+                records.end());
+  std::vector<IndexEntry> index;
+  std::string data;
+  for (const Record& record : records) {
+    index.push_back({record.key, data.size(), record.bytes.size()});
+    data += record.bytes;
+  }
+  const std::string index_bytes = encode_index(index);
+  const std::string meta_bytes = encode_meta(meta);
+  Header header;
+  header.record_format = record_format;
+  header.entries = index.size();
+  header.meta_size = meta_bytes.size();
+  header.data_size = data.size();
+  header.created_unix = static_cast<std::int64_t>(::time(nullptr));
+  header.index_sum = util::checksum(index_bytes);
+  header.meta_sum = util::checksum(meta_bytes);
+  header.data_sum = util::checksum(data);
+  const std::string file = encode_header(header) + index_bytes + meta_bytes + data;
+  if (const std::error_code error = util::write_file_atomic(path, file, 0644)) {
+    throw BundleError("cannot write the bundle " + path + ": " + error.message(), path);
+  }
+}
+
+} // namespace kjit::bundle
