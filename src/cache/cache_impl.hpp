@@ -44,6 +44,7 @@ struct Cache::Impl {
   std::mutex flight_mutex;
   std::map<util::Sha256, std::shared_future<cache::Result>> in_flight;
   std::set<util::Sha256> reported;  // quarantined keys already reported
+  std::set<std::string> tier_reported;  // lower-tier problems already logged (tier + what)
 
   mutable std::mutex stats_mutex;
   CacheStats stats;

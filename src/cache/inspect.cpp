@@ -5,6 +5,7 @@
 #include "store/record.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <ctime>
 #include <ftw.h>
 #include <sys/stat.h>
@@ -65,6 +66,13 @@ std::vector<Row> decoded_rows(const store::Store* store, const EntryFilter& filt
     }
   });
   return rows;
+}
+
+void require_writable(const Cache& cache)
+{
+  if (cache.has_disk_tier() && !cache.writable()) {
+    throw StoreError("the cache at " + cache.config().cache_dir + " is read-only", EROFS);
+  }
 }
 
 std::size_t g_tree_bytes = 0;  // nftw has no user pointer; guarded by g_tree_mutex
@@ -156,6 +164,9 @@ VerifyReport Cache::verify(Repair repair, const std::function<void(std::size_t, 
   if (!m_impl->store) {
     return report;
   }
+  if (repair == Repair::quarantine) {
+    require_writable(*this);
+  }
   struct Bad {
     std::string key;
     std::string bytes;
@@ -175,7 +186,7 @@ VerifyReport Cache::verify(Repair repair, const std::function<void(std::size_t, 
   });
   for (Bad& b : bad) {
     report.bad.emplace_back(hex_of(b.key), b.why);
-    if (repair == Repair::quarantine && m_impl->store->writable()) {
+    if (repair == Repair::quarantine) {
       m_impl->store->quarantine(b.key, b.bytes, "kjit verify: " + b.why);
       if (m_impl->dir.writable) {
         cache::remove_tree(m_impl->dir.path, "programs/" + hex_of(b.key));
@@ -204,13 +215,6 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
     for (const auto& key : keys) {
       cache::remove_tree(impl.dir.path, "programs/" + hex_of(key));
     }
-  }
-}
-
-void require_writable(const Cache& cache)
-{
-  if (cache.has_disk_tier() && !cache.writable()) {
-    throw StoreError("the cache at " + cache.config().cache_dir + " is read-only", EROFS);
   }
 }
 

@@ -42,8 +42,10 @@ std::optional<store::Entry> Cache::Impl::load_from_tiers(const util::Sha256& key
     }
     if (!entry) {
       count(&CacheStats::tier_errors);
+      // An unreadable tier is logged once; a damaged record once per key.
+      const std::string what = tier->name() + (answer.kind == cache::TierAnswer::Kind::failure ? why : p.key());
       std::lock_guard lock(flight_mutex);
-      if (reported.insert(key).second) {
+      if (tier_reported.insert(what).second) {
         log::line("warning: " + tier->name() + ": " + why + " (" + p.program().name + ", " + p.arch().str() +
                   "); treated as a miss");
       }

@@ -241,6 +241,9 @@ check "import into a read-only cache exits 1" exit_code 1 "${as_reader[@]}" "$kj
   --cache-dir "$work/imported"
 check "prune on a read-only cache exits 1" exit_code 1 "${as_reader[@]}" "$kjit" prune --older-than 0s \
   --cache-dir "$work/imported"
+check "verify --repair on a read-only cache exits 1" exit_code 1 "${as_reader[@]}" "$kjit" verify --repair \
+  --cache-dir "$work/imported"
+check "verify (read only) on a read-only cache" exit_code 0 "${as_reader[@]}" "$kjit" verify --cache-dir "$work/imported"
 chmod -R u+w "$work/imported"
 
 check "clear" exit_code 0 "$kjit" clear

@@ -92,8 +92,10 @@ int command_show(const std::vector<std::string>& args)
     throw Error("no cache at " + current_config().cache_dir);
   }
   const EntryContents c = cache->entry(vm["key"].as<std::string>());
-  // TODO(issue 12): registers per kernel from kjit::read_kernels (include/kjit/cubin.hpp) once the
-  // cubin ELF reader is on main; until then `show` prints the lowered names only.
+  // TODO(issue 12): registers per kernel once the cubin ELF reader (branch rtc:
+  // `std::vector<KernelInfo> kjit::read_kernels(std::string_view cubin)` in <kjit/cubin.hpp>) is on
+  // main: for each kernel of read_kernels(c.binary.cubin) (when the cubin is not empty) print
+  // "kernel:    <name>: <registers> registers" and add a "kernels" array to the JSON.
   if (vm.count("json") != 0) {
     std::string text = info_json(c.info);
     text.pop_back();
