@@ -3,6 +3,7 @@
 
 #include "bundle/reader.hpp"
 #include "bundle/writer.hpp"
+#include "cache/name_index.hpp"
 #include "mirror/mirror.hpp"
 #include "store/record.hpp"
 
@@ -85,7 +86,7 @@ BundleReport Cache::import_bundle(const std::string& path)
       continue;
     }
     rows.push_back({store::Table::entries, std::string(bytes_of(index.key)), std::move(bytes)});
-    rows.push_back({store::Table::names, entry->program_name + '\0' + std::string(bytes_of(index.key)), ""});
+    rows.push_back({store::Table::names, cache::name_index_key(entry->program_name, bytes_of(index.key)), ""});
     mirrored.emplace_back(hex, std::move(*entry));
     ++report.entries;
   }

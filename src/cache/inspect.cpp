@@ -2,6 +2,7 @@
 #include "cache/cache_impl.hpp"
 
 #include "cache/cache_dir.hpp"
+#include "cache/name_index.hpp"
 #include "store/record.hpp"
 
 #include <algorithm>
@@ -206,7 +207,7 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
   std::vector<std::string> names;
   for (const Row* row : rows) {
     keys.push_back(row->raw_key);
-    names.push_back(row->entry.program_name + '\0' + row->raw_key);
+    names.push_back(cache::name_index_key(row->entry.program_name, row->raw_key));
   }
   impl.store->erase(store::Table::entries, keys);
   impl.store->erase(store::Table::names, names);

@@ -195,6 +195,12 @@ open(path, 'wb').write(data.replace(b'PLANTED_MARKER_4711', b'PLANTED_MARKER_471
 PY
 check "verify finds the planted bad record" exit_code 1 "$kjit" verify
 check "verify names it" grep -q "^damaged $marked: " "$work/out"
+check "verify --json" exit_code 1 "$kjit" verify --json
+check "verify --json names it" python3 -c "
+import json; d = json.load(open('$work/out')); assert d['checked'] == 23 and [b['key'] for b in d['damaged']] == ['$marked']"
+check "doctor --json" exit_code 1 "$kjit" doctor --json
+check "doctor --json has a store error" python3 -c "
+import json; d = json.load(open('$work/out')); assert any(c['what'] == 'store' and c['status'] == 'error' for c in d)"
 check "doctor reports the damage" exit_code 1 "$kjit" doctor
 check "verify --repair" exit_code 0 "$kjit" verify --repair
 check "verify --repair moved it aside" grep -q "1 damaged, 1 moved aside" "$work/out"

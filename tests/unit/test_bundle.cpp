@@ -77,6 +77,11 @@ BOOST_AUTO_TEST_CASE(an_imported_bundle_serves_every_arch_without_nvrtc)
     BOOST_TEST(imported.rejected.empty());
     BOOST_TEST(target.disk_entries() == 3u);
     BOOST_TEST(target.import_bundle(pack).already_present == 3u);  // importing again changes nothing
+    // The name index came along: explain finds the imported entries of the program.
+    kjit::Program changed = kjit::program_from_file(file);
+    changed.source += "// changed\n";
+    const kjit::MissExplanation why = target.explain(changed, kjit::Arch::parse("sm_90"));
+    BOOST_TEST(!why.closest_key.empty());
   }
   for (const char* arch : k_archs) {
     const std::string out = probe(other, file, arch);

@@ -41,21 +41,35 @@ int command_config(const std::vector<std::string>& args)
 int command_doctor(const std::vector<std::string>& args)
 {
   po::options_description visible("options");
+  visible.add_options()("json", "the checks as a JSON array");
   add_cache_dir_option(visible);
   po::variables_map vm;
-  if (!parse_arguments(args, "kjit doctor [--cache-dir DIR]", visible, {}, {}, vm)) {
+  if (!parse_arguments(args, "kjit doctor [--json] [--cache-dir DIR]", visible, {}, {}, vm)) {
     return 0;
   }
   if (vm.count("cache-dir") != 0) {
     option::cache_dir(vm["cache-dir"].as<std::string>());
   }
   const Colours& c = colours();
+  const bool json = vm.count("json") != 0;
   bool healthy = true;
+  bool first = true;
   for (const HealthCheck& check : diagnose(current_config())) {
-    const char* colour = check.status == HealthCheck::Status::ok ? c.ok : check.status == HealthCheck::Status::warning ? c.warn : c.bad;
-    const char* word = check.status == HealthCheck::Status::ok ? "ok" : check.status == HealthCheck::Status::warning ? "warning" : "error";
-    healthy = healthy && check.status != HealthCheck::Status::error;
-    std::printf("%s%-7s%s %-13s %s\n", colour, word, c.reset, check.what.c_str(), check.detail.c_str());
+    using Status = HealthCheck::Status;
+    const char* colour = check.status == Status::ok ? c.ok : check.status == Status::warning ? c.warn : c.bad;
+    const char* word = check.status == Status::ok ? "ok" : check.status == Status::warning ? "warning" : "error";
+    healthy = healthy && check.status != Status::error;
+    if (json) {
+      std::cout << (first ? "[\n  " : ",\n  ") << "{\"status\": \"" << word << "\", \"what\": " << json_string(check.what)
+                << ", \"detail\": " << json_string(check.detail) << "}";
+    } else {
+      std::cout << colour << word << c.reset << std::string(8 - std::string(word).size(), ' ') << check.what
+                << std::string(check.what.size() < 14 ? 14 - check.what.size() : 1, ' ') << check.detail << "\n";
+    }
+    first = false;
+  }
+  if (json) {
+    std::cout << (first ? "[]\n" : "\n]\n");
   }
   return healthy ? 0 : k_exit_failure;
 }

@@ -10,10 +10,12 @@ namespace kjit::cli {
 int command_verify(const std::vector<std::string>& args)
 {
   po::options_description visible("options");
-  visible.add_options()("repair", "move the damaged entries aside (quarantine); they are recompiled when next asked for");
+  visible.add_options()
+    ("repair", "move the damaged entries aside (quarantine); they are recompiled when next asked for")
+    ("json", "the result as JSON");
   add_cache_dir_option(visible);
   po::variables_map vm;
-  if (!parse_arguments(args, "kjit verify [--repair] [--cache-dir DIR]", visible, {}, {}, vm)) {
+  if (!parse_arguments(args, "kjit verify [--repair] [--json] [--cache-dir DIR]", visible, {}, {}, vm)) {
     return 0;
   }
   const bool repair = vm.count("repair") != 0;
@@ -34,6 +36,15 @@ int command_verify(const std::vector<std::string>& args)
       }
     }
   });
+  if (vm.count("json") != 0) {
+    std::cout << "{\"checked\": " << report.checked << ", \"quarantined\": " << report.quarantined << ", \"damaged\": [";
+    for (std::size_t i = 0; i < report.bad.size(); ++i) {
+      std::cout << (i == 0 ? "" : ", ") << "{\"key\": " << json_string(report.bad[i].first)
+                << ", \"why\": " << json_string(report.bad[i].second) << "}";
+    }
+    std::cout << "]}\n";
+    return report.bad.empty() || repair ? 0 : k_exit_failure;
+  }
   const Colours& c = colours();
   for (const auto& [key, why] : report.bad) {
     std::cout << c.bad << "damaged" << c.reset << " " << key << ": " << why << "\n";
