@@ -51,6 +51,9 @@ check "it is an empty array" grep -qx '\[\]' "$work/out"
 check "compile -o into a new folder" exit_code 0 "$kjit" compile "$root/examples/scale.cu" --arch sm_80 \
   --name-expr 'scale<float>' -o "$work/out_new/nested"
 check "-o folder created" test -s "$work/out_new/nested/scale.ptx"
+check "-o with a trailing slash" exit_code 0 "$kjit" compile "$root/examples/scale.cu" --arch sm_80 \
+  --name-expr 'scale<float>' -o "$work/out_slash/"
+check "paths print without a double slash" grep -q "^$work/out_slash/scale.ptx (" "$work/out"
 
 # --- a cache with three archs and a compile error ---
 printf '// PLANTED_MARKER_4711\n__global__ void marked(int* p) { *p = 1; }\n' >"$work/marked.cu"

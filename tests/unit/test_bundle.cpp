@@ -8,6 +8,8 @@
 #include "store/record.hpp"
 #include "store/store.hpp"
 
+#include <cstdlib>
+
 
 using namespace kjit::test;
 
@@ -245,6 +247,49 @@ BOOST_AUTO_TEST_CASE(import_without_a_disk_tier_is_refused)
   kjit::Config disabled = config;
   disabled.disable_cache = true;
   BOOST_CHECK_THROW(kjit::Cache(disabled).import_bundle(pack), kjit::StoreError);
+}
+
+BOOST_AUTO_TEST_CASE(the_format_1_reference_bundle_still_reads)
+{
+  // tests/unit/bundles/format1.kjitpack: two records (keys 0x11…, 0x22…) and one meta row, written
+  // by the format-1 writer. A change that can't read it needs a new bundle format version.
+  const char* root = std::getenv("KJIT_SOURCE_ROOT");
+  BOOST_TEST_REQUIRE(root != nullptr);
+  const std::string golden = std::string(root) + "/tests/unit/bundles/format1.kjitpack";
+  const kjit::bundle::Reader reader(golden);
+  BOOST_CHECK_NO_THROW(reader.verify_data());
+  BOOST_TEST(reader.header().format == 1u);
+  BOOST_TEST(reader.header().record_format == 2u);
+  BOOST_TEST_REQUIRE(reader.index().size() == 2u);
+  kjit::util::Sha256 first{};
+  first.fill(0x11);
+  kjit::util::Sha256 second{};
+  second.fill(0x22);
+  BOOST_TEST_REQUIRE(reader.find(first) != nullptr);
+  BOOST_TEST(reader.read(*reader.find(first)) == "first record bytes");
+  BOOST_TEST(reader.read(*reader.find(second)) == "second");
+  kjit::util::Sha256 absent{};
+  BOOST_TEST(reader.find(absent) == nullptr);
+  BOOST_TEST_REQUIRE(reader.meta().size() == 1u);
+  BOOST_TEST(reader.meta()[0].key == "toolchain abc");
+  BOOST_TEST(reader.meta()[0].value == "13.0 V13.0.88\n13.0\n75 80");
+
+  // Every truncation and every flipped byte of the header, index or meta is refused at open.
+  const std::string bytes = read_text(golden);
+  const std::string damaged = tmp.path() + "/damaged.kjitpack";
+  const std::size_t checked_at_open = bytes.size() - std::string("first record bytessecond").size();
+  for (std::size_t at = 0; at < bytes.size(); ++at) {
+    write_text(damaged, bytes.substr(0, at));
+    BOOST_CHECK_THROW(kjit::bundle::Reader{damaged}, kjit::BundleError);
+    std::string flipped = bytes;
+    flipped[at] ^= 0x01;
+    write_text(damaged, flipped);
+    if (at < checked_at_open) {
+      BOOST_CHECK_THROW(kjit::bundle::Reader{damaged}, kjit::BundleError);
+    } else {
+      BOOST_CHECK_THROW(kjit::bundle::Reader(damaged).verify_data(), kjit::BundleError);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

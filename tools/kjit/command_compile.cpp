@@ -49,7 +49,10 @@ int command_compile(const std::vector<std::string>& args)
     const CacheStats stats = cache.stats();
     std::cout << (stats.disk_hits + stats.bundle_hits > 0 ? "cache hit" : "compiled") << " " << prepared.key() << "\n";
   }
-  const std::string out_dir = vm["output"].as<std::string>();
+  std::string out_dir = vm["output"].as<std::string>();
+  while (out_dir.size() > 1 && out_dir.back() == '/') {
+    out_dir.pop_back();  // "out/" prints as out/saxpy.ptx, not out//saxpy.ptx
+  }
   std::error_code mkdir_error;
   std::filesystem::create_directories(out_dir, mkdir_error);
   if (mkdir_error) {
