@@ -41,11 +41,18 @@ BundleReport Cache::export_bundle(const std::string& path, const EntryFilter& fi
         records.push_back({util::digest_of_bytes(key), std::string(bytes)});
       }
     });
-    m_impl->store->for_each(store::Table::meta, [&](std::string_view key, std::string_view value) {
+    std::vector<std::string> meta_keys;
+    m_impl->store->for_each(store::Table::meta, [&](std::string_view key, std::string_view) {
       if (is_toolchain_row(key)) {
-        meta.push_back({std::string(key), std::string(value)});
+        meta_keys.emplace_back(key);
       }
     });
+    for (std::string& key : meta_keys) {
+      // Through get(): the value as the store hands it out (checked, in the store's own encoding).
+      if (auto value = m_impl->store->get(store::Table::meta, key)) {
+        meta.push_back({std::move(key), std::move(*value)});
+      }
+    }
   }
   report.entries = records.size();
   bundle::write_bundle(path, std::move(records), meta, store::k_record_format);
