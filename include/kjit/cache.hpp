@@ -1,4 +1,4 @@
-// The kernel cache: memory tier → LMDB store → compile, with a readable mirror of the store.
+// The kernel cache: memory tier → LMDB store → bundles → compile, with a readable mirror of the store.
 #pragma once
 
 #include <kjit/arch.hpp>
@@ -7,6 +7,8 @@
 #include <kjit/program.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,7 +19,9 @@ namespace kjit {
 struct CacheStats {
   std::uint64_t memory_hits = 0;   // answered from the memory tier
   std::uint64_t disk_hits = 0;     // answered from LMDB
-  std::uint64_t misses = 0;        // found in neither tier
+  std::uint64_t bundle_hits = 0;   // answered from a bundle (KJIT_BUNDLE), then promoted
+  std::uint64_t tier_errors = 0;   // bundles that could not be read or held a damaged record (a miss)
+  std::uint64_t misses = 0;        // found in no tier
   std::uint64_t compiles = 0;      // NVRTC runs performed by this cache
   std::uint64_t failed_hits = 0;   // hits on a remembered CompileError (counted in the hits too)
   std::uint64_t quarantined = 0;   // damaged records moved aside
@@ -45,6 +49,70 @@ struct MissExplanation {
   std::string key;                       // the program's key now
   std::string closest_key;               // empty if no entry of that program name exists
   std::vector<std::string> differences;  // e.g. "include params.h (/src/params.h) changed"
+};
+
+// One cache entry as `kjit list` and `kjit show` describe it.
+struct EntryInfo {
+  std::string key;               // 64 hex digits
+  std::string program_name;
+  std::string arch;              // "sm_90", "compute_90"
+  bool failed = false;           // a remembered compile error, not a binary
+  std::int64_t created_unix = 0;
+  std::size_t record_bytes = 0;  // the record as stored
+  std::size_t cubin_bytes = 0;
+  std::size_t ptx_bytes = 0;
+  std::size_t source_bytes = 0;  // source and headers
+  std::size_t log_bytes = 0;
+  double compile_ms = 0;         // what the compile took: what each hit saves
+};
+
+// Selects entries: empty fields match everything.
+struct EntryFilter {
+  std::string name;  // program name, exactly
+  std::string arch;  // "sm_90", exactly
+};
+
+// Everything one entry holds, for `kjit cat` and `kjit show`.
+struct EntryContents {
+  EntryInfo info;
+  std::string program_txt;
+  std::string options_txt;
+  std::string source;
+  std::map<std::string, std::string> headers;
+  std::vector<std::string> options;  // exactly what NVRTC was given
+  Binary binary;                     // PTX, cubin, lowered names, log, the original compile's timings
+};
+
+// What `kjit verify` found.
+struct VerifyReport {
+  std::size_t checked = 0;
+  std::vector<std::pair<std::string, std::string>> bad;  // key (hex), why
+  std::size_t quarantined = 0;                           // with Repair::quarantine
+};
+enum class Repair { no, quarantine };
+
+// Sizes of a cache folder, for `kjit stats`.
+struct DiskUsage {
+  std::size_t entries = 0;
+  std::size_t failures = 0;       // entries that remember a compile error
+  std::size_t damaged = 0;        // entries whose record does not decode
+  std::size_t quarantined = 0;    // rows in the quarantine table
+  std::size_t record_bytes = 0;   // all records
+  std::size_t cubin_bytes = 0;
+  std::size_t ptx_bytes = 0;
+  std::size_t source_bytes = 0;   // sources and headers
+  std::size_t log_bytes = 0;
+  std::size_t store_file_bytes = 0;  // data.mdb on disk
+  std::size_t mirror_bytes = 0;      // programs/ (file sizes)
+  double compile_ms_stored = 0;      // sum of the entries' compile times
+};
+
+// What an export or import did.
+struct BundleReport {
+  std::size_t entries = 0;          // written to the bundle / imported into the store
+  std::size_t already_present = 0;  // import: good entries the store already had (left as they are)
+  std::size_t skipped_damaged = 0;  // export: damaged store records left out
+  std::vector<std::pair<std::string, std::string>> rejected;  // import: key (hex), why
 };
 
 // A program with its key already computed, for repeated lookups at memory-tier speed.
@@ -124,6 +192,33 @@ public:
   // Entries in the disk tier (0 without one).
   std::size_t disk_entries() const;
 
+  // --- Operating the cache (inspect.cpp, bundles.cpp); each is also a `kjit` command. ---
+  // Entries matching `filter`, sorted by program name then arch. Damaged records are left out.
+  std::vector<EntryInfo> entries(const EntryFilter& filter = {}) const;
+  // The full key of the one entry whose hex key starts with `prefix`. Throws Error if none or
+  // several match (the message names the prefix and, if ambiguous, the candidates).
+  std::string resolve_key(const std::string& prefix) const;
+  // Everything the entry `prefix` (see resolve_key) holds. Throws Error; StoreError if damaged.
+  EntryContents entry(const std::string& prefix) const;
+  // Decodes every record completely; with Repair::quarantine moves the bad ones aside.
+  // `progress(done, total)` is called after each record if given.
+  VerifyReport verify(Repair repair, const std::function<void(std::size_t, std::size_t)>& progress = {});
+  // Removes entries created more than `seconds` ago (store and mirror); returns how many.
+  std::size_t prune_older_than(std::int64_t seconds);
+  // Removes the oldest entries until the records take at most `bytes`; returns how many.
+  std::size_t prune_to_size(std::size_t bytes);
+  // Deletes programs/ (the store is unaffected); returns false if there was none.
+  bool remove_mirror();
+  DiskUsage usage() const;
+  // Writes the entries matching `filter` (records as stored, with the toolchain identities) to
+  // the bundle `path`. Throws BundleError if it can't be written.
+  BundleReport export_bundle(const std::string& path, const EntryFilter& filter = {});
+  // Checks the whole bundle (BundleError if damaged or truncated: nothing is imported), then
+  // verifies every entry (decode_record: checksums, key, cubin) and stores the good ones in one
+  // transaction; an entry already good in the store is kept, a bad one is never stored.
+  // Throws StoreError if the store is read-only or missing.
+  BundleReport import_bundle(const std::string& path);
+
   const Config& config() const noexcept;
   bool has_disk_tier() const noexcept;
   // False when the cache folder is read-only: misses are then kept in memory only.
@@ -138,6 +233,20 @@ private:
   std::shared_ptr<const Binary> get_once(const PreparedProgram& prepared);
   std::unique_ptr<Impl> m_impl;
 };
+
+// One finding of diagnose() (`kjit doctor`).
+struct HealthCheck {
+  enum class Status { ok, warning, error };
+  Status status = Status::ok;
+  std::string what;    // "toolkit", "NVRTC", "driver", "cache folder", "filesystem", "store", "bundle"
+  std::string detail;  // what was found, and what to do about a problem
+};
+
+// Checks the toolkit, NVRTC and nvJitLink (loading them to read their versions), the driver and
+// its devices, the cache folder (existence, owner, mode, writable, filesystem), the store's
+// records and the configured bundles. Never creates the cache folder; never throws for a check
+// that fails (it becomes an error finding).
+std::vector<HealthCheck> diagnose(const Config& config);
 
 // The process-wide cache built from current_config(); rebuilt after a kjit::option call or a
 // fork(), so a reference must not be kept across kjit::option calls made while other threads

@@ -53,19 +53,19 @@ Cache::Cache() : Cache(current_config()) {}
 
 Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
 {
-  if (config.disable_cache) {
-    return;
+  if (!config.disable_cache) {
+    m_impl->dir = cache::open_cache_dir(config);
+    // An empty store_dir: no safe place for the store (open_cache_dir warned): memory only.
+    if (!m_impl->dir.store_dir.empty()) {
+      try {
+        const store::Access access = config.shared_cache ? store::Access::group : store::Access::owner;
+        m_impl->store = store::Store::open(m_impl->dir.store_dir, {config.store_map_size, access});
+      } catch (const StoreError& e) {
+        cache::warn_once(std::string(e.what()) + "; running without a disk cache (kernels are kept in memory only)");
+      }
+    }
   }
-  m_impl->dir = cache::open_cache_dir(config);
-  if (m_impl->dir.store_dir.empty()) {
-    return;  // no safe place for the store (open_cache_dir warned): memory only
-  }
-  try {
-    const store::Access access = config.shared_cache ? store::Access::group : store::Access::owner;
-    m_impl->store = store::Store::open(m_impl->dir.store_dir, {config.store_map_size, access});
-  } catch (const StoreError& e) {
-    cache::warn_once(std::string(e.what()) + "; running without a disk cache (kernels are kept in memory only)");
-  }
+  m_impl->open_tiers();
 }
 
 Cache::~Cache() = default;

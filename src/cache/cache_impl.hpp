@@ -8,6 +8,7 @@
 #include "cache/cache_dir.hpp"
 #include "cache/key.hpp"
 #include "cache/memory_tier.hpp"
+#include "cache/tier.hpp"
 #include "deps/manifest.hpp"
 #include "store/entry.hpp"
 #include "store/store.hpp"
@@ -31,6 +32,7 @@ struct Cache::Impl {
   cache::CacheDir dir;
   std::shared_ptr<store::Store> store;  // null without a disk tier
   cache::MemoryTier memory;
+  std::vector<std::unique_ptr<cache::Tier>> tiers;  // read-only tiers after the store (bundles), in order
 
   std::mutex context_mutex;
   std::optional<cache::KeyContext> context;
@@ -47,6 +49,7 @@ struct Cache::Impl {
   std::mutex flight_mutex;
   std::map<util::Sha256, std::shared_future<cache::Result>> in_flight;
   std::set<util::Sha256> reported;  // quarantined keys already reported
+  std::set<std::string> tier_reported;  // lower-tier problems already logged (tier + what)
 
   mutable std::mutex stats_mutex;
   CacheStats stats;
@@ -78,6 +81,12 @@ struct Cache::Impl {
   // (it differs from the prepared key when the compile needed headers the prediction missed).
   store::Entry compile_entry(const PreparedProgram& prepared, util::Sha256& final_key);
   void persist(const util::Sha256& key, const PreparedProgram& prepared, const store::Entry& entry);
+
+  // tiers.cpp: the tiers below the store.
+  void open_tiers();
+  // The entry from the first tier that has a good record for `key`, promoted to the store;
+  // failures and damaged records are counted and logged, never thrown.
+  std::optional<store::Entry> load_from_tiers(const util::Sha256& key, const PreparedProgram& prepared);
 };
 
 // The bytes of a digest, as LMDB keys them.

@@ -167,6 +167,10 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     }
     return result_of(std::move(*entry));
   }
+  if (auto entry = load_from_tiers(key, p)) {
+    verbose("hit bundle", p, watch.elapsed_ms());
+    return result_of(std::move(*entry));
+  }
   count(&CacheStats::misses);
   std::optional<cache::CompileLock> lock;
   if (store && store->writable()) {

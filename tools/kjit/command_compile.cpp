@@ -4,6 +4,7 @@
 #include "program_args.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -65,12 +66,20 @@ int command_compile(const std::vector<std::string>& args)
     const PreparedProgram prepared = cache.prepare(program, arch);
     binary = *cache.get(prepared);
     const CacheStats stats = cache.stats();
-    std::cout << (stats.compiled_elsewhere > 0 ? "compiled by another process"
-                  : stats.disk_hits > 0        ? "cache hit"
-                                               : "compiled")
+    std::cout << (stats.compiled_elsewhere > 0                     ? "compiled by another process"
+                  : stats.disk_hits + stats.bundle_hits > 0        ? "cache hit"
+                                                                   : "compiled")
               << " " << prepared.key() << "\n";
   }
-  const std::string out_dir = vm["output"].as<std::string>();
+  std::string out_dir = vm["output"].as<std::string>();
+  while (out_dir.size() > 1 && out_dir.back() == '/') {
+    out_dir.pop_back();  // "out/" prints as out/saxpy.ptx, not out//saxpy.ptx
+  }
+  std::error_code mkdir_error;
+  std::filesystem::create_directories(out_dir, mkdir_error);
+  if (mkdir_error) {
+    throw Error("cannot create the output folder " + out_dir + ": " + mkdir_error.message());
+  }
   const std::string base = program.name.substr(program.name.rfind('/') + 1);  // the name is the FILE as given
   const std::string stem = base.substr(0, base.rfind('.'));
   if (!binary.ptx.empty()) {
