@@ -68,7 +68,7 @@ struct EntryInfo {
 
 // Selects entries: empty fields match everything.
 struct EntryFilter {
-  std::string name;  // program name, exactly
+  std::string name;  // program name, exactly or as its last path components ("saxpy.cu")
   std::string arch;  // "sm_90", exactly
 };
 
@@ -121,8 +121,13 @@ class PreparedProgram {
 public:
   const Program& program() const noexcept { return m_program; }
   const Arch& arch() const noexcept { return m_arch; }
-  // The entry's name: sha256(program.txt ‖ options.txt), 64 hex digits.
+  // The entry's name: sha256(program.txt ‖ options.txt), 64 hex digits. Provisional (see below)
+  // until the program's first compile has shown which headers NVRTC reads.
   std::string key() const;
+  // True when no manifest told which disk headers the program reads: key() and the texts are a
+  // prediction, never looked up; the entry is stored under the key its compile establishes, which
+  // prepare() returns from then on (docs/includes.md).
+  bool provisional() const noexcept { return m_provisional; }
   const std::string& program_txt() const noexcept { return m_program_txt; }
   const std::string& options_txt() const noexcept { return m_options_txt; }
   // The disk headers the program includes (toolkit headers are covered by the toolchain part).
@@ -137,6 +142,7 @@ private:
   std::string m_program_txt;
   std::string m_options_txt;
   unsigned char m_digest[32] = {};
+  bool m_provisional = false;
 };
 
 // Thread-safe; share one per process (see default_cache()). Not usable across fork(): a child

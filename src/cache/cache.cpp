@@ -105,6 +105,7 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
         prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
       }
       texts.digest = util::Sha256Hasher().update("kjit provisional key\n").update(texts.program_txt).update(texts.options_txt).finish();
+      prepared.m_provisional = true;
       std::lock_guard lock(m_impl->manifest_mutex);
       m_impl->provisional.insert(texts.digest);
     }

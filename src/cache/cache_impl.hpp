@@ -22,6 +22,10 @@
 namespace kjit {
 
 namespace cache {
+// inspect.cpp: whether an entry passes a list/export filter (a name matches whole last path
+// components: "saxpy.cu" matches "/src/saxpy.cu").
+bool entry_matches(const EntryFilter& filter, const store::Entry& entry);
+
 // Thrown inside the cache when a tracked header changed between prepare() and compile: the
 // program is prepared again. Never leaves the library.
 struct HeadersChanged {};

@@ -284,9 +284,10 @@ void Store::Impl::grow(std::shared_lock<std::shared_mutex>& shared, std::size_t 
     mdb_env_info(env, &info);
     if (info.me_mapsize <= seen) {  // threads that hit a full map together grow it once
       const std::size_t limit = growth_limit(info.me_mapsize);
-      const std::size_t next = std::min(info.me_mapsize * 2, limit);
       const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-      if (next < info.me_mapsize + 16 * page) {
+      // Doubling, but at least 16 pages at a time (a tiny map would otherwise creep).
+      const std::size_t next = std::min(std::max(info.me_mapsize * 2, info.me_mapsize + 16 * page), limit);
+      if (next < info.me_mapsize + page) {
         throw StoreError("the store " + path + " is full: its map of " + std::to_string(info.me_mapsize) +
                            " bytes cannot grow within the address-space limit (ulimit -v) or the 1 TiB cap; "
                            "set KJIT_STORE_MAP_SIZE or remove entries",

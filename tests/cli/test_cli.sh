@@ -139,7 +139,7 @@ key_b=$(sed -n 's/^compiled //p' "$work/out")
 check "the keys differ" test -n "$key_a" -a -n "$key_b" -a "$key_a" != "$key_b"
 check "the key names the absolute folder" grep -qx "option: -I$work/rel_a/inc" "$KJIT_CACHE_DIR/programs/$key_a/options.txt"
 check "compile.sh names the absolute folder" grep -q " -I$work/rel_a/inc " "$KJIT_CACHE_DIR/programs/$key_a/module/compile.sh"
-check "the -I header is in the mirror" test -f "$KJIT_CACHE_DIR/programs/$key_a/module/headers/rel.h"
+check "the -I header is in the mirror (under its path)" test -f "$KJIT_CACHE_DIR/programs/$key_a/module/headers$work/rel_a/inc/rel.h"
 
 # --- every setting changes what the CLI does ---
 settings=$work/settings

@@ -120,6 +120,9 @@ BOOST_AUTO_TEST_CASE(the_documented_defaults_are_what_a_config_holds_without_var
     {"KJIT_FORCE_PTX", [&](const std::string& v) { return kjit::parse_bool(v, "doc") == config.force_ptx; }},
     {"KJIT_STORE_MAP_SIZE",
      [&](const std::string& v) { return kjit::parse_size(v, "doc") == config.store_map_size; }},
+    {"KJIT_COMPILE_LOCK_TIMEOUT",
+     [&](const std::string& v) { return v.back() == 's' && std::stod(v) == config.compile_lock_timeout_s; }},
+    {"KJIT_BUNDLE", [&](const std::string& v) { return v == "empty" && config.bundles.empty(); }},
   };
   for (const auto& [variable, value] : doc) {
     if (variable == "KJIT_CACHE_DIR") {

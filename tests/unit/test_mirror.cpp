@@ -60,8 +60,10 @@ BOOST_AUTO_TEST_CASE(every_mirrored_file_is_byte_for_byte_what_the_entry_holds)
 {
   const Sample sample(tmp.path());
   kjit::Cache cache(config);
+  const auto binary = cache.get(sample.program, kjit::Arch::parse("sm_90"));
+  // Prepared after the first compile: the key that compile established (not a provisional one).
   const kjit::PreparedProgram prepared = cache.prepare(sample.program, kjit::Arch::parse("sm_90"));
-  const auto binary = cache.get(prepared);
+  BOOST_TEST(!prepared.provisional());
   const std::string dir = config.cache_dir + "/programs/" + prepared.key();
   BOOST_TEST(read_text(dir + "/program.txt") == prepared.program_txt());
   BOOST_TEST(read_text(dir + "/options.txt") == prepared.options_txt());
@@ -69,8 +71,8 @@ BOOST_AUTO_TEST_CASE(every_mirrored_file_is_byte_for_byte_what_the_entry_holds)
   BOOST_TEST(read_text(dir + "/module/kernel.ptx") == binary->ptx);
   BOOST_TEST(read_text(dir + "/module/kernel.sm_90.cubin") == binary->cubin);
   BOOST_TEST(read_text(dir + "/module/headers/memory.h") == "#define MEMORY_VALUE 3\n");
-  // Headers found through -I are part of the entry too.
-  BOOST_TEST(read_text(dir + "/module/headers/disk.h") == "#define DISK_VALUE 5\n");
+  // Headers found on disk are part of the entry too, under their path (docs/includes.md).
+  BOOST_TEST(read_text(dir + "/module/headers" + tmp.path() + "/inc/disk.h") == "#define DISK_VALUE 5\n");
 
   std::string lowered;
   BOOST_TEST_REQUIRE(binary->lowered_names.size() == 2u);
@@ -127,8 +129,8 @@ BOOST_AUTO_TEST_CASE(relative_include_dirs_are_absolute_in_the_key_and_in_compil
   BOOST_TEST_REQUIRE(::getcwd(cwd, sizeof cwd) != nullptr);
   kjit::Cache cache(config);
   BOOST_TEST_REQUIRE(::chdir((tmp.path() + "/a").c_str()) == 0);
-  const kjit::PreparedProgram in_a = cache.prepare(program, kjit::Arch::parse("sm_90"));
-  cache.get(in_a);
+  cache.get(program, kjit::Arch::parse("sm_90"));
+  const kjit::PreparedProgram in_a = cache.prepare(program, kjit::Arch::parse("sm_90"));  // the established key
   BOOST_TEST_REQUIRE(::chdir((tmp.path() + "/b").c_str()) == 0);
   const kjit::PreparedProgram in_b = cache.prepare(program, kjit::Arch::parse("sm_90"));
   BOOST_TEST_REQUIRE(::chdir(cwd) == 0);
@@ -157,8 +159,8 @@ BOOST_AUTO_TEST_CASE(compile_sh_reproduces_the_ptx_where_nvcc_exists)
                    "extern \"C\" __global__ void fill(int* p) { p[threadIdx.x] = MEMORY_VALUE + DISK_VALUE + "
                    "MACRO_VALUE; }\n";
   kjit::Cache cache(config);
+  const std::string ptx = cache.get(program, kjit::Arch::parse("sm_90"))->ptx;
   const kjit::PreparedProgram prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
-  const std::string ptx = cache.get(prepared)->ptx;
   const std::string dir = config.cache_dir + "/programs/" + prepared.key() + "/module";
   std::string output;
   const std::string bin = nvcc.substr(0, nvcc.find('\n'));

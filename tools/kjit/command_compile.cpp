@@ -63,8 +63,11 @@ int command_compile(const std::vector<std::string>& args)
     std::cout << "compiled (cache bypassed)\n";
   } else {
     Cache& cache = default_cache();
-    const PreparedProgram prepared = cache.prepare(program, arch);
+    PreparedProgram prepared = cache.prepare(program, arch);
     binary = *cache.get(prepared);
+    if (prepared.provisional()) {
+      prepared = cache.prepare(program, arch);  // the key the compile established
+    }
     const CacheStats stats = cache.stats();
     std::cout << (stats.compiled_elsewhere > 0                     ? "compiled by another process"
                   : stats.disk_hits + stats.bundle_hits > 0        ? "cache hit"
