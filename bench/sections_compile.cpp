@@ -160,6 +160,40 @@ void code_parity(Report& report, const Options&)
   report.note("code parity", "NVRTC -dlto -> nvJitLink -lto uses more registers", worse_lto, "count");
 }
 
+void batch_compiles(Report& report, const Options&)
+{
+  std::printf("\n[9] batch: 8 heavy-header variants, one at a time vs Cache::get_many with 2 workers\n");
+  Folder folder("batch");
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  std::vector<kjit::BatchItem> serial_items;
+  std::vector<kjit::BatchItem> batch_items;
+  for (int i = 0; i < 8; ++i) {
+    serial_items.push_back({heavy_program(5000 + i), arch});
+    batch_items.push_back({heavy_program(6000 + i), arch});
+  }
+  kjit::Cache serial(cache_config(folder.path() + "/serial"));
+  serial.get(heavy_program(4999), arch);  // load NVRTC before timing
+  auto t = Clock::now();
+  for (const auto& item : serial_items) {
+    serial.get(item.program, item.arch);
+  }
+  const double one_at_a_time = us_since(t) / 1e6;
+  kjit::Cache batched(cache_config(folder.path() + "/batch"));
+  kjit::BatchOptions options;
+  options.jobs = 2;
+  options.worker_path = KJIT_BENCH_WORKER;  // empty without the CLI: in-process
+  t = Clock::now();
+  std::size_t failed = 0;
+  for (const auto& result : batched.get_many(batch_items, options)) {
+    failed += result.binary ? 0 : 1;
+  }
+  const double parallel = us_since(t) / 1e6;
+  report.note("batch", "8 heavy variants one at a time", one_at_a_time, "s");
+  report.note("batch", "8 heavy variants, get_many with 2 workers", parallel, "s");
+  report.note("batch", "failed items", static_cast<double>(failed), "count");
+  report.check("batch", "speed-up of get_many over one at a time", one_at_a_time / parallel, "x", 1.6, true);
+}
+
 void memory_tier(Report& report, const Options&)
 {
   std::printf("\n[2] warm, memory tier\n");

@@ -20,5 +20,6 @@ int command_explain(const std::vector<std::string>& args);
 int command_compile(const std::vector<std::string>& args);
 int command_cache(const std::vector<std::string>& args);
 int command_version(const std::vector<std::string>& args);
+int command_warm(const std::vector<std::string>& args);
 
 } // namespace kjit::cli

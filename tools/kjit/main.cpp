@@ -16,6 +16,8 @@ commands:
                                                                   --no-cache bypasses the cache)
   explain FILE [same options as compile]                          why a program misses: the closest
                                                                   entry and the key fields that differ
+  warm FILE... --arch LIST [--jobs N] [--timeout S]                fill the cache: misses compiled in
+                                                                  worker processes on every core
   cache stats|clear|rebuild-mirror|orphans|path [--cache-dir DIR] inspect or maintain the cache
   version                                                         versions and driver status
 
@@ -32,6 +34,7 @@ int main(int argc, char** argv)
     {"compile", command_compile},
     {"explain", command_explain},
     {"version", command_version},
+    {"warm", command_warm},
     {"--version", command_version},
   };
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
