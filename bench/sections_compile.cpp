@@ -162,14 +162,16 @@ void code_parity(Report& report, const Options&)
 
 void batch_compiles(Report& report, const Options&)
 {
-  std::printf("\n[9] batch: 8 heavy-header variants, one at a time vs Cache::get_many with 2 workers\n");
+  std::printf("\n[9] batch: 8 heavy-header variants, one at a time vs Cache::get_many with 2 workers (PCH off, on)\n");
   Folder folder("batch");
   const kjit::Arch arch = kjit::Arch::parse("sm_90");
   std::vector<kjit::BatchItem> serial_items;
   std::vector<kjit::BatchItem> batch_items;
+  std::vector<kjit::BatchItem> pch_items;
   for (int i = 0; i < 8; ++i) {
     serial_items.push_back({heavy_program(5000 + i), arch});
     batch_items.push_back({heavy_program(6000 + i), arch});
+    pch_items.push_back({heavy_program(7000 + i), arch});
   }
   kjit::Cache serial(cache_config(folder.path() + "/serial"));
   serial.get(heavy_program(4999), arch);  // load NVRTC before timing
@@ -181,6 +183,7 @@ void batch_compiles(Report& report, const Options&)
   kjit::Cache batched(cache_config(folder.path() + "/batch"));
   kjit::BatchOptions options;
   options.jobs = 2;
+  options.pch = false;
   options.worker_path = KJIT_BENCH_WORKER;  // empty without the CLI: in-process
   t = Clock::now();
   std::size_t failed = 0;
@@ -188,10 +191,19 @@ void batch_compiles(Report& report, const Options&)
     failed += result.binary ? 0 : 1;
   }
   const double parallel = us_since(t) / 1e6;
+  kjit::Cache with_pch(cache_config(folder.path() + "/pch"));
+  options.pch = true;
+  t = Clock::now();
+  for (const auto& result : with_pch.get_many(pch_items, options)) {
+    failed += result.binary ? 0 : 1;
+  }
+  const double pch = us_since(t) / 1e6;
   report.note("batch", "8 heavy variants one at a time", one_at_a_time, "s");
   report.note("batch", "8 heavy variants, get_many with 2 workers", parallel, "s");
   report.note("batch", "failed items", static_cast<double>(failed), "count");
+  report.note("batch", "8 heavy variants, get_many with 2 workers and PCH", pch, "s");
   report.check("batch", "speed-up of get_many over one at a time", one_at_a_time / parallel, "x", 1.6, true);
+  report.check("batch", "speed-up of get_many with PCH over one at a time", one_at_a_time / pch, "x", 3.0, true);
 }
 
 void memory_tier(Report& report, const Options&)

@@ -91,6 +91,10 @@ struct BatchOptions {
   // can't be started the batch compiles in-process (one compile at a time: NVRTC is serial).
   // Workers inherit the environment and find the toolkit from it (KJIT_CUDA_HOME, CUDA_HOME).
   std::string worker_path;
+  // Items with the same arch, options and in-memory headers (e.g. variants that differ only in
+  // name expressions) are compiled next to each other with NVRTC's automatic precompiled headers
+  // in the workers, when at least two share them. Off: every compile parses its headers again.
+  bool pch = true;
   // Called after each item (from the batch's threads, one call at a time): done, total.
   std::function<void(std::size_t, std::size_t)> progress;
 };

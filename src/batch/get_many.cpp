@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unistd.h>
@@ -48,7 +49,7 @@ public:
       return rtc::compile(config, program, arch);
     }
     try {
-      return m_worker->compile(program, arch, m_timeout_s);
+      return m_worker->compile(program, arch, m_timeout_s, pch);
     } catch (const batch::WorkerLost&) {
       m_worker.reset();  // the next item starts a fresh worker
       throw;
@@ -56,6 +57,7 @@ public:
   }
 
   bool compiled = false;
+  bool pch = false;  // for the current item
 
 private:
   std::string m_path;
@@ -63,6 +65,36 @@ private:
   std::unique_ptr<batch::Worker> m_worker;
   bool m_in_process = false;
 };
+
+// What NVRTC's automatic PCH depends on: arch, options, in-memory headers.
+std::string pch_group(const BatchItem& item)
+{
+  std::string group = item.arch.str();
+  for (const auto& option : item.program.options) {
+    group += '\0' + option;
+  }
+  for (const auto& [name, content] : item.program.headers) {
+    group += '\1' + name + '\2' + content;
+  }
+  return group;
+}
+
+// The order to take items in: items sharing a PCH group next to each other (so each worker
+// reuses its PCH), and whether each item should use PCH (its group has two or more items).
+void plan(const std::vector<BatchItem>& items, bool use_pch, std::vector<std::size_t>& order, std::vector<bool>& pch)
+{
+  std::map<std::string, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    groups[pch_group(items[i])].push_back(i);
+  }
+  pch.assign(items.size(), false);
+  for (const auto& [group, members] : groups) {
+    for (std::size_t i : members) {
+      order.push_back(i);
+      pch[i] = use_pch && members.size() >= 2;
+    }
+  }
+}
 
 } // namespace
 
@@ -72,14 +104,19 @@ std::vector<BatchResult> Cache::get_many(const std::vector<BatchItem>& items, co
   const std::string path = options.worker_path.empty() ? default_worker_path() : options.worker_path;
   unsigned jobs = options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs = static_cast<unsigned>(std::min<std::size_t>(jobs, items.size()));
+  std::vector<std::size_t> order;
+  std::vector<bool> use_pch;
+  plan(items, options.pch, order, use_pch);
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   std::mutex progress_mutex;
   const auto run = [&] {
     WorkerDelegate delegate(path, options.timeout_s);
     const rtc::ScopedCompileDelegate scope(&delegate);
-    for (std::size_t i = next++; i < items.size(); i = next++) {
+    for (std::size_t n = next++; n < items.size(); n = next++) {
+      const std::size_t i = order[n];
       delegate.compiled = false;
+      delegate.pch = use_pch[i];
       BatchResult& result = results[i];
       try {
         result.binary = get(items[i].program, items[i].arch);

@@ -61,9 +61,10 @@ private:
 
 } // namespace
 
-std::string encode_request(const Program& program, const Arch& arch)
+std::string encode_request(const Program& program, const Arch& arch, bool pch)
 {
   std::string out;
+  put_u32(out, pch ? 1 : 0);
   put(out, arch.str());
   put(out, program.name);
   put(out, program.source);
@@ -83,9 +84,10 @@ std::string encode_request(const Program& program, const Arch& arch)
   return out;
 }
 
-void decode_request(const std::string& frame, Program& program, std::string& arch)
+void decode_request(const std::string& frame, Program& program, std::string& arch, bool& pch)
 {
   Reader in(frame);
+  pch = in.u32() != 0;
   arch = in.text();
   program.name = in.text();
   program.source = in.text();

@@ -34,6 +34,23 @@ std::string describe_status(int status)
   return "stopped";
 }
 
+// NVRTC's notes about creating or using a PCH file are not the program's messages.
+std::string without_pch_lines(const std::string& log)
+{
+  std::string out;
+  std::size_t start = 0;
+  while (start < log.size()) {
+    std::size_t end = log.find('\n', start);
+    end = end == std::string::npos ? log.size() : end;
+    const std::string line = log.substr(start, end - start);
+    if (line.find("precompiled header") == std::string::npos && !line.empty()) {
+      out += (out.empty() ? "" : "\n") + line;
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
 } // namespace
 
 Worker::Worker(const std::string& path)
@@ -100,13 +117,13 @@ void Worker::lose(const std::string& why)
   throw WorkerLost(detail);
 }
 
-Binary Worker::compile(const Program& program, const Arch& arch, double timeout_s)
+Binary Worker::compile(const Program& program, const Arch& arch, double timeout_s, bool pch)
 {
   const std::string what = "compile worker for " + program.name + " (" + arch.str() + ")";
   if (m_socket < 0) {
     throw WorkerLost(what + ": worker not running");
   }
-  if (!write_frame(m_socket, encode_request(program, arch))) {
+  if (!write_frame(m_socket, encode_request(program, arch, pch))) {
     lose(what + " stopped reading");
   }
   pollfd ready{m_socket, POLLIN, 0};
@@ -134,8 +151,16 @@ int worker_main(int in, int out)
     try {
       Program program;
       std::string arch;
-      decode_request(*request, program, arch);
-      response = encode_binary(rtc::compile(current_config(), program, Arch::parse(arch)));
+      bool pch = false;
+      decode_request(*request, program, arch, pch);
+      if (pch) {
+        program.options.push_back("-pch");  // NVRTC's automatic PCH, kept for this process's next compile
+      }
+      Binary binary = rtc::compile(current_config(), program, Arch::parse(arch));
+      if (pch) {
+        binary.log = without_pch_lines(binary.log);
+      }
+      response = encode_binary(binary);
     } catch (const std::exception& e) {
       response = encode_error(e);
     }

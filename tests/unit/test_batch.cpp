@@ -124,6 +124,31 @@ BOOST_AUTO_TEST_CASE(a_hanging_worker_is_killed_at_the_time_limit)
   BOOST_TEST(results[1].binary != nullptr, results[1].message);
 }
 
+BOOST_AUTO_TEST_CASE(variants_sharing_options_use_pch_and_give_the_same_code)
+{
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 1;
+  options.worker_path = kjit::test::helper("KJIT_TEST_WORKER");
+  std::vector<kjit::BatchItem> items;
+  for (const char* tag : {"v1", "v2", "v3"}) {
+    kjit::Program program = small_program(tag);
+    program.source = "#include <cuda_fp16.h>\n" + program.source;
+    items.push_back({program, kjit::Arch::parse("sm_90")});
+  }
+  const auto results = cache.get_many(items, options);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    BOOST_TEST_REQUIRE(results[i].binary != nullptr, results[i].message);
+    BOOST_TEST(results[i].binary->log.find("precompiled header") == std::string::npos, results[i].binary->log);
+    const kjit::Binary direct = kjit::compile(items[i].program, items[i].arch);
+    const auto ours = results[i].binary->kernels();
+    const auto theirs = direct.kernels();
+    BOOST_TEST_REQUIRE(ours.size() == theirs.size());
+    BOOST_TEST(ours[0].registers == theirs[0].registers);
+    BOOST_TEST(ours[0].name == theirs[0].name);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(without_a_worker_the_batch_runs_in_process)
 {
   kjit::Cache cache(config);
