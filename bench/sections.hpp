@@ -11,6 +11,8 @@ struct Options {
   bool quick = false;          // --quick: small sizes, for CI (checks the properties, not speed)
 };
 
+void batch_compiles(Report& report, const Options& options);
+void code_parity(Report& report, const Options& options);
 void cold_compiles(Report& report, const Options& options);
 void memory_tier(Report& report, const Options& options);
 void heavy_headers(Report& report, const Options& options);

@@ -7,6 +7,7 @@
 #include <kjit/program.hpp>
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -145,6 +146,35 @@ private:
   bool m_provisional = false;
 };
 
+// One (program, arch) pair of a batch.
+struct BatchItem {
+  Program program;
+  Arch arch;  // auto: as in get()
+};
+
+// The outcome of one item: a binary, or the error get() would have thrown.
+struct BatchResult {
+  std::shared_ptr<const Binary> binary;  // null on error
+  std::exception_ptr error;              // rethrow to get the typed error
+  std::string message;                   // error's what(), empty on success
+  bool compiled = false;                 // true if this item was compiled (not a hit)
+};
+
+struct BatchOptions {
+  unsigned jobs = 0;         // worker processes at once; 0: one per core
+  double timeout_s = 600;    // per compile in a worker; the worker is killed past it (<= 0: none)
+  // The kjit-worker executable. Empty: kjit-worker next to the running executable. When it
+  // can't be started the batch compiles in-process (one compile at a time: NVRTC is serial).
+  // Workers inherit the environment and find the toolkit from it (KJIT_CUDA_HOME, CUDA_HOME).
+  std::string worker_path;
+  // Items with the same arch, options and in-memory headers (e.g. variants that differ only in
+  // name expressions) are compiled next to each other with NVRTC's automatic precompiled headers
+  // in the workers, when at least two share them. Off: every compile parses its headers again.
+  bool pch = true;
+  // Called after each item (from the batch's threads, one call at a time): done, total.
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+
 // Thread-safe; share one per process (see default_cache()). Not usable across fork(): a child
 // process creates its own.
 class Cache {
@@ -165,6 +195,13 @@ public:
   // compiler rejected before throws the same CompileError again without compiling.
   std::shared_ptr<const Binary> get(const Program& program, const Arch& arch = Arch{});
   std::shared_ptr<const Binary> get(const PreparedProgram& prepared);
+
+  // get() for many items at once: misses are compiled in worker processes (NVRTC runs one
+  // compile at a time per process), `jobs` at a time, and stored through this cache exactly once
+  // per key (items with the same key share one compile). A worker that crashes or hangs fails
+  // only its item, with an Error saying so, and is replaced. Results are in the items' order;
+  // never throws for an item's failure.
+  std::vector<BatchResult> get_many(const std::vector<BatchItem>& items, const BatchOptions& options = {});
 
   // Computes the key once: hashes the source and in-memory headers, and finds the disk headers
   // it includes through a manifest (a stat() per header) or, the first time and after a change,

@@ -174,6 +174,22 @@ check "KJIT_MEMORY_LIMIT named" grep -q "KJIT_MEMORY_LIMIT" "$work/err"
 check "a tiny KJIT_STORE_MAP_SIZE is refused" exit_code 1 env KJIT_STORE_MAP_SIZE=1KiB "$kjit" cache path
 check "KJIT_STORE_MAP_SIZE named" grep -q "KJIT_STORE_MAP_SIZE" "$work/err"
 
+# --- warm: batches through worker processes, kernel lines in compile ---
+for i in 1 2 3; do
+  printf 'extern "C" __global__ void warm%s(int* p) { p[threadIdx.x] = %s; }\n' "$i" "$i" >"$work/warm$i.cu"
+done
+check "warm compiles every file and arch" exit_code 0 "$kjit" warm "$work"/warm*.cu --arch sm_80,sm_90 --jobs 2
+check "warm summary counts the compiles" grep -q "^6 compiled, 0 cached, 0 failed" "$work/out"
+check "warm again finds them cached" exit_code 0 "$kjit" warm "$work"/warm*.cu --arch sm_80,sm_90
+check "warm summary counts the hits" grep -q "^0 compiled, 6 cached, 0 failed" "$work/out"
+check "warm progress as plain lines off a terminal" grep -q "^6/6 done" "$work/err"
+printf '__global__ void broken( {}\n' >"$work/warm_bad.cu"
+check "warm with a failing file exits 1" exit_code 1 "$kjit" warm "$work/warm_bad.cu" "$work/warm1.cu" --arch sm_90
+check "warm names the failure" grep -q "^failed: warm_bad.cu (sm_90)" "$work/err"
+check "compile lists kernel registers" exit_code 0 "$kjit" compile "$work/warm1.cu" --arch sm_90 -o "$work/out_dir"
+check "kernel line" grep -Eq "^kernel warm1: [0-9]+ registers, 0 B shared, 0 B local, 1 params \(8 B\)" "$work/out"
+check "cubin path line" grep -q "^cubin made by nvrtc" "$work/out"
+
 # --- the GPU suite: skipped (77) without a driver or device, run and passing with one ---
 if "$kjit" --version | grep -q "^driver: unavailable\|^driver: available.*, 0 device"; then
   check "gpu tests skip without a GPU" exit_code 77 "$gpu_tests"
