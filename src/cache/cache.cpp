@@ -97,6 +97,7 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
       texts.digest = util::Sha256Hasher().update("kjit provisional key\n").update(texts.program_txt).update(texts.options_txt).finish();
       std::lock_guard lock(m_impl->manifest_mutex);
       m_impl->provisional.insert(texts.digest);
+      m_impl->any_provisional.store(true, std::memory_order_release);
     }
   }
   prepared.m_program_txt = std::move(texts.program_txt);
@@ -107,7 +108,17 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
 
 std::shared_ptr<const Binary> Cache::get(const Program& program, const Arch& arch)
 {
-  return get(prepare(program, arch));
+  try {
+    return get_once(prepare(program, arch));  // just prepared: no need to validate it again
+  } catch (const cache::HeadersChanged&) {
+  }
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    try {
+      return get_once(prepare(program, arch));
+    } catch (const cache::HeadersChanged&) {
+    }
+  }
+  throw Error("the headers of " + program.name + " keep changing while it is compiled");
 }
 
 std::shared_ptr<const Binary> Cache::get(const PreparedProgram& prepared)

@@ -6,6 +6,7 @@
 #include <kjit/error.hpp>
 
 #include <ctime>
+#include <dirent.h>
 #include <sys/stat.h>
 
 namespace kjit::deps {
@@ -91,9 +92,39 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   }
   for (const auto& dir : context.include_dirs) {
     probe(dir + "/.");
+    add_toolkit_namesakes(dir);
   }
   if (!context.source_dir.empty()) {
     probe(context.source_dir + "/.");
+  }
+}
+
+void Resolver::add_toolkit_namesakes(const std::string& dir)
+{
+  for (const auto& toolkit : m_context.toolkit_dirs) {
+    if (toolkit == dir) {
+      return;  // the toolkit's own folder given as -I: its files are the toolkit's
+    }
+  }
+  DIR* listing = ::opendir(dir.c_str());
+  if (listing == nullptr) {
+    return;
+  }
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(listing)) {
+    names.emplace_back(entry->d_name);
+  }
+  ::closedir(listing);
+  for (const auto& name : names) {
+    for (const auto& toolkit : m_context.toolkit_dirs) {
+      if (name != "." && name != ".." && is_file(toolkit + "/" + name) && is_file(dir + "/" + name)) {
+        // <name> from a toolkit header finds this file first (the -I folders come before the
+        // toolkit's): NVRTC must find its copy, so it is passed whether or not it is predicted.
+        m_names.insert(name);
+        add(name, dir + "/" + name);
+        break;
+      }
+    }
   }
 }
 

@@ -88,6 +88,8 @@ public:
 private:
   void follow(const std::string& text, const std::string& includer);
   void probe(const std::string& candidate);
+  // Adds the files of the -I folder `dir` named like a file at the top of a toolkit folder.
+  void add_toolkit_namesakes(const std::string& dir);
 
   const Program& m_program;
   SearchContext m_context;

@@ -11,6 +11,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <thread>
+#include <tuple>
+#include <unistd.h>
 
 using namespace kjit::test;
 
@@ -183,6 +185,25 @@ BOOST_AUTO_TEST_CASE(row8_user_header_named_like_a_toolkit_header)
   same_(config, cache, d + "/k.cu", {}, "90");
 }
 
+BOOST_AUTO_TEST_CASE(row8_a_user_folder_file_that_a_toolkit_header_includes)
+{
+  // <cuda/std/cmath> includes <cuda_fp16.h>: nvcc and NVRTC take the -I folder's one first. Only
+  // the toolkit header includes it, so no scanner of user files can predict it.
+  const std::string d = tmp.path() + "/shadow";
+  put(d + "/inc/cuda_fp16.h", "#define V 96\n#include_next <cuda_fp16.h>\n");
+  put(d + "/k.cu", std::string("#include <cuda/std/cmath>\n") + k_kernel);
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/inc", "-std=c++17"};
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "96");
+  }
+  put(d + "/inc/cuda_fp16.h", "#define V 97\n#include_next <cuda_fp16.h>\n");
+  settle();
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "97");
+}
+
 BOOST_AUTO_TEST_CASE(row10_header_rewritten_between_read_and_stat)
 {
   const std::string d = tmp.path() + "/r";
@@ -208,7 +229,7 @@ BOOST_AUTO_TEST_CASE(row10_header_rewritten_between_read_and_stat)
   same_(config, cache, d + "/k.cu", {}, "101");
 }
 
-BOOST_AUTO_TEST_CASE(row11_forged_mtime_is_seen_through_ctime)
+BOOST_AUTO_TEST_CASE(issue11_item11_forged_mtime_is_seen_through_ctime)
 {
   const std::string d = tmp.path() + "/f";
   put(d + "/k.cu", std::string("#include \"val.h\"\n") + k_kernel);
@@ -226,6 +247,30 @@ BOOST_AUTO_TEST_CASE(row11_forged_mtime_is_seen_through_ctime)
   settle();
   kjit::Cache cache(config);
   same_(config, cache, d + "/k.cu", {}, "111");
+}
+
+BOOST_AUTO_TEST_CASE(row11_a_cache_of_another_toolkit_is_refused_not_compiled_by_this_nvrtc)
+{
+  // Another toolkit location (the same files through links: another identity, another path).
+  const std::string other = tmp.path() + "/cuda2";
+  ::mkdir(other.c_str(), 0700);
+  // The links go before the fixture's cleanup, which chmods what it removes (through links too).
+  struct Unlink {
+    std::string a, b;
+    ~Unlink()
+    {
+      std::ignore = ::unlink(a.c_str());
+      std::ignore = ::unlink(b.c_str());
+    }
+  } const links{other + "/include", other + "/lib64"};
+  const std::string toolkit = kjit::current_config().cuda_home.empty() ? "/usr/local/cuda" : kjit::current_config().cuda_home;
+  BOOST_TEST_REQUIRE(::symlink((toolkit + "/include").c_str(), links.a.c_str()) == 0);
+  BOOST_TEST_REQUIRE(::symlink((toolkit + "/lib64").c_str(), links.b.c_str()) == 0);
+  kjit::compile(small_program("row11"), k_arch);  // this process's NVRTC: the default toolkit's
+  kjit::Config second = config;
+  second.cuda_home = other;
+  second.cache_dir = tmp.path() + "/cache2";
+  BOOST_CHECK_THROW(kjit::Cache(second).get(small_program("row11b"), k_arch), kjit::ToolchainError);
 }
 
 BOOST_AUTO_TEST_CASE(row12_include_under_false_if_of_a_header_including_nothing_that_exists)
