@@ -238,6 +238,7 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
         const std::string macro = identifier(line, at);
         const auto value = macros.find(macro);
         if (!macro.empty() && value != macros.end() && header_name(value->second, 0, directive.name, directive.quoted)) {
+          directive.macro = true;
           found.push_back(directive);
         } else {
           // Computed beyond what this scanner follows: the compiler's answer decides (kjit adds

@@ -130,10 +130,39 @@ void Resolver::add_toolkit_namesakes(const std::string& dir)
 
 void Resolver::probe(const std::string& candidate)
 {
-  const std::string dir = dir_of(candidate);
+  // A missing folder is watched through its deepest existing ancestor: creating anything below
+  // changes that folder's stamp.
+  std::string dir = dir_of(candidate);
+  while (dir.size() > 1 && listing(dir) == nullptr) {
+    dir = dir_of(dir);
+  }
   if (m_probed.insert(dir).second) {
     m_result.dirs.push_back({dir, stamp_of(dir)});
   }
+}
+
+const std::set<std::string>* Resolver::listing(const std::string& dir)
+{
+  auto it = m_listings.find(dir);
+  if (it == m_listings.end()) {
+    std::optional<std::set<std::string>> names;
+    if (DIR* handle = ::opendir(dir.c_str())) {
+      names.emplace();
+      while (const dirent* entry = ::readdir(handle)) {
+        names->insert(entry->d_name);
+      }
+      ::closedir(handle);
+    }
+    it = m_listings.emplace(dir, std::move(names)).first;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
+bool Resolver::listed_file(const std::string& path)
+{
+  const auto slash = path.rfind('/');
+  const std::set<std::string>* names = listing(slash == 0 ? "/" : path.substr(0, slash));
+  return names != nullptr && names->count(path.substr(slash + 1)) != 0 && is_file(path);
 }
 
 bool Resolver::add(const std::string& name, const std::string& path)
@@ -179,6 +208,7 @@ const DiskHeader* Resolver::find(const std::string& path) const
 std::string Resolver::add_next(const std::string& name, IncludeKind kind, const std::string& includer)
 {
   m_names.insert(name);
+  m_needs_closure = true;  // an include the prediction did not see: others like it may exist
   const bool main = includer == m_main_path;
   std::string includer_dir = includer.empty() ? m_context.cwd : dir_of(includer);
   if (main && m_context.source_dir.empty()) {
@@ -208,6 +238,9 @@ std::string Resolver::add_next(const std::string& name, IncludeKind kind, const 
 void Resolver::follow(const std::string& text, const std::string& includer)
 {
   for (const IncludeDirective& directive : scan_includes(text, defines_from_options(m_program.options))) {
+    if (directive.computed || directive.macro) {
+      m_needs_closure = true;  // NVRTC may resolve a name kjit does not know
+    }
     if (directive.computed) {
       continue;  // left to the compiler's answer
     }
@@ -252,7 +285,10 @@ void Resolver::predict()
 
 void Resolver::close()
 {
-  for (bool grew = true; grew;) {
+  predict();
+  // Without computed or macro includes every include NVRTC meets is one the prediction resolved
+  // to nvcc's first candidate: nothing can be reached silently.
+  for (bool grew = m_needs_closure; grew;) {
     grew = false;
     predict();
     std::set<std::string> dirs(m_context.include_dirs.begin(), m_context.include_dirs.end());
@@ -279,7 +315,7 @@ void Resolver::close()
         if (m_index.count(candidate) != 0) {
           continue;
         }
-        if (is_file(candidate) && add(name, candidate)) {
+        if (listed_file(candidate) && add(name, candidate)) {
           grew = true;
         } else {
           probe(candidate);

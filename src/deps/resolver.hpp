@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -88,6 +89,9 @@ public:
 private:
   void follow(const std::string& text, const std::string& includer);
   void probe(const std::string& candidate);
+  // Whether `path` is a regular file, answered from one readdir() per folder (then one stat()).
+  bool listed_file(const std::string& path);
+  const std::set<std::string>* listing(const std::string& dir);
   // Adds the files of the -I folder `dir` named like a file at the top of a toolkit folder.
   void add_toolkit_namesakes(const std::string& dir);
 
@@ -102,6 +106,8 @@ private:
   std::set<std::string> m_probed;
   std::vector<std::string> m_pending;               // headers added, not scanned yet
   std::vector<std::string> m_pre_paths;
+  std::map<std::string, std::optional<std::set<std::string>>> m_listings;  // folder → its names
+  bool m_needs_closure = false;  // a computed or macro include was seen: NVRTC may search silently
 };
 
 } // namespace kjit::deps
