@@ -199,6 +199,16 @@ bool Resolver::add(const std::string& name, const std::string& path)
   }
 }
 
+bool Resolver::unchanged() const
+{
+  for (const DiskHeader& header : m_result.headers) {
+    if (!(stamp_of(header.path) == header.stamp)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 const DiskHeader* Resolver::find(const std::string& path) const
 {
   const auto it = m_index.find(path);

@@ -80,6 +80,8 @@ public:
   void close();
 
   const DiskHeader* find(const std::string& path) const;
+  // True while every header added still has the stamp it was read with (a stat each).
+  bool unchanged() const;
   const std::string& main_path() const { return m_main_path; }
   const SearchContext& context() const { return m_context; }
   Resolution& result() { return m_result; }
@@ -95,7 +97,7 @@ private:
   // Adds the files of the -I folder `dir` named like a file at the top of a toolkit folder.
   void add_toolkit_namesakes(const std::string& dir);
 
-  const Program& m_program;
+  Program m_program;  // a copy: a prediction made in prepare() is used again by the compile
   SearchContext m_context;
   std::string m_main_path;
   std::int64_t m_start_ns = 0;

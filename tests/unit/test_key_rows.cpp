@@ -5,9 +5,13 @@
 
 #include "deps/include_scan.hpp"
 #include "deps/resolver.hpp"
+#include "cache/key.hpp"
+#include "cache/toolkit_headers.hpp"
 #include "rtc/compiler.hpp"
+#include "store/store.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <thread>
@@ -202,6 +206,37 @@ BOOST_AUTO_TEST_CASE(row8_a_user_folder_file_that_a_toolkit_header_includes)
   settle();
   kjit::Cache cache(config);
   same_(config, cache, d + "/k.cu", options, "97");
+}
+
+BOOST_AUTO_TEST_CASE(row9_toolkit_headers_are_in_the_key)
+{
+  // A toolkit tree of our own: the fingerprint changes when a header is replaced (as package
+  // managers install: a new file renamed over the old one) or added, and it is in options.txt.
+  const std::string tree = tmp.path() + "/toolkit/include";
+  put(tree + "/cuda/std/h.h", "#define V 1\n");
+  put(tree + "/top.h", "#define T 1\n");
+  const auto store = kjit::store::Store::open(tmp.path() + "/store", 1 << 20);
+  const std::string first = kjit::cache::toolkit_headers_fingerprint({tree}, store.get());
+  BOOST_TEST(first.size() == 64u);
+  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint({tree}, store.get()) == first);  // kept: stats only
+  put(tree + "/cuda/std/h.h.new", "#define V 2\n");
+  BOOST_TEST_REQUIRE(std::rename((tree + "/cuda/std/h.h.new").c_str(), (tree + "/cuda/std/h.h").c_str()) == 0);
+  const std::string replaced = kjit::cache::toolkit_headers_fingerprint({tree}, store.get());
+  BOOST_TEST(replaced != first);
+  put(tree + "/added.h", "\n");
+  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint({tree}, store.get()) != replaced);
+
+  kjit::cache::KeyContext context;
+  context.toolkit_headers = first;
+  const kjit::Program program = small_program("row9");
+  const auto before = kjit::cache::make_key(program, k_arch, context);
+  context.toolkit_headers = replaced;
+  const auto after = kjit::cache::make_key(program, k_arch, context);
+  BOOST_TEST(before.options_txt.find("toolkit-headers: " + first) != std::string::npos);
+  BOOST_TEST(before.hex() != after.hex());
+  // A real Cache's key names the real toolkit's fingerprint.
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.prepare(program, k_arch).options_txt().find("toolkit-headers: ") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(row10_header_rewritten_between_read_and_stat)
