@@ -1,6 +1,6 @@
 // Include tracking costs: warm lookups with 1/20/200 user headers (stats only) and cold misses on
 // real header trees (CUB, cuda/std) vendored as user headers. Public API only, so the same file
-// measures older kjit versions. Usage: kjit_bench_includes [repetitions]
+// measures older kjit versions. Usage: kjit_bench_includes [repetitions] [warm|cold|all]
 #include <kjit/kjit.hpp>
 
 #include <algorithm>
@@ -132,8 +132,14 @@ int main(int argc, char** argv)
   kjit::Config config = kjit::current_config();
   config.cache_dir = root + "/cache";
   config.mirror = false;
-  warm(config, root, repetitions);
-  cold(config, root);
+  const std::string only = argc > 2 ? argv[2] : "all";
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (only != "cold") {
+    warm(config, root, repetitions);
+  }
+  if (only != "warm") {
+    cold(config, root);
+  }
   const std::string remove = "rm -rf '" + root + "'";
   return std::system(remove.c_str()) == 0 ? 0 : 1;
 }

@@ -21,6 +21,12 @@ bool is_file(const std::string& path)
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool is_dir(const std::string& path)
+{
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 std::int64_t coarse_now_ns()
 {
   struct timespec now {};
@@ -116,14 +122,50 @@ void Resolver::add_toolkit_namesakes(const std::string& dir)
   }
   ::closedir(listing);
   for (const auto& name : names) {
+    if (name == "." || name == "..") {
+      continue;
+    }
     for (const auto& toolkit : m_context.toolkit_dirs) {
-      if (name != "." && name != ".." && is_file(toolkit + "/" + name) && is_file(dir + "/" + name)) {
+      if (is_file(toolkit + "/" + name) && is_file(dir + "/" + name)) {
         // <name> from a toolkit header finds this file first (the -I folders come before the
         // toolkit's): NVRTC must find its copy, so it is passed whether or not it is predicted.
         m_names.insert(name);
         add(name, dir + "/" + name);
         break;
       }
+      if (is_dir(toolkit + "/" + name) && is_dir(dir + "/" + name)) {
+        // A vendored tree over the toolkit's (cub/, thrust/, cuda/…): any include below it that
+        // only NVRTC follows would otherwise fall through to the toolkit's copy. Pass all of it.
+        add_tree(dir, name);
+        break;
+      }
+    }
+  }
+}
+
+void Resolver::add_tree(const std::string& dir, const std::string& relative)
+{
+  const std::string folder = dir + "/" + relative;
+  probe(folder + "/.");
+  DIR* handle = ::opendir(folder.c_str());
+  if (handle == nullptr) {
+    return;
+  }
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(handle)) {
+    names.emplace_back(entry->d_name);
+  }
+  ::closedir(handle);
+  for (const auto& name : names) {
+    if (name == "." || name == "..") {
+      continue;
+    }
+    const std::string below = relative + "/" + name;
+    if (is_dir(dir + "/" + below)) {
+      add_tree(dir, below);
+    } else if (is_file(dir + "/" + below)) {
+      m_names.insert(below);
+      add(below, dir + "/" + below);
     }
   }
 }

@@ -96,6 +96,8 @@ private:
   const std::set<std::string>* listing(const std::string& dir);
   // Adds the files of the -I folder `dir` named like a file at the top of a toolkit folder.
   void add_toolkit_namesakes(const std::string& dir);
+  // Adds every file below dir/relative (and watches every folder of it).
+  void add_tree(const std::string& dir, const std::string& relative);
 
   Program m_program;  // a copy: a prediction made in prepare() is used again by the compile
   SearchContext m_context;

@@ -208,6 +208,24 @@ BOOST_AUTO_TEST_CASE(row8_a_user_folder_file_that_a_toolkit_header_includes)
   same_(config, cache, d + "/k.cu", options, "97");
 }
 
+BOOST_AUTO_TEST_CASE(row8_a_vendored_tree_over_the_toolkits_reached_by_a_computed_include)
+{
+  // vend/cub/ over the toolkit's cub/: an include no scanner can follow must still take vend's.
+  const std::string d = tmp.path() + "/vendored";
+  put(d + "/vend/cub/version.cuh", "#define V 131\n#include_next <cub/version.cuh>\n");
+  put(d + "/k.cu", std::string("#define H(x) <cub/x.cuh>\n#include H(version)\n") + k_kernel);
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/vend", "-std=c++17"};
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "131");
+  }
+  put(d + "/vend/cub/version.cuh", "#define V 132\n#include_next <cub/version.cuh>\n");
+  settle();
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "132");
+}
+
 BOOST_AUTO_TEST_CASE(row9_toolkit_headers_are_in_the_key)
 {
   // A toolkit tree of our own: the fingerprint changes when a header is replaced (as package
