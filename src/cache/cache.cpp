@@ -98,16 +98,21 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
     } else {
       // No manifest holds: predict the headers (shown by included_headers()), but the key is
       // provisional: never looked up, only a compile tells which headers NVRTC reads.
-      deps::Resolver resolver(program, search);
-      resolver.predict();
-      texts = cache::make_key(program, prepared.m_arch, context, resolver.result().headers);
-      for (const deps::DiskHeader& header : resolver.result().headers) {
+      auto resolver = std::make_shared<deps::Resolver>(program, search);
+      resolver->predict();
+      texts = cache::make_key(program, prepared.m_arch, context, resolver->result().headers);
+      for (const deps::DiskHeader& header : resolver->result().headers) {
         prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
       }
       texts.digest = util::Sha256Hasher().update("kjit provisional key\n").update(texts.program_txt).update(texts.options_txt).finish();
       prepared.m_provisional = true;
       std::lock_guard lock(m_impl->manifest_mutex);
       m_impl->provisional.insert(texts.digest);
+      m_impl->any_provisional.store(true, std::memory_order_release);
+      m_impl->predicted[texts.digest] = std::move(resolver);
+      while (m_impl->predicted.size() > 8) {
+        m_impl->predicted.erase(m_impl->predicted.begin());
+      }
     }
   }
   prepared.m_program_txt = std::move(texts.program_txt);
@@ -118,7 +123,17 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
 
 std::shared_ptr<const Binary> Cache::get(const Program& program, const Arch& arch)
 {
-  return get(prepare(program, arch));
+  try {
+    return get_once(prepare(program, arch));  // just prepared: no need to validate it again
+  } catch (const cache::HeadersChanged&) {
+  }
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    try {
+      return get_once(prepare(program, arch));
+    } catch (const cache::HeadersChanged&) {
+    }
+  }
+  throw Error("the headers of " + program.name + " keep changing while it is compiled");
 }
 
 std::shared_ptr<const Binary> Cache::get(const PreparedProgram& prepared)
@@ -230,6 +245,7 @@ void Cache::clear()
     m_impl->manifests.clear();
     m_impl->unsaved_manifests.clear();
     m_impl->provisional.clear();
+    m_impl->predicted.clear();
   }
   if (m_impl->store) {
     for (const store::Table table :

@@ -13,6 +13,7 @@
 #include "store/entry.hpp"
 #include "store/store.hpp"
 
+#include <atomic>
 #include <future>
 #include <map>
 #include <mutex>
@@ -49,6 +50,10 @@ struct Cache::Impl {
   std::map<util::Sha256, KnownManifest> manifests;  // this process's copy, ahead of the store
   std::set<util::Sha256> unsaved_manifests;         // new resolutions, stored with the next commit
   std::set<util::Sha256> provisional;               // keys from an unvalidated prediction: never looked up
+  std::atomic<bool> any_provisional{false};         // lets the hot path skip the lock
+  // The prediction behind a provisional key, handed to its compile (so the headers are read,
+  // hashed and scanned once); a few at most.
+  std::map<util::Sha256, std::shared_ptr<deps::Resolver>> predicted;
 
   std::mutex flight_mutex;
   std::map<util::Sha256, std::shared_future<cache::Result>> in_flight;

@@ -10,6 +10,8 @@
 #include <kjit/error.hpp>
 
 #include <cerrno>
+#include <fcntl.h>
+#include <unistd.h>
 #include <cstdlib>
 #include <cstring>
 #include <regex>
@@ -46,8 +48,26 @@ public:
   void write(const std::string& absolute, const std::string& content) const
   {
     ensure_dir(deps::dir_of(absolute));
-    if (const std::error_code error = util::write_file_atomic(m_path + absolute, content, 0600)) {
-      throw Error("cannot write " + m_path + absolute + ": " + error.message());
+    // A fresh private folder: exclusive create, no fsync (it lives for one compile).
+    const std::string path = m_path + absolute;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    std::size_t done = 0;
+    while (fd >= 0 && done < content.size()) {
+      const ssize_t wrote = ::write(fd, content.data() + done, content.size() - done);
+      if (wrote < 0 && errno == EINTR) {
+        continue;
+      }
+      if (wrote <= 0) {
+        break;
+      }
+      done += static_cast<std::size_t>(wrote);
+    }
+    const int saved = errno;
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    if (fd < 0 || done != content.size()) {
+      throw Error("cannot write " + path + ": " + std::strerror(saved));
     }
   }
 

@@ -38,6 +38,9 @@ std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const Prepar
 
 bool Cache::Impl::is_provisional(const util::Sha256& key)
 {
+  if (!any_provisional.load(std::memory_order_acquire)) {
+    return false;
+  }
   std::lock_guard lock(manifest_mutex);
   return provisional.count(key) != 0;
 }

@@ -11,6 +11,7 @@
 #include "util/file.hpp"
 #include "util/stopwatch.hpp"
 
+#include <cstring>
 #include <ctime>
 
 namespace kjit {
@@ -58,14 +59,30 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   const Program& program = p.program();
   const cache::KeyContext& context = key_context();
   const deps::SearchContext search = deps::search_context(program, context.toolkit_include_dirs);
-  deps::Resolver resolver(program, search);
-  // The headers the key was made from, read now: a changed one means the key is stale.
-  for (const IncludedHeader& header : p.included_headers()) {
-    if (!resolver.add(header.name, header.path) || util::to_hex(resolver.find(header.path)->hash) != header.sha256) {
-      throw cache::HeadersChanged{};
+  std::shared_ptr<deps::Resolver> taken;
+  {
+    util::Sha256 key;
+    std::memcpy(key.data(), p.m_digest, key.size());
+    std::lock_guard lock(manifest_mutex);
+    if (const auto it = predicted.find(key); it != predicted.end()) {
+      taken = std::move(it->second);  // the prediction of prepare(): headers read and hashed once
+      predicted.erase(it);
     }
   }
-  resolver.predict();
+  if (taken && !taken->unchanged()) {
+    throw cache::HeadersChanged{};  // edited since prepare(): prepare again, compile what is there now
+  }
+  if (!taken) {
+    taken = std::make_shared<deps::Resolver>(program, search);
+    // The headers the key was made from, read now: a changed one means the key is stale.
+    for (const IncludedHeader& header : p.included_headers()) {
+      if (!taken->add(header.name, header.path) || util::to_hex(taken->find(header.path)->hash) != header.sha256) {
+        throw cache::HeadersChanged{};
+      }
+    }
+    taken->predict();
+  }
+  deps::Resolver& resolver = *taken;
   store::Entry entry;
   entry.program_name = program.name;
   entry.source = program.source;

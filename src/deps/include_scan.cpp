@@ -12,8 +12,7 @@ bool identifier_char(char ch)
   return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
 }
 
-// At text[i] == '"': the length of the raw-string prefix before it ("R", "u8R", "LR", …), 0 if
-// this is not a raw string.
+// At text[i] == '"': whether a raw-string prefix ("R", "u8R", "LR", …) stands before it.
 bool raw_string_start(const std::string& text, std::size_t i)
 {
   if (i == 0 || text[i - 1] != 'R') {
@@ -27,9 +26,10 @@ bool raw_string_start(const std::string& text, std::size_t i)
   return prefix == "R" || prefix == "u8R" || prefix == "uR" || prefix == "UR" || prefix == "LR";
 }
 
-// Removes comments, string and character contents (a #include inside a string is not a
-// directive) and joins continued lines, keeping line numbers (one '\n' per original line).
-// Knows raw strings, digit separators (1'000) and digraphs are left for the line parser.
+// Removes comments and the contents of raw strings (a "#include" at the start of a raw string's
+// line is not a directive) and joins continued lines, keeping line numbers (one '\n' per
+// original line). Digit separators (1'000) do not open a character literal; digraphs (%:) are
+// left for the line parser.
 std::string strip_comments(const std::string& text)
 {
   std::string out;
@@ -238,6 +238,7 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
         const std::string macro = identifier(line, at);
         const auto value = macros.find(macro);
         if (!macro.empty() && value != macros.end() && header_name(value->second, 0, directive.name, directive.quoted)) {
+          directive.macro = true;
           found.push_back(directive);
         } else {
           // Computed beyond what this scanner follows: the compiler's answer decides (kjit adds

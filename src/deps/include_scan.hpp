@@ -13,6 +13,7 @@ struct IncludeDirective {
   bool conditional = false;  // under #if/#ifdef/#ifndef, or a __has_include probe
   bool next = false;          // #include_next
   bool computed = false;      // a macro this scanner cannot expand: `name` holds the tokens
+  bool macro = false;         // the name came from expanding a macro (the scanner's best guess)
   int line = 0;
 };
 

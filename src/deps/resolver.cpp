@@ -6,6 +6,7 @@
 #include <kjit/error.hpp>
 
 #include <ctime>
+#include <dirent.h>
 #include <sys/stat.h>
 
 namespace kjit::deps {
@@ -18,6 +19,12 @@ bool is_file(const std::string& path)
 {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_dir(const std::string& path)
+{
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 std::int64_t coarse_now_ns()
@@ -91,18 +98,113 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   }
   for (const auto& dir : context.include_dirs) {
     probe(dir + "/.");
+    add_toolkit_namesakes(dir);
   }
   if (!context.source_dir.empty()) {
     probe(context.source_dir + "/.");
   }
 }
 
+void Resolver::add_toolkit_namesakes(const std::string& dir)
+{
+  for (const auto& toolkit : m_context.toolkit_dirs) {
+    if (toolkit == dir) {
+      return;  // the toolkit's own folder given as -I: its files are the toolkit's
+    }
+  }
+  DIR* listing = ::opendir(dir.c_str());
+  if (listing == nullptr) {
+    return;
+  }
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(listing)) {
+    names.emplace_back(entry->d_name);
+  }
+  ::closedir(listing);
+  for (const auto& name : names) {
+    if (name == "." || name == "..") {
+      continue;
+    }
+    for (const auto& toolkit : m_context.toolkit_dirs) {
+      if (is_file(toolkit + "/" + name) && is_file(dir + "/" + name)) {
+        // <name> from a toolkit header finds this file first (the -I folders come before the
+        // toolkit's): NVRTC must find its copy, so it is passed whether or not it is predicted.
+        m_names.insert(name);
+        add(name, dir + "/" + name);
+        break;
+      }
+      if (is_dir(toolkit + "/" + name) && is_dir(dir + "/" + name)) {
+        // A vendored tree over the toolkit's (cub/, thrust/, cuda/…): any include below it that
+        // only NVRTC follows would otherwise fall through to the toolkit's copy. Pass all of it.
+        add_tree(dir, name);
+        break;
+      }
+    }
+  }
+}
+
+void Resolver::add_tree(const std::string& dir, const std::string& relative)
+{
+  const std::string folder = dir + "/" + relative;
+  probe(folder + "/.");
+  DIR* handle = ::opendir(folder.c_str());
+  if (handle == nullptr) {
+    return;
+  }
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(handle)) {
+    names.emplace_back(entry->d_name);
+  }
+  ::closedir(handle);
+  for (const auto& name : names) {
+    if (name == "." || name == "..") {
+      continue;
+    }
+    const std::string below = relative + "/" + name;
+    if (is_dir(dir + "/" + below)) {
+      add_tree(dir, below);
+    } else if (is_file(dir + "/" + below)) {
+      m_names.insert(below);
+      add(below, dir + "/" + below);
+    }
+  }
+}
+
 void Resolver::probe(const std::string& candidate)
 {
-  const std::string dir = dir_of(candidate);
+  // A missing folder is watched through its deepest existing ancestor: creating anything below
+  // changes that folder's stamp.
+  std::string dir = dir_of(candidate);
+  while (dir.size() > 1 && listing(dir) == nullptr) {
+    dir = dir_of(dir);
+  }
   if (m_probed.insert(dir).second) {
     m_result.dirs.push_back({dir, stamp_of(dir)});
   }
+}
+
+const std::set<std::string>* Resolver::listing(const std::string& dir)
+{
+  auto it = m_listings.find(dir);
+  if (it == m_listings.end()) {
+    std::optional<std::set<std::string>> names;
+    if (DIR* handle = ::opendir(dir.c_str())) {
+      names.emplace();
+      while (const dirent* entry = ::readdir(handle)) {
+        names->insert(entry->d_name);
+      }
+      ::closedir(handle);
+    }
+    it = m_listings.emplace(dir, std::move(names)).first;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
+bool Resolver::listed_file(const std::string& path)
+{
+  const auto slash = path.rfind('/');
+  const std::set<std::string>* names = listing(slash == 0 ? "/" : path.substr(0, slash));
+  return names != nullptr && names->count(path.substr(slash + 1)) != 0 && is_file(path);
 }
 
 bool Resolver::add(const std::string& name, const std::string& path)
@@ -139,6 +241,16 @@ bool Resolver::add(const std::string& name, const std::string& path)
   }
 }
 
+bool Resolver::unchanged() const
+{
+  for (const DiskHeader& header : m_result.headers) {
+    if (!(stamp_of(header.path) == header.stamp)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 const DiskHeader* Resolver::find(const std::string& path) const
 {
   const auto it = m_index.find(path);
@@ -148,6 +260,7 @@ const DiskHeader* Resolver::find(const std::string& path) const
 std::string Resolver::add_next(const std::string& name, IncludeKind kind, const std::string& includer)
 {
   m_names.insert(name);
+  m_needs_closure = true;  // an include the prediction did not see: others like it may exist
   const bool main = includer == m_main_path;
   std::string includer_dir = includer.empty() ? m_context.cwd : dir_of(includer);
   if (main && m_context.source_dir.empty()) {
@@ -177,6 +290,9 @@ std::string Resolver::add_next(const std::string& name, IncludeKind kind, const 
 void Resolver::follow(const std::string& text, const std::string& includer)
 {
   for (const IncludeDirective& directive : scan_includes(text, defines_from_options(m_program.options))) {
+    if (directive.computed || directive.macro) {
+      m_needs_closure = true;  // NVRTC may resolve a name kjit does not know
+    }
     if (directive.computed) {
       continue;  // left to the compiler's answer
     }
@@ -221,7 +337,10 @@ void Resolver::predict()
 
 void Resolver::close()
 {
-  for (bool grew = true; grew;) {
+  predict();
+  // Without computed or macro includes every include NVRTC meets is one the prediction resolved
+  // to nvcc's first candidate: nothing can be reached silently.
+  for (bool grew = m_needs_closure; grew;) {
     grew = false;
     predict();
     std::set<std::string> dirs(m_context.include_dirs.begin(), m_context.include_dirs.end());
@@ -248,7 +367,7 @@ void Resolver::close()
         if (m_index.count(candidate) != 0) {
           continue;
         }
-        if (is_file(candidate) && add(name, candidate)) {
+        if (listed_file(candidate) && add(name, candidate)) {
           grew = true;
         } else {
           probe(candidate);

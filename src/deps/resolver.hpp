@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -79,6 +80,8 @@ public:
   void close();
 
   const DiskHeader* find(const std::string& path) const;
+  // True while every header added still has the stamp it was read with (a stat each).
+  bool unchanged() const;
   const std::string& main_path() const { return m_main_path; }
   const SearchContext& context() const { return m_context; }
   Resolution& result() { return m_result; }
@@ -88,8 +91,15 @@ public:
 private:
   void follow(const std::string& text, const std::string& includer);
   void probe(const std::string& candidate);
+  // Whether `path` is a regular file, answered from one readdir() per folder (then one stat()).
+  bool listed_file(const std::string& path);
+  const std::set<std::string>* listing(const std::string& dir);
+  // Adds the files of the -I folder `dir` named like a file at the top of a toolkit folder.
+  void add_toolkit_namesakes(const std::string& dir);
+  // Adds every file below dir/relative (and watches every folder of it).
+  void add_tree(const std::string& dir, const std::string& relative);
 
-  const Program& m_program;
+  Program m_program;  // a copy: a prediction made in prepare() is used again by the compile
   SearchContext m_context;
   std::string m_main_path;
   std::int64_t m_start_ns = 0;
@@ -100,6 +110,8 @@ private:
   std::set<std::string> m_probed;
   std::vector<std::string> m_pending;               // headers added, not scanned yet
   std::vector<std::string> m_pre_paths;
+  std::map<std::string, std::optional<std::set<std::string>>> m_listings;  // folder → its names
+  bool m_needs_closure = false;  // a computed or macro include was seen: NVRTC may search silently
 };
 
 } // namespace kjit::deps

@@ -38,6 +38,12 @@ void check_include_dir(const std::string& dir, const std::string& as_written)
 
 std::string join_path(const std::string& dir, const std::string& name)
 {
+  // Fast path: an absolute normalized folder and a plain relative name (no ".", "..", "//").
+  if (!dir.empty() && dir.front() == '/' && dir.back() != '/' && !name.empty() && name.front() != '/' &&
+      name.front() != '.' && name.find("/.") == std::string::npos && name.find("//") == std::string::npos &&
+      name.back() != '/') {
+    return dir == "/" ? "/" + name : dir + "/" + name;
+  }
   const std::string raw = name.empty() || name.front() == '/' || dir.empty() ? name : dir + "/" + name;
   std::vector<std::string> parts;
   std::size_t at = 0;

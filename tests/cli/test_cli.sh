@@ -197,5 +197,28 @@ else
   check "gpu tests pass where a GPU is usable" exit_code 0 "$gpu_tests"
 fi
 
+# --- includes where nvcc finds them (issue 10 §2, issue 22) ---
+mkdir -p "$work/proj/src" "$work/elsewhere"
+printf '#define VALUE 4242\n' >"$work/proj/src/x.h"
+printf '#define VALUE 1313\n' >"$work/elsewhere/x.h"
+printf '#include "x.h"\nextern "C" __global__ void k(int* p) { *p = VALUE; }\n' >"$work/proj/src/a.cu"
+check "relative FILE finds its folder's header" exit_code 0 sh -c "cd '$work/proj' && '$kjit' compile src/a.cu --arch compute_80 -o '$work/out_dir'"
+check "the folder's header was compiled" grep -q 4242 "$work/out_dir/a.ptx"
+check "not the cwd's header" exit_code 0 sh -c "cd '$work/elsewhere' && '$kjit' compile '$work/proj/src/a.cu' --arch compute_80 -o '$work/out_dir'"
+check "absolute FILE finds its folder's header" grep -q 4242 "$work/out_dir/a.ptx"
+check "-I naming a file is an error" exit_code 1 "$kjit" compile "$work/proj/src/a.cu" --arch compute_80 -I "$work/proj/src/x.h" -o "$work/out_dir"
+check "the -I file is named" grep -q "$work/proj/src/x.h" "$work/err"
+check "-I naming a missing folder is an error" exit_code 1 "$kjit" compile "$work/proj/src/a.cu" --arch compute_80 -I "$work/nowhere" -o "$work/out_dir"
+check "the missing folder is named" grep -q "$work/nowhere" "$work/err"
+check "empty -D is an error" exit_code 1 "$kjit" compile "$work/proj/src/a.cu" --arch compute_80 -D "" -o "$work/out_dir"
+check "the error is about -D" grep -q -- "-D" "$work/err"
+printf 'extern "C" __global__ void k() {}\n\0 garbage\n' >"$work/nul.cu"
+check "a NUL byte in the source is an error" exit_code 1 "$kjit" compile "$work/nul.cu" --arch compute_80 -o "$work/out_dir"
+check "the NUL byte is named" grep -q "NUL" "$work/err"
+check "/dev/zero is refused" exit_code 1 timeout 10 "$kjit" compile /dev/zero --arch compute_80 -o "$work/out_dir"
+mkfifo "$work/fifo.cu"
+check "a FIFO is refused" exit_code 1 timeout 10 "$kjit" compile "$work/fifo.cu" --arch compute_80 -o "$work/out_dir"
+check "not a regular file is said" grep -q "not a regular file" "$work/err"
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -5,12 +5,18 @@
 
 #include "deps/include_scan.hpp"
 #include "deps/resolver.hpp"
+#include "cache/key.hpp"
+#include "cache/toolkit_headers.hpp"
 #include "rtc/compiler.hpp"
+#include "store/store.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <thread>
+#include <tuple>
+#include <unistd.h>
 
 using namespace kjit::test;
 
@@ -183,6 +189,74 @@ BOOST_AUTO_TEST_CASE(row8_user_header_named_like_a_toolkit_header)
   same_(config, cache, d + "/k.cu", {}, "90");
 }
 
+BOOST_AUTO_TEST_CASE(row8_a_user_folder_file_that_a_toolkit_header_includes)
+{
+  // <cuda/std/cmath> includes <cuda_fp16.h>: nvcc and NVRTC take the -I folder's one first. Only
+  // the toolkit header includes it, so no scanner of user files can predict it.
+  const std::string d = tmp.path() + "/shadow";
+  put(d + "/inc/cuda_fp16.h", "#define V 96\n#include_next <cuda_fp16.h>\n");
+  put(d + "/k.cu", std::string("#include <cuda/std/cmath>\n") + k_kernel);
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/inc", "-std=c++17"};
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "96");
+  }
+  put(d + "/inc/cuda_fp16.h", "#define V 97\n#include_next <cuda_fp16.h>\n");
+  settle();
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "97");
+}
+
+BOOST_AUTO_TEST_CASE(row8_a_vendored_tree_over_the_toolkits_reached_by_a_computed_include)
+{
+  // vend/cub/ over the toolkit's cub/: an include no scanner can follow must still take vend's.
+  const std::string d = tmp.path() + "/vendored";
+  put(d + "/vend/cub/version.cuh", "#define V 131\n#include_next <cub/version.cuh>\n");
+  put(d + "/k.cu", std::string("#define H(x) <cub/x.cuh>\n#include H(version)\n") + k_kernel);
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/vend", "-std=c++17"};
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "131");
+  }
+  put(d + "/vend/cub/version.cuh", "#define V 132\n#include_next <cub/version.cuh>\n");
+  settle();
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "132");
+}
+
+BOOST_AUTO_TEST_CASE(row9_toolkit_headers_are_in_the_key)
+{
+  // A toolkit tree of our own: the fingerprint changes when a header is replaced (as package
+  // managers install: a new file renamed over the old one) or added, and it is in options.txt.
+  const std::string tree = tmp.path() + "/toolkit/include";
+  put(tree + "/cuda/std/h.h", "#define V 1\n");
+  put(tree + "/top.h", "#define T 1\n");
+  const auto store = kjit::store::Store::open(tmp.path() + "/store", 1 << 20);
+  const std::string first = kjit::cache::toolkit_headers_fingerprint({tree}, store.get());
+  BOOST_TEST(first.size() == 64u);
+  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint({tree}, store.get()) == first);  // kept: stats only
+  put(tree + "/cuda/std/h.h.new", "#define V 2\n");
+  BOOST_TEST_REQUIRE(std::rename((tree + "/cuda/std/h.h.new").c_str(), (tree + "/cuda/std/h.h").c_str()) == 0);
+  const std::string replaced = kjit::cache::toolkit_headers_fingerprint({tree}, store.get());
+  BOOST_TEST(replaced != first);
+  put(tree + "/added.h", "\n");
+  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint({tree}, store.get()) != replaced);
+
+  kjit::cache::KeyContext context;
+  context.toolkit_headers = first;
+  const kjit::Program program = small_program("row9");
+  const auto before = kjit::cache::make_key(program, k_arch, context);
+  context.toolkit_headers = replaced;
+  const auto after = kjit::cache::make_key(program, k_arch, context);
+  BOOST_TEST(before.options_txt.find("toolkit-headers: " + first) != std::string::npos);
+  BOOST_TEST(before.hex() != after.hex());
+  // A real Cache's key names the real toolkit's fingerprint.
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.prepare(program, k_arch).options_txt().find("toolkit-headers: ") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(row10_header_rewritten_between_read_and_stat)
 {
   const std::string d = tmp.path() + "/r";
@@ -208,7 +282,7 @@ BOOST_AUTO_TEST_CASE(row10_header_rewritten_between_read_and_stat)
   same_(config, cache, d + "/k.cu", {}, "101");
 }
 
-BOOST_AUTO_TEST_CASE(row11_forged_mtime_is_seen_through_ctime)
+BOOST_AUTO_TEST_CASE(issue11_item11_forged_mtime_is_seen_through_ctime)
 {
   const std::string d = tmp.path() + "/f";
   put(d + "/k.cu", std::string("#include \"val.h\"\n") + k_kernel);
@@ -226,6 +300,30 @@ BOOST_AUTO_TEST_CASE(row11_forged_mtime_is_seen_through_ctime)
   settle();
   kjit::Cache cache(config);
   same_(config, cache, d + "/k.cu", {}, "111");
+}
+
+BOOST_AUTO_TEST_CASE(row11_a_cache_of_another_toolkit_is_refused_not_compiled_by_this_nvrtc)
+{
+  // Another toolkit location (the same files through links: another identity, another path).
+  const std::string other = tmp.path() + "/cuda2";
+  ::mkdir(other.c_str(), 0700);
+  // The links go before the fixture's cleanup, which chmods what it removes (through links too).
+  struct Unlink {
+    std::string a, b;
+    ~Unlink()
+    {
+      std::ignore = ::unlink(a.c_str());
+      std::ignore = ::unlink(b.c_str());
+    }
+  } const links{other + "/include", other + "/lib64"};
+  const std::string toolkit = kjit::current_config().cuda_home.empty() ? "/usr/local/cuda" : kjit::current_config().cuda_home;
+  BOOST_TEST_REQUIRE(::symlink((toolkit + "/include").c_str(), links.a.c_str()) == 0);
+  BOOST_TEST_REQUIRE(::symlink((toolkit + "/lib64").c_str(), links.b.c_str()) == 0);
+  kjit::compile(small_program("row11"), k_arch);  // this process's NVRTC: the default toolkit's
+  kjit::Config second = config;
+  second.cuda_home = other;
+  second.cache_dir = tmp.path() + "/cache2";
+  BOOST_CHECK_THROW(kjit::Cache(second).get(small_program("row11b"), k_arch), kjit::ToolchainError);
 }
 
 BOOST_AUTO_TEST_CASE(row12_include_under_false_if_of_a_header_including_nothing_that_exists)

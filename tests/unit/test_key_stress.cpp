@@ -30,7 +30,12 @@ public:
     for (const char* folder : k_folders) {
       ::mkdir((root + "/" + folder).c_str(), 0700);
     }
-    for (int i = 0; i < 8; ++i) {
+    for (int name = 0; name < k_names; ++name) {  // a plain header of every name in incC
+      write_text(root + "/incC/h" + std::to_string(name) + ".h",
+                 "#undef H" + std::to_string(name) + "_V\n#define H" + std::to_string(name) + "_V " +
+                   std::to_string(100 + name) + "\n");
+    }
+    for (int i = 0; i < 6; ++i) {
       write_header();
     }
     write_source();
@@ -60,7 +65,7 @@ public:
     switch (pick(9)) {
     case 0: return write_header();
     case 1: {  // touch: new stamps, same content
-      const std::string path = some_header();
+      const std::string path = some_header(true);
       if (!path.empty()) {
         ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
       }
@@ -85,6 +90,15 @@ public:
       return "rename " + path + " " + to;
     }
     case 4: {
+      if (pick(3) == 0) {  // a header that comes and goes: compile errors, then it appears
+        const std::string gone = m_root + "/incA/gone.h";
+        if (exists(gone)) {
+          std::remove(gone.c_str());
+        } else {
+          write_text(gone, "#define GONE_V 7\n");
+        }
+        return "toggle " + gone;
+      }
       const std::string path = some_header();
       if (!path.empty()) {
         std::remove(path.c_str());
@@ -109,11 +123,13 @@ public:
 private:
   int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(m_random); }
 
-  std::string some_header()
+  // A header that exists; incC's plain ones (the base every name falls back to) are only ever
+  // rewritten or touched, so most steps compile.
+  std::string some_header(bool any_folder = false)
   {
     for (int tries = 0; tries < 20; ++tries) {
       const std::string path =
-        m_root + "/" + k_folders[pick(4)] + "/h" + std::to_string(pick(k_names)) + ".h";
+        m_root + "/" + k_folders[pick(any_folder ? 4 : 3)] + "/h" + std::to_string(pick(k_names)) + ".h";
       if (exists(path)) {
         return path;
       }
@@ -135,7 +151,7 @@ private:
                               std::to_string(m_version);
     std::string text = "#ifndef " + guard + "\n#define " + guard + "\n#undef H" + std::to_string(name) + "_V\n#define H" +
                        std::to_string(name) + "_V " + std::to_string(++m_version) + "\n";
-    const int extra = pick(5);
+    const int extra = folder == 3 ? 4 : pick(5);  // incC's stay plain
     if (extra == 0) {
       text += include_line(pick(k_names));
     } else if (extra == 1) {
@@ -158,11 +174,15 @@ private:
     for (int i = 0; i < count; ++i) {
       text += pick(4) == 0 ? std::string("#include HDR\n") : include_line(pick(k_names));
     }
+    if (pick(3) == 0) {
+      text += "#if FLAG\n#include \"gone.h\"\n#endif\n";
+    }
     text += "extern \"C\" __global__ void k(int* o) {\n  int v = 0;\n";
     for (int i = 0; i < k_names; ++i) {
       const std::string macro = "H" + std::to_string(i) + "_V";
       text += "#ifdef " + macro + "\n  v += " + macro + " * " + std::to_string(i + 1) + ";\n#endif\n";
     }
+    text += "#ifdef GONE_V\n  v += GONE_V * 10000;\n#endif\n";
     text += "#ifdef PRE_V\n  v += PRE_V * 1000;\n#endif\n  *o = v;\n}\n";
     write_text(source(), text);
     return "write the source";
@@ -181,7 +201,10 @@ std::string ptx_or_error(const std::function<std::string()>& compile)
 {
   try {
     return compile();
-  } catch (const kjit::CompileError&) {
+  } catch (const kjit::CompileError& e) {
+    if (std::getenv("KJIT_STRESS_VERBOSE") != nullptr) {
+      BOOST_TEST_MESSAGE(e.log());
+    }
     return "error";
   }
 }
