@@ -139,7 +139,7 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
     return;
   }
   if (config.mirror && dir.writable) {
-    if (const std::error_code error = mirror::write_entry(dir.path, p.key(), entry)) {
+    if (const std::error_code error = mirror::write_entry(dir.io_path, p.key(), entry)) {
       count(&CacheStats::mirror_errors);
       log::line("warning: cannot mirror " + p.key() + ": " + error.message() + " (the store is unaffected)");
     }
@@ -173,7 +173,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   count(&CacheStats::misses);
   std::optional<cache::CompileLock> lock;
   if (store && store->writable()) {
-    lock.emplace(store->path(), key, config.compile_lock_timeout_s);
+    lock.emplace(store->io_path(), key, config.compile_lock_timeout_s);
   }
   if (lock) {
     // Another process may have stored the result while we asked for the lock.

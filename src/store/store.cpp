@@ -149,10 +149,18 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   impl->pid = ::getpid();
   impl->path = path;
   impl->options = options;
+  impl->lmdb_path = path;
+  if (options.dir_fd >= 0) {
+    impl->dir_fd = ::fcntl(options.dir_fd, F_DUPFD_CLOEXEC, 3);
+    if (impl->dir_fd < 0) {
+      throw StoreError("cannot use the store folder " + path + ": " + std::strerror(errno), errno);
+    }
+    impl->lmdb_path = "/proc/self/fd/" + std::to_string(impl->dir_fd);
+  }
   // Writable, then read-only with the lock file. Without the lock file only on a read-only
   // filesystem: anywhere else its owner may be writing, and lock-free reads would see pages change.
   std::vector<Mode> modes{Mode::writable, Mode::read_only};
-  if (on_read_only_filesystem(path)) {
+  if (on_read_only_filesystem(impl->lmdb_path)) {
     modes.push_back(Mode::read_only_no_lock);
   }
   for (std::size_t i = 0;; ++i) {
@@ -207,6 +215,12 @@ std::size_t Store::map_size() const
   MDB_envinfo info{};
   mdb_env_info(m_impl->env, &info);
   return info.me_mapsize;
+}
+
+std::string Store::io_path() const
+{
+  std::shared_lock shared(m_impl->guard);
+  return m_impl->lmdb_path;
 }
 
 std::uint64_t Store::replacements() const noexcept
@@ -311,7 +325,7 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
   }
   const std::string row_key = std::string(key) + ":" + std::to_string(::time(nullptr));
   const std::string row = reason + "\n" + std::string(bytes);
-  const std::string dir = impl.path;
+  const std::string dir = impl.lmdb_path;
   std::string detail;
   const IsolatedOutcome outcome = run_isolated(
     [&] {
@@ -359,7 +373,7 @@ CheckReport Store::check(bool repair)
   }
   util::UniqueFd read_end(pipe_fds[0]);
   util::UniqueFd write_end(pipe_fds[1]);
-  const std::string dir = impl.path;
+  const std::string dir = impl.lmdb_path;
   const util::Stopwatch watch;
   std::string detail;
   const IsolatedOutcome outcome = run_isolated(

@@ -59,6 +59,7 @@ public:
   struct OpenOptions {
     std::size_t initial_map_size = std::size_t(1) << 30;
     Access access = Access::owner;
+    int dir_fd = -1;  // an open, already checked descriptor of `dir`: every access goes through it
   };
   // Opens (creating if needed) the environment in `dir`. A folder that can't be written is opened
   // read-only (hits served, writes skipped); without the lock file only on a read-only
@@ -77,6 +78,9 @@ public:
 
   bool writable() const noexcept { return m_writable; }
   const std::string& path() const noexcept { return m_path; }
+  // The path that reaches the checked folder itself (/proc/self/fd/<n> when opened with dir_fd):
+  // for files beside the environment, such as compile.lock.
+  std::string io_path() const;
   std::size_t map_size() const;
   // Times the environment was replaced because it was damaged or its map could not grow.
   std::uint64_t replacements() const noexcept;

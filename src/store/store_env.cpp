@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <fstream>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -70,6 +71,9 @@ bool is_structural(int rc)
 Store::Impl::~Impl()
 {
   close_env();
+  if (dir_fd >= 0 && pid == ::getpid()) {
+    ::close(dir_fd);
+  }
 }
 
 void Store::Impl::close_env() noexcept
@@ -165,12 +169,12 @@ void Store::Impl::open_env(std::size_t map_size)
   flags |= mode == Mode::read_only_no_lock ? MDB_NOLOCK : 0;
   const mode_t file_mode = options.access == Access::group ? 0660 : 0600;
   struct stat before {};
-  if (::stat((path + "/data.mdb").c_str(), &before) == 0) {
+  if (::stat((lmdb_path + "/data.mdb").c_str(), &before) == 0) {
     data_dev = before.st_dev;  // the file a failed open found damaged (moved aside by recover())
     data_ino = before.st_ino;
   }
   try {
-    const int rc = mdb_env_open(env, path.c_str(), flags, file_mode);
+    const int rc = mdb_env_open(env, lmdb_path.c_str(), flags, file_mode);
     if (rc == ENOMEM) {
       throw StoreError("cannot map the store " + path + " (" + std::to_string(map_size) +
                          " bytes): " + std::strerror(rc) + "; lower KJIT_STORE_MAP_SIZE or raise the address-space limit (ulimit -v)",
@@ -185,7 +189,7 @@ void Store::Impl::open_env(std::size_t map_size)
       data_ino = st.st_ino;
       if (options.access == Access::group && mode == Mode::writable && st.st_uid == ::geteuid()) {
         std::ignore = ::fchmod(fd, 0660);
-        std::ignore = ::chmod((path + "/lock.mdb").c_str(), 0660);
+        std::ignore = ::chmod((lmdb_path + "/lock.mdb").c_str(), 0660);
       }
     }
     check_file_size();
@@ -333,7 +337,13 @@ void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
   ++replaced;
   std::string moved = "left in place: it is no longer the file this process opened";
   struct stat st {};
-  if (::stat((path + "/data.mdb").c_str(), &st) == 0 && st.st_dev == data_dev && st.st_ino == data_ino) {
+  struct stat folder {};
+  struct stat named {};
+  // Moved by name only if the name still leads to the folder this process checked and opened.
+  const bool same_folder = dir_fd < 0 || (::fstat(dir_fd, &folder) == 0 && ::lstat(path.c_str(), &named) == 0 &&
+                                          folder.st_dev == named.st_dev && folder.st_ino == named.st_ino);
+  if (same_folder && ::stat((lmdb_path + "/data.mdb").c_str(), &st) == 0 && st.st_dev == data_dev &&
+      st.st_ino == data_ino) {
     const std::string aside =
       path + ".damaged-" + std::to_string(::time(nullptr)) + "-" + std::to_string(::getpid());
     moved = ::rename(path.c_str(), aside.c_str()) == 0 ? "moved aside to " + aside
@@ -343,6 +353,19 @@ void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
             "; continuing with a fresh store (kernels are compiled again)");
   try {
     std::ignore = util::create_directories(path, options.access == Access::group ? 02770 : 0700);
+    if (dir_fd >= 0) {
+      const int fresh = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      struct stat mine {};
+      if (fresh < 0 || ::fstat(fresh, &mine) != 0 || mine.st_uid != ::geteuid()) {
+        if (fresh >= 0) {
+          ::close(fresh);
+        }
+        throw StoreError("the fresh store folder " + path + " is not this user's", EPERM);
+      }
+      ::close(dir_fd);
+      dir_fd = fresh;
+      lmdb_path = "/proc/self/fd/" + std::to_string(dir_fd);
+    }
     mode = mode == Mode::read_only_no_lock ? Mode::read_only : mode;
     open_env(options.initial_map_size);
   } catch (const std::exception& e) {

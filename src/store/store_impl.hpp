@@ -35,7 +35,9 @@ struct Store::Impl {
   bool has_table[k_table_count] = {};
   mutable std::shared_mutex guard;  // txns hold it shared; map changes and reopening hold it unique
   pid_t pid = 0;
-  std::string path;
+  std::string path;       // for messages and the registry
+  std::string lmdb_path;  // what LMDB opens: /proc/self/fd/<dir_fd> when a checked descriptor was given
+  int dir_fd = -1;        // owned (a dup of OpenOptions::dir_fd), closed with the Impl
   Mode mode = Mode::writable;
   OpenOptions options;
   const char* map_base = nullptr;  // the map, as of the last open/remap (guard held unique to change)
