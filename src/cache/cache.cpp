@@ -28,7 +28,13 @@ const cache::KeyContext& Cache::Impl::key_context()
 {
   std::lock_guard lock(context_mutex);
   if (!context) {
-    context = cache::toolchain_context(config, store.get());
+    try {
+      context = cache::toolchain_context(config, store.get());
+    } catch (const StoreError& e) {
+      // The identities could not be remembered (disk full…): found again next time, never fatal.
+      cache::warn_once(std::string("cannot remember the toolchain's identity: ") + e.what());
+      context = cache::toolchain_context(config, nullptr);
+    }
   }
   return *context;
 }

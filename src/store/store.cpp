@@ -326,6 +326,12 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
   const std::string row_key = std::string(key) + ":" + std::to_string(::time(nullptr));
   const std::string row = reason + "\n" + std::string(bytes);
   const std::string dir = impl.lmdb_path;
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return false;
+  }
+  util::UniqueFd read_end(pipe_fds[0]);
+  util::UniqueFd write_end(pipe_fds[1]);
   std::string detail;
   const IsolatedOutcome outcome = run_isolated(
     [&] {
@@ -333,12 +339,16 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
       std::string why;
       const bool ok = walk_store(dir, map_size, false, rows, why) &&
                       quarantine_in_place(dir, map_size, key, bytes, row_key, row, k_quarantine_rows, why);
-      if (!ok) {
-        std::ignore = ::write(2, why.data(), why.size());
-      }
+      std::ignore = ::write(write_end.get(), why.data(), why.size());
       return ok ? 0 : 1;
     },
     IsolatedLimits{k_check_seconds, map_size + k_check_memory}, detail);
+  write_end.reset();
+  char buffer[512];
+  const ssize_t got = ::read(read_end.get(), buffer, sizeof buffer);
+  if (got > 0) {
+    detail = std::string(buffer, static_cast<std::size_t>(got)) + (detail.empty() ? "" : " (" + detail + ")");
+  }
   if (outcome == IsolatedOutcome::ok) {
     return true;
   }
