@@ -163,7 +163,7 @@ CacheDir open_cache_dir(const Config& config)
     const std::string base = dir.store_dir.substr(0, dir.store_dir.rfind('/'));
     std::ignore = ::mkdir(base.c_str(), 0700);
     util::UniqueFd base_fd(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    const std::string problem = base_fd ? private_folder_problem(base_fd.get(), false) : std::strerror(errno);
+    const std::string problem = base_fd ? private_folder_problem(base_fd.get(), false, true) : std::strerror(errno);
     if (!problem.empty()) {
       warn_once("refusing the node-local store folder " + base + ": " + problem +
                 "; another user could plant kernels there. Running without a disk cache (memory only)");
@@ -181,7 +181,7 @@ CacheDir open_cache_dir(const Config& config)
   return dir;
 }
 
-std::string private_folder_problem(int fd, bool shared)
+std::string private_folder_problem(int fd, bool shared, bool strict)
 {
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -193,7 +193,7 @@ std::string private_folder_problem(int fd, bool shared)
   if (!shared && st.st_uid != ::geteuid()) {
     return "it belongs to uid " + std::to_string(st.st_uid);
   }
-  if ((st.st_mode & (shared ? 002 : 077)) != 0) {
+  if ((st.st_mode & (strict ? 077 : shared ? 002 : 022)) != 0) {
     return "its mode is " + octal(st.st_mode);
   }
   return {};

@@ -32,9 +32,10 @@ struct CacheDir {
 // looser mode).
 CacheDir open_cache_dir(const Config& config);
 
-// Checks an existing private folder opened as `fd`: the user's own, mode without group/other
-// bits (`shared`: group bits allowed, other write not). Returns the reason it fails, or "".
-std::string private_folder_problem(int fd, bool shared);
+// Checks an existing folder opened as `fd`: the user's own (any owner when `shared`), writable by
+// nobody else (`shared`: the group may write); `strict`: no group/other bits at all (a node-local
+// folder in /tmp, as tmux and ssh want theirs). Returns the reason it fails, or "".
+std::string private_folder_problem(int fd, bool shared, bool strict = false);
 
 // Logs "warning: <message>" once per process and message.
 void warn_once(const std::string& message);

@@ -274,11 +274,21 @@ bool Store::visit(Table table, std::string_view key, const std::function<void(st
     false);
 }
 
+void Store::walk_before_first_write()
+{
+  const std::uint64_t now = m_impl->generation.load();
+  if (m_impl->walked.load() != now) {
+    const CheckReport report = check(true);  // a damaged store is replaced by a fresh one here
+    m_impl->walked = report.ok ? now : m_impl->generation.load();
+  }
+}
+
 void Store::put(const std::vector<Row>& rows)
 {
   if (!m_writable || rows.empty()) {
     return;
   }
+  walk_before_first_write();
   Impl& impl = *m_impl;
   try {
     impl.guarded(
@@ -472,6 +482,7 @@ void Store::erase(Table table, const std::vector<std::string>& keys)
   if (!m_writable || keys.empty()) {
     return;
   }
+  walk_before_first_write();
   Impl& impl = *m_impl;
   impl.guarded(
     [&] {
@@ -515,6 +526,7 @@ void Store::clear(Table table)
   if (!m_writable) {
     throw StoreError("the store " + m_path + " is read-only: nothing was cleared", EROFS);
   }
+  walk_before_first_write();
   Impl& impl = *m_impl;
   impl.guarded(
     [&] {

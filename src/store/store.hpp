@@ -95,7 +95,8 @@ public:
     std::string key;
     std::string value;
   };
-  // Stores the rows, in any tables, in one write transaction. No-op when read-only. `meta` values
+  // Stores the rows, in any tables, in one write transaction (the first write of a process walks
+  // the store first, see check()). No-op when read-only. `meta` values
   // get a checksum trailer that get()/visit() verify and strip: a damaged meta value reads as
   // missing (and is rebuilt by its owner), never as a wrong value. Throws StoreError when the
   // write fails (a full disk says "no space left on device"; a map that can't grow says so).
@@ -129,6 +130,9 @@ public:
 
 private:
   Store(std::unique_ptr<Impl> impl, std::string path, bool writable);
+  // Before this process's first write to an environment: check() it (isolated), replacing it if
+  // damaged. A write copies pages LMDB finds through fields a damaged page may hold.
+  void walk_before_first_write();
   std::unique_ptr<Impl> m_impl;
   std::string m_path;
   bool m_writable;

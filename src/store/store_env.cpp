@@ -33,6 +33,7 @@ const char* const k_table_names[k_table_count] = {"entries", "meta", "quarantine
 namespace {
 
 constexpr std::size_t k_max_map = std::size_t(1) << 40;  // growth stops at 1 TiB whatever the limits
+constexpr std::size_t k_slack = std::size_t(512) << 10;  // sparse tail kept past the last page
 
 std::size_t virtual_size()
 {
@@ -131,6 +132,29 @@ void Store::Impl::check_file_size()
   map_base = map_address(data_dev, data_ino);
   map_bytes = info.me_mapsize;
   checked_end = std::min(size, info.me_mapsize);
+  keep_slack();
+}
+
+void Store::Impl::keep_slack() noexcept
+{
+  // A damaged page can make LMDB itself read up to 128 KiB past the page's start (16-bit node
+  // offsets and key sizes) before any check of ours: with the file that much longer than its last
+  // page, such a read lands in the file (zeros) instead of raising SIGBUS. The tail is sparse (no
+  // disk space) and LMDB ignores it.
+  if (mode != Mode::writable || env == nullptr) {
+    return;
+  }
+  int fd = -1;
+  struct stat st {};
+  MDB_envinfo info{};
+  if (mdb_env_get_fd(env, &fd) != MDB_SUCCESS || ::fstat(fd, &st) != 0 || mdb_env_info(env, &info) != MDB_SUCCESS) {
+    return;
+  }
+  const std::size_t psize = stored_page_size(fd);
+  const std::size_t end = (static_cast<std::size_t>(info.me_last_pgno) + 1) * psize;
+  if (psize != 0 && static_cast<std::size_t>(st.st_size) < end + k_slack / 2) {
+    std::ignore = ::ftruncate(fd, static_cast<off_t>(end + k_slack));
+  }
 }
 
 bool Store::Impl::inside_file(const void* data, std::size_t size)

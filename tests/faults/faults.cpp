@@ -2,6 +2,7 @@
 // address-space limit, readers beside a writer. Each scenario prints its counts; any crash, hang,
 // wrong binary or unserved caller fails the run.
 // Usage: fault_tests [--long] [--only SCENARIO] | --measure-check   (CI: the short form; tools/faults --long)
+// KJIT_FAULTS_SEED=N draws another set of damage cases; KJIT_FAULTS_KEEP=DIR keeps the files that failed.
 #include <kjit/kjit.hpp>
 
 #include "store/record.hpp"
@@ -185,8 +186,13 @@ Counts damaged_files(Context& ctx)
     write_all(data, bytes);
     ++counts.injected;
     counts.operations += k_programs;
+    const std::size_t before = counts.crashes + counts.hangs + counts.wrong + counts.unserved;
     tally(counts, in_child([&] { return serve_all(config, ctx.cubins); }, 120),
           std::string(kinds[c % 4]) + " case " + std::to_string(c));
+    if (const char* keep = std::getenv("KJIT_FAULTS_KEEP");
+        keep != nullptr && counts.crashes + counts.hangs + counts.wrong + counts.unserved != before) {
+      write_all(std::string(keep) + "/case" + std::to_string(c) + ".mdb", bytes);  // to reproduce it
+    }
   }
   return counts;
 }
@@ -474,6 +480,9 @@ int main(int argc, char** argv)
     return 1;
   }
   ctx.work = work;
+  if (const char* seed = std::getenv("KJIT_FAULTS_SEED")) {
+    ctx.random.seed(std::strtoull(seed, nullptr, 10));  // another set of damage cases
+  }
   ::signal(SIGPIPE, SIG_IGN);
   if (only == "measure-check") {
     measure_check(ctx);

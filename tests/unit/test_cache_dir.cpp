@@ -242,13 +242,15 @@ BOOST_AUTO_TEST_CASE(a_node_local_folder_of_another_owner_or_mode_is_refused)
   const std::string folder = tmp.path() + "/kjit-uid";
   BOOST_TEST_REQUIRE(::mkdir(folder.c_str(), 0700) == 0);
   kjit::util::UniqueFd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY));
-  BOOST_TEST(kjit::cache::private_folder_problem(fd.get(), false).empty());
+  BOOST_TEST(kjit::cache::private_folder_problem(fd.get(), false, true).empty());
+  BOOST_TEST_REQUIRE(::chmod(folder.c_str(), 0755) == 0);
+  BOOST_TEST(!kjit::cache::private_folder_problem(fd.get(), false, true).empty());
   BOOST_TEST_REQUIRE(::chmod(folder.c_str(), 0777) == 0);
-  BOOST_TEST(!kjit::cache::private_folder_problem(fd.get(), false).empty());
+  BOOST_TEST(!kjit::cache::private_folder_problem(fd.get(), false, true).empty());
   if (::geteuid() == 0) {
     BOOST_TEST_REQUIRE(::chmod(folder.c_str(), 0700) == 0);
     BOOST_TEST_REQUIRE(::chown(folder.c_str(), 65534, 65534) == 0);
-    BOOST_TEST(kjit::cache::private_folder_problem(fd.get(), false).find("uid 65534") != std::string::npos);
+    BOOST_TEST(kjit::cache::private_folder_problem(fd.get(), false, true).find("uid 65534") != std::string::npos);
   }
 }
 
