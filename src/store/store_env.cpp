@@ -140,21 +140,36 @@ void Store::Impl::keep_slack() noexcept
   // A damaged page can make LMDB itself read up to 128 KiB past the page's start (16-bit node
   // offsets and key sizes) before any check of ours: with the file that much longer than its last
   // page, such a read lands in the file (zeros) instead of raising SIGBUS. The tail is sparse (no
-  // disk space) and LMDB ignores it.
+  // disk space) and LMDB ignores it. The file is only ever made longer, and only inside a write
+  // txn (no other writer can be appending pages meanwhile).
   if (mode != Mode::writable || env == nullptr) {
     return;
   }
   int fd = -1;
-  struct stat st {};
-  MDB_envinfo info{};
-  if (mdb_env_get_fd(env, &fd) != MDB_SUCCESS || ::fstat(fd, &st) != 0 || mdb_env_info(env, &info) != MDB_SUCCESS) {
+  const auto needed = [&]() -> std::size_t {
+    struct stat st {};
+    MDB_envinfo info{};
+    if (mdb_env_get_fd(env, &fd) != MDB_SUCCESS || ::fstat(fd, &st) != 0 || mdb_env_info(env, &info) != MDB_SUCCESS) {
+      return 0;
+    }
+    const std::size_t psize = stored_page_size(fd);
+    const std::size_t end = (static_cast<std::size_t>(info.me_last_pgno) + 1) * psize;
+    return psize != 0 && static_cast<std::size_t>(st.st_size) < end + k_slack / 2 ? end + k_slack : 0;
+  };
+  if (needed() == 0) {
+    return;  // the common case: no txn at all
+  }
+  MDB_txn* txn = nullptr;
+  if (mdb_txn_begin(env, nullptr, 0, &txn) != MDB_SUCCESS) {
     return;
   }
-  const std::size_t psize = stored_page_size(fd);
-  const std::size_t end = (static_cast<std::size_t>(info.me_last_pgno) + 1) * psize;
-  if (psize != 0 && static_cast<std::size_t>(st.st_size) < end + k_slack / 2) {
-    std::ignore = ::ftruncate(fd, static_cast<off_t>(end + k_slack));
+  if (const std::size_t target = needed(); target != 0) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) < target) {
+      std::ignore = ::ftruncate(fd, static_cast<off_t>(target));
+    }
   }
+  mdb_txn_abort(txn);
 }
 
 bool Store::Impl::inside_file(const void* data, std::size_t size)

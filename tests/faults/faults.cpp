@@ -167,12 +167,14 @@ Counts damaged_files(Context& ctx)
   for (int c = 0; c < cases; ++c) {
     reset_store(config.cache_dir, pristine);
     std::string bytes = pristine;
-    const std::size_t pages = bytes.size() / 4096;
+    // Damage only the pages in use, not the sparse tail a writable store keeps after them.
+    const std::size_t used = (pristine.find_last_not_of('\0') / 4096 + 1) * 4096;
+    const std::size_t pages = used / 4096;
     const std::size_t page = ctx.random() % pages;
     switch (c % 4) {
     case 0:
       for (int n = 1 + static_cast<int>(ctx.random() % 8); n > 0; --n) {
-        bytes[ctx.random() % bytes.size()] ^= static_cast<char>(1 + ctx.random() % 255);
+        bytes[ctx.random() % used] ^= static_cast<char>(1 + ctx.random() % 255);
       }
       break;
     case 1:
@@ -181,7 +183,7 @@ Counts damaged_files(Context& ctx)
       }
       break;
     case 2: std::memset(&bytes[page * 4096], 0, 4096); break;
-    default: bytes.resize(ctx.random() % bytes.size()); break;
+    default: bytes.resize(ctx.random() % used); break;
     }
     write_all(data, bytes);
     ++counts.injected;
