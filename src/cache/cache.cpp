@@ -29,7 +29,13 @@ const cache::KeyContext& Cache::Impl::key_context()
 {
   std::lock_guard lock(context_mutex);
   if (!context) {
-    context = cache::toolchain_context(config, store.get());
+    try {
+      context = cache::toolchain_context(config, store.get());
+    } catch (const StoreError& e) {
+      // The identities could not be remembered (disk full…): found again next time, never fatal.
+      cache::warn_once(std::string("cannot remember the toolchain's identity: ") + e.what());
+      context = cache::toolchain_context(config, nullptr);
+    }
   }
   return *context;
 }
@@ -59,7 +65,7 @@ Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
     if (!m_impl->dir.store_dir.empty()) {
       try {
         const store::Access access = config.shared_cache ? store::Access::group : store::Access::owner;
-        m_impl->store = store::Store::open(m_impl->dir.store_dir, {config.store_map_size, access});
+        m_impl->store = store::Store::open(m_impl->dir.store_dir, {config.store_map_size, access, m_impl->dir.store_fd->get()});
       } catch (const StoreError& e) {
         cache::warn_once(std::string(e.what()) + "; running without a disk cache (kernels are kept in memory only)");
       }
@@ -274,7 +280,7 @@ std::size_t Cache::rebuild_mirror(std::size_t* skipped)
     for (const std::string& key : keys) {
       keep.insert(util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size()));
     }
-    mirror::prune(m_impl->dir.path, &keep);  // junk, entries no longer stored, temps of killed runs
+    mirror::prune(m_impl->dir.io_path, &keep);  // junk, entries no longer stored, temps of killed runs
     for (const std::string& key : keys) {
       std::optional<store::Entry> entry;
       std::string why;
@@ -282,7 +288,7 @@ std::size_t Cache::rebuild_mirror(std::size_t* skipped)
         entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
       });
       const std::string hex = util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size());
-      if (!entry || mirror::write_entry(m_impl->dir.path, hex, *entry)) {
+      if (!entry || mirror::write_entry(m_impl->dir.io_path, hex, *entry)) {
         ++failed;  // damaged (quarantined when next looked up, never mirrored) or not writable
       } else {
         ++written;

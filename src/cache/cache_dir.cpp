@@ -8,6 +8,10 @@
 #include <kjit/error.hpp>
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
 #include <cstdio>
 #include <ftw.h>
 #include <mutex>
@@ -38,19 +42,99 @@ void warn_once(const std::string& message)
   }
 }
 
+namespace {
+
+// Every parent of `real` must belong to root or the user, and be writable by nobody else unless it
+// is sticky (where others can't rename what they don't own, as in /tmp).
+void check_parents(const std::string& real, bool shared)
+{
+  std::string parent = real;
+  while (parent.size() > 1) {
+    const auto slash = parent.rfind('/');
+    parent = slash == 0 ? "/" : parent.substr(0, slash);
+    struct stat st {};
+    if (::lstat(parent.c_str(), &st) != 0) {
+      continue;
+    }
+    const bool foreign = st.st_uid != 0 && st.st_uid != ::geteuid();
+    const mode_t writers = shared ? 002 : 022;
+    if ((foreign || (st.st_mode & writers) != 0) && (st.st_mode & S_ISVTX) == 0) {
+      throw StoreError("refusing the cache folder " + real + ": its parent " + parent + " (uid " +
+                         std::to_string(st.st_uid) + ", mode " + octal(st.st_mode) +
+                         ") lets another user replace the folder with their own. Use a folder whose parents "
+                         "only you (or root) can write.",
+                       EPERM);
+    }
+  }
+}
+
+// A file of the store: a plain file of the user (group member when shared), one link, not writable
+// by others. Returns the reason it fails, or "" (also when it does not exist yet).
+std::string store_file_problem(int store_fd, const char* name, bool shared)
+{
+  struct stat st {};
+  if (::fstatat(store_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return {};
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return std::string(name) + " is not a plain file";
+  }
+  if (st.st_nlink != 1) {
+    return std::string(name) + " has " + std::to_string(st.st_nlink) + " links";
+  }
+  if (!shared && st.st_uid != ::geteuid()) {
+    return std::string(name) + " belongs to uid " + std::to_string(st.st_uid);
+  }
+  if ((st.st_mode & (shared ? 002 : 022)) != 0) {
+    return std::string(name) + " has mode " + octal(st.st_mode);
+  }
+  return {};
+}
+
+// Creates (if needed) and opens `name` below the checked folder `parent_fd` and checks it and its
+// files. Null (after one warning) when it must not be used.
+std::shared_ptr<util::UniqueFd> open_store_folder(int parent_fd, const std::string& name, const std::string& shown,
+                                                  bool shared)
+{
+  std::ignore = ::mkdirat(parent_fd, name.c_str(), shared ? 02770 : 0700);
+  util::UniqueFd fd(::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  std::string problem = fd ? private_folder_problem(fd.get(), shared) : std::string(std::strerror(errno));
+  if (problem.empty() && shared) {
+    std::ignore = ::fchmod(fd.get(), 02770);  // the group's, whoever made it (fails harmlessly if not ours)
+  }
+  for (const char* file : {"data.mdb", "lock.mdb", "compile.lock"}) {
+    if (problem.empty()) {
+      problem = store_file_problem(fd.get(), file, shared);
+    }
+  }
+  if (!problem.empty()) {
+    warn_once("refusing the store " + shown + ": " + problem +
+              "; another user could plant kernels there. Running without a disk cache (memory only)");
+    return nullptr;
+  }
+  return std::make_shared<util::UniqueFd>(std::move(fd));
+}
+
+} // namespace
+
 CacheDir open_cache_dir(const Config& config)
 {
   CacheDir dir;
   dir.path = config.cache_dir;
   const std::error_code created = util::create_directories(dir.path, 0700);
-  struct stat st {};
-  if (::stat(dir.path.c_str(), &st) != 0) {
+  char resolved[PATH_MAX];
+  if (::realpath(dir.path.c_str(), resolved) == nullptr) {
     throw StoreError("cannot create the cache folder " + dir.path + ": " +
                        (created ? created.message() : std::string("it does not exist")),
                      created ? created.value() : ENOENT);
   }
-  if (!S_ISDIR(st.st_mode)) {
-    throw StoreError("the cache folder " + dir.path + " is not a folder", ENOTDIR);
+  const std::string real = resolved;
+  check_parents(real, config.shared_cache);
+  util::UniqueFd fd(::open(real.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) {
+    const int error = errno;
+    throw StoreError("the cache folder " + dir.path + " cannot be opened as a folder: " + std::strerror(error), error);
   }
   if (!config.shared_cache) {
     if (st.st_uid != ::geteuid()) {
@@ -66,16 +150,53 @@ CacheDir open_cache_dir(const Config& config)
                        EPERM);
     }
   }
-  dir.writable = ::access(dir.path.c_str(), W_OK) == 0;
+  dir.io_path = "/proc/self/fd/" + std::to_string(fd.get());
+  dir.writable = ::faccessat(fd.get(), ".", W_OK, 0) == 0;
+  dir.fd = std::make_shared<util::UniqueFd>(std::move(fd));
   std::string fs_name;
-  const bool network = store::on_network_filesystem(dir.path, fs_name);
-  dir.store_dir = store::store_dir_for(dir.path, network);
+  const bool network = store::on_network_filesystem(real, fs_name);
   if (network) {
+    dir.store_dir = store::store_dir_for(real, true);
     warn_once("the cache folder " + dir.path + " is on a network filesystem (" + fs_name +
               "), where LMDB is unsafe; the store goes to the node-local folder " + dir.store_dir +
               " (the mirror stays in the cache folder)");
+    const std::string base = dir.store_dir.substr(0, dir.store_dir.rfind('/'));
+    std::ignore = ::mkdir(base.c_str(), 0700);
+    util::UniqueFd base_fd(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    const std::string problem = base_fd ? private_folder_problem(base_fd.get(), false, true) : std::strerror(errno);
+    if (!problem.empty()) {
+      warn_once("refusing the node-local store folder " + base + ": " + problem +
+                "; another user could plant kernels there. Running without a disk cache (memory only)");
+      dir.store_dir.clear();
+      return dir;
+    }
+    dir.store_fd = open_store_folder(base_fd.get(), dir.store_dir.substr(base.size() + 1), dir.store_dir, false);
+  } else {
+    dir.store_dir = real + "/store";
+    dir.store_fd = open_store_folder(dir.fd->get(), "store", dir.store_dir, config.shared_cache);
+  }
+  if (!dir.store_fd) {
+    dir.store_dir.clear();
   }
   return dir;
+}
+
+std::string private_folder_problem(int fd, bool shared, bool strict)
+{
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    return std::strerror(errno);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return "not a folder";
+  }
+  if (!shared && st.st_uid != ::geteuid()) {
+    return "it belongs to uid " + std::to_string(st.st_uid);
+  }
+  if ((st.st_mode & (strict ? 077 : shared ? 002 : 022)) != 0) {
+    return "its mode is " + octal(st.st_mode);
+  }
+  return {};
 }
 
 void remove_tree(const std::string& cache_dir, const std::string& relative)

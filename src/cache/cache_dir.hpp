@@ -3,21 +3,39 @@
 
 #include <kjit/config.hpp>
 
+#include "util/unique_handle.hpp"
+
+#include <memory>
 #include <string>
 
 namespace kjit::cache {
 
 struct CacheDir {
-  std::string path;
-  std::string store_dir;
+  std::string path;       // as configured, for messages
+  std::string io_path;    // /proc/self/fd/<n> of the checked folder: used for every access after the check
+  std::shared_ptr<util::UniqueFd> fd;        // the checked cache folder
+  std::string store_dir;                     // the store folder, for messages; empty: no disk tier
+  std::shared_ptr<util::UniqueFd> store_fd;  // the checked store folder (LMDB opens through it)
   bool writable = false;
 };
 
-// Creates config.cache_dir with mode 0700 if missing, refuses a folder owned by another user or
-// writable by group/others unless config.shared_cache (StoreError with an explanation), notices a
-// read-only folder, and moves the store to a node-local folder (one warning) when the cache
-// folder is on a network filesystem.
+// Creates config.cache_dir with mode 0700 if missing and vets it through descriptors:
+// - the folder (opened with O_NOFOLLOW after resolving the configured path) must belong to the user
+//   and not be writable by group/others, unless config.shared_cache (StoreError with an explanation);
+// - every parent up to / must belong to root or the user and be writable by nobody else, unless it
+//   is sticky (/tmp) — else another user could swap the folder (StoreError);
+// - store/ (opened with openat + O_NOFOLLOW from the checked folder) and its files must be a
+//   folder and plain files of the user (any member of the group when shared), not links, not
+//   writable by others; a store that fails is not used (one warning, memory only: store_dir empty).
+// On a network filesystem the store goes to a node-local folder ($XDG_RUNTIME_DIR/kjit, else
+// /tmp/kjit-<uid>, created 0700 and refused — memory only — when it exists with another owner or a
+// looser mode).
 CacheDir open_cache_dir(const Config& config);
+
+// Checks an existing folder opened as `fd`: the user's own (any owner when `shared`), writable by
+// nobody else (`shared`: the group may write); `strict`: no group/other bits at all (a node-local
+// folder in /tmp, as tmux and ssh want theirs). Returns the reason it fails, or "".
+std::string private_folder_problem(int fd, bool shared, bool strict = false);
 
 // Logs "warning: <message>" once per process and message.
 void warn_once(const std::string& message);

@@ -152,7 +152,7 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   }
   if (config.mirror && dir.writable) {
     const std::string hex = util::to_hex(key);
-    if (const std::error_code error = mirror::write_entry(dir.path, hex, entry)) {
+    if (const std::error_code error = mirror::write_entry(dir.io_path, hex, entry)) {
       count(&CacheStats::mirror_errors);
       log::line("warning: cannot mirror " + hex + ": " + error.message() + " (the store is unaffected)");
     }
@@ -191,7 +191,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   count(&CacheStats::misses);
   std::optional<cache::CompileLock> lock;
   if (store && store->writable()) {
-    lock.emplace(store->path(), key, config.compile_lock_timeout_s);
+    lock.emplace(store->io_path(), key, config.compile_lock_timeout_s);
   }
   if (lock && !provisional) {
     // Another process may have stored the result while we asked for the lock.

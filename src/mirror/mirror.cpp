@@ -231,7 +231,8 @@ std::map<std::string, std::string> header_paths(const std::map<std::string, std:
 std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry)
 {
   std::error_code error;
-  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  // `cache_dir` may be /proc/self/fd/<n> (a checked descriptor): a magic link, so no O_NOFOLLOW here.
+  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root) {
     return last_error();
   }
@@ -262,7 +263,7 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
 
 std::size_t prune(const std::string& cache_dir, const std::set<std::string>* keep)
 {
-  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root) {
     return 0;
   }

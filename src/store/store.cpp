@@ -149,10 +149,18 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   impl->pid = ::getpid();
   impl->path = path;
   impl->options = options;
+  impl->lmdb_path = path;
+  if (options.dir_fd >= 0) {
+    impl->dir_fd = ::fcntl(options.dir_fd, F_DUPFD_CLOEXEC, 3);
+    if (impl->dir_fd < 0) {
+      throw StoreError("cannot use the store folder " + path + ": " + std::strerror(errno), errno);
+    }
+    impl->lmdb_path = "/proc/self/fd/" + std::to_string(impl->dir_fd);
+  }
   // Writable, then read-only with the lock file. Without the lock file only on a read-only
   // filesystem: anywhere else its owner may be writing, and lock-free reads would see pages change.
   std::vector<Mode> modes{Mode::writable, Mode::read_only};
-  if (on_read_only_filesystem(path)) {
+  if (on_read_only_filesystem(impl->lmdb_path)) {
     modes.push_back(Mode::read_only_no_lock);
   }
   for (std::size_t i = 0;; ++i) {
@@ -209,6 +217,12 @@ std::size_t Store::map_size() const
   return info.me_mapsize;
 }
 
+std::string Store::io_path() const
+{
+  std::shared_lock shared(m_impl->guard);
+  return m_impl->lmdb_path;
+}
+
 std::uint64_t Store::replacements() const noexcept
 {
   std::shared_lock shared(m_impl->guard);
@@ -260,11 +274,21 @@ bool Store::visit(Table table, std::string_view key, const std::function<void(st
     false);
 }
 
+void Store::walk_before_first_write()
+{
+  const std::uint64_t now = m_impl->generation.load();
+  if (m_impl->walked.load() != now) {
+    const CheckReport report = check(true);  // a damaged store is replaced by a fresh one here
+    m_impl->walked = report.ok ? now : m_impl->generation.load();
+  }
+}
+
 void Store::put(const std::vector<Row>& rows)
 {
   if (!m_writable || rows.empty()) {
     return;
   }
+  walk_before_first_write();
   Impl& impl = *m_impl;
   try {
     impl.guarded(
@@ -311,7 +335,13 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
   }
   const std::string row_key = std::string(key) + ":" + std::to_string(::time(nullptr));
   const std::string row = reason + "\n" + std::string(bytes);
-  const std::string dir = impl.path;
+  const std::string dir = impl.lmdb_path;
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return false;
+  }
+  util::UniqueFd read_end(pipe_fds[0]);
+  util::UniqueFd write_end(pipe_fds[1]);
   std::string detail;
   const IsolatedOutcome outcome = run_isolated(
     [&] {
@@ -319,12 +349,16 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
       std::string why;
       const bool ok = walk_store(dir, map_size, false, rows, why) &&
                       quarantine_in_place(dir, map_size, key, bytes, row_key, row, k_quarantine_rows, why);
-      if (!ok) {
-        std::ignore = ::write(2, why.data(), why.size());
-      }
+      std::ignore = ::write(write_end.get(), why.data(), why.size());
       return ok ? 0 : 1;
     },
     IsolatedLimits{k_check_seconds, map_size + k_check_memory}, detail);
+  write_end.reset();
+  char buffer[512];
+  const ssize_t got = ::read(read_end.get(), buffer, sizeof buffer);
+  if (got > 0) {
+    detail = std::string(buffer, static_cast<std::size_t>(got)) + (detail.empty() ? "" : " (" + detail + ")");
+  }
   if (outcome == IsolatedOutcome::ok) {
     return true;
   }
@@ -359,7 +393,7 @@ CheckReport Store::check(bool repair)
   }
   util::UniqueFd read_end(pipe_fds[0]);
   util::UniqueFd write_end(pipe_fds[1]);
-  const std::string dir = impl.path;
+  const std::string dir = impl.lmdb_path;
   const util::Stopwatch watch;
   std::string detail;
   const IsolatedOutcome outcome = run_isolated(
@@ -448,6 +482,7 @@ void Store::erase(Table table, const std::vector<std::string>& keys)
   if (!m_writable || keys.empty()) {
     return;
   }
+  walk_before_first_write();
   Impl& impl = *m_impl;
   impl.guarded(
     [&] {
@@ -491,6 +526,7 @@ void Store::clear(Table table)
   if (!m_writable) {
     throw StoreError("the store " + m_path + " is read-only: nothing was cleared", EROFS);
   }
+  walk_before_first_write();
   Impl& impl = *m_impl;
   impl.guarded(
     [&] {

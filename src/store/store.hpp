@@ -59,6 +59,7 @@ public:
   struct OpenOptions {
     std::size_t initial_map_size = std::size_t(1) << 30;
     Access access = Access::owner;
+    int dir_fd = -1;  // an open, already checked descriptor of `dir`: every access goes through it
   };
   // Opens (creating if needed) the environment in `dir`. A folder that can't be written is opened
   // read-only (hits served, writes skipped); without the lock file only on a read-only
@@ -77,6 +78,9 @@ public:
 
   bool writable() const noexcept { return m_writable; }
   const std::string& path() const noexcept { return m_path; }
+  // The path that reaches the checked folder itself (/proc/self/fd/<n> when opened with dir_fd):
+  // for files beside the environment, such as compile.lock.
+  std::string io_path() const;
   std::size_t map_size() const;
   // Times the environment was replaced because it was damaged or its map could not grow.
   std::uint64_t replacements() const noexcept;
@@ -91,7 +95,8 @@ public:
     std::string key;
     std::string value;
   };
-  // Stores the rows, in any tables, in one write transaction. No-op when read-only. `meta` values
+  // Stores the rows, in any tables, in one write transaction (the first write of a process walks
+  // the store first, see check()). No-op when read-only. `meta` values
   // get a checksum trailer that get()/visit() verify and strip: a damaged meta value reads as
   // missing (and is rebuilt by its owner), never as a wrong value. Throws StoreError when the
   // write fails (a full disk says "no space left on device"; a map that can't grow says so).
@@ -125,6 +130,9 @@ public:
 
 private:
   Store(std::unique_ptr<Impl> impl, std::string path, bool writable);
+  // Before this process's first write to an environment: check() it (isolated), replacing it if
+  // damaged. A write copies pages LMDB finds through fields a damaged page may hold.
+  void walk_before_first_write();
   std::unique_ptr<Impl> m_impl;
   std::string m_path;
   bool m_writable;

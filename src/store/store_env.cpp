@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <fstream>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -32,6 +33,7 @@ const char* const k_table_names[k_table_count] = {"entries", "meta", "quarantine
 namespace {
 
 constexpr std::size_t k_max_map = std::size_t(1) << 40;  // growth stops at 1 TiB whatever the limits
+constexpr std::size_t k_slack = std::size_t(512) << 10;  // sparse tail kept past the last page
 
 std::size_t virtual_size()
 {
@@ -70,6 +72,9 @@ bool is_structural(int rc)
 Store::Impl::~Impl()
 {
   close_env();
+  if (dir_fd >= 0 && pid == ::getpid()) {
+    ::close(dir_fd);
+  }
 }
 
 void Store::Impl::close_env() noexcept
@@ -127,6 +132,44 @@ void Store::Impl::check_file_size()
   map_base = map_address(data_dev, data_ino);
   map_bytes = info.me_mapsize;
   checked_end = std::min(size, info.me_mapsize);
+  keep_slack();
+}
+
+void Store::Impl::keep_slack() noexcept
+{
+  // A damaged page can make LMDB itself read up to 128 KiB past the page's start (16-bit node
+  // offsets and key sizes) before any check of ours: with the file that much longer than its last
+  // page, such a read lands in the file (zeros) instead of raising SIGBUS. The tail is sparse (no
+  // disk space) and LMDB ignores it. The file is only ever made longer, and only inside a write
+  // txn (no other writer can be appending pages meanwhile).
+  if (mode != Mode::writable || env == nullptr) {
+    return;
+  }
+  int fd = -1;
+  const auto needed = [&]() -> std::size_t {
+    struct stat st {};
+    MDB_envinfo info{};
+    if (mdb_env_get_fd(env, &fd) != MDB_SUCCESS || ::fstat(fd, &st) != 0 || mdb_env_info(env, &info) != MDB_SUCCESS) {
+      return 0;
+    }
+    const std::size_t psize = stored_page_size(fd);
+    const std::size_t end = (static_cast<std::size_t>(info.me_last_pgno) + 1) * psize;
+    return psize != 0 && static_cast<std::size_t>(st.st_size) < end + k_slack / 2 ? end + k_slack : 0;
+  };
+  if (needed() == 0) {
+    return;  // the common case: no txn at all
+  }
+  MDB_txn* txn = nullptr;
+  if (mdb_txn_begin(env, nullptr, 0, &txn) != MDB_SUCCESS) {
+    return;
+  }
+  if (const std::size_t target = needed(); target != 0) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) < target) {
+      std::ignore = ::ftruncate(fd, static_cast<off_t>(target));
+    }
+  }
+  mdb_txn_abort(txn);
 }
 
 bool Store::Impl::inside_file(const void* data, std::size_t size)
@@ -165,12 +208,12 @@ void Store::Impl::open_env(std::size_t map_size)
   flags |= mode == Mode::read_only_no_lock ? MDB_NOLOCK : 0;
   const mode_t file_mode = options.access == Access::group ? 0660 : 0600;
   struct stat before {};
-  if (::stat((path + "/data.mdb").c_str(), &before) == 0) {
+  if (::stat((lmdb_path + "/data.mdb").c_str(), &before) == 0) {
     data_dev = before.st_dev;  // the file a failed open found damaged (moved aside by recover())
     data_ino = before.st_ino;
   }
   try {
-    const int rc = mdb_env_open(env, path.c_str(), flags, file_mode);
+    const int rc = mdb_env_open(env, lmdb_path.c_str(), flags, file_mode);
     if (rc == ENOMEM) {
       throw StoreError("cannot map the store " + path + " (" + std::to_string(map_size) +
                          " bytes): " + std::strerror(rc) + "; lower KJIT_STORE_MAP_SIZE or raise the address-space limit (ulimit -v)",
@@ -185,7 +228,7 @@ void Store::Impl::open_env(std::size_t map_size)
       data_ino = st.st_ino;
       if (options.access == Access::group && mode == Mode::writable && st.st_uid == ::geteuid()) {
         std::ignore = ::fchmod(fd, 0660);
-        std::ignore = ::chmod((path + "/lock.mdb").c_str(), 0660);
+        std::ignore = ::chmod((lmdb_path + "/lock.mdb").c_str(), 0660);
       }
     }
     check_file_size();
@@ -334,7 +377,13 @@ void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
   ++replaced;
   std::string moved = "left in place: it is no longer the file this process opened";
   struct stat st {};
-  if (::stat((path + "/data.mdb").c_str(), &st) == 0 && st.st_dev == data_dev && st.st_ino == data_ino) {
+  struct stat folder {};
+  struct stat named {};
+  // Moved by name only if the name still leads to the folder this process checked and opened.
+  const bool same_folder = dir_fd < 0 || (::fstat(dir_fd, &folder) == 0 && ::lstat(path.c_str(), &named) == 0 &&
+                                          folder.st_dev == named.st_dev && folder.st_ino == named.st_ino);
+  if (same_folder && ::stat((lmdb_path + "/data.mdb").c_str(), &st) == 0 && st.st_dev == data_dev &&
+      st.st_ino == data_ino) {
     const std::string aside =
       path + ".damaged-" + std::to_string(::time(nullptr)) + "-" + std::to_string(::getpid());
     moved = ::rename(path.c_str(), aside.c_str()) == 0 ? "moved aside to " + aside
@@ -344,6 +393,19 @@ void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
             "; continuing with a fresh store (kernels are compiled again)");
   try {
     std::ignore = util::create_directories(path, options.access == Access::group ? 02770 : 0700);
+    if (dir_fd >= 0) {
+      const int fresh = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      struct stat mine {};
+      if (fresh < 0 || ::fstat(fresh, &mine) != 0 || mine.st_uid != ::geteuid()) {
+        if (fresh >= 0) {
+          ::close(fresh);
+        }
+        throw StoreError("the fresh store folder " + path + " is not this user's", EPERM);
+      }
+      ::close(dir_fd);
+      dir_fd = fresh;
+      lmdb_path = "/proc/self/fd/" + std::to_string(dir_fd);
+    }
     mode = mode == Mode::read_only_no_lock ? Mode::read_only : mode;
     open_env(options.initial_map_size);
   } catch (const std::exception& e) {

@@ -35,7 +35,9 @@ struct Store::Impl {
   bool has_table[k_table_count] = {};
   mutable std::shared_mutex guard;  // txns hold it shared; map changes and reopening hold it unique
   pid_t pid = 0;
-  std::string path;
+  std::string path;       // for messages and the registry
+  std::string lmdb_path;  // what LMDB opens: /proc/self/fd/<dir_fd> when a checked descriptor was given
+  int dir_fd = -1;        // owned (a dup of OpenOptions::dir_fd), closed with the Impl
   Mode mode = Mode::writable;
   OpenOptions options;
   const char* map_base = nullptr;  // the map, as of the last open/remap (guard held unique to change)
@@ -46,6 +48,9 @@ struct Store::Impl {
   dev_t data_dev = 0;              // identity of data.mdb when opened: a damaged store is moved
   ino_t data_ino = 0;              //   aside only if it is still the file this process opened
   std::atomic<std::uint64_t> generation{0};  // bumped by every reopen
+  // The generation last walked: a process walks the store (isolated) before its first write, since
+  // a write copies pages LMDB picks by fields a damaged page may hold (a SIGBUS no read would meet).
+  std::atomic<std::uint64_t> walked{~std::uint64_t(0)};
   bool retired = false;            // no environment: reads miss, writes are skipped
 
   ~Impl();
@@ -56,6 +61,8 @@ struct Store::Impl {
   void close_env() noexcept;
   // Throws Damaged if data.mdb is shorter than the environment's last page. Caller holds `guard`.
   void check_file_size();
+  // Writable stores keep data.mdb a sparse 256–512 KiB longer than its last page (see store_env.cpp).
+  void keep_slack() noexcept;
   // True if [data, data+size) lies inside the part of the map backed by data.mdb (re-checks the file
   // once when it seems not to).
   bool inside_file(const void* data, std::size_t size);
@@ -108,6 +115,7 @@ struct Store::Impl {
         continue;
       }
       check(rc, "write transaction");
+      keep_slack();
       return;
     }
   }

@@ -220,5 +220,40 @@ mkfifo "$work/fifo.cu"
 check "a FIFO is refused" exit_code 1 timeout 10 "$kjit" compile "$work/fifo.cu" --arch compute_80 -o "$work/out_dir"
 check "not a regular file is said" grep -q "not a regular file" "$work/err"
 
+# --- honest results of the store (kept by the store part) ---
+honest=$work/honest_cache
+printf 'extern "C" __global__ void h(int* p) { *p = 3; }\n' >"$work/honest.cu"
+check "compile into a fresh cache" exit_code 0 env KJIT_CACHE_DIR="$honest" "$kjit" compile "$work/honest.cu" --arch sm_90 -o "$work"
+check "cache verify on a sound store" exit_code 0 env KJIT_CACHE_DIR="$honest" "$kjit" cache verify
+check "verify says ok" grep -q "^ok: " "$work/out"
+rm -rf "$honest/programs" && touch "$honest/programs"
+check "rebuild-mirror that skips entries fails" exit_code 1 env KJIT_CACHE_DIR="$honest" "$kjit" cache rebuild-mirror
+check "rebuild-mirror says what it skipped" grep -q "1 entries were not mirrored" "$work/err"
+rm -f "$honest/programs"
+for i in 1 2 3 4 5 6 7 8 9 10; do  # a program that takes a while to compile
+  printf 'extern "C" __global__ void k%d(float* p) { float x = p[threadIdx.x]; for (int j = 0; j < 8; ++j) x = sinf(x) * %d.0f + cosf(x); p[threadIdx.x] = x; }\n' $i $i
+done >"$work/slow.cu"
+env KJIT_CACHE_DIR="$honest" "$kjit" compile "$work/slow.cu" --arch sm_90 -o "$work" >"$work/first" 2>&1 &
+first=$!
+inode=$(stat -c %i "$honest/store/compile.lock")
+for _ in $(seq 1 500); do  # until the first process holds its compile lock (an OFD lock in /proc/locks)
+  grep -q "OFDLCK.*:$inode " /proc/locks && break
+  sleep 0.01
+done
+env KJIT_CACHE_DIR="$honest" "$kjit" compile "$work/slow.cu" --arch sm_90 -o "$work" >"$work/second" 2>&1
+wait "$first"
+check "a process that only waited says so" grep -q "^compiled by another process " "$work/second"
+chmod 755 "$work"
+if [ "$(id -u)" = 0 ] && setpriv --reuid=65534 --regid=65534 --clear-groups "$kjit" --help >/dev/null 2>&1; then
+  # A store another user may read and lock but not write: clear must fail, not claim success.
+  chgrp -R 65534 "$honest" && chmod 2750 "$honest" "$honest/store" && chmod 0640 "$honest/store/data.mdb" \
+    && chmod 0660 "$honest/store/lock.mdb"
+  check "clear of a read-only store fails" exit_code 1 env KJIT_CACHE_DIR="$honest" KJIT_SHARED_CACHE=1 \
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$kjit" cache clear
+  check "clear says read-only" grep -q "read-only" "$work/err"
+else
+  echo "skipped: clear of a read-only store (needs root, and user nobody able to run $kjit)"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

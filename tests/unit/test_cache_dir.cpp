@@ -3,9 +3,11 @@
 
 #include "fixture.hpp"
 
+#include "cache/cache_dir.hpp"
 #include "mirror/mirror.hpp"
 #include "util/hash.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -146,6 +148,10 @@ BOOST_AUTO_TEST_CASE(a_store_that_cannot_be_locked_is_not_read_and_lookups_are_s
   std::string prefix = "KJIT_SHARED_CACHE=1 ";
   std::string suffix;
   if (::geteuid() == 0) {
+    if (run("setpriv --reuid=65534 --regid=65534 --clear-groups ls \"${CUDA_HOME:-/usr/local/cuda}/lib64/\" >/dev/null 2>&1", output) != 0) {
+      BOOST_TEST_MESSAGE("skipped: user nobody cannot read the toolkit's libraries here");
+      return;
+    }
     suffix = " --as-nobody";
     BOOST_TEST_REQUIRE(run("chmod -R a+rX,go-w '" + tmp.path() + "'", output) == 0);
   } else {
@@ -164,6 +170,88 @@ BOOST_AUTO_TEST_CASE(a_store_that_cannot_be_locked_is_not_read_and_lookups_are_s
   BOOST_TEST(output.find("result: ok") != std::string::npos, output);
   BOOST_TEST(output.find("compiles: 1") != std::string::npos, output);
   BOOST_TEST(read_text(config.cache_dir + "/store/data.mdb") == before);
+}
+
+namespace {
+
+// Runs `command` as user nobody (setpriv) when root; false (and a message) when that is impossible.
+bool as_nobody(const std::string& command)
+{
+  std::string output;
+  if (::geteuid() != 0) {
+    return false;
+  }
+  return run("setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '" + command + "'", output) == 0;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_store_planted_by_another_user_is_never_used)
+{
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: the attacker is user nobody, which needs root");
+    return;
+  }
+  // A window in which the folder was world-writable: nobody plants store/ (and a file in it).
+  std::string output;
+  BOOST_TEST_REQUIRE(run("chmod 755 '" + tmp.path() + "'", output) == 0);
+  BOOST_TEST_REQUIRE(::mkdir(config.cache_dir.c_str(), 0777) == 0);
+  BOOST_TEST_REQUIRE(::chmod(config.cache_dir.c_str(), 0777) == 0);
+  BOOST_TEST_REQUIRE(as_nobody("mkdir -m 777 " + config.cache_dir + "/store && touch " + config.cache_dir + "/store/data.mdb"));
+  BOOST_TEST_REQUIRE(::chmod(config.cache_dir.c_str(), 0700) == 0);  // the owner fixes the folder
+  kjit::Cache cache(config);
+  BOOST_TEST(!cache.has_disk_tier());  // was: the planted store was opened and served
+  BOOST_TEST(!cache.get(small_program("planted"), kjit::Arch::parse("sm_90"))->cubin.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_store_symlink_inside_a_private_folder_is_never_followed)
+{
+  const std::string elsewhere = tmp.path() + "/elsewhere";
+  BOOST_TEST_REQUIRE(::mkdir(elsewhere.c_str(), 0700) == 0);
+  BOOST_TEST_REQUIRE(::mkdir(config.cache_dir.c_str(), 0700) == 0);
+  BOOST_TEST_REQUIRE(::symlink(elsewhere.c_str(), (config.cache_dir + "/store").c_str()) == 0);
+  kjit::Cache cache(config);
+  BOOST_TEST(!cache.has_disk_tier());
+  cache.get(small_program("symlinked_store"), kjit::Arch::parse("sm_90"));
+  BOOST_TEST(!exists(elsewhere + "/data.mdb"));  // was: the store was created through the link
+}
+
+BOOST_AUTO_TEST_CASE(a_linked_or_foreign_store_file_is_refused)
+{
+  kjit::Cache(config).get(small_program("linked"), kjit::Arch::parse("sm_90"));
+  const std::string data = config.cache_dir + "/store/data.mdb";
+  BOOST_TEST_REQUIRE(::link(data.c_str(), (tmp.path() + "/second-name").c_str()) == 0);
+  kjit::Cache cache(config);
+  BOOST_TEST(!cache.has_disk_tier());  // two names: someone else may hold the other one
+}
+
+BOOST_AUTO_TEST_CASE(a_parent_others_can_write_is_refused_unless_sticky)
+{
+  const std::string parent = tmp.path() + "/open";
+  BOOST_TEST_REQUIRE(::mkdir(parent.c_str(), 0777) == 0);
+  BOOST_TEST_REQUIRE(::chmod(parent.c_str(), 0777) == 0);
+  config.cache_dir = parent + "/cache";
+  BOOST_CHECK_THROW(kjit::Cache cache(config), kjit::StoreError);  // was accepted: the folder could be swapped
+  BOOST_TEST_REQUIRE(::chmod(parent.c_str(), 01777) == 0);  // sticky, as /tmp
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.has_disk_tier());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_local_folder_of_another_owner_or_mode_is_refused)
+{
+  const std::string folder = tmp.path() + "/kjit-uid";
+  BOOST_TEST_REQUIRE(::mkdir(folder.c_str(), 0700) == 0);
+  kjit::util::UniqueFd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY));
+  BOOST_TEST(kjit::cache::private_folder_problem(fd.get(), false, true).empty());
+  BOOST_TEST_REQUIRE(::chmod(folder.c_str(), 0755) == 0);
+  BOOST_TEST(!kjit::cache::private_folder_problem(fd.get(), false, true).empty());
+  BOOST_TEST_REQUIRE(::chmod(folder.c_str(), 0777) == 0);
+  BOOST_TEST(!kjit::cache::private_folder_problem(fd.get(), false, true).empty());
+  if (::geteuid() == 0) {
+    BOOST_TEST_REQUIRE(::chmod(folder.c_str(), 0700) == 0);
+    BOOST_TEST_REQUIRE(::chown(folder.c_str(), 65534, 65534) == 0);
+    BOOST_TEST(kjit::cache::private_folder_problem(fd.get(), false, true).find("uid 65534") != std::string::npos);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

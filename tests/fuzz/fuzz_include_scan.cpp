@@ -1,0 +1,14 @@
+// libFuzzer target: the include scanner (deps/include_scan.hpp, read only here) on arbitrary text.
+#include "deps/include_scan.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
+{
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  const std::map<std::string, std::string> defines{{"HEADER", "\"h.h\""}, {"EMPTY", ""}};
+  const auto includes = kjit::deps::scan_includes(text, defines);
+  (void)includes;
+  return 0;
+}
