@@ -1,0 +1,89 @@
+// Behaviour the public API promises, found missing by mutation testing (docs/testing.md):
+// compute capabilities, option spellings, debug options, macro-named includes.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include <sys/stat.h>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_sm90 = kjit::Arch::parse("sm_90");
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(behaviour, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(every_minor_compute_capability_up_to_9_is_an_arch)
+{
+  BOOST_TEST(kjit::Arch::of_compute_capability(8, 9).str() == "sm_89");
+  BOOST_TEST(kjit::Arch::of_compute_capability(8, 0).str() == "sm_80");
+  BOOST_TEST(kjit::Arch::of_compute_capability(12, 1).str() == "sm_121");
+  BOOST_CHECK_THROW(kjit::Arch::of_compute_capability(8, 10), kjit::ArchError);
+  BOOST_CHECK_THROW(kjit::Arch::of_compute_capability(8, -1), kjit::ArchError);
+  BOOST_CHECK_THROW(kjit::Arch::of_compute_capability(0, 5), kjit::ArchError);
+}
+
+// -I/-D/-U given as two words, one word or the long spelling are one key.
+BOOST_AUTO_TEST_CASE(option_spellings_in_one_or_two_words_are_one_key, *boost::unit_test::timeout(120))
+{
+  ::mkdir((tmp.path() + "/inc").c_str(), 0700);
+  kjit::Cache cache(config);
+  const auto key_with = [&](std::vector<std::string> options) {
+    kjit::Program program = small_program("spellings");
+    program.options = std::move(options);
+    return cache.prepare(program, k_sm90).key();
+  };
+  const std::string inc = tmp.path() + "/inc";
+  const std::string joined = key_with({"-I" + inc, "-DA=1", "-UB"});
+  BOOST_TEST(key_with({"-I", inc, "-D", "A=1", "-U", "B"}) == joined);
+  BOOST_TEST(key_with({"--include-path", inc, "--define-macro", "A=1", "--undefine-macro", "B"}) == joined);
+  BOOST_TEST(key_with({"--include-path=" + inc, "--define-macro=A=1", "--undefine-macro=B"}) == joined);
+  BOOST_TEST(key_with({"-I" + inc, "-DA=2", "-UB"}) != joined);
+  BOOST_TEST(key_with({"-I" + inc, "-DA=1", "-UC"}) != joined);
+  BOOST_TEST(key_with({"-I" + inc, "-DA=1"}) != joined);
+}
+
+// The debug options are one option in two spellings; options that do not ask for debug info
+// (an unused macro) leave the cubin as it is.
+BOOST_AUTO_TEST_CASE(debug_options_reach_both_stages_and_nothing_else_does)
+{
+  kjit::Cache cache(config);
+  const auto cubin_with = [&](std::vector<std::string> options) {
+    kjit::Program program = small_program("debug");
+    program.options = std::move(options);
+    return cache.get(program, k_sm90)->cubin;
+  };
+  const std::string plain = cubin_with({});
+  BOOST_TEST(plain.find(".debug_info") == std::string::npos);
+  BOOST_TEST((cubin_with({"-DUNUSED_MACRO=1"}) == plain));
+  const std::string debug = cubin_with({"-G"});
+  BOOST_TEST(debug.find(".debug_info") != std::string::npos);
+  BOOST_TEST((cubin_with({"--device-debug"}) == debug));
+  BOOST_TEST((cubin_with({"-lineinfo"}) == cubin_with({"--generate-line-info"})));
+}
+
+// `#include NAME` with NAME from -DNAME="file": the file is found, tracked, and edits recompile.
+BOOST_AUTO_TEST_CASE(a_header_named_by_a_define_is_tracked)
+{
+  ::mkdir((tmp.path() + "/inc").c_str(), 0700);
+  write_text(tmp.path() + "/inc/chosen.h", "#define CHOSEN 1111\n");
+  kjit::Program program{"macro_include.cu",
+                        "#include KJIT_CHOSEN\nextern \"C\" __global__ void k(int* p) { *p = CHOSEN; }\n",
+                        {},
+                        {"-I" + tmp.path() + "/inc", "-DKJIT_CHOSEN=\"chosen.h\""},
+                        {}};
+  kjit::Cache cache(config);
+  const kjit::PreparedProgram first = cache.prepare(program, k_sm90);
+  BOOST_TEST_REQUIRE(first.included_headers().size() == 1u);
+  BOOST_TEST(first.included_headers()[0].path == tmp.path() + "/inc/chosen.h");
+  BOOST_TEST(cache.get(first)->ptx.find("1111") != std::string::npos);
+  write_text(tmp.path() + "/inc/chosen.h", "#define CHOSEN 2222\n");
+  const kjit::PreparedProgram second = cache.prepare(program, k_sm90);
+  BOOST_TEST(second.key() != first.key());
+  BOOST_TEST(cache.get(second)->ptx.find("2222") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
