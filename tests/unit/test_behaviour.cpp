@@ -86,4 +86,26 @@ BOOST_AUTO_TEST_CASE(a_header_named_by_a_define_is_tracked)
   BOOST_TEST(cache.get(second)->ptx.find("2222") != std::string::npos);
 }
 
+// An #include inside a comment is no include, also after string and character literals that
+// hold quotes and escapes.
+BOOST_AUTO_TEST_CASE(includes_in_comments_after_literals_are_ignored)
+{
+  kjit::Cache cache(config);
+  const char* const sources[] = {
+    "__device__ const char* s = \"a\\\"b\"; /*\n#include \"missing_one.h\"\n*/\n",
+    "__device__ char q = '\"'; /*\n#include \"missing_two.h\"\n*/\n",
+    "__device__ char e = '\\''; /*\n#include \"missing_three.h\"\n*/\n",
+  };
+  for (const char* source : sources) {
+    kjit::Program program{"literals.cu", std::string(source) + "extern \"C\" __global__ void k(int* p) { *p = 1; }\n",
+                          {}, {}, {}};
+    BOOST_TEST_CONTEXT(source)
+    {
+      const kjit::PreparedProgram prepared = cache.prepare(program, k_sm90);
+      BOOST_TEST(prepared.included_headers().empty());
+      BOOST_TEST(cache.get(prepared)->ptx.find(".entry k") != std::string::npos);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
