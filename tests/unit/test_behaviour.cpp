@@ -108,4 +108,29 @@ BOOST_AUTO_TEST_CASE(includes_in_comments_after_literals_are_ignored)
   }
 }
 
+// A dangling -I (no folder after it) is kept as written, never read past the end.
+BOOST_AUTO_TEST_CASE(a_dangling_option_is_kept_as_written)
+{
+  kjit::Cache cache(config);
+  kjit::Program program = small_program("dangling");
+  for (const char* dangling : {"-I", "-D", "-U"}) {
+    program.options = {"-DA=1", dangling};
+    const std::string options_txt = cache.prepare(program, k_sm90).options_txt();
+    BOOST_TEST(options_txt.find(std::string("\noption: ") + dangling + "\n") != std::string::npos, options_txt);
+  }
+}
+
+// The cubin check rejects an ELF64 file for another machine, saying so.
+BOOST_AUTO_TEST_CASE(a_cubin_for_another_machine_is_rejected)
+{
+  kjit::Cache cache(config);
+  std::string cubin = cache.get(small_program("machine"), k_sm90)->cubin;
+  std::string why;
+  BOOST_TEST_REQUIRE(kjit::check_cubin(cubin, 90, why), why);
+  cubin[18] = 62;  // e_machine: EM_X86_64
+  cubin[19] = 0;
+  BOOST_TEST(!kjit::check_cubin(cubin, 90, why));
+  BOOST_TEST(why.find("e_machine") != std::string::npos, why);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
