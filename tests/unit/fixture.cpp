@@ -27,8 +27,11 @@ TempDir::~TempDir()
   ::nftw(
     m_path.c_str(),
     [](const char* path, const struct stat*, int type, FTW*) {
-      ::chmod(path, 0700);
-      return type == FTW_DP ? ::rmdir(path) : ::unlink(path);
+      if (type == FTW_DP) {
+        ::chmod(path, 0700);  // only real folders: chmod() on a symlink would change its target
+        return ::rmdir(path);
+      }
+      return ::unlink(path);
     },
     32, FTW_DEPTH | FTW_PHYS);
 }

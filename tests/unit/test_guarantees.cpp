@@ -7,6 +7,8 @@
 #include "store/store.hpp"
 
 #include <map>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sstream>
 #include <thread>
 
@@ -215,6 +217,22 @@ BOOST_AUTO_TEST_CASE(supported_archs_are_remembered_for_a_second_process)
   BOOST_TEST(warm["supported_archs"] == archs, output);
   BOOST_TEST(warm["nvrtc_loaded"] == "0", output);
   BOOST_TEST(warm["disk_hits"] == "1", output);
+}
+
+// Removing a test's folder never changes what a symlink in it points to (a symlink to the
+// toolkit's lib/ once left it mode 0700).
+BOOST_AUTO_TEST_CASE(removing_a_test_folder_leaves_symlink_targets_alone)
+{
+  const std::string outside = tmp.path() + "/outside";
+  BOOST_TEST_REQUIRE(::mkdir(outside.c_str(), 0755) == 0);
+  BOOST_TEST_REQUIRE(::chmod(outside.c_str(), 0755) == 0);
+  {
+    const TempDir inner;
+    BOOST_TEST_REQUIRE(::symlink(outside.c_str(), (inner.path() + "/link").c_str()) == 0);
+  }
+  struct stat st {};
+  BOOST_TEST_REQUIRE(::stat(outside.c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 07777) == 0755u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
