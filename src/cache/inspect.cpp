@@ -3,6 +3,7 @@
 
 #include "cache/cache_dir.hpp"
 #include "cache/name_index.hpp"
+#include "cache/usage_log.hpp"
 #include "store/record.hpp"
 
 #include <algorithm>
@@ -303,7 +304,25 @@ DiskUsage Cache::usage() const
     usage.store_file_bytes = static_cast<std::size_t>(st.st_blocks) * 512;
   }
   usage.mirror_bytes = allocated_bytes(m_impl->config.cache_dir + "/programs");
+  const cache::UsageTotals counts = cache::read_usage(m_impl->config.cache_dir);
+  usage.processes = counts.processes;
+  usage.memory_hits = counts.memory_hits;
+  usage.disk_hits = counts.disk_hits;
+  usage.bundle_hits = counts.bundle_hits;
+  usage.misses = counts.misses;
+  usage.compiles = counts.compiles;
+  usage.compile_ms_saved = counts.compile_ms_saved;
+  usage.compile_ms_spent = counts.compile_ms_spent;
   return usage;
+}
+
+void Cache::zero_usage()
+{
+  require_writable(*this);
+  if (const std::error_code error = cache::zero_usage(m_impl->config.cache_dir)) {
+    throw StoreError("cannot zero the usage counts in " + m_impl->config.cache_dir + ": " + error.message(),
+                     error.value());
+  }
 }
 
 } // namespace kjit

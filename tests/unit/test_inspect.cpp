@@ -3,6 +3,7 @@
 
 #include "fixture.hpp"
 
+#include "cache/usage_log.hpp"
 #include "store/record.hpp"
 #include "store/store.hpp"
 
@@ -151,6 +152,47 @@ BOOST_AUTO_TEST_CASE(prune_removes_old_entries_and_keeps_to_a_size)
   BOOST_TEST(!exists(config.cache_dir + "/programs"));
   BOOST_TEST(!cache.remove_mirror());
   BOOST_TEST(cache.rebuild_mirror() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(lookup_counts_are_summed_across_caches_and_processes)
+{
+  const kjit::Program program = small_program("counted");
+  {
+    kjit::Cache first(config);
+    first.get(program, kjit::Arch::parse("sm_90"));  // miss, compile
+  }
+  {
+    kjit::Cache second(config);
+    second.get(program, kjit::Arch::parse("sm_90"));  // disk hit
+    second.get(program, kjit::Arch::parse("sm_90"));  // memory hit
+  }
+  { kjit::Cache idle(config); }  // no lookup: no line
+  kjit::Cache cache(config);
+  const kjit::DiskUsage usage = cache.usage();
+  BOOST_TEST(usage.processes == 2u);
+  BOOST_TEST(usage.misses == 1u);
+  BOOST_TEST(usage.compiles == 1u);
+  BOOST_TEST(usage.disk_hits == 1u);
+  BOOST_TEST(usage.memory_hits == 1u);
+  BOOST_TEST(usage.compile_ms_saved > 0.0);
+  BOOST_TEST(usage.compile_ms_spent > 0.0);
+
+  // Thousands of processes: the log is summed into one line now and then, never losing counts.
+  kjit::CacheStats one;
+  one.disk_hits = 2;
+  one.misses = 1;
+  for (int i = 0; i < 3000; ++i) {
+    kjit::cache::append_usage(config.cache_dir, one);
+  }
+  const kjit::DiskUsage many = cache.usage();
+  BOOST_TEST(many.processes == 3002u);
+  BOOST_TEST(many.disk_hits == 6001u);
+  BOOST_TEST(many.misses == 3001u);
+  BOOST_TEST(read_text(config.cache_dir + "/usage.log").size() < 80u * 1024u);
+
+  cache.zero_usage();
+  BOOST_TEST(cache.usage().processes == 0u);
+  BOOST_TEST(cache.usage().misses == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(setting_values_say_where_each_value_came_from)
