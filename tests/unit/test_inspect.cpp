@@ -213,6 +213,17 @@ BOOST_AUTO_TEST_CASE(setting_values_say_where_each_value_came_from)
   BOOST_TEST(by_name["arch"].value == "sm_80");
   BOOST_TEST(by_name["mirror"].source == "default");
   BOOST_TEST(by_name["bundle"].variable == "KJIT_BUNDLE");
+
+  // A password inside a URL is never shown.
+  ::setenv("KJIT_BUNDLE", "/mnt/redis://reader:hunter2@cache.example/kernels.kjitpack", 1);
+  const auto redacted = kjit::setting_values();
+  ::unsetenv("KJIT_BUNDLE");
+  for (const auto& v : redacted) {
+    BOOST_TEST(v.value.find("hunter2") == std::string::npos, v.name);
+    if (v.name == "bundle") {
+      BOOST_TEST(v.value.find("reader:***@cache.example") != std::string::npos, v.value);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(diagnose_reports_a_damaged_store_and_never_creates_the_folder)
