@@ -93,7 +93,8 @@ BundleReport Cache::import_bundle(const std::string& path)
       continue;
     }
     rows.push_back({store::Table::entries, std::string(bytes_of(index.key)), std::move(bytes)});
-    rows.push_back({store::Table::names, cache::name_index_key(entry->program_name, bytes_of(index.key)), ""});
+    rows.push_back(
+      {store::Table::names, cache::name_index_key(entry->program_name, bytes_of(index.key)), entry->program_name});
     mirrored.emplace_back(hex, std::move(*entry));
     ++report.entries;
   }

@@ -72,7 +72,11 @@ std::vector<Row> decoded_rows(const store::Store* store, const EntryFilter& filt
 
 void require_writable(const Cache& cache)
 {
-  if (cache.has_disk_tier() && !cache.writable()) {
+  if (!cache.has_disk_tier()) {
+    throw StoreError("no disk cache at " + cache.config().cache_dir + " (disabled, or its store could not be opened)",
+                     ENOENT);
+  }
+  if (!cache.writable()) {
     throw StoreError("the cache at " + cache.config().cache_dir + " is read-only", EROFS);
   }
 }

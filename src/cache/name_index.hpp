@@ -1,5 +1,5 @@
-// The key of an entry's row in the store's `names` table, for code that adds or removes entries
-// outside a lookup (import, prune). Must match the row persist() writes in lookup.cpp.
+// The key of an entry's row in the store's `names` table (its value is the program name), for code
+// that adds or removes entries outside a lookup (import, prune). Must match persist() in lookup.cpp.
 #pragma once
 
 #include <string>

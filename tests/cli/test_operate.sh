@@ -242,13 +242,15 @@ check "mirror rebuilt" sh -c "test \$(ls '$KJIT_CACHE_DIR/programs' | wc -l) = \
 check "old spelling: cache rebuild-mirror" exit_code 0 "$kjit" cache rebuild-mirror
 
 # --- a read-only cache folder ---
+# The owner can't write the folder or the store (only the LMDB lock file, which readers need).
 if [ "$(id -u)" = 0 ]; then
-  as_reader=(setpriv --reuid=65534 --regid=65534 --clear-groups env KJIT_SHARED_CACHE=1 HOME="$work")
-  chmod -R a+rX "$work/imported"
+  chown -R 65534:65534 "$work/imported"  # root ignores modes: read as "nobody", the owner
+  as_reader=(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$work")
 else
   as_reader=(env)
-  chmod -R a-w "$work/imported"
 fi
+chmod -R a-w "$work/imported"
+chmod u+w "$work/imported/store/lock.mdb"
 check "list a read-only cache" exit_code 0 "${as_reader[@]}" "$kjit" list --cache-dir "$work/imported"
 check "read-only list shows the entries" test "$(lines "$work/out")" = 23
 check "stats says read-only" exit_code 0 "${as_reader[@]}" "$kjit" stats --cache-dir "$work/imported"
