@@ -106,6 +106,16 @@ struct DiskUsage {
   std::size_t store_file_bytes = 0;  // data.mdb on disk
   std::size_t mirror_bytes = 0;      // programs/ (file sizes)
   double compile_ms_stored = 0;      // sum of the entries' compile times
+  // Lookups of every process that used the folder since the counts were zeroed (each process
+  // adds its CacheStats when its Cache goes away).
+  std::uint64_t processes = 0;
+  std::uint64_t memory_hits = 0;
+  std::uint64_t disk_hits = 0;
+  std::uint64_t bundle_hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t compiles = 0;
+  double compile_ms_saved = 0;
+  double compile_ms_spent = 0;
 };
 
 // What an export or import did.
@@ -253,6 +263,8 @@ public:
   // Deletes programs/ (the store is unaffected); returns false if there was none.
   bool remove_mirror();
   DiskUsage usage() const;
+  // Zeroes the lookup counts usage() sums across processes.
+  void zero_usage();
   // Writes the entries matching `filter` (records as stored, with the toolchain identities) to
   // the bundle `path`. Throws BundleError if it can't be written.
   BundleReport export_bundle(const std::string& path, const EntryFilter& filter = {});

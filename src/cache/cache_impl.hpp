@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <unistd.h>
 
 namespace kjit {
 
@@ -64,6 +65,8 @@ struct Cache::Impl {
   CacheStats stats;
 
   explicit Impl(const Config& c) : config(c), memory(c.memory_limit) {}
+  ~Impl();  // usage_log.cpp: appends this cache's lookup counts to the folder's usage log
+  pid_t creator = ::getpid();
 
   void count(std::uint64_t CacheStats::*counter, double CacheStats::*ms = nullptr, double value = 0);
   const cache::KeyContext& key_context();

@@ -3,6 +3,7 @@
 
 #include "cache/cache_dir.hpp"
 #include "store/store.hpp"
+#include "cache/usage_log.hpp"
 #include "store/record.hpp"
 
 #include <algorithm>
@@ -66,7 +67,11 @@ std::vector<Row> decoded_rows(const store::Store* store, const EntryFilter& filt
 
 void require_writable(const Cache& cache)
 {
-  if (cache.has_disk_tier() && !cache.writable()) {
+  if (!cache.has_disk_tier()) {
+    throw StoreError("no disk cache at " + cache.config().cache_dir + " (disabled, or its store could not be opened)",
+                     ENOENT);
+  }
+  if (!cache.writable()) {
     throw StoreError("the cache at " + cache.config().cache_dir + " is read-only", EROFS);
   }
 }
@@ -319,7 +324,25 @@ DiskUsage Cache::usage() const
     usage.store_file_bytes = static_cast<std::size_t>(st.st_blocks) * 512;
   }
   usage.mirror_bytes = allocated_bytes(m_impl->config.cache_dir + "/programs");
+  const cache::UsageTotals counts = cache::read_usage(m_impl->config.cache_dir);
+  usage.processes = counts.processes;
+  usage.memory_hits = counts.memory_hits;
+  usage.disk_hits = counts.disk_hits;
+  usage.bundle_hits = counts.bundle_hits;
+  usage.misses = counts.misses;
+  usage.compiles = counts.compiles;
+  usage.compile_ms_saved = counts.compile_ms_saved;
+  usage.compile_ms_spent = counts.compile_ms_spent;
   return usage;
+}
+
+void Cache::zero_usage()
+{
+  require_writable(*this);
+  if (const std::error_code error = cache::zero_usage(m_impl->config.cache_dir)) {
+    throw StoreError("cannot zero the usage counts in " + m_impl->config.cache_dir + ": " + error.message(),
+                     error.value());
+  }
 }
 
 } // namespace kjit

@@ -3,6 +3,7 @@
 
 #include "fixture.hpp"
 
+#include "cache/usage_log.hpp"
 #include "store/record.hpp"
 #include "store/store.hpp"
 
@@ -153,6 +154,47 @@ BOOST_AUTO_TEST_CASE(prune_removes_old_entries_and_keeps_to_a_size)
   BOOST_TEST(cache.rebuild_mirror() == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(lookup_counts_are_summed_across_caches_and_processes)
+{
+  const kjit::Program program = small_program("counted");
+  {
+    kjit::Cache first(config);
+    first.get(program, kjit::Arch::parse("sm_90"));  // miss, compile
+  }
+  {
+    kjit::Cache second(config);
+    second.get(program, kjit::Arch::parse("sm_90"));  // disk hit
+    second.get(program, kjit::Arch::parse("sm_90"));  // memory hit
+  }
+  { kjit::Cache idle(config); }  // no lookup: no line
+  kjit::Cache cache(config);
+  const kjit::DiskUsage usage = cache.usage();
+  BOOST_TEST(usage.processes == 2u);
+  BOOST_TEST(usage.misses == 1u);
+  BOOST_TEST(usage.compiles == 1u);
+  BOOST_TEST(usage.disk_hits == 1u);
+  BOOST_TEST(usage.memory_hits == 1u);
+  BOOST_TEST(usage.compile_ms_saved > 0.0);
+  BOOST_TEST(usage.compile_ms_spent > 0.0);
+
+  // Thousands of processes: the log is summed into one line now and then, never losing counts.
+  kjit::CacheStats one;
+  one.disk_hits = 2;
+  one.misses = 1;
+  for (int i = 0; i < 3000; ++i) {
+    kjit::cache::append_usage(config.cache_dir, one);
+  }
+  const kjit::DiskUsage many = cache.usage();
+  BOOST_TEST(many.processes == 3002u);
+  BOOST_TEST(many.disk_hits == 6001u);
+  BOOST_TEST(many.misses == 3001u);
+  BOOST_TEST(read_text(config.cache_dir + "/usage.log").size() < 80u * 1024u);
+
+  cache.zero_usage();
+  BOOST_TEST(cache.usage().processes == 0u);
+  BOOST_TEST(cache.usage().misses == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(setting_values_say_where_each_value_came_from)
 {
   ::setenv("KJIT_MEMORY_LIMIT", "64MiB", 1);
@@ -171,6 +213,17 @@ BOOST_AUTO_TEST_CASE(setting_values_say_where_each_value_came_from)
   BOOST_TEST(by_name["arch"].value == "sm_80");
   BOOST_TEST(by_name["mirror"].source == "default");
   BOOST_TEST(by_name["bundle"].variable == "KJIT_BUNDLE");
+
+  // A password inside a URL is never shown.
+  ::setenv("KJIT_BUNDLE", "/mnt/redis://reader:hunter2@cache.example/kernels.kjitpack", 1);
+  const auto redacted = kjit::setting_values();
+  ::unsetenv("KJIT_BUNDLE");
+  for (const auto& v : redacted) {
+    BOOST_TEST(v.value.find("hunter2") == std::string::npos, v.name);
+    if (v.name == "bundle") {
+      BOOST_TEST(v.value.find("reader:***@cache.example") != std::string::npos, v.value);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(diagnose_reports_a_damaged_store_and_never_creates_the_folder)

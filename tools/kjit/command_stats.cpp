@@ -9,13 +9,22 @@ namespace kjit::cli {
 int command_stats(const std::vector<std::string>& args)
 {
   po::options_description visible("options");
-  visible.add_options()("json", "as JSON");
+  visible.add_options()
+    ("json", "as JSON")
+    ("zero", "zero the hit and miss counts (the entries stay)");
   add_cache_dir_option(visible);
   po::variables_map vm;
-  if (!parse_arguments(args, "kjit stats [--json] [--cache-dir DIR]", visible, {}, {}, vm)) {
+  if (!parse_arguments(args, "kjit stats [--json] [--zero] [--cache-dir DIR]", visible, {}, {}, vm)) {
     return 0;
   }
   const auto cache = open_cache(vm, Access::read);
+  if (vm.count("zero") != 0) {
+    if (cache) {
+      cache->zero_usage();
+    }
+    std::cout << "zeroed the hit and miss counts of " << current_config().cache_dir << "\n";
+    return 0;
+  }
   const DiskUsage u = cache ? cache->usage() : DiskUsage{};
   const std::string dir = current_config().cache_dir;
   if (vm.count("json") != 0) {
@@ -27,7 +36,13 @@ int command_stats(const std::vector<std::string>& args)
               << ", \"quarantined\": " << u.quarantined << ", \"bytes\": {\"records\": " << u.record_bytes
               << ", \"cubin\": " << u.cubin_bytes << ", \"ptx\": " << u.ptx_bytes << ", \"source\": " << u.source_bytes
               << ", \"log\": " << u.log_bytes << ", \"store_file\": " << u.store_file_bytes
-              << ", \"mirror\": " << u.mirror_bytes << "}, \"compile_ms_stored\": " << ms << "}\n";
+              << ", \"mirror\": " << u.mirror_bytes << "}, \"compile_ms_stored\": " << ms;
+    std::snprintf(ms, sizeof ms, "%.3f", u.compile_ms_saved);
+    std::cout << ", \"lookups\": {\"processes\": " << u.processes << ", \"memory_hits\": " << u.memory_hits
+              << ", \"disk_hits\": " << u.disk_hits << ", \"bundle_hits\": " << u.bundle_hits
+              << ", \"misses\": " << u.misses << ", \"compiles\": " << u.compiles << ", \"compile_ms_saved\": " << ms;
+    std::snprintf(ms, sizeof ms, "%.3f", u.compile_ms_spent);
+    std::cout << ", \"compile_ms_spent\": " << ms << "}}\n";
     return 0;
   }
   std::cout << "cache folder: " << dir << (cache ? (cache->writable() ? "" : " (read-only)") : " (does not exist)")
@@ -44,6 +59,14 @@ int command_stats(const std::vector<std::string>& args)
             << "mirror: " << format_bytes(u.mirror_bytes) << " on disk\n";
   std::printf("compile time stored: %.1f s (each hit on an entry saves its compile time)\n",
               u.compile_ms_stored / 1000.0);
+  const std::uint64_t hits = u.memory_hits + u.disk_hits + u.bundle_hits;
+  std::printf("lookups: %llu hits (memory %llu, disk %llu, bundle %llu), %llu misses, %llu compiles, by %llu processes\n",
+              static_cast<unsigned long long>(hits), static_cast<unsigned long long>(u.memory_hits),
+              static_cast<unsigned long long>(u.disk_hits), static_cast<unsigned long long>(u.bundle_hits),
+              static_cast<unsigned long long>(u.misses), static_cast<unsigned long long>(u.compiles),
+              static_cast<unsigned long long>(u.processes));
+  std::printf("compile time saved by hits: %.1f s; spent on misses: %.1f s\n", u.compile_ms_saved / 1000.0,
+              u.compile_ms_spent / 1000.0);
   return 0;
 }
 
