@@ -43,6 +43,7 @@ int main(int argc, char** argv)
             << (kjit::driver_status().available ? "available" : "none");
     std::printf("%s\n", machine.str().c_str());
     const std::vector<std::pair<const char*, void (*)(bench::Report&, const bench::Options&)>> sections{
+      {"parity", bench::code_parity},
       {"cold", bench::cold_compiles},        {"memory", bench::memory_tier},
       {"warm", bench::warm_fresh_process},   {"scale", bench::scale_and_files},
       {"heavy", bench::heavy_headers},       {"flight", bench::single_flight},

@@ -10,6 +10,7 @@ struct Options {
   int repetitions = 30;        // process spawns per measurement
 };
 
+void code_parity(Report& report, const Options& options);
 void cold_compiles(Report& report, const Options& options);
 void memory_tier(Report& report, const Options& options);
 void heavy_headers(Report& report, const Options& options);

@@ -12,8 +12,15 @@ namespace kjit::rtc {
 // Compiles for a resolved (non-auto) arch with the given settings. Same errors as kjit::compile.
 Binary compile(const Config& config, const Program& program, const Arch& arch);
 
-// Options NVRTC receives besides the program's own: -arch=compute_XY and the toolkit's -I folders.
+// Options NVRTC receives besides the program's own: -arch (sm_XY for a real arch, compute_XY for a
+// virtual one) and the toolkit's -I folders.
 std::vector<std::string> implicit_options(const Config& config, const Arch& arch);
+
+// A cubin for `arch` made by nvJitLink from PTX (relocatable PTX → SASS: helpers stay calls, so
+// the code can be worse than compile()'s) or from LTO IR (-lto: whole-program). The program's
+// ptxas-level options are forwarded; `log` gets nvJitLink's warnings. Errors as link_cubin.
+std::string cubin_from_ptx(const Program& program, const std::string& ptx, const Arch& arch, std::string& log);
+std::string cubin_from_ltoir(const Program& program, const std::string& ltoir, const Arch& arch, std::string& log);
 
 // NVVM LTO IR of the program (NVRTC with -dlto), for the mirror's ir/ folder when dump_ir is on.
 std::string compile_ltoir(const Config& config, const Program& program, const Arch& arch);

@@ -41,7 +41,8 @@ std::unique_ptr<Loaded> load()
     api.compile_program, "nvrtcCompileProgram")(api.get_ptx_size, "nvrtcGetPTXSize")(api.get_ptx, "nvrtcGetPTX")(
     api.get_program_log_size, "nvrtcGetProgramLogSize")(api.get_program_log, "nvrtcGetProgramLog")(
     api.add_name_expression, "nvrtcAddNameExpression")(api.get_lowered_name, "nvrtcGetLoweredName")(
-    api.get_ltoir_size, "nvrtcGetLTOIRSize")(api.get_ltoir, "nvrtcGetLTOIR")
+    api.get_ltoir_size, "nvrtcGetLTOIRSize")(api.get_ltoir, "nvrtcGetLTOIR")(
+    api.get_cubin_size, "nvrtcGetCUBINSize")(api.get_cubin, "nvrtcGetCUBIN")
     .check("NVRTC");
   return loaded;
 }

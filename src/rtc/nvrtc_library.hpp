@@ -21,6 +21,8 @@ struct NvrtcApi {
   decltype(&::nvrtcGetLoweredName) get_lowered_name;
   decltype(&::nvrtcGetLTOIRSize) get_ltoir_size;
   decltype(&::nvrtcGetLTOIR) get_ltoir;
+  decltype(&::nvrtcGetCUBINSize) get_cubin_size;
+  decltype(&::nvrtcGetCUBIN) get_cubin;
 };
 
 // Loads NVRTC (and its builtins library, by absolute path, so the embedding program's run path

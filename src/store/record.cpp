@@ -33,6 +33,7 @@ enum class Tag : std::uint16_t {
   ltoir,
   created_unix,
   key,
+  cubin_path,
 };
 
 template <typename T>
@@ -78,6 +79,7 @@ std::string encode_record(const Entry& entry, const util::Sha256& key)
   put_field(artifacts, Tag::arch, entry.binary.arch);
   put_field(artifacts, Tag::ptx, entry.binary.ptx);
   put_field(artifacts, Tag::cubin, entry.binary.cubin);
+  put_field(artifacts, Tag::cubin_path, entry.binary.cubin_path);
   for (const auto& [expression, lowered] : entry.binary.lowered_names) {
     put_field(artifacts, Tag::lowered_expression, expression);
     put_field(artifacts, Tag::lowered_name, lowered);
@@ -151,6 +153,7 @@ bool parse_fields(std::string_view section, Entry& entry, std::string& key, std:
     case Tag::arch: entry.binary.arch = std::move(value); break;
     case Tag::ptx: entry.binary.ptx = std::move(value); break;
     case Tag::cubin: entry.binary.cubin = std::move(value); break;
+    case Tag::cubin_path: entry.binary.cubin_path = std::move(value); break;
     case Tag::lowered_expression: pending_expression = std::move(value); break;
     case Tag::lowered_name: entry.binary.lowered_names.emplace_back(pending_expression, std::move(value)); break;
     case Tag::log: entry.binary.log = std::move(value); break;

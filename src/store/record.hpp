@@ -21,7 +21,7 @@
 
 namespace kjit::store {
 
-constexpr std::uint32_t k_record_format = 2;
+constexpr std::uint32_t k_record_format = 3;
 constexpr std::size_t k_record_header_size = 64;
 
 // `key` is the entry's LMDB key (the SHA-256 of its key texts).

@@ -1,4 +1,5 @@
-// kjit compile FILE --arch ARCH: compile a CUDA C++ file through the cache; write its PTX and cubin.
+// kjit compile FILE --arch ARCH: compile a CUDA C++ file through the cache; write its PTX and cubin
+// and list each kernel's registers and memory.
 #include "commands.hpp"
 #include "program_args.hpp"
 
@@ -16,6 +17,24 @@ void write_output(const std::string& path, const std::string& content)
   out.write(content.data(), static_cast<std::streamsize>(content.size()));
   if (!out.flush()) {
     throw Error("cannot write " + path);
+  }
+}
+
+// One line per kernel: what users look at first when tuning (registers, shared/local memory).
+void print_kernels(const Binary& binary)
+{
+  if (binary.cubin.empty()) {
+    return;
+  }
+  std::cout << "cubin made by " << (binary.cubin_path.empty() ? "unknown" : binary.cubin_path) << "\n";
+  for (const KernelInfo& kernel : binary.kernels()) {
+    std::printf("kernel %s: %d registers, %u B shared, %u B local, %zu params (%u B)", kernel.name.c_str(),
+                kernel.registers, kernel.static_shared_bytes, kernel.local_bytes, kernel.params.size(),
+                kernel.param_bytes);
+    if (kernel.max_threads != 0) {
+      std::printf(", max %u threads", kernel.max_threads);
+    }
+    std::printf("\n");
   }
 }
 
@@ -50,12 +69,15 @@ int command_compile(const std::vector<std::string>& args)
   }
   const std::string out_dir = vm["output"].as<std::string>();
   const std::string stem = program.name.substr(0, program.name.rfind('.'));
-  write_output(out_dir + "/" + stem + ".ptx", binary.ptx);
-  std::cout << out_dir << "/" << stem << ".ptx (" << binary.ptx.size() << " bytes)\n";
+  if (!binary.ptx.empty()) {
+    write_output(out_dir + "/" + stem + ".ptx", binary.ptx);
+    std::cout << out_dir << "/" << stem << ".ptx (" << binary.ptx.size() << " bytes)\n";
+  }
   if (!binary.cubin.empty()) {
     write_output(out_dir + "/" + stem + "." + binary.arch + ".cubin", binary.cubin);
     std::cout << out_dir << "/" << stem << "." << binary.arch << ".cubin (" << binary.cubin.size() << " bytes)\n";
   }
+  print_kernels(binary);
   for (const auto& [expression, lowered] : binary.lowered_names) {
     std::cout << expression << " -> " << lowered << "\n";
   }
