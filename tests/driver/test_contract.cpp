@@ -250,4 +250,71 @@ BOOST_AUTO_TEST_CASE(ptx_modules_load_and_launch)
   check_balanced();
 }
 
+BOOST_AUTO_TEST_CASE(launch_arguments_are_checked_against_the_cubin_before_the_driver)
+{
+  {
+    const kjit::Context context = kjit::Context::primary(0);
+    const kjit::Kernel saxpy = load(context, {"checked.cu", kjit::test::k_saxpy, {}, {}, {}}).kernel("saxpy");
+    const std::uint64_t x = 0;
+    const auto rejected = [&](auto&& launch, std::size_t parameter, std::size_t expected, std::size_t given) {
+      try {
+        launch();
+        BOOST_ERROR("expected LaunchError");
+      } catch (const kjit::LaunchError& e) {
+        BOOST_TEST(e.kernel() == "saxpy");
+        BOOST_TEST(e.parameter() == parameter, e.what());
+        BOOST_TEST(e.expected() == expected, e.what());
+        BOOST_TEST(e.given() == given, e.what());
+        BOOST_TEST(std::string(e.what()).find("saxpy") != std::string::npos, e.what());
+        BOOST_TEST(std::string(e.what()).find("checked.cu") != std::string::npos, e.what());
+      }
+    };
+    rejected([&] { saxpy.launch({{1}, {32}}, 2.0f, x, x); }, 3, 4, 3);                  // one missing
+    rejected([&] { saxpy.launch({{1}, {32}}, 2.0f, x, x, 5, 6); }, 4, 4, 5);            // one extra
+    rejected([&] { saxpy.launch({{1}, {32}}, 2.0f, x, x, std::size_t{5}); }, 3, 4, 8);  // size_t for int
+    rejected([&] { saxpy.launch({{1}, {32}}, 2.0, x, x, 5); }, 0, 4, 8);                // double for float
+    rejected([&] { saxpy.launch({{1}, {32}}, 2.0f, 1u, x, 5); }, 1, 8, 4);              // 32 bits for a pointer
+    kjit::ArgumentPack short_pack(2.0f, x);
+    rejected([&] { saxpy.launch_packed({{1}, {32}}, short_pack); }, 2, 4, 2);
+    rejected([&] { saxpy.launch_raw({{1}, {32}}, short_pack.data(), 2); }, 2, 4, 2);
+    BOOST_TEST(fake().count("cuLaunchKernel") == 0, fake().log());  // nothing reached the driver
+
+    kjit::ArgumentPack right(2.0f, x, x, 5);
+    saxpy.launch_packed({{1}, {32}}, right);
+    saxpy.launch_raw({{1}, {32}}, right.data(), right.size());
+    saxpy.launch({{1}, {32}}, 2.0f, x, x, 5);
+    BOOST_TEST(fake().count("cuLaunchKernel saxpy") == 3);
+  }
+  check_balanced();
+}
+
+BOOST_AUTO_TEST_CASE(structs_by_value_and_templates_are_checked_by_size)
+{
+  {
+    const kjit::Context context = kjit::Context::primary(0);
+    struct Pair {
+      double a;
+      double b;
+    };
+    struct Small {
+      float a;
+    };
+    const kjit::Kernel by_value =
+      load(context, {"by_value.cu",
+                     "struct Pair { double a, b; };\n"
+                     "extern \"C\" __global__ void by_value(Pair p, char c, double* out) { *out = p.a + p.b + c; }\n",
+                     {}, {}, {}})
+        .kernel("by_value");
+    by_value.launch({{1}, {1}}, Pair{1.0, 2.0}, 'c', std::uint64_t{0});
+    BOOST_CHECK_THROW(by_value.launch({{1}, {1}}, Small{1.0f}, 'c', std::uint64_t{0}), kjit::LaunchError);
+    BOOST_CHECK_THROW(by_value.launch({{1}, {1}}, Pair{1.0, 2.0}, 7, std::uint64_t{0}), kjit::LaunchError);
+    const kjit::Kernel scale =
+      load(context, {"scale_checked.cu", kjit::test::k_scale, {}, {}, {"scale<float>"}}).kernel("scale<float>");
+    scale.launch({{1}, {32}}, std::uint64_t{0}, 0.5f, 32);
+    BOOST_CHECK_THROW(scale.launch({{1}, {32}}, std::uint64_t{0}, 0.5, 32), kjit::LaunchError);
+    BOOST_TEST(fake().count("cuLaunchKernel") == 2, fake().log());
+  }
+  check_balanced();
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -104,11 +104,66 @@ BOOST_AUTO_TEST_CASE(forced_ptx_fallback_loads_ptx_and_runs)
   kjit::option::force_ptx(true);
   const kjit::Context context = kjit::Context::primary(0);
   kjit::Cache& cache = kjit::default_cache();
-  const auto prepared = cache.prepare({"saxpy_ptx.cu", k_saxpy, {}, {}, {}}, kjit::Arch::parse("compute_80"));
+  // The device's own real arch: the binary has a cubin, and the forced fallback must skip it.
+  const int cc = context.compute_capability();
+  const auto prepared = cache.prepare({"saxpy_ptx.cu", k_saxpy, {}, {}, {}}, kjit::Arch::of_compute_capability(cc / 10, cc % 10));
   const auto binary = cache.get(prepared);
+  BOOST_TEST_REQUIRE(!binary->cubin.empty());
   const kjit::Module module = context.load(prepared, *binary);
   BOOST_TEST(module.loaded_from_ptx());
   run_saxpy(module.kernel("saxpy"), context);
+}
+
+BOOST_AUTO_TEST_CASE(more_than_48_kib_of_dynamic_shared_memory_launches)
+{
+  const char* source = R"(
+extern "C" __global__ void reverse_through_shared(const float* in, float* out, int n)
+{
+  extern __shared__ float buffer[];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) buffer[i] = in[i];
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = buffer[n - 1 - i];
+}
+)";
+  const kjit::Context context = kjit::Context::primary(0);
+  const kjit::Kernel kernel = kjit::get_kernel({"big_shared.cu", source, {}, {}, {}}, "reverse_through_shared");
+  const kjit::KernelAttributes attributes = kernel.attributes();
+  BOOST_TEST(attributes.registers > 0);
+  BOOST_TEST(attributes.max_threads > 0);
+  BOOST_TEST(attributes.max_dynamic_shared_optin_bytes > 64 * 1024);
+  const int n = 24 * 1024;  // 96 KiB of floats
+  std::vector<float> in(n), out(n, 0.0f);
+  for (int i = 0; i < n; ++i) {
+    in[i] = static_cast<float>(i);
+  }
+  kjit::DeviceBuffer din(context, n * sizeof(float));
+  kjit::DeviceBuffer dout(context, n * sizeof(float));
+  din.upload(in.data(), n * sizeof(float));
+  kernel.launch({{1}, {256}, static_cast<unsigned>(n * sizeof(float))}, din.pointer(), dout.pointer(), n);
+  kjit::synchronize(context);
+  dout.download(out.data(), n * sizeof(float));
+  BOOST_TEST(out[0] == static_cast<float>(n - 1));
+  BOOST_TEST(out[n - 1] == 0.0f);
+  BOOST_TEST(kernel.attributes().max_dynamic_shared_bytes == attributes.max_dynamic_shared_optin_bytes);
+}
+
+BOOST_AUTO_TEST_CASE(a_rejected_launch_never_reaches_the_device)
+{
+  const kjit::Context context = kjit::Context::primary(0);
+  const kjit::Kernel kernel = kjit::get_kernel({"rejected.cu", k_saxpy, {}, {}, {}}, "saxpy");
+  std::vector<float> x(256, 1.0f), y(256, 2.0f);
+  kjit::DeviceBuffer dx(context, 1024), dy(context, 1024);
+  dx.upload(x.data(), 1024);
+  dy.upload(y.data(), 1024);
+  BOOST_CHECK_THROW(kernel.launch({{1}, {256}}, 3.0, dx.pointer(), dy.pointer(), 256), kjit::LaunchError);
+  BOOST_CHECK_THROW(kernel.launch({{1}, {256}}, 3.0f, dx.pointer(), dy.pointer()), kjit::LaunchError);
+  kjit::synchronize(context);
+  dy.download(y.data(), 1024);
+  BOOST_TEST(y[0] == 2.0f);  // untouched
+  kernel.launch({{1}, {256}}, 3.0f, dx.pointer(), dy.pointer(), 256);
+  kjit::synchronize(context);
+  dy.download(y.data(), 1024);
+  BOOST_TEST(y[255] == 5.0f);
 }
 
 BOOST_AUTO_TEST_CASE(driver_errors_name_program_kernel_and_device)
