@@ -6,6 +6,10 @@
 
 #include "../common/sample_kernels.hpp"
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
@@ -164,6 +168,50 @@ BOOST_AUTO_TEST_CASE(a_rejected_launch_never_reaches_the_device)
   kjit::synchronize(context);
   dy.download(y.data(), 1024);
   BOOST_TEST(y[255] == 5.0f);
+}
+
+BOOST_AUTO_TEST_CASE(parameter_layouts_from_the_cubin_match_cuFuncGetParamInfo)
+{
+  void* library = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  BOOST_TEST_REQUIRE(library != nullptr);
+  const auto get = reinterpret_cast<PFN_cuGetProcAddress_v12000>(::dlsym(library, "cuGetProcAddress_v2"));
+  BOOST_TEST_REQUIRE(get != nullptr);
+  void* address = nullptr;
+  get("cuFuncGetParamInfo", &address, 12040, CU_GET_PROC_ADDRESS_DEFAULT, nullptr);
+  BOOST_TEST_REQUIRE(address != nullptr);  // every driver kjit accepts (13.0+) has it
+  const auto param_info = reinterpret_cast<PFN_cuFuncGetParamInfo_v12040>(address);
+
+  const kjit::Context context = kjit::Context::primary(0);
+  const int cc = context.compute_capability();
+  kjit::Cache& cache = kjit::default_cache();
+  const kjit::Program program{"param_info.cu",
+                              "struct Pair { double a, b; };\n"
+                              "extern \"C\" __global__ void mixed(char c, Pair p, short s, double* out, int n)\n"
+                              "{ if (n) *out = c + p.a + p.b + s; }\n"
+                              "extern \"C\" __global__ void grid_constant(const __grid_constant__ Pair p, float* out)\n"
+                              "{ *out = p.a; }\n",
+                              {},
+                              {},
+                              {}};
+  const auto prepared = cache.prepare(program, kjit::Arch::of_compute_capability(cc / 10, cc % 10));
+  const auto binary = cache.get(prepared);
+  const kjit::Module module = context.load(prepared, *binary);
+  int checked = 0;
+  for (const kjit::KernelInfo& info : kjit::read_kernels(binary->cubin)) {
+    const auto function = static_cast<CUfunction>(module.kernel(info.name).handle());
+    for (const kjit::KernelParam& param : info.params) {
+      std::size_t offset = 0;
+      std::size_t size = 0;
+      BOOST_TEST_REQUIRE(param_info(function, param.index, &offset, &size) == CUDA_SUCCESS);
+      BOOST_TEST(offset == param.offset, info.name << " parameter " << param.index);
+      BOOST_TEST(size == param.size, info.name << " parameter " << param.index);
+      ++checked;
+    }
+    std::size_t offset = 0;
+    std::size_t size = 0;
+    BOOST_TEST(param_info(function, info.params.size(), &offset, &size) != CUDA_SUCCESS);  // no more parameters
+  }
+  BOOST_TEST(checked == 7);
 }
 
 BOOST_AUTO_TEST_CASE(driver_errors_name_program_kernel_and_device)

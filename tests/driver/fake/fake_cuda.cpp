@@ -443,6 +443,18 @@ CUresult CUDAAPI fake_cuFuncSetAttribute(CUfunction function, CUfunction_attribu
   return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI fake_cuFuncGetParamInfo(CUfunction function, size_t index, size_t* offset, size_t* size)
+{
+  LOCKED;
+  record(d, "cuFuncGetParamInfo " + std::to_string(index));
+  Function* f = find_function(d, function);
+  if (f == nullptr) return violation(d, "cuFuncGetParamInfo of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
+  if (index >= f->kernel.params.size()) return CUDA_ERROR_INVALID_VALUE;
+  *offset = f->kernel.params[index].offset;
+  *size = f->kernel.params[index].size;
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI fake_cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned shared, CUstream stream, void** params, void** extra)
 {
@@ -565,6 +577,7 @@ const Entry k_entries[] = {
   {"cuModuleGetFunction", 2000, reinterpret_cast<void*>(&fake_cuModuleGetFunction)},
   {"cuFuncGetAttribute", 2020, reinterpret_cast<void*>(&fake_cuFuncGetAttribute)},
   {"cuFuncSetAttribute", 9000, reinterpret_cast<void*>(&fake_cuFuncSetAttribute)},
+  {"cuFuncGetParamInfo", 12040, reinterpret_cast<void*>(&fake_cuFuncGetParamInfo)},
   {"cuLaunchKernel", 4000, reinterpret_cast<void*>(&fake_cuLaunchKernel)},
   {"cuOccupancyMaxPotentialBlockSize", 6050, reinterpret_cast<void*>(&fake_cuOccupancyMaxPotentialBlockSize)},
   {"cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050,
