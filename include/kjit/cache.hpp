@@ -303,12 +303,18 @@ struct HealthCheck {
 // that fails (it becomes an error finding).
 std::vector<HealthCheck> diagnose(const Config& config);
 
-// The process-wide cache built from current_config(); rebuilt after a kjit::option call or a
-// fork(), so a reference must not be kept across kjit::option calls made while other threads
-// use it. Throws like Cache's constructor.
+// The process-wide cache built from current_config(), shared: it is replaced by a new one after a
+// kjit::option call or a fork(), and the one a caller holds lives until the caller lets it go.
+// Thread-safe. Throws like Cache's constructor.
+std::shared_ptr<Cache> shared_default_cache();
+
+// *shared_default_cache(). The reference is valid only until the next kjit::option call (or
+// fork()) in any thread replaces the cache: hold shared_default_cache() instead when options may
+// change meanwhile.
 Cache& default_cache();
 
-// default_cache().get(program, arch).
+// shared_default_cache()->get(program, arch): the cache is held for the whole call, so options
+// changed meanwhile by other threads never destroy it under this call.
 std::shared_ptr<const Binary> get(const Program& program, const Arch& arch = Arch{});
 
 // Empties the default cache's memory tier, its store and its mirror.

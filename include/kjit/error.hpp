@@ -1,6 +1,7 @@
 // kjit's exception hierarchy: every failure the library reports is one of these.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -62,6 +63,29 @@ public:
 
 private:
   int m_result;
+};
+
+// Launch arguments that do not match the kernel's parameters as its cubin declares them: a wrong
+// count (parameter() is the first missing or extra one) or a wrong size. Thrown before the driver
+// is called, so nothing reached the device.
+class LaunchError : public Error {
+public:
+  LaunchError(const std::string& message, std::string kernel, std::size_t parameter, std::size_t expected,
+              std::size_t given)
+    : Error(message), m_kernel(std::move(kernel)), m_parameter(parameter), m_expected(expected), m_given(given)
+  {
+  }
+  const std::string& kernel() const noexcept { return m_kernel; }
+  std::size_t parameter() const noexcept { return m_parameter; }
+  // Sizes in bytes; for a count mismatch, the numbers of parameters and of arguments.
+  std::size_t expected() const noexcept { return m_expected; }
+  std::size_t given() const noexcept { return m_given; }
+
+private:
+  std::string m_kernel;
+  std::size_t m_parameter;
+  std::size_t m_expected;
+  std::size_t m_given;
 };
 
 // The store (LMDB) or the cache folder failed. `code` is the LMDB or errno code.

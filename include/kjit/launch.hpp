@@ -42,6 +42,8 @@ public:
   // The void* array for cuLaunchKernel (one entry per argument, then nullptr).
   void** data() noexcept { return m_pointers.data(); }
   std::size_t size() const noexcept { return m_pointers.size() - 1; }
+  // sizeof of each argument, in order.
+  const std::size_t* sizes() const noexcept { return m_sizes.data(); }
 
 private:
   static std::size_t align_up(std::size_t value, std::size_t alignment)
@@ -56,11 +58,13 @@ private:
     char* at = reinterpret_cast<char*>(m_storage.get()) + offset;
     std::memcpy(at, &value, sizeof(T));
     m_pointers.push_back(at);
+    m_sizes.push_back(sizeof(T));
     offset += sizeof(T);
   }
 
   std::unique_ptr<std::max_align_t[]> m_storage;
   std::vector<void*> m_pointers;
+  std::vector<std::size_t> m_sizes;
 };
 
 } // namespace kjit

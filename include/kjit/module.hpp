@@ -70,16 +70,39 @@ private:
   std::shared_ptr<State> m_state;
 };
 
+// What the driver reports for a kernel (cuFuncGetAttribute), in bytes where not said otherwise.
+struct KernelAttributes {
+  int registers = 0;                 // per thread
+  int max_threads = 0;               // per block, given its registers and shared memory
+  int static_shared_bytes = 0;       // __shared__ variables
+  int max_dynamic_shared_bytes = 0;  // dynamic shared memory a launch may use now (48 KiB minus the
+                                     // static part until a launch asked for more)
+  int max_dynamic_shared_optin_bytes = 0;  // the most it can be raised to on this device
+  int local_bytes = 0;               // per thread
+  int const_bytes = 0;               // user __constant__ data
+};
+
+// A kernel of a loaded module. Copies share one state per CUfunction; keeps its module and
+// context alive. Thread-safe.
 class Kernel {
 public:
-  // Launches with typed arguments. Throws CudaError naming program, kernel and device.
+  struct Function;
+
+  // Launches with typed arguments, checked against the kernel's parameters when the module was
+  // loaded from a cubin: a wrong count or size throws LaunchError before the driver is called.
+  // A launch that asks for more than 48 KiB of dynamic shared memory raises the kernel's limit to
+  // the device's maximum first (once per kernel and context). Throws CudaError naming program,
+  // kernel and device when the driver fails.
   template <typename... Args>
   void launch(const LaunchConfig& config, const Args&... args) const
   {
     ArgumentPack pack(args...);
-    launch_packed(config, pack.data());
+    launch_packed(config, pack);
   }
-  void launch_packed(const LaunchConfig& config, void** arguments) const;
+  // launch() with arguments packed already: count and sizes checked as there.
+  void launch_packed(const LaunchConfig& config, ArgumentPack& arguments) const;
+  // The driver's own form: `count` pointers to the arguments. Only the count can be checked.
+  void launch_raw(const LaunchConfig& config, void** arguments, std::size_t count) const;
 
   // cuOccupancyMaxPotentialBlockSize: the block size with the best occupancy, and the smallest
   // grid that reaches it. `shared_bytes` is the dynamic shared memory per block.
@@ -90,20 +113,27 @@ public:
   BlockSize max_potential_block_size(unsigned shared_bytes = 0, int block_limit = 0) const;
   // Active blocks per multiprocessor for `block` threads.
   int active_blocks_per_multiprocessor(int block, unsigned shared_bytes = 0) const;
+  // The driver's view of the kernel. Throws CudaError.
+  KernelAttributes attributes() const;
 
   const std::string& name() const noexcept { return m_name; }
-  void* handle() const noexcept { return m_function; }
+  // The CUfunction.
+  void* handle() const noexcept;
 
 private:
   friend class Module;
-  Kernel(std::shared_ptr<Context::State> context, std::shared_ptr<Module::State> module, void* function,
-         std::string name)
-    : m_context(std::move(context)), m_module(std::move(module)), m_function(function), m_name(std::move(name))
+  Kernel(std::shared_ptr<Context::State> context, std::shared_ptr<Module::State> module,
+         std::shared_ptr<Function> function, std::string name)
+    : m_context(std::move(context)), m_module(std::move(module)), m_function(std::move(function)),
+      m_name(std::move(name))
   {
   }
+  void check_arguments(std::size_t count, const std::size_t* sizes) const;
+  void launch_checked(const LaunchConfig& config, void** arguments) const;
+
   std::shared_ptr<Context::State> m_context;
   std::shared_ptr<Module::State> m_module;
-  void* m_function;
+  std::shared_ptr<Function> m_function;
   std::string m_name;
 };
 

@@ -60,8 +60,8 @@ void DeviceBuffer::download(void* data, std::size_t bytes) const
 
 void synchronize(const Context& context)
 {
-  const driver::ScopedContext scope(static_cast<CUcontext>(context.handle()));
-  driver::check(driver::require_driver().ctx_synchronize(), [] { return std::string("cuCtxSynchronize"); });
+  driver::check(driver::require_driver().ctx_synchronize(static_cast<CUcontext>(context.handle())),
+                [&] { return "cuCtxSynchronize on device " + std::to_string(context.device()); });
 }
 
 } // namespace kjit

@@ -1,7 +1,7 @@
 // Contexts: primary or wrapped, one State per CUcontext in the process, each with its modules.
 #include "driver/module_state.hpp"
 
-#include "config/log.hpp"
+#include "driver/device_arch.hpp"
 
 #include <kjit/config.hpp>
 #include <kjit/driver.hpp>
@@ -14,11 +14,52 @@ namespace kjit {
 namespace {
 
 std::mutex g_registry_mutex;
-std::map<CUcontext, std::weak_ptr<Context::State>> g_registry;
+std::map<CUcontext, std::weak_ptr<Context::State>> g_registry;  // entries leave with their State
 
 std::string device_text(int device)
 {
   return "device " + std::to_string(device);
+}
+
+// The State registered for `context`, or a new one made by `make` and registered. Takes the lock.
+template <typename Make>
+std::shared_ptr<Context::State> find_or_register(CUcontext context, Make&& make)
+{
+  std::lock_guard lock(g_registry_mutex);
+  std::weak_ptr<Context::State>& entry = g_registry[context];
+  if (auto existing = entry.lock()) {
+    return existing;
+  }
+  std::shared_ptr<Context::State> state = make();
+  entry = state;
+  return state;
+}
+
+std::shared_ptr<Context::State> registered(CUcontext context)
+{
+  std::lock_guard lock(g_registry_mutex);
+  const auto it = g_registry.find(context);
+  return it == g_registry.end() ? nullptr : it->second.lock();
+}
+
+// A State holding one retain of `device`'s primary context `context`.
+std::shared_ptr<Context::State> primary_state(CUcontext context, int ordinal, CUdevice handle)
+{
+  const driver::DriverApi& api = driver::require_driver();
+  bool made = false;
+  auto state = find_or_register(context, [&] {
+    made = true;
+    auto fresh = std::make_shared<Context::State>();
+    fresh->context = context;
+    fresh->device = ordinal;
+    fresh->device_handle = handle;
+    fresh->primary = true;
+    return fresh;
+  });
+  if (!made) {
+    std::ignore = api.primary_ctx_release(handle);  // the existing State holds one retain already
+  }
+  return state;
 }
 
 } // namespace
@@ -28,62 +69,71 @@ Context::State::~State()
   modules.clear();  // unload while the context is still retained
   if (primary) {
     if (const driver::DriverApi* api = driver::driver_api()) {
-      std::ignore = api->primary_ctx_release(device);
+      std::ignore = api->primary_ctx_release(device_handle);
     }
+  }
+  std::lock_guard lock(g_registry_mutex);
+  if (const auto it = g_registry.find(context); it != g_registry.end() && it->second.expired()) {
+    g_registry.erase(it);
   }
 }
 
 Context Context::primary(int device)
 {
   const driver::DriverApi& api = driver::require_driver();
-  CUdevice handle = 0;
+  CUdevice handle{};
   driver::check(api.device_get(&handle, device), [&] { return "cuDeviceGet(" + std::to_string(device) + ")"; });
   CUcontext context = nullptr;
   driver::check(api.primary_ctx_retain(&context, handle),
                 [&] { return "cuDevicePrimaryCtxRetain on " + device_text(device); });
-  std::lock_guard lock(g_registry_mutex);
-  if (auto existing = g_registry[context].lock()) {
-    std::ignore = api.primary_ctx_release(handle);  // the existing State holds one retain already
-    return Context(existing);
-  }
-  auto state = std::make_shared<State>();
-  state->context = context;
-  state->device = device;
-  state->primary = true;
-  g_registry[context] = state;
-  return Context(state);
+  return Context(primary_state(context, device, handle));
 }
 
 Context Context::current()
 {
   const driver::DriverApi& api = driver::require_driver();
   CUcontext context = nullptr;
-  if (api.ctx_get_current(&context) != CUDA_SUCCESS || context == nullptr) {
+  driver::check(api.ctx_get_current(&context), [] { return std::string("cuCtxGetCurrent"); });
+  if (context == nullptr) {
     return primary(0);
   }
-  CUdevice device = 0;
-  driver::check(api.ctx_get_device(&device), [] { return std::string("cuCtxGetDevice"); });
-  {
-    std::lock_guard lock(g_registry_mutex);
-    if (auto existing = g_registry[context].lock()) {
-      return Context(existing);
-    }
+  if (auto existing = registered(context)) {
+    return Context(existing);
   }
-  return wrap(context, device);
+  CUdevice handle{};
+  driver::check(api.ctx_get_device(&handle, context), [] { return std::string("cuCtxGetDevice"); });
+  const int ordinal = driver::ordinal_of(api, handle);
+  // The CUDA runtime's contexts are primary contexts: retain it so it outlives a cudaDeviceReset
+  // while kjit's modules live. Retaining an inactive primary context would create one, so ask first.
+  unsigned flags = 0;
+  int active = 0;
+  driver::check(api.primary_ctx_get_state(handle, &flags, &active),
+                [&] { return "cuDevicePrimaryCtxGetState on " + device_text(ordinal); });
+  if (active != 0) {
+    CUcontext primary_context = nullptr;
+    driver::check(api.primary_ctx_retain(&primary_context, handle),
+                  [&] { return "cuDevicePrimaryCtxRetain on " + device_text(ordinal); });
+    if (primary_context == context) {
+      return Context(primary_state(context, ordinal, handle));
+    }
+    std::ignore = api.primary_ctx_release(handle);
+  }
+  return wrap(context, ordinal);
 }
 
 Context Context::wrap(void* cu_context, int device)
 {
   const auto context = static_cast<CUcontext>(cu_context);
-  std::lock_guard lock(g_registry_mutex);
-  if (auto existing = g_registry[context].lock()) {
-    return Context(existing);
-  }
-  auto state = std::make_shared<State>();
-  state->context = context;
-  state->device = device;
-  g_registry[context] = state;
-  return Context(state);
+  const driver::DriverApi& api = driver::require_driver();
+  CUdevice handle{};
+  driver::check(api.device_get(&handle, device), [&] { return "cuDeviceGet(" + std::to_string(device) + ")"; });
+  return Context(find_or_register(context, [&] {
+    auto state = std::make_shared<State>();
+    state->context = context;
+    state->device = device;
+    state->device_handle = handle;
+    return state;
+  }));
 }
 
 void* Context::handle() const noexcept
@@ -133,6 +183,9 @@ Module Context::load(const PreparedProgram& prepared, const Binary& binary) cons
   state->device = device_text(m_state->device);
   state->lowered_names = binary.lowered_names;
   state->from_ptx = use_ptx;
+  if (!use_ptx) {
+    state->layouts = driver::kernel_layouts(binary.cubin);
+  }
   const driver::ScopedContext scope(m_state->context);
   // The image is read during the call only; the driver keeps its own copy.
   const void* image = use_ptx ? static_cast<const void*>(binary.ptx.c_str()) : binary.cubin.data();

@@ -16,27 +16,28 @@ namespace kjit::driver {
 
 namespace {
 
-using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+using GetProcAddress = PFN_cuGetProcAddress_v12000;
 
 struct State {
-  std::optional<util::DynamicLibrary> library;
+  std::optional<util::DynamicLibrary> library;  // never closed: see state()
   DriverApi api{};
   DriverStatus status;
 };
 
-// Fetches entry points through cuGetProcAddress, collecting the names it could not find.
+// Fetches entry points through cuGetProcAddress, each at the version of its function type,
+// collecting the names it could not find.
 class ProcBinder {
 public:
   explicit ProcBinder(GetProcAddress get) : m_get(get) {}
 
   template <typename Fn>
-  ProcBinder& operator()(Fn*& out, const char* name)
+  ProcBinder& operator()(Fn*& out, const char* name, int version)
   {
     void* address = nullptr;
     CUdriverProcAddressQueryResult found{};
-    if (m_get(name, &address, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS ||
-        address == nullptr) {
+    if (m_get(name, &address, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS || address == nullptr) {
       m_missing += (m_missing.empty() ? "" : ", ") + std::string(name);
+      address = nullptr;
     }
     out = reinterpret_cast<Fn*>(address);
     return *this;
@@ -49,59 +50,81 @@ private:
   std::string m_missing;
 };
 
+std::string version_text(int version)
+{
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10) + " (" + std::to_string(version) +
+         ")";
+}
+
 void load(State& state)
 {
+  DriverStatus& status = state.status;
   std::string error;
   state.library = util::DynamicLibrary::open("libcuda.so.1", RTLD_LOCAL, error);
   if (!state.library) {
-    state.status.reason = "no CUDA driver: cannot load libcuda.so.1 (" + error + ")";
+    status.problem = DriverProblem::no_driver;
+    status.reason = "no CUDA driver: cannot load libcuda.so.1 (" + error + ")";
     return;
   }
+  status.problem = DriverProblem::unusable;
   GetProcAddress get = nullptr;
   if (!state.library->bind(get, "cuGetProcAddress_v2")) {
-    state.status.reason = "libcuda.so.1 has no cuGetProcAddress_v2 (driver older than CUDA 12)";
+    status.reason = "libcuda.so.1 has no cuGetProcAddress_v2 (a driver older than CUDA 12; kjit needs " +
+                    version_text(k_min_driver_version) + " or newer)";
     return;
   }
   DriverApi& api = state.api;
   ProcBinder bind(get);
-  bind(api.init, "cuInit")(api.driver_get_version, "cuDriverGetVersion")(api.device_get_count, "cuDeviceGetCount")(
-    api.device_get, "cuDeviceGet")(api.device_get_attribute, "cuDeviceGetAttribute")(
-    api.device_get_name, "cuDeviceGetName")(api.get_error_name, "cuGetErrorName")(
-    api.get_error_string, "cuGetErrorString")(api.primary_ctx_retain, "cuDevicePrimaryCtxRetain")(
-    api.primary_ctx_release, "cuDevicePrimaryCtxRelease")(api.ctx_get_current, "cuCtxGetCurrent")(
-    api.ctx_get_device, "cuCtxGetDevice")(api.ctx_push_current, "cuCtxPushCurrent")(
-    api.ctx_pop_current, "cuCtxPopCurrent")(api.ctx_synchronize, "cuCtxSynchronize")(
-    api.module_load_data, "cuModuleLoadData")(api.module_unload, "cuModuleUnload")(
-    api.module_get_function, "cuModuleGetFunction")(api.launch_kernel, "cuLaunchKernel")(
-    api.occupancy_max_potential_block_size, "cuOccupancyMaxPotentialBlockSize")(
-    api.occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor")(api.mem_alloc, "cuMemAlloc")(
-    api.mem_free, "cuMemFree")(api.memcpy_htod, "cuMemcpyHtoD")(api.memcpy_dtoh, "cuMemcpyDtoH");
+  bind(api.driver_get_version, "cuDriverGetVersion", 2020);
+  if (api.driver_get_version == nullptr || api.driver_get_version(&status.driver_version) != CUDA_SUCCESS) {
+    status.reason = "libcuda.so.1 cannot report its version (cuDriverGetVersion)";
+    return;
+  }
+  if (status.driver_version < k_min_driver_version) {
+    status.reason = "the CUDA driver is version " + version_text(status.driver_version) + "; kjit needs " +
+                    version_text(k_min_driver_version) + " or newer";
+    return;
+  }
+#define KJIT_DRIVER_BIND(member, symbol, version) bind(api.member, #symbol, version);
+  KJIT_DRIVER_ENTRY_POINTS(KJIT_DRIVER_BIND)
+#undef KJIT_DRIVER_BIND
   if (!bind.missing().empty()) {
-    state.status.reason = "libcuda.so.1 lacks driver entry points kjit needs: " + bind.missing();
+    status.reason = "the CUDA driver " + version_text(status.driver_version) +
+                    " lacks entry points kjit needs: " + bind.missing();
     return;
   }
-  api.driver_get_version(&state.status.driver_version);
   if (const CUresult result = api.init(0); result != CUDA_SUCCESS) {
-    state.status.reason = std::string("cuInit failed: ") + describe(result);
+    status.reason = std::string("cuInit failed: ") + describe_with(api, result);
+    if (result == CUDA_ERROR_NO_DEVICE) {
+      status.problem = DriverProblem::no_device;
+    }
     return;
   }
-  if (const CUresult result = api.device_get_count(&state.status.device_count); result != CUDA_SUCCESS) {
-    state.status.reason = std::string("cuDeviceGetCount failed: ") + describe(result);
+  if (const CUresult result = api.device_get_count(&status.device_count); result != CUDA_SUCCESS) {
+    status.reason = std::string("cuDeviceGetCount failed: ") + describe_with(api, result);
     return;
   }
-  if (state.status.device_count == 0) {
-    state.status.reason = "the driver sees no CUDA device";
+  if (status.device_count == 0) {
+    status.problem = DriverProblem::no_device;
+    status.reason = "the driver sees no CUDA device";
     return;
   }
-  state.status.available = true;
+  status.problem = DriverProblem::none;
+  status.available = true;
 }
 
+} // namespace
+
+namespace {
+
+// Never destroyed, so libcuda is never dlclose()d: Kernels, Modules and DeviceBuffers held in
+// globals are destroyed at exit after any function-local static, and still call the driver.
 State& state()
 {
-  static State instance;
+  static State* const instance = new State;
   static std::once_flag once;
-  std::call_once(once, [] { load(instance); });
-  return instance;
+  std::call_once(once, [] { load(*instance); });
+  return *instance;
 }
 
 } // namespace
@@ -114,13 +137,17 @@ const DriverApi* driver_api()
 
 const char* describe(CUresult result)
 {
+  return describe_with(state().api, result);
+}
+
+const char* describe_with(const DriverApi& api, CUresult result)
+{
   thread_local std::string text;
   const char* name = nullptr;
   const char* message = nullptr;
-  State& s = state();
-  if (s.api.get_error_name != nullptr) {
-    s.api.get_error_name(result, &name);
-    s.api.get_error_string(result, &message);
+  if (api.get_error_name != nullptr && api.get_error_string != nullptr) {
+    std::ignore = api.get_error_name(result, &name);
+    std::ignore = api.get_error_string(result, &message);
   }
   text = std::string(name != nullptr ? name : "CUresult " + std::to_string(result)) +
          (message != nullptr ? std::string(" (") + message + ")" : "");
@@ -146,17 +173,21 @@ ScopedContext::ScopedContext(CUcontext context, OnFailure on_failure)
   if (on_failure == OnFailure::ignore) {
     const DriverApi* api = driver_api();
     CUcontext current = nullptr;
-    m_pushed = api != nullptr && api->ctx_get_current(&current) == CUDA_SUCCESS && current != context &&
-               api->ctx_push_current(context) == CUDA_SUCCESS;
+    if (api == nullptr || api->ctx_get_current(&current) != CUDA_SUCCESS) {
+      return;
+    }
+    m_pushed = current != context && api->ctx_push_current(context) == CUDA_SUCCESS;
+    m_active = current == context || m_pushed;
     return;
   }
   const DriverApi& api = require_driver();
   CUcontext current = nullptr;
-  api.ctx_get_current(&current);
+  check(api.ctx_get_current(&current), [] { return std::string("cuCtxGetCurrent"); });
   if (current != context) {
     check(api.ctx_push_current(context), [] { return std::string("cuCtxPushCurrent"); });
     m_pushed = true;
   }
+  m_active = true;
 }
 
 ScopedContext::~ScopedContext()

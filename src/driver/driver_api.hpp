@@ -2,37 +2,52 @@
 #pragma once
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include <string>
 
 namespace kjit::driver {
 
+// Every entry point kjit calls, with the version it is requested at: the member's type is
+// cudaTypedefs.h's PFN_<symbol>_v<version>, so each call is checked against the ABI that
+// cuGetProcAddress returns for that version (cuCtxSynchronize at 13000 takes a CUcontext).
+#define KJIT_DRIVER_ENTRY_POINTS(X)                                                        \
+  X(init, cuInit, 2000)                                                                    \
+  X(device_get_count, cuDeviceGetCount, 2000)                                              \
+  X(device_get, cuDeviceGet, 2000)                                                         \
+  X(device_get_attribute, cuDeviceGetAttribute, 2000)                                      \
+  X(device_get_name, cuDeviceGetName, 2000)                                                \
+  X(get_error_name, cuGetErrorName, 6000)                                                  \
+  X(get_error_string, cuGetErrorString, 6000)                                              \
+  X(primary_ctx_retain, cuDevicePrimaryCtxRetain, 7000)                                    \
+  X(primary_ctx_release, cuDevicePrimaryCtxRelease, 11000)                                 \
+  X(primary_ctx_get_state, cuDevicePrimaryCtxGetState, 7000)                               \
+  X(ctx_get_current, cuCtxGetCurrent, 4000)                                                \
+  X(ctx_get_device, cuCtxGetDevice, 13000)                                                 \
+  X(ctx_push_current, cuCtxPushCurrent, 4000)                                              \
+  X(ctx_pop_current, cuCtxPopCurrent, 4000)                                                \
+  X(ctx_synchronize, cuCtxSynchronize, 13000)                                              \
+  X(module_load_data, cuModuleLoadData, 2000)                                              \
+  X(module_unload, cuModuleUnload, 2000)                                                   \
+  X(module_get_function, cuModuleGetFunction, 2000)                                        \
+  X(func_get_attribute, cuFuncGetAttribute, 2020)                                          \
+  X(func_set_attribute, cuFuncSetAttribute, 9000)                                          \
+  X(launch_kernel, cuLaunchKernel, 4000)                                                   \
+  X(occupancy_max_potential_block_size, cuOccupancyMaxPotentialBlockSize, 6050)            \
+  X(occupancy_max_active_blocks, cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)        \
+  X(mem_alloc, cuMemAlloc, 3020)                                                           \
+  X(mem_free, cuMemFree, 3020)                                                             \
+  X(memcpy_htod, cuMemcpyHtoD, 3020)                                                       \
+  X(memcpy_dtoh, cuMemcpyDtoH, 3020)
+
+// The oldest driver kjit runs on: the ABI of the entry points above as of CUDA 13.0.
+constexpr int k_min_driver_version = 13000;
+
 struct DriverApi {
-  decltype(&::cuInit) init;
-  decltype(&::cuDriverGetVersion) driver_get_version;
-  decltype(&::cuDeviceGetCount) device_get_count;
-  decltype(&::cuDeviceGet) device_get;
-  decltype(&::cuDeviceGetAttribute) device_get_attribute;
-  decltype(&::cuDeviceGetName) device_get_name;
-  decltype(&::cuGetErrorName) get_error_name;
-  decltype(&::cuGetErrorString) get_error_string;
-  decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain;
-  decltype(&::cuDevicePrimaryCtxRelease) primary_ctx_release;
-  decltype(&::cuCtxGetCurrent) ctx_get_current;
-  decltype(&::cuCtxGetDevice) ctx_get_device;
-  decltype(&::cuCtxPushCurrent) ctx_push_current;
-  decltype(&::cuCtxPopCurrent) ctx_pop_current;
-  decltype(&::cuCtxSynchronize) ctx_synchronize;
-  decltype(&::cuModuleLoadData) module_load_data;
-  decltype(&::cuModuleUnload) module_unload;
-  decltype(&::cuModuleGetFunction) module_get_function;
-  decltype(&::cuLaunchKernel) launch_kernel;
-  decltype(&::cuOccupancyMaxPotentialBlockSize) occupancy_max_potential_block_size;
-  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy_max_active_blocks;
-  decltype(&::cuMemAlloc) mem_alloc;
-  decltype(&::cuMemFree) mem_free;
-  decltype(&::cuMemcpyHtoD) memcpy_htod;
-  decltype(&::cuMemcpyDtoH) memcpy_dtoh;
+  PFN_cuDriverGetVersion_v2020 driver_get_version = nullptr;  // bound first, to check the version
+#define KJIT_DRIVER_MEMBER(member, symbol, version) PFN_##symbol##_v##version member = nullptr;
+  KJIT_DRIVER_ENTRY_POINTS(KJIT_DRIVER_MEMBER)
+#undef KJIT_DRIVER_MEMBER
 };
 
 // The driver's entry points, or CudaError saying why there is no usable driver.
@@ -61,8 +76,12 @@ public:
   ScopedContext(const ScopedContext&) = delete;
   ScopedContext& operator=(const ScopedContext&) = delete;
 
+  // True when the context is current for this scope (always so in throw_error mode).
+  bool active() const noexcept { return m_active; }
+
 private:
   bool m_pushed = false;
+  bool m_active = false;
 };
 
 // The driver's entry points once cuInit succeeded, or nullptr (see kjit::driver_status() for why).
@@ -70,5 +89,7 @@ const DriverApi* driver_api();
 
 // "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)" for `result`.
 const char* describe(CUresult result);
+// The same with `api`'s error functions (while the driver is being loaded).
+const char* describe_with(const DriverApi& api, CUresult result);
 
 } // namespace kjit::driver

@@ -71,8 +71,7 @@ Arch resolve_arch(const Arch& arch)
   if (!arch.is_auto()) {
     return arch;
   }
-  const int cc = device_compute_capability(0);
-  return Arch::of_compute_capability(cc / 10, cc % 10);
+  return current_device_arch(kjit::supported_archs);
 }
 
 Binary compile(const Config& config, const Program& program, const Arch& requested)

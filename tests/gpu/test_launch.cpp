@@ -6,6 +6,10 @@
 
 #include "../common/sample_kernels.hpp"
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
@@ -104,11 +108,110 @@ BOOST_AUTO_TEST_CASE(forced_ptx_fallback_loads_ptx_and_runs)
   kjit::option::force_ptx(true);
   const kjit::Context context = kjit::Context::primary(0);
   kjit::Cache& cache = kjit::default_cache();
-  const auto prepared = cache.prepare({"saxpy_ptx.cu", k_saxpy, {}, {}, {}}, kjit::Arch::parse("compute_80"));
+  // The device's own real arch: the binary has a cubin, and the forced fallback must skip it.
+  const int cc = context.compute_capability();
+  const auto prepared = cache.prepare({"saxpy_ptx.cu", k_saxpy, {}, {}, {}}, kjit::Arch::of_compute_capability(cc / 10, cc % 10));
   const auto binary = cache.get(prepared);
+  BOOST_TEST_REQUIRE(!binary->cubin.empty());
   const kjit::Module module = context.load(prepared, *binary);
   BOOST_TEST(module.loaded_from_ptx());
   run_saxpy(module.kernel("saxpy"), context);
+}
+
+BOOST_AUTO_TEST_CASE(more_than_48_kib_of_dynamic_shared_memory_launches)
+{
+  const char* source = R"(
+extern "C" __global__ void reverse_through_shared(const float* in, float* out, int n)
+{
+  extern __shared__ float buffer[];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) buffer[i] = in[i];
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = buffer[n - 1 - i];
+}
+)";
+  const kjit::Context context = kjit::Context::primary(0);
+  const kjit::Kernel kernel = kjit::get_kernel({"big_shared.cu", source, {}, {}, {}}, "reverse_through_shared");
+  const kjit::KernelAttributes attributes = kernel.attributes();
+  BOOST_TEST(attributes.registers > 0);
+  BOOST_TEST(attributes.max_threads > 0);
+  BOOST_TEST(attributes.max_dynamic_shared_optin_bytes > 64 * 1024);
+  const int n = 24 * 1024;  // 96 KiB of floats
+  std::vector<float> in(n), out(n, 0.0f);
+  for (int i = 0; i < n; ++i) {
+    in[i] = static_cast<float>(i);
+  }
+  kjit::DeviceBuffer din(context, n * sizeof(float));
+  kjit::DeviceBuffer dout(context, n * sizeof(float));
+  din.upload(in.data(), n * sizeof(float));
+  kernel.launch({{1}, {256}, static_cast<unsigned>(n * sizeof(float))}, din.pointer(), dout.pointer(), n);
+  kjit::synchronize(context);
+  dout.download(out.data(), n * sizeof(float));
+  BOOST_TEST(out[0] == static_cast<float>(n - 1));
+  BOOST_TEST(out[n - 1] == 0.0f);
+  BOOST_TEST(kernel.attributes().max_dynamic_shared_bytes == attributes.max_dynamic_shared_optin_bytes);
+}
+
+BOOST_AUTO_TEST_CASE(a_rejected_launch_never_reaches_the_device)
+{
+  const kjit::Context context = kjit::Context::primary(0);
+  const kjit::Kernel kernel = kjit::get_kernel({"rejected.cu", k_saxpy, {}, {}, {}}, "saxpy");
+  std::vector<float> x(256, 1.0f), y(256, 2.0f);
+  kjit::DeviceBuffer dx(context, 1024), dy(context, 1024);
+  dx.upload(x.data(), 1024);
+  dy.upload(y.data(), 1024);
+  BOOST_CHECK_THROW(kernel.launch({{1}, {256}}, 3.0, dx.pointer(), dy.pointer(), 256), kjit::LaunchError);
+  BOOST_CHECK_THROW(kernel.launch({{1}, {256}}, 3.0f, dx.pointer(), dy.pointer()), kjit::LaunchError);
+  kjit::synchronize(context);
+  dy.download(y.data(), 1024);
+  BOOST_TEST(y[0] == 2.0f);  // untouched
+  kernel.launch({{1}, {256}}, 3.0f, dx.pointer(), dy.pointer(), 256);
+  kjit::synchronize(context);
+  dy.download(y.data(), 1024);
+  BOOST_TEST(y[255] == 5.0f);
+}
+
+BOOST_AUTO_TEST_CASE(parameter_layouts_from_the_cubin_match_cuFuncGetParamInfo)
+{
+  void* library = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  BOOST_TEST_REQUIRE(library != nullptr);
+  const auto get = reinterpret_cast<PFN_cuGetProcAddress_v12000>(::dlsym(library, "cuGetProcAddress_v2"));
+  BOOST_TEST_REQUIRE(get != nullptr);
+  void* address = nullptr;
+  get("cuFuncGetParamInfo", &address, 12040, CU_GET_PROC_ADDRESS_DEFAULT, nullptr);
+  BOOST_TEST_REQUIRE(address != nullptr);  // every driver kjit accepts (13.0+) has it
+  const auto param_info = reinterpret_cast<PFN_cuFuncGetParamInfo_v12040>(address);
+
+  const kjit::Context context = kjit::Context::primary(0);
+  const int cc = context.compute_capability();
+  kjit::Cache& cache = kjit::default_cache();
+  const kjit::Program program{"param_info.cu",
+                              "struct Pair { double a, b; };\n"
+                              "extern \"C\" __global__ void mixed(char c, Pair p, short s, double* out, int n)\n"
+                              "{ if (n) *out = c + p.a + p.b + s; }\n"
+                              "extern \"C\" __global__ void grid_constant(const __grid_constant__ Pair p, float* out)\n"
+                              "{ *out = p.a; }\n",
+                              {},
+                              {},
+                              {}};
+  const auto prepared = cache.prepare(program, kjit::Arch::of_compute_capability(cc / 10, cc % 10));
+  const auto binary = cache.get(prepared);
+  const kjit::Module module = context.load(prepared, *binary);
+  int checked = 0;
+  for (const kjit::KernelInfo& info : kjit::read_kernels(binary->cubin)) {
+    const auto function = static_cast<CUfunction>(module.kernel(info.name).handle());
+    for (const kjit::KernelParam& param : info.params) {
+      std::size_t offset = 0;
+      std::size_t size = 0;
+      BOOST_TEST_REQUIRE(param_info(function, param.index, &offset, &size) == CUDA_SUCCESS);
+      BOOST_TEST(offset == param.offset, info.name << " parameter " << param.index);
+      BOOST_TEST(size == param.size, info.name << " parameter " << param.index);
+      ++checked;
+    }
+    std::size_t offset = 0;
+    std::size_t size = 0;
+    BOOST_TEST(param_info(function, info.params.size(), &offset, &size) != CUDA_SUCCESS);  // no more parameters
+  }
+  BOOST_TEST(checked == 7);
 }
 
 BOOST_AUTO_TEST_CASE(driver_errors_name_program_kernel_and_device)

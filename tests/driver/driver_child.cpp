@@ -1,0 +1,42 @@
+// A separate process for the driver contract suite, since the driver is loaded once per process:
+//   driver_child status   prints driver_status()
+//   driver_child global   keeps a Kernel, a Module's context and a DeviceBuffer in globals and exits
+//   driver_child arch     prints the arch `auto` resolves to
+#include <kjit/kjit.hpp>
+
+#include "../common/sample_kernels.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+namespace {
+
+// Constructed before main, so destroyed after every function-local static of kjit.
+std::optional<kjit::Kernel> g_kernel;
+std::optional<kjit::DeviceBuffer> g_buffer;
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+  const char* mode = argc > 1 ? argv[1] : "status";
+  try {
+    if (std::strcmp(mode, "status") == 0) {
+      const kjit::DriverStatus& s = kjit::driver_status();
+      std::printf("available: %d\nproblem: %d\nversion: %d\nreason: %s\n", s.available ? 1 : 0,
+                  static_cast<int>(s.problem), s.driver_version, s.reason.c_str());
+    } else if (std::strcmp(mode, "global") == 0) {
+      g_kernel = kjit::get_kernel({"global_saxpy.cu", kjit::test::k_saxpy, {}, {}, {}}, "saxpy");
+      g_buffer.emplace(kjit::Context::current(), 4096);
+      g_kernel->launch({{1}, {32}}, 1.0f, g_buffer->pointer(), g_buffer->pointer(), 32);
+      std::printf("launched\n");
+    } else if (std::strcmp(mode, "arch") == 0) {
+      std::printf("arch: %s\n", kjit::current_device_arch(kjit::supported_archs).str().c_str());
+    }
+    return 0;
+  } catch (const kjit::Error& e) {
+    std::printf("error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,731 @@
+// A fake libcuda.so.1 for the driver contract suite: models what the CUDA driver documents and kjit
+// relies on (versioned cuGetProcAddress, per-thread context stacks, primary-context reference
+// counts, module/context ownership, the 48 KiB dynamic shared memory limit, launch parameter
+// bytes) and records every call. Settings come from the environment, read once:
+//   KJIT_FAKE_CUDA_VERSION  driver version (default 13000)    KJIT_FAKE_CUDA_DEVICES  (default 1)
+//   KJIT_FAKE_CUDA_CC       compute capability per device, e.g. 90,80 (default 90)   KJIT_FAKE_CUDA_MISSING  symbols not found
+//   KJIT_FAKE_CUDA_LOG      a file every call is appended to (for child processes)
+// The test reads the record through the fake_cuda_* functions at the bottom.
+#include "image.hpp"
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int k_device_handle_base = 100;  // CUdevice handles are not ordinals
+constexpr int k_default_dynamic_shared = 48 * 1024;
+
+struct Context {
+  std::string name;
+  int device = 0;
+  bool primary = false;
+  int retains = 0;     // primary: alive while > 0
+  bool alive = false;
+};
+
+struct Function {
+  fake_cuda::Kernel kernel;
+  int max_dynamic_shared = 0;
+  struct Module* module = nullptr;
+};
+
+struct Module {
+  std::string name;
+  Context* context = nullptr;
+  bool from_ptx = false;
+  std::vector<std::unique_ptr<Function>> functions;
+};
+
+struct Settings {
+  int version = 13000;
+  int devices = 1;
+  std::vector<int> ccs{90};
+  int cc(int ordinal) const { return ccs[std::min<std::size_t>(static_cast<std::size_t>(ordinal), ccs.size() - 1)]; }
+  std::string missing;
+  std::string log_file;
+};
+
+struct Driver {
+  std::mutex mutex;
+  Settings settings;
+  bool initialized = false;
+  bool unloaded = false;
+  std::vector<std::unique_ptr<Context>> contexts;  // never freed: handles stay distinct
+  std::map<Module*, std::unique_ptr<Module>> modules;
+  std::map<CUdeviceptr, std::vector<unsigned char>> memory;
+  CUdeviceptr next_pointer = 0x10000;
+  int module_count = 0;
+  int context_count = 0;
+  long pushes = 0, pops = 0;
+  std::vector<std::string> log;
+  std::vector<std::string> violations;
+  std::string last_params;
+};
+
+Driver& driver()
+{
+  static Driver* const instance = [] {
+    auto* d = new Driver;
+    auto env = [](const char* name) { const char* v = std::getenv(name); return v != nullptr ? std::string(v) : ""; };
+    if (!env("KJIT_FAKE_CUDA_VERSION").empty()) d->settings.version = std::stoi(env("KJIT_FAKE_CUDA_VERSION"));
+    if (!env("KJIT_FAKE_CUDA_DEVICES").empty()) d->settings.devices = std::stoi(env("KJIT_FAKE_CUDA_DEVICES"));
+    if (!env("KJIT_FAKE_CUDA_CC").empty()) {
+      d->settings.ccs.clear();
+      std::istringstream list(env("KJIT_FAKE_CUDA_CC"));
+      for (std::string item; std::getline(list, item, ',');) d->settings.ccs.push_back(std::stoi(item));
+    }
+    d->settings.missing = "," + env("KJIT_FAKE_CUDA_MISSING") + ",";
+    d->settings.log_file = env("KJIT_FAKE_CUDA_LOG");
+    for (int i = 0; i < d->settings.devices; ++i) {
+      auto primary = std::make_unique<Context>();
+      primary->name = "P" + std::to_string(i);
+      primary->device = i;
+      primary->primary = true;
+      d->contexts.push_back(std::move(primary));
+    }
+    return d;
+  }();
+  return *instance;
+}
+
+// Per-thread context stacks, trivially destructible: used by destructors that run at exit.
+struct Stack {
+  Context* entries[64];
+  int depth = 0;
+  bool empty() const { return depth == 0; }
+  Context* back() const { return entries[depth - 1]; }
+  void push_back(Context* c) { entries[depth++] = c; }
+  void pop_back() { --depth; }
+};
+thread_local Stack t_stack;
+
+// Appends a call to the record (and the log file); the caller holds the mutex.
+void record(Driver& d, const std::string& line)
+{
+  if (d.unloaded) {
+    std::fprintf(stderr, "fake libcuda: %s called after the library was unloaded\n", line.c_str());
+  }
+  d.log.push_back(line);
+  if (!d.settings.log_file.empty()) {
+    if (FILE* f = std::fopen(d.settings.log_file.c_str(), "a")) {
+      std::fprintf(f, "%s\n", line.c_str());
+      std::fclose(f);
+    }
+  }
+}
+
+CUresult violation(Driver& d, const std::string& what, CUresult result)
+{
+  d.violations.push_back(what);
+  record(d, "VIOLATION " + what);
+  return result;
+}
+
+Context* find_context(Driver& d, CUcontext handle)
+{
+  for (auto& c : d.contexts) {
+    if (reinterpret_cast<CUcontext>(c.get()) == handle) {
+      return c.get();
+    }
+  }
+  return nullptr;
+}
+
+std::string context_name(Driver& d, CUcontext handle)
+{
+  if (handle == nullptr) return "null";
+  const Context* c = find_context(d, handle);
+  return c != nullptr ? c->name : "unknown";
+}
+
+Context* current(Driver& d)
+{
+  return t_stack.empty() ? nullptr : t_stack.back();
+}
+
+bool device_ok(Driver& d, CUdevice device)
+{
+  return device >= k_device_handle_base && device < k_device_handle_base + d.settings.devices;
+}
+
+Function* find_function(Driver& d, CUfunction handle)
+{
+  for (auto& [key, module] : d.modules) {
+    for (auto& f : module->functions) {
+      if (reinterpret_cast<CUfunction>(f.get()) == handle) {
+        return f.get();
+      }
+    }
+  }
+  return nullptr;
+}
+
+// Modules die with their context.
+void destroy_context(Driver& d, Context& c)
+{
+  c.alive = false;
+  for (auto it = d.modules.begin(); it != d.modules.end();) {
+    it = it->second->context == &c ? d.modules.erase(it) : std::next(it);
+  }
+}
+
+#define LOCKED Driver& d = driver(); std::lock_guard lock(d.mutex)
+
+CUresult CUDAAPI fake_cuInit(unsigned flags)
+{
+  LOCKED;
+  record(d, "cuInit " + std::to_string(flags));
+  d.initialized = true;
+  return d.settings.devices == 0 ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuDriverGetVersion(int* version)
+{
+  LOCKED;
+  record(d, "cuDriverGetVersion");
+  *version = d.settings.version;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuDeviceGetCount(int* count)
+{
+  LOCKED;
+  record(d, "cuDeviceGetCount");
+  *count = d.settings.devices;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuDeviceGet(CUdevice* device, int ordinal)
+{
+  LOCKED;
+  record(d, "cuDeviceGet " + std::to_string(ordinal));
+  if (ordinal < 0 || ordinal >= d.settings.devices) return CUDA_ERROR_INVALID_DEVICE;
+  *device = k_device_handle_base + ordinal;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device)
+{
+  LOCKED;
+  record(d, "cuDeviceGetAttribute " + std::to_string(attribute) + " dev=" + std::to_string(device));
+  if (!device_ok(d, device)) return violation(d, "cuDeviceGetAttribute of CUdevice " + std::to_string(device), CUDA_ERROR_INVALID_DEVICE);
+  switch (attribute) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = d.settings.cc(device - k_device_handle_base) / 10; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = d.settings.cc(device - k_device_handle_base) % 10; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 227 * 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = k_default_dynamic_shared; break;
+  default: *value = 0;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuDeviceGetName(char* name, int length, CUdevice device)
+{
+  LOCKED;
+  record(d, "cuDeviceGetName dev=" + std::to_string(device));
+  if (!device_ok(d, device)) return violation(d, "cuDeviceGetName of CUdevice " + std::to_string(device), CUDA_ERROR_INVALID_DEVICE);
+  std::snprintf(name, static_cast<std::size_t>(length), "Fake GPU %d", device - k_device_handle_base);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuGetErrorName(CUresult result, const char** name)
+{
+  static const std::map<int, const char*> names{{0, "CUDA_SUCCESS"}, {1, "CUDA_ERROR_INVALID_VALUE"},
+    {100, "CUDA_ERROR_NO_DEVICE"}, {101, "CUDA_ERROR_INVALID_DEVICE"}, {201, "CUDA_ERROR_INVALID_CONTEXT"},
+    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU"}, {218, "CUDA_ERROR_INVALID_PTX"}, {400, "CUDA_ERROR_INVALID_HANDLE"},
+    {500, "CUDA_ERROR_NOT_FOUND"}, {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"}, {4, "CUDA_ERROR_DEINITIALIZED"}};
+  const auto it = names.find(result);
+  *name = it != names.end() ? it->second : nullptr;
+  return it != names.end() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI fake_cuGetErrorString(CUresult result, const char** text)
+{
+  *text = result == CUDA_SUCCESS ? "no error" : "fake driver error";
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device)
+{
+  LOCKED;
+  record(d, "cuDevicePrimaryCtxRetain dev=" + std::to_string(device));
+  if (!device_ok(d, device)) return violation(d, "cuDevicePrimaryCtxRetain of CUdevice " + std::to_string(device), CUDA_ERROR_INVALID_DEVICE);
+  Context& c = *d.contexts[static_cast<std::size_t>(device - k_device_handle_base)];
+  ++c.retains;
+  c.alive = true;
+  *context = reinterpret_cast<CUcontext>(&c);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuDevicePrimaryCtxRelease(CUdevice device)
+{
+  LOCKED;
+  record(d, "cuDevicePrimaryCtxRelease dev=" + std::to_string(device));
+  if (!device_ok(d, device)) return violation(d, "cuDevicePrimaryCtxRelease of CUdevice " + std::to_string(device) + " (not a device handle)", CUDA_ERROR_INVALID_DEVICE);
+  Context& c = *d.contexts[static_cast<std::size_t>(device - k_device_handle_base)];
+  if (c.retains == 0) return violation(d, "cuDevicePrimaryCtxRelease of " + c.name + " with no retain", CUDA_ERROR_INVALID_CONTEXT);
+  if (--c.retains == 0) destroy_context(d, c);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuDevicePrimaryCtxGetState(CUdevice device, unsigned* flags, int* active)
+{
+  LOCKED;
+  record(d, "cuDevicePrimaryCtxGetState dev=" + std::to_string(device));
+  if (!device_ok(d, device)) return violation(d, "cuDevicePrimaryCtxGetState of CUdevice " + std::to_string(device), CUDA_ERROR_INVALID_DEVICE);
+  *flags = 0;
+  *active = d.contexts[static_cast<std::size_t>(device - k_device_handle_base)]->alive ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuCtxGetCurrent(CUcontext* context)
+{
+  LOCKED;
+  record(d, "cuCtxGetCurrent");
+  *context = reinterpret_cast<CUcontext>(current(d));
+  return CUDA_SUCCESS;
+}
+
+// cuCtxGetDevice_v2 (13000): the device of `context`, or of the current one when it is null.
+CUresult CUDAAPI fake_cuCtxGetDevice_v2(CUdevice* device, CUcontext context)
+{
+  LOCKED;
+  record(d, "cuCtxGetDevice_v2 ctx=" + context_name(d, context));
+  Context* c = context != nullptr ? find_context(d, context) : current(d);
+  if (c == nullptr || !c->alive) return violation(d, "cuCtxGetDevice_v2 of a context that is not alive", CUDA_ERROR_INVALID_CONTEXT);
+  *device = k_device_handle_base + c->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuCtxGetDevice_v1(CUdevice* device)
+{
+  return fake_cuCtxGetDevice_v2(device, nullptr);
+}
+
+CUresult CUDAAPI fake_cuCtxPushCurrent(CUcontext context)
+{
+  LOCKED;
+  record(d, "cuCtxPushCurrent ctx=" + context_name(d, context));
+  Context* c = find_context(d, context);
+  if (c == nullptr || !c->alive) return CUDA_ERROR_INVALID_CONTEXT;  // a documented error, not kjit's fault
+  t_stack.push_back(c);
+  ++d.pushes;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuCtxPopCurrent(CUcontext* context)
+{
+  LOCKED;
+  record(d, "cuCtxPopCurrent");
+  if (t_stack.empty()) return violation(d, "cuCtxPopCurrent with an empty stack", CUDA_ERROR_INVALID_CONTEXT);
+  if (context != nullptr) *context = reinterpret_cast<CUcontext>(t_stack.back());
+  t_stack.pop_back();
+  ++d.pops;
+  return CUDA_SUCCESS;
+}
+
+// cuCtxSynchronize_v2 (13000) takes the context; the 2000 version syncs the current one.
+CUresult CUDAAPI fake_cuCtxSynchronize_v2(CUcontext context)
+{
+  LOCKED;
+  record(d, "cuCtxSynchronize_v2 ctx=" + context_name(d, context));
+  Context* c = context != nullptr ? find_context(d, context) : current(d);
+  if (c == nullptr || !c->alive) return violation(d, "cuCtxSynchronize_v2 of a context that is not alive", CUDA_ERROR_INVALID_CONTEXT);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuCtxSynchronize_v1()
+{
+  return fake_cuCtxSynchronize_v2(nullptr);
+}
+
+CUresult CUDAAPI fake_cuModuleLoadData(CUmodule* module, const void* image)
+{
+  LOCKED;
+  Context* c = current(d);
+  if (c == nullptr || !c->alive) {
+    record(d, "cuModuleLoadData");
+    return violation(d, "cuModuleLoadData without a current context", CUDA_ERROR_INVALID_CONTEXT);
+  }
+  std::vector<fake_cuda::Kernel> kernels;
+  bool is_ptx = false;
+  std::string why;
+  if (!fake_cuda::read_image(image, kernels, is_ptx, why)) {
+    record(d, "cuModuleLoadData ctx=" + c->name + " rejected: " + why);
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  auto m = std::make_unique<Module>();
+  m->name = "M" + std::to_string(++d.module_count);
+  m->context = c;
+  m->from_ptx = is_ptx;
+  for (auto& k : kernels) {
+    auto f = std::make_unique<Function>();
+    f->max_dynamic_shared = k_default_dynamic_shared - k.static_shared;
+    f->kernel = std::move(k);
+    f->module = m.get();
+    m->functions.push_back(std::move(f));
+  }
+  record(d, "cuModuleLoadData ctx=" + c->name + " " + (is_ptx ? "ptx" : "cubin") + " -> " + m->name);
+  *module = reinterpret_cast<CUmodule>(m.get());
+  d.modules.emplace(m.get(), std::move(m));
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuModuleUnload(CUmodule module)
+{
+  LOCKED;
+  const auto it = d.modules.find(reinterpret_cast<Module*>(module));
+  if (it == d.modules.end()) {
+    record(d, "cuModuleUnload unknown");
+    return violation(d, "cuModuleUnload of a module that is not loaded (its context is gone, or unloaded twice)", CUDA_ERROR_INVALID_HANDLE);
+  }
+  record(d, "cuModuleUnload " + it->second->name + " ctx=" + (current(d) ? current(d)->name : "null"));
+  if (current(d) != it->second->context) {
+    return violation(d, "cuModuleUnload of " + it->second->name + " outside its context", CUDA_ERROR_INVALID_CONTEXT);
+  }
+  d.modules.erase(it);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name)
+{
+  LOCKED;
+  record(d, std::string("cuModuleGetFunction ") + name);
+  const auto it = d.modules.find(reinterpret_cast<Module*>(module));
+  if (it == d.modules.end()) return violation(d, "cuModuleGetFunction on a module that is not loaded", CUDA_ERROR_INVALID_HANDLE);
+  for (auto& f : it->second->functions) {
+    if (f->kernel.name == name) {
+      *function = reinterpret_cast<CUfunction>(f.get());
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult CUDAAPI fake_cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfunction function)
+{
+  LOCKED;
+  record(d, "cuFuncGetAttribute " + std::to_string(attribute));
+  Function* f = find_function(d, function);
+  if (f == nullptr) return violation(d, "cuFuncGetAttribute of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
+  switch (attribute) {
+  case CU_FUNC_ATTRIBUTE_NUM_REGS: *value = f->kernel.registers; break;
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+  case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *value = f->kernel.static_shared; break;
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = f->max_dynamic_shared; break;
+  default: *value = 0;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute, int value)
+{
+  LOCKED;
+  record(d, "cuFuncSetAttribute " + std::to_string(attribute) + " " + std::to_string(value));
+  Function* f = find_function(d, function);
+  if (f == nullptr) return violation(d, "cuFuncSetAttribute of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
+  if (attribute != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_SUCCESS;
+  if (value < 0 || value + f->kernel.static_shared > 227 * 1024) return CUDA_ERROR_INVALID_VALUE;
+  f->max_dynamic_shared = value;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuFuncGetParamInfo(CUfunction function, size_t index, size_t* offset, size_t* size)
+{
+  LOCKED;
+  record(d, "cuFuncGetParamInfo " + std::to_string(index));
+  Function* f = find_function(d, function);
+  if (f == nullptr) return violation(d, "cuFuncGetParamInfo of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
+  if (index >= f->kernel.params.size()) return CUDA_ERROR_INVALID_VALUE;
+  *offset = f->kernel.params[index].offset;
+  *size = f->kernel.params[index].size;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                     unsigned bz, unsigned shared, CUstream stream, void** params, void** extra)
+{
+  LOCKED;
+  Function* f = find_function(d, function);
+  std::ostringstream line;
+  line << "cuLaunchKernel " << (f != nullptr ? f->kernel.name : "unknown") << " grid=" << gx << "x" << gy << "x" << gz
+       << " block=" << bx << "x" << by << "x" << bz << " shared=" << shared;
+  record(d, line.str());
+  if (f == nullptr) return violation(d, "cuLaunchKernel of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
+  if (current(d) != f->module->context) return violation(d, "cuLaunchKernel outside the module's context", CUDA_ERROR_INVALID_CONTEXT);
+  if (stream != nullptr || extra != nullptr || params == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (bx * by * bz > 1024 || bx * by * bz == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (static_cast<int>(shared) > f->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
+  // The driver copies each parameter's bytes, as the cubin's layout says, into the constant bank.
+  std::vector<unsigned char> bank(f->kernel.param_bytes);
+  for (std::size_t i = 0; i < f->kernel.params.size(); ++i) {
+    if (params[i] == nullptr) {
+      return violation(d, "cuLaunchKernel of " + f->kernel.name + " without parameter " + std::to_string(i), CUDA_ERROR_INVALID_VALUE);
+    }
+    const fake_cuda::Param& p = f->kernel.params[i];
+    if (p.offset + p.size <= bank.size()) std::memcpy(bank.data() + p.offset, params[i], p.size);
+  }
+  static const char* hex = "0123456789abcdef";
+  d.last_params.clear();
+  for (unsigned char byte : bank) {
+    d.last_params += hex[byte >> 4];
+    d.last_params += hex[byte & 15];
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block, CUfunction function,
+                                                       CUoccupancyB2DSize, size_t, int limit)
+{
+  LOCKED;
+  record(d, "cuOccupancyMaxPotentialBlockSize");
+  if (find_function(d, function) == nullptr) return violation(d, "occupancy of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
+  *block = limit > 0 && limit < 1024 ? limit : 1024;
+  *min_grid = 132;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction function, int block, size_t)
+{
+  LOCKED;
+  record(d, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (find_function(d, function) == nullptr) return violation(d, "occupancy of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
+  *blocks = block > 0 ? 2048 / block : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuMemAlloc(CUdeviceptr* pointer, size_t bytes)
+{
+  LOCKED;
+  record(d, "cuMemAlloc " + std::to_string(bytes));
+  if (current(d) == nullptr || !current(d)->alive) return violation(d, "cuMemAlloc without a current context", CUDA_ERROR_INVALID_CONTEXT);
+  *pointer = d.next_pointer;
+  d.memory[d.next_pointer].resize(bytes);
+  d.next_pointer += (bytes + 0xffff) / 0x10000 * 0x10000 + 0x10000;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuMemFree(CUdeviceptr pointer)
+{
+  LOCKED;
+  record(d, "cuMemFree");
+  if (d.memory.erase(pointer) == 0) return violation(d, "cuMemFree of memory not allocated", CUDA_ERROR_INVALID_VALUE);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuMemcpyHtoD(CUdeviceptr to, const void* from, size_t bytes)
+{
+  LOCKED;
+  record(d, "cuMemcpyHtoD " + std::to_string(bytes));
+  const auto it = d.memory.find(to);
+  if (it == d.memory.end() || it->second.size() < bytes) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(it->second.data(), from, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuMemcpyDtoH(void* to, CUdeviceptr from, size_t bytes)
+{
+  LOCKED;
+  record(d, "cuMemcpyDtoH " + std::to_string(bytes));
+  const auto it = d.memory.find(from);
+  if (it == d.memory.end() || it->second.size() < bytes) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(to, it->second.data(), bytes);
+  return CUDA_SUCCESS;
+}
+
+struct Entry {
+  const char* name;
+  int since;  // the version whose ABI `function` has
+  void* function;
+};
+
+// Newest version first: cuGetProcAddress returns the newest ABI not newer than what is asked.
+const Entry k_entries[] = {
+  {"cuInit", 2000, reinterpret_cast<void*>(&fake_cuInit)},
+  {"cuDriverGetVersion", 2020, reinterpret_cast<void*>(&fake_cuDriverGetVersion)},
+  {"cuDeviceGetCount", 2000, reinterpret_cast<void*>(&fake_cuDeviceGetCount)},
+  {"cuDeviceGet", 2000, reinterpret_cast<void*>(&fake_cuDeviceGet)},
+  {"cuDeviceGetAttribute", 2000, reinterpret_cast<void*>(&fake_cuDeviceGetAttribute)},
+  {"cuDeviceGetName", 2000, reinterpret_cast<void*>(&fake_cuDeviceGetName)},
+  {"cuGetErrorName", 6000, reinterpret_cast<void*>(&fake_cuGetErrorName)},
+  {"cuGetErrorString", 6000, reinterpret_cast<void*>(&fake_cuGetErrorString)},
+  {"cuDevicePrimaryCtxRetain", 7000, reinterpret_cast<void*>(&fake_cuDevicePrimaryCtxRetain)},
+  {"cuDevicePrimaryCtxRelease", 11000, reinterpret_cast<void*>(&fake_cuDevicePrimaryCtxRelease)},
+  {"cuDevicePrimaryCtxGetState", 7000, reinterpret_cast<void*>(&fake_cuDevicePrimaryCtxGetState)},
+  {"cuCtxGetCurrent", 4000, reinterpret_cast<void*>(&fake_cuCtxGetCurrent)},
+  {"cuCtxGetDevice", 13000, reinterpret_cast<void*>(&fake_cuCtxGetDevice_v2)},
+  {"cuCtxGetDevice", 2000, reinterpret_cast<void*>(&fake_cuCtxGetDevice_v1)},
+  {"cuCtxPushCurrent", 4000, reinterpret_cast<void*>(&fake_cuCtxPushCurrent)},
+  {"cuCtxPopCurrent", 4000, reinterpret_cast<void*>(&fake_cuCtxPopCurrent)},
+  {"cuCtxSynchronize", 13000, reinterpret_cast<void*>(&fake_cuCtxSynchronize_v2)},
+  {"cuCtxSynchronize", 2000, reinterpret_cast<void*>(&fake_cuCtxSynchronize_v1)},
+  {"cuModuleLoadData", 2000, reinterpret_cast<void*>(&fake_cuModuleLoadData)},
+  {"cuModuleUnload", 2000, reinterpret_cast<void*>(&fake_cuModuleUnload)},
+  {"cuModuleGetFunction", 2000, reinterpret_cast<void*>(&fake_cuModuleGetFunction)},
+  {"cuFuncGetAttribute", 2020, reinterpret_cast<void*>(&fake_cuFuncGetAttribute)},
+  {"cuFuncSetAttribute", 9000, reinterpret_cast<void*>(&fake_cuFuncSetAttribute)},
+  {"cuFuncGetParamInfo", 12040, reinterpret_cast<void*>(&fake_cuFuncGetParamInfo)},
+  {"cuLaunchKernel", 4000, reinterpret_cast<void*>(&fake_cuLaunchKernel)},
+  {"cuOccupancyMaxPotentialBlockSize", 6050, reinterpret_cast<void*>(&fake_cuOccupancyMaxPotentialBlockSize)},
+  {"cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050,
+   reinterpret_cast<void*>(&fake_cuOccupancyMaxActiveBlocksPerMultiprocessor)},
+  {"cuMemAlloc", 3020, reinterpret_cast<void*>(&fake_cuMemAlloc)},
+  {"cuMemFree", 3020, reinterpret_cast<void*>(&fake_cuMemFree)},
+  {"cuMemcpyHtoD", 3020, reinterpret_cast<void*>(&fake_cuMemcpyHtoD)},
+  {"cuMemcpyDtoH", 3020, reinterpret_cast<void*>(&fake_cuMemcpyDtoH)},
+};
+
+std::string joined(const std::vector<std::string>& lines)
+{
+  std::string text;
+  for (const auto& line : lines) text += line + "\n";
+  return text;
+}
+
+// Runs when the library is unmapped (dlclose, or at exit after every atexit handler and static
+// destructor): a call after it would be a call into an unloaded library.
+__attribute__((destructor)) void mark_unloaded()
+{
+  driver().unloaded = true;
+}
+
+} // namespace
+
+extern "C" {
+
+// As documented: a version newer than the driver is not found; otherwise the newest ABI of the
+// symbol not newer than `version`, or VERSION_NOT_SUFFICIENT when the symbol is newer.
+__attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
+                                                                             cuuint64_t, CUdriverProcAddressQueryResult* found)
+{
+  LOCKED;
+  record(d, std::string("cuGetProcAddress ") + symbol + " " + std::to_string(version));
+  *pfn = nullptr;
+  if (found != nullptr) *found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (version > d.settings.version || d.settings.missing.find("," + std::string(symbol) + ",") != std::string::npos) {
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  bool known = false;
+  for (const Entry& e : k_entries) {
+    if (std::strcmp(e.name, symbol) != 0) continue;
+    known = true;
+    if (e.since <= version) {
+      *pfn = e.function;
+      if (found != nullptr) *found = CU_GET_PROC_ADDRESS_SUCCESS;
+      return CUDA_SUCCESS;
+    }
+  }
+  if (known && found != nullptr) *found = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+// --- For the tests (dlsym'd from the loaded library). ---
+
+__attribute__((visibility("default"))) const char* fake_cuda_log()
+{
+  LOCKED;
+  static thread_local std::string text;
+  text = joined(d.log);
+  return text.c_str();
+}
+
+__attribute__((visibility("default"))) void fake_cuda_clear_log()
+{
+  LOCKED;
+  d.log.clear();
+  d.violations.clear();
+}
+
+__attribute__((visibility("default"))) const char* fake_cuda_violations()
+{
+  LOCKED;
+  static thread_local std::string text;
+  text = joined(d.violations);
+  return text.c_str();
+}
+
+__attribute__((visibility("default"))) const char* fake_cuda_last_params()
+{
+  LOCKED;
+  static thread_local std::string text;
+  text = d.last_params;
+  return text.c_str();
+}
+
+__attribute__((visibility("default"))) int fake_cuda_primary_retains(int ordinal)
+{
+  LOCKED;
+  return d.contexts[static_cast<std::size_t>(ordinal)]->retains;
+}
+
+__attribute__((visibility("default"))) int fake_cuda_loaded_modules()
+{
+  LOCKED;
+  return static_cast<int>(d.modules.size());
+}
+
+__attribute__((visibility("default"))) long fake_cuda_pushes()
+{
+  LOCKED;
+  return d.pushes;
+}
+
+__attribute__((visibility("default"))) long fake_cuda_pops()
+{
+  LOCKED;
+  return d.pops;
+}
+
+__attribute__((visibility("default"))) int fake_cuda_stack_depth()
+{
+  return t_stack.depth;
+}
+
+// An application-owned context (like cuCtxCreate), current on this thread afterwards.
+__attribute__((visibility("default"))) void* fake_cuda_create_context(int ordinal)
+{
+  LOCKED;
+  auto c = std::make_unique<Context>();
+  c->name = "C" + std::to_string(++d.context_count);
+  c->device = ordinal;
+  c->alive = true;
+  t_stack.push_back(c.get());
+  d.contexts.push_back(std::move(c));
+  return d.contexts.back().get();
+}
+
+// cuCtxDestroy: the context and its modules are gone.
+__attribute__((visibility("default"))) void fake_cuda_destroy_context(void* context)
+{
+  LOCKED;
+  Context* c = find_context(d, static_cast<CUcontext>(context));
+  destroy_context(d, *c);
+  int kept = 0;
+  for (int i = 0; i < t_stack.depth; ++i) {
+    if (t_stack.entries[i] != c) t_stack.entries[kept++] = t_stack.entries[i];
+  }
+  t_stack.depth = kept;
+}
+
+// cuCtxSetCurrent, as the CUDA runtime uses it (nullptr pops nothing, it empties the top).
+__attribute__((visibility("default"))) void fake_cuda_set_current(void* context)
+{
+  LOCKED;
+  if (!t_stack.empty()) t_stack.pop_back();
+  if (context != nullptr) t_stack.push_back(static_cast<Context*>(context));
+}
+
+} // extern "C"
