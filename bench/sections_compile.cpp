@@ -1,7 +1,10 @@
-// Sections that compile: cold (kjit miss vs direct NVRTC + nvJitLink), heavy headers, and the
-// in-process warm paths (memory tier, header tracking).
+// Sections that compile: code parity (registers per path), cold (kjit miss vs direct NVRTC), heavy
+// headers, and the in-process warm paths (memory tier, header tracking).
 #include "sections.hpp"
 #include "workload.hpp"
+
+#include "../tests/common/parity_kernels.hpp"
+#include "rtc/compiler.hpp"
 
 #include "rtc/nvjitlink_library.hpp"
 #include "rtc/nvrtc_library.hpp"
@@ -15,15 +18,20 @@ namespace bench {
 
 namespace {
 
-// NVRTC + nvJitLink called directly, as an application without kjit would.
-std::string direct_compile(const kjit::Program& program)
+// NVRTC called directly for the real arch, as an application without kjit would: PTX and the
+// whole-program cubin from one compile.
+std::string direct_compile(const kjit::Program& program, const std::string& arch = "sm_90",
+                           std::string* ptx_out = nullptr)
 {
   const auto& nvrtc = kjit::rtc::nvrtc();
-  const auto& link = kjit::rtc::nvjitlink();
   const auto toolkit = kjit::rtc::find_toolkit(kjit::current_config());
   nvrtcProgram handle = nullptr;
   nvrtc.create_program(&handle, program.source.c_str(), program.name.c_str(), 0, nullptr, nullptr);
-  std::vector<std::string> options{"-arch=compute_90"};
+  for (const auto& expression : program.name_expressions) {
+    nvrtc.add_name_expression(handle, expression.c_str());
+  }
+  std::vector<std::string> options = program.options;
+  options.push_back("-arch=" + arch);
   for (const auto& dir : toolkit.include_dirs) {
     options.push_back("-I" + dir);
   }
@@ -36,24 +44,31 @@ std::string direct_compile(const kjit::Program& program)
   nvrtc.get_ptx_size(handle, &size);
   std::string ptx(size, '\0');
   nvrtc.get_ptx(handle, ptx.data());
-  nvrtc.destroy_program(&handle);
-  nvJitLinkHandle linker = nullptr;
-  const char* link_options[] = {"-arch=sm_90"};
-  link.create(&linker, 1, link_options);
-  link.add_data(linker, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), program.name.c_str());
-  link.complete(linker);
-  link.get_linked_cubin_size(linker, &size);
+  nvrtc.get_cubin_size(handle, &size);
   std::string cubin(size, '\0');
-  link.get_linked_cubin(linker, cubin.data());
-  link.destroy(&linker);
+  nvrtc.get_cubin(handle, cubin.data());
+  nvrtc.destroy_program(&handle);
+  if (ptx_out != nullptr) {
+    *ptx_out = std::move(ptx);
+  }
   return cubin;
+}
+
+int registers(const std::vector<kjit::KernelInfo>& kernels, const std::string& name)
+{
+  for (const auto& kernel : kernels) {
+    if (kernel.name == name) {
+      return kernel.registers;
+    }
+  }
+  return -1;
 }
 
 } // namespace
 
 void cold_compiles(Report& report, const Options&)
 {
-  std::printf("\n[1] cold: kjit miss vs direct NVRTC + nvJitLink (same programs, interleaved)\n");
+  std::printf("\n[1] cold: kjit miss vs direct NVRTC for sm_90 (same programs, interleaved)\n");
   Folder folder("cold");
   kjit::Cache with_mirror(cache_config(folder.path() + "/mirror", true));
   kjit::Cache store_only(cache_config(folder.path() + "/store", false));
@@ -61,6 +76,8 @@ void cold_compiles(Report& report, const Options&)
   with_mirror.get(kernel_program(999002), kjit::Arch::parse("sm_90"));
   store_only.get(kernel_program(999002), kjit::Arch::parse("sm_90"));
   std::vector<double> direct;
+  std::vector<double> two_step;
+  std::vector<double> uncached;
   std::vector<double> mirrored;
   std::vector<double> stored;
   for (int i = 0; i < 20; ++i) {
@@ -68,6 +85,16 @@ void cold_compiles(Report& report, const Options&)
     auto t = Clock::now();
     direct_compile(program);
     direct.push_back(us_since(t) / 1000.0);
+    t = Clock::now();
+    {
+      std::string log;
+      const kjit::Binary ptx = kjit::compile(program, kjit::Arch::parse("compute_90"));
+      kjit::rtc::cubin_from_ptx(program, ptx.ptx, kjit::Arch::parse("sm_90"), log);
+    }
+    two_step.push_back(us_since(t) / 1000.0);
+    t = Clock::now();
+    kjit::compile(program, kjit::Arch::parse("sm_90"));
+    uncached.push_back(us_since(t) / 1000.0);
     t = Clock::now();
     with_mirror.get(program, kjit::Arch::parse("sm_90"));
     mirrored.push_back(us_since(t) / 1000.0);
@@ -78,11 +105,105 @@ void cold_compiles(Report& report, const Options&)
   const double d = percentile(direct, 50);
   const double m = percentile(mirrored, 50);
   const double s = percentile(stored, 50);
-  report.note("cold", "direct NVRTC+nvJitLink p50 (4 KiB saxpy)", d, "ms");
+  report.note("cold", "direct NVRTC -arch=sm_90 p50 (4 KiB saxpy)", d, "ms");
+  report.note("cold", "NVRTC compute_90 + nvJitLink sm_90 p50 (kjit's previous path)", percentile(two_step, 50), "ms");
+  const double c = percentile(uncached, 50);
+  report.note("cold", "kjit::compile p50 (no cache)", c, "ms");
+  report.check("cold", "kjit::compile overhead over direct NVRTC", 100.0 * (c - d) / d, "%", 2.0);
   report.note("cold", "kjit miss p50, mirror on (default)", m, "ms");
   report.note("cold", "kjit miss p50, mirror off", s, "ms");
   report.check("cold", "kjit miss overhead over direct, mirror on", 100.0 * (m - d) / d, "%", 2.0);
   report.check("cold", "kjit miss overhead over direct, mirror off", 100.0 * (s - d) / d, "%", 2.0);
+}
+
+void code_parity(Report& report, const Options&)
+{
+  std::printf("\n[0] code parity: registers per kernel, NVRTC direct vs kjit vs the nvJitLink paths\n");
+  std::printf("%-8s %-28s %7s %5s %9s %5s\n", "arch", "kernel", "direct", "kjit",
+              "ptx-link", "lto");
+  const kjit::Program program = kjit::test::parity_program();
+  int mismatches = 0;
+  int worse_relocatable = 0;
+  int worse_lto = 0;
+  int cases = 0;
+  for (const char* arch_name : {"sm_80", "sm_90", "sm_120"}) {
+    const kjit::Arch arch = kjit::Arch::parse(arch_name);
+    std::string ptx;
+    const std::string reference = direct_compile(program, arch_name, &ptx);
+    const kjit::Binary binary = kjit::compile(program, arch);
+    std::string log;
+    const std::string relocatable = kjit::rtc::cubin_from_ptx(program, ptx, arch, log);
+    const std::string ltoir = kjit::rtc::compile_ltoir(kjit::current_config(), program, arch);
+    const std::string lto = kjit::rtc::cubin_from_ltoir(program, ltoir, arch, log);
+    const auto direct_kernels = kjit::read_kernels(reference);
+    const auto kjit_kernels = binary.kernels();
+    const auto relocatable_kernels = kjit::read_kernels(relocatable);
+    const auto lto_kernels = kjit::read_kernels(lto);
+    for (const auto& kernel : direct_kernels) {
+      const int ours = registers(kjit_kernels, kernel.name);
+      const int reloc = registers(relocatable_kernels, kernel.name);
+      const int linked = registers(lto_kernels, kernel.name);
+      std::printf("%-8s %-28s %7d %5d %9d %5d\n", arch_name, kernel.name.substr(0, 28).c_str(), kernel.registers,
+                  ours, reloc, linked);
+      ++cases;
+      mismatches += ours != kernel.registers;
+      worse_relocatable += reloc > kernel.registers;
+      worse_lto += linked > kernel.registers;
+    }
+    std::printf("%-8s functions: direct %zu, kjit %zu, ptx-link %zu, lto %zu\n", arch_name,
+                kjit::cubin_functions(reference).size(), kjit::cubin_functions(binary.cubin).size(),
+                kjit::cubin_functions(relocatable).size(), kjit::cubin_functions(lto).size());
+  }
+  report.note("code parity", "kernel x arch cases", cases, "count");
+  report.check("code parity", "kjit registers differ from NVRTC direct", mismatches, "count", 0);
+  report.note("code parity", "PTX -> nvJitLink (relocatable) uses more registers", worse_relocatable, "count");
+  report.note("code parity", "NVRTC -dlto -> nvJitLink -lto uses more registers", worse_lto, "count");
+}
+
+void batch_compiles(Report& report, const Options&)
+{
+  std::printf("\n[9] batch: 8 heavy-header variants, one at a time vs Cache::get_many with 2 workers (PCH off, on)\n");
+  Folder folder("batch");
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  std::vector<kjit::BatchItem> serial_items;
+  std::vector<kjit::BatchItem> batch_items;
+  std::vector<kjit::BatchItem> pch_items;
+  for (int i = 0; i < 8; ++i) {
+    serial_items.push_back({heavy_program(5000 + i), arch});
+    batch_items.push_back({heavy_program(6000 + i), arch});
+    pch_items.push_back({heavy_program(7000 + i), arch});
+  }
+  kjit::Cache serial(cache_config(folder.path() + "/serial"));
+  serial.get(heavy_program(4999), arch);  // load NVRTC before timing
+  auto t = Clock::now();
+  for (const auto& item : serial_items) {
+    serial.get(item.program, item.arch);
+  }
+  const double one_at_a_time = us_since(t) / 1e6;
+  kjit::Cache batched(cache_config(folder.path() + "/batch"));
+  kjit::BatchOptions options;
+  options.jobs = 2;
+  options.pch = false;
+  options.worker_path = KJIT_BENCH_WORKER;  // empty without the CLI: in-process
+  t = Clock::now();
+  std::size_t failed = 0;
+  for (const auto& result : batched.get_many(batch_items, options)) {
+    failed += result.binary ? 0 : 1;
+  }
+  const double parallel = us_since(t) / 1e6;
+  kjit::Cache with_pch(cache_config(folder.path() + "/pch"));
+  options.pch = true;
+  t = Clock::now();
+  for (const auto& result : with_pch.get_many(pch_items, options)) {
+    failed += result.binary ? 0 : 1;
+  }
+  const double pch = us_since(t) / 1e6;
+  report.note("batch", "8 heavy variants one at a time", one_at_a_time, "s");
+  report.note("batch", "8 heavy variants, get_many with 2 workers", parallel, "s");
+  report.note("batch", "failed items", static_cast<double>(failed), "count");
+  report.note("batch", "8 heavy variants, get_many with 2 workers and PCH", pch, "s");
+  report.check("batch", "speed-up of get_many over one at a time", one_at_a_time / parallel, "x", 1.6, true);
+  report.check("batch", "speed-up of get_many with PCH over one at a time", one_at_a_time / pch, "x", 3.0, true);
 }
 
 void memory_tier(Report& report, const Options&)

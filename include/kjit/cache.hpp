@@ -7,6 +7,7 @@
 #include <kjit/program.hpp>
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,6 +27,9 @@ struct CacheStats {
   std::uint64_t failed_hits = 0;   // hits on a remembered CompileError (counted in the hits too)
   std::uint64_t quarantined = 0;   // damaged records moved aside
   std::uint64_t mirror_errors = 0; // mirror writes that failed (the store is unaffected)
+  std::uint64_t store_errors = 0;  // commits that failed (disk full…): the binary was served from memory
+  std::uint64_t compiled_elsewhere = 0; // misses answered by the store once another process's
+                                        // compile of the same key was done (counted in misses)
   std::uint64_t header_stats = 0;   // stat() calls on tracked disk headers (manifest checks)
   std::uint64_t header_rehashes = 0; // tracked headers hashed again because their stamp changed
   double compile_ms_saved = 0;     // compile time the hits did not spend again
@@ -65,7 +69,7 @@ struct EntryInfo {
 
 // Selects entries: empty fields match everything.
 struct EntryFilter {
-  std::string name;  // program name, exactly
+  std::string name;  // program name, exactly or as its last path components ("saxpy.cu")
   std::string arch;  // "sm_90", exactly
 };
 
@@ -128,8 +132,13 @@ class PreparedProgram {
 public:
   const Program& program() const noexcept { return m_program; }
   const Arch& arch() const noexcept { return m_arch; }
-  // The entry's name: sha256(program.txt ‖ options.txt), 64 hex digits.
+  // The entry's name: sha256(program.txt ‖ options.txt), 64 hex digits. Provisional (see below)
+  // until the program's first compile has shown which headers NVRTC reads.
   std::string key() const;
+  // True when no manifest told which disk headers the program reads: key() and the texts are a
+  // prediction, never looked up; the entry is stored under the key its compile establishes, which
+  // prepare() returns from then on (docs/includes.md).
+  bool provisional() const noexcept { return m_provisional; }
   const std::string& program_txt() const noexcept { return m_program_txt; }
   const std::string& options_txt() const noexcept { return m_options_txt; }
   // The disk headers the program includes (toolkit headers are covered by the toolchain part).
@@ -144,6 +153,36 @@ private:
   std::string m_program_txt;
   std::string m_options_txt;
   unsigned char m_digest[32] = {};
+  bool m_provisional = false;
+};
+
+// One (program, arch) pair of a batch.
+struct BatchItem {
+  Program program;
+  Arch arch;  // auto: as in get()
+};
+
+// The outcome of one item: a binary, or the error get() would have thrown.
+struct BatchResult {
+  std::shared_ptr<const Binary> binary;  // null on error
+  std::exception_ptr error;              // rethrow to get the typed error
+  std::string message;                   // error's what(), empty on success
+  bool compiled = false;                 // true if this item was compiled (not a hit)
+};
+
+struct BatchOptions {
+  unsigned jobs = 0;         // worker processes at once; 0: one per core
+  double timeout_s = 600;    // per compile in a worker; the worker is killed past it (<= 0: none)
+  // The kjit-worker executable. Empty: kjit-worker next to the running executable. When it
+  // can't be started the batch compiles in-process (one compile at a time: NVRTC is serial).
+  // Workers inherit the environment and find the toolkit from it (KJIT_CUDA_HOME, CUDA_HOME).
+  std::string worker_path;
+  // Items with the same arch, options and in-memory headers (e.g. variants that differ only in
+  // name expressions) are compiled next to each other with NVRTC's automatic precompiled headers
+  // in the workers, when at least two share them. Off: every compile parses its headers again.
+  bool pch = true;
+  // Called after each item (from the batch's threads, one call at a time): done, total.
+  std::function<void(std::size_t, std::size_t)> progress;
 };
 
 // Thread-safe; share one per process (see default_cache()). Not usable across fork(): a child
@@ -152,7 +191,9 @@ class Cache {
 public:
   // Opens the cache folder described by `config` (creating it with mode 0700). Throws
   // StoreError if the folder is unsafe (owned by another user, or group/other-writable, unless
-  // config.shared_cache) or the store can't be opened; ConfigError for bad settings.
+  // config.shared_cache); ConfigError for bad settings. A store that can't be opened at all
+  // (another user's files, no address space for the map) is one warning: the cache then runs from
+  // memory (has_disk_tier() is false).
   explicit Cache(const Config& config);
   Cache();  // current_config()
   ~Cache();
@@ -164,6 +205,13 @@ public:
   // compiler rejected before throws the same CompileError again without compiling.
   std::shared_ptr<const Binary> get(const Program& program, const Arch& arch = Arch{});
   std::shared_ptr<const Binary> get(const PreparedProgram& prepared);
+
+  // get() for many items at once: misses are compiled in worker processes (NVRTC runs one
+  // compile at a time per process), `jobs` at a time, and stored through this cache exactly once
+  // per key (items with the same key share one compile). A worker that crashes or hangs fails
+  // only its item, with an Error saying so, and is replaced. Results are in the items' order;
+  // never throws for an item's failure.
+  std::vector<BatchResult> get_many(const std::vector<BatchItem>& items, const BatchOptions& options = {});
 
   // Computes the key once: hashes the source and in-memory headers, and finds the disk headers
   // it includes through a manifest (a stat() per header) or, the first time and after a change,
@@ -185,9 +233,15 @@ public:
 
   CacheStats stats() const;
   // Empties both tiers, the manifests and the mirror (the toolchain identities are kept).
+  // Throws StoreError (and clears nothing on disk) when the store is read-only.
   void clear();
-  // Rewrites programs/ from LMDB; returns the number of entries written.
-  std::size_t rebuild_mirror();
+  // Rewrites programs/ from LMDB; returns the number of entries written. `skipped` (if given)
+  // receives the number of entries that could not be written (damaged, or a mirror error).
+  std::size_t rebuild_mirror(std::size_t* skipped = nullptr);
+  // Walks the whole store in a child process (time and memory bounded). A damaged store is moved
+  // aside and replaced by a fresh one. Returns false if it was damaged; `report` says what was
+  // found (rows walked, time, or the damage). Never throws.
+  bool check_store(std::string& report);
   // Entries in the disk tier (0 without one).
   std::size_t disk_entries() const;
 

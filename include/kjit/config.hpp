@@ -23,6 +23,7 @@ struct Config {
   bool repo_local = false;            // KJIT_REPO_LOCAL_CACHE: <git root>/.kjit_cache, like hidet
   std::size_t store_map_size = 0;     // KJIT_STORE_MAP_SIZE: initial LMDB map size in bytes
   bool force_ptx = false;             // KJIT_FORCE_PTX: load PTX (driver JIT) even when a cubin exists
+  double compile_lock_timeout_s = 0;  // KJIT_COMPILE_LOCK_TIMEOUT: longest wait for another process's compile
   std::vector<std::string> bundles;   // KJIT_BUNDLE: read-only bundle files searched after the store
 };
 
@@ -60,6 +61,10 @@ bool parse_bool(std::string_view text, const std::string& variable);
 // Parses a byte size: "1048576", "64KiB", "256MiB", "2GiB", "1G". Throws ConfigError naming `variable`.
 std::size_t parse_size(std::string_view text, const std::string& variable);
 
+// Parses a duration: "20", "20s", "1.5s", "500ms" (seconds when no unit), > 0 and at most a day.
+// Throws ConfigError naming `variable`.
+double parse_seconds(std::string_view text, const std::string& variable);
+
 // Where log lines go (verbose mode and warnings). The default writes "kjit: <line>\n" to stderr.
 using LogSink = std::function<void(std::string_view line)>;
 // Replaces the sink; an empty function restores the default. Thread-safe.
@@ -79,6 +84,7 @@ void shared_cache(bool value);
 void repo_local_cache(bool value);
 void store_map_size(std::size_t bytes);
 void force_ptx(bool value);
+void compile_lock_timeout(double seconds);
 // Read-only bundle files (kjit export) searched after the store, ':'-separated; "" for none.
 void bundle(const std::string& paths);
 // The cache directory in force now.

@@ -3,7 +3,7 @@
 
 #include "bundle/reader.hpp"
 #include "bundle/writer.hpp"
-#include "cache/name_index.hpp"
+#include "store/store.hpp"
 #include "mirror/mirror.hpp"
 #include "store/record.hpp"
 
@@ -36,8 +36,7 @@ BundleReport Cache::export_bundle(const std::string& path, const EntryFilter& fi
       const auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
       if (!entry) {
         ++report.skipped_damaged;
-      } else if ((filter.name.empty() || filter.name == entry->program_name) &&
-                 (filter.arch.empty() || filter.arch == entry->binary.arch)) {
+      } else if (cache::entry_matches(filter, *entry)) {
         records.push_back({util::digest_of_bytes(key), std::string(bytes)});
       }
     });
@@ -93,8 +92,7 @@ BundleReport Cache::import_bundle(const std::string& path)
       continue;
     }
     rows.push_back({store::Table::entries, std::string(bytes_of(index.key)), std::move(bytes)});
-    rows.push_back(
-      {store::Table::names, cache::name_index_key(entry->program_name, bytes_of(index.key)), entry->program_name});
+    rows.push_back({store::Table::names, store::names_key(entry->program_name, bytes_of(index.key)), entry->program_name});
     mirrored.emplace_back(hex, std::move(*entry));
     ++report.entries;
   }

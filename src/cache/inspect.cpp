@@ -2,8 +2,8 @@
 #include "cache/cache_impl.hpp"
 
 #include "cache/cache_dir.hpp"
-#include "cache/name_index.hpp"
 #include "cache/usage_log.hpp"
+#include "store/store.hpp"
 #include "store/record.hpp"
 
 #include <algorithm>
@@ -41,11 +41,6 @@ EntryInfo info_of(std::string_view raw_key, std::size_t record_bytes, const stor
   return info;
 }
 
-bool matches(const EntryFilter& filter, const store::Entry& entry)
-{
-  return (filter.name.empty() || filter.name == entry.program_name) &&
-         (filter.arch.empty() || filter.arch == entry.binary.arch);
-}
 
 // Every decodable entry with its raw key and record size.
 struct Row {
@@ -63,7 +58,7 @@ std::vector<Row> decoded_rows(const store::Store* store, const EntryFilter& filt
   store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
     std::string why;
     auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
-    if (entry && matches(filter, *entry)) {
+    if (entry && cache::entry_matches(filter, *entry)) {
       rows.push_back({std::string(key), bytes.size(), std::move(*entry)});
     }
   });
@@ -99,6 +94,27 @@ std::size_t allocated_bytes(const std::string& root)
 }
 
 } // namespace
+
+namespace cache {
+
+// A program made from a file is named by the path it was given: "saxpy.cu" matches
+// "/src/saxpy.cu" and "src/saxpy.cu" (a whole last component), never "my_saxpy.cu".
+static bool name_matches(const std::string& wanted, const std::string& name)
+{
+  if (wanted.empty() || wanted == name) {
+    return true;
+  }
+  return name.size() > wanted.size() && name.compare(name.size() - wanted.size(), wanted.size(), wanted) == 0 &&
+         name[name.size() - wanted.size() - 1] == '/';
+}
+
+bool entry_matches(const EntryFilter& filter, const store::Entry& entry)
+{
+  return name_matches(filter.name, entry.program_name) &&
+         (filter.arch.empty() || filter.arch == entry.binary.arch);
+}
+
+} // namespace cache
 
 std::vector<EntryInfo> Cache::entries(const EntryFilter& filter) const
 {
@@ -212,7 +228,7 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
   std::vector<std::string> names;
   for (const Row* row : rows) {
     keys.push_back(row->raw_key);
-    names.push_back(cache::name_index_key(row->entry.program_name, row->raw_key));
+    names.push_back(store::names_key(row->entry.program_name, row->raw_key));
   }
   impl.store->erase(store::Table::entries, keys);
   impl.store->erase(store::Table::names, names);

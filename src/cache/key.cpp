@@ -1,6 +1,7 @@
 // program.txt and options.txt: stable, documented texts (docs/cache-format.md) hashed into the key.
 #include "cache/key.hpp"
 
+#include "rtc/compile_options.hpp"
 #include "store/record.hpp"
 
 #include <unistd.h>
@@ -97,11 +98,15 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   std::string& o = key.options_txt;
   o += "kjit-options 1\n";
   o += "arch: " + arch.str() + "\n";
+  o += "cubin-path: " + std::string(rtc::cubin_path_name(rtc::cubin_path(program, arch))) + "\n";
   for (const auto& option : normalize_options(program.options)) {
     o += "option: " + escape_line(option) + "\n";
   }
   for (const auto& dir : context.toolkit_include_dirs) {
     o += "toolkit-include: " + escape_line(dir) + "\n";
+  }
+  if (!context.toolkit_headers.empty()) {
+    o += "toolkit-headers: " + context.toolkit_headers + "\n";
   }
   o += "nvrtc: " + context.nvrtc_identity + "\n";
   o += "nvjitlink: " + context.nvjitlink_identity + "\n";

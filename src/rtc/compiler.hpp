@@ -10,10 +10,38 @@
 namespace kjit::rtc {
 
 // Compiles for a resolved (non-auto) arch with the given settings. Same errors as kjit::compile.
+// On a thread with a CompileDelegate installed, the delegate compiles instead.
 Binary compile(const Config& config, const Program& program, const Arch& arch);
 
-// Options NVRTC receives besides the program's own: -arch=compute_XY and the toolkit's -I folders.
+// Makes this thread's compile() calls go elsewhere (a batch's worker process). Used by
+// Cache::get_many so that the cache's lookup, single flight and storing stay the same.
+class CompileDelegate {
+public:
+  virtual ~CompileDelegate() = default;
+  virtual Binary compile(const Config& config, const Program& program, const Arch& arch) = 0;
+};
+
+// Installs `delegate` (may be null) for the calling thread until destroyed; restores the previous.
+class ScopedCompileDelegate {
+public:
+  explicit ScopedCompileDelegate(CompileDelegate* delegate) noexcept;
+  ~ScopedCompileDelegate();
+  ScopedCompileDelegate(const ScopedCompileDelegate&) = delete;
+  ScopedCompileDelegate& operator=(const ScopedCompileDelegate&) = delete;
+
+private:
+  CompileDelegate* m_previous;
+};
+
+// Options NVRTC receives besides the program's own: -arch (sm_XY for a real arch, compute_XY for a
+// virtual one) and the toolkit's -I folders.
 std::vector<std::string> implicit_options(const Config& config, const Arch& arch);
+
+// A cubin for `arch` made by nvJitLink from PTX (relocatable PTX → SASS: helpers stay calls, so
+// the code can be worse than compile()'s) or from LTO IR (-lto: whole-program). The program's
+// ptxas-level options are forwarded; `log` gets nvJitLink's warnings. Errors as link_cubin.
+std::string cubin_from_ptx(const Program& program, const std::string& ptx, const Arch& arch, std::string& log);
+std::string cubin_from_ltoir(const Program& program, const std::string& ltoir, const Arch& arch, std::string& log);
 
 // NVVM LTO IR of the program (NVRTC with -dlto), for the mirror's ir/ folder when dump_ir is on.
 std::string compile_ltoir(const Config& config, const Program& program, const Arch& arch);

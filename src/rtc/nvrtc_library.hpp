@@ -3,6 +3,8 @@
 
 #include <nvrtc.h>
 
+#include <kjit/config.hpp>
+
 namespace kjit::rtc {
 
 struct NvrtcApi {
@@ -21,11 +23,17 @@ struct NvrtcApi {
   decltype(&::nvrtcGetLoweredName) get_lowered_name;
   decltype(&::nvrtcGetLTOIRSize) get_ltoir_size;
   decltype(&::nvrtcGetLTOIR) get_ltoir;
+  decltype(&::nvrtcGetCUBINSize) get_cubin_size;
+  decltype(&::nvrtcGetCUBIN) get_cubin;
 };
 
 // Loads NVRTC (and its builtins library, by absolute path, so the embedding program's run path
 // does not matter) once per process. Throws ToolchainError if it can't. Thread-safe.
 const NvrtcApi& nvrtc();
+
+// The library of `config`'s toolkit: loads it if none is loaded yet; ToolchainError if this
+// process already loaded the library of another toolkit (one toolchain per process).
+const NvrtcApi& nvrtc_for(const Config& config);
 
 bool nvrtc_is_loaded() noexcept;
 

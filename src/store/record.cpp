@@ -8,6 +8,8 @@
 #include <kjit/error.hpp>
 
 #include <cstring>
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
+#include <xxhash.h>
 
 namespace kjit::store {
 
@@ -33,6 +35,7 @@ enum class Tag : std::uint16_t {
   ltoir,
   created_unix,
   key,
+  cubin_path,
 };
 
 template <typename T>
@@ -67,6 +70,21 @@ std::string pack_doubles(std::initializer_list<double> values)
   return out;
 }
 
+// XXH3-128 of the header's format and kind bytes followed by the artifacts, canonical byte order.
+util::Checksum artifacts_checksum(std::string_view format_and_kind, std::string_view artifacts)
+{
+  XXH3_state_t state;
+  XXH3_INITSTATE(&state);
+  XXH3_128bits_reset(&state);
+  XXH3_128bits_update(&state, format_and_kind.data(), format_and_kind.size());
+  XXH3_128bits_update(&state, artifacts.data(), artifacts.size());
+  XXH128_canonical_t canonical;
+  XXH128_canonicalFromHash(&canonical, XXH3_128bits_digest(&state));
+  util::Checksum sum;
+  std::memcpy(sum.data(), canonical.digest, sum.size());
+  return sum;
+}
+
 } // namespace
 
 std::string encode_record(const Entry& entry, const util::Sha256& key)
@@ -78,6 +96,7 @@ std::string encode_record(const Entry& entry, const util::Sha256& key)
   put_field(artifacts, Tag::arch, entry.binary.arch);
   put_field(artifacts, Tag::ptx, entry.binary.ptx);
   put_field(artifacts, Tag::cubin, entry.binary.cubin);
+  put_field(artifacts, Tag::cubin_path, entry.binary.cubin_path);
   for (const auto& [expression, lowered] : entry.binary.lowered_names) {
     put_field(artifacts, Tag::lowered_expression, expression);
     put_field(artifacts, Tag::lowered_name, lowered);
@@ -107,9 +126,11 @@ std::string encode_record(const Entry& entry, const util::Sha256& key)
   std::string record(k_magic, sizeof k_magic);
   put_int(record, k_record_format);
   put_int(record, static_cast<std::uint32_t>(entry.kind));
+  const std::string format_and_kind = record.substr(8, 8);
   for (const std::string* section : {&artifacts, &inputs}) {
     put_int(record, static_cast<std::uint64_t>(section->size()));
-    const util::Checksum sum = util::checksum(*section);
+    const util::Checksum sum =
+      section == &artifacts ? artifacts_checksum(format_and_kind, artifacts) : util::checksum(*section);
     record.append(reinterpret_cast<const char*>(sum.data()), sum.size());
   }
   record += artifacts;
@@ -151,6 +172,7 @@ bool parse_fields(std::string_view section, Entry& entry, std::string& key, std:
     case Tag::arch: entry.binary.arch = std::move(value); break;
     case Tag::ptx: entry.binary.ptx = std::move(value); break;
     case Tag::cubin: entry.binary.cubin = std::move(value); break;
+    case Tag::cubin_path: entry.binary.cubin_path = std::move(value); break;
     case Tag::lowered_expression: pending_expression = std::move(value); break;
     case Tag::lowered_name: entry.binary.lowered_names.emplace_back(pending_expression, std::move(value)); break;
     case Tag::log: entry.binary.log = std::move(value); break;
@@ -221,7 +243,8 @@ std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& k
   const std::string_view inputs = bytes.substr(k_record_header_size + artifacts_size);
   const std::pair<std::string_view, std::size_t> checked[] = {{artifacts, 24}, {inputs, 48}};
   for (std::size_t i = 0; i < (sections == Sections::all ? 2u : 1u); ++i) {
-    const util::Checksum sum = util::checksum(checked[i].first);
+    const util::Checksum sum =
+      i == 0 ? artifacts_checksum(bytes.substr(8, 8), artifacts) : util::checksum(checked[i].first);
     if (std::memcmp(sum.data(), bytes.data() + checked[i].second, sum.size()) != 0) {
       why = i == 0 ? "checksum mismatch (artifacts)" : "checksum mismatch (inputs)";
       return std::nullopt;

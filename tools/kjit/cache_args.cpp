@@ -1,6 +1,7 @@
 // Helpers shared by the cache-operating subcommands.
 #include "cache_args.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -29,6 +30,15 @@ std::unique_ptr<Cache> open_cache(const po::variables_map& vm, Access access)
     throw Error("the disk cache is disabled (KJIT_DISABLE_CACHE)");
   }
   return std::make_unique<Cache>(config);
+}
+
+void require_writable(const Cache& cache)
+{
+  if (!cache.writable()) {
+    throw StoreError("the cache at " + cache.config().cache_dir +
+                       (cache.has_disk_tier() ? " is read-only" : " has no store this process can open (read-only)"),
+                     EROFS);
+  }
 }
 
 std::string json_string(const std::string& text)

@@ -26,6 +26,9 @@ enum class Access { read, write };
 std::unique_ptr<Cache> open_cache(const po::variables_map& vm, Access access);
 
 // `text` as a JSON string literal, quotes included.
+// Throws StoreError (exit 1) unless `cache` has a store this process can write.
+void require_writable(const Cache& cache);
+
 std::string json_string(const std::string& text);
 
 // "2026-11-22 22:40" in local time.

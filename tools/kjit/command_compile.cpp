@@ -1,4 +1,5 @@
-// kjit compile FILE --arch ARCH: compile a CUDA C++ file through the cache; write its PTX and cubin.
+// kjit compile FILE --arch ARCH: compile a CUDA C++ file through the cache; write its PTX and cubin
+// and list each kernel's registers and memory.
 #include "commands.hpp"
 #include "program_args.hpp"
 
@@ -17,6 +18,24 @@ void write_output(const std::string& path, const std::string& content)
   out.write(content.data(), static_cast<std::streamsize>(content.size()));
   if (!out.flush()) {
     throw Error("cannot write " + path);
+  }
+}
+
+// One line per kernel: what users look at first when tuning (registers, shared/local memory).
+void print_kernels(const Binary& binary)
+{
+  if (binary.cubin.empty()) {
+    return;
+  }
+  std::cout << "cubin made by " << (binary.cubin_path.empty() ? "unknown" : binary.cubin_path) << "\n";
+  for (const KernelInfo& kernel : binary.kernels()) {
+    std::printf("kernel %s: %d registers, %u B shared, %u B local, %zu params (%u B)", kernel.name.c_str(),
+                kernel.registers, kernel.static_shared_bytes, kernel.local_bytes, kernel.params.size(),
+                kernel.param_bytes);
+    if (kernel.max_threads != 0) {
+      std::printf(", max %u threads", kernel.max_threads);
+    }
+    std::printf("\n");
   }
 }
 
@@ -44,10 +63,16 @@ int command_compile(const std::vector<std::string>& args)
     std::cout << "compiled (cache bypassed)\n";
   } else {
     Cache& cache = default_cache();
-    const PreparedProgram prepared = cache.prepare(program, arch);
+    PreparedProgram prepared = cache.prepare(program, arch);
     binary = *cache.get(prepared);
+    if (prepared.provisional()) {
+      prepared = cache.prepare(program, arch);  // the key the compile established
+    }
     const CacheStats stats = cache.stats();
-    std::cout << (stats.disk_hits + stats.bundle_hits > 0 ? "cache hit" : "compiled") << " " << prepared.key() << "\n";
+    std::cout << (stats.compiled_elsewhere > 0                     ? "compiled by another process"
+                  : stats.disk_hits + stats.bundle_hits > 0        ? "cache hit"
+                                                                   : "compiled")
+              << " " << prepared.key() << "\n";
   }
   std::string out_dir = vm["output"].as<std::string>();
   while (out_dir.size() > 1 && out_dir.back() == '/') {
@@ -58,13 +83,17 @@ int command_compile(const std::vector<std::string>& args)
   if (mkdir_error) {
     throw Error("cannot create the output folder " + out_dir + ": " + mkdir_error.message());
   }
-  const std::string stem = program.name.substr(0, program.name.rfind('.'));
-  write_output(out_dir + "/" + stem + ".ptx", binary.ptx);
-  std::cout << out_dir << "/" << stem << ".ptx (" << binary.ptx.size() << " bytes)\n";
+  const std::string base = program.name.substr(program.name.rfind('/') + 1);  // the name is the FILE as given
+  const std::string stem = base.substr(0, base.rfind('.'));
+  if (!binary.ptx.empty()) {
+    write_output(out_dir + "/" + stem + ".ptx", binary.ptx);
+    std::cout << out_dir << "/" << stem << ".ptx (" << binary.ptx.size() << " bytes)\n";
+  }
   if (!binary.cubin.empty()) {
     write_output(out_dir + "/" + stem + "." + binary.arch + ".cubin", binary.cubin);
     std::cout << out_dir << "/" << stem << "." << binary.arch << ".cubin (" << binary.cubin.size() << " bytes)\n";
   }
+  print_kernels(binary);
   for (const auto& [expression, lowered] : binary.lowered_names) {
     std::cout << expression << " -> " << lowered << "\n";
   }

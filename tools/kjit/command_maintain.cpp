@@ -24,6 +24,9 @@ int command_verify(const std::vector<std::string>& args)
     std::cout << "no cache at " << current_config().cache_dir << "\n";
     return 0;
   }
+  if (repair) {
+    require_writable(*cache);
+  }
   const bool bar = ::isatty(STDERR_FILENO) != 0;
   const VerifyReport report = cache->verify(repair ? Repair::quarantine : Repair::no, [bar](std::size_t done, std::size_t total) {
     if (bar && (done == total || done % 64 == 0)) {
@@ -81,6 +84,7 @@ int command_prune(const std::vector<std::string>& args)
     std::cout << "no cache at " << current_config().cache_dir << "\n";
     return 0;
   }
+  require_writable(*cache);
   if (vm.count("orphans") != 0) {
     std::cout << "removed " << cache->remove_orphans() << " orphans\n";
   }
@@ -107,9 +111,7 @@ int command_clear(const std::vector<std::string>& args)
     std::cout << "no cache at " << current_config().cache_dir << "\n";
     return 0;
   }
-  if (!cache->writable()) {
-    throw StoreError("the cache at " + cache->config().cache_dir + " is read-only", EROFS);
-  }
+  require_writable(*cache);
   cache->clear();
   std::cout << "cleared " << cache->config().cache_dir << "\n";
   return 0;
@@ -135,9 +137,7 @@ int command_mirror(const std::vector<std::string>& args)
     std::cout << "no cache at " << current_config().cache_dir << "\n";
     return 0;
   }
-  if (!cache->writable()) {
-    throw StoreError("the cache at " + cache->config().cache_dir + " is read-only", EROFS);
-  }
+  require_writable(*cache);
   if (vm.count("rebuild") != 0) {
     std::cout << "mirrored " << cache->rebuild_mirror() << " entries to " << cache->config().cache_dir << "/programs\n";
   } else {

@@ -32,5 +32,6 @@ int command_config(const std::vector<std::string>& args);
 int command_doctor(const std::vector<std::string>& args);
 int command_export(const std::vector<std::string>& args);
 int command_import(const std::vector<std::string>& args);
+int command_warm(const std::vector<std::string>& args);
 
 } // namespace kjit::cli

@@ -15,6 +15,8 @@ compiling:
   compile FILE --arch ARCH [-D…] [-I…] [--name-expr …] [-o DIR]  compile a CUDA C++ file through the cache
                                                 (--no-cache bypasses it); -o DIR is created if missing
   explain FILE [same options as compile]        why a program misses: the closest entry and what differs
+  warm FILE... --arch LIST [--jobs N] [--timeout S]   fill the cache: misses compiled in worker
+                                                processes on every core
 
 operating a cache (all take --cache-dir DIR):
   list [--name N] [--arch A] [--json]           the entries
@@ -48,7 +50,7 @@ int main(int argc, char** argv)
     {"show", command_show},       {"cat", command_cat},         {"stats", command_stats},
     {"verify", command_verify},   {"prune", command_prune},     {"clear", command_clear},
     {"mirror", command_mirror},   {"config", command_config},   {"doctor", command_doctor},
-    {"export", command_export},   {"import", command_import},
+    {"export", command_export},   {"import", command_import},   {"warm", command_warm},
   };
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
       (std::strcmp(argv[1], "help") == 0 && argc == 2)) {

@@ -1,0 +1,109 @@
+// Option classification for the compile paths: arch, LTO and ptxas-level options.
+#include "rtc/compile_options.hpp"
+
+#include <kjit/error.hpp>
+
+#include <algorithm>
+
+namespace kjit::rtc {
+
+namespace {
+
+bool starts_with(const std::string& text, const char* prefix)
+{
+  return text.rfind(prefix, 0) == 0;
+}
+
+bool is_maxrregcount(const std::string& option)
+{
+  return starts_with(option, "-maxrregcount") || starts_with(option, "--maxrregcount");
+}
+
+// -Xptxas=X, --ptxas-options=X, or the two-token forms "-Xptxas" "X".
+bool is_ptxas_passthrough(const std::string& option)
+{
+  return starts_with(option, "-Xptxas") || starts_with(option, "--ptxas-options");
+}
+
+std::string value_of(const std::vector<std::string>& options, std::size_t& i)
+{
+  const std::string& option = options[i];
+  const auto equals = option.find('=');
+  if (equals != std::string::npos) {
+    return option.substr(equals + 1);
+  }
+  if (i + 1 >= options.size()) {
+    throw OptionError("option '" + option + "' needs a value");
+  }
+  return options[++i];
+}
+
+} // namespace
+
+const char* cubin_path_name(CubinPath path) noexcept
+{
+  switch (path) {
+  case CubinPath::none: return "none";
+  case CubinPath::nvrtc: return "nvrtc";
+  case CubinPath::nvjitlink_lto: return "nvjitlink-lto";
+  case CubinPath::nvjitlink_ptx: return "nvjitlink-ptx";
+  }
+  return "none";
+}
+
+bool is_arch_option(const std::string& option)
+{
+  return starts_with(option, "-arch") || starts_with(option, "--gpu-architecture") || starts_with(option, "--gpu-name");
+}
+
+bool is_lto_option(const std::string& option)
+{
+  return option == "-dlto" || option == "--dlink-time-opt";
+}
+
+CubinPath cubin_path(const Program& program, const Arch& arch)
+{
+  if (arch.is_virtual()) {
+    return CubinPath::none;
+  }
+  const bool lto = std::any_of(program.options.begin(), program.options.end(), is_lto_option);
+  return lto ? CubinPath::nvjitlink_lto : CubinPath::nvrtc;
+}
+
+void check_options(const Program& program, const Arch& arch)
+{
+  for (const auto& option : program.options) {
+    if (is_arch_option(option)) {
+      throw OptionError("option '" + option + "' of " + program.name +
+                        " sets the arch; pass the arch to compile() or set KJIT_ARCH instead");
+    }
+    if (arch.is_virtual() && (is_maxrregcount(option) || is_ptxas_passthrough(option))) {
+      throw OptionError("option '" + option + "' of " + program.name + " is for ptxas, but " + arch.str() +
+                        " is a virtual arch: no cubin is made, so it would have no effect; "
+                        "compile for a real arch (sm_XY) or drop the option");
+    }
+  }
+}
+
+std::vector<std::string> linker_options(const std::vector<std::string>& program_options, const Arch& arch, bool lto)
+{
+  std::vector<std::string> options{"-arch=" + arch.real_name()};
+  if (lto) {
+    options.push_back("-lto");
+  }
+  for (std::size_t i = 0; i < program_options.size(); ++i) {
+    const std::string& option = program_options[i];
+    if (option == "-lineinfo" || option == "--generate-line-info") {
+      options.push_back("-lineinfo");
+    } else if (option == "-G" || option == "--device-debug") {
+      options.push_back("-g");
+    } else if (is_maxrregcount(option)) {
+      options.push_back("-maxrregcount=" + value_of(program_options, i));
+    } else if (is_ptxas_passthrough(option)) {
+      options.push_back("-Xptxas=" + value_of(program_options, i));
+    }
+  }
+  return options;
+}
+
+} // namespace kjit::rtc

@@ -1,0 +1,171 @@
+// ELF64 parsing with a bounds check before every read.
+#include "rtc/elf_view.hpp"
+
+#include <cstring>
+
+namespace kjit::rtc {
+
+namespace {
+
+constexpr std::uint16_t k_em_cuda = 190;
+constexpr std::size_t k_header_size = 64;
+constexpr std::size_t k_section_header_size = 64;
+constexpr std::size_t k_program_header_size = 56;
+constexpr std::size_t k_symbol_size = 24;
+constexpr std::uint16_t k_shn_loreserve = 0xff00;
+
+template <typename T>
+T read_le(std::string_view bytes, std::uint64_t offset)
+{
+  T value;
+  std::memcpy(&value, bytes.data() + offset, sizeof value);  // callers checked the range; LE hosts only
+  return value;
+}
+
+// The NUL-terminated string at `offset` of the string table `table`, or nothing.
+std::optional<std::string_view> string_at(std::string_view table, std::uint64_t offset)
+{
+  if (offset >= table.size()) {
+    return std::nullopt;
+  }
+  const auto end = table.find('\0', offset);
+  if (end == std::string_view::npos) {
+    return std::nullopt;
+  }
+  return table.substr(offset, end - offset);
+}
+
+} // namespace
+
+std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
+{
+  if (bytes.size() < k_header_size) {
+    why = "too short for an ELF64 header (" + std::to_string(bytes.size()) + " bytes)";
+    return std::nullopt;
+  }
+  if (bytes.substr(0, 4) != std::string_view("\x7f" "ELF", 4)) {
+    why = "not an ELF file";
+    return std::nullopt;
+  }
+  if (bytes[4] != 2 || bytes[5] != 1) {
+    why = "not a little-endian ELF64 file";
+    return std::nullopt;
+  }
+  const auto machine = read_le<std::uint16_t>(bytes, 18);
+  if (machine != k_em_cuda) {
+    why = "e_machine is " + std::to_string(machine) + ", not EM_CUDA (190)";
+    return std::nullopt;
+  }
+  ElfView view;
+  const auto flags = read_le<std::uint32_t>(bytes, 48);
+  view.m_abi_version = static_cast<unsigned char>(bytes[8]);
+  // ABI v8 and later keep the SM number in bits 8..15 of e_flags; older cubins in bits 0..7.
+  view.m_sm = view.m_abi_version >= 8 ? static_cast<int>((flags >> 8) & 0xff) : static_cast<int>(flags & 0xff);
+
+  const std::uint64_t size = bytes.size();
+  const auto program_offset = read_le<std::uint64_t>(bytes, 32);
+  const auto program_entry = read_le<std::uint16_t>(bytes, 54);
+  const auto program_count = read_le<std::uint16_t>(bytes, 56);
+  const auto section_offset = read_le<std::uint64_t>(bytes, 40);
+  const auto section_entry = read_le<std::uint16_t>(bytes, 58);
+  const auto section_count = read_le<std::uint16_t>(bytes, 60);
+  const auto names_index = read_le<std::uint16_t>(bytes, 62);
+  const auto check = [&](bool ok, const std::string& message) {
+    if (!ok) {
+      why = message;
+    }
+    return ok;
+  };
+
+  if (program_count > 0) {
+    if (!check(program_entry == k_program_header_size, "bad program header size " + std::to_string(program_entry)) ||
+        !check(range_fits(program_offset, std::uint64_t(program_count) * program_entry, size),
+               "program headers lie past the end (truncated cubin)")) {
+      return std::nullopt;
+    }
+    for (std::uint16_t i = 0; i < program_count; ++i) {
+      const std::uint64_t at = program_offset + std::uint64_t(i) * program_entry;
+      const auto offset = read_le<std::uint64_t>(bytes, at + 8);
+      const auto file_size = read_le<std::uint64_t>(bytes, at + 32);
+      if (!check(range_fits(offset, file_size, size),
+                 "segment " + std::to_string(i) + " lies past the end (truncated cubin)")) {
+        return std::nullopt;
+      }
+    }
+  }
+  if (!check(section_count > 0, "no section headers") ||
+      !check(section_entry == k_section_header_size, "bad section header size " + std::to_string(section_entry)) ||
+      !check(range_fits(section_offset, std::uint64_t(section_count) * section_entry, size),
+             "section headers lie past the end (truncated cubin)") ||
+      !check(names_index < section_count, "section name table index out of range")) {
+    return std::nullopt;
+  }
+  std::vector<std::uint64_t> name_offsets;
+  for (std::uint16_t i = 0; i < section_count; ++i) {
+    const std::uint64_t at = section_offset + std::uint64_t(i) * section_entry;
+    ElfSection section;
+    name_offsets.push_back(read_le<std::uint32_t>(bytes, at));
+    section.type = read_le<std::uint32_t>(bytes, at + 4);
+    section.flags = read_le<std::uint64_t>(bytes, at + 8);
+    const auto offset = read_le<std::uint64_t>(bytes, at + 24);
+    section.size = read_le<std::uint64_t>(bytes, at + 32);
+    section.link = read_le<std::uint32_t>(bytes, at + 40);
+    section.info = read_le<std::uint32_t>(bytes, at + 44);
+    section.entry_size = read_le<std::uint64_t>(bytes, at + 56);
+    if (section.type != k_sht_nobits && i != 0) {
+      if (!check(range_fits(offset, section.size, size),
+                 "section " + std::to_string(i) + " lies past the end (truncated cubin)")) {
+        return std::nullopt;
+      }
+      section.bytes = bytes.substr(offset, section.size);
+    }
+    if (!check(section.link < section_count, "section " + std::to_string(i) + " links to a missing section")) {
+      return std::nullopt;
+    }
+    view.m_sections.push_back(section);
+  }
+  const std::string_view names = view.m_sections[names_index].bytes;
+  for (std::uint16_t i = 1; i < section_count; ++i) {
+    const auto name = string_at(names, name_offsets[i]);
+    if (!check(name.has_value(), "section " + std::to_string(i) + " has a bad name")) {
+      return std::nullopt;
+    }
+    view.m_sections[i].name = *name;
+  }
+  for (std::uint16_t i = 1; i < section_count; ++i) {
+    const ElfSection& table = view.m_sections[i];
+    if (table.type != k_sht_symtab) {
+      continue;
+    }
+    if (!check(table.entry_size == k_symbol_size && table.size % k_symbol_size == 0,
+               "symbol table " + std::string(table.name) + " has a bad entry size")) {
+      return std::nullopt;
+    }
+    const std::string_view strings = view.m_sections[table.link].bytes;
+    std::vector<ElfSymbol> symbols;
+    for (std::uint64_t at = 0; at < table.size; at += k_symbol_size) {
+      ElfSymbol symbol;
+      const auto name = string_at(strings, read_le<std::uint32_t>(table.bytes, at));
+      const auto info = static_cast<std::uint8_t>(table.bytes[at + 4]);
+      symbol.type = info & 0xf;
+      symbol.binding = info >> 4;
+      symbol.other = static_cast<std::uint8_t>(table.bytes[at + 5]);
+      symbol.section = read_le<std::uint16_t>(table.bytes, at + 6);
+      symbol.value = read_le<std::uint64_t>(table.bytes, at + 8);
+      symbol.size = read_le<std::uint64_t>(table.bytes, at + 16);
+      const bool ok_section = symbol.section < section_count || symbol.section >= k_shn_loreserve;
+      if (!check(name.has_value() && ok_section,
+                 "symbol " + std::to_string(at / k_symbol_size) + " has a bad name or section")) {
+        return std::nullopt;
+      }
+      symbol.name = *name;
+      symbols.push_back(symbol);
+    }
+    if (view.m_symbols.empty()) {
+      view.m_symbols = std::move(symbols);
+    }
+  }
+  return view;
+}
+
+} // namespace kjit::rtc

@@ -1,0 +1,119 @@
+// The NVRTC step: create, compile, read outputs; every status checked.
+#include "rtc/nvrtc_step.hpp"
+
+#include <kjit/error.hpp>
+
+namespace kjit::rtc {
+
+namespace {
+
+std::string program_log(nvrtcProgram handle)
+{
+  std::size_t size = 0;
+  if (nvrtc().get_program_log_size(handle, &size) != NVRTC_SUCCESS) {
+    return {};
+  }
+  std::string log(size, '\0');
+  nvrtc().get_program_log(handle, log.data());
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) {
+    log.pop_back();
+  }
+  return log;
+}
+
+} // namespace
+
+nvrtcResult destroy_nvrtc_program(nvrtcProgram program) noexcept
+{
+  return nvrtc().destroy_program(&program);
+}
+
+void check_nvrtc(nvrtcResult result, const char* call, const Program& program, const Arch& arch)
+{
+  if (result != NVRTC_SUCCESS) {
+    throw ToolchainError(std::string(call) + " failed for " + program.name + " (" + arch.str() +
+                           "): " + nvrtc().get_error_string(result),
+                         result);
+  }
+}
+
+UniqueProgram run_nvrtc(const Program& program, const Arch& arch, const std::vector<std::string>& implicit,
+                        const std::vector<std::string>& extra, std::vector<std::string>& options, std::string& log)
+{
+  const NvrtcApi& api = nvrtc();
+  std::vector<const char*> header_names;
+  std::vector<const char*> header_sources;
+  for (const auto& [name, content] : program.headers) {
+    header_names.push_back(name.c_str());
+    header_sources.push_back(content.c_str());
+  }
+  UniqueProgram handle;
+  check_nvrtc(api.create_program(handle.out(), program.source.c_str(), program.name.c_str(),
+                                 static_cast<int>(header_names.size()), header_sources.data(), header_names.data()),
+              "nvrtcCreateProgram", program, arch);
+  for (const auto& expression : program.name_expressions) {
+    check_nvrtc(api.add_name_expression(handle.get(), expression.c_str()), "nvrtcAddNameExpression", program, arch);
+  }
+  options = program.options;
+  options.insert(options.end(), implicit.begin(), implicit.end());
+  std::vector<const char*> argv;
+  for (const auto& option : options) {
+    argv.push_back(option.c_str());
+  }
+  for (const auto& option : extra) {
+    argv.push_back(option.c_str());
+  }
+  const nvrtcResult result = api.compile_program(handle.get(), static_cast<int>(argv.size()), argv.data());
+  log = program_log(handle.get());
+  if (result == NVRTC_ERROR_COMPILATION) {
+    throw CompileError(program.name, arch.str(), log, options);
+  }
+  if (result == NVRTC_ERROR_INVALID_OPTION) {
+    throw OptionError("NVRTC rejected the options of " + program.name + " (" + arch.str() + ")" +
+                      (log.empty() ? "" : ":\n" + log));
+  }
+  check_nvrtc(result, "nvrtcCompileProgram", program, arch);
+  return handle;
+}
+
+std::string nvrtc_output(nvrtcProgram handle, NvrtcOutput which, const Program& program, const Arch& arch)
+{
+  const NvrtcApi& api = nvrtc();
+  std::size_t size = 0;
+  std::string out;
+  switch (which) {
+  case NvrtcOutput::ptx:
+    check_nvrtc(api.get_ptx_size(handle, &size), "nvrtcGetPTXSize", program, arch);
+    out.assign(size, '\0');
+    check_nvrtc(api.get_ptx(handle, out.data()), "nvrtcGetPTX", program, arch);
+    if (!out.empty() && out.back() == '\0') {
+      out.pop_back();  // the C string's terminator, not part of the text
+    }
+    break;
+  case NvrtcOutput::cubin:
+    check_nvrtc(api.get_cubin_size(handle, &size), "nvrtcGetCUBINSize", program, arch);
+    out.assign(size, '\0');
+    check_nvrtc(api.get_cubin(handle, out.data()), "nvrtcGetCUBIN", program, arch);
+    break;
+  case NvrtcOutput::ltoir:
+    check_nvrtc(api.get_ltoir_size(handle, &size), "nvrtcGetLTOIRSize", program, arch);
+    out.assign(size, '\0');
+    check_nvrtc(api.get_ltoir(handle, out.data()), "nvrtcGetLTOIR", program, arch);
+    break;
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> lowered_names(nvrtcProgram handle, const Program& program,
+                                                                const Arch& arch)
+{
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const auto& expression : program.name_expressions) {
+    const char* lowered = nullptr;
+    check_nvrtc(nvrtc().get_lowered_name(handle, expression.c_str(), &lowered), "nvrtcGetLoweredName", program, arch);
+    names.emplace_back(expression, lowered);
+  }
+  return names;
+}
+
+} // namespace kjit::rtc
