@@ -2,8 +2,8 @@
 #include "cache/cache_impl.hpp"
 
 #include "cache/cache_dir.hpp"
-#include "store/store.hpp"
 #include "cache/usage_log.hpp"
+#include "store/store.hpp"
 #include "store/record.hpp"
 
 #include <algorithm>

@@ -59,10 +59,24 @@ BOOST_AUTO_TEST_CASE(debug_options_reach_both_stages_and_nothing_else_does)
   const std::string plain = cubin_with({});
   BOOST_TEST(plain.find(".debug_info") == std::string::npos);
   BOOST_TEST((cubin_with({"-DUNUSED_MACRO=1"}) == plain));
+  // Not compared byte for byte: with debug or line info a cubin names the source by the path NVRTC
+  // compiled it under, which includes kjit's private include folder (docs/includes.md, known gap).
+  const auto same_code = [](const std::string& a, const std::string& b) {
+    const auto ka = kjit::read_kernels(a);
+    const auto kb = kjit::read_kernels(b);
+    return ka.size() == kb.size() && !ka.empty() && ka[0].name == kb[0].name && ka[0].registers == kb[0].registers;
+  };
   const std::string debug = cubin_with({"-G"});
   BOOST_TEST(debug.find(".debug_info") != std::string::npos);
-  BOOST_TEST((cubin_with({"--device-debug"}) == debug));
-  BOOST_TEST((cubin_with({"-lineinfo"}) == cubin_with({"--generate-line-info"})));
+  const std::string debug_long = cubin_with({"--device-debug"});
+  BOOST_TEST(debug_long.find(".debug_info") != std::string::npos);
+  BOOST_TEST(same_code(debug_long, debug));
+  const std::string lines = cubin_with({"-lineinfo"});
+  const std::string lines_long = cubin_with({"--generate-line-info"});
+  BOOST_TEST(lines.find(".debug_line") != std::string::npos);
+  BOOST_TEST(lines_long.find(".debug_line") != std::string::npos);
+  BOOST_TEST(lines.find(".debug_info") == std::string::npos);
+  BOOST_TEST(same_code(lines, lines_long));
 }
 
 // `#include NAME` with NAME from -DNAME="file": the file is found, tracked, and edits recompile.
@@ -108,15 +122,22 @@ BOOST_AUTO_TEST_CASE(includes_in_comments_after_literals_are_ignored)
   }
 }
 
-// A dangling -I (no folder after it) is kept as written, never read past the end.
-BOOST_AUTO_TEST_CASE(a_dangling_option_is_kept_as_written)
+// A dangling -I/-D/-U (nothing after it) is an OptionError naming it, never read past the end.
+BOOST_AUTO_TEST_CASE(a_dangling_option_is_an_option_error)
 {
   kjit::Cache cache(config);
   kjit::Program program = small_program("dangling");
   for (const char* dangling : {"-I", "-D", "-U"}) {
     program.options = {"-DA=1", dangling};
-    const std::string options_txt = cache.prepare(program, k_sm90).options_txt();
-    BOOST_TEST(options_txt.find(std::string("\noption: ") + dangling + "\n") != std::string::npos, options_txt);
+    BOOST_TEST_CONTEXT(dangling)
+    {
+      try {
+        cache.prepare(program, k_sm90);
+        BOOST_ERROR("no OptionError");
+      } catch (const kjit::OptionError& e) {
+        BOOST_TEST(std::string(e.what()).find(dangling) != std::string::npos, e.what());
+      }
+    }
   }
 }
 

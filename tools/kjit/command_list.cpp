@@ -37,7 +37,7 @@ EntryFilter filter_of(const po::variables_map& vm)
 void add_filter_options(po::options_description& visible)
 {
   visible.add_options()
-    ("name", po::value<std::string>(), "only entries of this program name")
+    ("name", po::value<std::string>(), "only entries of this program name (or file name: saxpy.cu)")
     ("arch", po::value<std::string>(), "only entries for this arch (sm_90, compute_90…)");
 }
 
@@ -92,10 +92,14 @@ int command_show(const std::vector<std::string>& args)
     throw Error("no cache at " + current_config().cache_dir);
   }
   const EntryContents c = cache->entry(vm["key"].as<std::string>());
-  // TODO(issue 12): registers per kernel once the cubin ELF reader (branch rtc:
-  // `std::vector<KernelInfo> kjit::read_kernels(std::string_view cubin)` in <kjit/cubin.hpp>) is on
-  // main: for each kernel of read_kernels(c.binary.cubin) (when the cubin is not empty) print
-  // "kernel:    <name>: <registers> registers" and add a "kernels" array to the JSON.
+  std::vector<KernelInfo> kernels;
+  if (!c.binary.cubin.empty()) {
+    try {
+      kernels = read_kernels(c.binary.cubin);
+    } catch (const Error& e) {
+      std::cerr << "kjit show: cannot read the kernels of the cubin: " << e.what() << "\n";
+    }
+  }
   if (vm.count("json") != 0) {
     std::string text = info_json(c.info);
     text.pop_back();
@@ -104,7 +108,15 @@ int command_show(const std::vector<std::string>& args)
       text += (i == 0 ? "" : ", ") + json_string(c.binary.lowered_names[i].first) + ": " +
               json_string(c.binary.lowered_names[i].second);
     }
-    std::cout << text << "}}\n";
+    text += "}, \"kernels\": [";
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      const KernelInfo& k = kernels[i];
+      text += std::string(i == 0 ? "" : ", ") + "{\"name\": " + json_string(k.name) +
+              ", \"registers\": " + std::to_string(k.registers) +
+              ", \"shared_bytes\": " + std::to_string(k.static_shared_bytes) +
+              ", \"local_bytes\": " + std::to_string(k.local_bytes) + "}";
+    }
+    std::cout << text << "]}\n";
     return 0;
   }
   const EntryInfo& e = c.info;
@@ -122,6 +134,10 @@ int command_show(const std::vector<std::string>& args)
   }
   for (const auto& [expression, lowered] : c.binary.lowered_names) {
     std::cout << "name:      " << expression << " -> " << lowered << "\n";
+  }
+  for (const KernelInfo& k : kernels) {
+    std::cout << "kernel:    " << k.name << ": " << k.registers << " registers, " << k.static_shared_bytes
+              << " B shared, " << k.local_bytes << " B local\n";
   }
   return 0;
 }
