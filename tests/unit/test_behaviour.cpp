@@ -141,17 +141,25 @@ BOOST_AUTO_TEST_CASE(a_dangling_option_is_an_option_error)
   }
 }
 
-// The cubin check rejects an ELF64 file for another machine, saying so.
+// The cubin check rejects an ELF file of another class, byte order or machine, saying so.
 BOOST_AUTO_TEST_CASE(a_cubin_for_another_machine_is_rejected)
 {
   kjit::Cache cache(config);
   std::string cubin = cache.get(small_program("machine"), k_sm90)->cubin;
   std::string why;
   BOOST_TEST_REQUIRE(kjit::check_cubin(cubin, 90, why), why);
-  cubin[18] = 62;  // e_machine: EM_X86_64
-  cubin[19] = 0;
-  BOOST_TEST(!kjit::check_cubin(cubin, 90, why));
+  std::string other = cubin;
+  other[18] = 62;  // e_machine: EM_X86_64
+  other[19] = 0;
+  BOOST_TEST(!kjit::check_cubin(other, 90, why));
   BOOST_TEST(why.find("e_machine") != std::string::npos, why);
+  for (const int at : {4, 5}) {  // ELF32, big-endian
+    std::string wrong = cubin;
+    wrong[at] = at == 4 ? 1 : 2;
+    why.clear();
+    BOOST_TEST(!kjit::check_cubin(wrong, 90, why), at);
+    BOOST_TEST(why.find("little-endian ELF64") != std::string::npos, why);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

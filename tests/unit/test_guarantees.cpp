@@ -189,8 +189,11 @@ BOOST_AUTO_TEST_CASE(orphans_are_entries_of_another_nvrtc_build)
     undecodable += "02";
   }
   BOOST_TEST(output.find(undecodable + "\n") != std::string::npos, output);
+  const std::string mirrored = config.cache_dir + "/programs/" + fields_of(probe_output)["key"];
+  BOOST_TEST(exists(mirrored + "/options.txt"), mirrored);
   BOOST_TEST(run(env + " --remove", output) == 0, output);
   BOOST_TEST(output.find("removed 2 orphans") != std::string::npos, output);
+  BOOST_TEST(!exists(mirrored), mirrored);  // the mirror goes with the entry
   BOOST_TEST(run(env, output) == 0, output);
   BOOST_TEST(output.empty(), output);
   auto store = kjit::store::Store::open(config.cache_dir + "/store", 1u << 26);

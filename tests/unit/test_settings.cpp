@@ -152,6 +152,12 @@ BOOST_AUTO_TEST_CASE(the_toolkit_root_setting_is_where_nvrtc_is_loaded_from)
   const std::string toolkit = home != nullptr && *home != '\0' ? home : "/usr/local/cuda";
   BOOST_TEST(run("KJIT_CUDA_HOME='" + toolkit + "' " + probe, output) == 0, output);
   BOOST_TEST(output.find("compiles: 1") != std::string::npos, output);
+  // Empty or unset CUDA_HOME/CUDA_PATH: the build's toolkit.
+  for (const char* env : {"env -u KJIT_CUDA_HOME CUDA_HOME= CUDA_PATH= ", "env -u KJIT_CUDA_HOME -u CUDA_HOME -u CUDA_PATH "}) {
+    write_text(file, small_program(std::string("toolkit") + env).source);
+    BOOST_TEST(run(env + probe + " 2>&1", output) == 0, env + output);
+    BOOST_TEST(output.find("compiles: 1") != std::string::npos, env + output);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_tiny_initial_map_grows_to_hold_every_entry)
