@@ -33,6 +33,27 @@ void Report::check(const std::string& section, const std::string& name, double v
   add({section, name, value, unit, target, at_least ? value >= limit : value <= limit});
 }
 
+void Report::require(const std::string& section, const std::string& name, double value, const std::string& unit,
+                     double expected)
+{
+  char target[64];
+  std::snprintf(target, sizeof target, "= %g (required)", expected);
+  Row row{section, name, value, unit, target, value == expected ? 1 : 0};
+  row.property = true;
+  add(std::move(row));
+}
+
+std::vector<std::string> Report::failed_properties() const
+{
+  std::vector<std::string> failed;
+  for (const Row& row : m_rows) {
+    if (row.property && row.met == 0) {
+      failed.push_back(row.section + ": " + row.name);
+    }
+  }
+  return failed;
+}
+
 void Report::note(const std::string& section, const std::string& name, double value, const std::string& unit)
 {
   add({section, name, value, unit, "", -1});

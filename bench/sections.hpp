@@ -8,8 +8,10 @@ namespace bench {
 struct Options {
   int scale_entries = 100000;  // entries for the scale section
   int repetitions = 30;        // process spawns per measurement
+  bool quick = false;          // --quick: small sizes, for CI (checks the properties, not speed)
 };
 
+void batch_compiles(Report& report, const Options& options);
 void code_parity(Report& report, const Options& options);
 void cold_compiles(Report& report, const Options& options);
 void memory_tier(Report& report, const Options& options);

@@ -77,6 +77,7 @@ void cold_compiles(Report& report, const Options&)
   store_only.get(kernel_program(999002), kjit::Arch::parse("sm_90"));
   std::vector<double> direct;
   std::vector<double> two_step;
+  std::vector<double> uncached;
   std::vector<double> mirrored;
   std::vector<double> stored;
   for (int i = 0; i < 20; ++i) {
@@ -92,6 +93,9 @@ void cold_compiles(Report& report, const Options&)
     }
     two_step.push_back(us_since(t) / 1000.0);
     t = Clock::now();
+    kjit::compile(program, kjit::Arch::parse("sm_90"));
+    uncached.push_back(us_since(t) / 1000.0);
+    t = Clock::now();
     with_mirror.get(program, kjit::Arch::parse("sm_90"));
     mirrored.push_back(us_since(t) / 1000.0);
     t = Clock::now();
@@ -103,6 +107,9 @@ void cold_compiles(Report& report, const Options&)
   const double s = percentile(stored, 50);
   report.note("cold", "direct NVRTC -arch=sm_90 p50 (4 KiB saxpy)", d, "ms");
   report.note("cold", "NVRTC compute_90 + nvJitLink sm_90 p50 (kjit's previous path)", percentile(two_step, 50), "ms");
+  const double c = percentile(uncached, 50);
+  report.note("cold", "kjit::compile p50 (no cache)", c, "ms");
+  report.check("cold", "kjit::compile overhead over direct NVRTC", 100.0 * (c - d) / d, "%", 2.0);
   report.note("cold", "kjit miss p50, mirror on (default)", m, "ms");
   report.note("cold", "kjit miss p50, mirror off", s, "ms");
   report.check("cold", "kjit miss overhead over direct, mirror on", 100.0 * (m - d) / d, "%", 2.0);
@@ -151,6 +158,52 @@ void code_parity(Report& report, const Options&)
   report.check("code parity", "kjit registers differ from NVRTC direct", mismatches, "count", 0);
   report.note("code parity", "PTX -> nvJitLink (relocatable) uses more registers", worse_relocatable, "count");
   report.note("code parity", "NVRTC -dlto -> nvJitLink -lto uses more registers", worse_lto, "count");
+}
+
+void batch_compiles(Report& report, const Options&)
+{
+  std::printf("\n[9] batch: 8 heavy-header variants, one at a time vs Cache::get_many with 2 workers (PCH off, on)\n");
+  Folder folder("batch");
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  std::vector<kjit::BatchItem> serial_items;
+  std::vector<kjit::BatchItem> batch_items;
+  std::vector<kjit::BatchItem> pch_items;
+  for (int i = 0; i < 8; ++i) {
+    serial_items.push_back({heavy_program(5000 + i), arch});
+    batch_items.push_back({heavy_program(6000 + i), arch});
+    pch_items.push_back({heavy_program(7000 + i), arch});
+  }
+  kjit::Cache serial(cache_config(folder.path() + "/serial"));
+  serial.get(heavy_program(4999), arch);  // load NVRTC before timing
+  auto t = Clock::now();
+  for (const auto& item : serial_items) {
+    serial.get(item.program, item.arch);
+  }
+  const double one_at_a_time = us_since(t) / 1e6;
+  kjit::Cache batched(cache_config(folder.path() + "/batch"));
+  kjit::BatchOptions options;
+  options.jobs = 2;
+  options.pch = false;
+  options.worker_path = KJIT_BENCH_WORKER;  // empty without the CLI: in-process
+  t = Clock::now();
+  std::size_t failed = 0;
+  for (const auto& result : batched.get_many(batch_items, options)) {
+    failed += result.binary ? 0 : 1;
+  }
+  const double parallel = us_since(t) / 1e6;
+  kjit::Cache with_pch(cache_config(folder.path() + "/pch"));
+  options.pch = true;
+  t = Clock::now();
+  for (const auto& result : with_pch.get_many(pch_items, options)) {
+    failed += result.binary ? 0 : 1;
+  }
+  const double pch = us_since(t) / 1e6;
+  report.note("batch", "8 heavy variants one at a time", one_at_a_time, "s");
+  report.note("batch", "8 heavy variants, get_many with 2 workers", parallel, "s");
+  report.note("batch", "failed items", static_cast<double>(failed), "count");
+  report.note("batch", "8 heavy variants, get_many with 2 workers and PCH", pch, "s");
+  report.check("batch", "speed-up of get_many over one at a time", one_at_a_time / parallel, "x", 1.6, true);
+  report.check("batch", "speed-up of get_many with PCH over one at a time", one_at_a_time / pch, "x", 3.0, true);
 }
 
 void memory_tier(Report& report, const Options&)

@@ -1,4 +1,4 @@
-// The kernel cache: memory tier → LMDB store → compile, with a readable mirror of the store.
+// The kernel cache: memory tier → LMDB store → bundles → compile, with a readable mirror of the store.
 #pragma once
 
 #include <kjit/arch.hpp>
@@ -7,6 +7,9 @@
 #include <kjit/program.hpp>
 
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,11 +20,16 @@ namespace kjit {
 struct CacheStats {
   std::uint64_t memory_hits = 0;   // answered from the memory tier
   std::uint64_t disk_hits = 0;     // answered from LMDB
-  std::uint64_t misses = 0;        // found in neither tier
+  std::uint64_t bundle_hits = 0;   // answered from a bundle (KJIT_BUNDLE), then promoted
+  std::uint64_t tier_errors = 0;   // bundles that could not be read or held a damaged record (a miss)
+  std::uint64_t misses = 0;        // found in no tier
   std::uint64_t compiles = 0;      // NVRTC runs performed by this cache
   std::uint64_t failed_hits = 0;   // hits on a remembered CompileError (counted in the hits too)
   std::uint64_t quarantined = 0;   // damaged records moved aside
   std::uint64_t mirror_errors = 0; // mirror writes that failed (the store is unaffected)
+  std::uint64_t store_errors = 0;  // commits that failed (disk full…): the binary was served from memory
+  std::uint64_t compiled_elsewhere = 0; // misses answered by the store once another process's
+                                        // compile of the same key was done (counted in misses)
   std::uint64_t header_stats = 0;   // stat() calls on tracked disk headers (manifest checks)
   std::uint64_t header_rehashes = 0; // tracked headers hashed again because their stamp changed
   double compile_ms_saved = 0;     // compile time the hits did not spend again
@@ -44,14 +52,83 @@ struct MissExplanation {
   std::vector<std::string> differences;  // e.g. "include params.h (/src/params.h) changed"
 };
 
+// One cache entry as `kjit list` and `kjit show` describe it.
+struct EntryInfo {
+  std::string key;               // 64 hex digits
+  std::string program_name;
+  std::string arch;              // "sm_90", "compute_90"
+  bool failed = false;           // a remembered compile error, not a binary
+  std::int64_t created_unix = 0;
+  std::size_t record_bytes = 0;  // the record as stored
+  std::size_t cubin_bytes = 0;
+  std::size_t ptx_bytes = 0;
+  std::size_t source_bytes = 0;  // source and headers
+  std::size_t log_bytes = 0;
+  double compile_ms = 0;         // what the compile took: what each hit saves
+};
+
+// Selects entries: empty fields match everything.
+struct EntryFilter {
+  std::string name;  // program name, exactly or as its last path components ("saxpy.cu")
+  std::string arch;  // "sm_90", exactly
+};
+
+// Everything one entry holds, for `kjit cat` and `kjit show`.
+struct EntryContents {
+  EntryInfo info;
+  std::string program_txt;
+  std::string options_txt;
+  std::string source;
+  std::map<std::string, std::string> headers;
+  std::vector<std::string> options;  // exactly what NVRTC was given
+  Binary binary;                     // PTX, cubin, lowered names, log, the original compile's timings
+};
+
+// What `kjit verify` found.
+struct VerifyReport {
+  std::size_t checked = 0;
+  std::vector<std::pair<std::string, std::string>> bad;  // key (hex), why
+  std::size_t quarantined = 0;                           // with Repair::quarantine
+};
+enum class Repair { no, quarantine };
+
+// Sizes of a cache folder, for `kjit stats`.
+struct DiskUsage {
+  std::size_t entries = 0;
+  std::size_t failures = 0;       // entries that remember a compile error
+  std::size_t damaged = 0;        // entries whose record does not decode
+  std::size_t quarantined = 0;    // rows in the quarantine table
+  std::size_t record_bytes = 0;   // all records
+  std::size_t cubin_bytes = 0;
+  std::size_t ptx_bytes = 0;
+  std::size_t source_bytes = 0;   // sources and headers
+  std::size_t log_bytes = 0;
+  std::size_t store_file_bytes = 0;  // data.mdb on disk
+  std::size_t mirror_bytes = 0;      // programs/ (file sizes)
+  double compile_ms_stored = 0;      // sum of the entries' compile times
+};
+
+// What an export or import did.
+struct BundleReport {
+  std::size_t entries = 0;          // written to the bundle / imported into the store
+  std::size_t already_present = 0;  // import: good entries the store already had (left as they are)
+  std::size_t skipped_damaged = 0;  // export: damaged store records left out
+  std::vector<std::pair<std::string, std::string>> rejected;  // import: key (hex), why
+};
+
 // A program with its key already computed, for repeated lookups at memory-tier speed.
 // Valid for the Cache that prepared it. Copyable.
 class PreparedProgram {
 public:
   const Program& program() const noexcept { return m_program; }
   const Arch& arch() const noexcept { return m_arch; }
-  // The entry's name: sha256(program.txt ‖ options.txt), 64 hex digits.
+  // The entry's name: sha256(program.txt ‖ options.txt), 64 hex digits. Provisional (see below)
+  // until the program's first compile has shown which headers NVRTC reads.
   std::string key() const;
+  // True when no manifest told which disk headers the program reads: key() and the texts are a
+  // prediction, never looked up; the entry is stored under the key its compile establishes, which
+  // prepare() returns from then on (docs/includes.md).
+  bool provisional() const noexcept { return m_provisional; }
   const std::string& program_txt() const noexcept { return m_program_txt; }
   const std::string& options_txt() const noexcept { return m_options_txt; }
   // The disk headers the program includes (toolkit headers are covered by the toolchain part).
@@ -66,6 +143,36 @@ private:
   std::string m_program_txt;
   std::string m_options_txt;
   unsigned char m_digest[32] = {};
+  bool m_provisional = false;
+};
+
+// One (program, arch) pair of a batch.
+struct BatchItem {
+  Program program;
+  Arch arch;  // auto: as in get()
+};
+
+// The outcome of one item: a binary, or the error get() would have thrown.
+struct BatchResult {
+  std::shared_ptr<const Binary> binary;  // null on error
+  std::exception_ptr error;              // rethrow to get the typed error
+  std::string message;                   // error's what(), empty on success
+  bool compiled = false;                 // true if this item was compiled (not a hit)
+};
+
+struct BatchOptions {
+  unsigned jobs = 0;         // worker processes at once; 0: one per core
+  double timeout_s = 600;    // per compile in a worker; the worker is killed past it (<= 0: none)
+  // The kjit-worker executable. Empty: kjit-worker next to the running executable. When it
+  // can't be started the batch compiles in-process (one compile at a time: NVRTC is serial).
+  // Workers inherit the environment and find the toolkit from it (KJIT_CUDA_HOME, CUDA_HOME).
+  std::string worker_path;
+  // Items with the same arch, options and in-memory headers (e.g. variants that differ only in
+  // name expressions) are compiled next to each other with NVRTC's automatic precompiled headers
+  // in the workers, when at least two share them. Off: every compile parses its headers again.
+  bool pch = true;
+  // Called after each item (from the batch's threads, one call at a time): done, total.
+  std::function<void(std::size_t, std::size_t)> progress;
 };
 
 // Thread-safe; share one per process (see default_cache()). Not usable across fork(): a child
@@ -74,7 +181,9 @@ class Cache {
 public:
   // Opens the cache folder described by `config` (creating it with mode 0700). Throws
   // StoreError if the folder is unsafe (owned by another user, or group/other-writable, unless
-  // config.shared_cache) or the store can't be opened; ConfigError for bad settings.
+  // config.shared_cache); ConfigError for bad settings. A store that can't be opened at all
+  // (another user's files, no address space for the map) is one warning: the cache then runs from
+  // memory (has_disk_tier() is false).
   explicit Cache(const Config& config);
   Cache();  // current_config()
   ~Cache();
@@ -86,6 +195,13 @@ public:
   // compiler rejected before throws the same CompileError again without compiling.
   std::shared_ptr<const Binary> get(const Program& program, const Arch& arch = Arch{});
   std::shared_ptr<const Binary> get(const PreparedProgram& prepared);
+
+  // get() for many items at once: misses are compiled in worker processes (NVRTC runs one
+  // compile at a time per process), `jobs` at a time, and stored through this cache exactly once
+  // per key (items with the same key share one compile). A worker that crashes or hangs fails
+  // only its item, with an Error saying so, and is replaced. Results are in the items' order;
+  // never throws for an item's failure.
+  std::vector<BatchResult> get_many(const std::vector<BatchItem>& items, const BatchOptions& options = {});
 
   // Computes the key once: hashes the source and in-memory headers, and finds the disk headers
   // it includes through a manifest (a stat() per header) or, the first time and after a change,
@@ -107,11 +223,44 @@ public:
 
   CacheStats stats() const;
   // Empties both tiers, the manifests and the mirror (the toolchain identities are kept).
+  // Throws StoreError (and clears nothing on disk) when the store is read-only.
   void clear();
-  // Rewrites programs/ from LMDB; returns the number of entries written.
-  std::size_t rebuild_mirror();
+  // Rewrites programs/ from LMDB; returns the number of entries written. `skipped` (if given)
+  // receives the number of entries that could not be written (damaged, or a mirror error).
+  std::size_t rebuild_mirror(std::size_t* skipped = nullptr);
+  // Walks the whole store in a child process (time and memory bounded). A damaged store is moved
+  // aside and replaced by a fresh one. Returns false if it was damaged; `report` says what was
+  // found (rows walked, time, or the damage). Never throws.
+  bool check_store(std::string& report);
   // Entries in the disk tier (0 without one).
   std::size_t disk_entries() const;
+
+  // --- Operating the cache (inspect.cpp, bundles.cpp); each is also a `kjit` command. ---
+  // Entries matching `filter`, sorted by program name then arch. Damaged records are left out.
+  std::vector<EntryInfo> entries(const EntryFilter& filter = {}) const;
+  // The full key of the one entry whose hex key starts with `prefix`. Throws Error if none or
+  // several match (the message names the prefix and, if ambiguous, the candidates).
+  std::string resolve_key(const std::string& prefix) const;
+  // Everything the entry `prefix` (see resolve_key) holds. Throws Error; StoreError if damaged.
+  EntryContents entry(const std::string& prefix) const;
+  // Decodes every record completely; with Repair::quarantine moves the bad ones aside.
+  // `progress(done, total)` is called after each record if given.
+  VerifyReport verify(Repair repair, const std::function<void(std::size_t, std::size_t)>& progress = {});
+  // Removes entries created more than `seconds` ago (store and mirror); returns how many.
+  std::size_t prune_older_than(std::int64_t seconds);
+  // Removes the oldest entries until the records take at most `bytes`; returns how many.
+  std::size_t prune_to_size(std::size_t bytes);
+  // Deletes programs/ (the store is unaffected); returns false if there was none.
+  bool remove_mirror();
+  DiskUsage usage() const;
+  // Writes the entries matching `filter` (records as stored, with the toolchain identities) to
+  // the bundle `path`. Throws BundleError if it can't be written.
+  BundleReport export_bundle(const std::string& path, const EntryFilter& filter = {});
+  // Checks the whole bundle (BundleError if damaged or truncated: nothing is imported), then
+  // verifies every entry (decode_record: checksums, key, cubin) and stores the good ones in one
+  // transaction; an entry already good in the store is kept, a bad one is never stored.
+  // Throws StoreError if the store is read-only or missing.
+  BundleReport import_bundle(const std::string& path);
 
   const Config& config() const noexcept;
   bool has_disk_tier() const noexcept;
@@ -127,6 +276,20 @@ private:
   std::shared_ptr<const Binary> get_once(const PreparedProgram& prepared);
   std::unique_ptr<Impl> m_impl;
 };
+
+// One finding of diagnose() (`kjit doctor`).
+struct HealthCheck {
+  enum class Status { ok, warning, error };
+  Status status = Status::ok;
+  std::string what;    // "toolkit", "NVRTC", "driver", "cache folder", "filesystem", "store", "bundle"
+  std::string detail;  // what was found, and what to do about a problem
+};
+
+// Checks the toolkit, NVRTC and nvJitLink (loading them to read their versions), the driver and
+// its devices, the cache folder (existence, owner, mode, writable, filesystem), the store's
+// records and the configured bundles. Never creates the cache folder; never throws for a check
+// that fails (it becomes an error finding).
+std::vector<HealthCheck> diagnose(const Config& config);
 
 // The process-wide cache built from current_config(), shared: it is replaced by a new one after a
 // kjit::option call or a fork(), and the one a caller holds lives until the caller lets it go.

@@ -23,6 +23,8 @@ struct Config {
   bool repo_local = false;            // KJIT_REPO_LOCAL_CACHE: <git root>/.kjit_cache, like hidet
   std::size_t store_map_size = 0;     // KJIT_STORE_MAP_SIZE: initial LMDB map size in bytes
   bool force_ptx = false;             // KJIT_FORCE_PTX: load PTX (driver JIT) even when a cubin exists
+  double compile_lock_timeout_s = 0;  // KJIT_COMPILE_LOCK_TIMEOUT: longest wait for another process's compile
+  std::vector<std::string> bundles;   // KJIT_BUNDLE: read-only bundle files searched after the store
 };
 
 // One row of the settings table, for documentation and `kjit config`.
@@ -36,6 +38,18 @@ struct SettingInfo {
 // The settings table.
 const std::vector<SettingInfo>& settings();
 
+// A setting's value in force now and where it came from, for `kjit config`.
+struct SettingValue {
+  std::string name;      // API name
+  std::string variable;  // environment variable
+  std::string value;     // as text; secrets (passwords in URLs) are replaced by "***"
+  std::string source;    // "default", "environment" or "api"
+};
+
+// Every setting with its current value and source (defaults < environment < API).
+// Throws ConfigError like current_config().
+std::vector<SettingValue> setting_values();
+
 // The current settings: defaults, then the environment, then API overrides.
 // Throws ConfigError naming the variable whose value is bad. Thread-safe.
 Config current_config();
@@ -46,6 +60,10 @@ bool parse_bool(std::string_view text, const std::string& variable);
 
 // Parses a byte size: "1048576", "64KiB", "256MiB", "2GiB", "1G". Throws ConfigError naming `variable`.
 std::size_t parse_size(std::string_view text, const std::string& variable);
+
+// Parses a duration: "20", "20s", "1.5s", "500ms" (seconds when no unit), > 0 and at most a day.
+// Throws ConfigError naming `variable`.
+double parse_seconds(std::string_view text, const std::string& variable);
 
 // Where log lines go (verbose mode and warnings). The default writes "kjit: <line>\n" to stderr.
 using LogSink = std::function<void(std::string_view line)>;
@@ -66,6 +84,9 @@ void shared_cache(bool value);
 void repo_local_cache(bool value);
 void store_map_size(std::size_t bytes);
 void force_ptx(bool value);
+void compile_lock_timeout(double seconds);
+// Read-only bundle files (kjit export) searched after the store, ':'-separated; "" for none.
+void bundle(const std::string& paths);
 // The cache directory in force now.
 std::string get_cache_dir();
 // Forgets every API override (the environment and defaults apply again).

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kjit {
@@ -95,6 +96,17 @@ public:
 
 private:
   int m_code;
+};
+
+// A bundle file (kjit export/import, KJIT_BUNDLE) can't be read or written, or is damaged.
+// `path` names the file.
+class BundleError : public Error {
+public:
+  BundleError(const std::string& message, std::string path) : Error(message), m_path(std::move(path)) {}
+  const std::string& path() const noexcept { return m_path; }
+
+private:
+  std::string m_path;
 };
 
 // A setting has a bad value. `variable` names the environment variable or API setting.

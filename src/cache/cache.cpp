@@ -4,11 +4,14 @@
 #include "cache/toolchain.hpp"
 #include "config/config_internal.hpp"
 #include "config/log.hpp"
+#include "deps/search.hpp"
 #include "mirror/mirror.hpp"
 #include "rtc/compiler.hpp"
 #include "store/record.hpp"
 
+#include <cerrno>
 #include <cstring>
+#include <set>
 #include <unistd.h>
 
 namespace kjit {
@@ -50,11 +53,19 @@ Cache::Cache() : Cache(current_config()) {}
 
 Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
 {
-  if (config.disable_cache) {
-    return;
+  if (!config.disable_cache) {
+    m_impl->dir = cache::open_cache_dir(config);
+    // An empty store_dir: no safe place for the store (open_cache_dir warned): memory only.
+    if (!m_impl->dir.store_dir.empty()) {
+      try {
+        const store::Access access = config.shared_cache ? store::Access::group : store::Access::owner;
+        m_impl->store = store::Store::open(m_impl->dir.store_dir, {config.store_map_size, access});
+      } catch (const StoreError& e) {
+        cache::warn_once(std::string(e.what()) + "; running without a disk cache (kernels are kept in memory only)");
+      }
+    }
   }
-  m_impl->dir = cache::open_cache_dir(config);
-  m_impl->store = store::Store::open(m_impl->dir.store_dir, config.store_map_size);
+  m_impl->open_tiers();
 }
 
 Cache::~Cache() = default;
@@ -65,20 +76,38 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
   prepared.m_program = program;
   prepared.m_arch = rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch);
   const cache::KeyContext& context = m_impl->key_context();
+  // Bad -I/-D/pre-include options and NUL bytes fail here, before anything is looked up.
+  const deps::SearchContext search = deps::search_context(program, context.toolkit_include_dirs);
+  const std::string search_text = search.text();
   cache::KeyTexts texts = cache::make_key(program, prepared.m_arch, context);
-  std::memcpy(prepared.m_direct, texts.digest.data(), sizeof prepared.m_direct);
-  // Without the word "include" anywhere (#include, # include, __has_include) there is nothing to
-  // resolve: no manifest to read.
-  bool may_include = program.source.find("include") != std::string::npos;
+  // The manifest's key: the program and the resolution context it is resolved in.
+  const util::Sha256 direct = util::Sha256Hasher().update(texts.program_txt).update(texts.options_txt).update(search_text).finish();
+  std::memcpy(prepared.m_direct, direct.data(), sizeof prepared.m_direct);
+  // Without the word "include" anywhere (#include, %:include, __has_include) and no pre-include,
+  // there is nothing to resolve: no manifest to read.
+  bool may_include = !search.pre_includes.empty() || program.source.find("include") != std::string::npos;
   for (const auto& [name, content] : program.headers) {
     may_include = may_include || content.find("include") != std::string::npos;
   }
-  const deps::Resolution includes =
-    may_include ? m_impl->includes_for(texts.digest, program, prepared.m_arch) : deps::Resolution{};
-  if (!includes.headers.empty()) {
-    texts = cache::make_key(program, prepared.m_arch, context, includes.headers);
-    for (const deps::DiskHeader& header : includes.headers) {
-      prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
+  if (may_include) {
+    if (auto found = m_impl->valid_manifest(direct, search_text)) {
+      texts = cache::make_key(program, prepared.m_arch, context, found->headers);
+      for (const deps::DiskHeader& header : found->headers) {
+        prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
+      }
+    } else {
+      // No manifest holds: predict the headers (shown by included_headers()), but the key is
+      // provisional: never looked up, only a compile tells which headers NVRTC reads.
+      deps::Resolver resolver(program, search);
+      resolver.predict();
+      texts = cache::make_key(program, prepared.m_arch, context, resolver.result().headers);
+      for (const deps::DiskHeader& header : resolver.result().headers) {
+        prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
+      }
+      texts.digest = util::Sha256Hasher().update("kjit provisional key\n").update(texts.program_txt).update(texts.options_txt).finish();
+      prepared.m_provisional = true;
+      std::lock_guard lock(m_impl->manifest_mutex);
+      m_impl->provisional.insert(texts.digest);
     }
   }
   prepared.m_program_txt = std::move(texts.program_txt);
@@ -95,6 +124,12 @@ std::shared_ptr<const Binary> Cache::get(const Program& program, const Arch& arc
 std::shared_ptr<const Binary> Cache::get(const PreparedProgram& prepared)
 {
   try {
+    util::Sha256 key;
+    std::memcpy(key.data(), prepared.m_digest, key.size());
+    if (m_impl->is_provisional(key)) {
+      // Prepared before a manifest was known: a manifest made since may now validate it.
+      return get_once(prepare(prepared.program(), prepared.arch()));
+    }
     return get_once(prepared);
   } catch (const cache::HeadersChanged&) {
   }
@@ -120,7 +155,8 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared)
     return result.binary;
   };
 
-  if (auto found = impl.memory.find(key)) {
+  const bool provisional = impl.is_provisional(key);
+  if (auto found = provisional ? std::nullopt : impl.memory.find(key)) {
     const double saved = found->binary ? found->binary->timings.total_ms : 0.0;
     impl.count(&CacheStats::memory_hits, &CacheStats::compile_ms_saved, saved);
     if (found->failure) {
@@ -143,13 +179,21 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared)
       impl.in_flight.emplace(key, promise.get_future().share());
     }
   }
-  if (future.valid()) {  // another thread is on it
-    return unwrap(future.get());
+  if (future.valid()) {  // another thread is on it: counted as a memory hit, like a later lookup
+    const cache::Result shared = future.get();
+    impl.count(&CacheStats::memory_hits, &CacheStats::compile_ms_saved,
+               shared.binary ? shared.binary->timings.total_ms : 0.0);
+    if (shared.failure) {
+      impl.count(&CacheStats::failed_hits);
+    }
+    return unwrap(shared);
   }
   cache::Result result;
   try {
     result = impl.load_or_compile(key, prepared);
-    impl.memory.insert(key, result);
+    if (!provisional) {
+      impl.memory.insert(key, result);
+    }
     promise.set_value(result);
   } catch (...) {
     promise.set_exception(std::current_exception());
@@ -177,11 +221,15 @@ CacheStats Cache::stats() const
 
 void Cache::clear()
 {
+  if (m_impl->store && !m_impl->store->writable()) {
+    throw StoreError("the store " + m_impl->store->path() + " is read-only: nothing was cleared", EROFS);
+  }
   m_impl->memory.clear();
   {
     std::lock_guard lock(m_impl->manifest_mutex);
     m_impl->manifests.clear();
     m_impl->unsaved_manifests.clear();
+    m_impl->provisional.clear();
   }
   if (m_impl->store) {
     for (const store::Table table :
@@ -196,24 +244,53 @@ void Cache::clear()
   m_impl->stats = CacheStats{};
 }
 
-std::size_t Cache::rebuild_mirror()
+std::size_t Cache::rebuild_mirror(std::size_t* skipped)
 {
-  if (!m_impl->store || !m_impl->dir.writable) {
-    return 0;
-  }
+  std::size_t failed = 0;
   std::size_t written = 0;
-  m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
-    std::string why;
-    auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
-    if (!entry) {
-      return;  // damaged: quarantined when next looked up, never mirrored
+  if (m_impl->store && m_impl->dir.writable) {
+    // The keys first, then one short read per entry: no read transaction stays open while files
+    // are written (the store may grow meanwhile).
+    std::vector<std::string> keys;
+    m_impl->store->for_each(store::Table::entries,
+                            [&](std::string_view key, std::string_view) { keys.emplace_back(key); });
+    std::set<std::string> keep;
+    for (const std::string& key : keys) {
+      keep.insert(util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size()));
     }
-    const std::string hex = util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size());
-    if (!mirror::write_entry(m_impl->dir.path, hex, *entry)) {
-      ++written;
+    mirror::prune(m_impl->dir.path, &keep);  // junk, entries no longer stored, temps of killed runs
+    for (const std::string& key : keys) {
+      std::optional<store::Entry> entry;
+      std::string why;
+      m_impl->store->visit(store::Table::entries, key, [&](std::string_view bytes) {
+        entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
+      });
+      const std::string hex = util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size());
+      if (!entry || mirror::write_entry(m_impl->dir.path, hex, *entry)) {
+        ++failed;  // damaged (quarantined when next looked up, never mirrored) or not writable
+      } else {
+        ++written;
+      }
     }
-  });
+  }
+  if (skipped != nullptr) {
+    *skipped = failed;
+  }
   return written;
+}
+
+bool Cache::check_store(std::string& report)
+{
+  if (!m_impl->store) {
+    report = "no store (memory only)";
+    return true;
+  }
+  const store::CheckReport check = m_impl->store->check(true);
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.1f ms", check.ms);
+  report = m_impl->store->path() + ": " + check.detail + " in " + ms +
+           (check.ok ? std::string() : std::string("; moved aside and replaced by a fresh store"));
+  return check.ok;
 }
 
 std::size_t Cache::disk_entries() const

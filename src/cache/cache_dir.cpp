@@ -26,6 +26,8 @@ std::string octal(mode_t mode)
   return buffer;
 }
 
+} // namespace
+
 void warn_once(const std::string& message)
 {
   static std::mutex mutex;
@@ -35,8 +37,6 @@ void warn_once(const std::string& message)
     log::line("warning: " + message);
   }
 }
-
-} // namespace
 
 CacheDir open_cache_dir(const Config& config)
 {

@@ -19,6 +19,9 @@ struct CacheDir {
 // folder is on a network filesystem.
 CacheDir open_cache_dir(const Config& config);
 
+// Logs "warning: <message>" once per process and message.
+void warn_once(const std::string& message);
+
 // Removes `relative` (a folder) below `cache_dir` without following symlinks.
 void remove_tree(const std::string& cache_dir, const std::string& relative);
 

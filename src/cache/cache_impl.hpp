@@ -8,6 +8,7 @@
 #include "cache/cache_dir.hpp"
 #include "cache/key.hpp"
 #include "cache/memory_tier.hpp"
+#include "cache/tier.hpp"
 #include "deps/manifest.hpp"
 #include "store/entry.hpp"
 #include "store/store.hpp"
@@ -21,6 +22,10 @@
 namespace kjit {
 
 namespace cache {
+// inspect.cpp: whether an entry passes a list/export filter (a name matches whole last path
+// components: "saxpy.cu" matches "/src/saxpy.cu").
+bool entry_matches(const EntryFilter& filter, const store::Entry& entry);
+
 // Thrown inside the cache when a tracked header changed between prepare() and compile: the
 // program is prepared again. Never leaves the library.
 struct HeadersChanged {};
@@ -31,17 +36,24 @@ struct Cache::Impl {
   cache::CacheDir dir;
   std::shared_ptr<store::Store> store;  // null without a disk tier
   cache::MemoryTier memory;
+  std::vector<std::unique_ptr<cache::Tier>> tiers;  // read-only tiers after the store (bundles), in order
 
   std::mutex context_mutex;
   std::optional<cache::KeyContext> context;
 
+  struct KnownManifest {
+    deps::Manifest entries;
+    std::string context;  // the resolution context it was made in (deps::SearchContext::text())
+  };
   std::mutex manifest_mutex;
-  std::map<util::Sha256, deps::Manifest> manifests;  // this process's copy, ahead of the store
-  std::set<util::Sha256> unsaved_manifests;          // new resolutions, stored with the next commit
+  std::map<util::Sha256, KnownManifest> manifests;  // this process's copy, ahead of the store
+  std::set<util::Sha256> unsaved_manifests;         // new resolutions, stored with the next commit
+  std::set<util::Sha256> provisional;               // keys from an unvalidated prediction: never looked up
 
   std::mutex flight_mutex;
   std::map<util::Sha256, std::shared_future<cache::Result>> in_flight;
   std::set<util::Sha256> reported;  // quarantined keys already reported
+  std::set<std::string> tier_reported;  // lower-tier problems already logged (tier + what)
 
   mutable std::mutex stats_mutex;
   CacheStats stats;
@@ -52,18 +64,33 @@ struct Cache::Impl {
   const cache::KeyContext& key_context();
   void verbose(const char* what, const PreparedProgram& p, double ms);
 
-  // includes.cpp: the disk headers of a program, from a valid manifest or by resolving them.
-  deps::Resolution includes_for(const util::Sha256& direct_key, const Program& program, const Arch& arch);
+  // includes.cpp: the user headers of a program from a manifest whose every stamp still holds
+  // (stats only), or nullopt when there is none: then only a compile can tell.
+  std::optional<deps::Resolution> valid_manifest(const util::Sha256& direct_key, const std::string& context);
+  // Puts a compile's final resolution first in the manifest of `direct_key` (stored with the commit).
+  void record_manifest(const util::Sha256& direct_key, const std::string& context, const deps::Resolution& resolution);
   // Keeps the manifest in memory; `now` also stores it, else it waits for take_unsaved_manifest().
-  void save_manifest(const util::Sha256& direct_key, const deps::Manifest& manifest, bool now);
+  void save_manifest(const util::Sha256& direct_key, const KnownManifest& manifest, bool now);
+  bool is_provisional(const util::Sha256& key);
+  // For explain: what makes the manifest of `direct_key` invalid now (headers, folders), or that
+  // none was made in this resolution context. Stats and reads only; changes nothing.
+  std::vector<std::string> manifest_changes(const util::Sha256& direct_key, const std::string& context);
   // The store row of a manifest not stored yet, if any (and forgets that it is unsaved).
   std::optional<store::Store::Row> take_unsaved_manifest(const PreparedProgram& prepared);
 
   // lookup.cpp: the disk tier and the compile path.
   std::optional<store::Entry> load(const util::Sha256& key, const PreparedProgram& prepared);
   cache::Result load_or_compile(const util::Sha256& key, const PreparedProgram& prepared);
-  store::Entry compile_entry(const PreparedProgram& prepared);
+  // Compiles with exactly the headers kjit hashed; `final_key` is the key of what was compiled
+  // (it differs from the prepared key when the compile needed headers the prediction missed).
+  store::Entry compile_entry(const PreparedProgram& prepared, util::Sha256& final_key);
   void persist(const util::Sha256& key, const PreparedProgram& prepared, const store::Entry& entry);
+
+  // tiers.cpp: the tiers below the store.
+  void open_tiers();
+  // The entry from the first tier that has a good record for `key`, promoted to the store;
+  // failures and damaged records are counted and logged, never thrown.
+  std::optional<store::Entry> load_from_tiers(const util::Sha256& key, const PreparedProgram& prepared);
 };
 
 // The bytes of a digest, as LMDB keys them.

@@ -2,6 +2,7 @@
 #include "cache/cache_impl.hpp"
 
 #include "cache/cache_dir.hpp"
+#include "deps/search.hpp"
 #include "store/record.hpp"
 
 #include <algorithm>
@@ -33,6 +34,9 @@ KeyFields parse(const std::string& program_txt, const std::string& options_txt)
   const auto source_at = program_txt.find("\nsource:\n");
   if (source_at != std::string::npos) {
     fields.source = program_txt.substr(source_at + 9);
+    if (!fields.source.empty()) {
+      fields.source.pop_back();  // the newline program.txt adds after the source
+    }
   }
   std::istringstream lines(program_txt.substr(0, source_at) + "\n" + options_txt);
   std::string line;
@@ -145,11 +149,21 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
     return explanation;
   }
   const KeyFields now = parse(prepared.program_txt(), prepared.options_txt());
+  // Not validated by a manifest: say which header or part of the resolution context is why.
+  std::vector<std::string> context_changes;
+  if (m_impl->is_provisional(key)) {
+    util::Sha256 direct;
+    std::memcpy(direct.data(), prepared.m_direct, direct.size());
+    const deps::SearchContext search = deps::search_context(program, m_impl->key_context().toolkit_include_dirs);
+    context_changes = m_impl->manifest_changes(direct, search.text());
+  }
   std::vector<std::string> candidates;
-  m_impl->store->for_each_prefix(store::Table::names, program.name + '\0',
-                                 [&](std::string_view name_key, std::string_view) {
-                                   candidates.emplace_back(name_key.substr(program.name.size() + 1));
-                                 });
+  const std::string prefix = store::names_prefix(program.name);
+  m_impl->store->for_each_prefix(store::Table::names, prefix, [&](std::string_view name_key, std::string_view name) {
+    if (name == program.name) {
+      candidates.emplace_back(name_key.substr(prefix.size()));
+    }
+  });
   std::size_t best = SIZE_MAX;
   for (const auto& candidate : candidates) {
     const auto bytes = m_impl->store->get(store::Table::entries, candidate);
@@ -160,11 +174,17 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
       continue;
     }
     std::vector<std::string> diff = differences(parse(entry->program_txt, entry->options_txt), now);
+    if (diff.empty()) {
+      diff = context_changes;  // same texts: the headers or folders of the resolution changed
+    }
     if (diff.size() < best) {
       best = diff.size();
       explanation.closest_key = hex_of(candidate);
       explanation.differences = std::move(diff);
     }
+  }
+  if (explanation.closest_key.empty()) {
+    explanation.differences = context_changes;
   }
   return explanation;
 }

@@ -1,11 +1,13 @@
-// Manifests in use: a warm lookup stats the headers a manifest lists instead of resolving again.
+// Manifests in use: a warm lookup stats the headers a manifest lists instead of compiling to learn them.
 #include "cache/cache_impl.hpp"
+
+#include "util/file.hpp"
 
 #include <cstring>
 
 namespace kjit {
 
-void Cache::Impl::save_manifest(const util::Sha256& direct_key, const deps::Manifest& manifest, bool now)
+void Cache::Impl::save_manifest(const util::Sha256& direct_key, const KnownManifest& manifest, bool now)
 {
   {
     std::lock_guard lock(manifest_mutex);
@@ -17,7 +19,7 @@ void Cache::Impl::save_manifest(const util::Sha256& direct_key, const deps::Mani
     }
   }
   if (now && store && store->writable()) {
-    store->put(store::Table::manifests, bytes_of(direct_key), deps::encode_manifest(manifest));
+    store->put(store::Table::manifests, bytes_of(direct_key), deps::encode_manifest(manifest.entries, manifest.context));
   }
 }
 
@@ -29,63 +31,143 @@ std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const Prepar
   if (unsaved_manifests.erase(direct) == 0) {
     return std::nullopt;
   }
+  const KnownManifest& known = manifests.at(direct);
   return store::Store::Row{store::Table::manifests, std::string(bytes_of(direct)),
-                           deps::encode_manifest(manifests.at(direct))};
+                           deps::encode_manifest(known.entries, known.context)};
 }
 
-deps::Resolution Cache::Impl::includes_for(const util::Sha256& direct_key, const Program& program, const Arch& arch)
+bool Cache::Impl::is_provisional(const util::Sha256& key)
 {
-  std::optional<deps::Manifest> manifest;
+  std::lock_guard lock(manifest_mutex);
+  return provisional.count(key) != 0;
+}
+
+std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& direct_key, const std::string& context)
+{
+  std::optional<KnownManifest> manifest;
   {
     std::lock_guard lock(manifest_mutex);
-    if (const auto it = manifests.find(direct_key); it != manifests.end()) {
+    if (const auto it = manifests.find(direct_key); it != manifests.end() && it->second.context == context) {
       manifest = it->second;
     }
   }
   const bool from_store = !manifest && store;
   if (from_store) {
     if (const auto bytes = store->get(store::Table::manifests, bytes_of(direct_key))) {
-      manifest = deps::decode_manifest(*bytes);
+      if (auto decoded = deps::decode_manifest(*bytes, context)) {
+        manifest = KnownManifest{std::move(*decoded), context};
+      }
     }
   }
-  if (manifest) {
-    for (std::size_t i = 0; i < manifest->size(); ++i) {
-      deps::ValidationCounters counters;
-      const deps::Validation validation = deps::validate((*manifest)[i], counters);
-      {
-        std::lock_guard lock(stats_mutex);
-        stats.header_stats += counters.stats;
-        stats.header_rehashes += counters.rehashes;
-      }
-      if (validation == deps::Validation::changed) {
-        continue;
-      }
-      deps::Resolution found = (*manifest)[i];
-      if (validation == deps::Validation::same_content || i != 0) {
-        // Newest matching entry first, with the stamps seen now: the next check is stats only.
-        manifest->erase(manifest->begin() + static_cast<std::ptrdiff_t>(i));
-        manifest->insert(manifest->begin(), found);
-        save_manifest(direct_key, *manifest, true);
-      } else if (from_store) {
-        std::lock_guard lock(manifest_mutex);
-        manifests[direct_key] = *manifest;
-      }
-      return found;
+  if (!manifest) {
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < manifest->entries.size(); ++i) {
+    deps::ValidationCounters counters;
+    const deps::Validation validation = deps::validate(manifest->entries[i], counters);
+    {
+      std::lock_guard lock(stats_mutex);
+      stats.header_stats += counters.stats;
+      stats.header_rehashes += counters.rehashes;
+    }
+    if (validation == deps::Validation::changed) {
+      continue;
+    }
+    deps::Resolution found = manifest->entries[i];
+    if (validation == deps::Validation::same_content || i != 0) {
+      // Newest matching entry first, with the stamps seen now: the next check is stats only.
+      manifest->entries.erase(manifest->entries.begin() + static_cast<std::ptrdiff_t>(i));
+      manifest->entries.insert(manifest->entries.begin(), found);
+      save_manifest(direct_key, *manifest, true);
+    } else if (from_store) {
+      std::lock_guard lock(manifest_mutex);
+      manifests[direct_key] = *manifest;
+    }
+    return found;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> Cache::Impl::manifest_changes(const util::Sha256& direct_key, const std::string& context)
+{
+  std::optional<deps::Manifest> manifest;
+  {
+    std::lock_guard lock(manifest_mutex);
+    if (const auto it = manifests.find(direct_key); it != manifests.end() && it->second.context == context) {
+      manifest = it->second.entries;
     }
   }
-  deps::Resolution resolved = deps::resolve_includes(program, arch, key_context().toolkit_include_dirs);
-  deps::Resolution recorded = resolved;
+  if (!manifest && store) {
+    if (const auto bytes = store->get(store::Table::manifests, bytes_of(direct_key))) {
+      manifest = deps::decode_manifest(*bytes, context);
+    }
+  }
+  if (!manifest || manifest->empty()) {
+    std::string where;
+    for (std::size_t at = 0, end; at < context.size(); at = end + 1) {
+      end = context.find('\n', at);
+      end = end == std::string::npos ? context.size() : end;
+      if (context.compare(at, 11, "toolkit-dir") != 0) {
+        where += (where.empty() ? "" : ", ") + context.substr(at, end - at);
+      }
+    }
+    return {"no manifest made in this resolution context (" + where + ")"};
+  }
+  std::vector<std::string> out;
+  const deps::Resolution& newest = manifest->front();
+  for (const deps::ProbedDir& dir : newest.dirs) {
+    if (!(deps::stamp_of(dir.path) == dir.stamp)) {
+      out.push_back("folder " + dir.path + " changed (a file appeared, vanished or was renamed there)");
+    }
+  }
+  for (const deps::DiskHeader& header : newest.headers) {
+    const deps::FileStamp now = deps::stamp_of(header.path);
+    if (now == header.stamp) {
+      continue;
+    }
+    std::error_code error;
+    const auto content = now.exists ? util::read_file(header.path, error) : std::nullopt;
+    if (!content) {
+      out.push_back("include " + header.name + " (" + header.path + ") removed");
+    } else if (util::sha256(*content) != header.hash) {
+      out.push_back("include " + header.name + " (" + header.path + ") changed");
+    }
+  }
+  return out;
+}
+
+void Cache::Impl::record_manifest(const util::Sha256& direct_key, const std::string& context,
+                                  const deps::Resolution& resolution)
+{
+  if (!resolution.recordable) {
+    return;  // a header too new to trust its stamp: the next lookup compiles again
+  }
+  deps::Resolution recorded = resolution;
   for (auto& header : recorded.headers) {
     header.content.clear();
+    header.content.shrink_to_fit();
   }
-  deps::Manifest updated = manifest ? std::move(*manifest) : deps::Manifest{};
-  updated.insert(updated.begin(), std::move(recorded));
-  if (updated.size() > deps::k_manifest_entries) {
-    updated.resize(deps::k_manifest_entries);
+  KnownManifest updated;
+  {
+    std::lock_guard lock(manifest_mutex);
+    if (const auto it = manifests.find(direct_key); it != manifests.end() && it->second.context == context) {
+      updated = it->second;
+    }
   }
-  // Stored with the entry's commit (or after a disk hit): no extra write transaction on a miss.
+  if (updated.entries.empty() && store) {
+    if (const auto bytes = store->get(store::Table::manifests, bytes_of(direct_key))) {
+      if (auto decoded = deps::decode_manifest(*bytes, context)) {
+        updated.entries = std::move(*decoded);
+      }
+    }
+  }
+  updated.context = context;
+  updated.entries.insert(updated.entries.begin(), std::move(recorded));
+  if (updated.entries.size() > deps::k_manifest_entries) {
+    updated.entries.resize(deps::k_manifest_entries);
+  }
+  // Stored with the entry's commit: no extra write transaction on a miss.
   save_manifest(direct_key, updated, false);
-  return resolved;
 }
 
 } // namespace kjit

@@ -105,6 +105,9 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   for (const auto& dir : context.toolkit_include_dirs) {
     o += "toolkit-include: " + escape_line(dir) + "\n";
   }
+  if (!context.toolkit_headers.empty()) {
+    o += "toolkit-headers: " + context.toolkit_headers + "\n";
+  }
   o += "nvrtc: " + context.nvrtc_identity + "\n";
   o += "nvjitlink: " + context.nvjitlink_identity + "\n";
   o += "record-format: " + std::to_string(store::k_record_format) + "\n";  // in every key

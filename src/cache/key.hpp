@@ -25,6 +25,7 @@ struct KeyContext {
   std::string nvrtc_identity;      // "13.0 V13.0.88 CL-36424714"
   std::string nvjitlink_identity;  // "13.0"
   std::vector<int> supported_archs;  // nvrtcGetSupportedArchs, remembered with the versions
+  std::string toolkit_headers;       // fingerprint of the toolkit's include trees (toolchain.hpp)
 };
 
 // Options in canonical form: "-I dir" → "-I/abs/dir", "--define-macro=X" → "-DX", relative

@@ -2,6 +2,8 @@
 #include "cache/cache_impl.hpp"
 
 #include "cache/compile_lock.hpp"
+#include "cache/include_compile.hpp"
+#include "deps/search.hpp"
 #include "config/log.hpp"
 #include "mirror/mirror.hpp"
 #include "rtc/compiler.hpp"
@@ -13,37 +15,6 @@
 
 namespace kjit {
 
-namespace {
-
-// The program NVRTC compiles: its in-memory headers plus the tracked disk headers, read now and
-// checked against the hashes in the key, so what is compiled is exactly what was hashed.
-Program program_with_disk_headers(const PreparedProgram& p)
-{
-  Program program = p.program();
-  std::map<std::string, std::string> paths;  // include name → path
-  std::set<std::string> ambiguous;           // names that mean different files in different places
-  for (const IncludedHeader& header : p.included_headers()) {
-    const auto [it, inserted] = paths.emplace(header.name, header.path);
-    if (!inserted && it->second != header.path) {
-      ambiguous.insert(header.name);
-    }
-  }
-  for (const IncludedHeader& header : p.included_headers()) {
-    std::error_code error;
-    const auto content = util::read_file(header.path, error);
-    if (!content || util::to_hex(util::sha256(*content)) != header.sha256) {
-      throw cache::HeadersChanged{};
-    }
-    // An ambiguous name is left to NVRTC's own search (same files, same order).
-    if (ambiguous.count(header.name) == 0) {
-      program.headers.emplace(header.name, *content);
-    }
-  }
-  return program;
-}
-
-} // namespace
-
 std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const PreparedProgram& prepared)
 {
   if (!store) {
@@ -53,16 +24,24 @@ std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const Pre
   std::optional<store::Entry> entry;
   std::string damaged;
   std::string why;
-  const bool found = store->visit(store::Table::entries, bytes_of(key), [&](std::string_view bytes) {
-    entry = store::decode_record(bytes, key, store::Sections::artifacts, why);
-    if (!entry) {
-      damaged.assign(bytes);
-    }
-  });
+  bool found = false;
+  try {
+    found = store->visit(store::Table::entries, bytes_of(key), [&](std::string_view bytes) {
+      entry = store::decode_record(bytes, key, store::Sections::artifacts, why);
+      if (!entry) {
+        damaged.assign(bytes);
+      }
+    });
+  } catch (const StoreError& e) {
+    // An unreadable store is a miss: the caller is served by a compile.
+    cache::warn_once(std::string("cannot read the store: ") + e.what() + "; compiling instead");
+    return std::nullopt;
+  }
   if (!found) {
     return std::nullopt;
   }
   if (!entry) {
+    // Removed only if it still holds these bytes; the write runs isolated (see Store::quarantine).
     store->quarantine(bytes_of(key), damaged, why);
     count(&CacheStats::quarantined);
     std::lock_guard lock(flight_mutex);
@@ -74,25 +53,36 @@ std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const Pre
   return entry;
 }
 
-store::Entry Cache::Impl::compile_entry(const PreparedProgram& p)
+store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& final_key)
 {
-  const Program program = program_with_disk_headers(p);
+  const Program& program = p.program();
+  const cache::KeyContext& context = key_context();
+  const deps::SearchContext search = deps::search_context(program, context.toolkit_include_dirs);
+  deps::Resolver resolver(program, search);
+  // The headers the key was made from, read now: a changed one means the key is stale.
+  for (const IncludedHeader& header : p.included_headers()) {
+    if (!resolver.add(header.name, header.path) || util::to_hex(resolver.find(header.path)->hash) != header.sha256) {
+      throw cache::HeadersChanged{};
+    }
+  }
+  resolver.predict();
   store::Entry entry;
   entry.program_name = program.name;
-  entry.program_txt = p.program_txt();
-  entry.options_txt = p.options_txt();
   entry.source = program.source;
-  entry.headers = program.headers;
   entry.created_unix = static_cast<std::int64_t>(::time(nullptr));
   const util::Stopwatch watch;
   try {
-    entry.binary = rtc::compile(config, program, p.arch());
+    entry.binary = cache::compile_with_includes(config, program, p.arch(), resolver);
     entry.options = program.options;
     for (auto& option : rtc::implicit_options(config, p.arch())) {
       entry.options.push_back(std::move(option));
     }
     if (config.dump_ir) {
-      entry.ltoir = rtc::compile_ltoir(config, program, p.arch());
+      Program with_headers = program;
+      for (const deps::DiskHeader& header : resolver.result().headers) {
+        with_headers.headers.emplace(header.name, header.content);
+      }
+      entry.ltoir = rtc::compile_ltoir(config, with_headers, p.arch());
     }
   } catch (const CompileError& e) {
     entry.kind = store::EntryKind::failure;
@@ -103,6 +93,19 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p)
     entry.options = e.options();
   }
   count(&CacheStats::compiles, &CacheStats::compile_ms_spent, watch.elapsed_ms());
+  // The key of what was compiled: the program and every user header NVRTC could read.
+  const deps::Resolution& resolution = resolver.result();
+  const cache::KeyTexts texts = cache::make_key(program, p.arch(), context, resolution.headers);
+  entry.program_txt = texts.program_txt;
+  entry.options_txt = texts.options_txt;
+  final_key = texts.digest;
+  entry.headers = program.headers;
+  for (const deps::DiskHeader& header : resolution.headers) {
+    entry.headers.emplace(header.path.substr(1), header.content);
+  }
+  util::Sha256 direct;
+  std::memcpy(direct.data(), p.m_direct, direct.size());
+  record_manifest(direct, search.text(), resolution);
   return entry;
 }
 
@@ -111,19 +114,30 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   if (!store || !store->writable()) {
     return;
   }
-  // One write transaction: the record, the name index, and the manifest that leads to it.
+  // One write transaction: the record, the name index (keyed by a hash of the name, so it always
+  // fits), and the manifest that leads to it.
   std::vector<store::Store::Row> rows{
     {store::Table::entries, std::string(bytes_of(key)), store::encode_record(entry, key)},
-    {store::Table::names, p.program().name + '\0' + std::string(bytes_of(key)), ""},
+    {store::Table::names, store::names_key(p.program().name, bytes_of(key)), p.program().name},
   };
   if (auto manifest = take_unsaved_manifest(p)) {
     rows.push_back(std::move(*manifest));
   }
-  store->put(rows);
+  try {
+    store->put(rows);
+  } catch (const StoreError& e) {
+    // The caller still gets its binary (and the memory tier keeps it): a store that can't be
+    // written costs later processes a compile, nothing more.
+    count(&CacheStats::store_errors);
+    cache::warn_once(std::string("cannot store compiled kernels: ") + e.what() +
+                     "; they are kept in memory only");
+    return;
+  }
   if (config.mirror && dir.writable) {
-    if (const std::error_code error = mirror::write_entry(dir.path, p.key(), entry)) {
+    const std::string hex = util::to_hex(key);
+    if (const std::error_code error = mirror::write_entry(dir.path, hex, entry)) {
       count(&CacheStats::mirror_errors);
-      log::line("warning: cannot mirror " + p.key() + ": " + error.message() + " (the store is unaffected)");
+      log::line("warning: cannot mirror " + hex + ": " + error.message() + " (the store is unaffected)");
     }
   }
 }
@@ -141,7 +155,8 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     return result;
   };
   const util::Stopwatch watch;
-  if (auto entry = load(key, p)) {
+  const bool provisional = is_provisional(key);
+  if (auto entry = provisional ? std::nullopt : load(key, p)) {
     count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
     if (entry->kind == store::EntryKind::failure) {
       count(&CacheStats::failed_hits);
@@ -152,20 +167,36 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     }
     return result_of(std::move(*entry));
   }
+  if (auto entry = load_from_tiers(key, p)) {
+    verbose("hit bundle", p, watch.elapsed_ms());
+    return result_of(std::move(*entry));
+  }
   count(&CacheStats::misses);
-  const cache::CompileLock lock =
-    store && store->writable() ? cache::CompileLock(store->path(), key) : cache::CompileLock();
-  if (lock.held()) {
-    // Another process may have compiled it while we waited for the lock.
+  std::optional<cache::CompileLock> lock;
+  if (store && store->writable()) {
+    lock.emplace(store->path(), key, config.compile_lock_timeout_s);
+  }
+  if (lock && !provisional) {
+    // Another process may have stored the result while we asked for the lock.
     if (auto entry = load(key, p)) {
+      count(&CacheStats::compiled_elsewhere);
       verbose("hit disk (compiled by another process)", p, watch.elapsed_ms());
       return result_of(std::move(*entry));
     }
+    if (lock->timed_out()) {
+      cache::warn_once("waited " + std::to_string(config.compile_lock_timeout_s) +
+                       " s (KJIT_COMPILE_LOCK_TIMEOUT) for another process compiling the same kernel; compiling it here");
+    }
   }
-  store::Entry entry = compile_entry(p);
-  persist(key, p, entry);
+  util::Sha256 final_key;
+  store::Entry entry = compile_entry(p, final_key);
+  persist(final_key, p, entry);
   verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p, watch.elapsed_ms());
-  return result_of(std::move(entry));
+  cache::Result result = result_of(std::move(entry));
+  if (final_key != key) {
+    memory.insert(final_key, result);  // found under its true key by the next, validated, lookup
+  }
+  return result;
 }
 
 } // namespace kjit

@@ -1,7 +1,10 @@
 // Toolchain fingerprint: versions remembered under the libraries' file identity.
 #include "cache/toolchain.hpp"
 
+#include "cache/toolkit_headers.hpp"
 #include "rtc/compiler.hpp"
+#include "rtc/nvjitlink_library.hpp"
+#include "rtc/nvrtc_library.hpp"
 #include "rtc/toolkit.hpp"
 
 #include <map>
@@ -57,6 +60,7 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   KeyContext context;
   const rtc::Toolkit toolkit = rtc::find_toolkit(config);
   context.toolkit_include_dirs = toolkit.include_dirs;
+  context.toolkit_headers = toolkit_headers_fingerprint(toolkit.include_dirs, store);
   const std::string identity = toolchain_file_identity(toolkit);
   const std::string meta_key = "toolchain " + util::to_hex(util::sha256(identity));
   std::lock_guard lock(g_memo_mutex);
@@ -71,6 +75,9 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
     }
   }
   if (versions.nvrtc.empty()) {
+    // Probed with this toolkit's libraries only: never record another toolkit's versions here.
+    rtc::nvrtc_for(config);
+    rtc::nvjitlink_for(config);
     std::string archs;
     for (int arch : kjit::supported_archs()) {
       archs += (archs.empty() ? "" : " ") + std::to_string(arch);

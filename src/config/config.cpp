@@ -111,6 +111,22 @@ const Row k_rows[] = {
   {"force_ptx", "KJIT_FORCE_PTX", "0",
    "Load the PTX and let the driver JIT it even when a cubin exists (testing the PTX fallback).",
    [](Config& c, std::string_view v, const std::string& var) { c.force_ptx = parse_bool(v, var); }},
+  {"compile_lock_timeout", "KJIT_COMPILE_LOCK_TIMEOUT", "20s",
+   "Longest wait for another process compiling the same kernel; then this process compiles it too.",
+   [](Config& c, std::string_view v, const std::string& var) { c.compile_lock_timeout_s = parse_seconds(v, var); }},
+  {"bundle", "KJIT_BUNDLE", "",
+   "Read-only bundle files (made by kjit export), ':'-separated, searched after the store; a hit is promoted.",
+   [](Config& c, std::string_view v, const std::string& var) {
+     c.bundles.clear();
+     while (!v.empty()) {
+       const auto colon = v.find(':');
+       const std::string_view part = v.substr(0, colon);
+       if (!part.empty()) {
+         c.bundles.push_back(absolute(part, var));
+       }
+       v = colon == std::string_view::npos ? std::string_view() : v.substr(colon + 1);
+     }
+   }},
 };
 
 struct Overrides {
@@ -187,6 +203,26 @@ std::size_t parse_size(std::string_view text, const std::string& variable)
   throw ConfigError(variable, "'" + std::string(text) + "' is not a size (e.g. 1048576, 64KiB, 256MiB, 2GiB)");
 }
 
+double parse_seconds(std::string_view text, const std::string& variable)
+{
+  std::string number(text);
+  double scale = 1.0;
+  if (number.size() > 2 && number.compare(number.size() - 2, 2, "ms") == 0) {
+    number.resize(number.size() - 2);
+    scale = 0.001;
+  } else if (number.size() > 1 && number.back() == 's') {
+    number.pop_back();
+  }
+  const bool digits = !number.empty() && std::all_of(number.begin(), number.end(), [](unsigned char ch) {
+    return std::isdigit(ch) || ch == '.';
+  }) && std::count(number.begin(), number.end(), '.') <= 1 && number != ".";
+  const double seconds = digits ? std::strtod(number.c_str(), nullptr) * scale : 0.0;
+  if (!digits || seconds <= 0.0 || seconds > 86400.0) {
+    throw ConfigError(variable, "'" + std::string(text) + "' is not a duration (e.g. 20, 20s, 1.5s, 500ms; > 0, at most a day)");
+  }
+  return seconds;
+}
+
 const std::vector<SettingInfo>& settings()
 {
   static const std::vector<SettingInfo> table = [] {
@@ -235,6 +271,54 @@ std::uint64_t config_generation()
   return o.generation;
 }
 
+namespace {
+
+// Hides the password of a URL ("redis://user:secret@host" → "redis://user:***@host").
+std::string redact(std::string value)
+{
+  const auto scheme = value.find("://");
+  const auto at = value.find('@', scheme == std::string::npos ? 0 : scheme);
+  if (scheme != std::string::npos && at != std::string::npos) {
+    const auto colon = value.find(':', scheme + 3);
+    if (colon != std::string::npos && colon < at) {
+      value.replace(colon + 1, at - colon - 1, "***");
+    }
+  }
+  return value;
+}
+
+} // namespace
+
+std::vector<SettingValue> setting_values()
+{
+  const Config config = current_config();  // validates every layer
+  std::map<std::string, std::string> api;
+  {
+    Overrides& o = overrides();
+    std::lock_guard lock(o.mutex);
+    api = o.values;
+  }
+  std::vector<SettingValue> out;
+  for (const Row& r : k_rows) {
+    SettingValue value{r.name, r.variable, r.default_text != nullptr ? r.default_text : "", "default"};
+    if (const char* env = std::getenv(r.variable); env != nullptr) {
+      value.value = env;
+      value.source = "environment";
+    }
+    if (const auto it = api.find(r.name); it != api.end()) {
+      value.value = it->second;
+      value.source = "api";
+    }
+    if (std::string_view(r.name) == "cache_dir") {
+      value.value = config.cache_dir;
+    }
+    const std::string lower_variable = r.variable;
+    value.value = lower_variable.find("PASSWORD") != std::string::npos && !value.value.empty() ? "***" : redact(value.value);
+    out.push_back(std::move(value));
+  }
+  return out;
+}
+
 namespace option {
 void cache_dir(const std::string& path) { set_override("cache_dir", path); }
 void disable_cache(bool value) { set_override("disable_cache", value ? "1" : "0"); }
@@ -247,6 +331,8 @@ void shared_cache(bool value) { set_override("shared_cache", value ? "1" : "0");
 void repo_local_cache(bool value) { set_override("repo_local_cache", value ? "1" : "0"); }
 void store_map_size(std::size_t bytes) { set_override("store_map_size", std::to_string(bytes)); }
 void force_ptx(bool value) { set_override("force_ptx", value ? "1" : "0"); }
+void compile_lock_timeout(double seconds) { set_override("compile_lock_timeout", std::to_string(seconds)); }
+void bundle(const std::string& paths) { set_override("bundle", paths); }
 std::string get_cache_dir() { return current_config().cache_dir; }
 void reset()
 {

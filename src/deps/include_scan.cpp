@@ -7,7 +7,29 @@ namespace kjit::deps {
 
 namespace {
 
-// Removes comments and joins continued lines, keeping line numbers (one '\n' per original line).
+bool identifier_char(char ch)
+{
+  return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+}
+
+// At text[i] == '"': the length of the raw-string prefix before it ("R", "u8R", "LR", …), 0 if
+// this is not a raw string.
+bool raw_string_start(const std::string& text, std::size_t i)
+{
+  if (i == 0 || text[i - 1] != 'R') {
+    return false;
+  }
+  std::size_t start = i - 1;
+  while (start > 0 && identifier_char(text[start - 1])) {
+    --start;
+  }
+  const std::string prefix = text.substr(start, i - start);
+  return prefix == "R" || prefix == "u8R" || prefix == "uR" || prefix == "UR" || prefix == "LR";
+}
+
+// Removes comments, string and character contents (a #include inside a string is not a
+// directive) and joins continued lines, keeping line numbers (one '\n' per original line).
+// Knows raw strings, digit separators (1'000) and digraphs are left for the line parser.
 std::string strip_comments(const std::string& text)
 {
   std::string out;
@@ -22,8 +44,8 @@ std::string strip_comments(const std::string& text)
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char ch = text[i];
     const char next = i + 1 < text.size() ? text[i + 1] : '\0';
-    if (ch == '\\' && next == '\n') {  // continuation: join, keep the line count
-      ++i;
+    if (ch == '\\' && (next == '\n' || (next == '\r' && i + 2 < text.size() && text[i + 2] == '\n'))) {
+      i += next == '\r' ? 2 : 1;  // continuation: join, keep the line count
       ++joined;
       continue;
     }
@@ -41,6 +63,34 @@ std::string strip_comments(const std::string& text)
         state = block_comment;
         ++i;
         out += ' ';
+      } else if (ch == '"' && raw_string_start(text, i)) {
+        // R"delim( … )delim": no escapes, no splices, may span lines.
+        const auto open = text.find('(', i + 1);
+        const std::string delimiter = open == std::string::npos ? "" : text.substr(i + 1, open - i - 1);
+        const auto close = open == std::string::npos ? std::string::npos : text.find(")" + delimiter + "\"", open);
+        const std::size_t end = close == std::string::npos ? text.size() : close + delimiter.size() + 2;
+        out += "\"\"";
+        for (std::size_t j = i; j < end; ++j) {
+          if (text[j] == '\n') {
+            out += '\n';
+          }
+        }
+        i = end - 1;
+      } else if (std::isdigit(static_cast<unsigned char>(ch)) && (i == 0 || !identifier_char(text[i - 1]))) {
+        // A pp-number, with its digit separators: 1'000, 0x1'F, 1e+5.
+        out += ch;
+        while (i + 1 < text.size()) {
+          const char c = text[i + 1];
+          const char prev = text[i];
+          if (identifier_char(c) || c == '.' ||
+              ((c == '+' || c == '-') && (prev == 'e' || prev == 'E' || prev == 'p' || prev == 'P')) ||
+              (c == '\'' && i + 2 < text.size() && identifier_char(text[i + 2]))) {
+            out += c;
+            ++i;
+          } else {
+            break;
+          }
+        }
       } else {
         if (ch == '"') {
           state = string;
@@ -153,10 +203,13 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
     }
     std::size_t at = 0;
     skip_space(line, at);
-    if (at >= line.size() || line[at] != '#') {
+    if (at < line.size() && line[at] == '#') {
+      ++at;
+    } else if (line.compare(at, 2, "%:") == 0) {  // digraph
+      at += 2;
+    } else {
       continue;
     }
-    ++at;
     skip_space(line, at);
     const std::string directive_name = identifier(line, at);
     skip_space(line, at);
@@ -176,6 +229,7 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
       }
     } else if (directive_name == "include" || directive_name == "include_next") {
       IncludeDirective directive;
+      directive.next = directive_name == "include_next";
       directive.conditional = depth > 0;
       directive.line = line_number;
       if (header_name(line, at, directive.name, directive.quoted)) {
@@ -184,6 +238,12 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
         const std::string macro = identifier(line, at);
         const auto value = macros.find(macro);
         if (!macro.empty() && value != macros.end() && header_name(value->second, 0, directive.name, directive.quoted)) {
+          found.push_back(directive);
+        } else {
+          // Computed beyond what this scanner follows: the compiler's answer decides (kjit adds
+          // the file NVRTC asks for and compiles again).
+          directive.computed = true;
+          directive.name = line.substr(at);
           found.push_back(directive);
         }
       }

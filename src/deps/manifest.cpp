@@ -10,7 +10,7 @@ namespace kjit::deps {
 
 namespace {
 
-constexpr const char* k_magic = "kjit-manifest 1";
+constexpr const char* k_magic = "kjit-manifest 2";
 
 std::string unescape(const std::string& text)
 {
@@ -29,7 +29,7 @@ std::string unescape(const std::string& text)
 std::string stamp_text(const FileStamp& stamp)
 {
   return std::to_string(stamp.exists ? 1 : 0) + " " + std::to_string(stamp.size) + " " +
-         std::to_string(stamp.mtime_ns) + " " + std::to_string(stamp.inode);
+         std::to_string(stamp.mtime_ns) + " " + std::to_string(stamp.ctime_ns) + " " + std::to_string(stamp.inode);
 }
 
 bool parse_hash(const std::string& hex, util::Sha256& out)
@@ -53,9 +53,9 @@ bool parse_hash(const std::string& hex, util::Sha256& out)
 
 } // namespace
 
-std::string encode_manifest(const Manifest& manifest)
+std::string encode_manifest(const Manifest& manifest, const std::string& context)
 {
-  std::string body;
+  std::string body = "context " + cache::escape_line(context) + "\n";
   for (const Resolution& entry : manifest) {
     body += "entry\n";
     for (const DiskHeader& header : entry.headers) {
@@ -71,7 +71,7 @@ std::string encode_manifest(const Manifest& manifest)
   return std::string(k_magic) + " " + util::to_hex(util::checksum(body)) + "\n" + body;
 }
 
-std::optional<Manifest> decode_manifest(std::string_view bytes)
+std::optional<Manifest> decode_manifest(std::string_view bytes, const std::string& context)
 {
   const auto first = bytes.find('\n');
   const std::string magic = k_magic;
@@ -85,6 +85,10 @@ std::optional<Manifest> decode_manifest(std::string_view bytes)
   Manifest manifest;
   std::istringstream lines{std::string(body)};
   std::string line;
+  // Made in another resolution context (source folder, -I folders, pre-includes): not valid here.
+  if (!std::getline(lines, line) || line != "context " + cache::escape_line(context)) {
+    return std::nullopt;
+  }
   while (std::getline(lines, line)) {
     std::istringstream words(line);
     std::string kind;
@@ -102,7 +106,7 @@ std::optional<Manifest> decode_manifest(std::string_view bytes)
       words >> hex;
     }
     int exists = 0;
-    if (!(words >> exists >> stamp.size >> stamp.mtime_ns >> stamp.inode)) {
+    if (!(words >> exists >> stamp.size >> stamp.mtime_ns >> stamp.ctime_ns >> stamp.inode)) {
       return std::nullopt;
     }
     stamp.exists = exists != 0;

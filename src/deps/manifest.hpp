@@ -17,8 +17,10 @@ constexpr std::size_t k_manifest_entries = 8;
 
 // Text form with an XXH3 checksum line; a damaged manifest decodes to nullopt (then the
 // includes are resolved again, so a bad manifest costs time, never a wrong kernel).
-std::string encode_manifest(const Manifest& manifest);
-std::optional<Manifest> decode_manifest(std::string_view bytes);
+// `context` is the resolution context (SearchContext::text()); a manifest decoded with another
+// context is nullopt.
+std::string encode_manifest(const Manifest& manifest, const std::string& context = {});
+std::optional<Manifest> decode_manifest(std::string_view bytes, const std::string& context = {});
 
 struct ValidationCounters {
   std::size_t stats = 0;     // stat() calls on header files

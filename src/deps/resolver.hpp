@@ -1,42 +1,48 @@
-// Resolving a program's includes the way NVRTC does, so kjit hashes exactly what NVRTC compiles.
+// The user headers of one compile: resolved as nvcc resolves them, read once, hashed, stamped.
 #pragma once
 
-#include <kjit/arch.hpp>
 #include <kjit/program.hpp>
 
+#include "deps/include_scan.hpp"
+#include "deps/search.hpp"
 #include "util/hash.hpp"
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace kjit::deps {
 
-// What one stat() says about a path; equal stamps mean "unchanged" for the manifest.
+// What one stat() says about a path; equal stamps mean "unchanged" for the manifest. ctime is in
+// it so that an edit whose mtime was forged back (same size, same inode) still shows.
 struct FileStamp {
   bool exists = false;
   std::int64_t size = 0;
   std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;
   std::uint64_t inode = 0;
   friend bool operator==(const FileStamp& a, const FileStamp& b)
   {
-    return a.exists == b.exists && a.size == b.size && a.mtime_ns == b.mtime_ns && a.inode == b.inode;
+    return a.exists == b.exists && a.size == b.size && a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns &&
+           a.inode == b.inode;
   }
 };
 
 FileStamp stamp_of(const std::string& path);
 
-// A header found on disk outside the toolkit (through the includer's folder or a -I folder).
+// A user header (outside the toolkit) that the compile may read.
 struct DiskHeader {
-  std::string name;  // as written in the #include: the in-memory name NVRTC is given
-  std::string path;  // where it was found
+  std::string name;  // the include name it was first found under (for people; the path identifies it)
+  std::string path;  // absolute, normalized
   util::Sha256 hash;
   FileStamp stamp;
-  std::string content;  // filled by resolve_includes; empty when the header came from a manifest
+  std::string content;  // empty when the header came from a manifest
 };
 
-// A folder where an include was looked for and not found: a file appearing there could shadow
-// what was found later in the search, so its stamp (mtime) is part of the manifest.
+// A folder where an include was looked for: a file appearing there could change what is found.
 struct ProbedDir {
   std::string path;
   FileStamp stamp;
@@ -45,14 +51,61 @@ struct ProbedDir {
 struct Resolution {
   std::vector<DiskHeader> headers;  // unique by path, in discovery order
   std::vector<ProbedDir> dirs;      // unique by path
+  bool recordable = true;           // false: a header was "too new" or kept changing; no manifest
 };
 
-// Follows every include of `program` recursively. Search order, as NVRTC's: the program's
-// in-memory headers; for "…" the includer's folder (the program name's folder, relative to the
-// working directory, for the main source); the -I folders in order; the toolkit folders (whose
-// headers belong to the toolkit and are not followed further). Includes under #if are followed
-// when found and skipped when not; an unconditional include that can't be found is a
-// CompileError naming the file and its includer.
-Resolution resolve_includes(const Program& program, const Arch& arch, const std::vector<std::string>& toolkit_dirs);
+// Test hook: called after a header is read and before its second stamp (to rewrite it there).
+void set_read_hook(std::function<void(const std::string& path)> hook);
 
+// Builds a Resolution. Every header is read with a stamp before and after the read (read again
+// when they differ); one modified at or after the start of the resolution is "too new" and makes
+// the result not recordable (ccache's rule: a later edit within the same timestamp tick would go
+// unseen). Not thread-safe; one per compile.
+class Resolver {
+public:
+  Resolver(const Program& program, const SearchContext& context);
+
+  // Follows every include the scanner sees in the source, the pre-includes and each header
+  // added (the prediction). Never throws for a missing file: the compiler's answer decides.
+  void predict();
+  // Resolves `name` included from `includer` (a header path, the main source's path, or empty
+  // for a pre-include) as nvcc would and adds the first existing candidate not yet added.
+  // Returns the path added, or empty when there is nothing new to add.
+  std::string add_next(const std::string& name, IncludeKind kind, const std::string& includer);
+  // Adds the header at `path` (and predicts its includes); false if it is not a regular file.
+  bool add(const std::string& name, const std::string& path);
+  // Adds every file that an include of a known name could reach in a folder the compile searches,
+  // so that NVRTC, searching only what kjit passes, never skips a file nvcc would take.
+  void close();
+
+  const DiskHeader* find(const std::string& path) const;
+  const std::string& main_path() const { return m_main_path; }
+  const SearchContext& context() const { return m_context; }
+  Resolution& result() { return m_result; }
+  // The resolved path of each pre-include (empty where no user file was found).
+  const std::vector<std::string>& pre_include_paths() const { return m_pre_paths; }
+
+private:
+  void follow(const std::string& text, const std::string& includer);
+  void probe(const std::string& candidate);
+
+  const Program& m_program;
+  SearchContext m_context;
+  std::string m_main_path;
+  std::int64_t m_start_ns = 0;
+  Resolution m_result;
+  std::map<std::string, std::size_t> m_index;       // path → m_result.headers index
+  std::map<std::string, std::string> m_found_in;    // path → -I folder it was found through
+  std::set<std::string> m_names;                    // include names seen
+  std::set<std::string> m_probed;
+  std::vector<std::string> m_pending;               // headers added, not scanned yet
+  std::vector<std::string> m_pre_paths;
+};
+
+} // namespace kjit::deps
+
+namespace kjit::deps {
+// The kind of the #include at `line` (1-based) of `text`; a computed one counts as quoted (its
+// search is the widest: a wrong first guess only adds a file NVRTC then does not take).
+IncludeKind directive_kind(const std::string& text, int line);
 } // namespace kjit::deps

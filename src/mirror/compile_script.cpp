@@ -3,6 +3,8 @@
 
 #include <kjit/arch.hpp>
 
+#include <vector>
+
 namespace kjit::mirror {
 
 namespace {
@@ -20,16 +22,51 @@ std::string shell_quote(const std::string& word)
   return out + "'";
 }
 
+// The -I folders the key names (options.txt's "option: -I…" lines, made absolute), in order.
+std::vector<std::string> key_include_dirs(const std::string& options_txt)
+{
+  std::vector<std::string> dirs;
+  const std::string marker = "\noption: -I";
+  for (auto at = options_txt.find(marker); at != std::string::npos; at = options_txt.find(marker, at)) {
+    at += marker.size();
+    dirs.push_back(options_txt.substr(at, options_txt.find('\n', at) - at));
+  }
+  return dirs;
+}
+
 } // namespace
 
 std::string compile_script(const store::Entry& entry)
 {
+  // The script runs in its own folder: a relative -I becomes the absolute folder of the key.
+  const std::vector<std::string> absolute_dirs = key_include_dirs(entry.options_txt);
+  std::size_t include_index = 0;
   std::string options;
-  for (const auto& option : entry.options) {
+  for (std::size_t i = 0; i < entry.options.size(); ++i) {
+    const std::string& option = entry.options[i];
     if (option.rfind("-arch=", 0) == 0) {
       continue;  // nvcc gets -arch from the lines below
     }
-    options += " " + shell_quote(option);
+    std::string dir;
+    bool include = true;
+    if ((option == "-I" || option == "--include-path") && i + 1 < entry.options.size()) {
+      dir = entry.options[++i];
+    } else if (option.rfind("--include-path=", 0) == 0) {
+      dir = option.substr(15);
+    } else if (option.rfind("-I", 0) == 0) {
+      dir = option.substr(2);
+    } else {
+      include = false;
+    }
+    if (!include) {
+      options += " " + shell_quote(option);
+      continue;
+    }
+    if (!dir.empty() && dir.front() != '/' && include_index < absolute_dirs.size()) {
+      dir = absolute_dirs[include_index];
+    }
+    ++include_index;
+    options += " " + shell_quote("-I" + dir);
   }
   std::string script =
     "#!/bin/sh\n"

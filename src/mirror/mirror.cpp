@@ -1,9 +1,19 @@
-// Mirror writing through O_NOFOLLOW folder descriptors and atomic files.
+// Mirror writing: each entry is built in a short-named temp folder, then renamed into place.
 #include "mirror/mirror.hpp"
 
 #include "util/file.hpp"
+#include "util/hash.hpp"
 
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <dirent.h>
 #include <fcntl.h>
+#include <set>
+#include <sys/stat.h>
+#include <tuple>
+#include <unistd.h>
 #include <vector>
 
 namespace kjit::mirror {
@@ -11,6 +21,15 @@ namespace kjit::mirror {
 namespace {
 
 using util::UniqueFd;
+
+constexpr std::size_t k_max_component = 200;  // below NAME_MAX (255) on every Linux filesystem
+constexpr const char* k_temp_prefix = ".tmp-";
+constexpr std::time_t k_stale_temp_seconds = 600;
+
+std::error_code last_error()
+{
+  return {errno, std::generic_category()};
+}
 
 // Opens (creating) each component of `relative` below `base` without following symlinks.
 std::optional<UniqueFd> open_path(int base, const std::string& relative, std::error_code& error)
@@ -32,10 +51,56 @@ std::optional<UniqueFd> open_path(int base, const std::string& relative, std::er
   return current;
 }
 
-// The mirror is a view rebuilt from LMDB at will: atomic renames, but no fsync per file.
-std::error_code write_view_file(int dir, const std::string& name, const std::string& content, int mode = 0644)
+// A new file in a folder only this process writes (the temp folder): no temp name, no rename.
+std::error_code write_new_file(int dir, const std::string& name, std::string_view content, int mode)
 {
-  return util::write_file_atomic(dir, name, content, mode, util::Durability::none);
+  UniqueFd fd(::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd) {
+    return last_error();
+  }
+  while (!content.empty()) {
+    const ssize_t written = ::write(fd.get(), content.data(), content.size());
+    if (written < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return last_error();
+    }
+    content.remove_prefix(static_cast<std::size_t>(written));
+  }
+  return ::close(fd.release()) == 0 ? std::error_code{} : last_error();
+}
+
+// Removes `name` below `dir` (a folder tree or a file) without following symlinks.
+void remove_below(int dir, const std::string& name)
+{
+  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    std::ignore = ::unlinkat(dir, name.c_str(), 0);
+    return;
+  }
+  if (DIR* listing = ::fdopendir(fd)) {
+    std::vector<std::string> children;
+    while (const dirent* e = ::readdir(listing)) {
+      const std::string child = e->d_name;
+      if (child != "." && child != "..") {
+        children.push_back(child);
+      }
+    }
+    for (const auto& child : children) {
+      remove_below(::dirfd(listing), child);
+    }
+    ::closedir(listing);
+  } else {
+    ::close(fd);
+  }
+  std::ignore = ::unlinkat(dir, name.c_str(), AT_REMOVEDIR);
+}
+
+std::string temp_folder_name(const std::string& hex_key)
+{
+  static std::atomic<unsigned> counter{0};
+  return k_temp_prefix + hex_key.substr(0, 12) + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
 std::string lowered_names_text(const Binary& binary)
@@ -59,6 +124,62 @@ std::string log_text(const store::Entry& entry)
   return text;
 }
 
+// Writes every file of the entry into the (new, empty) folder `dir`.
+std::error_code write_files(int dir, const store::Entry& entry)
+{
+  std::error_code error;
+  auto module_dir = open_path(dir, "module", error);
+  if (!module_dir) {
+    return error;
+  }
+  struct File {
+    int dir;
+    std::string name;
+    std::string content;
+    int mode;
+  };
+  std::vector<File> files{
+    {dir, "program.txt", entry.program_txt, 0644},
+    {dir, "options.txt", entry.options_txt, 0644},
+    {module_dir->get(), "source.cu", entry.source, 0644},
+    {module_dir->get(), "nvrtc_log.txt", log_text(entry), 0644},
+    {module_dir->get(), "compile.sh", compile_script(entry), 0755},
+  };
+  if (entry.kind == store::EntryKind::binary) {
+    files.push_back({module_dir->get(), "kernel.ptx", entry.binary.ptx, 0644});
+    files.push_back({module_dir->get(), "lowered_names.txt", lowered_names_text(entry.binary), 0644});
+    if (!entry.binary.cubin.empty()) {
+      files.push_back({module_dir->get(), "kernel." + entry.binary.arch + ".cubin", entry.binary.cubin, 0644});
+    }
+  }
+  for (const File& file : files) {
+    if (auto e = write_new_file(file.dir, file.name, file.content, file.mode)) {
+      return e;
+    }
+  }
+  for (const auto& [name, relative] : header_paths(entry.headers)) {
+    const std::string path = "headers/" + relative;
+    const auto slash = path.rfind('/');
+    auto folder = open_path(module_dir->get(), path.substr(0, slash), error);
+    if (!folder) {
+      return error;
+    }
+    if (auto e = write_new_file(folder->get(), path.substr(slash + 1), entry.headers.at(name), 0644)) {
+      return e;
+    }
+  }
+  if (!entry.ltoir.empty()) {
+    auto ir_dir = open_path(dir, "ir", error);
+    if (!ir_dir) {
+      return error;
+    }
+    if (auto e = write_new_file(ir_dir->get(), "kernel.ltoir", entry.ltoir, 0644)) {
+      return e;
+    }
+  }
+  return {};
+}
+
 } // namespace
 
 std::string safe_relative_path(const std::string& name)
@@ -75,71 +196,109 @@ std::string safe_relative_path(const std::string& name)
     if (part == "..") {
       part = "_up_";
     }
+    if (part.size() > k_max_component) {
+      // Too long for a file name: a readable head and a hash of the whole component.
+      part = part.substr(0, 64) + "~" + util::to_hex(util::sha256(part)).substr(0, 16);
+    }
     out += (out.empty() ? "" : "/") + part;
   }
   return out.empty() ? "_unnamed_" : out;
 }
 
+std::map<std::string, std::string> header_paths(const std::map<std::string, std::string>& headers)
+{
+  std::map<std::string, std::string> paths;
+  std::set<std::string> folders;
+  for (const auto& [name, content] : headers) {
+    const std::string path = safe_relative_path(name);
+    paths.emplace(name, path);
+    for (auto slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+      folders.insert(path.substr(0, slash));
+    }
+  }
+  std::set<std::string> taken;
+  for (auto& [name, path] : paths) {
+    // A file named like a folder of another header ("cfg" and "cfg/detail.h"), or two names that
+    // reduce to one path: suffixed until unique.
+    while (folders.count(path) != 0 || taken.count(path) != 0) {
+      path += "~";
+    }
+    taken.insert(path);
+  }
+  return paths;
+}
+
 std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry)
 {
   std::error_code error;
-  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!root) {
-    return {errno, std::generic_category()};
+    return last_error();
   }
-  auto entry_dir = open_path(root.get(), "programs/" + hex_key, error);
-  auto module_dir = entry_dir ? open_path(entry_dir->get(), "module", error) : std::nullopt;
-  if (!module_dir) {
+  auto programs = open_path(root.get(), "programs", error);
+  if (!programs) {
     return error;
   }
-  struct File {
-    int dir;
-    std::string name;
-    const std::string& content;
-  };
-  const std::string lowered = lowered_names_text(entry.binary);
-  const std::string log = log_text(entry);
-  const std::string script = compile_script(entry);
-  std::vector<File> files{
-    {entry_dir->get(), "program.txt", entry.program_txt},
-    {entry_dir->get(), "options.txt", entry.options_txt},
-    {module_dir->get(), "source.cu", entry.source},
-    {module_dir->get(), "nvrtc_log.txt", log},
-    {module_dir->get(), "compile.sh", script},
-  };
-  if (entry.kind == store::EntryKind::binary) {
-    files.push_back({module_dir->get(), "kernel.ptx", entry.binary.ptx});
-    files.push_back({module_dir->get(), "lowered_names.txt", lowered});
-    if (!entry.binary.cubin.empty()) {
-      files.push_back({module_dir->get(), "kernel." + entry.binary.arch + ".cubin", entry.binary.cubin});
+  const std::string temp = temp_folder_name(hex_key);
+  auto temp_dir = util::open_subdir(programs->get(), temp, true, 0700, error);
+  if (!temp_dir) {
+    return error;
+  }
+  error = write_files(temp_dir->get(), entry);
+  if (!error) {
+    std::ignore = ::fchmod(temp_dir->get(), 0755);
+    // Into place: a plain rename if there is nothing there, else an exchange (whatever was there —
+    // an old folder, a planted symlink — ends up under the temp name and is removed, never followed).
+    if (::renameat2(programs->get(), temp.c_str(), programs->get(), hex_key.c_str(), RENAME_NOREPLACE) != 0) {
+      if (errno != EEXIST ||
+          ::renameat2(programs->get(), temp.c_str(), programs->get(), hex_key.c_str(), RENAME_EXCHANGE) != 0) {
+        error = last_error();
+      }
     }
   }
-  for (const File& file : files) {
-    if (auto e = write_view_file(file.dir, file.name, file.content, file.name == "compile.sh" ? 0755 : 0644)) {
-      return e;
+  remove_below(programs->get(), temp);
+  return error;
+}
+
+std::size_t prune(const std::string& cache_dir, const std::set<std::string>* keep)
+{
+  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!root) {
+    return 0;
+  }
+  const int fd = ::openat(root.get(), "programs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    return 0;
+  }
+  DIR* listing = ::fdopendir(fd);
+  if (listing == nullptr) {
+    ::close(fd);
+    return 0;
+  }
+  std::vector<std::string> doomed;
+  const std::time_t now = ::time(nullptr);
+  while (const dirent* e = ::readdir(listing)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") {
+      continue;
+    }
+    struct stat st {};
+    if (::fstatat(::dirfd(listing), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      continue;
+    }
+    if (name.rfind(k_temp_prefix, 0) == 0) {
+      if (now - st.st_mtime > k_stale_temp_seconds) {
+        doomed.push_back(name);  // left by a killed run
+      }
+    } else if (keep != nullptr && keep->count(name) == 0) {
+      doomed.push_back(name);  // not an entry of the store: junk
     }
   }
-  for (const auto& [name, content] : entry.headers) {
-    const std::string relative = "headers/" + safe_relative_path(name);
-    const auto slash = relative.rfind('/');
-    auto dir = open_path(module_dir->get(), relative.substr(0, slash), error);
-    if (!dir) {
-      return error;
-    }
-    if (auto e = write_view_file(dir->get(), relative.substr(slash + 1), content)) {
-      return e;
-    }
+  for (const auto& name : doomed) {
+    remove_below(::dirfd(listing), name);
   }
-  if (!entry.ltoir.empty()) {
-    auto ir_dir = open_path(entry_dir->get(), "ir", error);
-    if (!ir_dir) {
-      return error;
-    }
-    if (auto e = write_view_file(ir_dir->get(), "kernel.ltoir", entry.ltoir)) {
-      return e;
-    }
-  }
-  return {};
+  ::closedir(listing);
+  return doomed.size();
 }
 
 } // namespace kjit::mirror

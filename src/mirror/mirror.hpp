@@ -3,21 +3,34 @@
 
 #include "store/entry.hpp"
 
+#include <map>
+#include <set>
 #include <string>
 #include <system_error>
 
 namespace kjit::mirror {
 
-// Writes the entry's folder (layout in docs/cache-format.md) with atomic file writes. Never
-// follows a symlink: every folder is opened with O_NOFOLLOW below `cache_dir`, and header names
-// are reduced to safe relative paths. Returns the first error; never throws.
+// Writes the entry's folder (layout in docs/cache-format.md): every file goes into a short-named
+// temp folder `programs/.tmp-<12 hex>-<pid>-<n>`, which is then renamed into place (exchanged with
+// whatever was there, which is removed), so a reader sees a whole entry or none and a failure leaves
+// no half-written entry. Never follows a symlink: folders are opened with O_NOFOLLOW below
+// `cache_dir`, and header names are mapped by header_paths(). Returns the first error; never throws.
 std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry);
 
 // The equivalent nvcc command lines for an entry, as module/compile.sh holds them.
 std::string compile_script(const store::Entry& entry);
 
 // A header name turned into a relative path that stays inside headers/: "", ".", ".." and
-// absolute prefixes are dropped or replaced.
+// absolute prefixes are dropped or replaced; a component longer than 200 bytes becomes its first
+// 64 bytes, "~" and 16 hex digits of its SHA-256.
 std::string safe_relative_path(const std::string& name);
+
+// Header name → path below headers/: safe_relative_path(), then "~" appended while the path is a
+// folder of another header ("cfg" beside "cfg/detail.h" becomes "cfg~") or already taken.
+std::map<std::string, std::string> header_paths(const std::map<std::string, std::string>& headers);
+
+// Removes from programs/ the temp folders of killed runs (older than 10 minutes) and, when `keep`
+// is given, every name that is not in it (junk, entries no longer stored). Returns how many.
+std::size_t prune(const std::string& cache_dir, const std::set<std::string>* keep);
 
 } // namespace kjit::mirror

@@ -43,7 +43,19 @@ void check_nvrtc_cubin(const Binary& binary, const Program& program, const Arch&
   }
 }
 
+thread_local CompileDelegate* t_delegate = nullptr;
+
 } // namespace
+
+ScopedCompileDelegate::ScopedCompileDelegate(CompileDelegate* delegate) noexcept : m_previous(t_delegate)
+{
+  t_delegate = delegate;
+}
+
+ScopedCompileDelegate::~ScopedCompileDelegate()
+{
+  t_delegate = m_previous;
+}
 
 std::vector<std::string> implicit_options(const Config& config, const Arch& arch)
 {
@@ -64,6 +76,10 @@ Arch resolve_arch(const Arch& arch)
 
 Binary compile(const Config& config, const Program& program, const Arch& requested)
 {
+  if (CompileDelegate* delegate = t_delegate) {
+    const ScopedCompileDelegate direct(nullptr);  // the delegate may compile in-process
+    return delegate->compile(config, program, requested);
+  }
   const util::Stopwatch total;
   const Arch arch = resolve_arch(requested);
   check_options(program, arch);

@@ -10,7 +10,28 @@
 namespace kjit::rtc {
 
 // Compiles for a resolved (non-auto) arch with the given settings. Same errors as kjit::compile.
+// On a thread with a CompileDelegate installed, the delegate compiles instead.
 Binary compile(const Config& config, const Program& program, const Arch& arch);
+
+// Makes this thread's compile() calls go elsewhere (a batch's worker process). Used by
+// Cache::get_many so that the cache's lookup, single flight and storing stay the same.
+class CompileDelegate {
+public:
+  virtual ~CompileDelegate() = default;
+  virtual Binary compile(const Config& config, const Program& program, const Arch& arch) = 0;
+};
+
+// Installs `delegate` (may be null) for the calling thread until destroyed; restores the previous.
+class ScopedCompileDelegate {
+public:
+  explicit ScopedCompileDelegate(CompileDelegate* delegate) noexcept;
+  ~ScopedCompileDelegate();
+  ScopedCompileDelegate(const ScopedCompileDelegate&) = delete;
+  ScopedCompileDelegate& operator=(const ScopedCompileDelegate&) = delete;
+
+private:
+  CompileDelegate* m_previous;
+};
 
 // Options NVRTC receives besides the program's own: -arch (sm_XY for a real arch, compute_XY for a
 // virtual one) and the toolkit's -I folders.

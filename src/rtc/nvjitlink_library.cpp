@@ -12,16 +12,16 @@ namespace kjit::rtc {
 namespace {
 
 struct Loaded {
+  std::string path;
   util::DynamicLibrary library;
   NvJitLinkApi api{};
 };
 
 LoadOnce<Loaded> g_loaded;
 
-std::unique_ptr<Loaded> load()
+std::unique_ptr<Loaded> load(const Toolkit& toolkit)
 {
-  const Toolkit toolkit = find_toolkit(current_config());
-  auto loaded = std::unique_ptr<Loaded>(new Loaded{open_toolchain_library(toolkit.nvjitlink_path, "nvJitLink"), {}});
+  auto loaded = std::unique_ptr<Loaded>(new Loaded{toolkit.nvjitlink_path, open_toolchain_library(toolkit.nvjitlink_path, "nvJitLink"), {}});
   NvJitLinkApi& api = loaded->api;
   SymbolBinder(loaded->library)(api.create, "__nvJitLinkCreate_13_0")(api.destroy, "__nvJitLinkDestroy_13_0")(
     api.add_data, "__nvJitLinkAddData_13_0")(api.complete, "__nvJitLinkComplete_13_0")(
@@ -37,7 +37,19 @@ std::unique_ptr<Loaded> load()
 
 const NvJitLinkApi& nvjitlink()
 {
-  return g_loaded.get(load).api;
+  return g_loaded.get([] { return load(find_toolkit(current_config())); }).api;
+}
+
+const NvJitLinkApi& nvjitlink_for(const Config& config)
+{
+  const Toolkit toolkit = find_toolkit(config);
+  const Loaded& loaded = g_loaded.get([&] { return load(toolkit); });
+  if (loaded.path != toolkit.nvjitlink_path) {
+    throw ToolchainError("this process already uses nvJitLink from " + loaded.path + "; a Cache for the toolkit at " +
+                           toolkit.root + " (" + toolkit.nvjitlink_path + ") cannot use another nvJitLink in the same process",
+                         -1);
+  }
+  return loaded.api;
 }
 
 bool nvjitlink_is_loaded() noexcept

@@ -3,6 +3,8 @@
 
 #include <nvJitLink.h>
 
+#include <kjit/config.hpp>
+
 namespace kjit::rtc {
 
 struct NvJitLinkApi {
@@ -21,6 +23,10 @@ struct NvJitLinkApi {
 
 // Loads nvJitLink once per process. Throws ToolchainError if it can't. Thread-safe.
 const NvJitLinkApi& nvjitlink();
+
+// The library of `config`'s toolkit: loads it if none is loaded yet; ToolchainError if this
+// process already loaded the library of another toolkit (one toolchain per process).
+const NvJitLinkApi& nvjitlink_for(const Config& config);
 
 bool nvjitlink_is_loaded() noexcept;
 

@@ -13,6 +13,7 @@ namespace kjit::rtc {
 namespace {
 
 struct Loaded {
+  std::string path;
   std::optional<util::DynamicLibrary> builtins;
   util::DynamicLibrary library;
   NvrtcApi api{};
@@ -20,9 +21,8 @@ struct Loaded {
 
 LoadOnce<Loaded> g_loaded;
 
-std::unique_ptr<Loaded> load()
+std::unique_ptr<Loaded> load(const Toolkit& toolkit)
 {
-  const Toolkit toolkit = find_toolkit(current_config());
   std::optional<util::DynamicLibrary> builtins;
   if (!toolkit.nvrtc_builtins_path.empty()) {
     // libnvrtc dlopen()s its builtins by soname; loading them first by absolute path (global)
@@ -33,7 +33,7 @@ std::unique_ptr<Loaded> load()
       log::line("warning: cannot preload " + toolkit.nvrtc_builtins_path + ": " + error);
     }
   }
-  auto loaded = std::unique_ptr<Loaded>(new Loaded{std::move(builtins), open_toolchain_library(toolkit.nvrtc_path, "NVRTC"), {}});
+  auto loaded = std::unique_ptr<Loaded>(new Loaded{toolkit.nvrtc_path, std::move(builtins), open_toolchain_library(toolkit.nvrtc_path, "NVRTC"), {}});
   NvrtcApi& api = loaded->api;
   SymbolBinder(loaded->library)(api.version, "nvrtcVersion")(api.get_num_supported_archs, "nvrtcGetNumSupportedArchs")(
     api.get_supported_archs, "nvrtcGetSupportedArchs")(api.get_error_string, "nvrtcGetErrorString")(
@@ -51,7 +51,19 @@ std::unique_ptr<Loaded> load()
 
 const NvrtcApi& nvrtc()
 {
-  return g_loaded.get(load).api;
+  return g_loaded.get([] { return load(find_toolkit(current_config())); }).api;
+}
+
+const NvrtcApi& nvrtc_for(const Config& config)
+{
+  const Toolkit toolkit = find_toolkit(config);
+  const Loaded& loaded = g_loaded.get([&] { return load(toolkit); });
+  if (loaded.path != toolkit.nvrtc_path) {
+    throw ToolchainError("this process already uses NVRTC from " + loaded.path + "; a Cache for the toolkit at " +
+                           toolkit.root + " (" + toolkit.nvrtc_path + ") cannot use another NVRTC in the same process",
+                         -1);
+  }
+  return loaded.api;
 }
 
 bool nvrtc_is_loaded() noexcept

@@ -3,6 +3,8 @@
 
 #include <nvrtc.h>
 
+#include <kjit/config.hpp>
+
 namespace kjit::rtc {
 
 struct NvrtcApi {
@@ -28,6 +30,10 @@ struct NvrtcApi {
 // Loads NVRTC (and its builtins library, by absolute path, so the embedding program's run path
 // does not matter) once per process. Throws ToolchainError if it can't. Thread-safe.
 const NvrtcApi& nvrtc();
+
+// The library of `config`'s toolkit: loads it if none is loaded yet; ToolchainError if this
+// process already loaded the library of another toolkit (one toolchain per process).
+const NvrtcApi& nvrtc_for(const Config& config);
 
 bool nvrtc_is_loaded() noexcept;
 

@@ -14,9 +14,10 @@ Program program_from_file(const std::string& path)
   if (!source) {
     throw Error("cannot read " + path + ": " + error.message());
   }
-  const auto slash = path.rfind('/');
   Program program;
-  program.name = slash == std::string::npos ? path : path.substr(slash + 1);
+  // Named by its path: quoted includes of the source are searched in the file's own folder, by
+  // kjit and by NVRTC alike (issue 10).
+  program.name = path;
   program.source = std::move(*source);
   return program;
 }

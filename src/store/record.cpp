@@ -8,6 +8,8 @@
 #include <kjit/error.hpp>
 
 #include <cstring>
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
+#include <xxhash.h>
 
 namespace kjit::store {
 
@@ -68,6 +70,21 @@ std::string pack_doubles(std::initializer_list<double> values)
   return out;
 }
 
+// XXH3-128 of the header's format and kind bytes followed by the artifacts, canonical byte order.
+util::Checksum artifacts_checksum(std::string_view format_and_kind, std::string_view artifacts)
+{
+  XXH3_state_t state;
+  XXH3_INITSTATE(&state);
+  XXH3_128bits_reset(&state);
+  XXH3_128bits_update(&state, format_and_kind.data(), format_and_kind.size());
+  XXH3_128bits_update(&state, artifacts.data(), artifacts.size());
+  XXH128_canonical_t canonical;
+  XXH128_canonicalFromHash(&canonical, XXH3_128bits_digest(&state));
+  util::Checksum sum;
+  std::memcpy(sum.data(), canonical.digest, sum.size());
+  return sum;
+}
+
 } // namespace
 
 std::string encode_record(const Entry& entry, const util::Sha256& key)
@@ -109,9 +126,11 @@ std::string encode_record(const Entry& entry, const util::Sha256& key)
   std::string record(k_magic, sizeof k_magic);
   put_int(record, k_record_format);
   put_int(record, static_cast<std::uint32_t>(entry.kind));
+  const std::string format_and_kind = record.substr(8, 8);
   for (const std::string* section : {&artifacts, &inputs}) {
     put_int(record, static_cast<std::uint64_t>(section->size()));
-    const util::Checksum sum = util::checksum(*section);
+    const util::Checksum sum =
+      section == &artifacts ? artifacts_checksum(format_and_kind, artifacts) : util::checksum(*section);
     record.append(reinterpret_cast<const char*>(sum.data()), sum.size());
   }
   record += artifacts;
@@ -224,7 +243,8 @@ std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& k
   const std::string_view inputs = bytes.substr(k_record_header_size + artifacts_size);
   const std::pair<std::string_view, std::size_t> checked[] = {{artifacts, 24}, {inputs, 48}};
   for (std::size_t i = 0; i < (sections == Sections::all ? 2u : 1u); ++i) {
-    const util::Checksum sum = util::checksum(checked[i].first);
+    const util::Checksum sum =
+      i == 0 ? artifacts_checksum(bytes.substr(8, 8), artifacts) : util::checksum(checked[i].first);
     if (std::memcmp(sum.data(), bytes.data() + checked[i].second, sum.size()) != 0) {
       why = i == 0 ? "checksum mismatch (artifacts)" : "checksum mismatch (inputs)";
       return std::nullopt;

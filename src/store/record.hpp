@@ -3,6 +3,8 @@
 //   record    = magic "KJITREC\0" | u32 format | u32 kind
 //               | u64 artifacts size | checksum[16] | u64 inputs size | checksum[16]
 //               | artifacts | inputs
+//   artifacts checksum = XXH3-128 of (format | kind | artifacts): every byte that decides what a
+//   lookup returns is under it (format 3; in format 2 the kind byte was not)
 //   artifacts = field*   what a lookup returns: key, arch, PTX, cubin, lowered names, log, …
 //   inputs    = field*   what made it: key texts, source, headers, LTO IR
 //   field     = u16 tag | u32 length | bytes          checksum = XXH3-128 of the section

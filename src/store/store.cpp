@@ -1,139 +1,53 @@
-// LMDB behind the Store interface. LMDB facts this relies on (lmdb.h, Caveats):
-// - MDB_MAP_FULL kills the write txn: abort, double the map, retry;
-// - another process growing the map gives MDB_MAP_RESIZED: adopt it with mdb_env_set_mapsize(env, 0);
-// - mdb_env_set_mapsize needs no live txn in this process: txns hold m_guard shared, resizes unique;
-// - stale reader slots of dead processes are cleared with mdb_reader_check at open;
-// - an environment must be opened once per process and never used across fork().
+// The Store's public calls: one short transaction each, damage handled by Impl::guarded().
 #include "store/store.hpp"
 
-#include <kjit/error.hpp>
-
 #include "config/log.hpp"
+#include "store/check.hpp"
+#include "store/isolated.hpp"
+#include "store/store_impl.hpp"
 #include "util/file.hpp"
+#include "util/stopwatch.hpp"
 
 #include <cerrno>
+#include <fcntl.h>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
-#include <lmdb.h>
+#include <cstring>
+#include <ctime>
 #include <map>
 #include <mutex>
+#include <set>
+#include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace kjit::store {
 
-struct Store::Impl {
-  MDB_env* env = nullptr;
-  MDB_dbi dbis[k_table_count] = {};
-  bool has_table[k_table_count] = {};
-  mutable std::shared_mutex guard;
-  pid_t pid = 0;
-  std::string path;
-
-  ~Impl()
-  {
-    // In a forked child the parent's environment must be left alone, not closed (lmdb.h).
-    if (env != nullptr && pid == ::getpid()) {
-      mdb_env_close(env);
-    }
-  }
-
-  void check(int rc, const char* what) const
-  {
-    if (rc != MDB_SUCCESS) {
-      throw StoreError(std::string(what) + " on " + path + ": " + mdb_strerror(rc), rc);
-    }
-  }
-
-  void check_process() const
-  {
-    if (pid != ::getpid()) {
-      throw StoreError("the store at " + path + " was opened before fork(); open a new cache in the child", EINVAL);
-    }
-  }
-
-  // Begins a txn, adopting another process's map growth if needed. Caller holds `guard` shared.
-  MDB_txn* begin(unsigned flags, std::shared_lock<std::shared_mutex>& shared)
-  {
-    check_process();
-    for (;;) {
-      MDB_txn* txn = nullptr;
-      const int rc = mdb_txn_begin(env, nullptr, flags, &txn);
-      if (rc == MDB_MAP_RESIZED) {
-        shared.unlock();
-        {
-          std::unique_lock exclusive(guard);
-          check(mdb_env_set_mapsize(env, 0), "mdb_env_set_mapsize");
-        }
-        shared.lock();
-        continue;
-      }
-      check(rc, "mdb_txn_begin");
-      return txn;
-    }
-  }
-
-  void grow(std::shared_lock<std::shared_mutex>& shared)
-  {
-    shared.unlock();
-    {
-      std::unique_lock exclusive(guard);
-      MDB_envinfo info{};
-      mdb_env_info(env, &info);
-      check(mdb_env_set_mapsize(env, info.me_mapsize * 2), "mdb_env_set_mapsize (grow)");
-    }
-    shared.lock();
-  }
-
-  MDB_val val(std::string_view bytes) const { return MDB_val{bytes.size(), const_cast<char*>(bytes.data())}; }
-  static std::string_view view(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }
-
-  // Runs `body(txn)` in a write txn, retrying after growing the map when it is full.
-  template <typename Body>
-  void write(Body&& body)
-  {
-    std::shared_lock shared(guard);
-    for (;;) {
-      MDB_txn* txn = begin(0, shared);
-      int rc = body(txn);
-      if (rc == MDB_SUCCESS) {
-        rc = mdb_txn_commit(txn);  // frees the txn whatever the result
-      } else {
-        mdb_txn_abort(txn);
-      }
-      if (rc == MDB_MAP_FULL) {
-        grow(shared);
-        continue;
-      }
-      check(rc, "write transaction");
-      return;
-    }
-  }
-
-  template <typename Body>
-  auto read(Body&& body) const
-  {
-    auto* self = const_cast<Impl*>(this);
-    std::shared_lock shared(self->guard);
-    MDB_txn* txn = self->begin(MDB_RDONLY, shared);
-    struct Abort {
-      MDB_txn* txn;
-      ~Abort() { mdb_txn_abort(txn); }
-    } abort{txn};
-    return body(txn);
-  }
-};
-
 namespace {
 
-constexpr const char* k_table_names[k_table_count] = {"entries", "meta", "quarantine", "manifests", "names"};
-
+// One environment per file per process: a Store is registered while it lives, and its environment
+// is closed and unregistered under the mutex (an expired entry means "being closed": open() waits).
 std::mutex g_registry_mutex;
+std::condition_variable g_registry_closed;
 std::map<std::pair<std::string, pid_t>, std::weak_ptr<Store>> g_registry;
+
+// Limits of a check in a child process: a walk of a 1 GiB store takes about a second (see
+// docs/reliability.md); the child may map the store once more plus this much memory.
+constexpr double k_check_seconds = 30.0;
+constexpr std::size_t k_check_memory = std::size_t(1) << 30;
+
+constexpr char k_meta_trailer[4] = {'K', 'J', 'M', '1'};
 
 bool is_permission_error(int rc)
 {
   return rc == EACCES || rc == EROFS || rc == EPERM;
+}
+
+bool on_read_only_filesystem(const std::string& dir)
+{
+  struct statvfs info {};
+  return ::statvfs(dir.c_str(), &info) == 0 && (info.f_flag & ST_RDONLY) != 0;
 }
 
 std::string canonical(const std::string& dir)
@@ -142,7 +56,64 @@ std::string canonical(const std::string& dir)
   return ::realpath(dir.c_str(), buffer) != nullptr ? std::string(buffer) : dir;
 }
 
+void warn_once(const std::string& message)
+{
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard lock(mutex);
+  if (said.insert(message).second) {
+    log::line("warning: " + message);
+  }
+}
+
+std::string with_meta_trailer(std::string_view value)
+{
+  std::string out(value);
+  const util::Checksum sum = util::checksum(value);
+  out.append(reinterpret_cast<const char*>(sum.data()), sum.size());
+  out.append(k_meta_trailer, sizeof k_meta_trailer);
+  return out;
+}
+
+// The value without its trailer, or nullopt if the trailer is missing or does not match.
+std::optional<std::string_view> strip_meta_trailer(std::string_view stored)
+{
+  const std::size_t trailer = sizeof(util::Checksum) + sizeof k_meta_trailer;
+  if (stored.size() < trailer || stored.substr(stored.size() - sizeof k_meta_trailer) !=
+                                   std::string_view(k_meta_trailer, sizeof k_meta_trailer)) {
+    return std::nullopt;
+  }
+  const std::string_view value = stored.substr(0, stored.size() - trailer);
+  const util::Checksum sum = util::checksum(value);
+  if (std::memcmp(sum.data(), stored.data() + value.size(), sum.size()) != 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// A write failure said truly: LMDB reports a full disk as EIO in places; look at the filesystem.
+std::string write_failure(const std::string& dir, const StoreError& e)
+{
+  struct statvfs info {};
+  if (e.code() == ENOSPC || ((e.code() == EIO || e.code() == EFBIG) && ::statvfs(dir.c_str(), &info) == 0 &&
+                             info.f_bavail * info.f_frsize < (std::size_t(1) << 20))) {
+    return "no space left on device (disk full) writing the store " + dir;
+  }
+  return e.what();
+}
+
 } // namespace
+
+std::string names_prefix(std::string_view program_name)
+{
+  const util::Sha256 digest = util::sha256(program_name);
+  return std::string(reinterpret_cast<const char*>(digest.data()), 16);
+}
+
+std::string names_key(std::string_view program_name, std::string_view key_digest)
+{
+  return names_prefix(program_name) + std::string(key_digest);
+}
 
 Store::Store(std::unique_ptr<Impl> impl, std::string path, bool writable)
   : m_impl(std::move(impl)), m_path(std::move(path)), m_writable(writable)
@@ -151,74 +122,97 @@ Store::Store(std::unique_ptr<Impl> impl, std::string path, bool writable)
 
 Store::~Store() = default;
 
-std::shared_ptr<Store> Store::open(const std::string& dir, std::size_t initial_map_size)
+std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& options)
 {
-  std::error_code mkdir_error = util::create_directories(dir, 0700);
+  const int folder_mode = options.access == Access::group ? 02770 : 0700;
+  std::error_code mkdir_error = util::create_directories(dir, folder_mode);
   const std::string path = canonical(dir);
-  std::lock_guard lock(g_registry_mutex);
+  std::unique_lock lock(g_registry_mutex);
   const auto registry_key = std::make_pair(path, ::getpid());
-  if (auto existing = g_registry[registry_key].lock()) {
-    return existing;
+  for (auto it = g_registry.find(registry_key); it != g_registry.end(); it = g_registry.find(registry_key)) {
+    if (auto existing = it->second.lock()) {
+      return existing;
+    }
+    g_registry_closed.wait(lock);  // its last reference is being dropped: wait for the close
   }
   if (mkdir_error && !is_permission_error(mkdir_error.value())) {
     throw StoreError("cannot create the store folder " + dir + ": " + mkdir_error.message(), mkdir_error.value());
+  }
+  if (options.access == Access::group) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && st.st_uid == ::geteuid() && (st.st_mode & 07777) != 02770) {
+      std::ignore = ::chmod(path.c_str(), 02770);
+    }
   }
 
   auto impl = std::make_unique<Impl>();
   impl->pid = ::getpid();
   impl->path = path;
-  // Writable, then read-only, then read-only without the lock file (a read-only mount or a
-  // folder of another user): no process can be writing there, so no lock is needed.
-  // MDB_NOMETASYNC: one fsync per commit instead of two; a crash may undo the last commit (a lost
-  // cache entry, recompiled later) but never corrupts the store.
-  const unsigned attempts[] = {MDB_NOTLS | MDB_NOMETASYNC, MDB_NOTLS | MDB_RDONLY, MDB_NOTLS | MDB_RDONLY | MDB_NOLOCK};
-  int rc = ENOENT;
-  unsigned flags = 0;
-  for (unsigned attempt : attempts) {
-    if (impl->env != nullptr) {
-      mdb_env_close(impl->env);
-      impl->env = nullptr;
-    }
-    impl->check(mdb_env_create(&impl->env), "mdb_env_create");
-    mdb_env_set_maxdbs(impl->env, 8);
-    mdb_env_set_maxreaders(impl->env, 512);
-    mdb_env_set_mapsize(impl->env, initial_map_size);
-    flags = attempt;
-    rc = mdb_env_open(impl->env, path.c_str(), flags, 0600);
-    if (rc == MDB_SUCCESS || !is_permission_error(rc)) {
+  impl->options = options;
+  // Writable, then read-only with the lock file. Without the lock file only on a read-only
+  // filesystem: anywhere else its owner may be writing, and lock-free reads would see pages change.
+  std::vector<Mode> modes{Mode::writable, Mode::read_only};
+  if (on_read_only_filesystem(path)) {
+    modes.push_back(Mode::read_only_no_lock);
+  }
+  for (std::size_t i = 0;; ++i) {
+    impl->mode = modes[i];
+    try {
+      impl->open_env(options.initial_map_size);
       break;
+    } catch (const Damaged& e) {
+      impl->generation = 1;
+      impl->recover(e.what(), 1);  // moved aside, a fresh one opened (or retired)
+      if (impl->retired) {
+        throw StoreError(std::string("the store ") + path + " is damaged and no fresh one can be made: " + e.what(),
+                         e.code());
+      }
+      break;
+    } catch (const StoreError& e) {
+      if (!is_permission_error(e.code()) || i + 1 == modes.size()) {
+        throw;
+      }
     }
   }
-  impl->check(rc, "mdb_env_open");
-  const bool writable = (flags & MDB_RDONLY) == 0;
-  if ((flags & MDB_NOLOCK) == 0) {
-    int dead = 0;
-    mdb_reader_check(impl->env, &dead);
-  }
-
-  MDB_txn* txn = nullptr;
-  impl->check(mdb_txn_begin(impl->env, nullptr, writable ? 0 : MDB_RDONLY, &txn), "mdb_txn_begin (open tables)");
-  for (int t = 0; t < k_table_count; ++t) {
-    const int open_rc = mdb_dbi_open(txn, k_table_names[t], writable ? MDB_CREATE : 0, &impl->dbis[t]);
-    if (open_rc == MDB_SUCCESS) {
-      impl->has_table[t] = true;
-    } else if (!(open_rc == MDB_NOTFOUND && !writable)) {
-      mdb_txn_abort(txn);
-      impl->check(open_rc, "mdb_dbi_open");
+  const bool writable = impl->mode == Mode::writable;
+  const bool unclean = impl->stale_readers > 0;
+  Store* raw = new Store(std::move(impl), path, writable);
+  auto store = std::shared_ptr<Store>(raw, [registry_key](Store* s) {
+    std::lock_guard lock(g_registry_mutex);
+    delete s;  // closes the environment while no open() can start another
+    const auto it = g_registry.find(registry_key);
+    if (it != g_registry.end() && it->second.expired()) {
+      g_registry.erase(it);
     }
-  }
-  impl->check(mdb_txn_commit(txn), "mdb_txn_commit (open tables)");
-
-  auto store = std::shared_ptr<Store>(new Store(std::move(impl), path, writable));
+    g_registry_closed.notify_all();
+  });
   g_registry[registry_key] = store;
+  lock.unlock();
+  if (unclean) {
+    // Readers of killed processes were found: a process died inside the store. Walk it once.
+    const CheckReport report = store->check(true);
+    if (!report.ok) {
+      log::line("warning: the store " + path + " failed its check after an unclean exit: " + report.detail);
+    }
+  }
   return store;
 }
 
 std::size_t Store::map_size() const
 {
+  std::shared_lock shared(m_impl->guard);
+  if (m_impl->retired || m_impl->env == nullptr) {
+    return 0;
+  }
   MDB_envinfo info{};
   mdb_env_info(m_impl->env, &info);
   return info.me_mapsize;
+}
+
+std::uint64_t Store::replacements() const noexcept
+{
+  std::shared_lock shared(m_impl->guard);
+  return m_impl->replaced;
 }
 
 std::optional<std::string> Store::get(Table table, std::string_view key) const
@@ -231,20 +225,39 @@ std::optional<std::string> Store::get(Table table, std::string_view key) const
 bool Store::visit(Table table, std::string_view key, const std::function<void(std::string_view)>& visit) const
 {
   const int t = static_cast<int>(table);
-  if (!m_impl->has_table[t]) {
-    return false;
-  }
-  return m_impl->read([&](MDB_txn* txn) {
-    MDB_val k = m_impl->val(key);
-    MDB_val v{};
-    const int rc = mdb_get(txn, m_impl->dbis[t], &k, &v);
-    if (rc == MDB_NOTFOUND) {
-      return false;
-    }
-    m_impl->check(rc, "mdb_get");
-    visit(Impl::view(v));
-    return true;
-  });
+  Impl& impl = *m_impl;
+  return impl.guarded(
+    [&] {
+      return impl.read(
+        [&](MDB_txn* txn) {
+          if (!impl.has_table[t]) {
+            return false;
+          }
+          MDB_val k = Impl::val(key);
+          MDB_val v{};
+          const int rc = mdb_get(txn, impl.dbis[t], &k, &v);
+          if (rc == MDB_NOTFOUND) {
+            return false;
+          }
+          impl.check(rc, "mdb_get");
+          if (!impl.inside_file(v.mv_data, v.mv_size)) {
+            throw Damaged("a value of " + impl.path + " lies outside data.mdb");
+          }
+          std::string_view bytes = Impl::view(v);
+          if (table == Table::meta) {
+            const auto value = strip_meta_trailer(bytes);
+            if (!value) {
+              warn_once("a damaged value in the meta table of " + impl.path + " is ignored and will be rebuilt");
+              return false;
+            }
+            bytes = *value;
+          }
+          visit(bytes);
+          return true;
+        },
+        false);
+    },
+    false);
 }
 
 void Store::put(const std::vector<Row>& rows)
@@ -252,35 +265,129 @@ void Store::put(const std::vector<Row>& rows)
   if (!m_writable || rows.empty()) {
     return;
   }
-  m_impl->write([&](MDB_txn* txn) {
-    for (const Row& row : rows) {
-      MDB_val k = m_impl->val(row.key);
-      MDB_val v = m_impl->val(row.value);
-      if (const int rc = mdb_put(txn, m_impl->dbis[static_cast<int>(row.table)], &k, &v, 0); rc != MDB_SUCCESS) {
-        return rc;
-      }
-    }
-    return MDB_SUCCESS;
-  });
+  Impl& impl = *m_impl;
+  try {
+    impl.guarded(
+      [&] {
+        impl.write([&](MDB_txn* txn) {
+          for (const Row& row : rows) {
+            if (!impl.has_table[static_cast<int>(row.table)]) {
+              continue;
+            }
+            const std::string meta = row.table == Table::meta ? with_meta_trailer(row.value) : std::string();
+            MDB_val k = Impl::val(row.key);
+            MDB_val v = Impl::val(row.table == Table::meta ? std::string_view(meta) : std::string_view(row.value));
+            if (const int rc = mdb_put(txn, impl.dbis[static_cast<int>(row.table)], &k, &v, 0); rc != MDB_SUCCESS) {
+              return rc;
+            }
+          }
+          return MDB_SUCCESS;
+        });
+        return true;
+      },
+      false);
+  } catch (const Damaged&) {
+    throw;
+  } catch (const StoreError& e) {
+    throw StoreError(write_failure(impl.path, e), e.code());
+  }
 }
 
-void Store::quarantine(std::string_view key, std::string_view bytes, const std::string& reason)
+bool Store::quarantine(std::string_view key, std::string_view bytes, const std::string& reason)
 {
   if (!m_writable) {
-    return;
+    return false;
+  }
+  Impl& impl = *m_impl;
+  std::uint64_t seen = 0;
+  std::size_t map_size = 0;
+  {
+    std::shared_lock shared(impl.guard);
+    if (impl.retired || impl.env == nullptr) {
+      return false;
+    }
+    seen = impl.generation.load();
+    map_size = impl.map_bytes;
   }
   const std::string row_key = std::string(key) + ":" + std::to_string(::time(nullptr));
   const std::string row = reason + "\n" + std::string(bytes);
-  m_impl->write([&](MDB_txn* txn) {
-    MDB_val qk = m_impl->val(row_key);
-    MDB_val qv = m_impl->val(row);
-    if (const int rc = mdb_put(txn, m_impl->dbis[static_cast<int>(Table::quarantine)], &qk, &qv, 0); rc != MDB_SUCCESS) {
-      return rc;
+  const std::string dir = impl.path;
+  std::string detail;
+  const IsolatedOutcome outcome = run_isolated(
+    [&] {
+      std::size_t rows = 0;
+      std::string why;
+      const bool ok = walk_store(dir, map_size, false, rows, why) &&
+                      quarantine_in_place(dir, map_size, key, bytes, row_key, row, k_quarantine_rows, why);
+      if (!ok) {
+        std::ignore = ::write(2, why.data(), why.size());
+      }
+      return ok ? 0 : 1;
+    },
+    IsolatedLimits{k_check_seconds, map_size + k_check_memory}, detail);
+  if (outcome == IsolatedOutcome::ok) {
+    return true;
+  }
+  if (outcome == IsolatedOutcome::no_child) {
+    return false;  // left as it is: it is recognized (and never served) on every read
+  }
+  impl.recover("a damaged record (" + reason + ") and the check of the store around it: " + detail, seen);
+  return true;
+}
+
+CheckReport Store::check(bool repair)
+{
+  CheckReport report;
+  Impl& impl = *m_impl;
+  std::uint64_t seen = 0;
+  std::size_t map_size = 0;
+  bool no_lock = false;
+  {
+    std::shared_lock shared(impl.guard);
+    if (impl.retired || impl.env == nullptr) {
+      report.detail = "no store";
+      return report;
     }
-    MDB_val k = m_impl->val(key);
-    const int rc = mdb_del(txn, m_impl->dbis[static_cast<int>(Table::entries)], &k, nullptr);
-    return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc;
-  });
+    seen = impl.generation.load();
+    map_size = impl.map_bytes;
+    no_lock = impl.mode == Mode::read_only_no_lock;
+  }
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    report.detail = std::string("pipe: ") + std::strerror(errno);
+    return report;
+  }
+  util::UniqueFd read_end(pipe_fds[0]);
+  util::UniqueFd write_end(pipe_fds[1]);
+  const std::string dir = impl.path;
+  const util::Stopwatch watch;
+  std::string detail;
+  const IsolatedOutcome outcome = run_isolated(
+    [&] {
+      std::size_t rows = 0;
+      std::string why;
+      const bool ok = walk_store(dir, map_size, no_lock, rows, why);
+      const std::string message = ok ? std::to_string(rows) : why;
+      std::ignore = ::write(write_end.get(), message.data(), message.size());
+      return ok ? 0 : 1;
+    },
+    IsolatedLimits{k_check_seconds, map_size + k_check_memory}, detail);
+  write_end.reset();
+  report.ms = watch.elapsed_ms();
+  char buffer[512];
+  const ssize_t got = ::read(read_end.get(), buffer, sizeof buffer);
+  const std::string message = got > 0 ? std::string(buffer, static_cast<std::size_t>(got)) : std::string();
+  report.ok = outcome == IsolatedOutcome::ok;
+  if (report.ok) {
+    report.rows = std::strtoull(message.c_str(), nullptr, 10);
+    report.detail = "walked " + message + " rows";
+  } else {
+    report.detail = message.empty() ? detail : message + (detail.empty() ? "" : " (" + detail + ")");
+    if (repair && outcome != IsolatedOutcome::no_child) {
+      impl.recover("its check failed: " + report.detail, seen);
+    }
+  }
+  return report;
 }
 
 void Store::for_each(Table table, const std::function<void(std::string_view, std::string_view)>& visit) const
@@ -292,24 +399,48 @@ void Store::for_each_prefix(Table table, std::string_view prefix,
                             const std::function<void(std::string_view, std::string_view)>& visit) const
 {
   const int t = static_cast<int>(table);
-  if (!m_impl->has_table[t]) {
-    return;
-  }
-  m_impl->read([&](MDB_txn* txn) {
-    MDB_cursor* cursor = nullptr;
-    m_impl->check(mdb_cursor_open(txn, m_impl->dbis[t], &cursor), "mdb_cursor_open");
-    MDB_val k = m_impl->val(prefix);
-    MDB_val v{};
-    for (int rc = mdb_cursor_get(cursor, &k, &v, prefix.empty() ? MDB_FIRST : MDB_SET_RANGE); rc == MDB_SUCCESS;
-         rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
-      if (Impl::view(k).substr(0, prefix.size()) != prefix) {
-        break;
-      }
-      visit(Impl::view(k), Impl::view(v));
-    }
-    mdb_cursor_close(cursor);
-    return 0;
-  });
+  Impl& impl = *m_impl;
+  impl.guarded(
+    [&] {
+      return impl.read(
+        [&](MDB_txn* txn) {
+          if (!impl.has_table[t]) {
+            return true;
+          }
+          MDB_cursor* cursor = nullptr;
+          impl.check(mdb_cursor_open(txn, impl.dbis[t], &cursor), "mdb_cursor_open");
+          struct Close {
+            MDB_cursor* cursor;
+            ~Close() { mdb_cursor_close(cursor); }
+          } close{cursor};
+          MDB_val k = Impl::val(prefix);
+          MDB_val v{};
+          int rc = mdb_cursor_get(cursor, &k, &v, prefix.empty() ? MDB_FIRST : MDB_SET_RANGE);
+          for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+            if (!impl.inside_file(k.mv_data, k.mv_size) || !impl.inside_file(v.mv_data, v.mv_size)) {
+              throw Damaged("a row of " + impl.path + " lies outside data.mdb");
+            }
+            if (Impl::view(k).substr(0, prefix.size()) != prefix) {
+              break;
+            }
+            std::string_view value = Impl::view(v);
+            if (table == Table::meta) {
+              const auto stripped = strip_meta_trailer(value);
+              if (!stripped) {
+                continue;
+              }
+              value = *stripped;
+            }
+            visit(Impl::view(k), value);
+          }
+          if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+            impl.check(rc, "mdb_cursor_get");
+          }
+          return true;
+        },
+        true);
+    },
+    true);
 }
 
 void Store::erase(Table table, const std::vector<std::string>& keys)
@@ -317,39 +448,56 @@ void Store::erase(Table table, const std::vector<std::string>& keys)
   if (!m_writable || keys.empty()) {
     return;
   }
-  const MDB_dbi dbi = m_impl->dbis[static_cast<int>(table)];
-  m_impl->write([&](MDB_txn* txn) {
-    for (const auto& key : keys) {
-      MDB_val k = m_impl->val(key);
-      const int rc = mdb_del(txn, dbi, &k, nullptr);
-      if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
-        return rc;
-      }
-    }
-    return MDB_SUCCESS;
-  });
+  Impl& impl = *m_impl;
+  impl.guarded(
+    [&] {
+      impl.write([&](MDB_txn* txn) {
+        for (const auto& key : keys) {
+          MDB_val k = Impl::val(key);
+          const int rc = mdb_del(txn, impl.dbis[static_cast<int>(table)], &k, nullptr);
+          if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+            return rc;
+          }
+        }
+        return MDB_SUCCESS;
+      });
+      return true;
+    },
+    false);
 }
 
 std::size_t Store::count(Table table) const
 {
   const int t = static_cast<int>(table);
-  if (!m_impl->has_table[t]) {
-    return 0;
-  }
-  return m_impl->read([&](MDB_txn* txn) {
-    MDB_stat stat{};
-    m_impl->check(mdb_stat(txn, m_impl->dbis[t], &stat), "mdb_stat");
-    return static_cast<std::size_t>(stat.ms_entries);
-  });
+  Impl& impl = *m_impl;
+  return impl.guarded(
+    [&] {
+      return impl.read(
+        [&](MDB_txn* txn) {
+          if (!impl.has_table[t]) {
+            return std::size_t(0);
+          }
+          MDB_stat stat{};
+          impl.check(mdb_stat(txn, impl.dbis[t], &stat), "mdb_stat");
+          return static_cast<std::size_t>(stat.ms_entries);
+        },
+        std::size_t(0));
+    },
+    std::size_t(0));
 }
 
 void Store::clear(Table table)
 {
   if (!m_writable) {
-    return;
+    throw StoreError("the store " + m_path + " is read-only: nothing was cleared", EROFS);
   }
-  const MDB_dbi dbi = m_impl->dbis[static_cast<int>(table)];
-  m_impl->write([&](MDB_txn* txn) { return mdb_drop(txn, dbi, 0); });
+  Impl& impl = *m_impl;
+  impl.guarded(
+    [&] {
+      impl.write([&](MDB_txn* txn) { return mdb_drop(txn, impl.dbis[static_cast<int>(table)], 0); });
+      return true;
+    },
+    false);
 }
 
 } // namespace kjit::store

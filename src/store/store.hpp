@@ -1,35 +1,75 @@
-// The LMDB store: one environment per path per process, map growth, stale readers, read-only mode.
+// The LMDB store: one environment per path per process, map growth, stale readers, read-only mode,
+// and damage that never reaches the host (a damaged environment is moved aside and replaced).
 #pragma once
 
 #include "util/hash.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kjit::store {
 
 // Named databases inside the environment.
 enum class Table {
   entries,     // key digest (32 bytes) → record
-  meta,        // text key → text value (toolchain identities, …)
-  quarantine,  // key digest + ":" + unix time → reason "\n" damaged record
+  meta,        // text key → text value + checksum trailer (checked on read; see put())
+  quarantine,  // key digest + ":" + unix time → reason "\n" damaged record (newest k_quarantine_rows kept)
   manifests,   // direct key (source, in-memory headers, options, toolchain) → manifest
-  names,       // program name + '\0' + key digest → "" (entries by program name, for explain)
+  names,       // names_key(program name, key digest) → program name (entries by program name, for explain)
 };
 constexpr int k_table_count = 5;
+constexpr std::size_t k_quarantine_rows = 64;
 
-// Thread-safe. Every call is one short LMDB transaction. Raw LMDB types stay in store.cpp.
+// The `names` row of an entry: sha256(program name)[0..16) + key digest, so any name fits LMDB's
+// 511-byte key limit. names_prefix() is what every row of one program name starts with.
+std::string names_key(std::string_view program_name, std::string_view key_digest);
+std::string names_prefix(std::string_view program_name);
+
+// Who may use the store's folder and files besides the owner.
+enum class Access {
+  owner,  // folder 0700, files 0600
+  group,  // a shared cache: folder 0770 (setgid), files 0660, so the folder's group can write too
+};
+
+// What a structure check of a store (walk in a child process) found.
+struct CheckReport {
+  bool ok = false;
+  std::string detail;     // why not, or what was walked
+  std::size_t rows = 0;   // rows walked (0 when the child reports nothing)
+  double ms = 0;          // wall time of the check, fork to exit
+};
+
+// Thread-safe. Every call is one short LMDB transaction. Raw LMDB types stay in src/store/.
 // After fork() the child must not use a Store opened by its parent (calls throw StoreError);
 // the default cache reopens one by itself.
+//
+// Damage: a store whose structure is damaged (LMDB reports MDB_CORRUPTED, MDB_PAGE_NOTFOUND,
+// MDB_INVALID…, data.mdb is shorter than its last page, a value lies outside the file, a check
+// fails) is renamed to `<dir>.damaged-<unix time>-<pid>`, one warning is logged, and the call goes on
+// with a fresh empty store in `dir`: a read misses, a write goes to the fresh store.
+// Other failures (a full disk, I/O errors) throw StoreError.
 class Store {
 public:
-  // Opens (creating if needed) the environment in `dir`. If the folder can't be written, opens
-  // it read-only: hits are served and writes are skipped. Throws StoreError if it can't open.
-  static std::shared_ptr<Store> open(const std::string& dir, std::size_t initial_map_size);
+  struct OpenOptions {
+    std::size_t initial_map_size = std::size_t(1) << 30;
+    Access access = Access::owner;
+  };
+  // Opens (creating if needed) the environment in `dir`. A folder that can't be written is opened
+  // read-only (hits served, writes skipped); without the lock file only on a read-only
+  // filesystem, where nobody can be writing. A damaged environment is replaced (see above).
+  // Throws StoreError if no store can be opened (the message names KJIT_STORE_MAP_SIZE when the
+  // map can't be allocated).
+  static std::shared_ptr<Store> open(const std::string& dir, const OpenOptions& options);
+  static std::shared_ptr<Store> open(const std::string& dir, std::size_t initial_map_size)
+  {
+    return open(dir, OpenOptions{initial_map_size, Access::owner});
+  }
 
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -38,6 +78,8 @@ public:
   bool writable() const noexcept { return m_writable; }
   const std::string& path() const noexcept { return m_path; }
   std::size_t map_size() const;
+  // Times the environment was replaced because it was damaged or its map could not grow.
+  std::uint64_t replacements() const noexcept;
 
   std::optional<std::string> get(Table table, std::string_view key) const;
   // Calls `visit` with the value's bytes where LMDB maps them, inside the read transaction (they
@@ -49,14 +91,25 @@ public:
     std::string key;
     std::string value;
   };
-  // Stores the rows, in any tables, in one write transaction. No-op when read-only.
+  // Stores the rows, in any tables, in one write transaction. No-op when read-only. `meta` values
+  // get a checksum trailer that get()/visit() verify and strip: a damaged meta value reads as
+  // missing (and is rebuilt by its owner), never as a wrong value. Throws StoreError when the
+  // write fails (a full disk says "no space left on device"; a map that can't grow says so).
   void put(const std::vector<Row>& rows);
   void put(Table table, std::string_view key, std::string_view value)
   {
     put({Row{table, std::string(key), std::string(value)}});
   }
-  // Moves a damaged entry aside, in one transaction: the quarantine row is written, the entry deleted.
-  void quarantine(std::string_view key, std::string_view bytes, const std::string& reason);
+  // Moves a damaged entry aside: if the entry under `key` still holds exactly `bytes`, one
+  // transaction writes the quarantine row (trimming the table to k_quarantine_rows) and deletes it;
+  // a record another process has stored meanwhile is left alone. Writing into a B-tree that holds a
+  // damaged record may itself meet damage, so it runs in a child process after a structure walk
+  // (time and memory bounded); if either fails the whole store is replaced. Returns true if the
+  // store no longer holds `bytes` under `key`. Never throws.
+  bool quarantine(std::string_view key, std::string_view bytes, const std::string& reason);
+  // Walks every table in a child process (time and memory bounded), reading every key and value
+  // and checking overflow pages. `repair`: replace the store if the walk fails. Never throws.
+  CheckReport check(bool repair);
   // Calls `visit` for every row of `table` (inside one read transaction; don't call the store from it).
   void for_each(Table table, const std::function<void(std::string_view key, std::string_view value)>& visit) const;
   // Calls `visit` for every row of `table` whose key starts with `prefix`, in key order.
@@ -71,7 +124,7 @@ public:
   struct Impl;
 
 private:
-  explicit Store(std::unique_ptr<Impl> impl, std::string path, bool writable);
+  Store(std::unique_ptr<Impl> impl, std::string path, bool writable);
   std::unique_ptr<Impl> m_impl;
   std::string m_path;
   bool m_writable;

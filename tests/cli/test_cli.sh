@@ -55,9 +55,24 @@ check "timings printed" grep -q "nvrtc .* ms" "$work/out"
 check "name expression" exit_code 0 "$kjit" compile "$root/examples/scale.cu" --arch sm_80 \
   --name-expr 'scale<float>' -o "$work/out_dir"
 check "lowered name printed" grep -q "scale<float> -> _Z5scaleIfEvPT_S0_i" "$work/out"
-check "defines reach the compiler" exit_code 0 "$kjit" compile "$root/examples/saxpy.cu" --arch compute_90 \
-  -D KJIT_TEST_DEFINE=1 -o "$work/out_dir"
-check "compute arch writes no cubin" test ! -e "$work/out_dir/saxpy.compute_90.cubin"
+check "name expression instantiates the kernel" grep -q "^\.[a-z]* \.entry _Z5scaleIfEvPT_S0_i(" "$work/out_dir/scale.ptx"
+mkdir -p "$work/def_inc" "$work/def_out"
+printf '#define FROM_HEADER 1234\n' >"$work/def_inc/from_header.h"
+printf '#include "from_header.h"\n#ifndef FROM_DEFINE\n#error FROM_DEFINE is not defined\n#endif\n%s\n' \
+  'extern "C" __global__ void uses(int* p) { p[0] = FROM_DEFINE; p[1] = FROM_HEADER; }' >"$work/uses.cu"
+check "defines reach the compiler" exit_code 0 "$kjit" compile "$work/uses.cu" --arch compute_90 \
+  -D FROM_DEFINE=4321 -I "$work/def_inc" -o "$work/def_out"
+check "the define's value is in the PTX" grep -q "4321;" "$work/def_out/uses.ptx"
+check "the -I header's value is in the PTX" grep -q "1234;" "$work/def_out/uses.ptx"
+check "compute arch writes PTX" test -s "$work/def_out/uses.ptx"
+check "compute arch writes no cubin" sh -c "! ls '$work/def_out' | grep -q cubin"
+check "compute arch prints no cubin" sh -c "! grep -q cubin '$work/out'"
+check "without the define it fails" exit_code 1 "$kjit" compile "$work/uses.cu" --arch compute_90 -I "$work/def_inc" \
+  -o "$work/def_out"
+check "the #error is shown" grep -q "FROM_DEFINE is not defined" "$work/err"
+check "without -I the header is missing" exit_code 1 "$kjit" compile "$work/uses.cu" --arch compute_90 \
+  -D FROM_DEFINE=1 -o "$work/def_out"
+check "the missing header is named" grep -q "from_header.h" "$work/err"
 
 printf '__global__ void k(int* p) { *p = oops; }\n' >"$work/bad.cu"
 check "compile error exits 1" exit_code 1 "$kjit" compile "$work/bad.cu" --arch sm_90 -o "$work/out_dir"
@@ -87,7 +102,7 @@ check "bad cache action" exit_code 2 "$kjit" cache explode
 check "bad environment value exits 1" exit_code 1 env KJIT_VERBOSE=maybe "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
 check "bad environment value is named" grep -q "KJIT_VERBOSE" "$work/err"
 check "verbose logs hits" exit_code 0 env KJIT_VERBOSE=1 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
-check "verbose line on stderr" grep -q "^kjit: miss, compiled saxpy.cu sm_90" "$work/err"
+check "verbose line on stderr" grep -q "^kjit: miss, compiled .*saxpy.cu sm_90" "$work/err"
 
 # --- explain ---
 mkdir -p "$work/inc"
@@ -103,13 +118,83 @@ check "explain after a header edit" exit_code 0 "$kjit" explain "$work/explained
 check "explain names the header" grep -q "include params.h ($work/inc/params.h) changed" "$work/out"
 check "recompiled after the edit" exit_code 0 "$kjit" compile "$work/explained.cu" --arch sm_90 -I "$work/inc" -o "$work/out_dir"
 check "edit gives a new compile" grep -q "^compiled " "$work/out"
+before_bytes=$(wc -c <"$work/explained.cu")
+printf '// one more line\n' >>"$work/explained.cu"
+after_bytes=$(wc -c <"$work/explained.cu")
+check "explain after a source edit" exit_code 0 "$kjit" explain "$work/explained.cu" --arch sm_90 -I "$work/inc"
+check "explain gives the source sizes" grep -q "source changed ($before_bytes -> $after_bytes bytes)" "$work/out"
 check "explain without file" exit_code 2 "$kjit" explain
 check "orphans lists nothing" exit_code 0 "$kjit" cache orphans
 check "no orphans" test ! -s "$work/out"
 
-# --- the GPU suite is skipped (77) without a GPU ---
-if "$kjit" --version | grep -q "^driver: unavailable"; then
+# --- relative -I folders are absolute in the key ---
+mkdir -p "$work/rel_a/inc" "$work/rel_b/inc"
+printf '#define REL 1\n' | tee "$work/rel_a/inc/rel.h" >"$work/rel_b/inc/rel.h"
+printf '#include "rel.h"\nextern "C" __global__ void rel(int* p) { *p = REL; }\n' >"$work/rel.cu"
+check "relative -I from one folder" exit_code 0 sh -c "cd '$work/rel_a' && '$kjit' compile '$work/rel.cu' --arch sm_90 -I inc -o '$work/out_dir'"
+key_a=$(sed -n 's/^compiled //p' "$work/out")
+check "relative -I from another folder is another key" exit_code 0 sh -c "cd '$work/rel_b' && '$kjit' compile '$work/rel.cu' --arch sm_90 -I inc -o '$work/out_dir'"
+check "another key compiled" grep -q "^compiled " "$work/out"
+key_b=$(sed -n 's/^compiled //p' "$work/out")
+check "the keys differ" test -n "$key_a" -a -n "$key_b" -a "$key_a" != "$key_b"
+check "the key names the absolute folder" grep -qx "option: -I$work/rel_a/inc" "$KJIT_CACHE_DIR/programs/$key_a/options.txt"
+check "compile.sh names the absolute folder" grep -q " -I$work/rel_a/inc " "$KJIT_CACHE_DIR/programs/$key_a/module/compile.sh"
+check "the -I header is in the mirror (under its path)" test -f "$KJIT_CACHE_DIR/programs/$key_a/module/headers$work/rel_a/inc/rel.h"
+
+# --- every setting changes what the CLI does ---
+settings=$work/settings
+check "KJIT_MIRROR=0 writes no mirror" exit_code 0 env KJIT_CACHE_DIR="$settings/m" KJIT_MIRROR=0 \
+  "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
+check "KJIT_MIRROR=0: store but no programs/" sh -c "test -d '$settings/m/store' && test ! -e '$settings/m/programs'"
+check "KJIT_DISABLE_CACHE=1 compiles" exit_code 0 env KJIT_CACHE_DIR="$settings/d" KJIT_DISABLE_CACHE=1 \
+  "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
+check "KJIT_DISABLE_CACHE=1 writes no folder" test ! -e "$settings/d"
+check "KJIT_DUMP_IR=1" exit_code 0 env KJIT_CACHE_DIR="$settings/ir" KJIT_DUMP_IR=1 \
+  "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
+check "KJIT_DUMP_IR=1 keeps the LTO IR" sh -c "ls '$settings'/ir/programs/*/ir/kernel.ltoir >/dev/null"
+mkdir -p "$work/arch_out"
+check "KJIT_ARCH is the default arch" exit_code 0 env KJIT_ARCH=sm_80 "$kjit" compile "$root/examples/saxpy.cu" -o "$work/arch_out"
+check "KJIT_ARCH=sm_80 gives an sm_80 cubin" test -s "$work/arch_out/saxpy.sm_80.cubin"
+mkdir -p "$work/repo/.git" "$work/repo/sub"
+check "KJIT_REPO_LOCAL_CACHE=1" exit_code 0 sh -c "cd '$work/repo/sub' && env -u KJIT_CACHE_DIR KJIT_REPO_LOCAL_CACHE=1 '$kjit' compile '$root/examples/saxpy.cu' --arch sm_90 -o '$work/out_dir'"
+check "repo-local cache in the git root" test -d "$work/repo/.kjit_cache/store"
+check "repo-local cache path" exit_code 0 sh -c "cd '$work/repo/sub' && env -u KJIT_CACHE_DIR KJIT_REPO_LOCAL_CACHE=1 '$kjit' cache path"
+check "cache path names the git root" grep -qx "$work/repo/.kjit_cache" "$work/out"
+mkdir -p "$settings/shared" && chmod 0770 "$settings/shared"
+check "a group-writable folder is refused" exit_code 1 env KJIT_CACHE_DIR="$settings/shared" \
+  "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
+check "the refusal names the setting" grep -q "KJIT_SHARED_CACHE" "$work/err"
+check "KJIT_SHARED_CACHE=1 accepts it" exit_code 0 env KJIT_CACHE_DIR="$settings/shared" KJIT_SHARED_CACHE=1 \
+  "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
+check "KJIT_CUDA_HOME without a toolkit fails" exit_code 1 env KJIT_CACHE_DIR="$settings/c" KJIT_CUDA_HOME="$work/none" \
+  "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
+check "the failure names the folder" grep -q "$work/none" "$work/err"
+check "a bad KJIT_MEMORY_LIMIT is named" exit_code 1 env KJIT_MEMORY_LIMIT=lots "$kjit" cache path
+check "KJIT_MEMORY_LIMIT named" grep -q "KJIT_MEMORY_LIMIT" "$work/err"
+check "a tiny KJIT_STORE_MAP_SIZE is refused" exit_code 1 env KJIT_STORE_MAP_SIZE=1KiB "$kjit" cache path
+check "KJIT_STORE_MAP_SIZE named" grep -q "KJIT_STORE_MAP_SIZE" "$work/err"
+
+# --- warm: batches through worker processes, kernel lines in compile ---
+for i in 1 2 3; do
+  printf 'extern "C" __global__ void warm%s(int* p) { p[threadIdx.x] = %s; }\n' "$i" "$i" >"$work/warm$i.cu"
+done
+check "warm compiles every file and arch" exit_code 0 "$kjit" warm "$work"/warm*.cu --arch sm_80,sm_90 --jobs 2
+check "warm summary counts the compiles" grep -q "^6 compiled, 0 cached, 0 failed" "$work/out"
+check "warm again finds them cached" exit_code 0 "$kjit" warm "$work"/warm*.cu --arch sm_80,sm_90
+check "warm summary counts the hits" grep -q "^0 compiled, 6 cached, 0 failed" "$work/out"
+check "warm progress as plain lines off a terminal" grep -q "^6/6 done" "$work/err"
+printf '__global__ void broken( {}\n' >"$work/warm_bad.cu"
+check "warm with a failing file exits 1" exit_code 1 "$kjit" warm "$work/warm_bad.cu" "$work/warm1.cu" --arch sm_90
+check "warm names the failure" grep -q "^failed: warm_bad.cu (sm_90)" "$work/err"
+check "compile lists kernel registers" exit_code 0 "$kjit" compile "$work/warm1.cu" --arch sm_90 -o "$work/out_dir"
+check "kernel line" grep -Eq "^kernel warm1: [0-9]+ registers, 0 B shared, 0 B local, 1 params \(8 B\)" "$work/out"
+check "cubin path line" grep -q "^cubin made by nvrtc" "$work/out"
+
+# --- the GPU suite: skipped (77) without a driver or device, run and passing with one ---
+if "$kjit" --version | grep -q "^driver: unavailable\|^driver: available.*, 0 device"; then
   check "gpu tests skip without a GPU" exit_code 77 "$gpu_tests"
+else
+  check "gpu tests pass where a GPU is usable" exit_code 0 "$gpu_tests"
 fi
 
 echo "$passed passed, $failed failed"

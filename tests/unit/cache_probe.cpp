@@ -1,44 +1,91 @@
 // A separate process for the cache tests: looks one program up and reports what it had to load.
-// Usage: cache_probe CACHE_DIR FILE ARCH [--as-nobody]
-// Prints "key: value" lines: result, memory_hits, disk_hits, compiles, nvrtc_loaded,
-// nvjitlink_loaded, writable, log.
+// Usage: cache_probe CACHE_DIR FILE ARCH [--as-nobody] [--threads N] [--start-file PATH]
+//   --threads N: N threads look the program up at once (default 1).
+//   --start-file PATH: prepare the program, then wait until PATH exists before looking it up, so
+//   several processes can be released together (PATH.ready.<pid> says it is prepared).
+// Prints "key: value" lines: result, memory_hits, disk_hits, misses, compiles, nvrtc_loaded,
+// nvjitlink_loaded, writable, key, supported_archs.
 #include <kjit/kjit.hpp>
 
 #include "util/dynamic_library.hpp"
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <thread>
 #include <unistd.h>
+#include <vector>
 
 int main(int argc, char** argv)
 {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: cache_probe CACHE_DIR FILE ARCH [--as-nobody]\n");
+    std::fprintf(stderr, "usage: cache_probe CACHE_DIR FILE ARCH [--as-nobody] [--threads N] [--start-file PATH]\n");
     return 2;
   }
-  if (argc > 4 && std::strcmp(argv[4], "--as-nobody") == 0 && ::geteuid() == 0) {
-    if (::setgid(65534) != 0 || ::setuid(65534) != 0) {
-      std::perror("setuid");
-      return 2;
+  int threads = 1;
+  std::string start_file;
+  for (int i = 4; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--as-nobody") == 0 && ::geteuid() == 0) {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) {
+        std::perror("setuid");
+        return 2;
+      }
+    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--start-file") == 0 && i + 1 < argc) {
+      start_file = argv[++i];
     }
   }
   try {
     kjit::Config config = kjit::current_config();
     config.cache_dir = argv[1];
     kjit::Cache cache(config);
-    std::string result = "ok";
-    try {
-      cache.get(kjit::program_from_file(argv[2]), kjit::Arch::parse(argv[3]));
-    } catch (const kjit::CompileError& e) {
-      result = "compile-error";
+    const kjit::PreparedProgram prepared = cache.prepare(kjit::program_from_file(argv[2]), kjit::Arch::parse(argv[3]));
+    if (!start_file.empty()) {
+      std::FILE* ready = std::fopen((start_file + ".ready." + std::to_string(::getpid())).c_str(), "w");
+      if (ready != nullptr) {
+        std::fclose(ready);
+      }
+    }
+    while (!start_file.empty() && ::access(start_file.c_str(), F_OK) != 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    std::vector<std::string> results(static_cast<std::size_t>(threads), "ok");
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        try {
+          cache.get(prepared);
+        } catch (const kjit::CompileError&) {
+          results[t] = "compile-error";
+        } catch (const kjit::Error& e) {
+          results[t] = std::string("error ") + e.what();
+        }
+      });
+    }
+    for (auto& worker : workers) {
+      worker.join();
+    }
+    std::string result = results[0];
+    for (const auto& r : results) {
+      if (r != result) {
+        result = "mixed";
+      }
+    }
+    std::string archs;  // remembered with the toolchain: asking must not load NVRTC
+    for (int arch : cache.supported_archs()) {
+      archs += (archs.empty() ? "" : " ") + std::to_string(arch);
     }
     const kjit::CacheStats stats = cache.stats();
-    std::printf("result: %s\nmemory_hits: %llu\ndisk_hits: %llu\ncompiles: %llu\n", result.c_str(),
+    std::printf("result: %s\nmemory_hits: %llu\ndisk_hits: %llu\nmisses: %llu\ncompiles: %llu\n", result.c_str(),
                 static_cast<unsigned long long>(stats.memory_hits), static_cast<unsigned long long>(stats.disk_hits),
-                static_cast<unsigned long long>(stats.compiles));
-    std::printf("nvrtc_loaded: %d\nnvjitlink_loaded: %d\nwritable: %d\n",
+                static_cast<unsigned long long>(stats.misses), static_cast<unsigned long long>(stats.compiles));
+    std::printf("nvrtc_loaded: %d\nnvjitlink_loaded: %d\nwritable: %d\nkey: %s\nsupported_archs: %s\n",
                 kjit::util::library_is_loaded("libnvrtc") ? 1 : 0,
-                kjit::util::library_is_loaded("libnvJitLink") ? 1 : 0, cache.writable() ? 1 : 0);
+                kjit::util::library_is_loaded("libnvJitLink") ? 1 : 0, cache.writable() ? 1 : 0,
+                prepared.key().c_str(), archs.c_str());
   } catch (const kjit::Error& e) {
     std::printf("result: error\nmessage: %s\n", e.what());
     return 1;

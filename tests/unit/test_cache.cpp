@@ -203,6 +203,7 @@ BOOST_AUTO_TEST_CASE(many_threads_asking_for_one_key_compile_it_once)
     thread.join();
   }
   BOOST_TEST(cache.stats().compiles == 1u);
+  BOOST_TEST(cache.stats().misses == 1u);  // one thread looked in the store; the others waited for it
   for (const auto& result : results) {
     BOOST_TEST(result->cubin == results[0]->cubin);
   }

@@ -59,9 +59,13 @@ BOOST_AUTO_TEST_CASE(a_planted_symlink_in_the_mirror_is_not_followed)
 
   const auto binary = cache.get(prepared);  // the lookup itself is unaffected
   BOOST_TEST(!binary->cubin.empty());
-  BOOST_TEST(cache.stats().mirror_errors == 1u);
+  // The entry is built in a temp folder and exchanged with the link, which is removed unfollowed.
+  BOOST_TEST(cache.stats().mirror_errors == 0u);
   BOOST_TEST(!exists(outside + "/program.txt"));
   BOOST_TEST(!exists(outside + "/module"));
+  struct stat st {};
+  BOOST_TEST_REQUIRE(::lstat((config.cache_dir + "/programs/" + prepared.key()).c_str(), &st) == 0);
+  BOOST_TEST(S_ISDIR(st.st_mode));
 
   // A symlink planted as a file is replaced, not written through.
   const std::string target = tmp.path() + "/victim.txt";
@@ -124,7 +128,10 @@ BOOST_AUTO_TEST_CASE(damaging_the_mirror_changes_no_lookup_and_rebuild_restores_
   BOOST_TEST(kjit::util::to_hex(kjit::util::sha256(texts)) == key);
 }
 
-BOOST_AUTO_TEST_CASE(a_read_only_cache_folder_serves_hits_and_survives_misses)
+// A store this process can read but not lock (another user's, a folder without write access) may be
+// rewritten by its owner at any moment: reading it without the lock would see pages change, so it is
+// not read at all (one warning); every lookup is served by a compile kept in memory.
+BOOST_AUTO_TEST_CASE(a_store_that_cannot_be_locked_is_not_read_and_lookups_are_served)
 {
   const std::string cached = tmp.path() + "/cached.cu";
   const std::string fresh = tmp.path() + "/fresh.cu";
@@ -148,7 +155,8 @@ BOOST_AUTO_TEST_CASE(a_read_only_cache_folder_serves_hits_and_survives_misses)
   BOOST_TEST_REQUIRE(run(prefix + "'" + probe_path + "' '" + config.cache_dir + "' '" + cached + "' sm_90" + suffix,
                          output) == 0,
                      output);
-  BOOST_TEST(output.find("disk_hits: 1") != std::string::npos, output);
+  BOOST_TEST(output.find("result: ok") != std::string::npos, output);
+  BOOST_TEST(output.find("disk_hits: 0") != std::string::npos, output);
   BOOST_TEST(output.find("writable: 0") != std::string::npos, output);
   BOOST_TEST(run(prefix + "'" + probe_path + "' '" + config.cache_dir + "' '" + fresh + "' sm_90" + suffix, output) ==
                0,

@@ -10,6 +10,7 @@
 #include "util/hash.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <thread>
@@ -27,6 +28,19 @@ kjit::Program program_using(const std::string& include_dir, const std::string& h
           {},
           {"-I" + include_dir},
           {}};
+}
+
+// Lets the clock pass the timestamps of files just written: a header modified at or after the
+// start of a resolution is "too new" to be recorded in a manifest (see docs/includes.md).
+void settle()
+{
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+}
+
+void write_aged(const std::string& path, const std::string& content)
+{
+  write_text(path, content);
+  settle();
 }
 
 void set_mtime_later(const std::string& path)
@@ -72,7 +86,7 @@ BOOST_AUTO_TEST_CASE(editing_a_header_recompiles_and_touching_it_does_not)
 {
   const std::string inc = tmp.path() + "/inc";
   ::mkdir(inc.c_str(), 0700);
-  write_text(inc + "/params.h", "#define VALUE 1111\n");
+  write_aged(inc + "/params.h", "#define VALUE 1111\n");
   const kjit::Program program = program_using(inc);
   {
     kjit::Cache cache(config);
@@ -81,13 +95,14 @@ BOOST_AUTO_TEST_CASE(editing_a_header_recompiles_and_touching_it_does_not)
     BOOST_TEST(prepared.included_headers()[0].path == inc + "/params.h");
     BOOST_TEST(cache.get(prepared)->ptx.find("1111") != std::string::npos);
   }
-  write_text(inc + "/params.h", "#define VALUE 2222\n");
+  write_aged(inc + "/params.h", "#define VALUE 2222\n");
   {
     kjit::Cache cache(config);
     BOOST_TEST(cache.get(program, kjit::Arch::parse("sm_90"))->ptx.find("2222") != std::string::npos);
     BOOST_TEST(cache.stats().compiles == 1u);
   }
   set_mtime_later(inc + "/params.h");  // touched, same content
+  settle();
   {
     kjit::Cache cache(config);
     BOOST_TEST(cache.get(program, kjit::Arch::parse("sm_90"))->ptx.find("2222") != std::string::npos);
@@ -101,7 +116,7 @@ BOOST_AUTO_TEST_CASE(editing_a_header_recompiles_and_touching_it_does_not)
     BOOST_TEST(cache.stats().header_rehashes == 0u);
     BOOST_TEST(cache.stats().compiles == 0u);
   }
-  write_text(inc + "/params.h", "#define VALUE 1111\n");  // back to the first state: its entry serves
+  write_aged(inc + "/params.h", "#define VALUE 1111\n");  // back to the first state: its entry serves
   kjit::Cache cache(config);
   BOOST_TEST(cache.get(program, kjit::Arch::parse("sm_90"))->ptx.find("1111") != std::string::npos);
   BOOST_TEST(cache.stats().compiles == 0u);
@@ -113,14 +128,14 @@ BOOST_AUTO_TEST_CASE(a_new_header_earlier_in_the_path_shadows_the_old_one)
   const std::string second = tmp.path() + "/second";
   ::mkdir(first.c_str(), 0700);
   ::mkdir(second.c_str(), 0700);
-  write_text(second + "/params.h", "#define VALUE 3333\n");
+  write_aged(second + "/params.h", "#define VALUE 3333\n");
   kjit::Program program = program_using(first);
   program.options.push_back("-I" + second);
   {
     kjit::Cache cache(config);
     BOOST_TEST(cache.get(program, kjit::Arch::parse("sm_90"))->ptx.find("3333") != std::string::npos);
   }
-  write_text(first + "/params.h", "#define VALUE 4444\n");
+  write_aged(first + "/params.h", "#define VALUE 4444\n");
   kjit::Cache cache(config);
   const auto prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
   BOOST_TEST(prepared.included_headers().at(0).path == first + "/params.h");
@@ -132,10 +147,10 @@ BOOST_AUTO_TEST_CASE(conditional_includes_cycles_and_macro_paths)
 {
   const std::string inc = tmp.path() + "/inc";
   ::mkdir(inc.c_str(), 0700);
-  write_text(inc + "/a.h", "#pragma once\n#include \"b.h\"\n#define A_VALUE 10\n");
-  write_text(inc + "/b.h", "#ifndef B_H\n#define B_H\n#include \"a.h\"\n#define B_VALUE 20\n#endif\n");
-  write_text(inc + "/chosen.h", "#define CHOSEN 30\n");
-  write_text(inc + "/maybe.h", "#define MAYBE 40\n");
+  write_aged(inc + "/a.h", "#pragma once\n#include \"b.h\"\n#define A_VALUE 10\n");
+  write_aged(inc + "/b.h", "#ifndef B_H\n#define B_H\n#include \"a.h\"\n#define B_VALUE 20\n#endif\n");
+  write_aged(inc + "/chosen.h", "#define CHOSEN 30\n");
+  write_aged(inc + "/maybe.h", "#define MAYBE 40\n");
   kjit::Program program{"cond.cu",
                         "#include \"a.h\"\n"
                         "#define CHOICE \"chosen.h\"\n#include CHOICE\n"
@@ -155,7 +170,7 @@ BOOST_AUTO_TEST_CASE(conditional_includes_cycles_and_macro_paths)
   BOOST_TEST(paths == expected, boost::test_tools::per_element());
   BOOST_TEST(cache.get(prepared)->ptx.find("60") != std::string::npos);
 
-  write_text(inc + "/maybe.h", "#define MAYBE 41\n");  // tracked conservatively: a possible extra compile
+  write_aged(inc + "/maybe.h", "#define MAYBE 41\n");  // tracked conservatively: a possible extra compile
   kjit::Cache again(config);
   again.get(program, kjit::Arch::parse("sm_90"));
   BOOST_TEST(again.stats().compiles == 1u);
@@ -165,7 +180,7 @@ BOOST_AUTO_TEST_CASE(a_missing_include_names_the_file_and_the_includer)
 {
   const std::string inc = tmp.path() + "/inc";
   ::mkdir(inc.c_str(), 0700);
-  write_text(inc + "/outer.h", "#include \"inner_missing.h\"\n");
+  write_aged(inc + "/outer.h", "#include \"inner_missing.h\"\n");
   kjit::Program program{"missing.cu", "#include \"outer.h\"\n__global__ void k() {}\n", {}, {"-I" + inc}, {}};
   kjit::Cache cache(config);
   try {
@@ -174,8 +189,10 @@ BOOST_AUTO_TEST_CASE(a_missing_include_names_the_file_and_the_includer)
   } catch (const kjit::CompileError& e) {
     BOOST_TEST(e.log().find("inner_missing.h") != std::string::npos, e.log());
     BOOST_TEST(e.log().find(inc + "/outer.h") != std::string::npos, e.log());
+    BOOST_TEST(e.log().find("kjit-includes") == std::string::npos, e.log());  // no private paths
   }
-  BOOST_TEST(cache.stats().compiles == 0u);
+  // The compiler's answer decides (the scanner is never the authority): one compile.
+  BOOST_TEST(cache.stats().compiles == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(two_hundred_headers_cost_one_stat_each_and_no_rehash)
@@ -188,6 +205,7 @@ BOOST_AUTO_TEST_CASE(two_hundred_headers_cost_one_stat_each_and_no_rehash)
     source += "#include <h" + std::to_string(i) + ".h>\n";
   }
   source += "extern \"C\" __global__ void many(int* p) { *p = H199; }\n";
+  settle();
   const kjit::Program program{"many.cu", source, {}, {"-I" + inc}, {}};
   {
     kjit::Cache cache(config);
@@ -206,10 +224,10 @@ BOOST_AUTO_TEST_CASE(what_is_compiled_is_what_was_hashed)
   // The disk header is handed to NVRTC in memory, with the content whose hash is in the key.
   const std::string inc = tmp.path() + "/inc";
   ::mkdir(inc.c_str(), 0700);
-  write_text(inc + "/params.h", "#define VALUE 5555\n");
+  write_aged(inc + "/params.h", "#define VALUE 5555\n");
   kjit::Cache cache(config);
   const auto prepared = cache.prepare(program_using(inc), kjit::Arch::parse("sm_90"));
-  write_text(inc + "/params.h", "#define VALUE 6666\n");  // changed after prepare, before compile
+  write_aged(inc + "/params.h", "#define VALUE 6666\n");  // changed after prepare, before compile
   const auto binary = cache.get(prepared);
   BOOST_TEST(binary->ptx.find("6666") != std::string::npos);
   const auto fresh = cache.prepare(program_using(inc), kjit::Arch::parse("sm_90"));
@@ -221,15 +239,15 @@ BOOST_AUTO_TEST_CASE(explain_names_the_changed_header_option_and_arch)
 {
   const std::string inc = tmp.path() + "/inc";
   ::mkdir(inc.c_str(), 0700);
-  write_text(inc + "/params.h", "#define VALUE 7\n");
+  write_aged(inc + "/params.h", "#define VALUE 7\n");
   kjit::Program program = program_using(inc);
   program.options.push_back("-DMODE=1");
   kjit::Cache cache(config);
-  const std::string first_key = cache.prepare(program, kjit::Arch::parse("sm_90")).key();
   cache.get(program, kjit::Arch::parse("sm_90"));
+  const std::string first_key = cache.prepare(program, kjit::Arch::parse("sm_90")).key();
   BOOST_TEST(cache.explain(program, kjit::Arch::parse("sm_90")).hit);
 
-  write_text(inc + "/params.h", "#define VALUE 8\n");
+  write_aged(inc + "/params.h", "#define VALUE 8\n");
   const kjit::MissExplanation header_changed = cache.explain(program, kjit::Arch::parse("sm_90"));
   BOOST_TEST(!header_changed.hit);
   BOOST_TEST(header_changed.closest_key == first_key);

@@ -71,9 +71,66 @@ kjit::store::Entry sample_entry()
   return entry;
 }
 
+// A fixed entry (no NVRTC output in it) whose encoding is kept under tests/unit/records/.
+kjit::store::Entry reference_entry(kjit::store::EntryKind kind)
+{
+  kjit::store::Entry entry;
+  entry.kind = kind;
+  entry.program_name = "reference.cu";
+  entry.program_txt = "kjit-program 1\nname: reference.cu\nsource-bytes: 23\nsource:\n__global__ void r() {}\n\n";
+  entry.options_txt = "kjit-options 1\narch: compute_90\n";
+  entry.headers = {{"a.h", "#define A 1\n"}};
+  entry.options = {"-DX", "-arch=compute_90"};
+  entry.binary.arch = "compute_90";
+  entry.binary.ptx = kind == kjit::store::EntryKind::binary ? ".version 8.0\n.target sm_90\n" : "";
+  entry.binary.log = kind == kjit::store::EntryKind::binary ? "" : "reference.cu(1): error: expected a ;";
+  entry.binary.lowered_names = {{"r", "_Z1rv"}};
+  entry.binary.timings = {1.0, 2.0, 3.0, 6.0};
+  entry.created_unix = 1700000000;
+  return entry;
+}
+
+std::string reference_path(const std::string& name)
+{
+  const char* root = std::getenv("KJIT_SOURCE_ROOT");
+  return std::string(root != nullptr ? root : ".") + "/tests/unit/records/" + name;
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(store, CacheFixture)
+
+// One reference record per format version: the current format must encode the reference entry
+// to exactly the stored bytes and decode them back; older formats must be refused by name.
+BOOST_AUTO_TEST_CASE(reference_records_of_every_format_version)
+{
+  const kjit::util::Sha256 key = kjit::util::sha256("reference");
+  const std::string current = "record-v" + std::to_string(kjit::store::k_record_format);
+  for (const auto kind : {kjit::store::EntryKind::binary, kjit::store::EntryKind::failure}) {
+    const std::string name = current + (kind == kjit::store::EntryKind::binary ? "-binary.bin" : "-failure.bin");
+    const std::string encoded = kjit::store::encode_record(reference_entry(kind), key);
+    if (std::getenv("KJIT_WRITE_REFERENCE_RECORDS") != nullptr) {
+      write_text(reference_path(name), encoded);
+    }
+    const std::string stored = read_text(reference_path(name));
+    BOOST_TEST_REQUIRE(!stored.empty(), "missing reference record " << reference_path(name));
+    BOOST_TEST((encoded == stored), name << ": the encoding of the reference entry changed; bump k_record_format");
+    std::string why;
+    const auto decoded = kjit::store::decode_record(stored, key, kjit::store::Sections::all, why);
+    BOOST_TEST_REQUIRE(decoded.has_value(), why);
+    BOOST_TEST((decoded->kind == kind));
+    BOOST_TEST(decoded->binary.ptx == reference_entry(kind).binary.ptx);
+    BOOST_TEST(decoded->binary.log == reference_entry(kind).binary.log);
+    BOOST_TEST((decoded->headers == reference_entry(kind).headers));
+  }
+  for (std::uint32_t format = 2; format < kjit::store::k_record_format; ++format) {
+    const std::string stored = read_text(reference_path("record-v" + std::to_string(format) + "-binary.bin"));
+    BOOST_TEST_REQUIRE(!stored.empty(), "missing reference record of format " << format);
+    std::string why;
+    BOOST_TEST(!kjit::store::decode_record(stored, key, kjit::store::Sections::all, why).has_value());
+    BOOST_TEST(why.find("record format " + std::to_string(format)) != std::string::npos, why);
+  }
+}
 
 BOOST_AUTO_TEST_CASE(records_round_trip)
 {

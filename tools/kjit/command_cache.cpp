@@ -1,4 +1,4 @@
-// kjit cache stats|clear|rebuild-mirror|orphans|path: inspect and maintain a cache folder.
+// kjit cache stats|clear|rebuild-mirror|orphans|verify|path: inspect and maintain a cache folder.
 #include "commands.hpp"
 #include "options.hpp"
 
@@ -15,16 +15,18 @@ int command_cache(const std::vector<std::string>& args)
     ("cache-dir", po::value<std::string>(), "cache folder (default: KJIT_CACHE_DIR or ~/.cache/kjit)")
     ("remove", "with orphans: delete them");
   po::options_description hidden;
-  hidden.add_options()("action", po::value<std::string>()->required(), "stats, clear, rebuild-mirror, orphans or path");
+  hidden.add_options()("action", po::value<std::string>()->required(), "stats, clear, rebuild-mirror, orphans, verify or path");
   po::positional_options_description positional;
   positional.add("action", 1);
   po::variables_map vm;
-  const std::string synopsis = "kjit cache stats|clear|rebuild-mirror|orphans [--remove]|path [--cache-dir DIR]";
+  const std::string synopsis =
+    "kjit cache stats|clear|rebuild-mirror|orphans [--remove]|verify|path [--cache-dir DIR]";
   if (!parse_arguments(args, synopsis, visible, hidden, positional, vm)) {
     return 0;
   }
   const std::string action = vm["action"].as<std::string>();
-  if (action != "stats" && action != "clear" && action != "rebuild-mirror" && action != "orphans" && action != "path") {
+  if (action != "stats" && action != "clear" && action != "rebuild-mirror" && action != "orphans" && action != "path" &&
+      action != "verify") {
     throw UsageError{"unknown action '" + action + "'", "usage: " + synopsis + "\n"};
   }
   if (vm.count("cache-dir") != 0) {
@@ -45,10 +47,26 @@ int command_cache(const std::vector<std::string>& args)
       std::cout << "removed " << cache.remove_orphans() << " orphans\n";
     }
   } else if (action == "clear") {
-    cache.clear();
+    cache.clear();  // throws (exit 1) when the store is read-only
     std::cout << "cleared " << cache.config().cache_dir << "\n";
+  } else if (action == "verify") {
+    std::string report;
+    const bool ok = cache.check_store(report);
+    std::cout << (ok ? "ok: " : "damaged: ") << report << "\n";
+    return ok ? 0 : k_exit_failure;
   } else {
-    std::cout << "mirrored " << cache.rebuild_mirror() << " entries to " << cache.config().cache_dir << "/programs\n";
+    if (!cache.has_disk_tier()) {
+      throw Error("no store to mirror in " + cache.config().cache_dir);
+    }
+    std::size_t skipped = 0;
+    const std::size_t written = cache.rebuild_mirror(&skipped);
+    std::cout << "mirrored " << written << " entries to " << cache.config().cache_dir << "/programs\n";
+    if (skipped > 0 || !cache.writable()) {
+      std::cerr << "kjit cache: " << skipped << " entries were not mirrored"
+                << (cache.writable() ? " (damaged, or their files could not be written)" : " (the cache folder is read-only)")
+                << "\n";
+      return k_exit_failure;
+    }
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #include "program_args.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -62,13 +63,28 @@ int command_compile(const std::vector<std::string>& args)
     std::cout << "compiled (cache bypassed)\n";
   } else {
     Cache& cache = default_cache();
-    const PreparedProgram prepared = cache.prepare(program, arch);
+    PreparedProgram prepared = cache.prepare(program, arch);
     binary = *cache.get(prepared);
+    if (prepared.provisional()) {
+      prepared = cache.prepare(program, arch);  // the key the compile established
+    }
     const CacheStats stats = cache.stats();
-    std::cout << (stats.disk_hits > 0 ? "cache hit" : "compiled") << " " << prepared.key() << "\n";
+    std::cout << (stats.compiled_elsewhere > 0                     ? "compiled by another process"
+                  : stats.disk_hits + stats.bundle_hits > 0        ? "cache hit"
+                                                                   : "compiled")
+              << " " << prepared.key() << "\n";
   }
-  const std::string out_dir = vm["output"].as<std::string>();
-  const std::string stem = program.name.substr(0, program.name.rfind('.'));
+  std::string out_dir = vm["output"].as<std::string>();
+  while (out_dir.size() > 1 && out_dir.back() == '/') {
+    out_dir.pop_back();  // "out/" prints as out/saxpy.ptx, not out//saxpy.ptx
+  }
+  std::error_code mkdir_error;
+  std::filesystem::create_directories(out_dir, mkdir_error);
+  if (mkdir_error) {
+    throw Error("cannot create the output folder " + out_dir + ": " + mkdir_error.message());
+  }
+  const std::string base = program.name.substr(program.name.rfind('/') + 1);  // the name is the FILE as given
+  const std::string stem = base.substr(0, base.rfind('.'));
   if (!binary.ptx.empty()) {
     write_output(out_dir + "/" + stem + ".ptx", binary.ptx);
     std::cout << out_dir << "/" << stem << ".ptx (" << binary.ptx.size() << " bytes)\n";

@@ -24,6 +24,9 @@ int command_explain(const std::vector<std::string>& args)
     std::cout << "hit: " << program.name << " is cached as it is\n";
   } else if (explanation.closest_key.empty()) {
     std::cout << "miss: no earlier entry of " << program.name << " in the cache\n";
+    for (const auto& difference : explanation.differences) {
+      std::cout << "  " << difference << "\n";
+    }
   } else {
     std::cout << "miss: closest earlier entry " << explanation.closest_key << " differs in:\n";
     for (const auto& difference : explanation.differences) {

@@ -20,5 +20,18 @@ int command_explain(const std::vector<std::string>& args);
 int command_compile(const std::vector<std::string>& args);
 int command_cache(const std::vector<std::string>& args);
 int command_version(const std::vector<std::string>& args);
+int command_list(const std::vector<std::string>& args);
+int command_show(const std::vector<std::string>& args);
+int command_cat(const std::vector<std::string>& args);
+int command_stats(const std::vector<std::string>& args);
+int command_verify(const std::vector<std::string>& args);
+int command_prune(const std::vector<std::string>& args);
+int command_clear(const std::vector<std::string>& args);
+int command_mirror(const std::vector<std::string>& args);
+int command_config(const std::vector<std::string>& args);
+int command_doctor(const std::vector<std::string>& args);
+int command_export(const std::vector<std::string>& args);
+int command_import(const std::vector<std::string>& args);
+int command_warm(const std::vector<std::string>& args);
 
 } // namespace kjit::cli

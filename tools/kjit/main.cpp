@@ -11,15 +11,32 @@ namespace {
 
 const char* const k_usage = R"(usage: kjit <command> [options]
 
-commands:
-  compile FILE --arch ARCH [-D…] [-I…] [--name-expr …] [-o DIR]   compile a CUDA C++ file (cached;
-                                                                  --no-cache bypasses the cache)
-  explain FILE [same options as compile]                          why a program misses: the closest
-                                                                  entry and the key fields that differ
-  cache stats|clear|rebuild-mirror|orphans|path [--cache-dir DIR] inspect or maintain the cache
-  version                                                         versions and driver status
+compiling:
+  compile FILE --arch ARCH [-D…] [-I…] [--name-expr …] [-o DIR]  compile a CUDA C++ file through the cache
+                                                (--no-cache bypasses it); -o DIR is created if missing
+  explain FILE [same options as compile]        why a program misses: the closest entry and what differs
+  warm FILE... --arch LIST [--jobs N] [--timeout S]   fill the cache: misses compiled in worker
+                                                processes on every core
 
-kjit --version is the same as kjit version; kjit <command> --help shows a command's options.
+operating a cache (all take --cache-dir DIR):
+  list [--name N] [--arch A] [--json]           the entries
+  show KEY-PREFIX [--json]                      one entry: program, arch, sizes, options, names, dates
+  cat KEY-PREFIX --source|--ptx|--cubin|--log|--program|--options   print one part of an entry
+  stats [--json]                                entries, bytes by kind, compile time stored
+  verify [--repair]                             decode every record; --repair moves damaged ones aside
+  prune --older-than AGE|--max-size SIZE|--orphans   remove old, excess or unusable entries
+  clear                                         empty the store and the mirror
+  mirror --rebuild|--remove                     rewrite or delete the readable programs/ tree
+  export FILE [--name N] [--arch A]             write entries to a bundle file
+  import FILE                                   verify a bundle and add its entries
+  config [--json]                               each setting, its value and where it came from
+  doctor                                        toolkit, compilers, driver, cache folder and store health
+  cache stats|clear|rebuild-mirror|orphans|path older spellings of the above (kept)
+
+  version                                       versions and driver status
+  help [COMMAND]                                this text, or a command's options
+
+Exit codes: 0 success, 1 the operation failed, 2 bad usage. Errors go to stderr.
 )";
 
 } // namespace
@@ -28,31 +45,36 @@ int main(int argc, char** argv)
 {
   using namespace kjit::cli;
   const std::map<std::string, int (*)(const std::vector<std::string>&)> commands{
-    {"cache", command_cache},
-    {"compile", command_compile},
-    {"explain", command_explain},
-    {"version", command_version},
-    {"--version", command_version},
+    {"cache", command_cache},     {"compile", command_compile}, {"explain", command_explain},
+    {"version", command_version}, {"--version", command_version}, {"list", command_list},
+    {"show", command_show},       {"cat", command_cat},         {"stats", command_stats},
+    {"verify", command_verify},   {"prune", command_prune},     {"clear", command_clear},
+    {"mirror", command_mirror},   {"config", command_config},   {"doctor", command_doctor},
+    {"export", command_export},   {"import", command_import},   {"warm", command_warm},
   };
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      (std::strcmp(argv[1], "help") == 0 && argc == 2)) {
     (argc < 2 ? std::cerr : std::cout) << k_usage;
     return argc < 2 ? k_exit_usage : 0;
   }
-  const auto command = commands.find(argv[1]);
-  if (command == commands.end()) {
-    std::cerr << "kjit: unknown command '" << argv[1] << "'\n\n" << k_usage;
+  // kjit help COMMAND is kjit COMMAND --help.
+  const bool help = std::strcmp(argv[1], "help") == 0;
+  const char* name = help ? argv[2] : argv[1];
+  const auto command = commands.find(name);
+  if (command == commands.end() || (help && argc > 3)) {
+    std::cerr << "kjit: unknown command '" << (help && argc > 3 ? argv[3] : name) << "'\n\n" << k_usage;
     return k_exit_usage;
   }
   try {
-    return command->second(std::vector<std::string>(argv + 2, argv + argc));
+    return command->second(help ? std::vector<std::string>{"--help"} : std::vector<std::string>(argv + 2, argv + argc));
   } catch (const UsageError& e) {
-    std::cerr << "kjit " << argv[1] << ": " << e.message << "\n\n" << e.usage;
+    std::cerr << "kjit " << name << ": " << e.message << "\n\n" << e.usage;
     return k_exit_usage;
   } catch (const kjit::Error& e) {
-    std::cerr << "kjit " << argv[1] << ": " << e.what() << "\n";
+    std::cerr << "kjit " << name << ": " << e.what() << "\n";
     return k_exit_failure;
   } catch (const std::exception& e) {
-    std::cerr << "kjit " << argv[1] << ": unexpected error: " << e.what() << "\n";
+    std::cerr << "kjit " << name << ": unexpected error: " << e.what() << "\n";
     return k_exit_failure;
   }
 }

@@ -1,0 +1,148 @@
+// Cache::get_many: threads that each own a worker process and call get(); the compile inside get()
+// is delegated to the thread's worker, so lookup, single flight and storing stay the cache's own.
+#include <kjit/cache.hpp>
+#include <kjit/error.hpp>
+
+#include "batch/worker.hpp"
+#include "config/log.hpp"
+#include "rtc/compiler.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+namespace kjit {
+
+namespace {
+
+std::string default_worker_path()
+{
+  char buffer[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  if (n <= 0) {
+    return {};
+  }
+  std::string exe(buffer, static_cast<std::size_t>(n));
+  return exe.substr(0, exe.rfind('/') + 1) + "kjit-worker";
+}
+
+// One batch thread's compiler: its worker process, replaced when lost; in-process without one.
+class WorkerDelegate : public rtc::CompileDelegate {
+public:
+  WorkerDelegate(std::string path, double timeout_s) : m_path(std::move(path)), m_timeout_s(timeout_s) {}
+
+  Binary compile(const Config& config, const Program& program, const Arch& arch) override
+  {
+    compiled = true;
+    if (!m_worker && !m_in_process) {
+      try {
+        m_worker = std::make_unique<batch::Worker>(m_path);
+      } catch (const Error& e) {
+        log::line(std::string("warning: ") + e.what() + "; compiling in-process");
+        m_in_process = true;
+      }
+    }
+    if (m_in_process) {
+      return rtc::compile(config, program, arch);
+    }
+    try {
+      return m_worker->compile(program, arch, m_timeout_s, pch);
+    } catch (const batch::WorkerLost&) {
+      m_worker.reset();  // the next item starts a fresh worker
+      throw;
+    }
+  }
+
+  bool compiled = false;
+  bool pch = false;  // for the current item
+
+private:
+  std::string m_path;
+  double m_timeout_s;
+  std::unique_ptr<batch::Worker> m_worker;
+  bool m_in_process = false;
+};
+
+// What NVRTC's automatic PCH depends on: arch, options, in-memory headers.
+std::string pch_group(const BatchItem& item)
+{
+  std::string group = item.arch.str();
+  for (const auto& option : item.program.options) {
+    group += '\0' + option;
+  }
+  for (const auto& [name, content] : item.program.headers) {
+    group += '\1' + name + '\2' + content;
+  }
+  return group;
+}
+
+// The order to take items in: items sharing a PCH group next to each other (so each worker
+// reuses its PCH), and whether each item should use PCH (its group has two or more items).
+void plan(const std::vector<BatchItem>& items, bool use_pch, std::vector<std::size_t>& order, std::vector<bool>& pch)
+{
+  std::map<std::string, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    groups[pch_group(items[i])].push_back(i);
+  }
+  pch.assign(items.size(), false);
+  for (const auto& [group, members] : groups) {
+    for (std::size_t i : members) {
+      order.push_back(i);
+      pch[i] = use_pch && members.size() >= 2;
+    }
+  }
+}
+
+} // namespace
+
+std::vector<BatchResult> Cache::get_many(const std::vector<BatchItem>& items, const BatchOptions& options)
+{
+  std::vector<BatchResult> results(items.size());
+  const std::string path = options.worker_path.empty() ? default_worker_path() : options.worker_path;
+  unsigned jobs = options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs = static_cast<unsigned>(std::min<std::size_t>(jobs, items.size()));
+  std::vector<std::size_t> order;
+  std::vector<bool> use_pch;
+  plan(items, options.pch, order, use_pch);
+  std::atomic<std::size_t> next{0};
+  std::size_t done = 0;
+  std::mutex progress_mutex;
+  const auto run = [&] {
+    WorkerDelegate delegate(path, options.timeout_s);
+    const rtc::ScopedCompileDelegate scope(&delegate);
+    for (std::size_t n = next++; n < items.size(); n = next++) {
+      const std::size_t i = order[n];
+      delegate.compiled = false;
+      delegate.pch = use_pch[i];
+      BatchResult& result = results[i];
+      try {
+        result.binary = get(items[i].program, items[i].arch);
+      } catch (const std::exception& e) {
+        result.error = std::current_exception();
+        result.message = e.what();
+      }
+      result.compiled = delegate.compiled;
+      std::lock_guard lock(progress_mutex);
+      ++done;
+      if (options.progress) {
+        options.progress(done, items.size());
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < jobs; ++t) {
+    threads.emplace_back(run);
+  }
+  if (jobs > 0) {
+    run();
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  return results;
+}
+
+} // namespace kjit

@@ -1,0 +1,34 @@
+// The pipe protocol between a batch and its worker processes: length-prefixed frames carrying a
+// compile request (program + arch) or its result (a Binary or a typed error).
+#pragma once
+
+#include <kjit/arch.hpp>
+#include <kjit/binary.hpp>
+#include <kjit/program.hpp>
+
+#include <exception>
+#include <optional>
+#include <string>
+
+namespace kjit::batch {
+
+// frame = length:u32 bytes[length]; every string inside = length:u32 bytes.
+// `pch`: compile with NVRTC's automatic precompiled headers (the worker keeps them for the next
+// program with the same options).
+std::string encode_request(const Program& program, const Arch& arch, bool pch);
+// Throws kjit::Error for a malformed request.
+void decode_request(const std::string& frame, Program& program, std::string& arch, bool& pch);
+
+// A successful compile, or the error compile() threw (rethrown with its type by decode_response).
+std::string encode_binary(const Binary& binary);
+std::string encode_error(const std::exception& error);
+// The Binary of a success; rethrows a CompileError/OptionError/ArchError/ToolchainError/Error
+// for an error frame; kjit::Error for a malformed frame.
+Binary decode_response(const std::string& frame);
+
+// Writes one frame; false if the pipe broke.
+bool write_frame(int fd, const std::string& payload);
+// Reads one frame; nothing at end of file or on a broken/short frame.
+std::optional<std::string> read_frame(int fd);
+
+} // namespace kjit::batch

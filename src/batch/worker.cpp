@@ -1,0 +1,174 @@
+// Worker processes: spawn, request/response with a time limit, kill and reap; the worker loop.
+#include "batch/worker.hpp"
+
+#include "batch/protocol.hpp"
+#include "rtc/compiler.hpp"
+
+#include <kjit/config.hpp>
+#include <kjit/error.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <poll.h>
+#include <spawn.h>
+#include <tuple>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace kjit::batch {
+
+namespace {
+
+std::string describe_status(int status)
+{
+  if (WIFSIGNALED(status)) {
+    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + ::strsignal(WTERMSIG(status)) + ")";
+  }
+  if (WIFEXITED(status)) {
+    return "exited with status " + std::to_string(WEXITSTATUS(status));
+  }
+  return "stopped";
+}
+
+// NVRTC's notes about creating or using a PCH file are not the program's messages.
+std::string without_pch_lines(const std::string& log)
+{
+  std::string out;
+  std::size_t start = 0;
+  while (start < log.size()) {
+    std::size_t end = log.find('\n', start);
+    end = end == std::string::npos ? log.size() : end;
+    const std::string line = log.substr(start, end - start);
+    if (line.find("precompiled header") == std::string::npos && !line.empty()) {
+      out += (out.empty() ? "" : "\n") + line;
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+} // namespace
+
+Worker::Worker(const std::string& path)
+{
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    throw Error(std::string("cannot create a worker socket: ") + std::strerror(errno));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 0);  // dup2 clears CLOEXEC on 0 and 1
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
+  const int error = ::posix_spawn(&m_pid, path.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (error != 0) {
+    ::close(fds[0]);
+    m_pid = -1;
+    throw Error("cannot start the compile worker " + path + ": " + std::strerror(error));
+  }
+  m_socket = fds[0];
+}
+
+Worker::~Worker()
+{
+  stop();
+}
+
+void Worker::stop() noexcept
+{
+  if (m_socket >= 0) {
+    ::close(m_socket);  // a healthy worker sees end of input and exits
+    m_socket = -1;
+  }
+  if (m_pid > 0) {
+    int status = 0;
+    for (int i = 0; i < 50 && ::waitpid(m_pid, &status, WNOHANG) == 0; ++i) {
+      ::usleep(2000);
+      if (i == 49) {
+        ::kill(m_pid, SIGKILL);
+        std::ignore = ::waitpid(m_pid, &status, 0);
+      }
+    }
+    m_pid = -1;
+  }
+}
+
+void Worker::lose(const std::string& why)
+{
+  std::string detail = why;
+  if (m_pid > 0) {
+    int status = 0;
+    if (::waitpid(m_pid, &status, WNOHANG) == m_pid) {
+      detail += ": worker " + describe_status(status);
+      m_pid = -1;
+    } else {
+      ::kill(m_pid, SIGKILL);
+      std::ignore = ::waitpid(m_pid, &status, 0);
+      m_pid = -1;
+    }
+  }
+  stop();
+  throw WorkerLost(detail);
+}
+
+Binary Worker::compile(const Program& program, const Arch& arch, double timeout_s, bool pch)
+{
+  const std::string what = "compile worker for " + program.name + " (" + arch.str() + ")";
+  if (m_socket < 0) {
+    throw WorkerLost(what + ": worker not running");
+  }
+  if (!write_frame(m_socket, encode_request(program, arch, pch))) {
+    lose(what + " stopped reading");
+  }
+  pollfd ready{m_socket, POLLIN, 0};
+  const int timeout_ms = timeout_s <= 0 ? -1 : static_cast<int>(timeout_s * 1000.0);
+  int polled = 0;
+  do {
+    polled = ::poll(&ready, 1, timeout_ms);
+  } while (polled < 0 && errno == EINTR);
+  if (polled == 0) {
+    lose(what + " timed out after " + std::to_string(timeout_s) + " s and was killed");
+  }
+  const auto response = read_frame(m_socket);
+  if (!response) {
+    ::usleep(1000);  // let the exit status settle
+    lose(what + " ended without an answer");
+  }
+  return decode_response(*response);
+}
+
+int worker_main(int in, int out)
+{
+  std::signal(SIGPIPE, SIG_IGN);
+  while (const auto request = read_frame(in)) {
+    std::string response;
+    try {
+      Program program;
+      std::string arch;
+      bool pch = false;
+      decode_request(*request, program, arch, pch);
+      if (pch) {
+        program.options.push_back("-pch");  // NVRTC's automatic PCH, kept for this process's next compile
+      }
+      Binary binary = rtc::compile(current_config(), program, Arch::parse(arch));
+      if (pch) {
+        binary.log = without_pch_lines(binary.log);
+      }
+      response = encode_binary(binary);
+    } catch (const std::exception& e) {
+      response = encode_error(e);
+    }
+    if (!write_frame(out, response)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+} // namespace kjit::batch

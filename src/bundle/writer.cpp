@@ -1,0 +1,52 @@
+// Bundle writer: header, sorted index, meta rows and records in one atomically written file.
+#include "bundle/writer.hpp"
+
+#include <kjit/error.hpp>
+
+#include "util/file.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+namespace kjit::bundle {
+
+void write_bundle(const std::string& path, std::vector<Record> records, const std::vector<MetaRow>& meta,
+                  std::uint32_t record_format)
+{
+  std::stable_sort(records.begin(), records.end(), [](const Record& a, const Record& b) { return a.key < b.key; });
+  records.erase(std::unique(records.begin(), records.end(), [](const Record& a, const Record& b) { return a.key == b.key; }),
+                records.end());
+  // Laid out in one buffer (records are moved in one by one), so the file costs its size once.
+  std::vector<IndexEntry> index;
+  std::uint64_t data_size = 0;
+  for (const Record& record : records) {
+    index.push_back({record.key, data_size, record.bytes.size()});
+    data_size += record.bytes.size();
+  }
+  const std::string index_bytes = encode_index(index);
+  const std::string meta_bytes = encode_meta(meta);
+  std::string file(k_header_size, '\0');
+  file.reserve(k_header_size + index_bytes.size() + meta_bytes.size() + data_size);
+  file += index_bytes;
+  file += meta_bytes;
+  const std::size_t data_start = file.size();
+  for (Record& record : records) {
+    file += record.bytes;
+    std::string().swap(record.bytes);
+  }
+  Header header;
+  header.record_format = record_format;
+  header.entries = index.size();
+  header.meta_size = meta_bytes.size();
+  header.data_size = data_size;
+  header.created_unix = static_cast<std::int64_t>(::time(nullptr));
+  header.index_sum = util::checksum(index_bytes);
+  header.meta_sum = util::checksum(meta_bytes);
+  header.data_sum = util::checksum(std::string_view(file).substr(data_start));
+  file.replace(0, k_header_size, encode_header(header));
+  if (const std::error_code error = util::write_file_atomic(path, file, 0644)) {
+    throw BundleError("cannot write the bundle " + path + ": " + error.message(), path);
+  }
+}
+
+} // namespace kjit::bundle

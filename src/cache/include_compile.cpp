@@ -1,0 +1,146 @@
+// The compile-and-retry loop over a private folder of header copies (see docs/includes.md).
+#include "cache/include_compile.hpp"
+
+#include "cache/cache_dir.hpp"
+#include "rtc/compiler.hpp"
+#include "rtc/nvjitlink_library.hpp"
+#include "rtc/nvrtc_library.hpp"
+#include "util/file.hpp"
+
+#include <kjit/error.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <regex>
+#include <set>
+
+namespace kjit::cache {
+
+namespace {
+
+// A fresh folder under $TMPDIR, removed with everything in it when this goes away.
+class PrivateFolder {
+public:
+  PrivateFolder()
+  {
+    const char* tmp = std::getenv("TMPDIR");
+    m_parent = tmp != nullptr && *tmp == '/' ? tmp : "/tmp";
+    std::string pattern = m_parent + "/kjit-includes-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw Error("cannot create a private include folder under " + m_parent + ": " + std::strerror(errno));
+    }
+    m_path = pattern;
+  }
+  ~PrivateFolder() { remove_tree(m_parent, m_path.substr(m_parent.size() + 1)); }
+  PrivateFolder(const PrivateFolder&) = delete;
+  PrivateFolder& operator=(const PrivateFolder&) = delete;
+  const std::string& path() const { return m_path; }
+
+  void ensure_dir(const std::string& absolute) const
+  {
+    if (const std::error_code error = util::create_directories(m_path + absolute, 0700)) {
+      throw Error("cannot create " + m_path + absolute + ": " + error.message());
+    }
+  }
+  void write(const std::string& absolute, const std::string& content) const
+  {
+    ensure_dir(deps::dir_of(absolute));
+    if (const std::error_code error = util::write_file_atomic(m_path + absolute, content, 0600)) {
+      throw Error("cannot write " + m_path + absolute + ": " + error.message());
+    }
+  }
+
+private:
+  std::string m_parent;
+  std::string m_path;
+};
+
+std::string without(std::string text, const std::string& prefix)
+{
+  for (std::size_t at; !prefix.empty() && (at = text.find(prefix)) != std::string::npos;) {
+    text.erase(at, prefix.size());
+  }
+  return text;
+}
+
+struct Missing {
+  std::string includer;  // as NVRTC names it; empty for a command-line (pre-include) file
+  int line = 0;
+  std::string name;
+};
+
+std::vector<Missing> missing_includes(const std::string& log)
+{
+  static const std::regex pattern(R"((?:^|\n)(.*)\((\d+)\): (?:catastrophic )?error: cannot open source file \"([^\"]+)\")");
+  std::vector<Missing> out;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), pattern); it != std::sregex_iterator(); ++it) {
+    out.push_back({(*it)[1].str(), std::stoi((*it)[2].str()), (*it)[3].str()});
+  }
+  return out;
+}
+
+} // namespace
+
+Binary compile_with_includes(const Config& config, const Program& program, const Arch& arch,
+                             deps::Resolver& resolver, int* rounds)
+{
+  // One toolchain per process: the Cache's own NVRTC, or a ToolchainError.
+  rtc::nvrtc_for(config);
+  if (!arch.is_virtual()) {
+    rtc::nvjitlink_for(config);
+  }
+  const deps::SearchContext& context = resolver.context();
+  const PrivateFolder folder;
+  const std::string& root = folder.path();
+  Program nvrtc_program = program;
+  nvrtc_program.name = root + resolver.main_path();
+  nvrtc_program.options = context.nvrtc_options;
+  for (const auto& dir : context.include_dirs) {
+    folder.ensure_dir(dir);
+    nvrtc_program.options.push_back("-I" + root + dir);
+  }
+  folder.ensure_dir(deps::dir_of(resolver.main_path()));
+  for (std::size_t i = 0; i < context.pre_includes.size(); ++i) {
+    const std::string& found = resolver.pre_include_paths()[i];
+    nvrtc_program.options.push_back("--pre-include=" + (found.empty() ? context.pre_includes[i] : root + found));
+  }
+  std::set<std::string> written;
+  for (int round = 1;; ++round) {
+    resolver.close();
+    for (const auto& header : resolver.result().headers) {
+      if (written.insert(header.path).second) {
+        folder.write(header.path, header.content);
+      }
+    }
+    if (rounds != nullptr) {
+      *rounds = round;
+    }
+    try {
+      Binary binary = rtc::compile(config, nvrtc_program, arch);
+      binary.log = without(binary.log, root);
+      return binary;
+    } catch (const CompileError& error) {
+      bool added = false;
+      for (const Missing& missing : missing_includes(error.log())) {
+        const std::string includer = missing.includer.rfind(root, 0) == 0 ? missing.includer.substr(root.size())
+                                                                            : missing.includer;
+        const std::string text = includer == resolver.main_path() ? program.source
+                                 : resolver.find(includer) != nullptr ? resolver.find(includer)->content
+                                                                      : std::string();
+        deps::IncludeKind kind = deps::directive_kind(text, missing.line);
+        if (missing.includer.rfind(root, 0) != 0) {
+          kind = deps::IncludeKind::angle;  // a toolkit header: NVRTC searched its own folder already
+        }
+        if (!resolver.add_next(missing.name, kind, includer).empty()) {
+          added = true;
+        }
+      }
+      if (!added) {
+        throw CompileError(program.name, error.arch(), without(error.log(), root), program.options);
+      }
+    }
+  }
+}
+
+} // namespace kjit::cache

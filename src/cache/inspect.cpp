@@ -1,0 +1,325 @@
+// Operating a cache folder: list, show, verify, prune, usage, mirror removal (the kjit commands' API).
+#include "cache/cache_impl.hpp"
+
+#include "cache/cache_dir.hpp"
+#include "store/store.hpp"
+#include "store/record.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+#include <ftw.h>
+#include <sys/stat.h>
+
+namespace kjit {
+
+namespace {
+
+std::string hex_of(std::string_view raw)
+{
+  return util::to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size());
+}
+
+EntryInfo info_of(std::string_view raw_key, std::size_t record_bytes, const store::Entry& entry)
+{
+  EntryInfo info;
+  info.key = hex_of(raw_key);
+  info.program_name = entry.program_name;
+  info.arch = entry.binary.arch;
+  info.failed = entry.kind == store::EntryKind::failure;
+  info.created_unix = entry.created_unix;
+  info.record_bytes = record_bytes;
+  info.cubin_bytes = entry.binary.cubin.size();
+  info.ptx_bytes = entry.binary.ptx.size();
+  info.source_bytes = entry.source.size();
+  for (const auto& [name, content] : entry.headers) {
+    info.source_bytes += content.size();
+  }
+  info.log_bytes = entry.binary.log.size();
+  info.compile_ms = entry.binary.timings.total_ms;
+  return info;
+}
+
+
+// Every decodable entry with its raw key and record size.
+struct Row {
+  std::string raw_key;
+  std::size_t bytes;
+  store::Entry entry;
+};
+
+std::vector<Row> decoded_rows(const store::Store* store, const EntryFilter& filter)
+{
+  std::vector<Row> rows;
+  if (store == nullptr) {
+    return rows;
+  }
+  store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
+    std::string why;
+    auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
+    if (entry && cache::entry_matches(filter, *entry)) {
+      rows.push_back({std::string(key), bytes.size(), std::move(*entry)});
+    }
+  });
+  return rows;
+}
+
+void require_writable(const Cache& cache)
+{
+  if (cache.has_disk_tier() && !cache.writable()) {
+    throw StoreError("the cache at " + cache.config().cache_dir + " is read-only", EROFS);
+  }
+}
+
+std::size_t g_tree_bytes = 0;  // nftw has no user pointer; guarded by g_tree_mutex
+std::mutex g_tree_mutex;
+
+std::size_t allocated_bytes(const std::string& root)
+{
+  std::lock_guard lock(g_tree_mutex);
+  g_tree_bytes = 0;
+  std::ignore = ::nftw(
+    root.c_str(),
+    [](const char*, const struct stat* st, int, FTW*) {
+      g_tree_bytes += static_cast<std::size_t>(st->st_blocks) * 512;
+      return 0;
+    },
+    32, FTW_PHYS);
+  return g_tree_bytes;
+}
+
+} // namespace
+
+namespace cache {
+
+// A program made from a file is named by the path it was given: "saxpy.cu" matches
+// "/src/saxpy.cu" and "src/saxpy.cu" (a whole last component), never "my_saxpy.cu".
+static bool name_matches(const std::string& wanted, const std::string& name)
+{
+  if (wanted.empty() || wanted == name) {
+    return true;
+  }
+  return name.size() > wanted.size() && name.compare(name.size() - wanted.size(), wanted.size(), wanted) == 0 &&
+         name[name.size() - wanted.size() - 1] == '/';
+}
+
+bool entry_matches(const EntryFilter& filter, const store::Entry& entry)
+{
+  return name_matches(filter.name, entry.program_name) &&
+         (filter.arch.empty() || filter.arch == entry.binary.arch);
+}
+
+} // namespace cache
+
+std::vector<EntryInfo> Cache::entries(const EntryFilter& filter) const
+{
+  std::vector<EntryInfo> out;
+  for (const Row& row : decoded_rows(m_impl->store.get(), filter)) {
+    out.push_back(info_of(row.raw_key, row.bytes, row.entry));
+  }
+  std::sort(out.begin(), out.end(), [](const EntryInfo& a, const EntryInfo& b) {
+    return std::tie(a.program_name, a.arch, a.key) < std::tie(b.program_name, b.arch, b.key);
+  });
+  return out;
+}
+
+std::string Cache::resolve_key(const std::string& prefix) const
+{
+  if (prefix.empty() || prefix.size() > 64 || prefix.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    throw Error("'" + prefix + "' is not a key prefix (1 to 64 lowercase hex digits)");
+  }
+  std::vector<std::string> found;
+  if (m_impl->store) {
+    m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view) {
+      std::string hex = hex_of(key);
+      if (hex.compare(0, prefix.size(), prefix) == 0) {
+        found.push_back(std::move(hex));
+      }
+    });
+  }
+  if (found.empty()) {
+    throw Error("no cache entry has a key starting with '" + prefix + "'");
+  }
+  if (found.size() > 1) {
+    std::string names;
+    for (std::size_t i = 0; i < found.size() && i < 5; ++i) {
+      names += "\n  " + found[i];
+    }
+    throw Error("key prefix '" + prefix + "' is ambiguous: " + std::to_string(found.size()) +
+                " entries match; give more digits" + names + (found.size() > 5 ? "\n  …" : ""));
+  }
+  return found.front();
+}
+
+EntryContents Cache::entry(const std::string& prefix) const
+{
+  const std::string hex = resolve_key(prefix);
+  util::Sha256 key{};
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    key[i] = static_cast<std::uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  }
+  const auto bytes = m_impl->store->get(store::Table::entries, bytes_of(key));
+  std::string why = "removed meanwhile";
+  auto entry = bytes ? store::decode_record(*bytes, key, store::Sections::all, why) : std::nullopt;
+  if (!entry) {
+    throw StoreError("the cache entry " + hex + " is damaged: " + why + " (kjit verify --repair moves it aside)", 0);
+  }
+  EntryContents contents;
+  contents.info = info_of(bytes_of(key), bytes->size(), *entry);
+  contents.program_txt = std::move(entry->program_txt);
+  contents.options_txt = std::move(entry->options_txt);
+  contents.source = std::move(entry->source);
+  contents.headers = std::move(entry->headers);
+  contents.options = std::move(entry->options);
+  contents.binary = std::move(entry->binary);
+  return contents;
+}
+
+VerifyReport Cache::verify(Repair repair, const std::function<void(std::size_t, std::size_t)>& progress)
+{
+  VerifyReport report;
+  if (!m_impl->store) {
+    return report;
+  }
+  if (repair == Repair::quarantine) {
+    require_writable(*this);
+  }
+  struct Bad {
+    std::string key;
+    std::string bytes;
+    std::string why;
+  };
+  std::vector<Bad> bad;
+  const std::size_t total = m_impl->store->count(store::Table::entries);
+  m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
+    std::string why;
+    if (!store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why)) {
+      bad.push_back({std::string(key), std::string(bytes), why});
+    }
+    ++report.checked;
+    if (progress) {
+      progress(report.checked, total);
+    }
+  });
+  for (Bad& b : bad) {
+    report.bad.emplace_back(hex_of(b.key), b.why);
+    if (repair == Repair::quarantine) {
+      m_impl->store->quarantine(b.key, b.bytes, "kjit verify: " + b.why);
+      if (m_impl->dir.writable) {
+        cache::remove_tree(m_impl->dir.path, "programs/" + hex_of(b.key));
+      }
+      ++report.quarantined;
+    }
+  }
+  return report;
+}
+
+namespace {
+
+// Removes entries (store rows, name index, mirror folders) in one transaction per table.
+void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
+{
+  std::vector<std::string> keys;
+  std::vector<std::string> names;
+  for (const Row* row : rows) {
+    keys.push_back(row->raw_key);
+    names.push_back(store::names_key(row->entry.program_name, row->raw_key));
+  }
+  impl.store->erase(store::Table::entries, keys);
+  impl.store->erase(store::Table::names, names);
+  impl.memory.clear();
+  if (impl.dir.writable) {
+    for (const auto& key : keys) {
+      cache::remove_tree(impl.dir.path, "programs/" + hex_of(key));
+    }
+  }
+}
+
+} // namespace
+
+std::size_t Cache::prune_older_than(std::int64_t seconds)
+{
+  require_writable(*this);
+  const std::vector<Row> rows = decoded_rows(m_impl->store.get(), {});
+  const std::int64_t cutoff = static_cast<std::int64_t>(::time(nullptr)) - seconds;
+  std::vector<const Row*> old;
+  for (const Row& row : rows) {
+    if (row.entry.created_unix < cutoff) {
+      old.push_back(&row);
+    }
+  }
+  if (!old.empty()) {
+    remove_rows(*m_impl, old);
+  }
+  return old.size();
+}
+
+std::size_t Cache::prune_to_size(std::size_t bytes)
+{
+  require_writable(*this);
+  const std::vector<Row> rows = decoded_rows(m_impl->store.get(), {});
+  std::vector<const Row*> by_age;
+  std::size_t total = 0;
+  for (const Row& row : rows) {
+    by_age.push_back(&row);
+    total += row.bytes;
+  }
+  // Oldest first (creation time: the store does not record last use yet).
+  std::sort(by_age.begin(), by_age.end(),
+            [](const Row* a, const Row* b) { return a->entry.created_unix < b->entry.created_unix; });
+  std::vector<const Row*> removed;
+  for (const Row* row : by_age) {
+    if (total <= bytes) {
+      break;
+    }
+    total -= row->bytes;
+    removed.push_back(row);
+  }
+  if (!removed.empty()) {
+    remove_rows(*m_impl, removed);
+  }
+  return removed.size();
+}
+
+bool Cache::remove_mirror()
+{
+  require_writable(*this);
+  struct stat st {};
+  const bool existed = ::lstat((m_impl->config.cache_dir + "/programs").c_str(), &st) == 0;
+  cache::remove_tree(m_impl->config.cache_dir, "programs");
+  return existed;
+}
+
+DiskUsage Cache::usage() const
+{
+  DiskUsage usage;
+  if (!m_impl->store) {
+    return usage;
+  }
+  m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
+    ++usage.entries;
+    usage.record_bytes += bytes.size();
+    std::string why;
+    const auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
+    if (!entry) {
+      ++usage.damaged;
+      return;
+    }
+    const EntryInfo info = info_of(key, bytes.size(), *entry);
+    usage.failures += info.failed ? 1 : 0;
+    usage.cubin_bytes += info.cubin_bytes;
+    usage.ptx_bytes += info.ptx_bytes;
+    usage.source_bytes += info.source_bytes;
+    usage.log_bytes += info.log_bytes;
+    usage.compile_ms_stored += info.compile_ms;
+  });
+  usage.quarantined = m_impl->store->count(store::Table::quarantine);
+  struct stat st {};
+  if (::stat((m_impl->store->path() + "/data.mdb").c_str(), &st) == 0) {
+    usage.store_file_bytes = static_cast<std::size_t>(st.st_blocks) * 512;
+  }
+  usage.mirror_bytes = allocated_bytes(m_impl->config.cache_dir + "/programs");
+  return usage;
+}
+
+} // namespace kjit

@@ -1,0 +1,119 @@
+// Toolkit header fingerprint: one walk per change of the trees, folder stats otherwise.
+#include "cache/toolkit_headers.hpp"
+
+#include "util/hash.hpp"
+
+#include <algorithm>
+#include <ftw.h>
+#include <map>
+#include <mutex>
+#include <sys/stat.h>
+
+namespace kjit::cache {
+
+namespace {
+
+std::string dir_stamp(const std::string& path, const struct stat& st)
+{
+  return path + " " + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + " " +
+         std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec) + " " + std::to_string(st.st_ino);
+}
+
+// nftw has no user pointer: the walk in progress (under g_mutex).
+std::vector<std::string>* g_files = nullptr;
+std::vector<std::string>* g_dirs = nullptr;
+std::size_t g_root_size = 0;
+std::mutex g_mutex;
+std::map<std::string, std::string> g_memo;  // dirs → "fingerprint\ndir stamps" for this process
+
+int visit(const char* path, const struct stat* st, int type, FTW*)
+{
+  const std::string full = path;
+  if (type == FTW_D) {
+    g_dirs->push_back(dir_stamp(full, *st));
+  } else if (type == FTW_F) {
+    g_files->push_back(full.substr(std::min(g_root_size, full.size())) + " " + std::to_string(st->st_size) + " " +
+                       std::to_string(st->st_mtim.tv_sec) + "." + std::to_string(st->st_mtim.tv_nsec));
+  }
+  return 0;
+}
+
+// "fingerprint\n" followed by one stamp line per folder.
+std::string walk(const std::vector<std::string>& dirs)
+{
+  std::vector<std::string> files;
+  std::vector<std::string> folders;
+  g_files = &files;
+  g_dirs = &folders;
+  util::Sha256Hasher hasher;
+  for (const auto& dir : dirs) {
+    bool nested = false;
+    for (const auto& other : dirs) {
+      nested = nested || (other != dir && dir.rfind(other + "/", 0) == 0);
+    }
+    if (nested) {
+      continue;  // include/cccl is walked with include
+    }
+    files.clear();
+    g_root_size = dir.size();
+    std::ignore = ::nftw(dir.c_str(), visit, 32, FTW_PHYS);
+    std::sort(files.begin(), files.end());
+    hasher.update("root\n");
+    for (const auto& line : files) {
+      hasher.update(line).update("\n");
+    }
+  }
+  std::string out = util::to_hex(hasher.finish()) + "\n";
+  for (const auto& line : folders) {
+    out += line + "\n";
+  }
+  return out;
+}
+
+// True when every folder stamp listed after the first line of `kept` still holds.
+bool still_valid(const std::string& kept)
+{
+  std::size_t at = kept.find('\n');
+  if (at == std::string::npos || at != 64) {
+    return false;
+  }
+  for (++at; at < kept.size();) {
+    const auto end = kept.find('\n', at);
+    const std::string line = kept.substr(at, end - at);
+    const auto space = line.find(' ');
+    struct stat st {};
+    if (space == std::string::npos || ::stat(line.substr(0, space).c_str(), &st) != 0 ||
+        dir_stamp(line.substr(0, space), st) != line) {
+      return false;
+    }
+    at = end == std::string::npos ? kept.size() : end + 1;
+  }
+  return true;
+}
+
+} // namespace
+
+std::string toolkit_headers_fingerprint(const std::vector<std::string>& dirs, store::Store* store)
+{
+  std::string names;
+  for (const auto& dir : dirs) {
+    names += dir + "\n";
+  }
+  const std::string meta_key = "toolkit-headers " + util::to_hex(util::sha256(names));
+  std::lock_guard lock(g_mutex);
+  std::string& kept = g_memo[names];
+  if (kept.empty() && store != nullptr) {
+    if (auto stored = store->get(store::Table::meta, meta_key)) {
+      kept = *stored;
+    }
+  }
+  if (kept.empty() || !still_valid(kept)) {
+    kept = walk(dirs);
+    if (store != nullptr && store->writable()) {
+      store->put({{store::Table::meta, meta_key, kept}});
+    }
+  }
+  return kept.substr(0, 64);
+}
+
+} // namespace kjit::cache

@@ -1,0 +1,19 @@
+// A fingerprint of the toolkit's include trees, kept in the store and checked with folder stats.
+#pragma once
+
+#include "store/store.hpp"
+
+#include <string>
+#include <vector>
+
+namespace kjit::cache {
+
+// sha256 (hex) over every file of the include trees `dirs` (relative path, size, mtime). The
+// store's meta table keeps it with the stamp of every folder of the trees: while no folder
+// changed (a stat each), the kept value is used; otherwise the trees are walked again (one stat
+// per file) and the new value kept. `store` may be null (then it is computed once per process).
+// Catches added, removed, renamed and replaced files (package upgrades); an in-place edit of a
+// file keeps its folder's stamp and is only seen when something else in the trees changes.
+std::string toolkit_headers_fingerprint(const std::vector<std::string>& dirs, store::Store* store);
+
+} // namespace kjit::cache

@@ -1,0 +1,201 @@
+// Building the search context from a Program and listing where nvcc would look for a name.
+#include "deps/search.hpp"
+
+#include "cache/key.hpp"
+
+#include <kjit/error.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace kjit::deps {
+
+namespace {
+
+std::string current_dir()
+{
+  char buffer[4096];
+  return ::getcwd(buffer, sizeof buffer) != nullptr ? buffer : "/";
+}
+
+bool starts_with(const std::string& text, const char* prefix)
+{
+  return text.rfind(prefix, 0) == 0;
+}
+
+void check_include_dir(const std::string& dir, const std::string& as_written)
+{
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    throw OptionError("include folder '" + as_written + "' does not exist");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw OptionError("include folder '" + as_written + "' is not a folder");
+  }
+}
+
+} // namespace
+
+std::string join_path(const std::string& dir, const std::string& name)
+{
+  const std::string raw = name.empty() || name.front() == '/' || dir.empty() ? name : dir + "/" + name;
+  std::vector<std::string> parts;
+  std::size_t at = 0;
+  while (at <= raw.size()) {
+    auto slash = raw.find('/', at);
+    if (slash == std::string::npos) {
+      slash = raw.size();
+    }
+    const std::string part = raw.substr(at, slash - at);
+    if (part == "..") {
+      if (!parts.empty() && parts.back() != "..") {
+        parts.pop_back();
+      } else if (raw.front() != '/') {
+        parts.push_back(part);
+      }
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    at = slash + 1;
+  }
+  std::string out = !raw.empty() && raw.front() == '/' ? "/" : "";
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    out += (i == 0 ? "" : "/") + parts[i];
+  }
+  return out.empty() ? "." : out;
+}
+
+std::string dir_of(const std::string& path)
+{
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+std::string SearchContext::text() const
+{
+  std::string out = "source-dir: " + cache::escape_line(source_dir) + "\n";
+  for (const auto& dir : include_dirs) {
+    out += "include-dir: " + cache::escape_line(dir) + "\n";
+  }
+  for (const auto& name : pre_includes) {
+    out += "pre-include: " + cache::escape_line(name) + "\n";
+  }
+  if (!pre_includes.empty()) {
+    out += "cwd: " + cache::escape_line(cwd) + "\n";
+  }
+  for (const auto& dir : toolkit_dirs) {
+    out += "toolkit-dir: " + cache::escape_line(dir) + "\n";
+  }
+  return out;
+}
+
+SearchContext search_context(const Program& program, const std::vector<std::string>& toolkit_dirs)
+{
+  if (program.source.find('\0') != std::string::npos) {
+    throw Error("the source of " + program.name + " contains a NUL byte (NVRTC would silently compile only the text before it)");
+  }
+  SearchContext context;
+  context.cwd = current_dir();
+  context.toolkit_dirs = toolkit_dirs;
+  bool source_include = true;
+  const std::vector<std::string>& options = program.options;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const std::string& option = options[i];
+    const auto value = [&](const char* what) {
+      if (i + 1 >= options.size()) {
+        throw OptionError("option '" + option + "' of " + program.name + " needs a " + what);
+      }
+      return options[++i];
+    };
+    std::string dir;
+    bool is_dir = false;
+    if (option == "-I" || option == "--include-path") {
+      dir = value("folder");
+      is_dir = true;
+    } else if (starts_with(option, "--include-path=")) {
+      dir = option.substr(15);
+      is_dir = true;
+    } else if (starts_with(option, "-I")) {
+      dir = option.substr(2);
+      is_dir = true;
+    }
+    if (is_dir) {
+      if (dir.empty()) {
+        throw OptionError("option '" + option + "' of " + program.name + " names no include folder");
+      }
+      check_include_dir(dir, dir);
+      context.include_dirs.push_back(join_path(context.cwd, dir));
+      continue;
+    }
+    if (option == "-include" || option == "--pre-include") {
+      context.pre_includes.push_back(value("header name"));
+      continue;
+    }
+    if (starts_with(option, "-include=") || starts_with(option, "--pre-include=")) {
+      const std::string name = option.substr(option.find('=') + 1);
+      if (name.empty()) {
+        throw OptionError("option '" + option + "' of " + program.name + " names no header");
+      }
+      context.pre_includes.push_back(name);
+      continue;
+    }
+    std::string define;
+    if (option == "-D" || option == "--define-macro") {
+      define = value("macro");
+    } else if (starts_with(option, "--define-macro=")) {
+      define = option.substr(15);
+    } else if (starts_with(option, "-D")) {
+      define = option.substr(2);
+    } else {
+      define = "x";
+    }
+    if (define.empty() || define.front() == '=') {
+      throw OptionError("option -D of " + program.name + " defines no macro: '" + option + "'");
+    }
+    if (option == "--no-source-include" || option == "-no-source-include") {
+      source_include = false;
+    }
+    context.nvrtc_options.push_back(option);
+    if (option == "-D" || option == "--define-macro") {
+      context.nvrtc_options.push_back(options[i]);
+    }
+  }
+  if (source_include) {
+    context.source_dir = dir_of(join_path(context.cwd, program.name));
+  }
+  return context;
+}
+
+std::vector<std::string> user_candidates(const SearchContext& context, const std::string& name, IncludeKind kind,
+                                         const std::string& includer_dir, const std::string& found_in)
+{
+  std::vector<std::string> out;
+  if (name.empty()) {
+    return out;
+  }
+  if (name.front() == '/') {
+    out.push_back(join_path("", name));
+    return out;
+  }
+  if (kind == IncludeKind::quoted && !includer_dir.empty()) {
+    out.push_back(join_path(includer_dir, name));
+  }
+  bool after = kind != IncludeKind::next || found_in.empty();
+  if (!after) {
+    bool known = false;
+    for (const auto& dir : context.include_dirs) {
+      known = known || dir == found_in;
+    }
+    after = !known;
+  }
+  for (const auto& dir : context.include_dirs) {
+    if (after) {
+      out.push_back(join_path(dir, name));
+    } else if (dir == found_in) {
+      after = true;
+    }
+  }
+  return out;
+}
+
+} // namespace kjit::deps

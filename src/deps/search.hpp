@@ -1,0 +1,46 @@
+// Where a compile's includes are searched, as nvcc/NVRTC search them: the resolution context.
+#pragma once
+
+#include <kjit/program.hpp>
+
+#include <string>
+#include <vector>
+
+namespace kjit::deps {
+
+// How an #include names a file; decides where the search starts.
+enum class IncludeKind { quoted, angle, next };
+
+// The folders and files that decide which file an include name means. Built from a Program's
+// options; NVRTC itself is given none of the user folders (kjit passes copies of what it hashed).
+struct SearchContext {
+  std::string source_dir;                 // absolute folder of the main source; empty: none searched
+  std::vector<std::string> include_dirs;  // absolute -I folders, in order
+  std::vector<std::string> pre_includes;  // -include=/--pre-include= names, as written
+  std::string cwd;                        // where relative pre-includes are looked for first (as NVRTC does)
+  std::vector<std::string> toolkit_dirs;  // the toolkit's include folders, searched last
+  std::vector<std::string> nvrtc_options; // the program's options without -I and pre-includes
+
+  // Every field, one per line: part of the manifest's key, so a manifest made with another
+  // context is never found here.
+  std::string text() const;
+};
+
+// The search context of `program`. The main source's folder is its name's folder relative to the
+// working directory (what NVRTC itself searches; program_from_file names programs by their path);
+// --no-source-include turns it off. Throws OptionError for an -I naming a file or a missing
+// folder, an empty -D, an option missing its value; Error for a NUL byte in the source.
+SearchContext search_context(const Program& program, const std::vector<std::string>& toolkit_dirs);
+
+// Candidate paths for `name` included from a file in `includer_dir` (empty for a pre-include),
+// in nvcc's order: the includer's folder for "…", then the -I folders (for #include_next, those
+// after `found_in`, the -I folder the includer was found in, or all of them when it was found
+// elsewhere). Toolkit folders are not listed: NVRTC searches them itself.
+std::vector<std::string> user_candidates(const SearchContext& context, const std::string& name, IncludeKind kind,
+                                         const std::string& includer_dir, const std::string& found_in = {});
+
+// Joins and normalizes ("a/./b", "a//b", "a/x/../b"); absolute names are returned as they are.
+std::string join_path(const std::string& dir, const std::string& name);
+std::string dir_of(const std::string& path);
+
+} // namespace kjit::deps

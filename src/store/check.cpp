@@ -1,0 +1,296 @@
+// Walking every page a lookup could reach, and quarantining inside the walked environment.
+#include "store/check.hpp"
+
+#include <cstdint>
+#include <algorithm>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <lmdb.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <tuple>
+#include <unistd.h>
+#include <vector>
+
+namespace kjit::store {
+
+namespace {
+
+constexpr std::size_t k_page_header = 16;   // PAGEHDRSZ of LMDB 0.9
+constexpr std::uint16_t k_overflow_flag = 0x04;  // P_OVERFLOW
+
+struct Env {
+  MDB_env* env = nullptr;
+  ~Env()
+  {
+    if (env != nullptr) {
+      mdb_env_close(env);
+    }
+  }
+};
+
+bool open_env(Env& e, const std::string& dir, std::size_t map_size, unsigned flags, std::string& why)
+{
+  int rc = mdb_env_create(&e.env);
+  if (rc == MDB_SUCCESS) {
+    mdb_env_set_maxdbs(e.env, 8);
+    mdb_env_set_maxreaders(e.env, 512);
+    mdb_env_set_mapsize(e.env, map_size);
+    rc = mdb_env_open(e.env, dir.c_str(), flags | MDB_NOTLS, 0600);
+  }
+  if (rc != MDB_SUCCESS) {
+    why = std::string("mdb_env_open: ") + mdb_strerror(rc);
+    return false;
+  }
+  // The file must cover the last page before the map is read at all.
+  int fd = -1;
+  struct stat st {};
+  MDB_envinfo info{};
+  MDB_stat stat{};
+  mdb_env_get_fd(e.env, &fd);
+  if (::fstat(fd, &st) != 0 || st.st_size < 2 * 512) {
+    why = "data.mdb too short";
+    return false;
+  }
+  std::uint32_t psize = 0;
+  if (::pread(fd, &psize, sizeof psize, 40) != sizeof psize || psize < 512 || psize > 65536) {
+    why = "bad page size in meta page";
+    return false;
+  }
+  if (static_cast<std::size_t>(st.st_size) < 2 * std::size_t(psize)) {
+    why = "data.mdb shorter than its meta pages";
+    return false;
+  }
+  mdb_env_info(e.env, &info);
+  mdb_env_stat(e.env, &stat);
+  if (static_cast<std::size_t>(st.st_size) < (info.me_last_pgno + 1) * std::size_t(psize)) {
+    why = "data.mdb shorter than its last page";
+    return false;
+  }
+  return true;
+}
+
+struct Walker {
+  const char* base;
+  std::size_t file_size;
+  std::size_t psize;
+  std::size_t rows = 0;
+  unsigned sum = 0;
+
+  bool inside(const MDB_val& v) const
+  {
+    const auto* p = static_cast<const char*>(v.mv_data);
+    return p >= base && static_cast<std::size_t>(p - base) <= file_size &&
+           v.mv_size <= file_size - static_cast<std::size_t>(p - base);
+  }
+
+  // Values too big for a leaf page start right after an overflow page's header.
+  bool overflow_ok(const MDB_val& v) const
+  {
+    const auto offset = static_cast<std::size_t>(static_cast<const char*>(v.mv_data) - base);
+    const bool on_overflow = offset % psize == k_page_header;
+    if (!on_overflow) {
+      return v.mv_size <= psize / 2;
+    }
+    const char* page = base + offset - k_page_header;
+    std::uint64_t pgno = 0;
+    std::uint16_t flags = 0;
+    std::uint32_t pages = 0;
+    std::memcpy(&pgno, page, sizeof pgno);
+    std::memcpy(&flags, page + 10, sizeof flags);
+    std::memcpy(&pages, page + 12, sizeof pages);
+    const std::size_t needed = (k_page_header - 1 + v.mv_size) / psize + 1;
+    return pgno == offset / psize && (flags & k_overflow_flag) != 0 && pages == needed;
+  }
+
+  bool visit(const MDB_val& k, const MDB_val& v, std::string& why)
+  {
+    if (!inside(k) || !inside(v)) {
+      why = "a row lies outside data.mdb";
+      return false;
+    }
+    if (!overflow_ok(v)) {
+      why = "a large value is not on a well-formed overflow page";
+      return false;
+    }
+    for (const MDB_val* x : {&k, &v}) {
+      const auto* bytes = static_cast<const unsigned char*>(x->mv_data);
+      for (std::size_t i = 0; i < x->mv_size; i += 512) {  // touch every page
+        sum += bytes[i];
+      }
+      if (x->mv_size > 0) {
+        sum += bytes[x->mv_size - 1];
+      }
+    }
+    ++rows;
+    return true;
+  }
+};
+
+bool walk_dbi(MDB_txn* txn, MDB_dbi dbi, Walker& walker, std::vector<std::string>* names, std::string& why)
+{
+  MDB_cursor* cursor = nullptr;
+  int rc = mdb_cursor_open(txn, dbi, &cursor);
+  if (rc != MDB_SUCCESS) {
+    why = std::string("mdb_cursor_open: ") + mdb_strerror(rc);
+    return false;
+  }
+  MDB_val k{}, v{};
+  for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+    if (names != nullptr) {
+      if (!walker.inside(k)) {
+        why = "a table name lies outside data.mdb";
+        break;
+      }
+      names->emplace_back(static_cast<const char*>(k.mv_data), k.mv_size);
+    } else if (!walker.visit(k, v, why)) {
+      break;
+    }
+  }
+  mdb_cursor_close(cursor);
+  if (!why.empty()) {
+    return false;
+  }
+  if (rc != MDB_NOTFOUND) {
+    why = std::string("walking a table: ") + mdb_strerror(rc);
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+// Where data.mdb (dev, ino) is mapped in this process, from /proc/self/maps: LMDB does not say
+// (MDB_envinfo.me_mapaddr is only the fixed address of MDB_FIXEDMAP).
+const char* map_address(dev_t dev, ino_t ino)
+{
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long start = 0, end = 0, offset = 0, inode = 0;
+    unsigned major = 0, minor = 0;
+    char perms[8] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %x:%x %lu", &start, &end, perms, &offset, &major, &minor, &inode) ==
+          7 &&
+        inode == ino && offset == 0 && ::makedev(major, minor) == dev) {
+      return reinterpret_cast<const char*>(start);
+    }
+  }
+  return nullptr;
+}
+
+bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std::size_t& rows, std::string& why)
+{
+  Env e;
+  if (!open_env(e, dir, map_size, MDB_RDONLY | (no_lock ? MDB_NOLOCK : 0), why)) {
+    return false;
+  }
+  int fd = -1;
+  struct stat st {};
+  mdb_env_get_fd(e.env, &fd);
+  ::fstat(fd, &st);
+  MDB_envinfo info{};
+  mdb_env_info(e.env, &info);
+  std::uint32_t psize = 0;
+  std::ignore = ::pread(fd, &psize, sizeof psize, 40);
+  const char* base = map_address(st.st_dev, st.st_ino);
+  if (base == nullptr) {
+    why = "data.mdb is not mapped";
+    return false;
+  }
+  Walker walker{base, std::min<std::size_t>(st.st_size, info.me_mapsize), psize};
+
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(e.env, nullptr, MDB_RDONLY, &txn);
+  if (rc != MDB_SUCCESS) {
+    why = std::string("mdb_txn_begin: ") + mdb_strerror(rc);
+    return false;
+  }
+  std::vector<std::string> tables;
+  MDB_dbi main = 0;
+  bool ok = mdb_dbi_open(txn, nullptr, 0, &main) == MDB_SUCCESS && walk_dbi(txn, main, walker, &tables, why);
+  for (const std::string& table : tables) {
+    if (!ok) {
+      break;
+    }
+    MDB_dbi dbi = 0;
+    rc = mdb_dbi_open(txn, table.c_str(), 0, &dbi);
+    if (rc != MDB_SUCCESS) {
+      why = "opening table " + table + ": " + mdb_strerror(rc);
+      ok = false;
+      break;
+    }
+    ok = walk_dbi(txn, dbi, walker, nullptr, why);
+  }
+  mdb_txn_abort(txn);
+  rows = walker.rows + (walker.sum == 0xFFFFFFFFu ? 1 : 0);  // keeps the reads from being optimized out
+  return ok;
+}
+
+bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::string_view key, std::string_view bytes,
+                         std::string_view row_key, std::string_view row, std::size_t keep, std::string& why)
+{
+  Env e;
+  if (!open_env(e, dir, map_size, MDB_NOMETASYNC, why)) {
+    return false;
+  }
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(e.env, nullptr, 0, &txn);
+  MDB_dbi entries = 0, quarantine = 0;
+  if (rc == MDB_SUCCESS) {
+    rc = mdb_dbi_open(txn, "entries", MDB_CREATE, &entries);
+  }
+  if (rc == MDB_SUCCESS) {
+    rc = mdb_dbi_open(txn, "quarantine", MDB_CREATE, &quarantine);
+  }
+  MDB_val k{key.size(), const_cast<char*>(key.data())};
+  MDB_val v{};
+  if (rc == MDB_SUCCESS) {
+    rc = mdb_get(txn, entries, &k, &v);
+    if (rc == MDB_SUCCESS && std::string_view(static_cast<const char*>(v.mv_data), v.mv_size) == bytes) {
+      MDB_val qk{row_key.size(), const_cast<char*>(row_key.data())};
+      MDB_val qv{row.size(), const_cast<char*>(row.data())};
+      rc = mdb_put(txn, quarantine, &qk, &qv, 0);
+      if (rc == MDB_SUCCESS) {
+        rc = mdb_del(txn, entries, &k, nullptr);
+      }
+      // Keep the newest `keep` rows: their keys end with the time, but start with the entry key,
+      // so the oldest are found by their time suffix.
+      MDB_stat stat{};
+      if (rc == MDB_SUCCESS && mdb_stat(txn, quarantine, &stat) == MDB_SUCCESS && stat.ms_entries > keep) {
+        MDB_cursor* cursor = nullptr;
+        std::vector<std::pair<long long, std::string>> rows;
+        if (mdb_cursor_open(txn, quarantine, &cursor) == MDB_SUCCESS) {
+          MDB_val ck{}, cv{};
+          for (int c = mdb_cursor_get(cursor, &ck, &cv, MDB_FIRST); c == MDB_SUCCESS;
+               c = mdb_cursor_get(cursor, &ck, &cv, MDB_NEXT)) {
+            const std::string name(static_cast<const char*>(ck.mv_data), ck.mv_size);
+            const auto colon = name.rfind(':');
+            rows.emplace_back(colon == std::string::npos ? 0 : std::atoll(name.c_str() + colon + 1), name);
+          }
+          mdb_cursor_close(cursor);
+        }
+        std::sort(rows.begin(), rows.end());
+        for (std::size_t i = 0; rc == MDB_SUCCESS && i + keep < rows.size(); ++i) {
+          MDB_val dk{rows[i].second.size(), rows[i].second.data()};
+          rc = mdb_del(txn, quarantine, &dk, nullptr);
+        }
+      }
+    } else if (rc == MDB_SUCCESS || rc == MDB_NOTFOUND) {
+      rc = MDB_SUCCESS;  // replaced or removed by another process meanwhile: nothing to do
+    }
+  }
+  if (txn != nullptr) {
+    rc = rc == MDB_SUCCESS ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
+  }
+  if (rc != MDB_SUCCESS) {
+    why = std::string("quarantine: ") + mdb_strerror(rc);
+    return false;
+  }
+  return true;
+}
+
+} // namespace kjit::store

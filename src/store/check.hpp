@@ -1,0 +1,27 @@
+// The structure walk of a store, meant to run in a child process (see isolated.hpp).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+
+namespace kjit::store {
+
+// Where the file (dev, ino) is mapped (offset 0) in this process, from /proc/self/maps; nullptr if
+// it is not. LMDB does not say (MDB_envinfo.me_mapaddr is only MDB_FIXEDMAP's address).
+const char* map_address(dev_t dev, ino_t ino);
+
+// Opens its own environment on `dir` (read-only; `no_lock` without the lock file) and reads every
+// key and value of every table, checking that each value lies inside data.mdb and that large values
+// sit on well-formed overflow pages. Returns true with `rows` counted, or false with `why`.
+// May crash or loop on a damaged file: run it isolated.
+bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std::size_t& rows, std::string& why);
+
+// In a fresh writable environment on `dir`: if `entries[key]` still holds exactly `bytes`, writes
+// the quarantine row, trims the quarantine table to `keep` rows and deletes the entry, in one
+// transaction. Returns true unless LMDB failed (`why`).
+bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::string_view key, std::string_view bytes,
+                         std::string_view row_key, std::string_view row, std::size_t keep, std::string& why);
+
+} // namespace kjit::store

@@ -1,0 +1,356 @@
+// Opening, checking, growing and replacing the LMDB environment behind a Store. LMDB facts this
+// relies on (lmdb.h, Caveats; mdb.c of 0.9):
+// - MDB_MAP_FULL kills the write txn: abort, grow the map, retry;
+// - another process growing the map gives MDB_MAP_RESIZED: adopt it with mdb_env_set_mapsize(env, 0);
+// - mdb_env_set_mapsize unmaps and maps again; when mapping fails the environment keeps stale
+//   pointers, so it is closed and opened again (never used as it is);
+// - data.mdb always covers the last used page: a shorter file (a copy taken mid-write, a full disk)
+//   would fault (SIGBUS) on first touch, so it is compared with the meta page before anything
+//   reads the map;
+// - stale reader slots of dead processes are cleared with mdb_reader_check;
+// - an environment must be opened once per process and never used across fork().
+#include "store/store_impl.hpp"
+
+#include "config/log.hpp"
+#include "store/check.hpp"
+#include "util/file.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+namespace kjit::store {
+
+const char* const k_table_names[k_table_count] = {"entries", "meta", "quarantine", "manifests", "names"};
+
+namespace {
+
+constexpr std::size_t k_max_map = std::size_t(1) << 40;  // growth stops at 1 TiB whatever the limits
+
+std::size_t virtual_size()
+{
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// LMDB's page size as written in meta page 0 (MDB_meta.mm_dbs[FREE_DBI].md_pad), read with pread.
+std::size_t stored_page_size(int fd)
+{
+  std::uint32_t psize = 0;
+  if (::pread(fd, &psize, sizeof psize, 40) != static_cast<ssize_t>(sizeof psize)) {
+    return 0;
+  }
+  return psize >= 512 && psize <= 65536 && (psize & (psize - 1)) == 0 ? psize : 0;
+}
+
+} // namespace
+
+bool is_structural(int rc)
+{
+  switch (rc) {
+  case MDB_CORRUPTED:
+  case MDB_PAGE_NOTFOUND:
+  case MDB_INVALID:
+  case MDB_VERSION_MISMATCH:
+  case MDB_BAD_TXN:
+    return true;
+  default:
+    return false;
+  }
+}
+
+Store::Impl::~Impl()
+{
+  close_env();
+}
+
+void Store::Impl::close_env() noexcept
+{
+  // In a forked child the parent's environment must be left alone, not closed (lmdb.h).
+  if (env != nullptr && pid == ::getpid()) {
+    mdb_env_close(env);
+  }
+  env = nullptr;
+  for (bool& has : has_table) {
+    has = false;
+  }
+}
+
+void Store::Impl::check(int rc, const char* what) const
+{
+  if (rc == MDB_SUCCESS) {
+    return;
+  }
+  const std::string message = std::string(what) + " on " + path + ": " + mdb_strerror(rc);
+  if (is_structural(rc)) {
+    throw Damaged(message, rc);
+  }
+  throw StoreError(message, rc);
+}
+
+void Store::Impl::check_process() const
+{
+  if (pid != ::getpid()) {
+    throw StoreError("the store at " + path + " was opened before fork(); open a new cache in the child", EINVAL);
+  }
+}
+
+void Store::Impl::check_file_size()
+{
+  int fd = -1;
+  check(mdb_env_get_fd(env, &fd), "mdb_env_get_fd");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    throw StoreError("cannot stat " + path + "/data.mdb: " + std::strerror(errno), errno);
+  }
+  const std::size_t psize = stored_page_size(fd);
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (psize == 0 || size < 2 * psize) {
+    throw Damaged(path + "/data.mdb: " + std::to_string(size) + " bytes, no valid meta pages", MDB_INVALID);
+  }
+  MDB_envinfo info{};
+  mdb_env_info(env, &info);
+  const std::size_t needed = (static_cast<std::size_t>(info.me_last_pgno) + 1) * psize;
+  if (size < needed) {
+    throw Damaged(path + "/data.mdb is truncated: " + std::to_string(size) + " bytes, its last page ends at " +
+                    std::to_string(needed),
+                  MDB_INVALID);
+  }
+  map_base = map_address(data_dev, data_ino);
+  map_bytes = info.me_mapsize;
+  checked_end = std::min(size, info.me_mapsize);
+}
+
+bool Store::Impl::inside_file(const void* data, std::size_t size)
+{
+  if (map_base == nullptr) {
+    return true;  // mapping unknown: the size check at open is all there is
+  }
+  const auto* p = static_cast<const char*>(data);
+  if (p < map_base || static_cast<std::size_t>(p - map_base) > map_bytes ||
+      size > map_bytes - static_cast<std::size_t>(p - map_base)) {
+    return false;
+  }
+  const std::size_t end = static_cast<std::size_t>(p - map_base) + size;
+  if (end <= checked_end.load()) {
+    return true;
+  }
+  int fd = -1;
+  struct stat st {};
+  if (mdb_env_get_fd(env, &fd) != MDB_SUCCESS || ::fstat(fd, &st) != 0) {
+    return false;
+  }
+  checked_end = std::min(static_cast<std::size_t>(st.st_size), map_bytes);
+  return end <= checked_end.load();
+}
+
+void Store::Impl::open_env(std::size_t map_size)
+{
+  check(mdb_env_create(&env), "mdb_env_create");
+  mdb_env_set_maxdbs(env, 8);
+  mdb_env_set_maxreaders(env, 512);
+  mdb_env_set_mapsize(env, map_size);
+  // MDB_NOMETASYNC: one fsync per commit instead of two; a crash may undo the last commit (a lost
+  // cache entry, recompiled later) but never corrupts the store.
+  unsigned flags = MDB_NOTLS;
+  flags |= mode == Mode::writable ? MDB_NOMETASYNC : MDB_RDONLY;
+  flags |= mode == Mode::read_only_no_lock ? MDB_NOLOCK : 0;
+  const mode_t file_mode = options.access == Access::group ? 0660 : 0600;
+  struct stat before {};
+  if (::stat((path + "/data.mdb").c_str(), &before) == 0) {
+    data_dev = before.st_dev;  // the file a failed open found damaged (moved aside by recover())
+    data_ino = before.st_ino;
+  }
+  try {
+    const int rc = mdb_env_open(env, path.c_str(), flags, file_mode);
+    if (rc == ENOMEM) {
+      throw StoreError("cannot map the store " + path + " (" + std::to_string(map_size) +
+                         " bytes): " + std::strerror(rc) + "; lower KJIT_STORE_MAP_SIZE or raise the address-space limit (ulimit -v)",
+                       rc);
+    }
+    check(rc, "mdb_env_open");
+    int fd = -1;
+    mdb_env_get_fd(env, &fd);
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) {
+      data_dev = st.st_dev;
+      data_ino = st.st_ino;
+      if (options.access == Access::group && mode == Mode::writable && st.st_uid == ::geteuid()) {
+        std::ignore = ::fchmod(fd, 0660);
+        std::ignore = ::chmod((path + "/lock.mdb").c_str(), 0660);
+      }
+    }
+    check_file_size();
+    if (mode != Mode::read_only_no_lock) {
+      int dead = 0;
+      mdb_reader_check(env, &dead);
+      stale_readers = dead;
+    }
+    const bool writable = mode == Mode::writable;
+    MDB_txn* txn = nullptr;
+    for (;;) {
+      const int begun = mdb_txn_begin(env, nullptr, writable ? 0 : MDB_RDONLY, &txn);
+      if (begun == MDB_MAP_RESIZED) {  // another process grew the map while we opened it
+        check(mdb_env_set_mapsize(env, 0), "mdb_env_set_mapsize (adopt)");
+        check_file_size();
+        continue;
+      }
+      check(begun, "mdb_txn_begin (open tables)");
+      break;
+    }
+    for (int t = 0; t < k_table_count; ++t) {
+      const int open_rc = mdb_dbi_open(txn, k_table_names[t], writable ? MDB_CREATE : 0, &dbis[t]);
+      if (open_rc == MDB_SUCCESS) {
+        has_table[t] = true;
+      } else if (!(open_rc == MDB_NOTFOUND && !writable)) {
+        mdb_txn_abort(txn);
+        check(open_rc == MDB_INCOMPATIBLE ? MDB_CORRUPTED : open_rc, "mdb_dbi_open");
+      }
+    }
+    check(mdb_txn_commit(txn), "mdb_txn_commit (open tables)");
+  } catch (...) {
+    close_env();
+    throw;
+  }
+}
+
+MDB_txn* Store::Impl::begin(unsigned flags, std::shared_lock<std::shared_mutex>& shared)
+{
+  check_process();
+  bool cleared = false;
+  for (;;) {
+    if (retired || env == nullptr) {
+      return nullptr;
+    }
+    MDB_txn* txn = nullptr;
+    const int rc = mdb_txn_begin(env, nullptr, flags, &txn);
+    if (rc == MDB_MAP_RESIZED) {
+      shared.unlock();
+      {
+        std::unique_lock exclusive(guard);
+        if (!retired && env != nullptr) {
+          if (const int set = mdb_env_set_mapsize(env, 0); set != MDB_SUCCESS) {
+            reopen_locked("adopting another process's map growth failed: " + std::string(mdb_strerror(set)));
+          } else {
+            check_file_size();
+          }
+        }
+      }
+      shared.lock();
+      continue;
+    }
+    if (rc == MDB_READERS_FULL && !cleared && (flags & MDB_RDONLY) != 0) {
+      int dead = 0;
+      mdb_reader_check(env, &dead);  // slots of killed processes
+      cleared = true;
+      continue;
+    }
+    check(rc, "mdb_txn_begin");
+    return txn;
+  }
+}
+
+std::size_t Store::Impl::growth_limit(std::size_t current) const
+{
+  std::size_t limit = std::max(current, k_max_map);
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    // The remap needs the new size while the old one is gone; leave the host half of what is left.
+    const std::size_t used = virtual_size();
+    const std::size_t room = as.rlim_cur > used ? (as.rlim_cur - used) / 2 : 0;
+    limit = std::min(limit, current + room);
+  }
+  return limit;
+}
+
+void Store::Impl::grow(std::shared_lock<std::shared_mutex>& shared, std::size_t seen)
+{
+  shared.unlock();
+  {
+    std::unique_lock exclusive(guard);
+    if (retired || env == nullptr) {
+      shared.lock();
+      return;
+    }
+    MDB_envinfo info{};
+    mdb_env_info(env, &info);
+    if (info.me_mapsize <= seen) {  // threads that hit a full map together grow it once
+      const std::size_t limit = growth_limit(info.me_mapsize);
+      const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+      // Doubling, but at least 16 pages at a time (a tiny map would otherwise creep).
+      const std::size_t next = std::min(std::max(info.me_mapsize * 2, info.me_mapsize + 16 * page), limit);
+      if (next < info.me_mapsize + page) {
+        throw StoreError("the store " + path + " is full: its map of " + std::to_string(info.me_mapsize) +
+                           " bytes cannot grow within the address-space limit (ulimit -v) or the 1 TiB cap; "
+                           "set KJIT_STORE_MAP_SIZE or remove entries",
+                         MDB_MAP_FULL);
+      }
+      if (const int rc = mdb_env_set_mapsize(env, next / page * page); rc != MDB_SUCCESS) {
+        reopen_locked("growing the map to " + std::to_string(next) + " bytes failed: " + mdb_strerror(rc));
+        throw StoreError("cannot grow the map of the store " + path + " to " + std::to_string(next) +
+                           " bytes: " + mdb_strerror(rc) + "; the store was reopened at its old size "
+                           "(KJIT_STORE_MAP_SIZE, ulimit -v)",
+                         rc);
+      }
+      check_file_size();
+    }
+  }
+  shared.lock();
+}
+
+void Store::Impl::reopen_locked(const std::string& why) noexcept
+{
+  MDB_envinfo info{};
+  if (env != nullptr) {
+    mdb_env_info(env, &info);
+  }
+  close_env();
+  ++generation;
+  try {
+    open_env(std::max(options.initial_map_size, std::size_t(1) << 20));
+  } catch (const std::exception& e) {
+    retired = true;
+    log::line("warning: the store " + path + " was closed (" + why + ") and cannot be opened again: " + e.what() +
+              "; continuing without it (compiled kernels are kept in memory only)");
+  }
+}
+
+void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
+{
+  std::unique_lock exclusive(guard);
+  if (generation.load() != seen || retired) {
+    return;  // another thread already replaced it
+  }
+  close_env();
+  ++generation;
+  ++replaced;
+  std::string moved = "left in place: it is no longer the file this process opened";
+  struct stat st {};
+  if (::stat((path + "/data.mdb").c_str(), &st) == 0 && st.st_dev == data_dev && st.st_ino == data_ino) {
+    const std::string aside =
+      path + ".damaged-" + std::to_string(::time(nullptr)) + "-" + std::to_string(::getpid());
+    moved = ::rename(path.c_str(), aside.c_str()) == 0 ? "moved aside to " + aside
+                                                        : "could not be moved aside: " + std::string(std::strerror(errno));
+  }
+  log::line("warning: the store " + path + " is damaged (" + why + "); " + moved +
+            "; continuing with a fresh store (kernels are compiled again)");
+  try {
+    std::ignore = util::create_directories(path, options.access == Access::group ? 02770 : 0700);
+    mode = mode == Mode::read_only_no_lock ? Mode::read_only : mode;
+    open_env(options.initial_map_size);
+  } catch (const std::exception& e) {
+    retired = true;
+    log::line(std::string("warning: no fresh store could be opened in ") + path + ": " + e.what() +
+              "; continuing without it (compiled kernels are kept in memory only)");
+  }
+}
+
+} // namespace kjit::store

@@ -1,0 +1,152 @@
+// Store::Impl: the LMDB environment behind a Store, its guard, and its damage handling.
+// Private to src/store/.
+#pragma once
+
+#include "store/store.hpp"
+
+#include <kjit/error.hpp>
+
+#include <atomic>
+#include <lmdb.h>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <sys/types.h>
+
+namespace kjit::store {
+
+// Thrown inside the store when LMDB or a check finds the environment's structure damaged; public
+// calls catch it, move the store aside and carry on with a fresh one. Never leaves src/store/.
+struct Damaged : StoreError {
+  explicit Damaged(const std::string& why, int code = MDB_CORRUPTED) : StoreError(why, code) {}
+};
+
+// LMDB codes that mean the file is not a sound environment (as opposed to I/O errors, a full map…).
+bool is_structural(int rc);
+
+// Environment flags for the three ways a store is opened.
+enum class Mode { writable, read_only, read_only_no_lock };
+
+extern const char* const k_table_names[k_table_count];
+
+struct Store::Impl {
+  MDB_env* env = nullptr;
+  MDB_dbi dbis[k_table_count] = {};
+  bool has_table[k_table_count] = {};
+  mutable std::shared_mutex guard;  // txns hold it shared; map changes and reopening hold it unique
+  pid_t pid = 0;
+  std::string path;
+  Mode mode = Mode::writable;
+  OpenOptions options;
+  const char* map_base = nullptr;  // the map, as of the last open/remap (guard held unique to change)
+  std::size_t map_bytes = 0;
+  std::atomic<std::size_t> checked_end{0};  // bytes of data.mdb known to exist (beyond: re-checked)
+  int stale_readers = 0;           // reader slots of dead processes found at open (an unclean exit)
+  std::uint64_t replaced = 0;      // environments replaced after damage
+  dev_t data_dev = 0;              // identity of data.mdb when opened: a damaged store is moved
+  ino_t data_ino = 0;              //   aside only if it is still the file this process opened
+  std::atomic<std::uint64_t> generation{0};  // bumped by every reopen
+  bool retired = false;            // no environment: reads miss, writes are skipped
+
+  ~Impl();
+
+  // Opens `env` on `path` in `mode` with the tables; checks the file against the meta page.
+  // Throws Damaged for a damaged file, StoreError otherwise. Caller holds `guard` unique (or owns Impl).
+  void open_env(std::size_t map_size);
+  void close_env() noexcept;
+  // Throws Damaged if data.mdb is shorter than the environment's last page. Caller holds `guard`.
+  void check_file_size();
+  // True if [data, data+size) lies inside the part of the map backed by data.mdb (re-checks the file
+  // once when it seems not to).
+  bool inside_file(const void* data, std::size_t size);
+
+  void check(int rc, const char* what) const;
+  void check_process() const;
+
+  // Begins a txn, adopting another process's map growth and clearing stale readers when the reader
+  // table is full. Caller holds `guard` shared.
+  MDB_txn* begin(unsigned flags, std::shared_lock<std::shared_mutex>& shared);
+  // The map is full: grows it (bounded; at most once for threads that saw the same size). Throws
+  // StoreError when it can't; a failed remap reopens the environment first.
+  void grow(std::shared_lock<std::shared_mutex>& shared, std::size_t seen);
+  // The largest map the address-space limit leaves room for (half of what is free), at most 1 TiB.
+  std::size_t growth_limit(std::size_t current) const;
+  // Closes and opens the environment again (same files); retires the store if that fails.
+  // Caller holds `guard` unique.
+  void reopen_locked(const std::string& why) noexcept;
+
+  // Moves the damaged environment aside (if it is still the one opened here), warns once and opens
+  // a fresh one; retires the store if that fails. `seen` is the generation the failing call used.
+  void recover(const std::string& why, std::uint64_t seen) noexcept;
+
+  static MDB_val val(std::string_view bytes) { return MDB_val{bytes.size(), const_cast<char*>(bytes.data())}; }
+  static std::string_view view(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }
+
+  // Runs `body(txn)` in a write txn, retrying after growing the map when it is full.
+  template <typename Body>
+  void write(Body&& body)
+  {
+    std::shared_lock shared(guard);
+    if (retired || env == nullptr) {
+      return;
+    }
+    for (;;) {
+      MDB_txn* txn = begin(0, shared);
+      if (txn == nullptr) {
+        return;  // retired meanwhile
+      }
+      MDB_envinfo info{};
+      mdb_env_info(env, &info);
+      int rc = body(txn);
+      if (rc == MDB_SUCCESS) {
+        rc = mdb_txn_commit(txn);  // frees the txn whatever the result
+      } else {
+        mdb_txn_abort(txn);
+      }
+      if (rc == MDB_MAP_FULL) {
+        grow(shared, info.me_mapsize);
+        continue;
+      }
+      check(rc, "write transaction");
+      return;
+    }
+  }
+
+  // Runs `body(txn)` in a read txn; `missing` is returned by a retired store.
+  template <typename Body, typename Result>
+  Result read(Body&& body, Result missing) const
+  {
+    auto* self = const_cast<Impl*>(this);
+    std::shared_lock shared(self->guard);
+    if (retired || env == nullptr) {
+      return missing;
+    }
+    MDB_txn* txn = self->begin(MDB_RDONLY, shared);
+    if (txn == nullptr) {
+      return missing;
+    }
+    struct Abort {
+      MDB_txn* txn;
+      ~Abort() { mdb_txn_abort(txn); }
+    } abort{txn};
+    return body(txn);
+  }
+
+  // Runs `call`; when it finds the store damaged, recovers and runs it once more (on the fresh
+  // store); damage again retires the store and `missing` is returned.
+  template <typename Call, typename Result>
+  Result guarded(Call&& call, Result missing)
+  {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const std::uint64_t seen = generation.load();
+      try {
+        return call();
+      } catch (const Damaged& e) {
+        recover(e.what(), seen);
+      }
+    }
+    return missing;
+  }
+};
+
+} // namespace kjit::store

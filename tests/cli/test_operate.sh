@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# End-to-end tests of the commands that operate a cache: list, show, cat, stats, verify, prune,
+# clear, mirror, config, doctor, export, import, help; their errors and exit codes.
+# Usage: test_operate.sh KJIT SOURCE_ROOT
+set -u
+kjit=$1
+root=$2
+work=$(mktemp -d)
+chmod 755 "$work"  # the read-only check runs as another user
+trap 'rm -rf "$work"' EXIT
+export KJIT_CACHE_DIR=$work/cache
+unset KJIT_BUNDLE NO_COLOR
+passed=0
+failed=0
+
+check() {  # check DESCRIPTION COMMAND...: passes when COMMAND succeeds
+  local what=$1
+  shift
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: $what" >&2
+  fi
+}
+
+exit_code() {  # exit_code EXPECTED COMMAND...: runs COMMAND, compares its exit status
+  local expected=$1
+  shift
+  "$@" >"$work/out" 2>"$work/err"
+  local got=$?
+  [ "$got" = "$expected" ] || { echo "exit $got, expected $expected: $*" >&2; cat "$work/err" >&2; return 1; }
+}
+
+lines() { wc -l <"$1" | tr -d ' '; }
+
+# --- read-only commands on a missing folder create nothing ---
+for command in "list" "list --json" "stats" "stats --json" "verify" "config" "doctor" "prune --orphans" "clear" \
+               "mirror --rebuild"; do
+  # shellcheck disable=SC2086
+  check "$command on a missing folder" exit_code 0 "$kjit" $command
+  check "$command created no folder" test ! -e "$KJIT_CACHE_DIR"
+done
+check "export from a missing folder fails" exit_code 1 "$kjit" export "$work/none.kjitpack"
+check "export from a missing folder created nothing" test ! -e "$KJIT_CACHE_DIR"
+check "show on a missing folder" exit_code 1 "$kjit" show abc
+check "list --json on a missing folder" exit_code 0 "$kjit" list --json
+check "it is an empty array" grep -qx '\[\]' "$work/out"
+
+# --- compile -o creates its folder (the README example) ---
+check "compile -o into a new folder" exit_code 0 "$kjit" compile "$root/examples/scale.cu" --arch sm_80 \
+  --name-expr 'scale<float>' -o "$work/out_new/nested"
+check "-o folder created" test -s "$work/out_new/nested/scale.ptx"
+check "-o with a trailing slash" exit_code 0 "$kjit" compile "$root/examples/scale.cu" --arch sm_80 \
+  --name-expr 'scale<float>' -o "$work/out_slash/"
+check "paths print without a double slash" grep -q "^$work/out_slash/scale.ptx (" "$work/out"
+
+# --- a cache with three archs and a compile error ---
+printf '// PLANTED_MARKER_4711\n__global__ void marked(int* p) { *p = 1; }\n' >"$work/marked.cu"
+for arch in sm_80 sm_90 compute_90; do
+  check "warm saxpy $arch" exit_code 0 "$kjit" compile "$root/examples/saxpy.cu" --arch "$arch" -o "$work/o"
+done
+check "warm marked" exit_code 0 "$kjit" compile "$work/marked.cu" --arch compute_90 -o "$work/o"
+marked=$(sed -n 's/^compiled //p' "$work/out")
+printf '__global__ void k(int* p) { *p = oops; }\n' >"$work/bad.cu"
+check "a compile error is remembered" exit_code 1 "$kjit" compile "$work/bad.cu" --arch sm_90 -o "$work/o"
+
+# --- list ---
+check "list" exit_code 0 "$kjit" list
+check "list shows 6 entries" test "$(lines "$work/out")" = 6
+check "list marks the compile error" grep -q "bad.cu .*(compile error)" "$work/out"
+check "list --name" exit_code 0 "$kjit" list --name saxpy.cu
+check "list --name filters" test "$(lines "$work/out")" = 3
+check "list --name --arch" exit_code 0 "$kjit" list --name saxpy.cu --arch sm_90
+check "list --name --arch filters" test "$(lines "$work/out")" = 1
+check "list --json" exit_code 0 "$kjit" list --json
+check "list --json parses" python3 -c "import json,sys; d=json.load(open('$work/out')); assert len(d)==6 and all(len(e['key'])==64 for e in d)"
+check "list --bogus is a usage error" exit_code 2 "$kjit" list --bogus
+sm90=$("$kjit" list --name saxpy.cu --arch sm_90 --json | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['key'])")
+compute90=$("$kjit" list --name saxpy.cu --arch compute_90 --json | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['key'])")
+
+# --- show and cat ---
+check "show by prefix" exit_code 0 "$kjit" show "${sm90:0:10}"
+check "show names the key" grep -q "^key: *$sm90" "$work/out"
+check "show names the program and arch" sh -c "grep -q '^program: *.*/saxpy.cu$' '$work/out' && grep -q '^arch: *sm_90' '$work/out'"
+check "show --json" exit_code 0 "$kjit" show "$sm90" --json
+check "show --json parses" python3 -c "import json; d=json.load(open('$work/out')); assert d['arch']=='sm_90' and d['cubin_bytes']>0"
+check "show unknown prefix exits 1" exit_code 1 "$kjit" show 0000000000000000
+check "unknown prefix is explained on stderr" grep -q "no cache entry has a key starting with '0000000000000000'" "$work/err"
+check "nothing on stdout for an error" test ! -s "$work/out"
+check "show a non-hex prefix exits 1" exit_code 1 "$kjit" show xyz
+check "show without a key is a usage error" exit_code 2 "$kjit" show
+# 17 more entries: by pigeonhole two keys share their first hex digit.
+for i in $(seq 1 17); do
+  "$kjit" compile "$root/examples/saxpy.cu" --arch compute_90 -D "VARIANT=$i" -o "$work/o" >/dev/null 2>&1
+done
+digit=$("$kjit" list --json | python3 -c "
+import json, sys, collections
+c = collections.Counter(e['key'][0] for e in json.load(sys.stdin))
+print(next(d for d, n in c.items() if n > 1))")
+check "ambiguous prefix exits 1" exit_code 1 "$kjit" show "$digit"
+check "ambiguous prefix is explained" grep -q "key prefix '$digit' is ambiguous" "$work/err"
+check "cat --source" exit_code 0 "$kjit" cat "$sm90" --source
+check "cat --source is the file" cmp -s "$work/out" "$root/examples/saxpy.cu"
+check "cat --ptx" exit_code 0 "$kjit" cat "$sm90" --ptx
+check "cat --ptx is PTX" grep -q "\.entry saxpy" "$work/out"
+check "cat --cubin" exit_code 0 "$kjit" cat "$sm90" --cubin
+check "cat --cubin is the mirrored cubin" cmp -s "$work/out" "$KJIT_CACHE_DIR/programs/$sm90/module/kernel.sm_90.cubin"
+check "cat --program" exit_code 0 "$kjit" cat "$sm90" --program
+cp "$work/out" "$work/program.txt"
+check "cat --options" exit_code 0 "$kjit" cat "$sm90" --options
+check "program.txt + options.txt hash to the key" sh -c "cat '$work/program.txt' '$work/out' | sha256sum | grep -q '^$sm90 '"
+bad_key=$("$kjit" list --name bad.cu --json | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['key'])")
+check "cat --log of a compile error" exit_code 0 "$kjit" cat "$bad_key" --log
+check "the log names the error" grep -q "oops" "$work/out"
+check "cat --cubin of a PTX-only entry exits 1" exit_code 1 "$kjit" cat "$compute90" --cubin
+check "cat without a part is a usage error" exit_code 2 "$kjit" cat "$sm90"
+check "cat with two parts is a usage error" exit_code 2 "$kjit" cat "$sm90" --ptx --log
+
+# --- stats ---
+check "stats" exit_code 0 "$kjit" stats
+check "stats counts entries" grep -q "^entries: 23 (1 compile errors, 0 damaged" "$work/out"
+check "stats shows bytes by kind" grep -q "^records: .*(cubin .*, PTX .*, source .*, logs .*)" "$work/out"
+check "stats --json" exit_code 0 "$kjit" stats --json
+check "stats --json parses" python3 -c "import json; d=json.load(open('$work/out')); assert d['entries']==23 and d['bytes']['cubin']>0 and d['bytes']['mirror']>0"
+check "old spelling: cache stats" exit_code 0 "$kjit" cache stats
+check "cache stats counts entries" grep -q "^entries: 23" "$work/out"
+
+# --- config ---
+check "config" exit_code 0 "$kjit" config
+check "config shows the cache folder from the environment" grep -q "^KJIT_CACHE_DIR *$KJIT_CACHE_DIR *KJIT_CACHE_DIR" "$work/out"
+check "config shows defaults" grep -q "^KJIT_MIRROR *1 *default" "$work/out"
+check "config --cache-dir" exit_code 0 "$kjit" config --cache-dir "$work/elsewhere"
+check "config says --cache-dir came from the command line" grep -q "^KJIT_CACHE_DIR *$work/elsewhere *command line" "$work/out"
+check "config --json" exit_code 0 env KJIT_BUNDLE="$work/a.kjitpack" "$kjit" config --json
+check "config --json parses" python3 -c "
+import json; d={s['variable']: s for s in json.load(open('$work/out'))}
+assert d['KJIT_BUNDLE']['source']=='environment' and d['KJIT_BUNDLE']['value']=='$work/a.kjitpack'"
+check "config with a bad value exits 1" exit_code 1 env KJIT_MIRROR=perhaps "$kjit" config
+check "the bad variable is named" grep -q "KJIT_MIRROR" "$work/err"
+
+# --- export / import / KJIT_BUNDLE ---
+check "export saxpy sm_90 only" exit_code 0 "$kjit" export "$work/sm90.kjitpack" --name saxpy.cu --arch sm_90
+check "export counts" grep -q "^exported 1 entries" "$work/out"
+check "export all" exit_code 0 "$kjit" export "$work/all.kjitpack"
+check "export counts all" grep -q "^exported 23 entries" "$work/out"
+check "import into an empty cache" exit_code 0 "$kjit" import "$work/all.kjitpack" --cache-dir "$work/imported"
+check "import counts" grep -q "^imported 23 entries" "$work/out"
+check "imported cache lists the same entries" bash -c "diff <('$kjit' list --json | python3 -c 'import json,sys; print(sorted(e[\"key\"] for e in json.load(sys.stdin)))') \
+  <('$kjit' list --json --cache-dir '$work/imported' | python3 -c 'import json,sys; print(sorted(e[\"key\"] for e in json.load(sys.stdin)))')"
+check "imported entries hit" exit_code 0 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_80 --cache-dir "$work/imported" -o "$work/o"
+check "imported hit reported" grep -q "^cache hit" "$work/out"
+check "import again adds nothing" exit_code 0 "$kjit" import "$work/all.kjitpack" --cache-dir "$work/imported"
+check "import again counts present" grep -q "^imported 0 entries .*(23 already present)" "$work/out"
+check "a bundle as a tier" exit_code 0 env KJIT_BUNDLE="$work/sm90.kjitpack" "$kjit" compile "$root/examples/saxpy.cu" \
+  --arch sm_90 --cache-dir "$work/tiered" -o "$work/o"
+check "a bundle hit is a cache hit" grep -q "^cache hit $sm90" "$work/out"
+check "a missing tier bundle is a logged miss" exit_code 0 env KJIT_BUNDLE="$work/missing.kjitpack" "$kjit" compile \
+  "$root/examples/saxpy.cu" --arch sm_86 --cache-dir "$work/tiered" -o "$work/o"
+check "the missing bundle is named" grep -q "missing.kjitpack" "$work/err"
+head -c 1000 "$work/all.kjitpack" >"$work/truncated.kjitpack"
+check "import of a truncated bundle exits 1" exit_code 1 "$kjit" import "$work/truncated.kjitpack" --cache-dir "$work/target"
+check "truncation is explained" grep -q "truncated" "$work/err"
+check "nothing imported from it" sh -c "'$kjit' list --cache-dir '$work/target' | grep -c . | grep -qx 0"
+python3 - "$work/all.kjitpack" "$work/corrupt.kjitpack" <<'PY'
+import sys
+data = bytearray(open(sys.argv[1], 'rb').read())
+data[-50] ^= 0x21
+open(sys.argv[2], 'wb').write(data)
+PY
+check "import of a corrupt bundle exits 1" exit_code 1 "$kjit" import "$work/corrupt.kjitpack" --cache-dir "$work/target"
+check "corruption is explained" grep -q "damaged: data checksum mismatch" "$work/err"
+check "nothing imported from the corrupt one" sh -c "'$kjit' stats --json --cache-dir '$work/target' | grep -q '\"entries\": 0'"
+printf 'garbage' >"$work/garbage.kjitpack"
+check "import of a non-bundle exits 1" exit_code 1 "$kjit" import "$work/garbage.kjitpack" --cache-dir "$work/target"
+check "import without a file is a usage error" exit_code 2 "$kjit" import
+
+# --- verify finds a planted bad record ---
+check "verify a clean cache" exit_code 0 "$kjit" verify
+check "verify counts" grep -q "^checked 23 entries: 0 damaged" "$work/out"
+check "doctor on a healthy cache" exit_code 0 "$kjit" doctor
+check "doctor reports the store" grep -q "^ok *store .*23 entries, 0 damaged" "$work/out"
+check "doctor reports the filesystem" grep -q "filesystem" "$work/out"
+has_colour() { grep -q $'\033\\[' "$1"; }
+check "no colour without a terminal" eval '! has_colour "$work/out"'
+if script -qec true /dev/null >/dev/null 2>&1; then
+  script -qec "$kjit doctor" /dev/null >"$work/tty" 2>&1
+  check "colour on a terminal" has_colour "$work/tty"
+  NO_COLOR=1 script -qec "$kjit doctor" /dev/null >"$work/tty" 2>&1
+  check "no colour on a terminal with NO_COLOR" eval '! has_colour "$work/tty"'
+fi
+python3 - "$KJIT_CACHE_DIR/store/data.mdb" <<'PY'
+import sys
+path = sys.argv[1]
+data = open(path, 'rb').read()
+assert b'PLANTED_MARKER_4711' in data
+open(path, 'wb').write(data.replace(b'PLANTED_MARKER_4711', b'PLANTED_MARKER_4712'))
+PY
+check "verify finds the planted bad record" exit_code 1 "$kjit" verify
+check "verify names it" grep -q "^damaged $marked: " "$work/out"
+check "verify --json" exit_code 1 "$kjit" verify --json
+check "verify --json names it" python3 -c "
+import json; d = json.load(open('$work/out')); assert d['checked'] == 23 and [b['key'] for b in d['damaged']] == ['$marked']"
+check "doctor --json" exit_code 1 "$kjit" doctor --json
+check "doctor --json has a store error" python3 -c "
+import json; d = json.load(open('$work/out')); assert any(c['what'] == 'store' and c['status'] == 'error' for c in d)"
+check "doctor reports the damage" exit_code 1 "$kjit" doctor
+check "verify --repair" exit_code 0 "$kjit" verify --repair
+check "verify --repair moved it aside" grep -q "1 damaged, 1 moved aside" "$work/out"
+check "verify after the repair" exit_code 0 "$kjit" verify
+check "the repaired cache is clean" grep -q "^checked 22 entries: 0 damaged" "$work/out"
+
+# --- prune ---
+check "prune needs a criterion" exit_code 2 "$kjit" prune
+check "prune with a bad age" exit_code 2 "$kjit" prune --older-than 3parsecs
+check "prune with a bad size" exit_code 1 "$kjit" prune --max-size lots
+check "prune --older-than keeps new entries" exit_code 0 "$kjit" prune --older-than 30d
+check "prune removed nothing" grep -q "^removed 0 entries older than 30d" "$work/out"
+check "prune --orphans" exit_code 0 "$kjit" prune --orphans
+check "prune --max-size" exit_code 0 "$kjit" prune --max-size 20KiB
+check "prune reached its size" python3 -c "
+import json, subprocess
+d = json.loads(subprocess.check_output(['$kjit', 'stats', '--json']))
+assert 0 < d['bytes']['records'] <= 20 * 1024 and d['entries'] < 22, d"
+check "pruned entries left the mirror" sh -c "test \$(ls '$KJIT_CACHE_DIR/programs' | wc -l) = \$('$kjit' list | wc -l)"
+
+# --- mirror and clear ---
+check "mirror needs an action" exit_code 2 "$kjit" mirror
+check "mirror --remove" exit_code 0 "$kjit" mirror --remove
+check "mirror removed" test ! -e "$KJIT_CACHE_DIR/programs"
+check "mirror --rebuild" exit_code 0 "$kjit" mirror --rebuild
+check "mirror rebuilt" sh -c "test \$(ls '$KJIT_CACHE_DIR/programs' | wc -l) = \$('$kjit' list | wc -l)"
+check "old spelling: cache rebuild-mirror" exit_code 0 "$kjit" cache rebuild-mirror
+
+# --- a read-only cache folder ---
+if [ "$(id -u)" = 0 ]; then
+  as_reader=(setpriv --reuid=65534 --regid=65534 --clear-groups env KJIT_SHARED_CACHE=1 HOME="$work")
+  chmod -R a+rX "$work/imported"
+else
+  as_reader=(env)
+  chmod -R a-w "$work/imported"
+fi
+# A reader who can't write lock.mdb can't read the store safely while its owner writes (LMDB's
+# no-lock mode is only used on a read-only filesystem): a warning, and no entries.
+check "list a read-only cache" exit_code 0 "${as_reader[@]}" "$kjit" list --cache-dir "$work/imported"
+check "read-only list shows no entries" test "$(lines "$work/out")" = 0
+check "read-only list warns about the store" grep -q "running without a disk cache" "$work/err"
+check "stats says read-only" exit_code 0 "${as_reader[@]}" "$kjit" stats --cache-dir "$work/imported"
+check "stats marks it" grep -q "(read-only)" "$work/out"
+check "clear on a read-only cache exits 1" exit_code 1 "${as_reader[@]}" "$kjit" clear --cache-dir "$work/imported"
+check "read-only is explained" grep -q "read-only" "$work/err"
+check "import into a read-only cache exits 1" exit_code 1 "${as_reader[@]}" "$kjit" import "$work/sm90.kjitpack" \
+  --cache-dir "$work/imported"
+check "prune on a read-only cache exits 1" exit_code 1 "${as_reader[@]}" "$kjit" prune --older-than 0s \
+  --cache-dir "$work/imported"
+check "verify --repair on a read-only cache exits 1" exit_code 1 "${as_reader[@]}" "$kjit" verify --repair \
+  --cache-dir "$work/imported"
+check "verify (read only) on a read-only cache" exit_code 0 "${as_reader[@]}" "$kjit" verify --cache-dir "$work/imported"
+chmod -R u+w "$work/imported"
+
+check "clear" exit_code 0 "$kjit" clear
+check "clear emptied the cache" sh -c "'$kjit' list | grep -c . | grep -qx 0"
+
+# --- help ---
+check "help" exit_code 0 "$kjit" help
+check "help lists the commands" sh -c "grep -q '^  export FILE' '$work/out' && grep -q '^  doctor' '$work/out'"
+for command in list show cat stats verify prune clear mirror config doctor export import; do
+  check "help $command" exit_code 0 "$kjit" help "$command"
+  check "help $command shows its usage" grep -q "^usage: kjit $command" "$work/out"
+done
+check "help of an unknown command" exit_code 2 "$kjit" help frobnicate
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,165 @@
+// Cache::get_many: misses compiled in worker processes, stored once per key; a worker that
+// crashes or hangs fails only its item; without a worker the batch runs in-process.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include <kjit/error.hpp>
+
+#include <chrono>
+#include <sys/stat.h>
+
+using kjit::test::CacheFixture;
+using kjit::test::small_program;
+
+namespace {
+
+std::vector<kjit::BatchItem> items_for(const std::vector<std::string>& tags, const std::vector<std::string>& archs)
+{
+  std::vector<kjit::BatchItem> items;
+  for (const auto& tag : tags) {
+    for (const auto& arch : archs) {
+      items.push_back({small_program(tag), kjit::Arch::parse(arch)});
+    }
+  }
+  return items;
+}
+
+// A worker wrapper that misbehaves (`action`) the first time it starts, then runs the real worker.
+std::string flaky_worker(const std::string& dir, const std::string& action)
+{
+  const std::string path = dir + "/flaky-worker";
+  kjit::test::write_text(path, "#!/bin/sh\nif mkdir '" + dir + "/started' 2>/dev/null; then " + action +
+                                 "; fi\nexec '" + kjit::test::helper("KJIT_TEST_WORKER") + "'\n");
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(batch, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(misses_compile_in_workers_and_each_key_is_stored_once)
+{
+  kjit::Cache cache(config);
+  auto items = items_for({"b1", "b2", "b3"}, {"sm_80", "sm_90"});
+  items.push_back(items.front());  // the same key twice in one batch
+  kjit::BatchOptions options;
+  options.jobs = 2;
+  options.worker_path = kjit::test::helper("KJIT_TEST_WORKER");
+  std::size_t progress_calls = 0;
+  options.progress = [&](std::size_t done, std::size_t total) {
+    ++progress_calls;
+    BOOST_TEST(done <= total);
+  };
+  const auto results = cache.get_many(items, options);
+  BOOST_TEST_REQUIRE(results.size() == items.size());
+  std::size_t compiled = 0;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    BOOST_TEST_REQUIRE(results[i].binary != nullptr, results[i].message);
+    BOOST_TEST(results[i].binary->arch == items[i].arch.str());
+    BOOST_TEST(results[i].binary->cubin_path == "nvrtc");
+    BOOST_TEST(results[i].binary->kernels().at(0).name == "small_" + items[i].program.name.substr(6, 2));
+    compiled += results[i].compiled ? 1 : 0;
+  }
+  BOOST_TEST(progress_calls == items.size());
+  BOOST_TEST(compiled == 6u);
+  BOOST_TEST(cache.stats().compiles == 6u);
+  BOOST_TEST(cache.disk_entries() == 6u);
+
+  kjit::Cache fresh(config);
+  for (const auto& result : fresh.get_many(items, options)) {
+    BOOST_TEST(result.binary != nullptr);
+    BOOST_TEST(!result.compiled);
+  }
+  BOOST_TEST(fresh.stats().compiles == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_compile_error_in_a_worker_keeps_its_type_and_log)
+{
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.worker_path = kjit::test::helper("KJIT_TEST_WORKER");
+  const kjit::Program bad{"bad.cu", "__global__ void k(int* p) { *p = undefined_name; }\n", {}, {}, {}};
+  const auto results = cache.get_many({{bad, kjit::Arch::parse("sm_90")}, {small_program("ok"), kjit::Arch::parse("sm_90")}},
+                                      options);
+  BOOST_TEST(results[1].binary != nullptr);
+  BOOST_TEST_REQUIRE(results[0].binary == nullptr);
+  try {
+    std::rethrow_exception(results[0].error);
+  } catch (const kjit::CompileError& e) {
+    BOOST_TEST(e.log().find("undefined_name") != std::string::npos, e.log());
+    BOOST_TEST(e.arch() == "sm_90");
+  }
+  BOOST_CHECK_THROW(cache.get(bad, kjit::Arch::parse("sm_90")), kjit::CompileError);  // remembered
+}
+
+BOOST_AUTO_TEST_CASE(a_crashing_worker_fails_only_its_item_and_is_replaced)
+{
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 1;
+  options.worker_path = flaky_worker(tmp.path(), "kill -SEGV $$");
+  const auto results = cache.get_many(items_for({"c1", "c2", "c3"}, {"sm_80"}), options);
+  BOOST_TEST(results[0].binary == nullptr);
+  BOOST_TEST(results[0].message.find("signal 11") != std::string::npos, results[0].message);
+  BOOST_TEST(results[1].binary != nullptr, results[1].message);
+  BOOST_TEST(results[2].binary != nullptr, results[2].message);
+  BOOST_TEST(cache.disk_entries() == 2u);
+  BOOST_TEST(cache.get(small_program("c1"), kjit::Arch::parse("sm_80")) != nullptr);  // not remembered as failed
+}
+
+BOOST_AUTO_TEST_CASE(a_hanging_worker_is_killed_at_the_time_limit)
+{
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 1;
+  options.timeout_s = 1;
+  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60");
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = cache.get_many(items_for({"h1", "h2"}, {"sm_80"}), options);
+  BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(30)));
+  BOOST_TEST(results[0].binary == nullptr);
+  BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
+  BOOST_TEST(results[1].binary != nullptr, results[1].message);
+}
+
+BOOST_AUTO_TEST_CASE(variants_sharing_options_use_pch_and_give_the_same_code)
+{
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 1;
+  options.worker_path = kjit::test::helper("KJIT_TEST_WORKER");
+  std::vector<kjit::BatchItem> items;
+  for (const char* tag : {"v1", "v2", "v3"}) {
+    kjit::Program program = small_program(tag);
+    program.source = "#include <cuda_fp16.h>\n" + program.source;
+    items.push_back({program, kjit::Arch::parse("sm_90")});
+  }
+  const auto results = cache.get_many(items, options);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    BOOST_TEST_REQUIRE(results[i].binary != nullptr, results[i].message);
+    BOOST_TEST(results[i].binary->log.find("precompiled header") == std::string::npos, results[i].binary->log);
+    const kjit::Binary direct = kjit::compile(items[i].program, items[i].arch);
+    const auto ours = results[i].binary->kernels();
+    const auto theirs = direct.kernels();
+    BOOST_TEST_REQUIRE(ours.size() == theirs.size());
+    BOOST_TEST(ours[0].registers == theirs[0].registers);
+    BOOST_TEST(ours[0].name == theirs[0].name);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(without_a_worker_the_batch_runs_in_process)
+{
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.worker_path = tmp.path() + "/no-such-worker";
+  const auto results = cache.get_many(items_for({"p1", "p2"}, {"sm_80", "sm_90"}), options);
+  for (const auto& result : results) {
+    BOOST_TEST(result.binary != nullptr, result.message);
+    BOOST_TEST(result.compiled);
+  }
+  BOOST_TEST(cache.disk_entries() == 4u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,295 @@
+// Bundles: export/import between caches, bundles as a read-only tier, damaged and truncated files.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "bundle/reader.hpp"
+#include "bundle/writer.hpp"
+#include "store/record.hpp"
+#include "store/store.hpp"
+
+#include <cstdlib>
+
+
+using namespace kjit::test;
+
+namespace {
+
+const char* const k_archs[] = {"sm_80", "sm_90", "compute_90"};
+
+std::string probe(const std::string& cache_dir, const std::string& file, const std::string& arch,
+                  const std::string& env = "")
+{
+  std::string output;
+  run(env + " '" + helper("KJIT_TEST_CACHE_PROBE") + "' '" + cache_dir + "' '" + file + "' " + arch + " 2>&1", output);
+  return output;
+}
+
+bool has_line(const std::string& output, const std::string& line)
+{
+  return ("\n" + output).find("\n" + line + "\n") != std::string::npos;
+}
+
+// Warms `config`'s cache with the program in `file` for the three archs, each in a fresh process
+// (as a build machine would; this process's toolchain memo would leave the store's own record of
+// the toolchain unwritten); returns the file.
+std::string warm_three_archs(const kjit::Config& config, const std::string& dir)
+{
+  const std::string file = dir + "/bundled.cu";
+  write_text(file, small_program("bundled").source);
+  for (const char* arch : k_archs) {
+    const std::string out = probe(config.cache_dir, file, arch);
+    BOOST_TEST_REQUIRE(has_line(out, "compiles: 1"), out);
+  }
+  return file;
+}
+
+kjit::Config config_at(const kjit::Config& base, const std::string& dir)
+{
+  kjit::Config config = base;
+  config.cache_dir = dir;
+  return config;
+}
+
+void flip_byte(const std::string& path, std::size_t from_end)
+{
+  std::string bytes = read_text(path);
+  bytes[bytes.size() - from_end] ^= 0x11;
+  write_text(path, bytes);
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(bundle, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(an_imported_bundle_serves_every_arch_without_nvrtc)
+{
+  const std::string file = warm_three_archs(config, tmp.path());
+  const std::string pack = tmp.path() + "/kernels.kjitpack";
+  {
+    kjit::Cache cache(config);
+    const kjit::BundleReport exported = cache.export_bundle(pack);
+    BOOST_TEST(exported.entries == 3u);
+  }
+  const std::string other = tmp.path() + "/elsewhere/cache";
+  {
+    kjit::Cache target(config_at(config, other));
+    const kjit::BundleReport imported = target.import_bundle(pack);
+    BOOST_TEST(imported.entries == 3u);
+    BOOST_TEST(imported.rejected.empty());
+    BOOST_TEST(target.disk_entries() == 3u);
+    BOOST_TEST(target.import_bundle(pack).already_present == 3u);  // importing again changes nothing
+    // The name index came along: explain finds the imported entries of the program.
+    kjit::Program changed = kjit::program_from_file(file);
+    changed.source += "// changed\n";
+    const kjit::MissExplanation why = target.explain(changed, kjit::Arch::parse("sm_90"));
+    BOOST_TEST(!why.closest_key.empty());
+  }
+  for (const char* arch : k_archs) {
+    const std::string out = probe(other, file, arch);
+    BOOST_TEST(has_line(out, "result: ok"), out);
+    BOOST_TEST(has_line(out, "disk_hits: 1"), out);
+    BOOST_TEST(has_line(out, "compiles: 0"), out);
+    BOOST_TEST(has_line(out, "nvrtc_loaded: 0"), out);
+    BOOST_TEST(has_line(out, "nvjitlink_loaded: 0"), out);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_bundle_named_by_kjit_bundle_is_a_tier_below_the_store)
+{
+  const std::string file = warm_three_archs(config, tmp.path());
+  const std::string pack = tmp.path() + "/kernels.kjitpack";
+  kjit::Cache(config).export_bundle(pack);
+  const std::string empty = tmp.path() + "/fresh";
+  for (const char* arch : k_archs) {
+    const std::string out = probe(empty, file, arch, "KJIT_BUNDLE='/nonexistent.kjitpack:" + pack + "'");
+    BOOST_TEST(has_line(out, "result: ok"), out);
+    BOOST_TEST(has_line(out, "compiles: 0"), out);
+    BOOST_TEST(has_line(out, "nvrtc_loaded: 0"), out);
+  }
+  // Each hit was promoted into the local store: the next process finds it there, without the bundle.
+  for (const char* arch : k_archs) {
+    const std::string out = probe(empty, file, arch);
+    BOOST_TEST(has_line(out, "disk_hits: 1"), out);
+    BOOST_TEST(has_line(out, "compiles: 0"), out);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bundle_hits_are_counted_and_export_filters)
+{
+  const std::string file = warm_three_archs(config, tmp.path());
+  const std::string pack = tmp.path() + "/sm90.kjitpack";
+  const kjit::BundleReport exported = kjit::Cache(config).export_bundle(pack, {"", "sm_90"});
+  BOOST_TEST(exported.entries == 1u);
+  kjit::Config with_bundle = config_at(config, tmp.path() + "/tiered");
+  with_bundle.bundles = {pack};
+  kjit::Cache cache(with_bundle);
+  const auto hit = cache.get(kjit::program_from_file(file), kjit::Arch::parse("sm_90"));
+  BOOST_TEST(!hit->cubin.empty());
+  BOOST_TEST(cache.stats().bundle_hits == 1u);
+  BOOST_TEST(cache.stats().compiles == 0u);
+  BOOST_TEST(cache.disk_entries() == 1u);  // promoted
+  cache.get(kjit::program_from_file(file), kjit::Arch::parse("sm_80"));  // not in the bundle
+  BOOST_TEST(cache.stats().compiles == 1u);
+  BOOST_TEST(cache.stats().misses == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(an_unreadable_or_damaged_bundle_is_a_counted_miss_never_an_exception)
+{
+  const std::string file = warm_three_archs(config, tmp.path());
+  const std::string pack = tmp.path() + "/kernels.kjitpack";
+  kjit::Cache(config).export_bundle(pack);
+  const std::string truncated = tmp.path() + "/truncated.kjitpack";
+  write_text(truncated, read_text(pack).substr(0, read_text(pack).size() - 10));
+
+  std::vector<std::string> lines;
+  kjit::set_log_sink([&lines](std::string_view line) { lines.emplace_back(line); });
+  kjit::Config with_bundle = config_at(config, tmp.path() + "/tiered");
+  with_bundle.bundles = {tmp.path() + "/missing.kjitpack", truncated};
+  kjit::Cache cache(with_bundle);
+  BOOST_CHECK_NO_THROW(cache.get(kjit::program_from_file(file), kjit::Arch::parse("sm_90")));
+  BOOST_CHECK_NO_THROW(cache.get(small_program("other"), kjit::Arch::parse("sm_90")));
+  kjit::set_log_sink({});
+  BOOST_TEST(cache.stats().tier_errors == 4u);  // two tiers, two lookups
+  BOOST_TEST(cache.stats().compiles == 2u);
+  BOOST_TEST_REQUIRE(lines.size() == 2u);       // each unreadable bundle is logged once
+  BOOST_TEST(lines[0].find("missing.kjitpack") != std::string::npos, lines[0]);
+  BOOST_TEST(lines[1].find("truncated") != std::string::npos, lines[1]);
+
+  // A record damaged inside an intact file (sums recomputed) is refused by decode_record.
+  kjit::bundle::Reader reader(pack);
+  std::vector<kjit::bundle::Record> records;
+  for (const auto& index : reader.index()) {
+    std::string bytes = reader.read(index);
+    bytes[bytes.size() - 40] ^= 0x5a;
+    records.push_back({index.key, bytes});
+  }
+  const std::string bad = tmp.path() + "/bad-records.kjitpack";
+  kjit::bundle::write_bundle(bad, records, reader.meta(), kjit::store::k_record_format);
+  kjit::Config with_bad = config_at(config, tmp.path() + "/tiered-bad");
+  with_bad.bundles = {bad};
+  kjit::Cache bad_cache(with_bad);
+  kjit::set_log_sink([](std::string_view) {});
+  BOOST_CHECK_NO_THROW(bad_cache.get(kjit::program_from_file(file), kjit::Arch::parse("sm_80")));
+  kjit::set_log_sink({});
+  BOOST_TEST(bad_cache.stats().tier_errors == 1u);
+  BOOST_TEST(bad_cache.stats().bundle_hits == 0u);
+  BOOST_TEST(bad_cache.stats().compiles == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_truncated_or_corrupt_bundle_imports_nothing)
+{
+  warm_three_archs(config, tmp.path());
+  const std::string pack = tmp.path() + "/kernels.kjitpack";
+  kjit::Cache(config).export_bundle(pack);
+  const std::string whole = read_text(pack);
+  kjit::Cache target(config_at(config, tmp.path() + "/target"));
+
+  write_text(pack, whole.substr(0, whole.size() / 2));
+  BOOST_CHECK_THROW(target.import_bundle(pack), kjit::BundleError);
+  write_text(pack, whole);
+  flip_byte(pack, 100);  // inside the last record: the data checksum fails
+  BOOST_CHECK_THROW(target.import_bundle(pack), kjit::BundleError);
+  write_text(pack, "not a bundle at all");
+  BOOST_CHECK_THROW(target.import_bundle(pack), kjit::BundleError);
+  BOOST_CHECK_THROW(target.import_bundle(tmp.path() + "/missing.kjitpack"), kjit::BundleError);
+  try {
+    write_text(pack, whole.substr(0, whole.size() - 1));
+    target.import_bundle(pack);
+  } catch (const kjit::BundleError& e) {
+    BOOST_TEST(std::string(e.what()).find("truncated") != std::string::npos, e.what());
+    BOOST_TEST(e.path() == pack);
+  }
+  BOOST_TEST(target.disk_entries() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(import_never_replaces_a_good_entry_with_a_bad_one)
+{
+  const std::string file = warm_three_archs(config, tmp.path());
+  const std::string pack = tmp.path() + "/kernels.kjitpack";
+  kjit::Cache(config).export_bundle(pack);
+  kjit::bundle::Reader reader(pack);
+  std::vector<kjit::bundle::Record> records;
+  for (const auto& index : reader.index()) {
+    records.push_back({index.key, reader.read(index)});
+  }
+  // Record 0 damaged (its own checksum fails), record 1 stored under the wrong key.
+  records[0].bytes[records[0].bytes.size() - 40] ^= 0x5a;
+  records[1].key = records[2].key;
+  records[1].key[31] ^= 1;
+  const std::string bad = tmp.path() + "/bad.kjitpack";
+  kjit::bundle::write_bundle(bad, records, reader.meta(), kjit::store::k_record_format);
+
+  // The target already has a good copy of record 0.
+  const std::string target_dir = tmp.path() + "/target";
+  kjit::Cache target(config_at(config, target_dir));
+  kjit::Cache source(config);
+  const std::string good0 =
+    *kjit::store::Store::open(source.store_path(), config.store_map_size)->get(kjit::store::Table::entries,
+                                                                              std::string(reinterpret_cast<const char*>(reader.index()[0].key.data()), 32));
+  target.import_bundle(pack);  // all good
+  const kjit::BundleReport report = target.import_bundle(bad);
+  BOOST_TEST(report.rejected.size() == 2u);
+  BOOST_TEST(report.entries == 0u);
+  auto store = kjit::store::Store::open(target.store_path(), config.store_map_size);
+  const auto kept = store->get(kjit::store::Table::entries,
+                               std::string(reinterpret_cast<const char*>(reader.index()[0].key.data()), 32));
+  BOOST_TEST((kept && *kept == good0));
+  BOOST_TEST(target.disk_entries() == 3u);
+  BOOST_TEST(target.verify(kjit::Repair::no).bad.empty());
+}
+
+BOOST_AUTO_TEST_CASE(import_without_a_disk_tier_is_refused)
+{
+  warm_three_archs(config, tmp.path());
+  const std::string pack = tmp.path() + "/kernels.kjitpack";
+  kjit::Cache(config).export_bundle(pack);
+  kjit::Config disabled = config;
+  disabled.disable_cache = true;
+  BOOST_CHECK_THROW(kjit::Cache(disabled).import_bundle(pack), kjit::StoreError);
+}
+
+BOOST_AUTO_TEST_CASE(the_format_1_reference_bundle_still_reads)
+{
+  // tests/unit/bundles/format1.kjitpack: two records (keys 0x11…, 0x22…) and one meta row, written
+  // by the format-1 writer. A change that can't read it needs a new bundle format version.
+  const char* root = std::getenv("KJIT_SOURCE_ROOT");
+  BOOST_TEST_REQUIRE(root != nullptr);
+  const std::string golden = std::string(root) + "/tests/unit/bundles/format1.kjitpack";
+  const kjit::bundle::Reader reader(golden);
+  BOOST_CHECK_NO_THROW(reader.verify_data());
+  BOOST_TEST(reader.header().format == 1u);
+  BOOST_TEST(reader.header().record_format == 2u);
+  BOOST_TEST_REQUIRE(reader.index().size() == 2u);
+  kjit::util::Sha256 first{};
+  first.fill(0x11);
+  kjit::util::Sha256 second{};
+  second.fill(0x22);
+  BOOST_TEST_REQUIRE(reader.find(first) != nullptr);
+  BOOST_TEST(reader.read(*reader.find(first)) == "first record bytes");
+  BOOST_TEST(reader.read(*reader.find(second)) == "second");
+  kjit::util::Sha256 absent{};
+  BOOST_TEST(reader.find(absent) == nullptr);
+  BOOST_TEST_REQUIRE(reader.meta().size() == 1u);
+  BOOST_TEST(reader.meta()[0].key == "toolchain abc");
+  BOOST_TEST(reader.meta()[0].value == "13.0 V13.0.88\n13.0\n75 80");
+
+  // Every truncation and every flipped byte of the header, index or meta is refused at open.
+  const std::string bytes = read_text(golden);
+  const std::string damaged = tmp.path() + "/damaged.kjitpack";
+  const std::size_t checked_at_open = bytes.size() - std::string("first record bytessecond").size();
+  for (std::size_t at = 0; at < bytes.size(); ++at) {
+    write_text(damaged, bytes.substr(0, at));
+    BOOST_CHECK_THROW(kjit::bundle::Reader{damaged}, kjit::BundleError);
+    std::string flipped = bytes;
+    flipped[at] ^= 0x01;
+    write_text(damaged, flipped);
+    if (at < checked_at_open) {
+      BOOST_CHECK_THROW(kjit::bundle::Reader{damaged}, kjit::BundleError);
+    } else {
+      BOOST_CHECK_THROW(kjit::bundle::Reader(damaged).verify_data(), kjit::BundleError);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

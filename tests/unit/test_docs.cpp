@@ -1,0 +1,163 @@
+// The documented defaults are the code's defaults: docs/configuration.md's table is read and each
+// default compared with the settings table and with current_config() without KJIT_* variables.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+namespace {
+
+// Every KJIT_* variable and XDG_CACHE_HOME/HOME unset for one scope, restored after.
+class CleanEnvironment {
+public:
+  CleanEnvironment()
+  {
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+      const std::string text = *entry;
+      const std::string name = text.substr(0, text.find('='));
+      if (name.rfind("KJIT_", 0) == 0 || name == "XDG_CACHE_HOME" || name == "HOME") {
+        m_saved[name] = text.substr(text.find('=') + 1);
+      }
+    }
+    for (const auto& [name, value] : m_saved) {
+      ::unsetenv(name.c_str());
+    }
+  }
+  ~CleanEnvironment()
+  {
+    for (const char* name : {"XDG_CACHE_HOME", "HOME"}) {
+      ::unsetenv(name);
+    }
+    for (const auto& [name, value] : m_saved) {
+      ::setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  CleanEnvironment(const CleanEnvironment&) = delete;
+  CleanEnvironment& operator=(const CleanEnvironment&) = delete;
+
+private:
+  std::map<std::string, std::string> m_saved;
+};
+
+// variable → the default column of docs/configuration.md's settings table (backticks removed
+// where the whole cell is one code span).
+std::map<std::string, std::string> documented_defaults()
+{
+  const char* root = std::getenv("KJIT_SOURCE_ROOT");
+  BOOST_TEST_REQUIRE(root != nullptr);
+  std::istringstream lines(read_text(std::string(root) + "/docs/configuration.md"));
+  std::map<std::string, std::string> defaults;
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("| `option::", 0) != 0) {
+      continue;
+    }
+    std::vector<std::string> cells;
+    std::size_t start = 1;
+    for (std::size_t bar = line.find(" | ", start); bar != std::string::npos; bar = line.find(" | ", start)) {
+      cells.push_back(line.substr(start + 1, bar - start - 1));
+      start = bar + 2;
+    }
+    BOOST_TEST_REQUIRE(cells.size() >= 3u, line);
+    std::string variable = cells[1];
+    std::string value = cells[2];
+    const auto strip = [](std::string& cell) {
+      if (cell.size() >= 2 && cell.front() == '`' && cell.back() == '`' &&
+          cell.find('`', 1) == cell.size() - 1) {
+        cell = cell.substr(1, cell.size() - 2);
+      }
+    };
+    strip(variable);
+    strip(value);
+    defaults[variable] = value;
+  }
+  return defaults;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(docs)
+
+BOOST_AUTO_TEST_CASE(every_setting_is_documented_with_the_default_of_the_settings_table)
+{
+  const auto documented = documented_defaults();
+  BOOST_TEST(documented.size() == kjit::settings().size());
+  for (const kjit::SettingInfo& info : kjit::settings()) {
+    BOOST_TEST_CONTEXT(info.variable)
+    {
+      BOOST_TEST_REQUIRE(documented.count(info.variable) == 1u);
+      if (info.variable != "KJIT_CACHE_DIR") {
+        const std::string doc = documented.at(info.variable);
+        BOOST_TEST((doc == info.default_text || (doc == "empty" && info.default_text.empty())), doc);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_documented_defaults_are_what_a_config_holds_without_variables)
+{
+  const auto doc = documented_defaults();
+  const CleanEnvironment clean;
+  ::setenv("HOME", "/home/docs-test", 1);
+  const kjit::Config config = kjit::current_config();
+  const std::map<std::string, std::function<bool(const std::string&)>> holds{
+    {"KJIT_DISABLE_CACHE", [&](const std::string& v) { return kjit::parse_bool(v, "doc") == config.disable_cache; }},
+    {"KJIT_VERBOSE", [&](const std::string& v) { return kjit::parse_bool(v, "doc") == config.verbose; }},
+    {"KJIT_ARCH", [&](const std::string& v) { return v == config.arch; }},
+    {"KJIT_MIRROR", [&](const std::string& v) { return kjit::parse_bool(v, "doc") == config.mirror; }},
+    {"KJIT_DUMP_IR", [&](const std::string& v) { return kjit::parse_bool(v, "doc") == config.dump_ir; }},
+    {"KJIT_MEMORY_LIMIT", [&](const std::string& v) { return kjit::parse_size(v, "doc") == config.memory_limit; }},
+    {"KJIT_CUDA_HOME", [&](const std::string& v) { return v == "empty" && config.cuda_home.empty(); }},
+    {"KJIT_SHARED_CACHE", [&](const std::string& v) { return kjit::parse_bool(v, "doc") == config.shared_cache; }},
+    {"KJIT_REPO_LOCAL_CACHE", [&](const std::string& v) { return kjit::parse_bool(v, "doc") == config.repo_local; }},
+    {"KJIT_FORCE_PTX", [&](const std::string& v) { return kjit::parse_bool(v, "doc") == config.force_ptx; }},
+    {"KJIT_STORE_MAP_SIZE",
+     [&](const std::string& v) { return kjit::parse_size(v, "doc") == config.store_map_size; }},
+    {"KJIT_COMPILE_LOCK_TIMEOUT",
+     [&](const std::string& v) { return v.back() == 's' && std::stod(v) == config.compile_lock_timeout_s; }},
+    {"KJIT_BUNDLE", [&](const std::string& v) { return v == "empty" && config.bundles.empty(); }},
+  };
+  for (const auto& [variable, value] : doc) {
+    if (variable == "KJIT_CACHE_DIR") {
+      continue;
+    }
+    BOOST_TEST_CONTEXT(variable)
+    {
+      BOOST_TEST_REQUIRE(holds.count(variable) == 1u);
+      BOOST_TEST(holds.at(variable)(value), value);
+    }
+  }
+}
+
+// "`$XDG_CACHE_HOME/kjit` when `XDG_CACHE_HOME` is absolute, else `$HOME/.cache/kjit`; without
+// `HOME`, `/tmp/kjit-<uid>`": each clause is checked against the code.
+BOOST_AUTO_TEST_CASE(the_documented_cache_folder_default_is_the_code_s)
+{
+  const std::string doc = documented_defaults().at("KJIT_CACHE_DIR");
+  const CleanEnvironment clean;
+  BOOST_TEST(doc.find("`$XDG_CACHE_HOME/kjit` when `XDG_CACHE_HOME` is absolute") != std::string::npos, doc);
+  ::setenv("HOME", "/home/docs-test", 1);
+  ::setenv("XDG_CACHE_HOME", "/xdg/cache", 1);
+  BOOST_TEST(kjit::current_config().cache_dir == "/xdg/cache/kjit");
+
+  BOOST_TEST(doc.find("else `$HOME/.cache/kjit`") != std::string::npos, doc);
+  ::setenv("XDG_CACHE_HOME", "relative/cache", 1);
+  BOOST_TEST(kjit::current_config().cache_dir == "/home/docs-test/.cache/kjit");
+  ::unsetenv("XDG_CACHE_HOME");
+  BOOST_TEST(kjit::current_config().cache_dir == "/home/docs-test/.cache/kjit");
+
+  BOOST_TEST(doc.find("without `HOME`, `/tmp/kjit-<uid>`") != std::string::npos, doc);
+  ::unsetenv("HOME");
+  BOOST_TEST(kjit::current_config().cache_dir == "/tmp/kjit-" + std::to_string(::getuid()));
+  ::setenv("HOME", "", 1);
+  BOOST_TEST(kjit::current_config().cache_dir == "/tmp/kjit-" + std::to_string(::getuid()));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

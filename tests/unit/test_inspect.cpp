@@ -1,0 +1,199 @@
+// Operating a cache through the API: list, key prefixes, verify, prune, usage, settings, doctor.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "store/record.hpp"
+#include "store/store.hpp"
+
+#include <cstdlib>
+#include <ctime>
+
+using namespace kjit::test;
+
+namespace {
+
+std::string raw(const std::string& hex)
+{
+  std::string out;
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  return out;
+}
+
+// Rewrites the entry `hex` as if it had been created `age` seconds ago.
+void make_old(const kjit::Cache& cache, const std::string& hex, std::int64_t age)
+{
+  auto store = kjit::store::Store::open(cache.store_path(), cache.config().store_map_size);
+  const std::string key = raw(hex);
+  std::string why;
+  auto entry = kjit::store::decode_record(*store->get(kjit::store::Table::entries, key),
+                                          kjit::util::digest_of_bytes(key), kjit::store::Sections::all, why);
+  BOOST_TEST_REQUIRE(entry.has_value());
+  entry->created_unix = static_cast<std::int64_t>(::time(nullptr)) - age;
+  store->put(kjit::store::Table::entries, key, kjit::store::encode_record(*entry, kjit::util::digest_of_bytes(key)));
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(inspect, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(entries_are_listed_filtered_and_found_by_key_prefix)
+{
+  kjit::Cache cache(config);
+  const auto a80 = cache.prepare(small_program("a"), kjit::Arch::parse("sm_80"));
+  const auto a90 = cache.prepare(small_program("a"), kjit::Arch::parse("sm_90"));
+  const auto b90 = cache.prepare(small_program("b"), kjit::Arch::parse("sm_90"));
+  for (const auto* p : {&a80, &a90, &b90}) {
+    cache.get(*p);
+  }
+  BOOST_TEST(cache.entries().size() == 3u);
+  BOOST_TEST(cache.entries({"small_a.cu", ""}).size() == 2u);
+  const auto only = cache.entries({"small_a.cu", "sm_90"});
+  BOOST_TEST_REQUIRE(only.size() == 1u);
+  BOOST_TEST(only[0].key == a90.key());
+  BOOST_TEST(only[0].cubin_bytes > 0u);
+  BOOST_TEST(only[0].record_bytes > only[0].cubin_bytes);
+  BOOST_TEST(only[0].compile_ms > 0.0);
+
+  BOOST_TEST(cache.resolve_key(a90.key().substr(0, 12)) == a90.key());
+  const kjit::EntryContents contents = cache.entry(a90.key().substr(0, 10));
+  BOOST_TEST(contents.source == small_program("a").source);
+  BOOST_TEST(contents.program_txt == a90.program_txt());
+  BOOST_TEST(contents.options_txt == a90.options_txt());
+  BOOST_TEST(contents.binary.arch == "sm_90");
+  BOOST_TEST(!contents.binary.cubin.empty());
+
+  BOOST_CHECK_THROW(cache.resolve_key("zz"), kjit::Error);
+  std::string unknown = a90.key().substr(0, 8);
+  while (a80.key().rfind(unknown, 0) == 0 || a90.key().rfind(unknown, 0) == 0 || b90.key().rfind(unknown, 0) == 0) {
+    unknown[0] = unknown[0] == 'f' ? '0' : static_cast<char>(unknown[0] + 1);
+  }
+  try {
+    cache.resolve_key(unknown);
+    BOOST_ERROR("an unknown prefix was resolved");
+  } catch (const kjit::Error& e) {
+    BOOST_TEST(std::string(e.what()).find("no cache entry") != std::string::npos, e.what());
+  }
+  // Sixteen hex digits share at most a one-digit prefix among three keys: "" is refused, and a
+  // one-digit prefix either matches one entry, several (ambiguous) or none.
+  BOOST_CHECK_THROW(cache.resolve_key(""), kjit::Error);
+  std::size_t ambiguous = 0;
+  for (const char digit : std::string("0123456789abcdef")) {
+    try {
+      cache.resolve_key(std::string(1, digit));
+    } catch (const kjit::Error& e) {
+      ambiguous += std::string(e.what()).find("ambiguous") != std::string::npos ? 1 : 0;
+    }
+  }
+  const bool shared = a80.key()[0] == a90.key()[0] || a80.key()[0] == b90.key()[0] || a90.key()[0] == b90.key()[0];
+  BOOST_TEST(ambiguous == (shared ? 1u : 0u));
+}
+
+BOOST_AUTO_TEST_CASE(verify_finds_a_planted_bad_record_and_repair_moves_it_aside)
+{
+  kjit::Cache cache(config);
+  const auto good = cache.prepare(small_program("good"), kjit::Arch::parse("sm_90"));
+  const auto bad = cache.prepare(small_program("bad"), kjit::Arch::parse("sm_90"));
+  cache.get(good);
+  cache.get(bad);
+  BOOST_TEST(cache.verify(kjit::Repair::no).bad.empty());
+  auto store = kjit::store::Store::open(cache.store_path(), config.store_map_size);
+  std::string bytes = *store->get(kjit::store::Table::entries, raw(bad.key()));
+  bytes[bytes.size() - 20] ^= 0x40;  // inside the inputs: only a full decode notices
+  store->put(kjit::store::Table::entries, raw(bad.key()), bytes);
+
+  std::size_t calls = 0;
+  const kjit::VerifyReport report = cache.verify(kjit::Repair::no, [&calls](std::size_t, std::size_t) { ++calls; });
+  BOOST_TEST(report.checked == 2u);
+  BOOST_TEST(calls == 2u);
+  BOOST_TEST_REQUIRE(report.bad.size() == 1u);
+  BOOST_TEST(report.bad[0].first == bad.key());
+  BOOST_TEST(cache.disk_entries() == 2u);  // reporting changes nothing
+  BOOST_TEST(cache.usage().damaged == 1u);
+
+  const kjit::VerifyReport repaired = cache.verify(kjit::Repair::quarantine);
+  BOOST_TEST(repaired.quarantined == 1u);
+  BOOST_TEST(cache.disk_entries() == 1u);
+  BOOST_TEST(store->count(kjit::store::Table::quarantine) == 1u);
+  BOOST_TEST(!exists(config.cache_dir + "/programs/" + bad.key()));
+  BOOST_TEST(exists(config.cache_dir + "/programs/" + good.key()));
+  BOOST_TEST(cache.verify(kjit::Repair::no).bad.empty());
+}
+
+BOOST_AUTO_TEST_CASE(prune_removes_old_entries_and_keeps_to_a_size)
+{
+  kjit::Cache cache(config);
+  std::vector<kjit::PreparedProgram> programs;
+  for (const char* tag : {"p1", "p2", "p3"}) {
+    programs.push_back(cache.prepare(small_program(tag), kjit::Arch::parse("sm_90")));
+    cache.get(programs.back());
+  }
+  make_old(cache, programs[0].key(), 40 * 86400);
+  make_old(cache, programs[1].key(), 2 * 86400);
+  BOOST_TEST(cache.prune_older_than(30 * 86400) == 1u);
+  BOOST_TEST(cache.disk_entries() == 2u);
+  BOOST_TEST(!exists(config.cache_dir + "/programs/" + programs[0].key()));
+  BOOST_TEST(cache.entries({"small_p1.cu", ""}).empty());
+
+  const kjit::DiskUsage before = cache.usage();
+  BOOST_TEST(before.entries == 2u);
+  BOOST_TEST(before.cubin_bytes > 0u);
+  BOOST_TEST(before.mirror_bytes > 0u);
+  // Room for one record: the older one (p2) goes.
+  BOOST_TEST(cache.prune_to_size(before.record_bytes - 1) == 1u);
+  BOOST_TEST(cache.entries({"small_p2.cu", ""}).empty());
+  BOOST_TEST(cache.entries({"small_p3.cu", ""}).size() == 1u);
+  BOOST_TEST(cache.prune_to_size(before.record_bytes) == 0u);
+
+  BOOST_TEST(cache.remove_mirror());
+  BOOST_TEST(!exists(config.cache_dir + "/programs"));
+  BOOST_TEST(!cache.remove_mirror());
+  BOOST_TEST(cache.rebuild_mirror() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(setting_values_say_where_each_value_came_from)
+{
+  ::setenv("KJIT_MEMORY_LIMIT", "64MiB", 1);
+  kjit::option::arch("sm_80");
+  const auto values = kjit::setting_values();
+  ::unsetenv("KJIT_MEMORY_LIMIT");
+  kjit::option::reset();
+  std::map<std::string, kjit::SettingValue> by_name;
+  for (const auto& v : values) {
+    by_name[v.name] = v;
+  }
+  BOOST_TEST(by_name.size() == kjit::settings().size());
+  BOOST_TEST(by_name["memory_limit"].source == "environment");
+  BOOST_TEST(by_name["memory_limit"].value == "64MiB");
+  BOOST_TEST(by_name["arch"].source == "api");
+  BOOST_TEST(by_name["arch"].value == "sm_80");
+  BOOST_TEST(by_name["mirror"].source == "default");
+  BOOST_TEST(by_name["bundle"].variable == "KJIT_BUNDLE");
+}
+
+BOOST_AUTO_TEST_CASE(diagnose_reports_a_damaged_store_and_never_creates_the_folder)
+{
+  kjit::Config missing = config;
+  missing.cache_dir = tmp.path() + "/not-yet";
+  bool warned = false;
+  for (const auto& check : kjit::diagnose(missing)) {
+    warned |= check.what == "cache folder" && check.status == kjit::HealthCheck::Status::warning;
+  }
+  BOOST_TEST(warned);
+  BOOST_TEST(!exists(missing.cache_dir));
+
+  kjit::Cache cache(config);
+  const auto prepared = cache.prepare(small_program("doctor"), kjit::Arch::parse("sm_90"));
+  cache.get(prepared);
+  auto store = kjit::store::Store::open(cache.store_path(), config.store_map_size);
+  store->put(kjit::store::Table::entries, raw(prepared.key()), "garbage");
+  bool store_error = false;
+  for (const auto& check : kjit::diagnose(config)) {
+    store_error |= check.what == "store" && check.status == kjit::HealthCheck::Status::error;
+  }
+  BOOST_TEST(store_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

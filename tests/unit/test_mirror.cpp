@@ -1,0 +1,184 @@
+// The mirror holds exactly what the entry holds: every file compared byte for byte, compile.sh's
+// nvcc lines checked against the options NVRTC got, relative -I paths made absolute.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include <cstdlib>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text)
+{
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+// The first line of `text` that starts with `prefix`.
+std::string line_starting(const std::string& text, const std::string& prefix)
+{
+  for (const std::string& line : lines_of(text)) {
+    if (line.rfind(prefix, 0) == 0) {
+      return line;
+    }
+  }
+  return {};
+}
+
+// A templated kernel using an in-memory header, a header found through -I and a macro.
+struct Sample {
+  explicit Sample(const std::string& dir)
+  {
+    ::mkdir((dir + "/inc").c_str(), 0700);
+    write_text(dir + "/inc/disk.h", "#define DISK_VALUE 5\n");
+    program.name = "mirrored.cu";
+    program.source = "#include \"memory.h\"\n#include \"disk.h\"\n"
+                     "template <typename T> __global__ void fill(T* p) { p[threadIdx.x] = T(MEMORY_VALUE + "
+                     "DISK_VALUE + MACRO_VALUE); }\n";
+    program.headers["memory.h"] = "#define MEMORY_VALUE 3\n";
+    program.options = {"-I" + dir + "/inc", "-DMACRO_VALUE=7", "--use_fast_math"};
+    program.name_expressions = {"fill<int>", "fill<float>"};
+  }
+  kjit::Program program;
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(mirror, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(every_mirrored_file_is_byte_for_byte_what_the_entry_holds)
+{
+  const Sample sample(tmp.path());
+  kjit::Cache cache(config);
+  const auto binary = cache.get(sample.program, kjit::Arch::parse("sm_90"));
+  // Prepared after the first compile: the key that compile established (not a provisional one).
+  const kjit::PreparedProgram prepared = cache.prepare(sample.program, kjit::Arch::parse("sm_90"));
+  BOOST_TEST(!prepared.provisional());
+  const std::string dir = config.cache_dir + "/programs/" + prepared.key();
+  BOOST_TEST(read_text(dir + "/program.txt") == prepared.program_txt());
+  BOOST_TEST(read_text(dir + "/options.txt") == prepared.options_txt());
+  BOOST_TEST(read_text(dir + "/module/source.cu") == sample.program.source);
+  BOOST_TEST(read_text(dir + "/module/kernel.ptx") == binary->ptx);
+  BOOST_TEST(read_text(dir + "/module/kernel.sm_90.cubin") == binary->cubin);
+  BOOST_TEST(read_text(dir + "/module/headers/memory.h") == "#define MEMORY_VALUE 3\n");
+  // Headers found on disk are part of the entry too, under their path (docs/includes.md).
+  BOOST_TEST(read_text(dir + "/module/headers" + tmp.path() + "/inc/disk.h") == "#define DISK_VALUE 5\n");
+
+  std::string lowered;
+  BOOST_TEST_REQUIRE(binary->lowered_names.size() == 2u);
+  for (const auto& [expression, name] : binary->lowered_names) {
+    lowered += expression + "\t" + name + "\n";
+  }
+  BOOST_TEST(read_text(dir + "/module/lowered_names.txt") == lowered);
+  BOOST_TEST(lowered.find("fill<int>\t_Z4fillIiEvPT_\n") != std::string::npos, lowered);
+  BOOST_TEST(lowered.find("fill<float>\t_Z4fillIfEvPT_\n") != std::string::npos, lowered);
+  // The macro and both headers reached NVRTC: 3 + 5 + 7.
+  BOOST_TEST(binary->ptx.find(", 15;") != std::string::npos, binary->ptx);
+
+  // The log names NVRTC's options; compile.sh's nvcc lines name the same ones.
+  const std::string log = read_text(dir + "/module/nvrtc_log.txt");
+  const std::string options = line_starting(log, "# nvrtc options:");
+  BOOST_TEST_REQUIRE(!options.empty(), log);
+  const std::string script = read_text(dir + "/module/compile.sh");
+  const std::string ptx_line = line_starting(script, "nvcc -ptx ");
+  const std::string cubin_line = line_starting(script, "nvcc -cubin ");
+  BOOST_TEST(ptx_line.find(" -arch=compute_90 ") != std::string::npos, ptx_line);
+  BOOST_TEST(ptx_line.find(" -o kernel.ptx source.cu") != std::string::npos, ptx_line);
+  BOOST_TEST(cubin_line.find(" -arch=sm_90 ") != std::string::npos, cubin_line);
+  BOOST_TEST(cubin_line.find(" -o kernel.sm_90.cubin source.cu") != std::string::npos, cubin_line);
+  std::istringstream words(options.substr(std::string("# nvrtc options:").size()));
+  std::string word;
+  int named = 0;
+  while (words >> word) {
+    if (word.rfind("-arch=", 0) == 0) {
+      continue;
+    }
+    ++named;
+    BOOST_TEST(ptx_line.find(" " + word + " ") != std::string::npos, word + " in " + ptx_line);
+    BOOST_TEST(cubin_line.find(" " + word + " ") != std::string::npos, word + " in " + cubin_line);
+  }
+  BOOST_TEST(named >= 3);
+  for (const std::string& option : sample.program.options) {
+    BOOST_TEST(options.find(" " + option) != std::string::npos, option);
+  }
+  struct stat st {};
+  BOOST_TEST_REQUIRE(::stat((dir + "/module/compile.sh").c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0100) != 0u);
+}
+
+BOOST_AUTO_TEST_CASE(relative_include_dirs_are_absolute_in_the_key_and_in_compile_sh)
+{
+  ::mkdir((tmp.path() + "/a").c_str(), 0700);
+  ::mkdir((tmp.path() + "/b").c_str(), 0700);
+  for (const char* sub : {"/a/inc", "/b/inc"}) {
+    ::mkdir((tmp.path() + sub).c_str(), 0700);
+    write_text(tmp.path() + sub + "/v.h", "#define V 1\n");  // same content in both
+  }
+  kjit::Program program{"relative.cu", "#include \"v.h\"\n__global__ void k(int* p) { *p = V; }\n", {}, {"-Iinc"}, {}};
+  char cwd[4096];
+  BOOST_TEST_REQUIRE(::getcwd(cwd, sizeof cwd) != nullptr);
+  kjit::Cache cache(config);
+  BOOST_TEST_REQUIRE(::chdir((tmp.path() + "/a").c_str()) == 0);
+  cache.get(program, kjit::Arch::parse("sm_90"));
+  const kjit::PreparedProgram in_a = cache.prepare(program, kjit::Arch::parse("sm_90"));  // the established key
+  BOOST_TEST_REQUIRE(::chdir((tmp.path() + "/b").c_str()) == 0);
+  const kjit::PreparedProgram in_b = cache.prepare(program, kjit::Arch::parse("sm_90"));
+  BOOST_TEST_REQUIRE(::chdir(cwd) == 0);
+
+  BOOST_TEST(in_a.options_txt().find("option: -I" + tmp.path() + "/a/inc\n") != std::string::npos, in_a.options_txt());
+  BOOST_TEST(in_a.options_txt().find("option: -Iinc\n") == std::string::npos);
+  BOOST_TEST(in_a.key() != in_b.key());
+  // compile.sh changes folder first: its -I must not depend on where it is run from.
+  const std::string script = read_text(config.cache_dir + "/programs/" + in_a.key() + "/module/compile.sh");
+  BOOST_TEST(script.find(" -I" + tmp.path() + "/a/inc ") != std::string::npos, script);
+  BOOST_TEST(script.find(" -Iinc ") == std::string::npos, script);
+}
+
+// Where nvcc exists, compile.sh reproduces the entry's PTX (comments aside).
+BOOST_AUTO_TEST_CASE(compile_sh_reproduces_the_ptx_where_nvcc_exists)
+{
+  std::string nvcc;
+  if (run("command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null", nvcc) != 0 || nvcc.empty()) {
+    BOOST_TEST_MESSAGE("no nvcc here: compile.sh's command lines are checked by the test above");
+    return;
+  }
+  const Sample sample(tmp.path());
+  kjit::Program program = sample.program;  // nvcc has no name expressions: no template here
+  program.name_expressions.clear();
+  program.source = "#include \"memory.h\"\n#include \"disk.h\"\n"
+                   "extern \"C\" __global__ void fill(int* p) { p[threadIdx.x] = MEMORY_VALUE + DISK_VALUE + "
+                   "MACRO_VALUE; }\n";
+  kjit::Cache cache(config);
+  const std::string ptx = cache.get(program, kjit::Arch::parse("sm_90"))->ptx;
+  const kjit::PreparedProgram prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
+  const std::string dir = config.cache_dir + "/programs/" + prepared.key() + "/module";
+  std::string output;
+  const std::string bin = nvcc.substr(0, nvcc.find('\n'));
+  const std::string path = bin.substr(0, bin.rfind('/'));
+  BOOST_TEST_REQUIRE(run("cp -r '" + dir + "' '" + tmp.path() + "/copy' && cd / && PATH='" + path + "':$PATH sh '" +
+                           tmp.path() + "/copy/compile.sh' 2>&1",
+                         output) == 0,
+                     output);
+  const auto code = [](const std::string& text) {
+    std::string out;
+    for (const std::string& line : lines_of(text)) {
+      if (line.rfind("//", 0) != 0) {
+        out += line + "\n";
+      }
+    }
+    return out;
+  };
+  BOOST_TEST(code(read_text(tmp.path() + "/copy/kernel.ptx")) == code(ptx));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,294 @@
+// A damaged store never reaches the host: truncated files, zeroed pages, flipped kind bytes, bad
+// meta values, a full disk and a wedged compile lock all end with the caller served.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "cache/compile_lock.hpp"
+#include "store/record.hpp"
+#include "store/store.hpp"
+#include "util/hash.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <functional>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_sm90 = kjit::Arch::parse("sm_90");
+
+// Runs `body` in a forked child: its exit code, 128 + the signal that killed it, or -1 when it
+// was still running after `seconds` (then killed).
+int in_child(const std::function<int()>& body, double seconds)
+{
+  const pid_t child = ::fork();
+  if (child == 0) {
+    int code = 1;
+    try {
+      code = body();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+    }
+    ::_exit(code);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  while (::waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+// Fills a cache with `count` programs; returns their cubins.
+std::vector<std::string> populate(const kjit::Config& config, int count)
+{
+  kjit::Cache cache(config);
+  std::vector<std::string> cubins;
+  for (int i = 0; i < count; ++i) {
+    cubins.push_back(cache.get(small_program("damage" + std::to_string(i)), k_sm90)->cubin);
+  }
+  return cubins;
+}
+
+// In a child (a crash or a hang there fails the test instead of killing it): every program is
+// served with the right cubin. Exit code 0 if so.
+int serves_all(const kjit::Config& config, const std::vector<std::string>& cubins)
+{
+  return in_child(
+    [&] {
+      kjit::Cache cache(config);
+      for (std::size_t i = 0; i < cubins.size(); ++i) {
+        if (cache.get(small_program("damage" + std::to_string(i)), k_sm90)->cubin != cubins[i]) {
+          return 3;
+        }
+      }
+      return 0;
+    },
+    60);
+}
+
+std::vector<std::string> damaged_folders(const std::string& cache_dir)
+{
+  std::vector<std::string> found;
+  if (DIR* dir = ::opendir(cache_dir.c_str())) {
+    while (const dirent* e = ::readdir(dir)) {
+      if (std::strncmp(e->d_name, "store.damaged-", 14) == 0) {
+        found.emplace_back(e->d_name);
+      }
+    }
+    ::closedir(dir);
+  }
+  return found;
+}
+
+void overwrite(const std::string& path, off_t offset, const std::string& bytes)
+{
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  BOOST_TEST_REQUIRE(fd >= 0);
+  BOOST_TEST_REQUIRE(::pwrite(fd, bytes.data(), bytes.size(), offset) == static_cast<ssize_t>(bytes.size()));
+  ::close(fd);
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(store_damage, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(a_truncated_data_file_is_moved_aside_instead_of_a_sigbus)
+{
+  const auto cubins = populate(config, 6);
+  const std::string data = config.cache_dir + "/store/data.mdb";
+  const std::string content = read_text(data);
+  BOOST_TEST_REQUIRE(content.size() > 3 * 4096u);
+  BOOST_TEST_REQUIRE(::truncate(data.c_str(), 3 * 4096) == 0);  // as a copy taken mid-write
+  BOOST_TEST(serves_all(config, cubins) == 0);  // was 135 (SIGBUS)
+  BOOST_TEST(damaged_folders(config.cache_dir).size() == 1u);
+  BOOST_TEST(serves_all(config, cubins) == 0);  // the fresh store now serves them
+}
+
+BOOST_AUTO_TEST_CASE(zeroed_meta_pages_are_moved_aside_instead_of_failing_every_call)
+{
+  const auto cubins = populate(config, 3);
+  overwrite(config.cache_dir + "/store/data.mdb", 0, std::string(8192, '\0'));
+  BOOST_TEST(serves_all(config, cubins) == 0);  // was 1: MDB_INVALID from every call
+  BOOST_TEST(damaged_folders(config.cache_dir).size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(every_page_filled_with_garbage_ends_with_the_caller_served)
+{
+  const auto cubins = populate(config, 4);
+  const std::string data = config.cache_dir + "/store/data.mdb";
+  const std::string pristine = read_text(data);
+  const std::size_t pages = pristine.size() / 4096;
+  std::size_t crashes = 0;
+  for (std::size_t page = 0; page < pages; ++page) {
+    std::string garbage(4096, '\0');
+    for (std::size_t i = 0; i < garbage.size(); ++i) {
+      garbage[i] = static_cast<char>((i * 2654435761u + page * 40503u) >> 7);
+    }
+    ::unlink((config.cache_dir + "/store/lock.mdb").c_str());
+    write_text(data, pristine);
+    overwrite(data, static_cast<off_t>(page * 4096), garbage);
+    const int status = serves_all(config, cubins);
+    BOOST_TEST(status == 0, "page " << page << " of " << pages << ": status " << status);
+    crashes += status != 0;
+    std::string output;
+    run("rm -rf '" + config.cache_dir + "'/store.damaged-*", output);
+  }
+  BOOST_TEST(crashes == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_flipped_kind_byte_is_caught_by_the_checksum)
+{
+  const kjit::util::Sha256 key = kjit::util::sha256("reference");
+  for (const char* name : {"record-v3-binary.bin", "record-v3-failure.bin"}) {
+    const char* root = std::getenv("KJIT_SOURCE_ROOT");
+    std::string record = read_text(std::string(root != nullptr ? root : ".") + "/tests/unit/records/" + name);
+    BOOST_TEST_REQUIRE(record.size() > 64u);
+    record[12] = static_cast<char>(record[12] ^ 3);  // binary (1) <-> failure (2)
+    std::string why;
+    BOOST_TEST(!kjit::store::decode_record(record, key, kjit::store::Sections::artifacts, why).has_value(), name);
+    BOOST_TEST(why.find("checksum") != std::string::npos, why);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_damaged_meta_value_is_rebuilt_not_fatal)
+{
+  // Fresh processes (cache_probe): this one remembers the toolchain and never reads it back.
+  const std::string source = tmp.path() + "/meta.cu";
+  write_text(source, small_program("meta").source);
+  const std::string probe = "'" + helper("KJIT_TEST_CACHE_PROBE") + "' '" + config.cache_dir + "' '" + source + "' sm_90";
+  std::string output;
+  BOOST_TEST_REQUIRE(run(probe, output) == 0, output);
+  // Find the toolchain value (its last line lists the SM numbers) in data.mdb and break a digit.
+  std::string value;
+  {
+    auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    store->for_each(kjit::store::Table::meta, [&](std::string_view key, std::string_view v) {
+      if (key.find(" files") == std::string_view::npos) {
+        value.assign(v);
+      }
+    });
+  }
+  BOOST_TEST_REQUIRE(!value.empty());
+  const std::string data = config.cache_dir + "/store/data.mdb";
+  const std::string content = read_text(data);
+  const auto at = content.find(value);
+  BOOST_TEST_REQUIRE(at != std::string::npos);
+  overwrite(data, static_cast<off_t>(at + value.rfind('\n') + 1), "x");
+  write_text(source, small_program("meta2").source);
+  BOOST_TEST(run(probe, output) == 0, output);  // was: "unexpected error: stoi" on every compile
+  BOOST_TEST(output.find("result: ok") != std::string::npos, output);
+  BOOST_TEST(run(probe, output) == 0, output);  // rebuilt: the next process reads it again
+  BOOST_TEST(output.find("disk_hits: 1") != std::string::npos, output);
+}
+
+BOOST_AUTO_TEST_CASE(a_full_disk_still_serves_the_compiled_binary)
+{
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
+    return;
+  }
+  const std::string mount_point = tmp.path() + "/small";
+  BOOST_TEST_REQUIRE(::mkdir(mount_point.c_str(), 0700) == 0);
+  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here");
+    return;
+  }
+  config.cache_dir = mount_point + "/cache";
+  config.store_map_size = 8 << 20;
+  std::vector<std::string> lines;
+  kjit::set_log_sink([&lines](std::string_view line) { lines.emplace_back(line); });
+  {
+    kjit::Cache cache(config);
+    cache.get(small_program("disk0"), k_sm90);
+    std::string output;
+    run("dd if=/dev/zero of='" + mount_point + "/filler' bs=4k 2>/dev/null", output);  // fills the disk
+    for (int i = 1; i <= 4; ++i) {
+      const auto binary = cache.get(small_program("disk" + std::to_string(i)), k_sm90);
+      BOOST_TEST(!binary->cubin.empty());
+      BOOST_TEST(cache.get(small_program("disk" + std::to_string(i)), k_sm90)->cubin == binary->cubin);
+    }
+    BOOST_TEST(cache.stats().store_errors >= 1u);
+    BOOST_TEST(cache.stats().memory_hits == 4u);
+  }
+  kjit::set_log_sink({});
+  ::umount2(mount_point.c_str(), MNT_DETACH);
+  std::size_t store_warnings = 0;
+  for (const auto& line : lines) {
+    if (line.find("cannot store compiled kernels") != std::string::npos) {
+      ++store_warnings;
+      BOOST_TEST(line.find("no space left on device") != std::string::npos, line);
+    }
+  }
+  BOOST_TEST(store_warnings == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_stopped_compile_lock_holder_delays_others_a_bounded_time)
+{
+  kjit::Cache cache(config);
+  const auto prepared = cache.prepare(small_program("wedged"), k_sm90);
+  kjit::util::Sha256 key;
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    key[i] = static_cast<std::uint8_t>(std::stoi(prepared.key().substr(2 * i, 2), nullptr, 16));
+  }
+  // A holder that never lets go (as a SIGSTOPped process would).
+  const pid_t holder = ::fork();
+  if (holder == 0) {
+    kjit::cache::CompileLock lock(cache.store_path(), key, 5);
+    ::pause();
+    ::_exit(0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kjit::Config impatient = config;
+  impatient.compile_lock_timeout_s = 0.5;
+  const int status = in_child(
+    [&] {
+      kjit::Cache waiter(impatient);
+      return waiter.get(small_program("wedged"), k_sm90)->cubin.empty() ? 3 : 0;
+    },
+    30);
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+  BOOST_TEST(status == 0);  // was -1: waited forever
+}
+
+BOOST_AUTO_TEST_CASE(a_forked_child_does_not_keep_the_compile_lock)
+{
+  kjit::Cache cache(config);
+  const kjit::util::Sha256 key = kjit::util::sha256("forked");
+  pid_t child = 0;
+  {
+    kjit::cache::CompileLock lock(cache.store_path(), key, 5);
+    BOOST_TEST_REQUIRE(lock.held());
+    child = ::fork();
+    if (child == 0) {
+      ::sleep(5);  // a worker forked without exec, outliving the compile
+      ::_exit(0);
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  kjit::cache::CompileLock again(cache.store_path(), key, 10);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  BOOST_TEST(again.held());
+  BOOST_TEST(!again.waited());
+  BOOST_TEST(waited < 1.0);  // was 5 s: until the child exited
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,280 @@
+// The store under real conditions: address-space limits, long names, racing opens and closes,
+// late quarantines, shared folders, stores that can't be opened, and mirror names.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "mirror/mirror.hpp"
+#include "store/store.hpp"
+#include "util/hash.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
+#include <fstream>
+#include <functional>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_sm90 = kjit::Arch::parse("sm_90");
+
+int child_status(pid_t child)
+{
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+std::size_t virtual_size()
+{
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(store_limits, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(a_map_that_cannot_grow_under_ulimit_v_is_survived)
+{
+  // In a child under RLIMIT_AS: 4 MiB records until the map can't grow. The failed growth must
+  // be a StoreError, and the store must go on serving (it used to be a SIGSEGV on the next get).
+  const std::string dir = config.cache_dir + "/store";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const rlim_t limit = virtual_size() + (std::size_t(200) << 20);
+    struct rlimit as {limit, limit};
+    ::setrlimit(RLIMIT_AS, &as);
+    int failures = 0;
+    try {
+      auto store = kjit::store::Store::open(dir, std::size_t(8) << 20);
+      const std::string big(4 << 20, 'x');
+      int stored = 0;
+      for (int i = 0; i < 100 && failures < 3; ++i) {
+        try {
+          store->put(kjit::store::Table::entries, "key" + std::to_string(i), big);
+          ++stored;
+        } catch (const kjit::StoreError&) {
+          ++failures;
+          // The store is still usable after the failure.
+          if (store->get(kjit::store::Table::entries, "key0") != big && stored > 0) {
+            ::_exit(4);
+          }
+        }
+      }
+      store->put(kjit::store::Table::meta, "small", "value");  // a small write still fits or throws cleanly
+    } catch (const kjit::StoreError&) {
+    }
+    ::_exit(failures > 0 ? 0 : 5);  // 5: the limit was never reached (the test proves nothing)
+  }
+  BOOST_TEST(child_status(child) == 0);  // was 139 (SIGSEGV)
+}
+
+BOOST_AUTO_TEST_CASE(growth_is_bounded_by_the_address_space_limit)
+{
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const rlim_t limit = virtual_size() + (std::size_t(300) << 20);
+    struct rlimit as {limit, limit};
+    ::setrlimit(RLIMIT_AS, &as);
+    auto store = kjit::store::Store::open(config.cache_dir + "/store", std::size_t(1) << 20);
+    const std::string big(1 << 20, 'y');
+    for (int i = 0; i < 400; ++i) {
+      try {
+        store->put(kjit::store::Table::entries, "k" + std::to_string(i), big);
+      } catch (const kjit::StoreError& e) {
+        break;
+      }
+    }
+    ::_exit(store->map_size() <= limit ? 0 : 6);
+  }
+  BOOST_TEST(child_status(child) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_program_name_longer_than_the_key_limit_is_cached)
+{
+  kjit::Program program = small_program("long_name");
+  program.name = std::string(600, 'n') + ".cu";
+  std::string cubin;
+  {
+    kjit::Cache cache(config);
+    cubin = cache.get(program, k_sm90)->cubin;  // was MDB_BAD_VALSIZE after every compile
+    BOOST_TEST(cache.disk_entries() == 1u);
+  }
+  kjit::Cache again(config);
+  BOOST_TEST(again.get(program, k_sm90)->cubin == cubin);
+  BOOST_TEST(again.stats().disk_hits == 1u);
+  program.source += "// changed\n";
+  const kjit::MissExplanation why = again.explain(program, k_sm90);
+  BOOST_TEST(!why.closest_key.empty());  // the name index still finds it
+}
+
+BOOST_AUTO_TEST_CASE(dropping_the_last_reference_while_another_thread_opens_keeps_one_environment)
+{
+  const std::string dir = config.cache_dir + "/store";
+  kjit::store::Store::open(dir, config.store_map_size);
+  for (int round = 0; round < 200; ++round) {
+    auto first = kjit::store::Store::open(dir, config.store_map_size);
+    std::thread dropper([&first] { first.reset(); });
+    auto second = kjit::store::Store::open(dir, config.store_map_size);
+    dropper.join();
+    // The process must still hold LMDB's shared lock on lock.mdb: another process can't take it
+    // exclusively (closing a second environment on the file used to drop it).
+    const pid_t child = ::fork();
+    if (child == 0) {
+      const int fd = ::open((dir + "/lock.mdb").c_str(), O_RDWR);
+      struct flock lock {};
+      lock.l_type = F_WRLCK;
+      lock.l_whence = SEEK_SET;
+      lock.l_len = 1;
+      ::_exit(fd >= 0 && ::fcntl(fd, F_SETLK, &lock) != 0 ? 0 : 7);
+    }
+    const int status = child_status(child);
+    BOOST_TEST_REQUIRE(status == 0, "round " << round);
+    BOOST_TEST(!second->get(kjit::store::Table::meta, "absent").has_value());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_late_quarantine_leaves_a_record_stored_meanwhile)
+{
+  auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+  const std::string key(32, 'k');
+  store->put(kjit::store::Table::entries, key, "the damaged bytes this process read");
+  store->put(kjit::store::Table::entries, key, "a good record another process stored");
+  BOOST_TEST(store->quarantine(key, "the damaged bytes this process read", "test"));
+  BOOST_TEST(store->get(kjit::store::Table::entries, key).value_or("") == "a good record another process stored");
+  BOOST_TEST(store->count(kjit::store::Table::quarantine) == 0u);
+  // Still the damaged bytes: moved aside.
+  BOOST_TEST(store->quarantine(key, "a good record another process stored", "test"));
+  BOOST_TEST(!store->get(kjit::store::Table::entries, key).has_value());
+  BOOST_TEST(store->count(kjit::store::Table::quarantine) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(the_quarantine_table_is_trimmed)
+{
+  auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+  for (std::size_t i = 0; i < kjit::store::k_quarantine_rows + 5; ++i) {
+    const std::string key = "key" + std::to_string(i);
+    store->put(kjit::store::Table::entries, key, "bad");
+    store->quarantine(key, "bad", "test");
+  }
+  BOOST_TEST(store->count(kjit::store::Table::quarantine) == kjit::store::k_quarantine_rows);
+}
+
+BOOST_AUTO_TEST_CASE(a_shared_cache_is_usable_by_another_member_of_its_group)
+{
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: a second user needs root (setuid to nobody)");
+    return;
+  }
+  // The folder belongs to root's group 65534 (nogroup), as a team folder would; nobody is a member.
+  std::string output;
+  BOOST_TEST_REQUIRE(run("chmod 755 '" + tmp.path() + "'", output) == 0);
+  BOOST_TEST_REQUIRE(::mkdir(config.cache_dir.c_str(), 02770) == 0);
+  BOOST_TEST_REQUIRE(::chown(config.cache_dir.c_str(), 0, 65534) == 0);
+  BOOST_TEST_REQUIRE(::chmod(config.cache_dir.c_str(), 02770) == 0);
+  const std::string first = tmp.path() + "/first.cu";
+  const std::string second = tmp.path() + "/second.cu";
+  write_text(first, small_program("shared_first").source);
+  write_text(second, small_program("shared_second").source);
+  ::chmod(first.c_str(), 0644);
+  ::chmod(second.c_str(), 0644);
+  const std::string probe = "KJIT_SHARED_CACHE=1 '" + helper("KJIT_TEST_CACHE_PROBE") + "' '" + config.cache_dir + "' ";
+  BOOST_TEST_REQUIRE(run(probe + "'" + first + "' sm_90", output) == 0, output);
+  BOOST_TEST(run(probe + "'" + first + "' sm_90 --as-nobody", output) == 0, output);  // was "Permission denied"
+  BOOST_TEST(output.find("disk_hits: 1") != std::string::npos, output);
+  BOOST_TEST(output.find("writable: 1") != std::string::npos, output);
+  BOOST_TEST(run(probe + "'" + second + "' sm_90 --as-nobody", output) == 0, output);
+  BOOST_TEST(run(probe + "'" + second + "' sm_90", output) == 0, output);  // stored by nobody, read by root
+  BOOST_TEST(output.find("disk_hits: 1") != std::string::npos, output);
+  struct stat st {};
+  BOOST_TEST_REQUIRE(::stat((config.cache_dir + "/store/data.mdb").c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0660u);
+}
+
+BOOST_AUTO_TEST_CASE(a_store_that_cannot_be_opened_runs_from_memory)
+{
+  BOOST_TEST_REQUIRE(::mkdir(config.cache_dir.c_str(), 0700) == 0);
+  write_text(config.cache_dir + "/store", "not a folder");
+  std::vector<std::string> lines;
+  kjit::set_log_sink([&lines](std::string_view line) { lines.emplace_back(line); });
+  try {
+    kjit::Cache cache(config);  // used to throw StoreError from the constructor
+    BOOST_TEST(!cache.has_disk_tier());
+    BOOST_TEST(!cache.get(small_program("memory_only"), k_sm90)->cubin.empty());
+    BOOST_TEST(cache.get(small_program("memory_only"), k_sm90)->cubin.size() > 0u);
+    BOOST_TEST(cache.stats().memory_hits == 1u);
+  } catch (const std::exception& e) {
+    BOOST_FAIL(e.what());
+  }
+  kjit::set_log_sink({});
+  BOOST_TEST(lines.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_map_that_cannot_be_allocated_names_the_setting)
+{
+  config.store_map_size = std::size_t(1) << 46;  // 64 TiB: more than the address space allows
+  std::vector<std::string> lines;
+  kjit::set_log_sink([&lines](std::string_view line) { lines.emplace_back(line); });
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const rlim_t limit = virtual_size() + (std::size_t(1) << 30);
+    struct rlimit as {limit, limit};
+    ::setrlimit(RLIMIT_AS, &as);
+    kjit::Cache cache(config);
+    const bool named = !lines.empty() && lines[0].find("KJIT_STORE_MAP_SIZE") != std::string::npos;
+    ::_exit(!cache.has_disk_tier() && named ? 0 : 8);
+  }
+  kjit::set_log_sink({});
+  BOOST_TEST(child_status(child) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(header_names_that_cannot_be_files_are_mirrored)
+{
+  kjit::Cache cache(config);
+  kjit::Program program = small_program("mirror_names");
+  program.headers["cfg"] = "// a file\n";
+  program.headers["cfg/detail.h"] = "// a file in a folder of the same name\n";
+  program.headers[std::string(240, 'h') + ".h"] = "// a long name\n";
+  const auto prepared = cache.prepare(program, k_sm90);
+  cache.get(prepared);
+  BOOST_TEST(cache.stats().mirror_errors == 0u);  // was 1 (ENOTDIR, ENAMETOOLONG)
+  const std::string headers = config.cache_dir + "/programs/" + prepared.key() + "/module/headers/";
+  BOOST_TEST(read_text(headers + "cfg~") == "// a file\n");
+  BOOST_TEST(read_text(headers + "cfg/detail.h") == "// a file in a folder of the same name\n");
+  const auto paths = kjit::mirror::header_paths(program.headers);
+  BOOST_TEST(read_text(headers + paths.at(std::string(240, 'h') + ".h")) == "// a long name\n");
+  BOOST_TEST(paths.at(std::string(240, 'h') + ".h").size() < 255u);
+  // Nothing half-written is left: no temp folders.
+  std::string output;
+  run("ls -A '" + config.cache_dir + "/programs'", output);
+  BOOST_TEST(output == prepared.key() + "\n");
+}
+
+BOOST_AUTO_TEST_CASE(rebuild_prunes_junk_and_temp_folders_of_killed_runs)
+{
+  kjit::Cache cache(config);
+  const auto prepared = cache.prepare(small_program("prune"), k_sm90);
+  cache.get(prepared);
+  const std::string programs = config.cache_dir + "/programs/";
+  BOOST_TEST_REQUIRE(::mkdir((programs + "junk").c_str(), 0700) == 0);
+  BOOST_TEST_REQUIRE(::mkdir((programs + ".tmp-000000000000-1-0").c_str(), 0700) == 0);
+  std::string output;
+  run("touch -d '2 hours ago' '" + programs + ".tmp-000000000000-1-0'", output);
+  std::size_t skipped = 7;
+  BOOST_TEST(cache.rebuild_mirror(&skipped) == 1u);
+  BOOST_TEST(skipped == 0u);
+  run("ls -A '" + programs + "'", output);
+  BOOST_TEST(output == prepared.key() + "\n");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,77 @@
+// kjit config / doctor: the settings in force and where they came from; a health check.
+#include "cache_args.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+namespace kjit::cli {
+
+int command_config(const std::vector<std::string>& args)
+{
+  po::options_description visible("options");
+  visible.add_options()("json", "as JSON");
+  add_cache_dir_option(visible);
+  po::variables_map vm;
+  if (!parse_arguments(args, "kjit config [--json] [--cache-dir DIR]", visible, {}, {}, vm)) {
+    return 0;
+  }
+  if (vm.count("cache-dir") != 0) {
+    option::cache_dir(vm["cache-dir"].as<std::string>());
+  }
+  const std::vector<SettingValue> values = setting_values();
+  if (vm.count("json") != 0) {
+    std::cout << "[";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const SettingValue& v = values[i];
+      std::cout << (i == 0 ? "\n  " : ",\n  ") << "{\"name\": " << json_string(v.name)
+                << ", \"variable\": " << json_string(v.variable) << ", \"value\": " << json_string(v.value)
+                << ", \"source\": " << json_string(v.source == "api" ? "command line" : v.source) << "}";
+    }
+    std::cout << "\n]\n";
+    return 0;
+  }
+  for (const SettingValue& v : values) {
+    // Set through kjit::option here means --cache-dir on the command line.
+    const std::string source = v.source == "api" ? "command line" : v.source == "environment" ? v.variable : "default";
+    std::printf("%-22s %-26s %s\n", v.variable.c_str(), (v.value.empty() ? "(empty)" : v.value).c_str(), source.c_str());
+  }
+  return 0;
+}
+
+int command_doctor(const std::vector<std::string>& args)
+{
+  po::options_description visible("options");
+  visible.add_options()("json", "the checks as a JSON array");
+  add_cache_dir_option(visible);
+  po::variables_map vm;
+  if (!parse_arguments(args, "kjit doctor [--json] [--cache-dir DIR]", visible, {}, {}, vm)) {
+    return 0;
+  }
+  if (vm.count("cache-dir") != 0) {
+    option::cache_dir(vm["cache-dir"].as<std::string>());
+  }
+  const Colours& c = colours();
+  const bool json = vm.count("json") != 0;
+  bool healthy = true;
+  bool first = true;
+  for (const HealthCheck& check : diagnose(current_config())) {
+    using Status = HealthCheck::Status;
+    const char* colour = check.status == Status::ok ? c.ok : check.status == Status::warning ? c.warn : c.bad;
+    const char* word = check.status == Status::ok ? "ok" : check.status == Status::warning ? "warning" : "error";
+    healthy = healthy && check.status != Status::error;
+    if (json) {
+      std::cout << (first ? "[\n  " : ",\n  ") << "{\"status\": \"" << word << "\", \"what\": " << json_string(check.what)
+                << ", \"detail\": " << json_string(check.detail) << "}";
+    } else {
+      std::cout << colour << word << c.reset << std::string(8 - std::string(word).size(), ' ') << check.what
+                << std::string(check.what.size() < 14 ? 14 - check.what.size() : 1, ' ') << check.detail << "\n";
+    }
+    first = false;
+  }
+  if (json) {
+    std::cout << (first ? "[]\n" : "\n]\n");
+  }
+  return healthy ? 0 : k_exit_failure;
+}
+
+} // namespace kjit::cli

@@ -1,0 +1,149 @@
+// kjit verify / prune / clear / mirror: keep a cache folder healthy and small.
+#include "cache_args.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <unistd.h>
+
+namespace kjit::cli {
+
+int command_verify(const std::vector<std::string>& args)
+{
+  po::options_description visible("options");
+  visible.add_options()
+    ("repair", "move the damaged entries aside (quarantine); they are recompiled when next asked for")
+    ("json", "the result as JSON");
+  add_cache_dir_option(visible);
+  po::variables_map vm;
+  if (!parse_arguments(args, "kjit verify [--repair] [--json] [--cache-dir DIR]", visible, {}, {}, vm)) {
+    return 0;
+  }
+  const bool repair = vm.count("repair") != 0;
+  const auto cache = open_cache(vm, repair ? Access::write : Access::read);
+  if (!cache) {
+    std::cout << "no cache at " << current_config().cache_dir << "\n";
+    return 0;
+  }
+  if (repair) {
+    require_writable(*cache);
+  }
+  const bool bar = ::isatty(STDERR_FILENO) != 0;
+  const VerifyReport report = cache->verify(repair ? Repair::quarantine : Repair::no, [bar](std::size_t done, std::size_t total) {
+    if (bar && (done == total || done % 64 == 0)) {
+      const int width = 30;
+      const int filled = total == 0 ? width : static_cast<int>(width * done / total);
+      std::fprintf(stderr, "\r[%.*s%*s] %zu/%zu", filled, "##############################", width - filled, "", done,
+                   total);
+      if (done == total) {
+        std::fputc('\n', stderr);
+      }
+    }
+  });
+  if (vm.count("json") != 0) {
+    std::cout << "{\"checked\": " << report.checked << ", \"quarantined\": " << report.quarantined << ", \"damaged\": [";
+    for (std::size_t i = 0; i < report.bad.size(); ++i) {
+      std::cout << (i == 0 ? "" : ", ") << "{\"key\": " << json_string(report.bad[i].first)
+                << ", \"why\": " << json_string(report.bad[i].second) << "}";
+    }
+    std::cout << "]}\n";
+    return report.bad.empty() || repair ? 0 : k_exit_failure;
+  }
+  const Colours& c = colours();
+  for (const auto& [key, why] : report.bad) {
+    std::cout << c.bad << "damaged" << c.reset << " " << key << ": " << why << "\n";
+  }
+  std::cout << "checked " << report.checked << " entries: " << report.bad.size() << " damaged";
+  if (repair) {
+    std::cout << ", " << report.quarantined << " moved aside";
+  }
+  std::cout << "\n";
+  return report.bad.empty() || repair ? 0 : k_exit_failure;
+}
+
+int command_prune(const std::vector<std::string>& args)
+{
+  po::options_description visible("what to remove (at least one)");
+  visible.add_options()
+    ("older-than", po::value<std::string>(), "entries created longer ago than AGE (90s, 15m, 12h, 30d, 2w)")
+    ("max-size", po::value<std::string>(), "oldest entries until the records take at most SIZE (e.g. 500MiB)")
+    ("orphans", "entries made by another NVRTC/nvJitLink or record format (never returned)");
+  add_cache_dir_option(visible);
+  po::variables_map vm;
+  const std::string synopsis = "kjit prune --older-than AGE | --max-size SIZE | --orphans [--cache-dir DIR]";
+  if (!parse_arguments(args, synopsis, visible, {}, {}, vm)) {
+    return 0;
+  }
+  if (vm.count("older-than") + vm.count("max-size") + vm.count("orphans") == 0) {
+    throw UsageError{"say what to prune: --older-than AGE, --max-size SIZE or --orphans", "usage: " + synopsis + "\n"};
+  }
+  const std::int64_t age = vm.count("older-than") != 0 ? parse_age(vm["older-than"].as<std::string>(), synopsis) : -1;
+  const std::size_t size =
+    vm.count("max-size") != 0 ? parse_size(vm["max-size"].as<std::string>(), "--max-size") : SIZE_MAX;
+  const auto cache = open_cache(vm, Access::read);  // nothing to prune in a missing folder
+  if (!cache) {
+    std::cout << "no cache at " << current_config().cache_dir << "\n";
+    return 0;
+  }
+  require_writable(*cache);
+  if (vm.count("orphans") != 0) {
+    std::cout << "removed " << cache->remove_orphans() << " orphans\n";
+  }
+  if (age >= 0) {
+    std::cout << "removed " << cache->prune_older_than(age) << " entries older than "
+              << vm["older-than"].as<std::string>() << "\n";
+  }
+  if (size != SIZE_MAX) {
+    std::cout << "removed " << cache->prune_to_size(size) << " entries to fit in " << format_bytes(size) << "\n";
+  }
+  return 0;
+}
+
+int command_clear(const std::vector<std::string>& args)
+{
+  po::options_description visible("options");
+  add_cache_dir_option(visible);
+  po::variables_map vm;
+  if (!parse_arguments(args, "kjit clear [--cache-dir DIR]", visible, {}, {}, vm)) {
+    return 0;
+  }
+  const auto cache = open_cache(vm, Access::read);
+  if (!cache) {
+    std::cout << "no cache at " << current_config().cache_dir << "\n";
+    return 0;
+  }
+  require_writable(*cache);
+  cache->clear();
+  std::cout << "cleared " << cache->config().cache_dir << "\n";
+  return 0;
+}
+
+int command_mirror(const std::vector<std::string>& args)
+{
+  po::options_description visible("action (one)");
+  visible.add_options()
+    ("rebuild", "rewrite programs/ from the store")
+    ("remove", "delete programs/ (the store is unaffected; KJIT_MIRROR=0 stops new writes)");
+  add_cache_dir_option(visible);
+  po::variables_map vm;
+  const std::string synopsis = "kjit mirror --rebuild|--remove [--cache-dir DIR]";
+  if (!parse_arguments(args, synopsis, visible, {}, {}, vm)) {
+    return 0;
+  }
+  if (vm.count("rebuild") + vm.count("remove") != 1) {
+    throw UsageError{"give one of --rebuild or --remove", "usage: " + synopsis + "\n"};
+  }
+  const auto cache = open_cache(vm, Access::read);
+  if (!cache) {
+    std::cout << "no cache at " << current_config().cache_dir << "\n";
+    return 0;
+  }
+  require_writable(*cache);
+  if (vm.count("rebuild") != 0) {
+    std::cout << "mirrored " << cache->rebuild_mirror() << " entries to " << cache->config().cache_dir << "/programs\n";
+  } else {
+    std::cout << (cache->remove_mirror() ? "removed " : "no mirror at ") << cache->config().cache_dir << "/programs\n";
+  }
+  return 0;
+}
+
+} // namespace kjit::cli

@@ -1,0 +1,118 @@
+// kjit warm FILE… --arch LIST [--jobs N]: fill the cache for many programs and archs at once, the
+// misses compiled in worker processes on every core.
+#include "commands.hpp"
+#include "options.hpp"
+
+#include <kjit/kjit.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace kjit::cli {
+
+namespace {
+
+std::vector<std::string> split(const std::string& text, char separator)
+{
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, separator);) {
+    if (!part.empty()) {
+      parts.push_back(part);
+    }
+  }
+  return parts;
+}
+
+} // namespace
+
+int command_warm(const std::vector<std::string>& args)
+{
+  po::options_description visible("options");
+  visible.add_options()
+    ("arch,a", po::value<std::string>()->default_value("auto"), "comma-separated archs, e.g. sm_80,sm_90,sm_120")
+    ("define,D", po::value<std::vector<std::string>>()->composing(), "define a macro in every program")
+    ("include,I", po::value<std::vector<std::string>>()->composing(), "add an include folder")
+    ("option,X", po::value<std::vector<std::string>>()->composing(), "pass an option to NVRTC")
+    ("jobs,j", po::value<unsigned>()->default_value(0), "worker processes at once (0: one per core)")
+    ("timeout", po::value<double>()->default_value(600), "seconds one compile may take before its worker is killed")
+    ("worker", po::value<std::string>(), "the kjit-worker executable (default: next to kjit)")
+    ("cache-dir", po::value<std::string>(), "cache folder (default: KJIT_CACHE_DIR or ~/.cache/kjit)");
+  po::options_description hidden;
+  hidden.add_options()("files", po::value<std::vector<std::string>>()->required(), "CUDA C++ files");
+  po::positional_options_description positional;
+  positional.add("files", -1);
+  po::variables_map vm;
+  if (!parse_arguments(args, "kjit warm FILE... [options]", visible, hidden, positional, vm)) {
+    return 0;
+  }
+  if (vm.count("cache-dir") != 0) {
+    option::cache_dir(vm["cache-dir"].as<std::string>());
+  }
+  auto list = [&vm](const char* key) {
+    return vm.count(key) != 0 ? vm[key].as<std::vector<std::string>>() : std::vector<std::string>{};
+  };
+  std::vector<std::string> options;
+  for (const auto& define : list("define")) {
+    options.push_back("-D" + define);
+  }
+  for (const auto& dir : list("include")) {
+    options.push_back("-I" + dir);
+  }
+  for (const auto& option : list("option")) {
+    options.push_back(option);
+  }
+  std::vector<BatchItem> items;
+  for (const auto& file : list("files")) {
+    Program program = program_from_file(file);
+    program.options = options;
+    for (const auto& arch : split(vm["arch"].as<std::string>(), ',')) {
+      items.push_back({program, Arch::parse(arch)});
+    }
+  }
+
+  BatchOptions batch;
+  batch.jobs = vm["jobs"].as<unsigned>();
+  batch.timeout_s = vm["timeout"].as<double>();
+  if (vm.count("worker") != 0) {
+    batch.worker_path = vm["worker"].as<std::string>();
+  }
+  const bool terminal = ::isatty(2) != 0;
+  batch.progress = [terminal](std::size_t done, std::size_t total) {
+    if (terminal) {
+      const int width = 30;
+      const int filled = static_cast<int>(width * done / total);
+      std::fprintf(stderr, "\r[%s%s] %zu/%zu", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                   done, total);
+      if (done == total) {
+        std::fprintf(stderr, "\n");
+      }
+    } else {
+      std::fprintf(stderr, "%zu/%zu done\n", done, total);
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = default_cache().get_many(items, batch);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::size_t compiled = 0;
+  std::size_t cached = 0;
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].binary) {
+      ++failed;
+      std::cerr << "failed: " << items[i].program.name << " (" << items[i].arch.str() << "): " << results[i].message
+                << "\n";
+    } else if (results[i].compiled) {
+      ++compiled;
+    } else {
+      ++cached;
+    }
+  }
+  std::printf("%zu compiled, %zu cached, %zu failed in %.1f s\n", compiled, cached, failed, seconds);
+  return failed == 0 ? 0 : k_exit_failure;
+}
+
+} // namespace kjit::cli
