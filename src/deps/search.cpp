@@ -146,7 +146,8 @@ SearchContext search_context(const Program& program, const std::vector<std::stri
       continue;
     }
     std::string define;
-    if (option == "-D" || option == "--define-macro") {
+    const bool takes_value = option == "-D" || option == "--define-macro" || option == "-U" || option == "--undefine-macro";
+    if (takes_value) {
       define = value("macro");
     } else if (starts_with(option, "--define-macro=")) {
       define = option.substr(15);
@@ -156,13 +157,14 @@ SearchContext search_context(const Program& program, const std::vector<std::stri
       define = "x";
     }
     if (define.empty() || define.front() == '=') {
-      throw OptionError("option -D of " + program.name + " defines no macro: '" + option + "'");
+      throw OptionError("option " + std::string(option.rfind("-U", 0) == 0 || option.rfind("--undef", 0) == 0 ? "-U" : "-D") +
+                        " of " + program.name + " names no macro: '" + option + "'");
     }
     if (option == "--no-source-include" || option == "-no-source-include") {
       source_include = false;
     }
     context.nvrtc_options.push_back(option);
-    if (option == "-D" || option == "--define-macro") {
+    if (takes_value) {
       context.nvrtc_options.push_back(options[i]);
     }
   }

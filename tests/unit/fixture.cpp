@@ -1,6 +1,9 @@
 // Test helpers shared by the unit tests.
 #include "fixture.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -97,6 +100,11 @@ std::string helper(const char* variable)
     throw std::runtime_error(std::string(variable) + " is not set (run the tests through meson test)");
   }
   return path;
+}
+
+void settle()
+{
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
 }
 
 } // namespace kjit::test

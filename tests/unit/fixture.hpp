@@ -35,6 +35,10 @@ std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& content);
 bool exists(const std::string& path);
 
+// Lets the clock pass the timestamps of files just written: a header modified at or after the
+// start of a resolution is "too new" to be recorded in a manifest (see docs/includes.md).
+void settle();
+
 // Runs `command` with /bin/sh, returns its exit status and stores its stdout in `output`.
 int run(const std::string& command, std::string& output);
 

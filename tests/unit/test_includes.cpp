@@ -30,13 +30,6 @@ kjit::Program program_using(const std::string& include_dir, const std::string& h
           {}};
 }
 
-// Lets the clock pass the timestamps of files just written: a header modified at or after the
-// start of a resolution is "too new" to be recorded in a manifest (see docs/includes.md).
-void settle()
-{
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
-}
-
 void write_aged(const std::string& path, const std::string& content)
 {
   write_text(path, content);

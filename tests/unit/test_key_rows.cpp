@@ -32,11 +32,6 @@ void put(const std::string& path, const std::string& content)
   write_text(path, content);
 }
 
-void settle()
-{
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
-}
-
 // The value the kernel stores: the PTX's "mov.u32 %r1, N;" or "st.global.u32 [...], N;".
 std::string value_in(const std::string& ptx)
 {

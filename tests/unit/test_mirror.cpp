@@ -48,6 +48,7 @@ struct Sample {
     program.headers["memory.h"] = "#define MEMORY_VALUE 3\n";
     program.options = {"-I" + dir + "/inc", "-DMACRO_VALUE=7", "--use_fast_math"};
     program.name_expressions = {"fill<int>", "fill<float>"};
+    settle();  // old enough for a manifest: prepare() after the first compile gives the entry's key
   }
   kjit::Program program;
 };
@@ -124,6 +125,7 @@ BOOST_AUTO_TEST_CASE(relative_include_dirs_are_absolute_in_the_key_and_in_compil
     ::mkdir((tmp.path() + sub).c_str(), 0700);
     write_text(tmp.path() + sub + "/v.h", "#define V 1\n");  // same content in both
   }
+  settle();  // old enough for a manifest: prepare() after the first compile gives the entry's key
   kjit::Program program{"relative.cu", "#include \"v.h\"\n__global__ void k(int* p) { *p = V; }\n", {}, {"-Iinc"}, {}};
   char cwd[4096];
   BOOST_TEST_REQUIRE(::getcwd(cwd, sizeof cwd) != nullptr);
