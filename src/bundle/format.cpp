@@ -1,5 +1,6 @@
 // Encoding and strict, bounds-checked decoding of a bundle's header, index and meta sections.
 #include "bundle/format.hpp"
+#include "util/bytes.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -11,21 +12,8 @@ namespace {
 constexpr char k_magic[8] = {'K', 'J', 'I', 'T', 'P', 'A', 'C', 'K'};
 constexpr std::size_t k_summed_header = k_header_size - 16;
 
-template <typename T>
-void put_int(std::string& out, T value)
-{
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));
-  out.append(bytes, sizeof(T));
-}
-
-template <typename T>
-T get_int(std::string_view bytes, std::size_t offset)
-{
-  T value;
-  std::memcpy(&value, bytes.data() + offset, sizeof(T));
-  return value;
-}
+using util::get_int;
+using util::put_int;
 
 void put_sum(std::string& out, const util::Checksum& sum)
 {

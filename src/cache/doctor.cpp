@@ -27,28 +27,11 @@ bool exists(const std::string& path)
   return !path.empty() && ::stat(path.c_str(), &st) == 0;
 }
 
-// The filesystem type of the mount holding `path` (from /proc/self/mountinfo), e.g. "ext4".
+// The filesystem type of the mount holding `path`, e.g. "ext4".
 std::string filesystem_of(const std::string& path)
 {
-  std::ifstream mountinfo("/proc/self/mountinfo");
-  std::string line;
-  std::string best_point;
-  std::string best_type = "unknown";
-  while (std::getline(mountinfo, line)) {
-    std::istringstream fields(line);
-    std::string id, parent, device, root, point, options, field, type;
-    fields >> id >> parent >> device >> root >> point >> options;
-    while (fields >> field && field != "-") {
-    }
-    fields >> type;
-    const bool covers = path.rfind(point, 0) == 0 &&
-                        (point == "/" || path.size() == point.size() || path[point.size()] == '/');
-    if (covers && point.size() >= best_point.size()) {
-      best_point = point;
-      best_type = type;
-    }
-  }
-  return best_type;
+  const std::string type = store::mount_fs_type(path);
+  return type.empty() ? "unknown" : type;
 }
 
 void check_toolchain(const Config& config, std::vector<HealthCheck>& out)

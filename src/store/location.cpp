@@ -16,6 +16,9 @@ namespace {
 
 constexpr long k_fuse_magic = 0x65735546;
 
+
+} // namespace
+
 // The filesystem type of the mount holding `path`, from /proc/self/mountinfo (longest prefix).
 std::string mount_fs_type(const std::string& path)
 {
@@ -40,8 +43,6 @@ std::string mount_fs_type(const std::string& path)
   }
   return best_type;
 }
-
-} // namespace
 
 bool is_network_magic(long magic)
 {

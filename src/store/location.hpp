@@ -5,6 +5,10 @@
 
 namespace kjit::store {
 
+// The filesystem type of the mount holding `path` (from /proc/self/mountinfo, longest mount
+// point prefix), e.g. "ext4"; empty if none is found.
+std::string mount_fs_type(const std::string& path);
+
 // True for NFS, SMB/CIFS, Lustre, GPFS, CephFS, AFS, 9p, BeeGFS, and FUSE network mounts (sshfs…).
 // `path` (or its nearest existing parent) is examined with statfs() and /proc/self/mountinfo.
 bool on_network_filesystem(const std::string& path, std::string& fs_name);

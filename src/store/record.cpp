@@ -1,5 +1,6 @@
 // Record encoding and strict, bounds-checked decoding.
 #include "store/record.hpp"
+#include "util/bytes.hpp"
 
 #include "util/hash.hpp"
 
@@ -38,21 +39,8 @@ enum class Tag : std::uint16_t {
   cubin_path,
 };
 
-template <typename T>
-void put_int(std::string& out, T value)
-{
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));
-  out.append(bytes, sizeof(T));
-}
-
-template <typename T>
-T get_int(std::string_view bytes, std::size_t offset)
-{
-  T value;
-  std::memcpy(&value, bytes.data() + offset, sizeof(T));
-  return value;
-}
+using util::get_int;
+using util::put_int;
 
 void put_field(std::string& out, Tag tag, std::string_view value)
 {
