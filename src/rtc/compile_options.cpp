@@ -70,9 +70,31 @@ CubinPath cubin_path(const Program& program, const Arch& arch)
   return lto ? CubinPath::nvjitlink_lto : CubinPath::nvrtc;
 }
 
+// Math options nvJitLink -lto would have to be told again (it spells them differently); until
+// they are translated, -dlto with one of them is refused rather than compiled without it.
+bool is_math_option(const std::string& option)
+{
+  for (const char* prefix : {"-ftz", "--ftz", "-prec-div", "--prec-div", "-prec-sqrt", "--prec-sqrt", "-fmad",
+                             "--fmad", "-use_fast_math", "--use_fast_math"}) {
+    if (starts_with(option, prefix)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void check_options(const Program& program, const Arch& arch)
 {
+  const bool lto = std::any_of(program.options.begin(), program.options.end(), is_lto_option);
+  if (lto && arch.is_virtual()) {
+    throw OptionError("option -dlto of " + program.name + " asks for link-time optimization, but " + arch.str() +
+                      " is a virtual arch: nothing would be produced; compile for a real arch (sm_XY)");
+  }
   for (const auto& option : program.options) {
+    if (lto && is_math_option(option)) {
+      throw OptionError("option '" + option + "' of " + program.name +
+                        " is not passed on to nvJitLink -lto yet: with -dlto it would be ignored; drop one of them");
+    }
     if (is_arch_option(option)) {
       throw OptionError("option '" + option + "' of " + program.name +
                         " sets the arch; pass the arch to compile() or set KJIT_ARCH instead");

@@ -5,10 +5,22 @@
 
 #include "util/file.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+
 namespace kjit {
 
 Program program_from_file(const std::string& path)
 {
+  // stat, not open: opening a FIFO blocks, and /dev/zero reads without end.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw Error("cannot read " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw Error(path + " is not a regular file");
+  }
   std::error_code error;
   auto source = util::read_file(path, error);
   if (!source) {

@@ -190,6 +190,20 @@ check "compile lists kernel registers" exit_code 0 "$kjit" compile "$work/warm1.
 check "kernel line" grep -Eq "^kernel warm1: [0-9]+ registers, 0 B shared, 0 B local, 1 params \(8 B\)" "$work/out"
 check "cubin path line" grep -q "^cubin made by nvrtc" "$work/out"
 
+# --- warm and -dlto refuse what they can't honour (found by review) ---
+mkfifo "$work/warm_fifo.cu"
+check "warm refuses a FIFO" exit_code 1 timeout 20 "$kjit" warm "$work/warm_fifo.cu" --arch sm_80
+check "warm says why" grep -q "not a regular file" "$work/err"
+check "warm refuses /dev/zero" exit_code 1 timeout 20 "$kjit" warm /dev/zero --arch sm_80
+for bad in -5 0 nan 1e9; do
+  check "warm --timeout $bad is a usage error" exit_code 2 "$kjit" warm "$work/warm1.cu" --arch sm_80 --timeout "$bad"
+done
+check "warm --jobs -1 is a usage error" exit_code 2 "$kjit" warm "$work/warm1.cu" --arch sm_80 --jobs -1
+check "-dlto for a virtual arch is an option error" exit_code 1 "$kjit" compile "$work/warm1.cu" --arch compute_90 -X -dlto -o "$work/out_dir"
+check "it names -dlto" grep -q -- "-dlto" "$work/err"
+check "-dlto with -ftz is an option error (not ignored)" exit_code 1 "$kjit" compile "$work/warm1.cu" --arch sm_90 -X -dlto -X -ftz=true -o "$work/out_dir"
+check "it names the math option" grep -q -- "-ftz=true" "$work/err"
+
 # --- the GPU suite: skipped (77) without a driver or device, run and passing with one ---
 if "$kjit" --version | grep -q "^driver: unavailable\|^driver: available.*, 0 device"; then
   check "gpu tests skip without a GPU" exit_code 77 "$gpu_tests"

@@ -24,15 +24,7 @@ void add_program_options(po::options_description& visible, po::options_descripti
 Program program_from_arguments(const po::variables_map& vm, Arch& arch)
 {
   const std::string file = vm["file"].as<std::string>();
-  // stat, not open: opening a FIFO blocks, and /dev/zero reads without end.
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) {
-    throw Error("cannot read " + file + ": " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    throw Error(file + " is not a regular file");
-  }
-  Program program = program_from_file(file);
+  Program program = program_from_file(file);  // refuses FIFOs, devices and folders
   auto list = [&vm](const char* key) {
     return vm.count(key) != 0 ? vm[key].as<std::vector<std::string>>() : std::vector<std::string>{};
   };
