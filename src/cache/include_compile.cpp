@@ -140,6 +140,11 @@ Binary compile_with_includes(const Config& config, const Program& program, const
       Binary binary = rtc::compile(config, nvrtc_program, arch);
       binary.log = without(binary.log, root);
       return binary;
+    } catch (const OptionError& error) {
+      // Named by the file the user gave, not by its copy in the private folder (gone by now).
+      throw OptionError(without(error.what(), root));
+    } catch (const ToolchainError& error) {
+      throw ToolchainError(without(error.what(), root), error.status());
     } catch (const CompileError& error) {
       bool added = false;
       for (const Missing& missing : missing_includes(error.log())) {

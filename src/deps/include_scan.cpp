@@ -123,9 +123,10 @@ std::string strip_comments(const std::string& text)
   return out;
 }
 
+// Horizontal white space of a directive line: C++ allows form feed and vertical tab there too.
 void skip_space(const std::string& line, std::size_t& at)
 {
-  while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) {
+  while (at < line.size() && (line[at] == ' ' || line[at] == '\t' || line[at] == '\f' || line[at] == '\v')) {
     ++at;
   }
 }

@@ -222,6 +222,9 @@ void Store::Impl::open_env(std::size_t map_size)
     check(rc, "mdb_env_open");
     int fd = -1;
     mdb_env_get_fd(env, &fd);
+    // LMDB leaves data.mdb's descriptor inheritable: compile workers and other children of the
+    // host must not hold it.
+    std::ignore = ::fcntl(fd, F_SETFD, FD_CLOEXEC);
     struct stat st {};
     if (::fstat(fd, &st) == 0) {
       data_dev = st.st_dev;

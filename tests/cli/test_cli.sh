@@ -203,6 +203,8 @@ check "-dlto for a virtual arch is an option error" exit_code 1 "$kjit" compile 
 check "it names -dlto" grep -q -- "-dlto" "$work/err"
 check "-dlto with -ftz is an option error (not ignored)" exit_code 1 "$kjit" compile "$work/warm1.cu" --arch sm_90 -X -dlto -X -ftz=true -o "$work/out_dir"
 check "it names the math option" grep -q -- "-ftz=true" "$work/err"
+check "an option error" exit_code 1 "$kjit" compile "$work/warm1.cu" --arch sm_80 -X -arch=sm_90 -o "$work/out_dir"
+check "it names the file as given, not kjit's private copy" sh -c "grep -q '$work/warm1.cu' '$work/err' && ! grep -q kjit-includes '$work/err'"
 
 # --- the GPU suite: skipped (77) without a driver or device, run and passing with one ---
 if "$kjit" --version | grep -q "^driver: unavailable\|^driver: available.*, 0 device"; then

@@ -71,6 +71,19 @@ BOOST_AUTO_TEST_CASE(finds_includes_in_all_their_forms)
   BOOST_TEST(found[6].line == 13);
 }
 
+// Form feed and vertical tab are white space inside a directive line (C++ [lex.pptoken]); a
+// scanner that stops at them hides the include and lets the compile take a stale copy.
+BOOST_AUTO_TEST_CASE(form_feed_and_vertical_tab_do_not_hide_an_include)
+{
+  const auto found = kjit::deps::scan_includes("#\finclude \"ff.h\"\n\v#include \"vt.h\"\n#\vinclude <av.h>\n", {});
+  std::vector<std::string> names;
+  for (const auto& directive : found) {
+    names.push_back(directive.name);
+  }
+  const std::vector<std::string> expected{"ff.h", "vt.h", "av.h"};
+  BOOST_TEST(names == expected, boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(includes, CacheFixture)

@@ -279,4 +279,15 @@ BOOST_AUTO_TEST_CASE(rebuild_prunes_junk_and_temp_folders_of_killed_runs)
   BOOST_TEST(output == prepared.key() + "\n");
 }
 
+// A child of the host (a compile worker, anything it runs) holds no descriptor of the store's
+// data file: LMDB leaves it inheritable.
+BOOST_AUTO_TEST_CASE(children_do_not_inherit_the_store_file)
+{
+  kjit::Cache cache(config);
+  cache.get(small_program("inherit"), k_sm90);
+  std::string fds;
+  BOOST_TEST_REQUIRE(run("ls -l /proc/self/fd/", fds) == 0);
+  BOOST_TEST(fds.find("data.mdb") == std::string::npos, fds);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
