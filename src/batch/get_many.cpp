@@ -49,7 +49,7 @@ public:
       return rtc::compile(config, program, arch);
     }
     try {
-      return m_worker->compile(program, arch, m_timeout_s, pch);
+      return m_worker->compile(program, arch, config.cuda_home, m_timeout_s, pch);
     } catch (const batch::WorkerLost&) {
       m_worker.reset();  // the next item starts a fresh worker
       throw;

@@ -61,10 +61,11 @@ private:
 
 } // namespace
 
-std::string encode_request(const Program& program, const Arch& arch, bool pch)
+std::string encode_request(const Program& program, const Arch& arch, bool pch, const std::string& cuda_home)
 {
   std::string out;
   put_u32(out, pch ? 1 : 0);
+  put(out, cuda_home);  // the toolkit of the Cache that asked, not the worker's environment
   put(out, arch.str());
   put(out, program.name);
   put(out, program.source);
@@ -84,10 +85,11 @@ std::string encode_request(const Program& program, const Arch& arch, bool pch)
   return out;
 }
 
-void decode_request(const std::string& frame, Program& program, std::string& arch, bool& pch)
+void decode_request(const std::string& frame, Program& program, std::string& arch, bool& pch, std::string& cuda_home)
 {
   Reader in(frame);
   pch = in.u32() != 0;
+  cuda_home = in.text();
   arch = in.text();
   program.name = in.text();
   program.source = in.text();

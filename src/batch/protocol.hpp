@@ -15,9 +15,9 @@ namespace kjit::batch {
 // frame = length:u32 bytes[length]; every string inside = length:u32 bytes.
 // `pch`: compile with NVRTC's automatic precompiled headers (the worker keeps them for the next
 // program with the same options).
-std::string encode_request(const Program& program, const Arch& arch, bool pch);
+std::string encode_request(const Program& program, const Arch& arch, bool pch, const std::string& cuda_home);
 // Throws kjit::Error for a malformed request.
-void decode_request(const std::string& frame, Program& program, std::string& arch, bool& pch);
+void decode_request(const std::string& frame, Program& program, std::string& arch, bool& pch, std::string& cuda_home);
 
 // A successful compile, or the error compile() threw (rethrown with its type by decode_response).
 std::string encode_binary(const Binary& binary);

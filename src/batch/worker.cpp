@@ -3,6 +3,7 @@
 
 #include "batch/protocol.hpp"
 #include "rtc/compiler.hpp"
+#include "rtc/nvrtc_library.hpp"
 
 #include <kjit/config.hpp>
 #include <kjit/error.hpp>
@@ -117,13 +118,14 @@ void Worker::lose(const std::string& why)
   throw WorkerLost(detail);
 }
 
-Binary Worker::compile(const Program& program, const Arch& arch, double timeout_s, bool pch)
+Binary Worker::compile(const Program& program, const Arch& arch, const std::string& cuda_home, double timeout_s,
+                       bool pch)
 {
   const std::string what = "compile worker for " + program.name + " (" + arch.str() + ")";
   if (m_socket < 0) {
     throw WorkerLost(what + ": worker not running");
   }
-  if (!write_frame(m_socket, encode_request(program, arch, pch))) {
+  if (!write_frame(m_socket, encode_request(program, arch, pch, cuda_home))) {
     lose(what + " stopped reading");
   }
   pollfd ready{m_socket, POLLIN, 0};
@@ -152,11 +154,13 @@ int worker_main(int in, int out)
       Program program;
       std::string arch;
       bool pch = false;
-      decode_request(*request, program, arch, pch);
+      Config config = current_config();
+      decode_request(*request, program, arch, pch, config.cuda_home);
       if (pch) {
         program.options.push_back("-pch");  // NVRTC's automatic PCH, kept for this process's next compile
       }
-      Binary binary = rtc::compile(current_config(), program, Arch::parse(arch));
+      rtc::nvrtc_for(config);  // the asking Cache's toolkit (one per worker process, like any process)
+      Binary binary = rtc::compile(config, program, Arch::parse(arch));
       if (pch) {
         binary.log = without_pch_lines(binary.log);
       }

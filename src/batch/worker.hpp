@@ -29,7 +29,8 @@ public:
   // Compiles in the worker. Throws what compile() threw there (same type), or WorkerLost (the
   // process is then killed and reaped) when it crashed, hung longer than `timeout_s` or broke
   // the protocol.
-  Binary compile(const Program& program, const Arch& arch, double timeout_s, bool pch = false);
+  Binary compile(const Program& program, const Arch& arch, const std::string& cuda_home, double timeout_s,
+                bool pch = false);
 
 private:
   [[noreturn]] void lose(const std::string& why);
