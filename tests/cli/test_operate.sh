@@ -84,9 +84,12 @@ check "show by prefix" exit_code 0 "$kjit" show "${sm90:0:10}"
 check "show names the key" grep -q "^key: *$sm90" "$work/out"
 check "show names the program and arch" sh -c "grep -q '^program: *.*/saxpy.cu$' '$work/out' && grep -q '^arch: *sm_90' '$work/out'"
 check "show gives registers per kernel" grep -q "^kernel: *saxpy: [1-9][0-9]* registers" "$work/out"
+# saxpy(float a, const float* x, float* y, int n): the layout the ABI gives those four parameters.
+check "show gives the parameter layout" grep -qx "params: *4 (28 B): #0 @0 4 B; #1 @8 8 B; #2 @16 8 B; #3 @24 4 B;" "$work/out"
 check "show --json" exit_code 0 "$kjit" show "$sm90" --json
 check "show --json parses" python3 -c "import json; d=json.load(open('$work/out')); assert d['arch']=='sm_90' and d['cubin_bytes']>0 \
-  and d['kernels'][0]['name']=='saxpy' and d['kernels'][0]['registers']>0"
+  and d['kernels'][0]['name']=='saxpy' and d['kernels'][0]['registers']>0 \
+  and [(p['offset'], p['size']) for p in d['kernels'][0]['params']]==[(0,4),(8,8),(16,8),(24,4)]"
 check "show unknown prefix exits 1" exit_code 1 "$kjit" show 0000000000000000
 check "unknown prefix is explained on stderr" grep -q "no cache entry has a key starting with '0000000000000000'" "$work/err"
 check "nothing on stdout for an error" test ! -s "$work/out"

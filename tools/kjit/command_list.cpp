@@ -114,7 +114,16 @@ int command_show(const std::vector<std::string>& args)
       text += std::string(i == 0 ? "" : ", ") + "{\"name\": " + json_string(k.name) +
               ", \"registers\": " + std::to_string(k.registers) +
               ", \"shared_bytes\": " + std::to_string(k.static_shared_bytes) +
-              ", \"local_bytes\": " + std::to_string(k.local_bytes) + "}";
+              ", \"local_bytes\": " + std::to_string(k.local_bytes) +
+              ", \"const_bytes\": " + std::to_string(k.const_bytes) +
+              ", \"max_threads\": " + std::to_string(k.max_threads) +
+              ", \"param_bytes\": " + std::to_string(k.param_bytes) + ", \"params\": [";
+      for (std::size_t j = 0; j < k.params.size(); ++j) {
+        const KernelParam& p = k.params[j];
+        text += std::string(j == 0 ? "" : ", ") + "{\"index\": " + std::to_string(p.index) +
+                ", \"offset\": " + std::to_string(p.offset) + ", \"size\": " + std::to_string(p.size) + "}";
+      }
+      text += "]}";
     }
     std::cout << text << "]}\n";
     return 0;
@@ -137,7 +146,13 @@ int command_show(const std::vector<std::string>& args)
   }
   for (const KernelInfo& k : kernels) {
     std::cout << "kernel:    " << k.name << ": " << k.registers << " registers, " << k.static_shared_bytes
-              << " B shared, " << k.local_bytes << " B local\n";
+              << " B shared, " << k.local_bytes << " B local, " << k.const_bytes << " B constant"
+              << (k.max_threads != 0 ? ", max " + std::to_string(k.max_threads) + " threads" : std::string()) << "\n";
+    std::cout << "params:    " << k.params.size() << " (" << k.param_bytes << " B):";
+    for (const KernelParam& p : k.params) {
+      std::cout << " #" << p.index << " @" << p.offset << " " << p.size << " B;";
+    }
+    std::cout << "\n";
   }
   return 0;
 }
