@@ -30,6 +30,7 @@ struct CacheStats {
   std::uint64_t store_errors = 0;  // commits that failed (disk full…): the binary was served from memory
   std::uint64_t compiled_elsewhere = 0; // misses answered by the store once another process's
                                         // compile of the same key was done (counted in misses)
+  std::uint64_t stores_replaced = 0; // times the store was found damaged, moved aside and replaced
   std::uint64_t header_stats = 0;   // stat() calls on tracked disk headers (manifest checks)
   std::uint64_t header_rehashes = 0; // tracked headers hashed again because their stamp changed
   double compile_ms_saved = 0;     // compile time the hits did not spend again

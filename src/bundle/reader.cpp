@@ -14,7 +14,8 @@ namespace kjit::bundle {
 
 Reader::Reader(const std::string& path) : m_path(path)
 {
-  m_fd = util::UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
+  m_fd = util::UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!m_fd) {
     throw BundleError("cannot open the bundle " + path + ": " + std::strerror(errno), path);
   }

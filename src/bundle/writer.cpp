@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <sys/stat.h>
 
 namespace kjit::bundle {
 
@@ -44,6 +45,11 @@ void write_bundle(const std::string& path, std::vector<Record> records, const st
   header.meta_sum = util::checksum(meta_bytes);
   header.data_sum = util::checksum(std::string_view(file).substr(data_start));
   file.replace(0, k_header_size, encode_header(header));
+  // The file is replaced by a rename: never do that to a device, a FIFO or a folder.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw BundleError("cannot write the bundle " + path + ": it exists and is not a regular file", path);
+  }
   if (const std::error_code error = util::write_file_atomic(path, file, 0644)) {
     throw BundleError("cannot write the bundle " + path + ": " + error.message(), path);
   }

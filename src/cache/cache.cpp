@@ -237,7 +237,9 @@ std::vector<int> Cache::supported_archs()
 CacheStats Cache::stats() const
 {
   std::lock_guard lock(m_impl->stats_mutex);
-  return m_impl->stats;
+  CacheStats stats = m_impl->stats;
+  stats.stores_replaced = m_impl->store ? m_impl->store->replacements() : 0;
+  return stats;
 }
 
 void Cache::clear()

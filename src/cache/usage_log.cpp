@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <fcntl.h>
 #include <sstream>
@@ -49,8 +50,16 @@ UsageTotals sum_lines(const std::string& text)
                                    " %lf %lf%n",
                                    &t.processes, &t.memory_hits, &t.disk_hits, &t.bundle_hits, &t.misses,
                                    &t.compiles, &t.compile_ms_saved, &t.compile_ms_spent, &consumed);
-    if (fields != 8 || static_cast<std::size_t>(consumed) != line.size()) {
-      continue;  // a torn or foreign line
+    // A torn or foreign line is skipped; so is one with a sign (sscanf would wrap "-3"), a count
+    // no process can reach, or a time that is not a finite, non-negative number.
+    constexpr std::uint64_t k_max_count = std::uint64_t{1} << 48;
+    const bool sane = line.find('-', 10) == std::string::npos &&  // after "kjit-usage"
+                      t.processes < k_max_count &&
+                      t.memory_hits < k_max_count && t.disk_hits < k_max_count && t.bundle_hits < k_max_count &&
+                      t.misses < k_max_count && t.compiles < k_max_count && std::isfinite(t.compile_ms_saved) &&
+                      std::isfinite(t.compile_ms_spent) && t.compile_ms_saved < 1e15 && t.compile_ms_spent < 1e15;
+    if (fields != 8 || static_cast<std::size_t>(consumed) != line.size() || !sane) {
+      continue;
     }
     total.processes += t.processes;
     total.memory_hits += t.memory_hits;
@@ -98,12 +107,15 @@ void append_usage(const std::string& cache_dir, const CacheStats& s) noexcept
     if (t.memory_hits + t.disk_hits + t.bundle_hits + t.misses == 0) {
       return;
     }
-    util::UniqueFd fd(::open(log_path(cache_dir).c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    util::UniqueFd fd(::open(log_path(cache_dir).c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600));
     if (!fd) {
       return;
     }
     struct stat st {};
-    if (::fstat(fd.get(), &st) == 0 && st.st_size > k_compact_above && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return;
+    }
+    if (st.st_size > k_compact_above && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
       // Sum the log into one line, in place (same file, so appenders keep their descriptor).
       const std::string summed = line_of(sum_lines(read_all(fd.get())));
       if (::ftruncate(fd.get(), 0) == 0) {
@@ -123,8 +135,12 @@ void append_usage(const std::string& cache_dir, const CacheStats& s) noexcept
 UsageTotals read_usage(const std::string& cache_dir) noexcept
 {
   try {
-    util::UniqueFd fd(::open(log_path(cache_dir).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    return fd ? sum_lines(read_all(fd.get())) : UsageTotals{};
+    util::UniqueFd fd(::open(log_path(cache_dir).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return {};  // none yet, or not a file we wrote (a FIFO would block the reader)
+    }
+    return sum_lines(read_all(fd.get()));
   } catch (...) {
     return {};
   }
@@ -132,7 +148,7 @@ UsageTotals read_usage(const std::string& cache_dir) noexcept
 
 std::error_code zero_usage(const std::string& cache_dir)
 {
-  util::UniqueFd fd(::open(log_path(cache_dir).c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+  util::UniqueFd fd(::open(log_path(cache_dir).c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd) {
     return errno == ENOENT ? std::error_code{} : std::error_code(errno, std::generic_category());
   }

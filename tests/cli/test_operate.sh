@@ -283,5 +283,39 @@ for command in list show cat stats verify prune clear mirror config doctor expor
 done
 check "help of an unknown command" exit_code 2 "$kjit" help frobnicate
 
+# --- found by review: FIFOs never block, exports never replace devices, damage is reported ---
+rv=$work/review
+mkdir -p "$rv"
+check "a cache to review" exit_code 0 env KJIT_CACHE_DIR="$rv/c" "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$rv/o"
+mkfifo "$rv/fifo.kjitpack"
+check "import of a FIFO fails, never blocks" exit_code 1 timeout 20 "$kjit" import "$rv/fifo.kjitpack" --cache-dir "$rv/c"
+check "a FIFO as KJIT_BUNDLE is a miss, never blocks" exit_code 0 env KJIT_CACHE_DIR="$rv/c" KJIT_BUNDLE="$rv/fifo.kjitpack" \
+  timeout 20 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$rv/o"
+check "export onto a FIFO is refused" exit_code 1 "$kjit" export "$rv/fifo.kjitpack" --cache-dir "$rv/c"
+check "the FIFO is still a FIFO" test -p "$rv/fifo.kjitpack"
+check "export onto a folder is refused" exit_code 1 "$kjit" export "$rv" --cache-dir "$rv/c"
+rm -f "$rv/c/usage.log" && mkfifo "$rv/c/usage.log"
+check "stats with a FIFO usage log never blocks" exit_code 0 timeout 20 env KJIT_CACHE_DIR="$rv/c" "$kjit" stats
+rm -f "$rv/c/usage.log"
+printf 'kjit-usage 1 1 1 1 1 1 1 nan inf\nkjit-usage 1 -3 1 1 1 1 1 1 1\nkjit-usage 1 1 2 0 0 0 0 5.000 1.000\n' >"$rv/c/usage.log"
+check "stats --json with odd usage lines" exit_code 0 env KJIT_CACHE_DIR="$rv/c" "$kjit" stats --json
+check "the odd lines are skipped and the JSON is valid" python3 -c "import json; d=json.load(open('$work/out')); s=json.dumps(d); assert 'nan' not in s.lower() and 'inf' not in s.lower() and '18446744073709551' not in s, s"
+cp -a "$rv/c" "$rv/t"
+truncate -s 12288 "$rv/t/store/data.mdb"
+check "verify reports a truncated store" exit_code 1 env KJIT_CACHE_DIR="$rv/t" "$kjit" verify
+check "it says the store was damaged" grep -q "the store was damaged" "$work/err"
+cp -a "$rv/c" "$rv/z"
+dd if=/dev/zero of="$rv/z/store/data.mdb" bs=4096 seek=4 count=1 conv=notrunc 2>/dev/null
+check "verify reports a zeroed page" exit_code 1 env KJIT_CACHE_DIR="$rv/z" "$kjit" verify
+cp -a "$rv/c" "$rv/t2"
+truncate -s 12288 "$rv/t2/store/data.mdb"
+check "cache verify reports a store replaced at open" exit_code 1 env KJIT_CACHE_DIR="$rv/t2" "$kjit" cache verify
+if [ "$(id -u)" = 0 ]; then
+  cp -a "$rv/c" "$rv/ro" && chown -R 65534:65534 "$rv/ro" && chmod a-w "$rv/ro/store" "$rv/ro/store/"*
+  check "cache clear on a store nobody can open exits 1" exit_code 1 env KJIT_CACHE_DIR="$rv/ro" \
+    setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$work" "$kjit" cache clear
+  check "nothing claims it was cleared" sh -c "! grep -q '^cleared' '$work/out'"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -1,9 +1,11 @@
 // kjit cache stats|clear|rebuild-mirror|orphans|verify|path: inspect and maintain a cache folder.
 #include "commands.hpp"
 #include "options.hpp"
+#include "cache_args.hpp"
 
 #include <kjit/kjit.hpp>
 
+#include <cerrno>
 #include <iostream>
 
 namespace kjit::cli {
@@ -47,11 +49,19 @@ int command_cache(const std::vector<std::string>& args)
       std::cout << "removed " << cache.remove_orphans() << " orphans\n";
     }
   } else if (action == "clear") {
-    cache.clear();  // throws (exit 1) when the store is read-only
+    require_writable(cache);  // a store that is read-only or could not be opened: nothing cleared
+    cache.clear();
     std::cout << "cleared " << cache.config().cache_dir << "\n";
   } else if (action == "verify") {
+    if (!cache.has_disk_tier()) {
+      throw StoreError("the store of " + cache.config().cache_dir + " could not be opened, so it was not checked", EIO);
+    }
     std::string report;
-    const bool ok = cache.check_store(report);
+    bool ok = cache.check_store(report);
+    if (ok && cache.stats().stores_replaced > 0) {
+      ok = false;
+      report = "found damaged when it was opened; moved aside and replaced by an empty store";
+    }
     std::cout << (ok ? "ok: " : "damaged: ") << report << "\n";
     return ok ? 0 : k_exit_failure;
   } else {

@@ -1,6 +1,7 @@
 // kjit verify / prune / clear / mirror: keep a cache folder healthy and small.
 #include "cache_args.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <iostream>
 #include <unistd.h>
@@ -27,6 +28,17 @@ int command_verify(const std::vector<std::string>& args)
   if (repair) {
     require_writable(*cache);
   }
+  if (!cache->has_disk_tier()) {
+    throw StoreError("the store of " + cache->config().cache_dir + " could not be opened, so it was not checked", EIO);
+  }
+  // The structure first (a walk in a child process): record checks below read what survives.
+  std::string walk;
+  const bool walked_sound = cache->check_store(walk);
+  const bool sound = walked_sound && cache->stats().stores_replaced == 0;
+  if (!sound) {
+    std::cerr << "kjit verify: the store was damaged (" << (walked_sound ? "found when it was opened" : walk)
+              << "); it was moved aside and replaced by an empty one\n";
+  }
   const bool bar = ::isatty(STDERR_FILENO) != 0;
   const VerifyReport report = cache->verify(repair ? Repair::quarantine : Repair::no, [bar](std::size_t done, std::size_t total) {
     if (bar && (done == total || done % 64 == 0)) {
@@ -45,8 +57,8 @@ int command_verify(const std::vector<std::string>& args)
       std::cout << (i == 0 ? "" : ", ") << "{\"key\": " << json_string(report.bad[i].first)
                 << ", \"why\": " << json_string(report.bad[i].second) << "}";
     }
-    std::cout << "]}\n";
-    return report.bad.empty() || repair ? 0 : k_exit_failure;
+    std::cout << "], \"store_damaged\": " << (sound ? "false" : "true") << "}\n";
+    return sound && (report.bad.empty() || repair) ? 0 : k_exit_failure;
   }
   const Colours& c = colours();
   for (const auto& [key, why] : report.bad) {
@@ -57,7 +69,7 @@ int command_verify(const std::vector<std::string>& args)
     std::cout << ", " << report.quarantined << " moved aside";
   }
   std::cout << "\n";
-  return report.bad.empty() || repair ? 0 : k_exit_failure;
+  return sound && (report.bad.empty() || repair) ? 0 : k_exit_failure;
 }
 
 int command_prune(const std::vector<std::string>& args)
