@@ -99,6 +99,18 @@ void check_store(const Config& config, std::vector<HealthCheck>& out)
   }
   try {
     Cache cache(config);
+    if (!cache.has_disk_tier()) {
+      out.push_back({Status::error, "store", "the store in " + config.cache_dir + " could not be opened (see the warning above)"});
+      return;
+    }
+    std::string walk;
+    const bool walked_sound = cache.check_store(walk);
+    if (!walked_sound || cache.stats().stores_replaced > 0) {
+      out.push_back({Status::error, "store",
+                     cache.store_path() + ": damaged (" + (walked_sound ? "found when it was opened" : walk) +
+                       "); moved aside and replaced by an empty store"});
+      return;
+    }
     const VerifyReport report = cache.verify(Repair::no);
     const std::size_t orphans = cache.orphans().size();
     std::string detail = cache.store_path() + ": " + std::to_string(report.checked) + " entries, " +

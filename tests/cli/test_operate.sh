@@ -310,6 +310,10 @@ check "verify reports a zeroed page" exit_code 1 env KJIT_CACHE_DIR="$rv/z" "$kj
 cp -a "$rv/c" "$rv/t2"
 truncate -s 12288 "$rv/t2/store/data.mdb"
 check "cache verify reports a store replaced at open" exit_code 1 env KJIT_CACHE_DIR="$rv/t2" "$kjit" cache verify
+cp -a "$rv/c" "$rv/d2"
+truncate -s 12288 "$rv/d2/store/data.mdb"
+check "doctor reports a store replaced at open" exit_code 1 env KJIT_CACHE_DIR="$rv/d2" "$kjit" doctor
+check "as an error, never ok" sh -c "grep -q 'store.*damaged' '$work/out' && ! grep -q '^ok *store' '$work/out'"
 if [ "$(id -u)" = 0 ]; then
   cp -a "$rv/c" "$rv/ro" && chown -R 65534:65534 "$rv/ro" && chmod a-w "$rv/ro/store" "$rv/ro/store/"*
   check "cache clear on a store nobody can open exits 1" exit_code 1 env KJIT_CACHE_DIR="$rv/ro" \
