@@ -8,6 +8,7 @@
 #include <kjit/config.hpp>
 #include <kjit/error.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -40,13 +41,18 @@ std::string without_pch_lines(const std::string& log)
 {
   std::string out;
   std::size_t start = 0;
+  bool dropped = false;
   while (start < log.size()) {
     std::size_t end = log.find('\n', start);
     end = end == std::string::npos ? log.size() : end;
     const std::string line = log.substr(start, end - start);
-    if (line.find("precompiled header") == std::string::npos && !line.empty()) {
+    // A PCH warning, and the remark NVRTC prints after it, are this worker's business.
+    const bool pch_line = line.find("precompiled header") != std::string::npos;
+    const bool its_remark = dropped && line.rfind("Remark: The warnings can be suppressed", 0) == 0;
+    if (!pch_line && !its_remark && !line.empty()) {
       out += (out.empty() ? "" : "\n") + line;
     }
+    dropped = pch_line;
     start = end + 1;
   }
   return out;
@@ -160,7 +166,18 @@ int worker_main(int in, int out)
         program.options.push_back("-pch");  // NVRTC's automatic PCH, kept for this process's next compile
       }
       rtc::nvrtc_for(config);  // the asking Cache's toolkit (one per worker process, like any process)
-      Binary binary = rtc::compile(config, program, Arch::parse(arch));
+      Binary binary;
+      try {
+        binary = rtc::compile(config, program, Arch::parse(arch));
+      } catch (const CompileError& e) {
+        if (!pch) {
+          throw;
+        }
+        // Remembered and replayed on every later hit: the same error an in-process compile gives.
+        std::vector<std::string> options = e.options();
+        options.erase(std::remove(options.begin(), options.end(), "-pch"), options.end());
+        throw CompileError(e.program_name(), e.arch(), without_pch_lines(e.log()), options);
+      }
       if (pch) {
         binary.log = without_pch_lines(binary.log);
       }

@@ -2,6 +2,8 @@
 // crashes or hangs fails only its item; without a worker the batch runs in-process.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+
 #include "fixture.hpp"
 
 #include <kjit/error.hpp>
@@ -136,10 +138,25 @@ BOOST_AUTO_TEST_CASE(variants_sharing_options_use_pch_and_give_the_same_code)
     program.source = "#include <cuda_fp16.h>\n" + program.source;
     items.push_back({program, kjit::Arch::parse("sm_90")});
   }
+  // A failing variant of the same group: its remembered error carries no trace of the PCH.
+  kjit::Program bad = small_program("v4");
+  bad.source = "#include <cuda_fp16.h>\n" + bad.source + "__global__ void broken(int* p) { *p = nope; }\n";
+  items.push_back({bad, kjit::Arch::parse("sm_90")});
   const auto results = cache.get_many(items, options);
+  BOOST_TEST_REQUIRE(results[3].binary == nullptr);
+  try {
+    std::rethrow_exception(results[3].error);
+  } catch (const kjit::CompileError& e) {
+    BOOST_TEST(e.log().find("nope") != std::string::npos, e.log());
+    BOOST_TEST(e.log().find("precompiled header") == std::string::npos, e.log());
+    BOOST_TEST(e.log().find("Remark: The warnings can be suppressed") == std::string::npos, e.log());
+    BOOST_TEST(std::count(e.options().begin(), e.options().end(), "-pch") == 0);
+  }
+  items.pop_back();
   for (std::size_t i = 0; i < items.size(); ++i) {
     BOOST_TEST_REQUIRE(results[i].binary != nullptr, results[i].message);
     BOOST_TEST(results[i].binary->log.find("precompiled header") == std::string::npos, results[i].binary->log);
+    BOOST_TEST(results[i].binary->log.find("Remark: The warnings") == std::string::npos, results[i].binary->log);
     const kjit::Binary direct = kjit::compile(items[i].program, items[i].arch);
     const auto ours = results[i].binary->kernels();
     const auto theirs = direct.kernels();
