@@ -4,30 +4,8 @@ set -u
 kjit=$1
 gpu_tests=$2
 root=$3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export KJIT_CACHE_DIR=$work/cache
-passed=0
-failed=0
-
-check() {  # check DESCRIPTION COMMAND...: passes when COMMAND succeeds
-  local what=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAILED: $what" >&2
-  fi
-}
-
-exit_code() {  # exit_code EXPECTED COMMAND...: runs COMMAND, compares its exit status
-  local expected=$1
-  shift
-  "$@" >"$work/out" 2>"$work/err"
-  local got=$?
-  [ "$got" = "$expected" ] || { echo "exit $got, expected $expected: $*" >&2; cat "$work/err" >&2; return 1; }
-}
+# shellcheck source=checks.sh
+. "$(dirname "$0")/checks.sh"
 
 # --- usage errors exit 2 and print usage ---
 check "no arguments" exit_code 2 "$kjit"

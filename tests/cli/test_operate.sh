@@ -5,32 +5,10 @@
 set -u
 kjit=$1
 root=$2
-work=$(mktemp -d)
+# shellcheck source=checks.sh
+. "$(dirname "$0")/checks.sh"
 chmod 755 "$work"  # the read-only check runs as another user
-trap 'rm -rf "$work"' EXIT
-export KJIT_CACHE_DIR=$work/cache
 unset KJIT_BUNDLE NO_COLOR
-passed=0
-failed=0
-
-check() {  # check DESCRIPTION COMMAND...: passes when COMMAND succeeds
-  local what=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAILED: $what" >&2
-  fi
-}
-
-exit_code() {  # exit_code EXPECTED COMMAND...: runs COMMAND, compares its exit status
-  local expected=$1
-  shift
-  "$@" >"$work/out" 2>"$work/err"
-  local got=$?
-  [ "$got" = "$expected" ] || { echo "exit $got, expected $expected: $*" >&2; cat "$work/err" >&2; return 1; }
-}
 
 lines() { wc -l <"$1" | tr -d ' '; }
 
