@@ -93,8 +93,21 @@ struct VerifyReport {
 };
 enum class Repair { no, quarantine };
 
-// Sizes of a cache folder, for `kjit stats`.
-struct DiskUsage {
+// Lookups of every process that used a cache folder since the counts were zeroed (each process
+// adds its CacheStats when its Cache goes away).
+struct UsageTotals {
+  std::uint64_t processes = 0;  // Caches that looked something up
+  std::uint64_t memory_hits = 0;
+  std::uint64_t disk_hits = 0;
+  std::uint64_t bundle_hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t compiles = 0;
+  double compile_ms_saved = 0;
+  double compile_ms_spent = 0;
+};
+
+// Sizes of a cache folder and the lookups of every process that used it, for `kjit stats`.
+struct DiskUsage : UsageTotals {
   std::size_t entries = 0;
   std::size_t failures = 0;       // entries that remember a compile error
   std::size_t damaged = 0;        // entries whose record does not decode
@@ -107,16 +120,6 @@ struct DiskUsage {
   std::size_t store_file_bytes = 0;  // data.mdb on disk
   std::size_t mirror_bytes = 0;      // programs/ (file sizes)
   double compile_ms_stored = 0;      // sum of the entries' compile times
-  // Lookups of every process that used the folder since the counts were zeroed (each process
-  // adds its CacheStats when its Cache goes away).
-  std::uint64_t processes = 0;
-  std::uint64_t memory_hits = 0;
-  std::uint64_t disk_hits = 0;
-  std::uint64_t bundle_hits = 0;
-  std::uint64_t misses = 0;
-  std::uint64_t compiles = 0;
-  double compile_ms_saved = 0;
-  double compile_ms_spent = 0;
 };
 
 // What an export or import did.

@@ -324,15 +324,7 @@ DiskUsage Cache::usage() const
     usage.store_file_bytes = static_cast<std::size_t>(st.st_blocks) * 512;
   }
   usage.mirror_bytes = allocated_bytes(m_impl->config.cache_dir + "/programs");
-  const cache::UsageTotals counts = cache::read_usage(m_impl->config.cache_dir);
-  usage.processes = counts.processes;
-  usage.memory_hits = counts.memory_hits;
-  usage.disk_hits = counts.disk_hits;
-  usage.bundle_hits = counts.bundle_hits;
-  usage.misses = counts.misses;
-  usage.compiles = counts.compiles;
-  usage.compile_ms_saved = counts.compile_ms_saved;
-  usage.compile_ms_spent = counts.compile_ms_spent;
+  static_cast<UsageTotals&>(usage) = cache::read_usage(m_impl->config.cache_dir);
   return usage;
 }
 

@@ -10,16 +10,7 @@
 
 namespace kjit::cache {
 
-struct UsageTotals {
-  std::uint64_t processes = 0;  // lines summed (one per Cache that looked something up)
-  std::uint64_t memory_hits = 0;
-  std::uint64_t disk_hits = 0;
-  std::uint64_t bundle_hits = 0;
-  std::uint64_t misses = 0;
-  std::uint64_t compiles = 0;
-  double compile_ms_saved = 0;
-  double compile_ms_spent = 0;
-};
+using kjit::UsageTotals;  // one line of the log per Cache; summed by read_usage()
 
 // Appends one line with `stats` if they count any lookup (a single O_APPEND write under a shared
 // flock; past 64 KiB the log is first summed into one line under an exclusive flock). Never throws;
