@@ -25,6 +25,10 @@ struct Config {
   bool force_ptx = false;             // KJIT_FORCE_PTX: load PTX (driver JIT) even when a cubin exists
   double compile_lock_timeout_s = 0;  // KJIT_COMPILE_LOCK_TIMEOUT: longest wait for another process's compile
   std::vector<std::string> bundles;   // KJIT_BUNDLE: read-only bundle files searched after the store
+  std::size_t max_size = 0;           // KJIT_MAX_SIZE: bytes of store + mirror; least recently used evicted beyond
+  // No variable: set by tools that only look (kjit list/show/cat/stats/verify/doctor). The store is
+  // opened read-only and a damaged one is reported (the Cache runs without it), never moved aside.
+  bool inspect_only = false;
 };
 
 // One row of the settings table, for documentation and `kjit config`.
@@ -87,6 +91,9 @@ void force_ptx(bool value);
 void compile_lock_timeout(double seconds);
 // Read-only bundle files (kjit export) searched after the store, ':'-separated; "" for none.
 void bundle(const std::string& paths);
+// Bytes the cache folder's entries (store records and mirror) may take; least recently used
+// entries are evicted beyond, checked when entries are written. 0: no limit.
+void max_size(std::size_t bytes);
 // The cache directory in force now.
 std::string get_cache_dir();
 // Forgets every API override (the environment and defaults apply again).

@@ -65,7 +65,7 @@ Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
     if (!m_impl->dir.store_dir.empty()) {
       try {
         const store::Access access = config.shared_cache ? store::Access::group : store::Access::owner;
-        m_impl->store = store::Store::open(m_impl->dir.store_dir, {config.store_map_size, access, m_impl->dir.store_fd->get()});
+        m_impl->store = store::Store::open(m_impl->dir.store_dir, {config.store_map_size, access, m_impl->dir.store_fd->get(), config.inspect_only});
       } catch (const StoreError& e) {
         cache::warn_once(std::string(e.what()) + "; running without a disk cache (kernels are kept in memory only)");
       }
@@ -180,6 +180,7 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared)
   if (auto found = provisional ? std::nullopt : impl.memory.find(key)) {
     const double saved = found->binary ? found->binary->timings.total_ms : 0.0;
     impl.count(&CacheStats::memory_hits, &CacheStats::compile_ms_saved, saved);
+    impl.note_use(key);
     if (found->failure) {
       impl.count(&CacheStats::failed_hits);
     }
@@ -313,7 +314,9 @@ bool Cache::check_store(std::string& report)
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.1f ms", check.ms);
   report = m_impl->store->path() + ": " + check.detail + " in " + ms +
-           (check.ok ? std::string() : std::string("; moved aside and replaced by a fresh store"));
+           (check.ok                                ? std::string()
+            : m_impl->config.inspect_only ? std::string("; left as it is (kjit verify --repair replaces it)")
+                                          : std::string("; moved aside and replaced by a fresh store"));
   return check.ok;
 }
 

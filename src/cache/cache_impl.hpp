@@ -27,6 +27,12 @@ namespace cache {
 // inspect.cpp: whether an entry passes a list/export filter (a name matches whole last path
 // components: "saxpy.cu" matches "/src/saxpy.cu").
 bool entry_matches(const EntryFilter& filter, const store::Entry& entry);
+// inspect.cpp: bytes the mirror folder of entry `hex` takes on disk (0 without one).
+std::size_t mirror_bytes(const std::string& cache_dir, const std::string& hex);
+// size_limit.cpp: the meta row holding an entry's last use (unix time as text), and its value
+// (0 when none is recorded).
+std::string used_key(std::string_view raw_key);
+std::int64_t recorded_use(const store::Store& store, std::string_view raw_key);
 
 // Thrown inside the cache when a tracked header changed between prepare() and compile: the
 // program is prepared again. Never leaves the library.
@@ -93,6 +99,28 @@ struct Cache::Impl {
   // (it differs from the prepared key when the compile needed headers the prediction missed).
   store::Entry compile_entry(const PreparedProgram& prepared, util::Sha256& final_key);
   void persist(const util::Sha256& key, const PreparedProgram& prepared, const store::Entry& entry);
+
+  // predicted_hit.cpp: for a provisional key, the entry stored under its prediction's own key
+  // (`real_key`), from the store or a tier, or nullopt; a hit records the manifest that leads to it.
+  std::optional<store::Entry> load_predicted(const PreparedProgram& prepared, util::Sha256& real_key);
+
+  // size_limit.cpp: last use, recorded in batches, and eviction by it (docs/configuration.md).
+  std::mutex use_mutex;
+  std::set<util::Sha256> used;       // keys served by a hit since the last flush
+  std::size_t size_estimate = 0;     // bytes of records + mirror, from a full count and this process's writes
+  bool size_counted = false;
+  // Notes that `key` served a hit (memory only; flush_uses() writes it).
+  void note_use(const util::Sha256& key);
+  // Writes the last use of the keys noted since the last flush, in one transaction, skipping
+  // those whose recorded use is less than an hour old. Never throws.
+  void flush_uses() noexcept;
+  // After an entry was written: flushes the uses and, with config.max_size, evicts the least
+  // recently used entries down to 90% of it once this process's count passes it. Never throws.
+  void after_write(const util::Sha256& key, std::size_t record_bytes) noexcept;
+  // inspect.cpp: removes least recently used entries (last use, else creation) until the
+  // entries (records + mirror) take at most `bytes`; returns how many were removed, and the
+  // bytes left in `remaining`.
+  std::size_t evict_to(std::size_t bytes, std::size_t& remaining);
 
   // tiers.cpp: the tiers below the store.
   void open_tiers();

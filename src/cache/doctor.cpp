@@ -98,9 +98,12 @@ void check_store(const Config& config, std::vector<HealthCheck>& out)
     return;
   }
   try {
-    Cache cache(config);
+    Config looking = config;
+    looking.inspect_only = true;  // a health check changes nothing, a damaged store included
+    Cache cache(looking);
     if (!cache.has_disk_tier()) {
-      out.push_back({Status::error, "store", "the store in " + config.cache_dir + " could not be opened (see the warning above)"});
+      out.push_back({Status::error, "store", "the store in " + config.cache_dir +
+                                               " could not be opened or is damaged (see the warning above; left as it is)"});
       return;
     }
     std::string walk;
@@ -108,7 +111,7 @@ void check_store(const Config& config, std::vector<HealthCheck>& out)
     if (!walked_sound || cache.stats().stores_replaced > 0) {
       out.push_back({Status::error, "store",
                      cache.store_path() + ": damaged (" + (walked_sound ? "found when it was opened" : walk) +
-                       "); moved aside and replaced by an empty store"});
+                       "); left as it is: kjit verify --repair replaces it"});
       return;
     }
     const VerifyReport report = cache.verify(Repair::no);

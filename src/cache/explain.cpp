@@ -186,6 +186,10 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
   if (explanation.closest_key.empty()) {
     explanation.differences = context_changes;
   }
+  const cache::KeyRoots roots = cache::key_roots(program);
+  for (std::string& line : explanation.differences) {
+    line = cache::local_places(roots, line);  // the key's {I1}/{src} places, as folders here
+  }
   return explanation;
 }
 
@@ -200,9 +204,11 @@ std::vector<std::string> orphan_keys(store::Store& store, const cache::KeyContex
   store.for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
     std::string why;
     const auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
-    // Another toolchain, or a record this version can't read (an older format).
+    // Another toolchain, a record this version can't read (an older format), or key texts made
+    // before keys were portable (an absolute toolkit folder): no lookup makes such a key now.
     if (!entry || entry->options_txt.find(nvrtc) == std::string::npos ||
-        entry->options_txt.find(nvjitlink) == std::string::npos) {
+        entry->options_txt.find(nvjitlink) == std::string::npos ||
+        entry->options_txt.find("\ntoolkit-include: /") != std::string::npos) {
       keys.emplace_back(key);
     }
   });

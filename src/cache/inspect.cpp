@@ -49,7 +49,8 @@ struct Row {
   store::Entry entry;
 };
 
-std::vector<Row> decoded_rows(const store::Store* store, const EntryFilter& filter)
+std::vector<Row> decoded_rows(const store::Store* store, const EntryFilter& filter,
+                              store::Sections sections = store::Sections::all)
 {
   std::vector<Row> rows;
   if (store == nullptr) {
@@ -57,7 +58,7 @@ std::vector<Row> decoded_rows(const store::Store* store, const EntryFilter& filt
   }
   store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
     std::string why;
-    auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
+    auto entry = store::decode_record(bytes, util::digest_of_bytes(key), sections, why);
     if (entry && cache::entry_matches(filter, *entry)) {
       rows.push_back({std::string(key), bytes.size(), std::move(*entry)});
     }
@@ -96,6 +97,11 @@ std::size_t allocated_bytes(const std::string& root)
 } // namespace
 
 namespace cache {
+
+std::size_t mirror_bytes(const std::string& cache_dir, const std::string& hex)
+{
+  return allocated_bytes(cache_dir + "/programs/" + hex);
+}
 
 // A program made from a file is named by the path it was given: "saxpy.cu" matches
 // "/src/saxpy.cu" and "src/saxpy.cu" (a whole last component), never "my_saxpy.cu".
@@ -226,12 +232,15 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
 {
   std::vector<std::string> keys;
   std::vector<std::string> names;
+  std::vector<std::string> uses;
   for (const Row* row : rows) {
     keys.push_back(row->raw_key);
     names.push_back(store::names_key(row->entry.program_name, row->raw_key));
+    uses.push_back(cache::used_key(row->raw_key));
   }
   impl.store->erase(store::Table::entries, keys);
   impl.store->erase(store::Table::names, names);
+  impl.store->erase(store::Table::meta, uses);
   impl.memory.clear();
   if (impl.dir.writable) {
     for (const auto& key : keys) {
@@ -262,27 +271,45 @@ std::size_t Cache::prune_older_than(std::int64_t seconds)
 std::size_t Cache::prune_to_size(std::size_t bytes)
 {
   require_writable(*this);
-  const std::vector<Row> rows = decoded_rows(m_impl->store.get(), {});
-  std::vector<const Row*> by_age;
-  std::size_t total = 0;
+  std::size_t remaining = 0;
+  return m_impl->evict_to(bytes, remaining);
+}
+
+std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
+{
+  const std::vector<Row> rows = decoded_rows(store.get(), {}, store::Sections::artifacts);
+  struct Ranked {
+    const Row* row;
+    std::int64_t last_use;
+    std::size_t bytes;
+  };
+  std::vector<Ranked> ranked;
+  struct stat folder {};
+  std::size_t total = ::stat((config.cache_dir + "/programs").c_str(), &folder) == 0  // the mirror's own folder
+                        ? static_cast<std::size_t>(folder.st_blocks) * 512
+                        : 0;
   for (const Row& row : rows) {
-    by_age.push_back(&row);
-    total += row.bytes;
+    const std::string hex = hex_of(row.raw_key);
+    const std::size_t size = row.bytes + cache::mirror_bytes(config.cache_dir, hex);
+    ranked.push_back({&row, std::max(row.entry.created_unix, cache::recorded_use(*store, row.raw_key)), size});
+    total += size;
   }
-  // Oldest first (creation time: the store does not record last use yet).
-  std::sort(by_age.begin(), by_age.end(),
-            [](const Row* a, const Row* b) { return a->entry.created_unix < b->entry.created_unix; });
+  // Least recently used first (last use recorded by hits, else creation); ties by key.
+  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    return a.last_use != b.last_use ? a.last_use < b.last_use : a.row->raw_key < b.row->raw_key;
+  });
   std::vector<const Row*> removed;
-  for (const Row* row : by_age) {
+  for (const Ranked& r : ranked) {
     if (total <= bytes) {
       break;
     }
-    total -= row->bytes;
-    removed.push_back(row);
+    total -= r.bytes;
+    removed.push_back(r.row);
   }
   if (!removed.empty()) {
-    remove_rows(*m_impl, removed);
+    remove_rows(*this, removed);
   }
+  remaining = total;
   return removed.size();
 }
 

@@ -1,6 +1,7 @@
 // program.txt and options.txt: stable, documented texts (docs/cache-format.md) hashed into the key.
 #include "cache/key.hpp"
 
+#include "deps/search.hpp"
 #include "rtc/compile_options.hpp"
 #include "store/record.hpp"
 
@@ -10,18 +11,85 @@ namespace kjit::cache {
 
 namespace {
 
+std::string current_dir()
+{
+  char buffer[4096];
+  return ::getcwd(buffer, sizeof buffer) != nullptr ? buffer : "/";
+}
+
+// Absolute and normalized, as deps::search_context makes the folders it searches.
 std::string absolute_dir(const std::string& dir)
 {
-  if (dir.empty() || dir.front() == '/') {
-    return dir;
-  }
-  char buffer[4096];
-  return ::getcwd(buffer, sizeof buffer) != nullptr ? std::string(buffer) + "/" + dir : dir;
+  return dir.empty() ? dir : deps::join_path(dir.front() == '/' ? std::string() : current_dir(), dir);
 }
 
 bool starts_with(const std::string& text, const char* prefix)
 {
   return text.rfind(prefix, 0) == 0;
+}
+
+// The part of `path` below `dir` ("" when it is not below it).
+std::string below(const std::string& dir, const std::string& path)
+{
+  if (dir.empty() || path.size() <= dir.size() || path.compare(0, dir.size(), dir) != 0) {
+    return {};
+  }
+  if (dir == "/") {
+    return path.substr(1);
+  }
+  return path[dir.size()] == '/' ? path.substr(dir.size() + 1) : std::string();
+}
+
+std::vector<std::string> components(const std::string& path)
+{
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at < path.size();) {
+    const auto slash = std::min(path.find('/', at), path.size());
+    if (slash > at) {
+      out.push_back(path.substr(at, slash - at));
+    }
+    at = slash + 1;
+  }
+  return out;
+}
+
+// The last path component of a program name: a file's folder is not part of its identity.
+std::string base_name(const std::string& name)
+{
+  const auto slash = name.find_last_of('/');
+  return slash == std::string::npos || slash + 1 == name.size() ? name : name.substr(slash + 1);
+}
+
+KeyRoots roots_of(const std::string& name, const std::vector<std::string>& normalized)
+{
+  KeyRoots roots;
+  bool source_include = true;
+  for (const auto& option : normalized) {
+    if (starts_with(option, "-I")) {
+      roots.include_dirs.push_back(option.substr(2));
+    }
+    source_include = source_include && option != "--no-source-include" && option != "-no-source-include";
+  }
+  if (source_include) {
+    roots.source_dir = deps::dir_of(deps::join_path(current_dir(), name));
+  }
+  return roots;
+}
+
+// An option as a key names it: -I folders by their place in the -I list, absolute pre-include
+// paths by portable_path.
+std::string portable_option(const KeyRoots& roots, const std::string& option, std::size_t& include_index)
+{
+  if (starts_with(option, "-I")) {
+    return "-I{I" + std::to_string(++include_index) + "}";
+  }
+  for (const char* prefix : {"--pre-include=", "-include="}) {
+    const std::size_t size = std::char_traits<char>::length(prefix);
+    if (starts_with(option, prefix) && option.size() > size && option[size] == '/') {
+      return prefix + portable_path(roots, deps::join_path("", option.substr(size)));
+    }
+  }
+  return option;
 }
 
 } // namespace
@@ -46,6 +114,73 @@ std::vector<std::string> normalize_options(const std::vector<std::string>& optio
       out.push_back("-U" + options[++i]);
     } else if (starts_with(option, "--undefine-macro=")) {
       out.push_back("-U" + option.substr(17));
+    } else {
+      out.push_back(option);
+    }
+  }
+  return out;
+}
+
+KeyRoots key_roots(const Program& program)
+{
+  return roots_of(program.name, normalize_options(program.options));
+}
+
+std::string portable_path(const KeyRoots& roots, const std::string& path)
+{
+  for (std::size_t i = 0; i < roots.include_dirs.size(); ++i) {
+    if (const std::string rest = below(roots.include_dirs[i], path); !rest.empty()) {
+      return "{I" + std::to_string(i + 1) + "}/" + rest;
+    }
+  }
+  if (roots.source_dir.empty() || path.empty() || path.front() != '/') {
+    return path;
+  }
+  if (const std::string rest = below(roots.source_dir, path); !rest.empty()) {
+    return "{src}/" + rest;
+  }
+  const std::vector<std::string> from = components(roots.source_dir);
+  const std::vector<std::string> to = components(path);
+  std::size_t common = 0;
+  while (common < from.size() && common < to.size() && from[common] == to[common]) {
+    ++common;
+  }
+  std::string out = "{src}";
+  for (std::size_t i = common; i < from.size(); ++i) {
+    out += "/..";
+  }
+  for (std::size_t i = common; i < to.size(); ++i) {
+    out += "/" + to[i];
+  }
+  return out;
+}
+
+std::string local_places(const KeyRoots& roots, std::string text)
+{
+  const auto replace = [&text](const std::string& token, const std::string& folder) {
+    for (auto at = text.find(token); !folder.empty() && at != std::string::npos; at = text.find(token, at + folder.size())) {
+      text.replace(at, token.size(), folder);
+    }
+  };
+  for (std::size_t i = roots.include_dirs.size(); i > 0; --i) {  // {I12} before {I1}
+    replace("{I" + std::to_string(i) + "}", roots.include_dirs[i - 1]);
+  }
+  replace("{src}", roots.source_dir);
+  return text;
+}
+
+std::vector<std::string> absolute_include_options(const std::vector<std::string>& options)
+{
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const std::string& option = options[i];
+    if ((option == "-I" || option == "--include-path") && i + 1 < options.size()) {
+      out.push_back(option);
+      out.push_back(absolute_dir(options[++i]));
+    } else if (starts_with(option, "--include-path=")) {
+      out.push_back("--include-path=" + absolute_dir(option.substr(15)));
+    } else if (starts_with(option, "-I") && option.size() > 2) {
+      out.push_back("-I" + absolute_dir(option.substr(2)));
     } else {
       out.push_back(option);
     }
@@ -80,12 +215,15 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   std::string& p = key.program_txt;
   p.reserve(program.source.size() + 256 + 80 * program.headers.size());
   p += "kjit-program 1\n";
-  p += "name: " + escape_line(program.name) + "\n";
+  const std::vector<std::string> options = normalize_options(program.options);
+  const KeyRoots roots = roots_of(program.name, options);
+  p += "name: " + escape_line(base_name(program.name)) + "\n";
   for (const auto& [name, content] : program.headers) {  // std::map: sorted by name
     p += "header: " + util::to_hex(util::sha256(content)) + " " + escape_line(name) + "\n";
   }
   for (const auto& include : includes) {
-    p += "include: " + util::to_hex(include.hash) + " " + escape_line(include.name) + "\t" + escape_line(include.path) + "\n";
+    p += "include: " + util::to_hex(include.hash) + " " + escape_line(include.name) + "\t" +
+         escape_line(portable_path(roots, include.path)) + "\n";
   }
   for (const auto& expression : program.name_expressions) {
     p += "name-expression: " + escape_line(expression) + "\n";
@@ -99,10 +237,11 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   o += "kjit-options 1\n";
   o += "arch: " + arch.str() + "\n";
   o += "cubin-path: " + std::string(rtc::cubin_path_name(rtc::cubin_path(program, arch))) + "\n";
-  for (const auto& option : normalize_options(program.options)) {
-    o += "option: " + escape_line(option) + "\n";
+  std::size_t include_index = 0;
+  for (const auto& option : options) {
+    o += "option: " + escape_line(portable_option(roots, option, include_index)) + "\n";
   }
-  for (const auto& dir : context.toolkit_include_dirs) {
+  for (const auto& dir : context.toolkit_include_names) {
     o += "toolkit-include: " + escape_line(dir) + "\n";
   }
   if (!context.toolkit_headers.empty()) {

@@ -21,22 +21,47 @@ struct KeyTexts {
 
 // What besides the program determines the output: filled from the toolkit and the toolchain.
 struct KeyContext {
-  std::vector<std::string> toolkit_include_dirs;
+  std::vector<std::string> toolkit_include_dirs;   // absolute: where this process searches
+  std::vector<std::string> toolkit_include_names;  // as the key names them: relative to the toolkit root
   std::string nvrtc_identity;      // "13.0 V13.0.88 CL-36424714"
   std::string nvjitlink_identity;  // "13.0"
   std::vector<int> supported_archs;  // nvrtcGetSupportedArchs, remembered with the versions
-  std::string toolkit_headers;       // fingerprint of the toolkit's include trees (toolchain.hpp)
+  std::string toolkit_headers;       // content fingerprint of the toolkit's include trees (toolkit_headers.hpp)
 };
 
+// The folders a key names user headers by (docs/cache-format.md, "Portable keys"): the -I
+// folders in order and the main source's folder, absolute and normalized as deps::search_context
+// makes them, so that a key never holds where the project is.
+struct KeyRoots {
+  std::vector<std::string> include_dirs;
+  std::string source_dir;  // empty with --no-source-include
+};
+KeyRoots key_roots(const Program& program);
+
+// `path` (absolute, normalized) as a key names it: "{I<n>}/rel" under the n-th -I folder (the
+// first that holds it), "{src}/rel" under the source folder, else relative to the source folder
+// ("{src}/../x.h"); as it is when there is no folder to name it by.
+std::string portable_path(const KeyRoots& roots, const std::string& path);
+
+// `text` with each "{I<n>}" and "{src}" of portable_path() replaced by the folder it stands for
+// in `roots` (for people: explain names the files where they are now).
+std::string local_places(const KeyRoots& roots, std::string text);
+
+// `options` with every -I folder made absolute (the -I forms only; everything else as written):
+// what a record keeps, so compile.sh names the folders actually used.
+std::vector<std::string> absolute_include_options(const std::vector<std::string>& options);
+
 // Options in canonical form: "-I dir" → "-I/abs/dir", "--define-macro=X" → "-DX", relative
-// include folders made absolute. Order is kept (it matters to the compiler).
+// include folders made absolute and normalized. Order is kept (it matters to the compiler).
 std::vector<std::string> normalize_options(const std::vector<std::string>& options);
 
 // Escapes '\\' and newlines so a value always stays on one line of a key text.
 std::string escape_line(const std::string& value);
 
 // The key of `program` on `arch`. `includes` are the disk headers it uses (found by
-// deps::resolve_includes or a manifest); each is listed with its content hash and path.
+// deps::resolve_includes or a manifest); each is listed with its content hash, include name and
+// portable_path(). Nothing in the texts depends on where the project or the toolkit is: the
+// program's name is its last path component, -I folders are "{I<n>}", toolkit folders relative.
 KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context,
                   const std::vector<deps::DiskHeader>& includes = {});
 

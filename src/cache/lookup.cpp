@@ -41,6 +41,9 @@ std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const Pre
   if (!found) {
     return std::nullopt;
   }
+  if (entry) {
+    note_use(key);  // written in a batch (size_limit.cpp), never here
+  }
   if (!entry) {
     // Removed only if it still holds these bytes; the write runs isolated (see Store::quarantine).
     store->quarantine(bytes_of(key), damaged, why);
@@ -90,7 +93,7 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   const util::Stopwatch watch;
   try {
     entry.binary = cache::compile_with_includes(config, program, p.arch(), resolver);
-    entry.options = program.options;
+    entry.options = cache::absolute_include_options(program.options);  // compile.sh names the folders used
     for (auto& option : rtc::implicit_options(config, p.arch())) {
       entry.options.push_back(std::move(option));
     }
@@ -157,6 +160,7 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
       log::line("warning: cannot mirror " + hex + ": " + error.message() + " (the store is unaffected)");
     }
   }
+  after_write(key, rows.front().value.size());  // KJIT_MAX_SIZE: checked on writes
 }
 
 cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const PreparedProgram& p)
@@ -187,6 +191,14 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   if (auto entry = load_from_tiers(key, p)) {
     verbose("hit bundle", p, watch.elapsed_ms());
     return result_of(std::move(*entry));
+  }
+  if (util::Sha256 real_key{}; provisional) {
+    if (auto entry = load_predicted(p, real_key)) {
+      verbose("hit (headers found at another place)", p, watch.elapsed_ms());
+      cache::Result result = result_of(std::move(*entry));
+      memory.insert(real_key, result);
+      return result;
+    }
   }
   count(&CacheStats::misses);
   std::optional<cache::CompileLock> lock;

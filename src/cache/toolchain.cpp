@@ -7,8 +7,10 @@
 #include "rtc/nvrtc_library.hpp"
 #include "rtc/toolkit.hpp"
 
+#include <ctime>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <sys/stat.h>
 
 namespace kjit::cache {
@@ -43,10 +45,85 @@ std::vector<int> parse_archs(const std::string& text)
   return archs;
 }
 
+// The toolkit include folders relative to its root ("include", "include/cccl").
+std::vector<std::string> relative_to_root(const rtc::Toolkit& toolkit)
+{
+  std::vector<std::string> out;
+  for (const auto& dir : toolkit.include_dirs) {
+    out.push_back(dir.rfind(toolkit.root + "/", 0) == 0 ? dir.substr(toolkit.root.size() + 1) : dir);
+  }
+  return out;
+}
+
+// The key's toolchain part, as the store remembers it for a process that can't load NVRTC:
+// nvrtc, nvjitlink, archs, toolkit-headers, then the include folders (one per line).
+std::string context_text(const KeyContext& context)
+{
+  std::string archs;
+  for (int arch : context.supported_archs) {
+    archs += (archs.empty() ? "" : " ") + std::to_string(arch);
+  }
+  std::string out = context.nvrtc_identity + "\n" + context.nvjitlink_identity + "\n" + archs + "\n" +
+                    context.toolkit_headers + "\n";
+  for (const auto& name : context.toolkit_include_names) {
+    out += name + "\n";
+  }
+  return out;
+}
+
+// (major, minor) of an NVRTC identity line ("13.0 V13.0.88 CL-…"); (0, 0) when unreadable.
+std::pair<int, int> nvrtc_version(const std::string& identity)
+{
+  int major = 0;
+  int minor = 0;
+  std::ignore = std::sscanf(identity.c_str(), "%d.%d", &major, &minor);
+  return {major, minor};
+}
+
 std::mutex g_memo_mutex;
 std::map<std::string, Versions> g_memo;  // file identity → versions, for this process
 
 } // namespace
+
+std::optional<KeyContext> remembered_toolchain(const store::Store& store)
+{
+  std::vector<std::string> keys;
+  store.for_each_prefix(store::Table::meta, k_context_prefix, [&](std::string_view key, std::string_view) {
+    keys.emplace_back(key);
+  });
+  std::optional<KeyContext> best;
+  std::tuple<int, int, long long> best_rank{-1, -1, -1};
+  for (const std::string& key : keys) {
+    const auto value = store.get(store::Table::meta, key);
+    if (!value) {
+      continue;
+    }
+    std::istringstream lines(*value);
+    std::string recorded;
+    KeyContext context;
+    std::string archs;
+    if (!std::getline(lines, recorded) || !std::getline(lines, context.nvrtc_identity) ||
+        !std::getline(lines, context.nvjitlink_identity) || !std::getline(lines, archs) ||
+        !std::getline(lines, context.toolkit_headers) || context.nvrtc_identity.empty()) {
+      continue;
+    }
+    for (std::string name; std::getline(lines, name);) {
+      context.toolkit_include_names.push_back(name);
+    }
+    try {
+      context.supported_archs = parse_archs(archs);
+    } catch (const std::exception&) {
+      continue;  // a foreign row: never a key part
+    }
+    const auto [major, minor] = nvrtc_version(context.nvrtc_identity);
+    const std::tuple<int, int, long long> rank{major, minor, std::atoll(recorded.c_str())};
+    if (rank > best_rank) {
+      best_rank = rank;
+      best = std::move(context);
+    }
+  }
+  return best;
+}
 
 std::string toolchain_file_identity(const rtc::Toolkit& toolkit)
 {
@@ -60,8 +137,18 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   KeyContext context;
   const rtc::Toolkit toolkit = rtc::find_toolkit(config);
   context.toolkit_include_dirs = toolkit.include_dirs;
+  context.toolkit_include_names = relative_to_root(toolkit);
   context.toolkit_headers = toolkit_headers_fingerprint(toolkit.include_dirs, store);
   const std::string identity = toolchain_file_identity(toolkit);
+  struct stat st {};
+  if (store != nullptr && (toolkit.nvrtc_path.empty() || ::stat(toolkit.nvrtc_path.c_str(), &st) != 0)) {
+    // No NVRTC here: the keys of the toolchain that made the store's entries (hits only; a miss
+    // fails with the ToolchainError of the missing library).
+    if (auto remembered = remembered_toolchain(*store)) {
+      remembered->toolkit_include_dirs = toolkit.include_dirs;
+      return *remembered;
+    }
+  }
   const std::string meta_key = "toolchain " + util::to_hex(util::sha256(identity));
   std::lock_guard lock(g_memo_mutex);
   Versions& versions = g_memo[identity];
@@ -91,6 +178,14 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   context.nvrtc_identity = versions.nvrtc;
   context.nvjitlink_identity = versions.nvjitlink;
   context.supported_archs = parse_archs(versions.archs);
+  if (store != nullptr && store->writable()) {
+    // Remembered for processes without NVRTC (one read when already known).
+    const std::string text = context_text(context);
+    const std::string key = k_context_prefix + util::to_hex(util::sha256(text));
+    if (!store->get(store::Table::meta, key)) {
+      store->put({{store::Table::meta, key, std::to_string(::time(nullptr)) + "\n" + text}});
+    }
+  }
   return context;
 }
 

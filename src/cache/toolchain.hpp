@@ -7,6 +7,8 @@
 
 #include <kjit/config.hpp>
 
+#include <optional>
+
 namespace kjit::cache {
 
 // The identity of the NVRTC, NVRTC-builtins and nvJitLink library files and of the toolkit's
@@ -14,10 +16,21 @@ namespace kjit::cache {
 // Costs four stat() calls; loads nothing.
 std::string toolchain_file_identity(const rtc::Toolkit& toolkit);
 
+// The meta rows that remember each toolchain's whole key part ("toolchain context <sha256>":
+// unix time, then the lines of the part). Bundles carry them (their keys start "toolchain ").
+inline constexpr const char* k_context_prefix = "toolchain context ";
+
 // The KeyContext for `config`: toolkit include folders and the NVRTC/nvJitLink versions with
 // build numbers. Known identities come from this process's memo or the store's meta table; an
-// unknown one loads NVRTC and nvJitLink once (compiling a probe program), then is recorded.
-// `store` may be null (no disk tier).
+// unknown one loads NVRTC and nvJitLink once (compiling a probe program), then is recorded, and
+// the whole context is remembered in the store. When the toolkit has no NVRTC library file, the
+// context is remembered_toolchain() of the store (hits are served without NVRTC; a miss fails
+// with a ToolchainError naming the missing library). `store` may be null (no disk tier).
 KeyContext toolchain_context(const Config& config, store::Store* store);
+
+// The toolchain a store without a loadable NVRTC uses: of the contexts remembered in `store`,
+// the newest NVRTC version (major.minor), and of equal versions the one remembered last.
+// nullopt when the store remembers none.
+std::optional<KeyContext> remembered_toolchain(const store::Store& store);
 
 } // namespace kjit::cache

@@ -1,6 +1,7 @@
 // Toolkit header fingerprint: one walk per change of the trees, folder stats otherwise.
 #include "cache/toolkit_headers.hpp"
 
+#include "util/file.hpp"
 #include "util/hash.hpp"
 
 #include <algorithm>
@@ -32,8 +33,12 @@ int visit(const char* path, const struct stat* st, int type, FTW*)
   if (type == FTW_D) {
     g_dirs->push_back(dir_stamp(full, *st));
   } else if (type == FTW_F) {
-    g_files->push_back(full.substr(std::min(g_root_size, full.size())) + " " + std::to_string(st->st_size) + " " +
-                       std::to_string(st->st_mtim.tv_sec) + "." + std::to_string(st->st_mtim.tv_nsec));
+    // Relative name and content: the same trees anywhere (a copy, links to the files) give the
+    // same fingerprint; dates never enter it.
+    std::error_code error;
+    const auto content = util::read_file(full, error);
+    g_files->push_back(full.substr(std::min(g_root_size, full.size())) + " " +
+                       (content ? util::to_hex(util::sha256(*content)) : "unreadable"));
   }
   return 0;
 }
@@ -56,7 +61,7 @@ std::string walk(const std::vector<std::string>& dirs)
     }
     files.clear();
     g_root_size = dir.size();
-    std::ignore = ::nftw(dir.c_str(), visit, 32, FTW_PHYS);
+    std::ignore = ::nftw(dir.c_str(), visit, 32, 0);  // links followed: a toolkit copied as links counts as the same
     std::sort(files.begin(), files.end());
     hasher.update("root\n");
     for (const auto& line : files) {
@@ -95,7 +100,7 @@ bool still_valid(const std::string& kept)
 
 std::string toolkit_headers_fingerprint(const std::vector<std::string>& dirs, store::Store* store)
 {
-  std::string names;
+  std::string names = "content\n";  // a version: fingerprints of dates, made before, are not reused
   for (const auto& dir : dirs) {
     names += dir + "\n";
   }

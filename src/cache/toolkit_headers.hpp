@@ -8,7 +8,8 @@
 
 namespace kjit::cache {
 
-// sha256 (hex) over every file of the include trees `dirs` (relative path, size, mtime). The
+// sha256 (hex) over every file of the include trees `dirs` (relative path and content, symbolic
+// links followed): where the trees are and their dates never change it. The
 // store's meta table keeps it with the stamp of every folder of the trees: while no folder
 // changed (a stat each), the kept value is used; otherwise the trees are walked again (one stat
 // per file) and the new value kept. `store` may be null (then it is computed once per process).

@@ -166,6 +166,7 @@ Cache::Impl::~Impl()
   if (store && dir.writable && creator == ::getpid()) {
     cache::append_usage(dir.path, stats);
   }
+  flush_uses();  // the last uses of this process's hits, in one transaction
 }
 
 } // namespace kjit

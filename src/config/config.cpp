@@ -114,6 +114,9 @@ const Row k_rows[] = {
   {"compile_lock_timeout", "KJIT_COMPILE_LOCK_TIMEOUT", "20s",
    "Longest wait for another process compiling the same kernel; then this process compiles it too.",
    [](Config& c, std::string_view v, const std::string& var) { c.compile_lock_timeout_s = parse_seconds(v, var); }},
+  {"max_size", "KJIT_MAX_SIZE", "5GiB",
+   "Bytes the entries (store records and mirror) may take; least recently used entries are evicted beyond. 0: no limit.",
+   [](Config& c, std::string_view v, const std::string& var) { c.max_size = parse_size(v, var); }},
   {"bundle", "KJIT_BUNDLE", "",
    "Read-only bundle files (made by kjit export), ':'-separated, searched after the store; a hit is promoted.",
    [](Config& c, std::string_view v, const std::string& var) {
@@ -330,6 +333,7 @@ void cuda_home(const std::string& path) { set_override("cuda_home", path); }
 void shared_cache(bool value) { set_override("shared_cache", value ? "1" : "0"); }
 void repo_local_cache(bool value) { set_override("repo_local_cache", value ? "1" : "0"); }
 void store_map_size(std::size_t bytes) { set_override("store_map_size", std::to_string(bytes)); }
+void max_size(std::size_t bytes) { set_override("max_size", std::to_string(bytes)); }
 void force_ptx(bool value) { set_override("force_ptx", value ? "1" : "0"); }
 void compile_lock_timeout(double seconds) { set_override("compile_lock_timeout", std::to_string(seconds)); }
 void bundle(const std::string& paths) { set_override("bundle", paths); }

@@ -160,6 +160,9 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   // Writable, then read-only with the lock file. Without the lock file only on a read-only
   // filesystem: anywhere else its owner may be writing, and lock-free reads would see pages change.
   std::vector<Mode> modes{Mode::writable, Mode::read_only};
+  if (options.inspect_only) {
+    modes.erase(modes.begin());
+  }
   if (on_read_only_filesystem(impl->lmdb_path)) {
     modes.push_back(Mode::read_only_no_lock);
   }
@@ -169,6 +172,11 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
       impl->open_env(options.initial_map_size);
       break;
     } catch (const Damaged& e) {
+      if (options.inspect_only) {
+        throw StoreError("the store " + path + " is damaged (" + e.what() +
+                           "); left as it is: `kjit verify --repair` replaces it",
+                         e.code());
+      }
       impl->generation = 1;
       impl->recover(e.what(), 1);  // moved aside, a fresh one opened (or retired)
       if (impl->retired) {

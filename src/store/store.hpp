@@ -60,6 +60,10 @@ public:
     std::size_t initial_map_size = std::size_t(1) << 30;
     Access access = Access::owner;
     int dir_fd = -1;  // an open, already checked descriptor of `dir`: every access goes through it
+    // Inspection (read-only commands): opened read-only, and damage is reported, never repaired:
+    // a store damaged at open is a StoreError, damage found later retires the store (calls then
+    // read nothing); it is never moved aside or replaced.
+    bool inspect_only = false;
   };
   // Opens (creating if needed) the environment in `dir`. A folder that can't be written is opened
   // read-only (hits served, writes skipped); without the lock file only on a read-only

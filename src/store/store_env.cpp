@@ -377,6 +377,12 @@ void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
   }
   close_env();
   ++generation;
+  if (options.inspect_only) {
+    retired = true;  // inspection never moves or replaces anything
+    log::line("warning: the store " + path + " is damaged (" + why +
+              "); left as it is (`kjit verify --repair` replaces it)");
+    return;
+  }
   ++replaced;
   std::string moved = "left in place: it is no longer the file this process opened";
   struct stat st {};

@@ -99,6 +99,9 @@ check "the log names the error" grep -q "oops" "$work/out"
 check "cat --cubin of a PTX-only entry exits 1" exit_code 1 "$kjit" cat "$compute90" --cubin
 check "cat without a part is a usage error" exit_code 2 "$kjit" cat "$sm90"
 check "cat with two parts is a usage error" exit_code 2 "$kjit" cat "$sm90" --ptx --log
+check "cat --ptx of a remembered compile error exits 1" exit_code 1 "$kjit" cat "$bad_key" --ptx
+check "and says it is a compile error" grep -q "is a remembered compile error: it has no ptx" "$work/err"
+check "cat --cubin of a remembered compile error exits 1" exit_code 1 "$kjit" cat "$bad_key" --cubin
 
 # --- stats ---
 check "stats" exit_code 0 "$kjit" stats
@@ -130,6 +133,16 @@ import json; d={s['variable']: s for s in json.load(open('$work/out'))}
 assert d['KJIT_BUNDLE']['source']=='environment' and d['KJIT_BUNDLE']['value']=='$work/a.kjitpack'"
 check "config with a bad value exits 1" exit_code 1 env KJIT_MIRROR=perhaps "$kjit" config
 check "the bad variable is named" grep -q "KJIT_MIRROR" "$work/err"
+check "config with one bad variable still lists the others" exit_code 1 env KJIT_MIRROR=perhaps KJIT_VERBOSE=1 "$kjit" config
+check "the others are listed" grep -q "^KJIT_VERBOSE *1 *KJIT_VERBOSE" "$work/out"
+check "the bad one is shown and marked" grep -q "^KJIT_MIRROR *perhaps *KJIT_MIRROR (invalid, ignored)" "$work/out"
+check "config --json with a bad variable is valid JSON" exit_code 1 env KJIT_MEMORY_LIMIT=lots "$kjit" config --json
+check "marking it invalid" python3 -c "
+import json; d={s['variable']: s for s in json.load(open('$work/out'))}
+assert d['KJIT_MEMORY_LIMIT']['source']=='invalid' and d['KJIT_MIRROR']['source']=='default'"
+check "doctor with a bad variable goes on" exit_code 1 env KJIT_MEMORY_LIMIT=lots "$kjit" doctor
+check "it reports the variable as an error" grep -q "^error *setting *KJIT_MEMORY_LIMIT" "$work/out"
+check "and checks the rest" grep -q "^ok *store " "$work/out"
 
 # --- export / import / KJIT_BUNDLE ---
 check "export saxpy sm_90 only" exit_code 0 "$kjit" export "$work/sm90.kjitpack" --name saxpy.cu --arch sm_90
@@ -205,15 +218,16 @@ check "the repaired cache is clean" grep -q "^checked 22 entries: 0 damaged" "$w
 # --- prune ---
 check "prune needs a criterion" exit_code 2 "$kjit" prune
 check "prune with a bad age" exit_code 2 "$kjit" prune --older-than 3parsecs
-check "prune with a bad size" exit_code 1 "$kjit" prune --max-size lots
+check "prune with a bad size is a usage error" exit_code 2 "$kjit" prune --max-size lots
+check "prune with a negative size is a usage error" exit_code 2 "$kjit" prune --max-size -1
 check "prune --older-than keeps new entries" exit_code 0 "$kjit" prune --older-than 30d
 check "prune removed nothing" grep -q "^removed 0 entries older than 30d" "$work/out"
 check "prune --orphans" exit_code 0 "$kjit" prune --orphans
-check "prune --max-size" exit_code 0 "$kjit" prune --max-size 20KiB
-check "prune reached its size" python3 -c "
+check "prune --max-size" exit_code 0 "$kjit" prune --max-size 400KiB
+check "prune reached its size (records and mirror)" python3 -c "
 import json, subprocess
 d = json.loads(subprocess.check_output(['$kjit', 'stats', '--json']))
-assert 0 < d['bytes']['records'] <= 20 * 1024 and d['entries'] < 22, d"
+assert 0 < d['bytes']['records'] and d['bytes']['records'] + d['bytes']['mirror'] <= 400 * 1024 and d['entries'] < 22, d"
 check "pruned entries left the mirror" sh -c "test \$(ls '$KJIT_CACHE_DIR/programs' | wc -l) = \$('$kjit' list | wc -l)"
 
 # --- mirror and clear ---
@@ -272,6 +286,11 @@ check "a FIFO as KJIT_BUNDLE is a miss, never blocks" exit_code 0 env KJIT_CACHE
 check "export onto a FIFO is refused" exit_code 1 "$kjit" export "$rv/fifo.kjitpack" --cache-dir "$rv/c"
 check "the FIFO is still a FIFO" test -p "$rv/fifo.kjitpack"
 check "export onto a folder is refused" exit_code 1 "$kjit" export "$rv" --cache-dir "$rv/c"
+mkdir -p "$rv/fifo_out" && mkfifo "$rv/fifo_out/saxpy.ptx"
+check "compile -o onto a FIFO fails, never blocks" exit_code 1 timeout 20 env KJIT_CACHE_DIR="$rv/c" "$kjit" compile \
+  "$root/examples/saxpy.cu" --arch sm_90 -o "$rv/fifo_out"
+check "the output FIFO is named" grep -q "fifo_out/saxpy.ptx: it exists and is not a regular file" "$work/err"
+check "the output FIFO is still a FIFO" test -p "$rv/fifo_out/saxpy.ptx"
 rm -f "$rv/c/usage.log" && mkfifo "$rv/c/usage.log"
 check "stats with a FIFO usage log never blocks" exit_code 0 timeout 20 env KJIT_CACHE_DIR="$rv/c" "$kjit" stats
 rm -f "$rv/c/usage.log"
@@ -281,10 +300,22 @@ check "the odd lines are skipped and the JSON is valid" python3 -c "import json;
 cp -a "$rv/c" "$rv/t"
 truncate -s 12288 "$rv/t/store/data.mdb"
 check "verify reports a truncated store" exit_code 1 env KJIT_CACHE_DIR="$rv/t" "$kjit" verify
-check "it says the store was damaged" grep -q "the store was damaged" "$work/err"
+check "it says the store is damaged" grep -q "store .*is damaged" "$work/err"
+for command in "list" "list --json" "show abc" "cat abc --ptx" "stats" "stats --json" "verify" "export $rv/t.kjitpack"; do
+  # shellcheck disable=SC2086
+  env KJIT_CACHE_DIR="$rv/t" "$kjit" $command >/dev/null 2>&1
+  check "$command leaves a damaged store where it is" test -z "$(find "$rv/t" -maxdepth 1 -name 'store.damaged-*')"
+  check "$command leaves its data.mdb as it was" test "$(stat -c %s "$rv/t/store/data.mdb")" = 12288
+done
+check "doctor on the damaged store exits 1" exit_code 1 env KJIT_CACHE_DIR="$rv/t" "$kjit" doctor
+check "doctor left it where it is" test -z "$(find "$rv/t" -maxdepth 1 -name 'store.damaged-*')"
+check "verify --repair replaces it" exit_code 1 env KJIT_CACHE_DIR="$rv/t" "$kjit" verify --repair
+check "moved aside by the repair" test -n "$(find "$rv/t" -maxdepth 1 -name 'store.damaged-*')"
 cp -a "$rv/c" "$rv/z"
 dd if=/dev/zero of="$rv/z/store/data.mdb" bs=4096 seek=4 count=1 conv=notrunc 2>/dev/null
 check "verify reports a zeroed page" exit_code 1 env KJIT_CACHE_DIR="$rv/z" "$kjit" verify
+check "and leaves it where it is" test -z "$(find "$rv/z" -maxdepth 1 -name 'store.damaged-*')"
+check "zeroed bytes still there" sh -c "cmp -s -n 4096 -i 16384:0 '$rv/z/store/data.mdb' /dev/zero"
 cp -a "$rv/c" "$rv/t2"
 truncate -s 12288 "$rv/t2/store/data.mdb"
 check "cache verify reports a store replaced at open" exit_code 1 env KJIT_CACHE_DIR="$rv/t2" "$kjit" cache verify

@@ -108,3 +108,20 @@ void settle()
 }
 
 } // namespace kjit::test
+
+namespace kjit::test {
+
+std::string probe_cache(const std::string& cache_dir, const std::string& file, const std::string& arch,
+                        const std::string& env)
+{
+  std::string output;
+  run(env + " '" + helper("KJIT_TEST_CACHE_PROBE") + "' '" + cache_dir + "' '" + file + "' " + arch + " 2>&1", output);
+  return output;
+}
+
+bool output_has_line(const std::string& output, const std::string& line)
+{
+  return ("\n" + output).find("\n" + line + "\n") != std::string::npos;
+}
+
+} // namespace kjit::test

@@ -46,3 +46,15 @@ int run(const std::string& command, std::string& output);
 std::string helper(const char* variable);
 
 } // namespace kjit::test
+
+namespace kjit::test {
+
+// Runs the cache_probe helper (tests/unit/cache_probe.cpp) on `file` with `env` before it
+// ("VAR=value …"); returns its output (stdout and stderr).
+std::string probe_cache(const std::string& cache_dir, const std::string& file, const std::string& arch,
+                        const std::string& env = "");
+
+// Whether `output` has `line` as a whole line.
+bool output_has_line(const std::string& output, const std::string& line);
+
+} // namespace kjit::test

@@ -23,13 +23,15 @@ std::unique_ptr<Cache> open_cache(const po::variables_map& vm, Access access)
   }
   const Config config = current_config();
   struct stat st {};
-  if (access == Access::read && (config.disable_cache || ::stat(config.cache_dir.c_str(), &st) != 0)) {
+  if (access != Access::write && (config.disable_cache || ::stat(config.cache_dir.c_str(), &st) != 0)) {
     return nullptr;
   }
-  if (access == Access::write && config.disable_cache) {
+  if (access == Access::write && config.disable_cache) {  // (read and change returned above)
     throw Error("the disk cache is disabled (KJIT_DISABLE_CACHE)");
   }
-  return std::make_unique<Cache>(config);
+  Config opened = config;
+  opened.inspect_only = access == Access::read;  // looking changes nothing, a damaged store included
+  return std::make_unique<Cache>(opened);
 }
 
 void require_writable(const Cache& cache)
@@ -39,6 +41,12 @@ void require_writable(const Cache& cache)
                        (cache.has_disk_tier() ? " is read-only" : " has no store this process can open (read-only)"),
                      EROFS);
   }
+}
+
+bool could_write(const Cache& cache)
+{
+  return cache.writable() || (cache.has_disk_tier() && ::access(cache.store_path().c_str(), W_OK) == 0 &&
+                              ::access((cache.store_path() + "/data.mdb").c_str(), W_OK) == 0);
 }
 
 std::string json_string(const std::string& text)

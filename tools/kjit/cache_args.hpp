@@ -18,16 +18,22 @@ void add_cache_dir_option(po::options_description& visible);
 void add_filter_options(po::options_description& visible);
 EntryFilter parsed_filter(const po::variables_map& vm);
 
-// Whether a command may create or change the cache folder.
-enum class Access { read, write };
+// Whether a command may create or change the cache folder: read (inspect; create nothing),
+// change (an existing folder only), write (create it when missing).
+enum class Access { read, change, write };
 
 // The cache the parsed options name (--cache-dir, else KJIT_CACHE_DIR, else the default). With
-// Access::read a missing folder is not created: nullptr is returned (an empty cache).
+// Access::read and Access::change a missing folder is not created (nullptr is returned: an empty cache) and the
+// store is opened for inspection (Config::inspect_only): read-only, a damaged one left as it is.
 std::unique_ptr<Cache> open_cache(const po::variables_map& vm, Access access);
 
-// `text` as a JSON string literal, quotes included.
 // Throws StoreError (exit 1) unless `cache` has a store this process can write.
 void require_writable(const Cache& cache);
+
+// Whether this process could write the store of `cache` (also one opened for inspection).
+bool could_write(const Cache& cache);
+
+// `text` as a JSON string literal, quotes included.
 
 std::string json_string(const std::string& text);
 

@@ -3,21 +3,44 @@
 #include "commands.hpp"
 #include "program_args.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fcntl.h>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <sys/stat.h>
+#include <tuple>
+#include <unistd.h>
 
 namespace kjit::cli {
 
 namespace {
 
+// Writes `path` as a regular file (a temp file renamed into place). Something else there (a FIFO,
+// a device, a folder) is refused, never opened: opening a FIFO waits for a reader.
 void write_output(const std::string& path, const std::string& content)
 {
-  std::ofstream out(path, std::ios::binary);
-  out.write(content.data(), static_cast<std::streamsize>(content.size()));
-  if (!out.flush()) {
-    throw Error("cannot write " + path);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw Error("cannot write " + path + ": it exists and is not a regular file");
+  }
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  std::size_t done = 0;
+  while (fd >= 0 && done < content.size()) {
+    const ssize_t wrote = ::write(fd, content.data() + done, content.size() - done);
+    if (wrote <= 0 && errno != EINTR) {
+      break;
+    }
+    done += wrote > 0 ? static_cast<std::size_t>(wrote) : 0;
+  }
+  const int saved = errno;
+  const bool closed = fd >= 0 && ::close(fd) == 0;
+  if (fd < 0 || done != content.size() || !closed || ::rename(temp.c_str(), path.c_str()) != 0) {
+    const int why = fd < 0 || done != content.size() ? saved : errno;
+    std::ignore = ::unlink(temp.c_str());
+    throw Error("cannot write " + path + ": " + std::strerror(why));
   }
 }
 

@@ -2,9 +2,39 @@
 #include "cache_args.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 namespace kjit::cli {
+
+namespace {
+
+// A KJIT_* variable whose value fails to parse: left out, so the others still count.
+struct BadVariable {
+  std::string variable;
+  std::string value;
+  std::string why;  // ConfigError's message
+};
+
+// The configuration with each bad variable unset in this process (so it falls back to its
+// default) and listed in `bad`: one bad variable never hides the rest. Other errors are thrown.
+Config config_despite_bad_variables(std::vector<BadVariable>& bad)
+{
+  for (;;) {
+    try {
+      return current_config();
+    } catch (const ConfigError& e) {
+      const char* value = std::getenv(e.variable().c_str());
+      if (value == nullptr) {
+        throw;  // not from the environment (an API override): nothing to leave out
+      }
+      bad.push_back({e.variable(), value, e.what()});
+      ::unsetenv(e.variable().c_str());
+    }
+  }
+}
+
+} // namespace
 
 int command_config(const std::vector<std::string>& args)
 {
@@ -18,7 +48,20 @@ int command_config(const std::vector<std::string>& args)
   if (vm.count("cache-dir") != 0) {
     option::cache_dir(vm["cache-dir"].as<std::string>());
   }
-  const std::vector<SettingValue> values = setting_values();
+  std::vector<BadVariable> bad;
+  std::ignore = config_despite_bad_variables(bad);
+  std::vector<SettingValue> values = setting_values();
+  for (SettingValue& v : values) {
+    for (const BadVariable& b : bad) {
+      if (v.variable == b.variable) {
+        v.value = b.value;
+        v.source = "invalid";
+      }
+    }
+  }
+  for (const BadVariable& b : bad) {
+    std::cerr << "kjit config: " << b.why << " (ignored: its default is used)\n";
+  }
   if (vm.count("json") != 0) {
     std::cout << "[";
     for (std::size_t i = 0; i < values.size(); ++i) {
@@ -28,14 +71,17 @@ int command_config(const std::vector<std::string>& args)
                 << ", \"source\": " << json_string(v.source == "api" ? "command line" : v.source) << "}";
     }
     std::cout << "\n]\n";
-    return 0;
+    return bad.empty() ? 0 : k_exit_failure;
   }
   for (const SettingValue& v : values) {
     // Set through kjit::option here means --cache-dir on the command line.
-    const std::string source = v.source == "api" ? "command line" : v.source == "environment" ? v.variable : "default";
+    const std::string source = v.source == "api"           ? "command line"
+                               : v.source == "environment" ? v.variable
+                               : v.source == "invalid"     ? v.variable + " (invalid, ignored)"
+                                                           : "default";
     std::printf("%-22s %-26s %s\n", v.variable.c_str(), (v.value.empty() ? "(empty)" : v.value).c_str(), source.c_str());
   }
-  return 0;
+  return bad.empty() ? 0 : k_exit_failure;
 }
 
 int command_doctor(const std::vector<std::string>& args)
@@ -54,7 +100,16 @@ int command_doctor(const std::vector<std::string>& args)
   const bool json = vm.count("json") != 0;
   bool healthy = true;
   bool first = true;
-  for (const HealthCheck& check : diagnose(current_config())) {
+  std::vector<BadVariable> bad;
+  const Config config = config_despite_bad_variables(bad);
+  std::vector<HealthCheck> checks;
+  for (const BadVariable& b : bad) {
+    checks.push_back({HealthCheck::Status::error, "setting", b.why + " (ignored: its default is used)"});
+  }
+  for (HealthCheck& check : diagnose(config)) {
+    checks.push_back(std::move(check));
+  }
+  for (const HealthCheck& check : checks) {
     using Status = HealthCheck::Status;
     const char* colour = check.status == Status::ok ? c.ok : check.status == Status::warning ? c.warn : c.bad;
     const char* word = check.status == Status::ok ? "ok" : check.status == Status::warning ? "warning" : "error";

@@ -201,8 +201,12 @@ int command_cat(const std::vector<std::string>& args)
                             : part == "log"   ? c.binary.log
                             : part == "program" ? c.program_txt
                                                 : c.options_txt;
+  if (c.info.failed && (part == "ptx" || part == "cubin")) {
+    throw Error("the entry " + c.info.key + " is a remembered compile error: it has no " + part +
+                " (kjit cat " + c.info.key.substr(0, 12) + " --log prints the error)");
+  }
   if (part == "cubin" && text.empty()) {
-    throw Error("the entry " + c.info.key + " has no cubin (" + c.info.arch + (c.info.failed ? ", a compile error)" : ")"));
+    throw Error("the entry " + c.info.key + " has no cubin (" + c.info.arch + ")");
   }
   std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
   return std::cout.flush() ? 0 : k_exit_failure;

@@ -29,15 +29,18 @@ int command_verify(const std::vector<std::string>& args)
     require_writable(*cache);
   }
   if (!cache->has_disk_tier()) {
-    throw StoreError("the store of " + cache->config().cache_dir + " could not be opened, so it was not checked", EIO);
+    throw StoreError("the store of " + cache->config().cache_dir + " could not be opened or was damaged, so it was not checked" +
+                       (repair ? "" : " (left as it is: kjit verify --repair replaces a damaged store)"),
+                     EIO);
   }
   // The structure first (a walk in a child process): record checks below read what survives.
   std::string walk;
   const bool walked_sound = cache->check_store(walk);
   const bool sound = walked_sound && cache->stats().stores_replaced == 0;
   if (!sound) {
-    std::cerr << "kjit verify: the store was damaged (" << (walked_sound ? "found when it was opened" : walk)
-              << "); it was moved aside and replaced by an empty one\n";
+    std::cerr << "kjit verify: the store was damaged (" << (walked_sound ? "found when it was opened" : walk) << "); "
+              << (repair ? "it was moved aside and replaced by an empty one" : "left as it is (--repair replaces it)")
+              << "\n";
   }
   const bool bar = ::isatty(STDERR_FILENO) != 0;
   const VerifyReport report = cache->verify(repair ? Repair::quarantine : Repair::no, [bar](std::size_t done, std::size_t total) {
@@ -89,9 +92,15 @@ int command_prune(const std::vector<std::string>& args)
     throw UsageError{"say what to prune: --older-than AGE, --max-size SIZE or --orphans", "usage: " + synopsis + "\n"};
   }
   const std::int64_t age = vm.count("older-than") != 0 ? parse_age(vm["older-than"].as<std::string>(), synopsis) : -1;
-  const std::size_t size =
-    vm.count("max-size") != 0 ? parse_size(vm["max-size"].as<std::string>(), "--max-size") : SIZE_MAX;
-  const auto cache = open_cache(vm, Access::read);  // nothing to prune in a missing folder
+  std::size_t size = SIZE_MAX;
+  if (vm.count("max-size") != 0) {
+    try {
+      size = parse_size(vm["max-size"].as<std::string>(), "--max-size");
+    } catch (const ConfigError& e) {
+      throw UsageError{e.what(), "usage: " + synopsis + "\n"};  // a bad argument: exit 2
+    }
+  }
+  const auto cache = open_cache(vm, Access::change);  // nothing to prune in a missing folder
   if (!cache) {
     std::cout << "no cache at " << current_config().cache_dir << "\n";
     return 0;
@@ -118,7 +127,7 @@ int command_clear(const std::vector<std::string>& args)
   if (!parse_arguments(args, "kjit clear [--cache-dir DIR]", visible, {}, {}, vm)) {
     return 0;
   }
-  const auto cache = open_cache(vm, Access::read);
+  const auto cache = open_cache(vm, Access::change);
   if (!cache) {
     std::cout << "no cache at " << current_config().cache_dir << "\n";
     return 0;
@@ -144,7 +153,7 @@ int command_mirror(const std::vector<std::string>& args)
   if (vm.count("rebuild") + vm.count("remove") != 1) {
     throw UsageError{"give one of --rebuild or --remove", "usage: " + synopsis + "\n"};
   }
-  const auto cache = open_cache(vm, Access::read);
+  const auto cache = open_cache(vm, Access::change);
   if (!cache) {
     std::cout << "no cache at " << current_config().cache_dir << "\n";
     return 0;

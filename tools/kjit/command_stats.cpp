@@ -17,7 +17,7 @@ int command_stats(const std::vector<std::string>& args)
   if (!parse_arguments(args, "kjit stats [--json] [--zero] [--cache-dir DIR]", visible, {}, {}, vm)) {
     return 0;
   }
-  const auto cache = open_cache(vm, Access::read);
+  const auto cache = open_cache(vm, vm.count("zero") != 0 ? Access::change : Access::read);
   if (vm.count("zero") != 0) {
     if (cache) {
       cache->zero_usage();
@@ -31,7 +31,7 @@ int command_stats(const std::vector<std::string>& args)
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.3f", u.compile_ms_stored);
     std::cout << "{\"cache_dir\": " << json_string(dir) << ", \"exists\": " << (cache ? "true" : "false")
-              << ", \"writable\": " << (cache && cache->writable() ? "true" : "false") << ", \"entries\": " << u.entries
+              << ", \"writable\": " << (cache && could_write(*cache) ? "true" : "false") << ", \"entries\": " << u.entries
               << ", \"failures\": " << u.failures << ", \"damaged\": " << u.damaged
               << ", \"quarantined\": " << u.quarantined << ", \"bytes\": {\"records\": " << u.record_bytes
               << ", \"cubin\": " << u.cubin_bytes << ", \"ptx\": " << u.ptx_bytes << ", \"source\": " << u.source_bytes
@@ -45,7 +45,7 @@ int command_stats(const std::vector<std::string>& args)
     std::cout << ", \"compile_ms_spent\": " << ms << "}}\n";
     return 0;
   }
-  std::cout << "cache folder: " << dir << (cache ? (cache->writable() ? "" : " (read-only)") : " (does not exist)")
+  std::cout << "cache folder: " << dir << (cache ? (could_write(*cache) ? "" : " (read-only)") : " (does not exist)")
             << "\n";
   if (cache) {
     std::cout << "store: " << cache->store_path() << "\n";

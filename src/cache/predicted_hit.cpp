@@ -1,0 +1,51 @@
+// A provisional key's prediction looked up as it is: keys are portable, so a project that moved
+// (no manifest holds for its new folders) still finds the entries compiled at the old place.
+#include "cache/cache_impl.hpp"
+
+#include "deps/search.hpp"
+
+#include <cstring>
+
+namespace kjit {
+
+std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p, util::Sha256& real_key)
+{
+  util::Sha256 key;
+  std::memcpy(key.data(), p.m_digest, key.size());
+  std::shared_ptr<deps::Resolver> resolver;
+  {
+    std::lock_guard lock(manifest_mutex);
+    if (const auto it = predicted.find(key); it != predicted.end()) {
+      resolver = it->second;  // left in place: a miss hands it to the compile
+    }
+  }
+  if (!resolver || !resolver->unchanged()) {
+    return std::nullopt;
+  }
+  // What a compile would start from: the prediction and every file an include of a known name
+  // could reach. A compile that needed no further header stored exactly this key; NVRTC sees only
+  // these copies, so the same headers give the same output wherever they are.
+  resolver->close();
+  const cache::KeyContext& context = key_context();
+  real_key = cache::make_key(p.program(), p.arch(), context, resolver->result().headers).digest;
+  std::optional<store::Entry> entry = load(real_key, p);
+  if (entry) {
+    count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
+  } else if (!(entry = load_from_tiers(real_key, p))) {
+    return std::nullopt;
+  }
+  // The next lookup here takes the manifest's fast path to the same key.
+  util::Sha256 direct;
+  std::memcpy(direct.data(), p.m_direct, direct.size());
+  record_manifest(direct, deps::search_context(p.program(), context.toolkit_include_dirs).text(), resolver->result());
+  if (auto manifest = take_unsaved_manifest(p); manifest && store && store->writable()) {
+    try {
+      store->put({std::move(*manifest)});
+    } catch (const StoreError& e) {
+      cache::warn_once(std::string("cannot store a manifest: ") + e.what());
+    }
+  }
+  return entry;
+}
+
+} // namespace kjit

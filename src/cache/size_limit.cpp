@@ -1,0 +1,96 @@
+// The size limit: last use recorded in batches (never a write per hit), LRU eviction on writes.
+#include "cache/cache_impl.hpp"
+
+#include "cache/usage_log.hpp"
+#include "config/log.hpp"
+
+#include <ctime>
+
+namespace kjit {
+
+namespace {
+
+// A use is written again only when the recorded one is older than this: hits stay reads.
+constexpr std::int64_t k_use_granularity_s = 3600;
+
+} // namespace
+
+namespace cache {
+
+std::string used_key(std::string_view raw_key)
+{
+  return "used " + std::string(raw_key);
+}
+
+std::int64_t recorded_use(const store::Store& store, std::string_view raw_key)
+{
+  const auto value = store.get(store::Table::meta, used_key(raw_key));
+  return value ? std::atoll(value->c_str()) : 0;
+}
+
+} // namespace cache
+
+void Cache::Impl::note_use(const util::Sha256& key)
+{
+  if (store) {
+    std::lock_guard lock(use_mutex);
+    used.insert(key);
+  }
+}
+
+void Cache::Impl::flush_uses() noexcept
+{
+  std::set<util::Sha256> taken;
+  {
+    std::lock_guard lock(use_mutex);
+    taken.swap(used);
+  }
+  if (taken.empty() || !store || !store->writable() || creator != ::getpid()) {
+    return;
+  }
+  try {
+    const std::int64_t now = static_cast<std::int64_t>(::time(nullptr));
+    std::vector<store::Store::Row> rows;
+    for (const util::Sha256& key : taken) {
+      // (a key served from memory may have no entry: a store that could not take it)
+      if (now - cache::recorded_use(*store, bytes_of(key)) >= k_use_granularity_s &&
+          store->visit(store::Table::entries, bytes_of(key), [](std::string_view) {})) {
+        rows.push_back({store::Table::meta, cache::used_key(bytes_of(key)), std::to_string(now)});
+      }
+    }
+    store->put(rows);
+  } catch (const std::exception& e) {
+    log::line(std::string("warning: cannot record when cached kernels were used: ") + e.what());
+  }
+}
+
+void Cache::Impl::after_write(const util::Sha256& key, std::size_t record_bytes) noexcept
+{
+  flush_uses();
+  if (config.max_size == 0 || !store || !store->writable()) {
+    return;
+  }
+  try {
+    std::lock_guard lock(use_mutex);
+    if (!size_counted) {
+      std::size_t remaining = 0;
+      evict_to(SIZE_MAX, remaining);  // counts, removes nothing
+      size_estimate = remaining;
+      size_counted = true;
+    } else {
+      size_estimate += record_bytes + cache::mirror_bytes(config.cache_dir, util::to_hex(key));
+    }
+    if (size_estimate > config.max_size) {
+      std::size_t remaining = 0;
+      const std::size_t removed = evict_to(config.max_size / 10 * 9, remaining);
+      size_estimate = remaining;
+      if (config.verbose) {
+        log::line("evicted " + std::to_string(removed) + " least recently used entries (KJIT_MAX_SIZE)");
+      }
+    }
+  } catch (const std::exception& e) {
+    log::line(std::string("warning: cannot keep the cache within KJIT_MAX_SIZE: ") + e.what());
+  }
+}
+
+} // namespace kjit

@@ -1,0 +1,152 @@
+// The size limit: last use recorded in batches, least recently used entries evicted on writes
+// (KJIT_MAX_SIZE) and by Cache::prune_to_size (kjit prune --max-size).
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "cache/cache_impl.hpp"
+#include "store/store.hpp"
+#include "util/hash.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <sys/stat.h>
+#include <thread>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_arch = kjit::Arch::parse("sm_90");
+
+// The raw 32-byte key of `program` once it is stored (the hex key decoded).
+std::string raw_key(kjit::Cache& cache, const kjit::Program& program)
+{
+  const std::string hex = cache.prepare(program, k_arch).key();
+  std::string raw;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    raw += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  return raw;
+}
+
+bool stored(const kjit::Config& config, const kjit::Program& program)
+{
+  kjit::Cache cache(config);
+  cache.get(program, k_arch);
+  return cache.stats().compiles == 0;
+}
+
+// What entries take (records + mirror) beside the mirror's own folder, which no eviction removes.
+std::size_t mirror_folder_bytes(const kjit::Config& config)
+{
+  struct stat st {};
+  return ::stat((config.cache_dir + "/programs").c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_blocks) * 512 : 0;
+}
+
+std::size_t total_bytes(const kjit::Config& config)
+{
+  const kjit::DiskUsage usage = kjit::Cache(config).usage();
+  return usage.record_bytes + usage.mirror_bytes;
+}
+
+// Entry creation and use times are whole seconds: let one pass.
+void next_second()
+{
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(size_limit, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(hits_are_recorded_when_the_cache_goes_away_not_one_write_each)
+{
+  const kjit::Program program = small_program("used");
+  std::string raw;
+  {
+    kjit::Cache cache(config);
+    cache.get(program, k_arch);
+    raw = raw_key(cache, program);
+  }
+  {
+    kjit::Cache cache(config);
+    const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    cache.get(program, k_arch);  // a disk hit
+    cache.get(program, k_arch);  // a memory hit
+    BOOST_TEST(cache.stats().disk_hits == 1u);
+    BOOST_TEST(!store->get(kjit::store::Table::meta, kjit::cache::used_key(raw)).has_value());  // hits wrote nothing
+  }
+  const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+  const std::int64_t used = kjit::cache::recorded_use(*store, raw);
+  BOOST_TEST(used > 0);
+  // Within the hour a later process's hit writes nothing: the value stays.
+  next_second();
+  { kjit::Cache(config).get(program, k_arch); }
+  BOOST_TEST(kjit::cache::recorded_use(*store, raw) == used);
+}
+
+BOOST_AUTO_TEST_CASE(prune_to_size_removes_the_least_recently_used_not_the_oldest)
+{
+  const kjit::Program older = small_program("older_but_used");
+  const kjit::Program newer = small_program("newer_unused");
+  BOOST_TEST(!stored(config, older));
+  next_second();
+  BOOST_TEST(!stored(config, newer));
+  next_second();
+  BOOST_TEST(stored(config, older));  // used now: the most recent
+  BOOST_TEST_REQUIRE(kjit::Cache(config).disk_entries() == 2u);
+  const std::size_t total = total_bytes(config);
+  const std::size_t entry = (total - mirror_folder_bytes(config)) / 2;
+  BOOST_TEST(kjit::Cache(config).prune_to_size(total - entry + 512) == 1u);  // room for one
+  BOOST_TEST(stored(config, older));   // kept: used last
+  BOOST_TEST(!stored(config, newer));  // removed: created later but never used
+}
+
+BOOST_AUTO_TEST_CASE(max_size_evicts_the_least_recently_used_when_entries_are_written)
+{
+  for (const char* tag : {"lru_a", "lru_b", "lru_c"}) {
+    BOOST_TEST(!stored(config, small_program(tag)));
+    next_second();  // created in this order
+  }
+  BOOST_TEST(stored(config, small_program("lru_a")));  // a is used: b is now the least recent
+  BOOST_TEST_REQUIRE(kjit::Cache(config).disk_entries() == 3u);
+  const std::size_t total = total_bytes(config);
+  const std::size_t entry = (total - mirror_folder_bytes(config)) / 3;
+  // Room for three and a half entries: the fourth write evicts down to 90% of it, which one
+  // eviction (the least recently used entry) reaches.
+  kjit::Config limited = config;
+  limited.max_size = total + entry / 2;
+  {
+    kjit::Cache cache(limited);
+    cache.get(small_program("lru_d"), k_arch);
+    BOOST_TEST(cache.stats().compiles == 1u);
+  }
+  BOOST_TEST(total_bytes(config) <= limited.max_size / 10 * 9);
+  BOOST_TEST(kjit::Cache(config).disk_entries() == 3u);
+  BOOST_TEST(stored(config, small_program("lru_d")));  // just written
+  BOOST_TEST(stored(config, small_program("lru_a")));  // used
+  BOOST_TEST(!stored(config, small_program("lru_b")));  // least recently used: gone first
+}
+
+BOOST_AUTO_TEST_CASE(the_limit_is_five_gib_unless_set)
+{
+  const char* saved = std::getenv("KJIT_MAX_SIZE");
+  const std::string kept = saved != nullptr ? saved : "";
+  ::unsetenv("KJIT_MAX_SIZE");
+  BOOST_TEST(kjit::current_config().max_size == std::size_t(5) << 30);
+  ::setenv("KJIT_MAX_SIZE", "300MiB", 1);
+  BOOST_TEST(kjit::current_config().max_size == std::size_t(300) << 20);
+  kjit::option::max_size(12345);
+  BOOST_TEST(kjit::current_config().max_size == 12345u);
+  kjit::option::reset();
+  ::setenv("KJIT_MAX_SIZE", "lots", 1);
+  BOOST_CHECK_THROW(kjit::current_config(), kjit::ConfigError);
+  if (saved != nullptr) {
+    ::setenv("KJIT_MAX_SIZE", kept.c_str(), 1);
+  } else {
+    ::unsetenv("KJIT_MAX_SIZE");
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
