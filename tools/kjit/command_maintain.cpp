@@ -80,7 +80,7 @@ int command_prune(const std::vector<std::string>& args)
   po::options_description visible("what to remove (at least one)");
   visible.add_options()
     ("older-than", po::value<std::string>(), "entries created longer ago than AGE (90s, 15m, 12h, 30d, 2w)")
-    ("max-size", po::value<std::string>(), "oldest entries until the records take at most SIZE (e.g. 500MiB)")
+    ("max-size", po::value<std::string>(), "least recently used entries until the entries (records + mirror) take at most SIZE (e.g. 500MiB)")
     ("orphans", "entries made by another NVRTC/nvJitLink or record format (never returned)");
   add_cache_dir_option(visible);
   po::variables_map vm;
