@@ -146,6 +146,23 @@ check "KJIT_SHARED_CACHE=1 accepts it" exit_code 0 env KJIT_CACHE_DIR="$settings
 check "KJIT_CUDA_HOME without a toolkit fails" exit_code 1 env KJIT_CACHE_DIR="$settings/c" KJIT_CUDA_HOME="$work/none" \
   "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
 check "the failure names the folder" grep -q "$work/none" "$work/err"
+# Warm, ship, run anywhere: a bundle made here hits for a moved project on a "machine" without NVRTC.
+ship=$work/ship
+mkdir -p "$ship/built/inc" "$ship/none"
+printf '#define SHIPPED 5\n' >"$ship/built/inc/v.h"
+printf '#include "v.h"\nextern "C" __global__ void shipped(int* p) { *p = SHIPPED; }\n' >"$ship/built/k.cu"
+check "warm a project" exit_code 0 env KJIT_CACHE_DIR="$ship/build-cache" "$kjit" compile "$ship/built/k.cu" -I "$ship/built/inc" \
+  --arch sm_90 -o "$ship/o"
+shipped_key=$(sed -n 's/^compiled //p' "$work/out")
+check "export it" exit_code 0 env KJIT_CACHE_DIR="$ship/build-cache" "$kjit" export "$ship/k.kjitpack"
+mv "$ship/built" "$ship/moved"
+check "the moved project hits the bundle without NVRTC" exit_code 0 env KJIT_CACHE_DIR="$ship/target" KJIT_CUDA_HOME="$ship/none" \
+  KJIT_BUNDLE="$ship/k.kjitpack" "$kjit" compile "$ship/moved/k.cu" -I "$ship/moved/inc" --arch sm_90 -o "$ship/o"
+check "under the same key" grep -qx "cache hit $shipped_key" "$work/out"
+printf '#define SHIPPED 6\n' >"$ship/moved/inc/v.h"
+check "a changed header there needs NVRTC" exit_code 1 env KJIT_CACHE_DIR="$ship/target" KJIT_CUDA_HOME="$ship/none" \
+  KJIT_BUNDLE="$ship/k.kjitpack" "$kjit" compile "$ship/moved/k.cu" -I "$ship/moved/inc" --arch sm_90 -o "$ship/o"
+check "and says which library is missing" grep -q "cannot load NVRTC from $ship/none/" "$work/err"
 check "a bad KJIT_MEMORY_LIMIT is named" exit_code 1 env KJIT_MEMORY_LIMIT=lots "$kjit" cache path
 check "KJIT_MEMORY_LIMIT named" grep -q "KJIT_MEMORY_LIMIT" "$work/err"
 check "a tiny KJIT_STORE_MAP_SIZE is refused" exit_code 1 env KJIT_STORE_MAP_SIZE=1KiB "$kjit" cache path
