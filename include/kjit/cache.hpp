@@ -262,7 +262,8 @@ public:
   VerifyReport verify(Repair repair, const std::function<void(std::size_t, std::size_t)>& progress = {});
   // Removes entries created more than `seconds` ago (store and mirror); returns how many.
   std::size_t prune_older_than(std::int64_t seconds);
-  // Removes the oldest entries until the records take at most `bytes`; returns how many.
+  // Removes the least recently used entries (last use, else creation; docs/configuration.md,
+  // "Size limit") until the entries, records and mirror folders, take at most `bytes`; returns how many.
   std::size_t prune_to_size(std::size_t bytes);
   // Deletes programs/ (the store is unaffected); returns false if there was none.
   bool remove_mirror();
