@@ -4,6 +4,7 @@
 #include "util/file.hpp"
 #include "util/hash.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -25,6 +26,8 @@ using util::UniqueFd;
 constexpr std::size_t k_max_component = 200;  // below NAME_MAX (255) on every Linux filesystem
 constexpr const char* k_temp_prefix = ".tmp-";
 constexpr std::time_t k_stale_temp_seconds = 600;
+constexpr const char* k_shared_headers = "headers";
+constexpr const char* k_index = "index.txt";
 
 std::error_code last_error()
 {
@@ -124,8 +127,31 @@ std::string log_text(const store::Entry& entry)
   return text;
 }
 
-// Writes every file of the entry into the (new, empty) folder `dir`.
-std::error_code write_files(int dir, const store::Entry& entry)
+// programs/headers/<hex of the content's SHA-256>: written unless a file with this content is there.
+std::error_code write_shared_header(int programs, const std::string& hex, const std::string& content)
+{
+  std::error_code error;
+  auto shared = util::open_subdir(programs, k_shared_headers, true, 0755, error);
+  if (!shared) {
+    return error;
+  }
+  UniqueFd existing(::openat(shared->get(), hex.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (existing && ::fstat(existing.get(), &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<std::size_t>(st.st_size) == content.size()) {
+    std::string present(content.size(), '\0');
+    if (content.empty() || ::pread(existing.get(), present.data(), present.size(), 0) == st.st_size) {
+      if (present == content) {
+        return {};
+      }
+    }
+  }
+  return util::write_file_atomic(shared->get(), hex, content, 0644, util::Durability::none);
+}
+
+// Writes every file of the entry into the (new, empty) folder `dir` of `programs`; each header is
+// a relative symlink into programs/headers/, where its content is stored once.
+std::error_code write_files(int programs, int dir, const store::Entry& entry)
 {
   std::error_code error;
   auto module_dir = open_path(dir, "module", error);
@@ -147,7 +173,9 @@ std::error_code write_files(int dir, const store::Entry& entry)
   };
   if (entry.kind == store::EntryKind::binary) {
     files.push_back({module_dir->get(), "kernel.ptx", entry.binary.ptx, 0644});
-    files.push_back({module_dir->get(), "lowered_names.txt", lowered_names_text(entry.binary), 0644});
+    if (!entry.binary.lowered_names.empty()) {
+      files.push_back({module_dir->get(), "lowered_names.txt", lowered_names_text(entry.binary), 0644});
+    }
     if (!entry.binary.cubin.empty()) {
       files.push_back({module_dir->get(), "kernel." + entry.binary.arch + ".cubin", entry.binary.cubin, 0644});
     }
@@ -164,8 +192,19 @@ std::error_code write_files(int dir, const store::Entry& entry)
     if (!folder) {
       return error;
     }
-    if (auto e = write_new_file(folder->get(), path.substr(slash + 1), entry.headers.at(name), 0644)) {
+    const std::string& content = entry.headers.at(name);
+    const std::string hex = util::to_hex(util::sha256(content));
+    if (auto e = write_shared_header(programs, hex, content)) {
       return e;
+    }
+    // From module/headers/…/ up to programs/: one "../" per folder of `path`, module and the entry.
+    std::string target;
+    for (std::size_t ups = std::count(path.begin(), path.end(), '/') + 2; ups > 0; --ups) {
+      target += "../";
+    }
+    target += std::string(k_shared_headers) + "/" + hex;
+    if (::symlinkat(target.c_str(), folder->get(), path.substr(slash + 1).c_str()) != 0) {
+      return last_error();
     }
   }
   if (!entry.ltoir.empty()) {
@@ -245,7 +284,7 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
   if (!temp_dir) {
     return error;
   }
-  error = write_files(temp_dir->get(), entry);
+  error = write_files(programs->get(), temp_dir->get(), entry);
   if (!error) {
     std::ignore = ::fchmod(temp_dir->get(), 0755);
     // Into place: a plain rename if there is nothing there, else an exchange (whatever was there —
@@ -259,6 +298,18 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
   }
   remove_below(programs->get(), temp);
   return error;
+}
+
+void remove_entry(const std::string& cache_dir, const std::string& hex_key)
+{
+  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) {
+    return;
+  }
+  UniqueFd programs(::openat(root.get(), "programs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (programs && hex_key.find('/') == std::string::npos && !hex_key.empty() && hex_key[0] != '.') {
+    remove_below(programs.get(), hex_key);
+  }
 }
 
 std::size_t prune(const std::string& cache_dir, const std::set<std::string>* keep)
@@ -291,6 +342,8 @@ std::size_t prune(const std::string& cache_dir, const std::set<std::string>* kee
       if (now - st.st_mtime > k_stale_temp_seconds) {
         doomed.push_back(name);  // left by a killed run
       }
+    } else if (name == k_shared_headers || name == k_index || name.rfind(".index.txt", 0) == 0) {
+      continue;  // the shared headers (sweep_headers()) and the index, not entries
     } else if (keep != nullptr && keep->count(name) == 0) {
       doomed.push_back(name);  // not an entry of the store: junk
     }
