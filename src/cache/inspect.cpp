@@ -8,6 +8,7 @@
 #include "store/record.hpp"
 
 #include <algorithm>
+#include <set>
 #include <cerrno>
 #include <ctime>
 #include <ftw.h>
@@ -78,19 +79,25 @@ void require_writable(const Cache& cache)
 }
 
 std::size_t g_tree_bytes = 0;  // nftw has no user pointer; guarded by g_tree_mutex
+std::set<std::pair<dev_t, ino_t>> g_tree_linked;  // files with several links, counted once (as du does)
 std::mutex g_tree_mutex;
 
 std::size_t allocated_bytes(const std::string& root)
 {
   std::lock_guard lock(g_tree_mutex);
   g_tree_bytes = 0;
+  g_tree_linked.clear();
   std::ignore = ::nftw(
     root.c_str(),
     [](const char*, const struct stat* st, int, FTW*) {
-      g_tree_bytes += static_cast<std::size_t>(st->st_blocks) * 512;
+      // The mirror's headers are hard links to one shared file each.
+      if (st->st_nlink <= 1 || S_ISDIR(st->st_mode) || g_tree_linked.insert({st->st_dev, st->st_ino}).second) {
+        g_tree_bytes += static_cast<std::size_t>(st->st_blocks) * 512;
+      }
       return 0;
     },
     32, FTW_PHYS);
+  g_tree_linked.clear();
   return g_tree_bytes;
 }
 

@@ -102,7 +102,10 @@ std::size_t sweep_headers(const std::string& cache_dir, const std::function<bool
   std::vector<std::string> doomed;
   while (const dirent* e = ::readdir(listing)) {
     const std::string name = e->d_name;
-    if (name[0] != '.' && !keep(name)) {  // dot files: temps of a writer at work
+    struct stat st {};
+    // Dot files are temps of a writer at work; a file an entry folder still links is in use.
+    if (name[0] != '.' && ::fstatat(::dirfd(listing), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        (st.st_nlink <= 1 || !S_ISREG(st.st_mode)) && !keep(name)) {
       doomed.push_back(name);
     }
   }

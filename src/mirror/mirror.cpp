@@ -127,30 +127,38 @@ std::string log_text(const store::Entry& entry)
   return text;
 }
 
-// programs/headers/<hex of the content's SHA-256>: written unless a file with this content is there.
-std::error_code write_shared_header(int programs, const std::string& hex, const std::string& content)
+// programs/headers/<hex of the content's SHA-256>: written unless a file with this content is
+// there, then hard-linked as `name` into `folder`. Hard links, not symlinks: a symlink whose target
+// is longer than 60 bytes takes a 4 KiB block of its own on ext4 (163 of them per CUB entry).
+std::error_code link_shared_header(int shared, const std::string& hex, const std::string& content, int folder,
+                                   const std::string& name)
 {
-  std::error_code error;
-  auto shared = util::open_subdir(programs, k_shared_headers, true, 0755, error);
-  if (!shared) {
-    return error;
-  }
-  UniqueFd existing(::openat(shared->get(), hex.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd existing(::openat(shared, hex.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
   if (existing && ::fstat(existing.get(), &st) == 0 && S_ISREG(st.st_mode) &&
       static_cast<std::size_t>(st.st_size) == content.size()) {
     std::string present(content.size(), '\0');
     if (content.empty() || ::pread(existing.get(), present.data(), present.size(), 0) == st.st_size) {
       if (present == content) {
-        return {};
+        existing.reset();
+        if (::linkat(shared, hex.c_str(), folder, name.c_str(), 0) == 0) {
+          return {};
+        }
+        if (errno != ENOENT) {
+          return last_error();
+        }
+        // Swept meanwhile (another process): written again below.
       }
     }
   }
-  return util::write_file_atomic(shared->get(), hex, content, 0644, util::Durability::none);
+  if (auto e = util::write_file_atomic(shared, hex, content, 0644, util::Durability::none)) {
+    return e;
+  }
+  return ::linkat(shared, hex.c_str(), folder, name.c_str(), 0) == 0 ? std::error_code{} : last_error();
 }
 
 // Writes every file of the entry into the (new, empty) folder `dir` of `programs`; each header is
-// a relative symlink into programs/headers/, where its content is stored once.
+// a hard link to programs/headers/<sha256>, where its content is stored once.
 std::error_code write_files(int programs, int dir, const store::Entry& entry)
 {
   std::error_code error;
@@ -185,6 +193,7 @@ std::error_code write_files(int programs, int dir, const store::Entry& entry)
       return e;
     }
   }
+  std::optional<UniqueFd> shared;
   for (const auto& [name, relative] : header_paths(entry.headers)) {
     const std::string path = "headers/" + relative;
     const auto slash = path.rfind('/');
@@ -193,18 +202,15 @@ std::error_code write_files(int programs, int dir, const store::Entry& entry)
       return error;
     }
     const std::string& content = entry.headers.at(name);
-    const std::string hex = util::to_hex(util::sha256(content));
-    if (auto e = write_shared_header(programs, hex, content)) {
+    if (!shared) {
+      shared = util::open_subdir(programs, k_shared_headers, true, 0755, error);
+      if (!shared) {
+        return error;
+      }
+    }
+    if (auto e = link_shared_header(shared->get(), util::to_hex(util::sha256(content)), content, folder->get(),
+                                    path.substr(slash + 1))) {
       return e;
-    }
-    // From module/headers/…/ up to programs/: one "../" per folder of `path`, module and the entry.
-    std::string target;
-    for (std::size_t ups = std::count(path.begin(), path.end(), '/') + 2; ups > 0; --ups) {
-      target += "../";
-    }
-    target += std::string(k_shared_headers) + "/" + hex;
-    if (::symlinkat(target.c_str(), folder->get(), path.substr(slash + 1).c_str()) != 0) {
-      return last_error();
     }
   }
   if (!entry.ltoir.empty()) {

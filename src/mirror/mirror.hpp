@@ -13,7 +13,8 @@
 
 namespace kjit::mirror {
 
-// Writes the entry's folder (layout in docs/cache-format.md; `entry.headers` must hold the contents): every file goes into a short-named
+// Writes the entry's folder (layout in docs/cache-format.md; `entry.headers` must hold the contents;
+// each header is a hard link to programs/headers/<sha256>, written there once): every file goes into a short-named
 // temp folder `programs/.tmp-<12 hex>-<pid>-<n>`, which is then renamed into place (exchanged with
 // whatever was there, which is removed), so a reader sees a whole entry or none and a failure leaves
 // no half-written entry. Never follows a symlink: folders are opened with O_NOFOLLOW below
@@ -40,8 +41,8 @@ std::map<std::string, std::string> header_paths(const std::map<std::string, std:
 // folder and index.txt stay. Returns how many.
 std::size_t prune(const std::string& cache_dir, const std::set<std::string>* keep);
 
-// Removes from programs/headers/ every file whose name `keep` rejects (a header no stored entry
-// uses any more). Returns how many.
+// Removes from programs/headers/ every file that no entry folder links (one link left) and whose
+// name `keep` rejects (a header no stored entry uses any more). Returns how many.
 std::size_t sweep_headers(const std::string& cache_dir, const std::function<bool(const std::string& hex)>& keep);
 
 // One line of programs/index.txt.
