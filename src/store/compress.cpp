@@ -2,6 +2,7 @@
 #include "store/compress.hpp"
 
 #include <memory>
+#include <new>
 #include <zstd.h>
 
 namespace kjit::store {
@@ -65,7 +66,12 @@ bool decompress(std::string_view frame, std::size_t size, std::string& out, std:
     why = "compressed value: no zstd context (out of memory)";
     return false;
   }
-  out.resize(size);
+  try {
+    out.resize(size);
+  } catch (const std::bad_alloc&) {
+    why = "compressed value: no memory for the " + std::to_string(size) + " bytes its frame claims";
+    return false;
+  }
   const std::size_t got = ZSTD_decompressDCtx(dctx(), out.data(), out.size(), frame.data(), frame.size());
   if (ZSTD_isError(got)) {
     why = std::string("compressed value: ") + ZSTD_getErrorName(got) + " (truncated or damaged)";

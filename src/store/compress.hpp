@@ -10,8 +10,9 @@ namespace kjit::store {
 
 // Values shorter than this are stored as they are: a zstd frame would not pay for its header.
 constexpr std::size_t k_compress_min = 128;
-// The largest value a compressed field or blob may claim to expand to (a bound for damaged sizes).
-constexpr std::size_t k_expand_max = std::size_t(1) << 32;
+// The largest value a compressed field or blob may claim to expand to (a bound for damaged sizes;
+// a record field is at most 4 GiB - 1 anyway, and NVRTC output is far smaller).
+constexpr std::size_t k_expand_max = std::size_t(1) << 31;
 
 // `value` as one zstd frame (level 3, content size in the frame header), or nullopt when that
 // would not be smaller. Thread-safe (one context per thread). Throws std::bad_alloc only.

@@ -10,6 +10,8 @@
 #include "util/bytes.hpp"
 #include "util/hash.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <lmdb.h>
 #include <sys/stat.h>
@@ -389,6 +391,31 @@ BOOST_AUTO_TEST_CASE(a_missing_shared_header_in_the_mirror_is_written_again)
   BOOST_TEST(cache.rebuild_mirror() == 3u);
   BOOST_TEST(read_text(config.cache_dir + "/programs/" + first.key() + "/module/headers/lib/shared.h") == header);
   BOOST_TEST(cache.stats().mirror_errors == 0u);
+}
+
+// A format-3 record (headers inside it) left in a store: refused by name, listed as an orphan and
+// removed without touching the blobs of the format-4 entries around it.
+BOOST_AUTO_TEST_CASE(an_older_format_record_is_an_orphan_and_its_removal_keeps_other_blobs)
+{
+  const std::string header = shared_header();
+  kjit::Cache cache(config);
+  const auto current = stored(cache, with_header("current", header));
+  const char* root = std::getenv("KJIT_SOURCE_ROOT");
+  const std::string old = read_text(std::string(root != nullptr ? root : ".") + "/tests/unit/records/record-v3-binary.bin");
+  BOOST_TEST_REQUIRE(!old.empty());
+  const std::string old_key = raw(kjit::util::to_hex(kjit::util::sha256("reference")));
+  auto store = kjit::store::Store::open(cache.store_path(), config.store_map_size);
+  store->put(kjit::store::Table::entries, old_key, old);
+  const kjit::VerifyReport report = cache.verify(kjit::Repair::no);
+  BOOST_TEST_REQUIRE(report.bad.size() == 1u);
+  BOOST_TEST(report.bad[0].second == "record format 3, expected 4");
+  const std::vector<std::string> orphans = cache.orphans();
+  BOOST_TEST((std::find(orphans.begin(), orphans.end(), kjit::util::to_hex(kjit::util::sha256("reference"))) !=
+              orphans.end()));
+  BOOST_TEST(cache.remove_orphans() >= 1u);
+  BOOST_TEST(!store->get(kjit::store::Table::entries, old_key).has_value());
+  BOOST_TEST(store->count(kjit::store::Table::blobs) == 1u);
+  BOOST_TEST(cache.entry(current.key()).headers.at("lib/shared.h") == header);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
