@@ -367,6 +367,13 @@ BOOST_AUTO_TEST_CASE(the_mirror_index_lists_entries_and_follows_removals)
   BOOST_TEST(text.find(first) != std::string::npos, text);
   BOOST_TEST(text.find(second) == std::string::npos, text);
   BOOST_TEST(!exists(config.cache_dir + "/programs/" + second));
+  // Pruning through the Cache rewrites the index on the writer's thread.
+  BOOST_TEST(cache.prune_older_than(-10) == 1u);
+  cache.flush_mirror();
+  text = read_text(index);
+  BOOST_TEST(text.find(first) == std::string::npos, text);
+  BOOST_TEST(text.rfind("# kjit cache index", 0) == 0u, text);
+  BOOST_TEST(!exists(config.cache_dir + "/programs/" + first));
 }
 
 // A shared header file deleted from the mirror is written again by the next entry that uses it
