@@ -15,15 +15,15 @@ std::string hex_of_raw(std::string_view raw)
   return util::to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size());
 }
 
-// 64 hex digits back to the 32 raw bytes of an LMDB key; empty if not hex.
+// 64 lowercase hex digits back to the 32 raw bytes of an LMDB key; empty if not that.
 std::string raw_of_hex(const std::string& hex)
 {
+  if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return {};
+  }
+  const auto digit = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
   std::string raw;
-  for (std::size_t i = 0; i + 1 < hex.size() && hex.size() == 64; i += 2) {
-    const auto digit = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-    if (hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
-      return {};
-    }
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
     raw += static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1]));
   }
   return raw;
