@@ -55,6 +55,7 @@ int main(int argc, char** argv)
       {"warm", bench::warm_fresh_process},   {"scale", bench::scale_and_files},
       {"heavy", bench::heavy_headers},       {"flight", bench::single_flight},
       {"headers", bench::header_tracking},   {"start", bench::process_warm_start},
+      {"mirror", bench::mirror_writes},
     };
     bench::Report report;
     for (const auto& [name, run] : sections) {

@@ -15,6 +15,7 @@ void batch_compiles(Report& report, const Options& options);
 void code_parity(Report& report, const Options& options);
 void cold_compiles(Report& report, const Options& options);
 void memory_tier(Report& report, const Options& options);
+void mirror_writes(Report& report, const Options& options);
 void heavy_headers(Report& report, const Options& options);
 void header_tracking(Report& report, const Options& options);
 void warm_fresh_process(Report& report, const Options& options);

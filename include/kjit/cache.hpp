@@ -240,8 +240,12 @@ public:
   // Throws StoreError (and clears nothing on disk) when the store is read-only.
   void clear();
   // Rewrites programs/ from LMDB; returns the number of entries written. `skipped` (if given)
-  // receives the number of entries that could not be written (damaged, or a mirror error).
+  // receives the number of entries that could not be written (damaged, a header blob missing, or
+  // a mirror error).
   std::size_t rebuild_mirror(std::size_t* skipped = nullptr);
+  // The mirror is written by a background thread after each store; returns once everything this
+  // Cache stored so far is in programs/ (the destructor does the same). Thread-safe.
+  void flush_mirror();
   // Walks the whole store in a child process (time and memory bounded). A damaged store is moved
   // aside and replaced by a fresh one. Returns false if it was damaged; `report` says what was
   // found (rows walked, time, or the damage). Never throws.

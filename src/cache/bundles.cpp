@@ -4,7 +4,7 @@
 #include "bundle/reader.hpp"
 #include "bundle/writer.hpp"
 #include "store/store.hpp"
-#include "mirror/mirror.hpp"
+#include "store/blobs.hpp"
 #include "store/record.hpp"
 
 #include <cerrno>
@@ -12,11 +12,6 @@
 namespace kjit {
 
 namespace {
-
-std::string hex_of(std::string_view raw)
-{
-  return util::to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size());
-}
 
 bool is_toolchain_row(std::string_view key)
 {
@@ -31,15 +26,24 @@ BundleReport Cache::export_bundle(const std::string& path, const EntryFilter& fi
   std::vector<bundle::Record> records;
   std::vector<bundle::MetaRow> meta;
   if (m_impl->store) {
-    m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
+    // Keys first: the headers are read from their blobs outside the walk. A bundle's records hold
+    // their headers inline, so each one stands alone.
+    std::vector<std::string> keys;
+    m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view) { keys.emplace_back(key); });
+    for (const std::string& key : keys) {
+      const util::Sha256 digest = util::digest_of_bytes(key);
+      const auto bytes = m_impl->store->get(store::Table::entries, key);
       std::string why;
-      const auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
-      if (!entry) {
-        ++report.skipped_damaged;
-      } else if (cache::entry_matches(filter, *entry)) {
-        records.push_back({util::digest_of_bytes(key), std::string(bytes)});
+      auto entry = bytes ? store::decode_record(*bytes, digest, store::Sections::all, why) : std::nullopt;
+      if (entry && !cache::entry_matches(filter, *entry)) {
+        continue;
       }
-    });
+      if (!entry || !store::load_headers(*m_impl->store, *entry, why)) {
+        ++report.skipped_damaged;
+        continue;
+      }
+      records.push_back({digest, store::encode_record(*entry, digest, store::HeaderStorage::inline_content)});
+    }
     std::vector<std::string> meta_keys;
     m_impl->store->for_each(store::Table::meta, [&](std::string_view key, std::string_view) {
       if (is_toolchain_row(key)) {
@@ -72,7 +76,7 @@ BundleReport Cache::import_bundle(const std::string& path)
 
   BundleReport report;
   std::vector<store::Store::Row> rows;
-  std::vector<std::pair<std::string, store::Entry>> mirrored;
+  std::vector<std::pair<util::Sha256, store::Entry>> mirrored;
   for (const bundle::IndexEntry& index : reader.index()) {
     const std::string hex = util::to_hex(index.key);
     std::string bytes = reader.read(index);
@@ -91,9 +95,11 @@ BundleReport Cache::import_bundle(const std::string& path)
       ++report.already_present;
       continue;
     }
-    rows.push_back({store::Table::entries, std::string(bytes_of(index.key)), std::move(bytes)});
+    // Stored as the store keeps records: the headers as blobs, once.
+    rows.push_back({store::Table::entries, std::string(bytes_of(index.key)), store::encode_record(*entry, index.key)});
     rows.push_back({store::Table::names, store::names_key(entry->program_name, bytes_of(index.key)), entry->program_name});
-    mirrored.emplace_back(hex, std::move(*entry));
+    store::add_header_rows(*entry, index.key, rows);
+    mirrored.emplace_back(index.key, std::move(*entry));
     ++report.entries;
   }
   for (const bundle::MetaRow& row : reader.meta()) {
@@ -102,12 +108,8 @@ BundleReport Cache::import_bundle(const std::string& path)
     }
   }
   m_impl->store->put(rows);  // one transaction: all of the import or none of it
-  if (m_impl->config.mirror && m_impl->dir.writable) {
-    for (const auto& [hex, entry] : mirrored) {
-      if (mirror::write_entry(m_impl->dir.path, hex, entry)) {
-        m_impl->count(&CacheStats::mirror_errors);
-      }
-    }
+  for (const auto& [key, entry] : mirrored) {
+    m_impl->mirror_entry(key, entry);
   }
   return report;
 }

@@ -7,6 +7,7 @@
 #include "deps/search.hpp"
 #include "mirror/mirror.hpp"
 #include "rtc/compiler.hpp"
+#include "store/blobs.hpp"
 #include "store/record.hpp"
 
 #include <cerrno>
@@ -72,6 +73,7 @@ Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
     }
   }
   m_impl->open_tiers();
+  m_impl->open_mirror();
 }
 
 Cache::~Cache() = default;
@@ -261,6 +263,9 @@ void Cache::clear()
          {store::Table::entries, store::Table::quarantine, store::Table::manifests, store::Table::names}) {
       m_impl->store->clear(table);
     }
+    if (m_impl->mirror_writer) {
+      m_impl->mirror_writer->discard();
+    }
     if (m_impl->dir.writable) {
       cache::remove_tree(m_impl->dir.path, "programs");
     }
@@ -273,6 +278,9 @@ std::size_t Cache::rebuild_mirror(std::size_t* skipped)
 {
   std::size_t failed = 0;
   std::size_t written = 0;
+  if (m_impl->mirror_writer) {
+    m_impl->mirror_writer->flush();  // `kjit mirror`: what this process queued is written first
+  }
   if (m_impl->store && m_impl->dir.writable) {
     // The keys first, then one short read per entry: no read transaction stays open while files
     // are written (the store may grow meanwhile).
@@ -291,11 +299,18 @@ std::size_t Cache::rebuild_mirror(std::size_t* skipped)
         entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
       });
       const std::string hex = util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size());
-      if (!entry || mirror::write_entry(m_impl->dir.io_path, hex, *entry)) {
-        ++failed;  // damaged (quarantined when next looked up, never mirrored) or not writable
+      if (!entry || !store::load_headers(*m_impl->store, *entry, why) ||
+          mirror::write_entry(m_impl->dir.io_path, hex, *entry)) {
+        // Damaged (quarantined when next looked up or by verify --repair, never mirrored), a header
+        // blob missing, or not writable.
+        ++failed;
       } else {
         ++written;
       }
+    }
+    mirror::sweep_headers(m_impl->dir.io_path, [&](const std::string& hex) { return m_impl->has_blob(hex); });
+    if (const std::error_code error = mirror::write_index(m_impl->dir.io_path, m_impl->index_rows())) {
+      log::line("warning: cannot write the mirror's index.txt: " + error.message());
     }
   }
   if (skipped != nullptr) {

@@ -10,6 +10,7 @@
 #include "cache/memory_tier.hpp"
 #include "cache/tier.hpp"
 #include "deps/manifest.hpp"
+#include "mirror/writer.hpp"
 #include "store/entry.hpp"
 #include "store/store.hpp"
 
@@ -73,6 +74,8 @@ struct Cache::Impl {
   explicit Impl(const Config& c) : config(c), memory(c.memory_limit) {}
   ~Impl();  // usage_log.cpp: appends this cache's lookup counts to the folder's usage log
   pid_t creator = ::getpid();
+  // Last: destroyed first, so its queue is written while the store is still open.
+  std::unique_ptr<mirror::Writer> mirror_writer;
 
   void count(std::uint64_t CacheStats::*counter, double CacheStats::*ms = nullptr, double value = 0);
   const cache::KeyContext& key_context();
@@ -121,6 +124,18 @@ struct Cache::Impl {
   // entries (records + mirror) take at most `bytes`; returns how many were removed, and the
   // bytes left in `remaining`.
   std::size_t evict_to(std::size_t bytes, std::size_t& remaining);
+
+  // mirroring.cpp: the mirror, written by a background writer (null when off or not writable).
+  void open_mirror();
+  // Queues the entry's mirror folder (off the caller's path); its headers must be loaded.
+  void mirror_entry(const util::Sha256& key, const store::Entry& entry);
+  // After entries were removed from the store: their mirror folders go now, the shared headers
+  // they alone used and their index lines on the writer's thread.
+  void mirror_removed(const std::vector<std::string>& raw_keys);
+  // Whether the store holds the header blob named by 64 hex digits.
+  bool has_blob(const std::string& hex) const;
+  // Every stored entry as a line of programs/index.txt (reads only the records' first fields).
+  std::vector<mirror::IndexRow> index_rows() const;
 
   // tiers.cpp: the tiers below the store.
   void open_tiers();

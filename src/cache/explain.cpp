@@ -234,12 +234,8 @@ std::size_t Cache::remove_orphans()
     return 0;
   }
   const std::vector<std::string> keys = orphan_keys(*m_impl->store, m_impl->key_context());
-  m_impl->store->erase(store::Table::entries, keys);
-  if (m_impl->dir.writable) {
-    for (const auto& key : keys) {
-      cache::remove_tree(m_impl->dir.path, "programs/" + hex_of(key));
-    }
-  }
+  m_impl->store->erase(store::Table::entries, keys);  // with the header blobs only they used
+  m_impl->mirror_removed(keys);
   return keys.size();
 }
 

@@ -4,9 +4,11 @@
 #include "cache/cache_dir.hpp"
 #include "cache/usage_log.hpp"
 #include "store/store.hpp"
+#include "store/blobs.hpp"
 #include "store/record.hpp"
 
 #include <algorithm>
+#include <set>
 #include <cerrno>
 #include <ctime>
 #include <ftw.h>
@@ -33,8 +35,8 @@ EntryInfo info_of(std::string_view raw_key, std::size_t record_bytes, const stor
   info.cubin_bytes = entry.binary.cubin.size();
   info.ptx_bytes = entry.binary.ptx.size();
   info.source_bytes = entry.source.size();
-  for (const auto& [name, content] : entry.headers) {
-    info.source_bytes += content.size();
+  for (const store::HeaderRef& header : entry.header_refs) {
+    info.source_bytes += header.size;
   }
   info.log_bytes = entry.binary.log.size();
   info.compile_ms = entry.binary.timings.total_ms;
@@ -78,19 +80,25 @@ void require_writable(const Cache& cache)
 }
 
 std::size_t g_tree_bytes = 0;  // nftw has no user pointer; guarded by g_tree_mutex
+std::set<std::pair<dev_t, ino_t>> g_tree_linked;  // files with several links, counted once (as du does)
 std::mutex g_tree_mutex;
 
 std::size_t allocated_bytes(const std::string& root)
 {
   std::lock_guard lock(g_tree_mutex);
   g_tree_bytes = 0;
+  g_tree_linked.clear();
   std::ignore = ::nftw(
     root.c_str(),
     [](const char*, const struct stat* st, int, FTW*) {
-      g_tree_bytes += static_cast<std::size_t>(st->st_blocks) * 512;
+      // The mirror's headers are hard links to one shared file each.
+      if (st->st_nlink <= 1 || S_ISDIR(st->st_mode) || g_tree_linked.insert({st->st_dev, st->st_ino}).second) {
+        g_tree_bytes += static_cast<std::size_t>(st->st_blocks) * 512;
+      }
       return 0;
     },
     32, FTW_PHYS);
+  g_tree_linked.clear();
   return g_tree_bytes;
 }
 
@@ -172,7 +180,7 @@ EntryContents Cache::entry(const std::string& prefix) const
   const auto bytes = m_impl->store->get(store::Table::entries, bytes_of(key));
   std::string why = "removed meanwhile";
   auto entry = bytes ? store::decode_record(*bytes, key, store::Sections::all, why) : std::nullopt;
-  if (!entry) {
+  if (!entry || !store::load_headers(*m_impl->store, *entry, why)) {
     throw StoreError("the cache entry " + hex + " is damaged: " + why + " (kjit verify --repair moves it aside)", 0);
   }
   EntryContents contents;
@@ -202,25 +210,51 @@ VerifyReport Cache::verify(Repair repair, const std::function<void(std::size_t, 
   };
   std::vector<Bad> bad;
   const std::size_t total = m_impl->store->count(store::Table::entries);
+  std::map<util::Sha256, std::vector<std::string>> users;  // header blob → the entries that use it
   m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
     std::string why;
-    if (!store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why)) {
+    const auto entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
+    if (!entry) {
       bad.push_back({std::string(key), std::string(bytes), why});
+    } else {
+      for (const store::HeaderRef& header : entry->header_refs) {
+        if (entry->headers.count(header.name) == 0) {
+          users[header.hash].emplace_back(key);
+        }
+      }
     }
     ++report.checked;
     if (progress) {
       progress(report.checked, total);
     }
   });
+  // Every header blob an entry needs is there and intact (content hashed again).
+  for (const auto& [hash, keys] : users) {
+    std::string why = "missing from the store";
+    bool good = false;
+    m_impl->store->visit(store::Table::blobs, store::blob_key(hash), [&](std::string_view bytes) {
+      good = store::decode_blob(bytes, hash, why).has_value();
+    });
+    for (const std::string& key : good ? std::vector<std::string>{} : keys) {
+      if (std::none_of(bad.begin(), bad.end(), [&](const Bad& b) { return b.key == key; })) {
+        auto bytes = m_impl->store->get(store::Table::entries, key);
+        bad.push_back({key, bytes.value_or(std::string()),
+                       "the content of a header (blob " + util::to_hex(hash).substr(0, 16) + ") is " + why});
+      }
+    }
+  }
+  std::vector<std::string> removed;
   for (Bad& b : bad) {
     report.bad.emplace_back(hex_of(b.key), b.why);
     if (repair == Repair::quarantine) {
       m_impl->store->quarantine(b.key, b.bytes, "kjit verify: " + b.why);
-      if (m_impl->dir.writable) {
-        cache::remove_tree(m_impl->dir.path, "programs/" + hex_of(b.key));
-      }
+      removed.push_back(b.key);
       ++report.quarantined;
     }
+  }
+  if (repair == Repair::quarantine) {
+    m_impl->store->sweep_blobs();  // references of quarantined records, blobs no entry uses
+    m_impl->mirror_removed(removed);
   }
   return report;
 }
@@ -238,15 +272,11 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
     names.push_back(store::names_key(row->entry.program_name, row->raw_key));
     uses.push_back(cache::used_key(row->raw_key));
   }
-  impl.store->erase(store::Table::entries, keys);
+  impl.store->erase(store::Table::entries, keys);  // with the header blobs only they used
   impl.store->erase(store::Table::names, names);
   impl.store->erase(store::Table::meta, uses);
   impl.memory.clear();
-  if (impl.dir.writable) {
-    for (const auto& key : keys) {
-      cache::remove_tree(impl.dir.path, "programs/" + hex_of(key));
-    }
-  }
+  impl.mirror_removed(keys);
 }
 
 } // namespace
@@ -318,6 +348,9 @@ bool Cache::remove_mirror()
   require_writable(*this);
   struct stat st {};
   const bool existed = ::lstat((m_impl->config.cache_dir + "/programs").c_str(), &st) == 0;
+  if (m_impl->mirror_writer) {
+    m_impl->mirror_writer->discard();
+  }
   cache::remove_tree(m_impl->config.cache_dir, "programs");
   return existed;
 }
@@ -349,6 +382,9 @@ DiskUsage Cache::usage() const
   struct stat st {};
   if (::stat((m_impl->store->path() + "/data.mdb").c_str(), &st) == 0) {
     usage.store_file_bytes = static_cast<std::size_t>(st.st_blocks) * 512;
+  }
+  if (m_impl->mirror_writer) {
+    m_impl->mirror_writer->flush();  // the mirror as this cache will leave it
   }
   usage.mirror_bytes = allocated_bytes(m_impl->config.cache_dir + "/programs");
   static_cast<UsageTotals&>(usage) = cache::read_usage(m_impl->config.cache_dir);

@@ -5,8 +5,8 @@
 #include "cache/include_compile.hpp"
 #include "deps/search.hpp"
 #include "config/log.hpp"
-#include "mirror/mirror.hpp"
 #include "rtc/compiler.hpp"
+#include "store/blobs.hpp"
 #include "store/record.hpp"
 #include "util/file.hpp"
 #include "util/stopwatch.hpp"
@@ -136,10 +136,12 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   }
   // One write transaction: the record, the name index (keyed by a hash of the name, so it always
   // fits), and the manifest that leads to it.
+  // The headers' contents go in as blobs, stored once however many entries use them.
   std::vector<store::Store::Row> rows{
     {store::Table::entries, std::string(bytes_of(key)), store::encode_record(entry, key)},
     {store::Table::names, store::names_key(p.program().name, bytes_of(key)), p.program().name},
   };
+  store::add_header_rows(entry, key, rows);
   if (auto manifest = take_unsaved_manifest(p)) {
     rows.push_back(std::move(*manifest));
   }
@@ -153,13 +155,7 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
                      "; they are kept in memory only");
     return;
   }
-  if (config.mirror && dir.writable) {
-    const std::string hex = util::to_hex(key);
-    if (const std::error_code error = mirror::write_entry(dir.io_path, hex, entry)) {
-      count(&CacheStats::mirror_errors);
-      log::line("warning: cannot mirror " + hex + ": " + error.message() + " (the store is unaffected)");
-    }
-  }
+  mirror_entry(key, entry);  // written by the mirror's thread, off the caller's path
   after_write(key, rows.front().value.size());  // KJIT_MAX_SIZE: checked on writes
 }
 

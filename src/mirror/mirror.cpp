@@ -4,6 +4,7 @@
 #include "util/file.hpp"
 #include "util/hash.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -25,6 +26,8 @@ using util::UniqueFd;
 constexpr std::size_t k_max_component = 200;  // below NAME_MAX (255) on every Linux filesystem
 constexpr const char* k_temp_prefix = ".tmp-";
 constexpr std::time_t k_stale_temp_seconds = 600;
+constexpr const char* k_shared_headers = "headers";
+constexpr const char* k_index = "index.txt";
 
 std::error_code last_error()
 {
@@ -124,8 +127,39 @@ std::string log_text(const store::Entry& entry)
   return text;
 }
 
-// Writes every file of the entry into the (new, empty) folder `dir`.
-std::error_code write_files(int dir, const store::Entry& entry)
+// programs/headers/<hex of the content's SHA-256>: written unless a file with this content is
+// there, then hard-linked as `name` into `folder`. Hard links, not symlinks: a symlink whose target
+// is longer than 60 bytes takes a 4 KiB block of its own on ext4 (163 of them per CUB entry).
+std::error_code link_shared_header(int shared, const std::string& hex, const std::string& content, int folder,
+                                   const std::string& name)
+{
+  UniqueFd existing(::openat(shared, hex.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (existing && ::fstat(existing.get(), &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<std::size_t>(st.st_size) == content.size()) {
+    std::string present(content.size(), '\0');
+    if (content.empty() || ::pread(existing.get(), present.data(), present.size(), 0) == st.st_size) {
+      if (present == content) {
+        existing.reset();
+        if (::linkat(shared, hex.c_str(), folder, name.c_str(), 0) == 0) {
+          return {};
+        }
+        if (errno != ENOENT) {
+          return last_error();
+        }
+        // Swept meanwhile (another process): written again below.
+      }
+    }
+  }
+  if (auto e = util::write_file_atomic(shared, hex, content, 0644, util::Durability::none)) {
+    return e;
+  }
+  return ::linkat(shared, hex.c_str(), folder, name.c_str(), 0) == 0 ? std::error_code{} : last_error();
+}
+
+// Writes every file of the entry into the (new, empty) folder `dir` of `programs`; each header is
+// a hard link to programs/headers/<sha256>, where its content is stored once.
+std::error_code write_files(int programs, int dir, const store::Entry& entry)
 {
   std::error_code error;
   auto module_dir = open_path(dir, "module", error);
@@ -147,7 +181,9 @@ std::error_code write_files(int dir, const store::Entry& entry)
   };
   if (entry.kind == store::EntryKind::binary) {
     files.push_back({module_dir->get(), "kernel.ptx", entry.binary.ptx, 0644});
-    files.push_back({module_dir->get(), "lowered_names.txt", lowered_names_text(entry.binary), 0644});
+    if (!entry.binary.lowered_names.empty()) {
+      files.push_back({module_dir->get(), "lowered_names.txt", lowered_names_text(entry.binary), 0644});
+    }
     if (!entry.binary.cubin.empty()) {
       files.push_back({module_dir->get(), "kernel." + entry.binary.arch + ".cubin", entry.binary.cubin, 0644});
     }
@@ -157,6 +193,7 @@ std::error_code write_files(int dir, const store::Entry& entry)
       return e;
     }
   }
+  std::optional<UniqueFd> shared;
   for (const auto& [name, relative] : header_paths(entry.headers)) {
     const std::string path = "headers/" + relative;
     const auto slash = path.rfind('/');
@@ -164,7 +201,15 @@ std::error_code write_files(int dir, const store::Entry& entry)
     if (!folder) {
       return error;
     }
-    if (auto e = write_new_file(folder->get(), path.substr(slash + 1), entry.headers.at(name), 0644)) {
+    const std::string& content = entry.headers.at(name);
+    if (!shared) {
+      shared = util::open_subdir(programs, k_shared_headers, true, 0755, error);
+      if (!shared) {
+        return error;
+      }
+    }
+    if (auto e = link_shared_header(shared->get(), util::to_hex(util::sha256(content)), content, folder->get(),
+                                    path.substr(slash + 1))) {
       return e;
     }
   }
@@ -245,7 +290,7 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
   if (!temp_dir) {
     return error;
   }
-  error = write_files(temp_dir->get(), entry);
+  error = write_files(programs->get(), temp_dir->get(), entry);
   if (!error) {
     std::ignore = ::fchmod(temp_dir->get(), 0755);
     // Into place: a plain rename if there is nothing there, else an exchange (whatever was there —
@@ -259,6 +304,18 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
   }
   remove_below(programs->get(), temp);
   return error;
+}
+
+void remove_entry(const std::string& cache_dir, const std::string& hex_key)
+{
+  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) {
+    return;
+  }
+  UniqueFd programs(::openat(root.get(), "programs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (programs && hex_key.find('/') == std::string::npos && !hex_key.empty() && hex_key[0] != '.') {
+    remove_below(programs.get(), hex_key);
+  }
 }
 
 std::size_t prune(const std::string& cache_dir, const std::set<std::string>* keep)
@@ -291,6 +348,8 @@ std::size_t prune(const std::string& cache_dir, const std::set<std::string>* kee
       if (now - st.st_mtime > k_stale_temp_seconds) {
         doomed.push_back(name);  // left by a killed run
       }
+    } else if (name == k_shared_headers || name == k_index || name.rfind(".index.txt", 0) == 0) {
+      continue;  // the shared headers (sweep_headers()) and the index, not entries
     } else if (keep != nullptr && keep->count(name) == 0) {
       doomed.push_back(name);  // not an entry of the store: junk
     }

@@ -3,19 +3,26 @@
 
 #include "store/entry.hpp"
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace kjit::mirror {
 
-// Writes the entry's folder (layout in docs/cache-format.md): every file goes into a short-named
+// Writes the entry's folder (layout in docs/cache-format.md; `entry.headers` must hold the contents;
+// each header is a hard link to programs/headers/<sha256>, written there once): every file goes into a short-named
 // temp folder `programs/.tmp-<12 hex>-<pid>-<n>`, which is then renamed into place (exchanged with
 // whatever was there, which is removed), so a reader sees a whole entry or none and a failure leaves
 // no half-written entry. Never follows a symlink: folders are opened with O_NOFOLLOW below
 // `cache_dir`, and header names are mapped by header_paths(). Returns the first error; never throws.
 std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry);
+
+// Removes programs/<hex_key> (never following a symlink). Never throws.
+void remove_entry(const std::string& cache_dir, const std::string& hex_key);
 
 // The equivalent nvcc command lines for an entry, as module/compile.sh holds them.
 std::string compile_script(const store::Entry& entry);
@@ -30,7 +37,27 @@ std::string safe_relative_path(const std::string& name);
 std::map<std::string, std::string> header_paths(const std::map<std::string, std::string>& headers);
 
 // Removes from programs/ the temp folders of killed runs (older than 10 minutes) and, when `keep`
-// is given, every name that is not in it (junk, entries no longer stored). Returns how many.
+// is given, every name that is not in it (junk, entries no longer stored); the shared headers/
+// folder and index.txt stay. Returns how many.
 std::size_t prune(const std::string& cache_dir, const std::set<std::string>* keep);
+
+// Removes from programs/headers/ every file that no entry folder links (one link left) and whose
+// name `keep` rejects (a header no stored entry uses any more). Returns how many.
+std::size_t sweep_headers(const std::string& cache_dir, const std::function<bool(const std::string& hex)>& keep);
+
+// One line of programs/index.txt.
+struct IndexRow {
+  std::string key;  // 64 hex
+  std::string program_name;
+  std::string arch;
+  std::int64_t created_unix = 0;
+  bool failed = false;  // a remembered compile error
+};
+// "<key>  <arch>  <YYYY-MM-DD HH:MM:SS> UTC  <program name>[  (compile error)]\n"
+std::string index_line(const IndexRow& row);
+// Appends one line (one O_APPEND write). Returns the error; never throws.
+std::error_code append_index(const std::string& cache_dir, const IndexRow& row);
+// Replaces programs/index.txt with these rows, sorted by program name, arch and key (atomic).
+std::error_code write_index(const std::string& cache_dir, std::vector<IndexRow> rows);
 
 } // namespace kjit::mirror

@@ -1,6 +1,8 @@
 // Walking every page a lookup could reach, and quarantining inside the walked environment.
 #include "store/check.hpp"
 
+#include "store/blob_txn.hpp"
+
 #include <cstdint>
 #include <algorithm>
 #include <cstdlib>
@@ -36,7 +38,7 @@ bool open_env(Env& e, const std::string& dir, std::size_t map_size, unsigned fla
 {
   int rc = mdb_env_create(&e.env);
   if (rc == MDB_SUCCESS) {
-    mdb_env_set_maxdbs(e.env, 8);
+    mdb_env_set_maxdbs(e.env, 16);
     mdb_env_set_maxreaders(e.env, 512);
     mdb_env_set_mapsize(e.env, map_size);
     rc = mdb_env_open(e.env, dir.c_str(), flags | MDB_NOTLS, 0600);
@@ -239,12 +241,18 @@ bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::stri
   }
   MDB_txn* txn = nullptr;
   int rc = mdb_txn_begin(e.env, nullptr, 0, &txn);
-  MDB_dbi entries = 0, quarantine = 0;
+  MDB_dbi entries = 0, quarantine = 0, blobs = 0, refs = 0;
   if (rc == MDB_SUCCESS) {
     rc = mdb_dbi_open(txn, "entries", MDB_CREATE, &entries);
   }
   if (rc == MDB_SUCCESS) {
     rc = mdb_dbi_open(txn, "quarantine", MDB_CREATE, &quarantine);
+  }
+  if (rc == MDB_SUCCESS) {
+    rc = mdb_dbi_open(txn, "blobs", MDB_CREATE, &blobs);
+  }
+  if (rc == MDB_SUCCESS) {
+    rc = mdb_dbi_open(txn, "blob_refs", MDB_CREATE, &refs);
   }
   MDB_val k{key.size(), const_cast<char*>(key.data())};
   MDB_val v{};
@@ -254,6 +262,10 @@ bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::stri
       MDB_val qk{row_key.size(), const_cast<char*>(row_key.data())};
       MDB_val qv{row.size(), const_cast<char*>(row.data())};
       rc = mdb_put(txn, quarantine, &qk, &qv, 0);
+      if (rc == MDB_SUCCESS) {
+        // Its inputs may still be readable: the blobs only it used go with it (else sweep_blobs()).
+        rc = release_blobs(txn, BlobDbis{entries, blobs, refs}, key);
+      }
       if (rc == MDB_SUCCESS) {
         rc = mdb_del(txn, entries, &k, nullptr);
       }

@@ -3,6 +3,8 @@
 
 #include <kjit/binary.hpp>
 
+#include "util/hash.hpp"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -15,13 +17,28 @@ enum class EntryKind : std::uint32_t {
   failure = 2,  // the compiler rejected the program; `binary.log` holds its log
 };
 
+// A header of an entry as its record names it: the content is stored once, by hash, in the
+// `blobs` table (format 4), shared by every entry that uses it.
+struct HeaderRef {
+  std::string name;
+  util::Sha256 hash{};
+  std::uint64_t size = 0;
+  bool operator==(const HeaderRef& other) const
+  {
+    return name == other.name && hash == other.hash && size == other.size;
+  }
+};
+
 struct Entry {
   EntryKind kind = EntryKind::binary;
   std::string program_name;
   std::string program_txt;
   std::string options_txt;
   std::string source;
+  // Header name → content. Encoding takes the contents from here; a decoded record holds only
+  // the headers stored inline (bundles): the rest are filled in by load_headers() (blobs.hpp).
   std::map<std::string, std::string> headers;
+  std::vector<HeaderRef> header_refs;  // decoded: every header's (name, hash, size), by name
   std::vector<std::string> options;  // exactly what NVRTC was given
   Binary binary;
   std::string ltoir;                 // only when dump_ir was on

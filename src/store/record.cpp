@@ -1,5 +1,7 @@
 // Record encoding and strict, bounds-checked decoding.
 #include "store/record.hpp"
+
+#include "store/compress.hpp"
 #include "util/bytes.hpp"
 
 #include "util/hash.hpp"
@@ -8,6 +10,9 @@
 #include <kjit/cubin.hpp>
 #include <kjit/error.hpp>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstring>
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
@@ -37,16 +42,92 @@ enum class Tag : std::uint16_t {
   created_unix,
   key,
   cubin_path,
+  header_ref,  // format 4: sha256[32] | u64 size; the content is a blob (blobs.hpp)
 };
+
+// A field whose tag has this bit holds its value as one zstd frame (format 4).
+constexpr std::uint16_t k_compressed = 0x8000;
+
+// The fields stored compressed when that makes them smaller: text that is not read by a hit, or
+// is read rarely and large. The cubin is not (docs/benchmarks.md: it is what a hit loads).
+bool compressible(Tag tag)
+{
+  switch (tag) {
+  case Tag::program_txt:
+  case Tag::options_txt:
+  case Tag::header_content:
+  case Tag::ptx:
+  case Tag::log:
+  case Tag::ltoir: return true;
+  default: return false;
+  }
+}
 
 using util::get_int;
 using util::put_int;
 
 void put_field(std::string& out, Tag tag, std::string_view value)
 {
-  put_int(out, static_cast<std::uint16_t>(tag));
+  std::uint16_t code = static_cast<std::uint16_t>(tag);
+  std::optional<std::string> packed;
+  if (compressible(tag) && (packed = compress(value))) {
+    code |= k_compressed;
+    value = *packed;
+  }
+  if (value.size() > UINT32_MAX) {
+    throw StoreError("a field of " + std::to_string(value.size()) + " bytes does not fit a record", EFBIG);
+  }
+  put_int(out, code);
   put_int(out, static_cast<std::uint32_t>(value.size()));
   out.append(value);
+}
+
+std::string header_ref_value(const util::Sha256& hash, std::uint64_t size)
+{
+  std::string out(reinterpret_cast<const char*>(hash.data()), hash.size());
+  put_int(out, size);
+  return out;
+}
+
+// Calls `field(tag, value, owned)` for each field of a section whose checksum was verified,
+// expanding compressed values (`owned` then holds the expansion and may be moved from); false with `why` on a malformed field or when `field` returns false.
+template <typename Field>
+bool for_each_field(std::string_view section, std::string& why, Field&& field)
+{
+  std::size_t at = 0;
+  std::string expanded;
+  while (at < section.size()) {
+    if (section.size() - at < 6) {
+      why = "field header cut short";
+      return false;
+    }
+    const auto code = get_int<std::uint16_t>(section, at);
+    const auto length = get_int<std::uint32_t>(section, at + 2);
+    at += 6;
+    if (section.size() - at < length) {
+      why = "field runs past the end";
+      return false;
+    }
+    std::string_view value = section.substr(at, length);
+    at += length;
+    const auto tag = static_cast<Tag>(code & ~k_compressed);
+    if ((code & k_compressed) != 0) {
+      if (!compressible(tag)) {
+        why = "unknown field tag " + std::to_string(code);
+        return false;
+      }
+      const auto size = frame_size(value);
+      if (!size || !decompress(value, *size, expanded, why)) {
+        why = "field " + std::to_string(code & ~k_compressed) + ": " + (size ? why : "bad zstd frame header");
+        return false;
+      }
+      value = expanded;
+    }
+    if (!field(tag, value, value.data() == expanded.data() ? &expanded : nullptr)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 std::string pack_doubles(std::initializer_list<double> values)
@@ -75,7 +156,7 @@ util::Checksum artifacts_checksum(std::string_view format_and_kind, std::string_
 
 } // namespace
 
-std::string encode_record(const Entry& entry, const util::Sha256& key)
+std::string encode_record(const Entry& entry, const util::Sha256& key, HeaderStorage storage)
 {
   std::string artifacts;
   artifacts.reserve(entry.binary.ptx.size() + entry.binary.cubin.size() + entry.binary.log.size() + 512);
@@ -105,7 +186,21 @@ std::string encode_record(const Entry& entry, const util::Sha256& key)
   put_field(inputs, Tag::options_txt, entry.options_txt);
   for (const auto& [name, content] : entry.headers) {
     put_field(inputs, Tag::header_name, name);
-    put_field(inputs, Tag::header_content, content);
+    if (storage == HeaderStorage::inline_content) {
+      put_field(inputs, Tag::header_content, content);
+    } else {
+      put_field(inputs, Tag::header_ref, header_ref_value(util::sha256(content), content.size()));
+    }
+  }
+  for (const HeaderRef& ref : entry.header_refs) {
+    if (entry.headers.count(ref.name) == 0) {  // known by reference only (a decoded record)
+      if (storage == HeaderStorage::inline_content) {
+        throw StoreError("cannot store " + entry.program_name + " inline: the content of its header " + ref.name +
+                         " was not loaded", EINVAL);
+      }
+      put_field(inputs, Tag::header_name, ref.name);
+      put_field(inputs, Tag::header_ref, header_ref_value(ref.hash, ref.size));
+    }
   }
   if (!entry.ltoir.empty()) {
     put_field(inputs, Tag::ltoir, entry.ltoir);
@@ -133,21 +228,8 @@ bool parse_fields(std::string_view section, Entry& entry, std::string& key, std:
 {
   std::string pending_header;
   std::string pending_expression;
-  std::size_t at = 0;
-  while (at < section.size()) {
-    if (section.size() - at < 6) {
-      why = "field header cut short";
-      return false;
-    }
-    const auto tag = static_cast<Tag>(get_int<std::uint16_t>(section, at));
-    const auto length = get_int<std::uint32_t>(section, at + 2);
-    at += 6;
-    if (section.size() - at < length) {
-      why = "field runs past the end";
-      return false;
-    }
-    std::string value(section.substr(at, length));
-    at += length;
+  return for_each_field(section, why, [&](Tag tag, std::string_view view, std::string* owned) {
+    std::string value = owned != nullptr ? std::move(*owned) : std::string(view);
     switch (tag) {
     case Tag::key: key = std::move(value); break;
     case Tag::program_name: entry.program_name = std::move(value); break;
@@ -155,7 +237,17 @@ bool parse_fields(std::string_view section, Entry& entry, std::string& key, std:
     case Tag::options_txt: entry.options_txt = std::move(value); break;
     case Tag::source: entry.source = std::move(value); break;
     case Tag::header_name: pending_header = std::move(value); break;
-    case Tag::header_content: entry.headers[pending_header] = std::move(value); break;
+    case Tag::header_content:
+      entry.header_refs.push_back({pending_header, util::sha256(value), value.size()});
+      entry.headers[pending_header] = std::move(value);
+      break;
+    case Tag::header_ref:
+      if (value.size() != 40) {
+        why = "bad header reference field";
+        return false;
+      }
+      entry.header_refs.push_back({pending_header, util::digest_of_bytes(view.substr(0, 32)), get_int<std::uint64_t>(value, 32)});
+      break;
     case Tag::option: entry.options.push_back(std::move(value)); break;
     case Tag::arch: entry.binary.arch = std::move(value); break;
     case Tag::ptx: entry.binary.ptx = std::move(value); break;
@@ -182,8 +274,8 @@ bool parse_fields(std::string_view section, Entry& entry, std::string& key, std:
       break;
     default: why = "unknown field tag " + std::to_string(static_cast<unsigned>(tag)); return false;
     }
-  }
-  return true;
+    return true;
+  });
 }
 
 // The source is the tail of program.txt ("source:\n<source>\n"); it is not stored twice.
@@ -198,7 +290,17 @@ std::string source_of(const std::string& program_txt)
 
 } // namespace
 
-std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& key, Sections sections, std::string& why)
+namespace {
+
+struct Split {
+  EntryKind kind;
+  std::string_view artifacts;
+  std::string_view inputs;
+};
+
+// The header checked (magic, format, kind, sizes) and the sections' checksums verified (the
+// inputs only with Sections::all); nullopt with `why` otherwise.
+std::optional<Split> split_record(std::string_view bytes, Sections sections, std::string& why, bool verify = true)
 {
   if (bytes.size() < k_record_header_size) {
     why = "record shorter than its header (" + std::to_string(bytes.size()) + " bytes)";
@@ -212,13 +314,11 @@ std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& k
     why = "record format " + std::to_string(format) + ", expected " + std::to_string(k_record_format);
     return std::nullopt;
   }
-  Entry entry;
   const auto kind = get_int<std::uint32_t>(bytes, 12);
   if (kind != static_cast<std::uint32_t>(EntryKind::binary) && kind != static_cast<std::uint32_t>(EntryKind::failure)) {
     why = "unknown entry kind " + std::to_string(kind);
     return std::nullopt;
   }
-  entry.kind = static_cast<EntryKind>(kind);
   const std::uint64_t artifacts_size = get_int<std::uint64_t>(bytes, 16);
   const std::uint64_t inputs_size = get_int<std::uint64_t>(bytes, 40);
   const std::uint64_t payload = bytes.size() - k_record_header_size;
@@ -229,15 +329,88 @@ std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& k
   }
   const std::string_view artifacts = bytes.substr(k_record_header_size, artifacts_size);
   const std::string_view inputs = bytes.substr(k_record_header_size + artifacts_size);
-  const std::pair<std::string_view, std::size_t> checked[] = {{artifacts, 24}, {inputs, 48}};
-  for (std::size_t i = 0; i < (sections == Sections::all ? 2u : 1u); ++i) {
-    const util::Checksum sum =
-      i == 0 ? artifacts_checksum(bytes.substr(8, 8), artifacts) : util::checksum(checked[i].first);
-    if (std::memcmp(sum.data(), bytes.data() + checked[i].second, sum.size()) != 0) {
-      why = i == 0 ? "checksum mismatch (artifacts)" : "checksum mismatch (inputs)";
+  if (verify && sections != Sections::inputs) {
+    const util::Checksum sum = artifacts_checksum(bytes.substr(8, 8), artifacts);
+    if (std::memcmp(sum.data(), bytes.data() + 24, sum.size()) != 0) {
+      why = "checksum mismatch (artifacts)";
       return std::nullopt;
     }
   }
+  if (verify && sections != Sections::artifacts) {
+    const util::Checksum sum = util::checksum(inputs);
+    if (std::memcmp(sum.data(), bytes.data() + 48, sum.size()) != 0) {
+      why = "checksum mismatch (inputs)";
+      return std::nullopt;
+    }
+  }
+  return Split{static_cast<EntryKind>(kind), artifacts, inputs};
+}
+
+} // namespace
+
+std::optional<RecordSummary> summarize_record(std::string_view bytes)
+{
+  std::string why;
+  const auto split = split_record(bytes, Sections::artifacts, why, false);
+  if (!split) {
+    return std::nullopt;
+  }
+  RecordSummary summary{split->kind, {}, {}, 0};
+  const std::string_view artifacts = split->artifacts;
+  for (std::size_t at = 0; artifacts.size() - at >= 6;) {
+    const auto code = get_int<std::uint16_t>(artifacts, at);
+    const auto length = get_int<std::uint32_t>(artifacts, at + 2);
+    at += 6;
+    if (artifacts.size() - at < length) {
+      return std::nullopt;
+    }
+    const std::string_view value = artifacts.substr(at, length);
+    at += length;
+    switch (static_cast<Tag>(code)) {
+    case Tag::program_name: summary.program_name = value; break;
+    case Tag::arch: summary.arch = value; break;
+    case Tag::created_unix:
+      if (value.size() == sizeof(std::int64_t)) {
+        summary.created_unix = get_int<std::int64_t>(value, 0);
+      }
+      break;
+    default: break;
+    }
+  }
+  return summary;
+}
+
+std::optional<std::vector<util::Sha256>> header_blobs(std::string_view bytes, std::string& why)
+{
+  const auto split = split_record(bytes, Sections::inputs, why);
+  if (!split) {
+    return std::nullopt;
+  }
+  std::vector<util::Sha256> hashes;
+  const bool ok = for_each_field(split->inputs, why, [&](Tag tag, std::string_view value, std::string*) {
+    if (tag == Tag::header_ref) {
+      if (value.size() != 40) {
+        why = "bad header reference field";
+        return false;
+      }
+      hashes.push_back(util::digest_of_bytes(value.substr(0, 32)));
+    }
+    return true;
+  });
+  return ok ? std::optional(std::move(hashes)) : std::nullopt;
+}
+
+std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& key, Sections sections, std::string& why)
+{
+  sections = sections == Sections::inputs ? Sections::all : sections;
+  const auto split = split_record(bytes, sections, why);
+  if (!split) {
+    return std::nullopt;
+  }
+  Entry entry;
+  entry.kind = split->kind;
+  const std::string_view artifacts = split->artifacts;
+  const std::string_view inputs = split->inputs;
   std::string stored_key;
   if (!parse_fields(artifacts, entry, stored_key, why) ||
       (sections == Sections::all && !parse_fields(inputs, entry, stored_key, why))) {
@@ -248,6 +421,8 @@ std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& k
     return std::nullopt;
   }
   entry.source = source_of(entry.program_txt);
+  std::sort(entry.header_refs.begin(), entry.header_refs.end(),
+            [](const HeaderRef& a, const HeaderRef& b) { return a.name < b.name; });
   if (entry.kind == EntryKind::binary) {
     try {
       const Arch arch = Arch::parse(entry.binary.arch);

@@ -6,8 +6,10 @@
 //   artifacts checksum = XXH3-128 of (format | kind | artifacts): every byte that decides what a
 //   lookup returns is under it (format 3; in format 2 the kind byte was not)
 //   artifacts = field*   what a lookup returns: key, arch, PTX, cubin, lowered names, log, …
-//   inputs    = field*   what made it: key texts, source, headers, LTO IR
+//   inputs    = field*   what made it: key texts, source, header names and hashes, LTO IR
 //   field     = u16 tag | u32 length | bytes          checksum = XXH3-128 of the section
+//   tag bit 15 set: the bytes are one zstd frame of the value (format 4; text fields only)
+//   headers (format 4): name + (sha256, size); the content is a blob, stored once (blobs.hpp)
 //
 // A hit reads and verifies only the artifacts (the key digest inside must equal the LMDB key);
 // the inputs are read for the mirror, explain and orphans. Integers are little-endian; unknown
@@ -20,20 +22,45 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kjit::store {
 
-constexpr std::uint32_t k_record_format = 3;
+constexpr std::uint32_t k_record_format = 4;
 constexpr std::size_t k_record_header_size = 64;
 
-// `key` is the entry's LMDB key (the SHA-256 of its key texts).
-std::string encode_record(const Entry& entry, const util::Sha256& key);
+// How a record holds its headers' contents (format 4).
+enum class HeaderStorage {
+  blobs,           // (name, sha256, size) only: the contents are blobs (blobs.hpp), stored once
+  inline_content,  // the contents inside the record: a self-contained record (bundles)
+};
 
-enum class Sections { artifacts, all };
+// `key` is the entry's LMDB key (the SHA-256 of its key texts). Headers come from entry.headers
+// and, for names not there, entry.header_refs (whose contents must then be blobs: inline_content
+// throws StoreError). Text fields are zstd-compressed when that makes them smaller.
+std::string encode_record(const Entry& entry, const util::Sha256& key,
+                          HeaderStorage storage = HeaderStorage::blobs);
+
+// `inputs` checks the inputs section only (for header_blobs()); decode_record takes the others.
+enum class Sections { artifacts, all, inputs };
 
 // Decodes and verifies the record stored under `key`: magic, format, sizes, checksums, fields,
 // the key digest, the cubin header; with Sections::all the inputs too. Returns nullopt with the
 // reason in `why` for anything damaged: such a record must never be used.
 std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& key, Sections sections, std::string& why);
+
+// The first fields of a record, read without verifying the checksums (for listings such as the
+// mirror's index.txt, never for lookups); nullopt if its framing can't be read.
+struct RecordSummary {
+  EntryKind kind;
+  std::string program_name;
+  std::string arch;
+  std::int64_t created_unix;
+};
+std::optional<RecordSummary> summarize_record(std::string_view bytes);
+
+// The header blobs a record refers to (its inputs section checked), or nullopt with `why` for a
+// record that can't be read (another format, damaged inputs): such a record holds no references.
+std::optional<std::vector<util::Sha256>> header_blobs(std::string_view bytes, std::string& why);
 
 } // namespace kjit::store

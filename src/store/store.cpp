@@ -2,6 +2,7 @@
 #include "store/store.hpp"
 
 #include "config/log.hpp"
+#include "store/blob_txn.hpp"
 #include "store/check.hpp"
 #include "store/isolated.hpp"
 #include "store/store_impl.hpp"
@@ -306,6 +307,12 @@ void Store::put(const std::vector<Row>& rows)
             if (!impl.has_table[static_cast<int>(row.table)]) {
               continue;
             }
+            if (row.table == Table::blobs) {
+              if (const int rc = put_blob(txn, impl.dbis[static_cast<int>(row.table)], row.key, row.value); rc != MDB_SUCCESS) {
+                return rc;
+              }
+              continue;
+            }
             const std::string meta = row.table == Table::meta ? with_meta_trailer(row.value) : std::string();
             MDB_val k = Impl::val(row.key);
             MDB_val v = Impl::val(row.table == Table::meta ? std::string_view(meta) : std::string_view(row.value));
@@ -495,7 +502,11 @@ void Store::erase(Table table, const std::vector<std::string>& keys)
   impl.guarded(
     [&] {
       impl.write([&](MDB_txn* txn) {
+        const bool blobs = table == Table::entries && impl.has_blob_tables();
         for (const auto& key : keys) {
+          if (const int rc = blobs ? release_blobs(txn, impl.blob_dbis(), key) : MDB_SUCCESS; rc != MDB_SUCCESS) {
+            return rc;
+          }
           MDB_val k = Impl::val(key);
           const int rc = mdb_del(txn, impl.dbis[static_cast<int>(table)], &k, nullptr);
           if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
@@ -538,10 +549,37 @@ void Store::clear(Table table)
   Impl& impl = *m_impl;
   impl.guarded(
     [&] {
-      impl.write([&](MDB_txn* txn) { return mdb_drop(txn, impl.dbis[static_cast<int>(table)], 0); });
+      impl.write([&](MDB_txn* txn) {
+        int rc = mdb_drop(txn, impl.dbis[static_cast<int>(table)], 0);
+        if (rc == MDB_SUCCESS && table == Table::entries && impl.has_blob_tables()) {
+          rc = mdb_drop(txn, impl.blob_dbis().blobs, 0);
+          rc = rc == MDB_SUCCESS ? mdb_drop(txn, impl.blob_dbis().refs, 0) : rc;
+        }
+        return rc;
+      });
       return true;
     },
     false);
+}
+
+Store::BlobSweep Store::sweep_blobs()
+{
+  BlobSweep report;
+  if (!m_writable || !m_impl->has_blob_tables()) {
+    return report;
+  }
+  walk_before_first_write();
+  Impl& impl = *m_impl;
+  impl.guarded(
+    [&] {
+      impl.write([&](MDB_txn* txn) {
+        report = BlobSweep{};  // a retried transaction counts again
+        return store::sweep_blobs(txn, impl.blob_dbis(), report);
+      });
+      return true;
+    },
+    false);
+  return report;
 }
 
 } // namespace kjit::store

@@ -22,8 +22,10 @@ enum class Table {
   quarantine,  // key digest + ":" + unix time → reason "\n" damaged record (newest k_quarantine_rows kept)
   manifests,   // direct key (source, in-memory headers, options, toolchain) → manifest
   names,       // names_key(program name, key digest) → program name (entries by program name, for explain)
+  blobs,       // sha256 of a header's content → that content, stored once (blobs.hpp; put() encodes it)
+  blob_refs,   // sha256 of a blob + key digest of an entry that uses it → "1" (garbage collection)
 };
-constexpr int k_table_count = 5;
+constexpr int k_table_count = 7;
 constexpr std::size_t k_quarantine_rows = 64;
 
 // The `names` row of an entry: sha256(program name)[0..16) + key digest, so any name fits LMDB's
@@ -100,7 +102,9 @@ public:
     std::string value;
   };
   // Stores the rows, in any tables, in one write transaction (the first write of a process walks
-  // the store first, see check()). No-op when read-only. `meta` values
+  // the store first, see check()). No-op when read-only. A `blobs` row carries the raw content
+  // under its SHA-256: the store encodes it (compressed, checksummed) unless an intact blob is
+  // already there, which is kept as it is. `meta` values
   // get a checksum trailer that get()/visit() verify and strip: a damaged meta value reads as
   // missing (and is rebuilt by its owner), never as a wrong value. Throws StoreError when the
   // write fails (a full disk says "no space left on device"; a map that can't grow says so).
@@ -124,11 +128,21 @@ public:
   // Calls `visit` for every row of `table` whose key starts with `prefix`, in key order.
   void for_each_prefix(Table table, std::string_view prefix,
                        const std::function<void(std::string_view key, std::string_view value)>& visit) const;
-  // Deletes the rows of `table` with these keys, in one transaction.
+  // Deletes the rows of `table` with these keys, in one transaction. Deleting `entries` also
+  // deletes their `blob_refs` rows and every blob no other entry refers to (same transaction).
   void erase(Table table, const std::vector<std::string>& keys);
   std::size_t count(Table table) const;
-  // Empties `table`.
+  // Empties `table`; emptying `entries` empties `blobs` and `blob_refs` too.
   void clear(Table table);
+
+  struct BlobSweep {
+    std::size_t refs_added = 0;    // references a record holds that had no `blob_refs` row
+    std::size_t refs_removed = 0;  // rows naming an entry that is gone (a quarantined record)
+    std::size_t blobs_removed = 0; // blobs no entry refers to
+  };
+  // Makes `blob_refs` say exactly what the records refer to and removes unreferenced blobs, in
+  // one write transaction (kjit verify --repair). No-op when read-only. Throws StoreError.
+  BlobSweep sweep_blobs();
 
   struct Impl;
 

@@ -28,7 +28,7 @@
 
 namespace kjit::store {
 
-const char* const k_table_names[k_table_count] = {"entries", "meta", "quarantine", "manifests", "names"};
+const char* const k_table_names[k_table_count] = {"entries", "meta", "quarantine", "manifests", "names", "blobs", "blob_refs"};
 
 namespace {
 
@@ -198,7 +198,7 @@ bool Store::Impl::inside_file(const void* data, std::size_t size)
 void Store::Impl::open_env(std::size_t map_size)
 {
   check(mdb_env_create(&env), "mdb_env_create");
-  mdb_env_set_maxdbs(env, 8);
+  mdb_env_set_maxdbs(env, 16);
   mdb_env_set_maxreaders(env, 512);
   mdb_env_set_mapsize(env, map_size);
   // MDB_NOMETASYNC: one fsync per commit instead of two; a crash may undo the last commit (a lost

@@ -2,6 +2,7 @@
 // Private to src/store/.
 #pragma once
 
+#include "store/blob_txn.hpp"
 #include "store/store.hpp"
 
 #include <kjit/error.hpp>
@@ -52,6 +53,17 @@ struct Store::Impl {
   // a write copies pages LMDB picks by fields a damaged page may hold (a SIGBUS no read would meet).
   std::atomic<std::uint64_t> walked{~std::uint64_t(0)};
   bool retired = false;            // no environment: reads miss, writes are skipped
+
+  bool has_blob_tables() const
+  {
+    return has_table[static_cast<int>(Table::entries)] && has_table[static_cast<int>(Table::blobs)] &&
+           has_table[static_cast<int>(Table::blob_refs)];
+  }
+  BlobDbis blob_dbis() const
+  {
+    return {dbis[static_cast<int>(Table::entries)], dbis[static_cast<int>(Table::blobs)],
+            dbis[static_cast<int>(Table::blob_refs)]};
+  }
 
   ~Impl();
 

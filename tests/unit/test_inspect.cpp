@@ -99,6 +99,7 @@ BOOST_AUTO_TEST_CASE(verify_finds_a_planted_bad_record_and_repair_moves_it_aside
   const auto bad = cache.prepare(small_program("bad"), kjit::Arch::parse("sm_90"));
   cache.get(good);
   cache.get(bad);
+  cache.flush_mirror();
   BOOST_TEST(cache.verify(kjit::Repair::no).bad.empty());
   auto store = kjit::store::Store::open(cache.store_path(), config.store_map_size);
   std::string bytes = *store->get(kjit::store::Table::entries, raw(bad.key()));

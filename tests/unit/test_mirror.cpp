@@ -62,6 +62,7 @@ BOOST_AUTO_TEST_CASE(every_mirrored_file_is_byte_for_byte_what_the_entry_holds)
   const Sample sample(tmp.path());
   kjit::Cache cache(config);
   const auto binary = cache.get(sample.program, kjit::Arch::parse("sm_90"));
+  cache.flush_mirror();  // written off the caller's path
   // Prepared after the first compile: the key that compile established (not a provisional one).
   const kjit::PreparedProgram prepared = cache.prepare(sample.program, kjit::Arch::parse("sm_90"));
   BOOST_TEST(!prepared.provisional());
@@ -132,6 +133,7 @@ BOOST_AUTO_TEST_CASE(relative_include_dirs_are_portable_in_the_key_and_absolute_
   kjit::Cache cache(config);
   BOOST_TEST_REQUIRE(::chdir((tmp.path() + "/a").c_str()) == 0);
   cache.get(program, kjit::Arch::parse("sm_90"));
+  cache.flush_mirror();
   const kjit::PreparedProgram in_a = cache.prepare(program, kjit::Arch::parse("sm_90"));  // the established key
   BOOST_TEST_REQUIRE(::chdir((tmp.path() + "/b").c_str()) == 0);
   const kjit::PreparedProgram in_b = cache.prepare(program, kjit::Arch::parse("sm_90"));
@@ -164,6 +166,7 @@ BOOST_AUTO_TEST_CASE(compile_sh_reproduces_the_ptx_where_nvcc_exists)
                    "MACRO_VALUE; }\n";
   kjit::Cache cache(config);
   const std::string ptx = cache.get(program, kjit::Arch::parse("sm_90"))->ptx;
+  cache.flush_mirror();
   const kjit::PreparedProgram prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
   const std::string dir = config.cache_dir + "/programs/" + prepared.key() + "/module";
   std::string output;

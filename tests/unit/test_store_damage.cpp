@@ -155,7 +155,8 @@ BOOST_AUTO_TEST_CASE(every_page_filled_with_garbage_ends_with_the_caller_served)
 BOOST_AUTO_TEST_CASE(a_flipped_kind_byte_is_caught_by_the_checksum)
 {
   const kjit::util::Sha256 key = kjit::util::sha256("reference");
-  for (const char* name : {"record-v3-binary.bin", "record-v3-failure.bin"}) {
+  const std::string current = "record-v" + std::to_string(kjit::store::k_record_format);
+  for (const std::string& name : {current + "-binary.bin", current + "-failure.bin"}) {
     const char* root = std::getenv("KJIT_SOURCE_ROOT");
     std::string record = read_text(std::string(root != nullptr ? root : ".") + "/tests/unit/records/" + name);
     BOOST_TEST_REQUIRE(record.size() > 64u);

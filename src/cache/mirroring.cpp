@@ -1,0 +1,102 @@
+// The Cache's mirror: entries queued to a background writer, removals, the index's rows.
+#include "cache/cache_impl.hpp"
+
+#include "cache/cache_dir.hpp"
+#include "config/log.hpp"
+#include "store/blobs.hpp"
+#include "store/record.hpp"
+
+namespace kjit {
+
+namespace {
+
+std::string hex_of_raw(std::string_view raw)
+{
+  return util::to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size());
+}
+
+// 64 lowercase hex digits back to the 32 raw bytes of an LMDB key; empty if not that.
+std::string raw_of_hex(const std::string& hex)
+{
+  if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return {};
+  }
+  const auto digit = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  std::string raw;
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    raw += static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1]));
+  }
+  return raw;
+}
+
+} // namespace
+
+void Cache::Impl::open_mirror()
+{
+  if (!config.mirror || !dir.writable || !store || !store->writable()) {
+    return;
+  }
+  mirror::WriterSource source;
+  source.stored = [this](const std::string& hex) {
+    const std::string raw = raw_of_hex(hex);
+    return !raw.empty() && store->visit(store::Table::entries, raw, [](std::string_view) {});
+  };
+  source.has_blob = [this](const std::string& hex) { return has_blob(hex); };
+  source.rows = [this] { return index_rows(); };
+  source.failed = [this](const std::string& what, std::error_code error) {
+    count(&CacheStats::mirror_errors);
+    log::line("warning: cannot mirror " + what + ": " + error.message() + " (the store is unaffected)");
+  };
+  mirror_writer = std::make_unique<mirror::Writer>(dir.io_path, std::move(source));
+}
+
+void Cache::flush_mirror()
+{
+  if (m_impl->mirror_writer) {
+    m_impl->mirror_writer->flush();
+  }
+}
+
+bool Cache::Impl::has_blob(const std::string& hex) const
+{
+  const std::string raw = raw_of_hex(hex);
+  return store && !raw.empty() && store->visit(store::Table::blobs, raw, [](std::string_view) {});
+}
+
+void Cache::Impl::mirror_entry(const util::Sha256& key, const store::Entry& entry)
+{
+  if (mirror_writer) {
+    mirror_writer->write(util::to_hex(key), entry);
+  }
+}
+
+void Cache::Impl::mirror_removed(const std::vector<std::string>& raw_keys)
+{
+  std::vector<std::string> hex;
+  for (const std::string& raw : raw_keys) {
+    hex.push_back(hex_of_raw(raw));
+  }
+  if (mirror_writer) {
+    mirror_writer->removed(hex);
+  } else if (dir.writable) {
+    for (const std::string& key : hex) {
+      cache::remove_tree(dir.path, "programs/" + key);  // a mirror left from when it was on
+    }
+  }
+}
+
+std::vector<mirror::IndexRow> Cache::Impl::index_rows() const
+{
+  std::vector<mirror::IndexRow> rows;
+  if (store) {
+    store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
+      if (const auto summary = store::summarize_record(bytes)) {
+        rows.push_back({hex_of_raw(key), summary->program_name, summary->arch, summary->created_unix,
+                        summary->kind == store::EntryKind::failure});
+      }
+    });
+  }
+  return rows;
+}
+
+} // namespace kjit

@@ -1,0 +1,119 @@
+// programs/index.txt (one line per entry, for people) and the sweep of programs/headers/.
+#include "mirror/mirror.hpp"
+
+#include "util/file.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <tuple>
+#include <unistd.h>
+
+namespace kjit::mirror {
+
+namespace {
+
+constexpr const char* k_index_head =
+  "# kjit cache index: key, arch, created (UTC), program; one line per entry of programs/\n";
+
+std::optional<util::UniqueFd> open_programs(const std::string& cache_dir, bool create, std::error_code& error)
+{
+  util::UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) {
+    error = {errno, std::generic_category()};
+    return std::nullopt;
+  }
+  return util::open_subdir(root.get(), "programs", create, 0755, error);
+}
+
+std::string one_line(std::string text)
+{
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+} // namespace
+
+std::string index_line(const IndexRow& row)
+{
+  char date[32] = "?";
+  const std::time_t when = static_cast<std::time_t>(row.created_unix);
+  std::tm utc{};
+  if (::gmtime_r(&when, &utc) != nullptr) {
+    std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S", &utc);
+  }
+  return row.key + "  " + one_line(row.arch) + "  " + date + " UTC  " + one_line(row.program_name) +
+         (row.failed ? "  (compile error)" : "") + "\n";
+}
+
+std::error_code append_index(const std::string& cache_dir, const IndexRow& row)
+{
+  std::error_code error;
+  auto programs = open_programs(cache_dir, true, error);
+  if (!programs) {
+    return error;
+  }
+  util::UniqueFd fd(::openat(programs->get(), "index.txt", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd) {
+    return {errno, std::generic_category()};
+  }
+  struct stat st {};
+  const std::string line = (::fstat(fd.get(), &st) == 0 && st.st_size == 0 ? k_index_head : "") + index_line(row);
+  const ssize_t written = ::write(fd.get(), line.data(), line.size());
+  return written == static_cast<ssize_t>(line.size()) ? std::error_code{} : std::error_code{errno, std::generic_category()};
+}
+
+std::error_code write_index(const std::string& cache_dir, std::vector<IndexRow> rows)
+{
+  std::sort(rows.begin(), rows.end(), [](const IndexRow& a, const IndexRow& b) {
+    return std::tie(a.program_name, a.arch, a.key) < std::tie(b.program_name, b.arch, b.key);
+  });
+  std::string text = k_index_head;
+  for (const IndexRow& row : rows) {
+    text += index_line(row);
+  }
+  std::error_code error;
+  auto programs = open_programs(cache_dir, true, error);
+  if (!programs) {
+    return error;
+  }
+  return util::write_file_atomic(programs->get(), "index.txt", text, 0644, util::Durability::none);
+}
+
+std::size_t sweep_headers(const std::string& cache_dir, const std::function<bool(const std::string& hex)>& keep)
+{
+  std::error_code error;
+  auto programs = open_programs(cache_dir, false, error);
+  if (!programs) {
+    return 0;
+  }
+  const int fd = ::openat(programs->get(), "headers", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    return 0;
+  }
+  DIR* listing = ::fdopendir(fd);
+  if (listing == nullptr) {
+    ::close(fd);
+    return 0;
+  }
+  std::vector<std::string> doomed;
+  while (const dirent* e = ::readdir(listing)) {
+    const std::string name = e->d_name;
+    struct stat st {};
+    // Dot files are temps of a writer at work; a file an entry folder still links is in use.
+    if (name[0] != '.' && ::fstatat(::dirfd(listing), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        (st.st_nlink <= 1 || !S_ISREG(st.st_mode)) && !keep(name)) {
+      doomed.push_back(name);
+    }
+  }
+  for (const std::string& name : doomed) {
+    std::ignore = ::unlinkat(::dirfd(listing), name.c_str(), 0);
+  }
+  ::closedir(listing);
+  return doomed.size();
+}
+
+} // namespace kjit::mirror

@@ -1,0 +1,145 @@
+// The mirror writer's queue and thread.
+#include "mirror/writer.hpp"
+
+#include "util/file.hpp"
+
+#include <algorithm>
+#include <fcntl.h>
+#include <set>
+#include <unistd.h>
+
+namespace kjit::mirror {
+
+Writer::Writer(std::string cache_dir, WriterSource source)
+  : m_cache_dir(std::move(cache_dir)), m_source(std::move(source)), m_pid(::getpid())
+{
+}
+
+Writer::~Writer()
+{
+  if (::getpid() != m_pid) {
+    std::ignore = m_thread.release();  // the parent's thread: not ours to join
+    return;
+  }
+  try {
+    flush();
+  } catch (...) {
+  }
+  {
+    std::lock_guard lock(m_mutex);
+    m_stop = true;
+  }
+  m_wake.notify_all();
+  if (m_thread && m_thread->joinable()) {
+    m_thread->join();
+  }
+}
+
+void Writer::start_locked()
+{
+  if (!m_thread) {
+    m_thread = std::make_unique<std::thread>([this] { run(); });
+  }
+}
+
+void Writer::write(std::string hex_key, store::Entry entry)
+{
+  if (::getpid() != m_pid) {
+    return;
+  }
+  std::lock_guard lock(m_mutex);
+  start_locked();
+  m_jobs.push_back({Job::Kind::write, std::move(hex_key), std::move(entry)});
+  m_wake.notify_one();
+}
+
+void Writer::removed(const std::vector<std::string>& hex_keys)
+{
+  const std::set<std::string> gone(hex_keys.begin(), hex_keys.end());
+  {
+    std::unique_lock lock(m_mutex);
+    m_jobs.erase(std::remove_if(m_jobs.begin(), m_jobs.end(),
+                                [&](const Job& job) { return job.kind == Job::Kind::write && gone.count(job.hex_key) != 0; }),
+                 m_jobs.end());
+    // A job under way finishes first: then the folder removed below stays removed.
+    m_idle.wait(lock, [this] { return !m_busy || ::getpid() != m_pid; });
+  }
+  for (const std::string& hex : hex_keys) {
+    remove_entry(m_cache_dir, hex);
+  }
+  if (::getpid() != m_pid) {
+    return;
+  }
+  std::lock_guard lock(m_mutex);
+  start_locked();
+  if (m_jobs.empty() || m_jobs.back().kind != Job::Kind::tidy) {
+    m_jobs.push_back({Job::Kind::tidy, {}, {}});
+  }
+  m_wake.notify_one();
+}
+
+void Writer::discard()
+{
+  std::unique_lock lock(m_mutex);
+  m_jobs.clear();
+  m_idle.wait(lock, [this] { return !m_busy || ::getpid() != m_pid; });
+}
+
+void Writer::flush()
+{
+  std::unique_lock lock(m_mutex);
+  if (::getpid() != m_pid) {
+    return;
+  }
+  m_idle.wait(lock, [this] { return m_jobs.empty() && !m_busy; });
+}
+
+void Writer::run()
+{
+  std::unique_lock lock(m_mutex);
+  for (;;) {
+    m_wake.wait(lock, [this] { return m_stop || !m_jobs.empty(); });
+    if (m_jobs.empty()) {
+      return;  // stopping, nothing left
+    }
+    Job job = std::move(m_jobs.front());
+    m_jobs.pop_front();
+    m_busy = true;
+    lock.unlock();
+    try {
+      do_job(job);
+    } catch (...) {
+      if (m_source.failed) {
+        m_source.failed(job.hex_key, std::make_error_code(std::errc::not_enough_memory));
+      }
+    }
+    lock.lock();
+    m_busy = false;
+    m_idle.notify_all();
+  }
+}
+
+void Writer::do_job(Job& job)
+{
+  if (job.kind == Job::Kind::tidy) {
+    sweep_headers(m_cache_dir, m_source.has_blob);
+    if (const std::error_code error = write_index(m_cache_dir, m_source.rows()); error && m_source.failed) {
+      m_source.failed("index.txt", error);
+    }
+    return;
+  }
+  std::error_code error = write_entry(m_cache_dir, job.hex_key, job.entry);
+  if (!error) {
+    if (!m_source.stored(job.hex_key)) {
+      remove_entry(m_cache_dir, job.hex_key);  // removed (by another process) while it was written
+      return;
+    }
+    error = append_index(m_cache_dir, {job.hex_key, job.entry.program_name, job.entry.binary.arch,
+                                       job.entry.created_unix, job.entry.kind == store::EntryKind::failure});
+  }
+  if (error && m_source.failed) {
+    m_source.failed(job.hex_key, error);
+  }
+}
+
+} // namespace kjit::mirror

@@ -1,0 +1,71 @@
+// The mirror writer: mirror entries written on a background thread, off the caller's path.
+#pragma once
+
+#include "mirror/mirror.hpp"
+#include "store/entry.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+#include <sys/types.h>
+
+namespace kjit::mirror {
+
+// What the writer asks the store (called on the writer's thread).
+struct WriterSource {
+  std::function<bool(const std::string& hex_key)> stored;     // the entry is (still) in the store
+  std::function<bool(const std::string& hex_blob)> has_blob;  // a header blob is (still) stored
+  std::function<std::vector<IndexRow>()> rows;                // every stored entry, for index.txt
+  std::function<void(const std::string& hex_key, std::error_code)> failed;  // a write failed
+};
+
+// Thread-safe. One thread, started on the first job; the destructor finishes every queued job
+// (the mirror is complete when the Cache goes away) and never throws. After fork() the child
+// never touches the parent's thread: its queued jobs are dropped.
+class Writer {
+public:
+  Writer(std::string cache_dir, WriterSource source);
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+  ~Writer();
+
+  // Queues the entry's folder and its index line (entry.headers must hold the contents). An entry
+  // removed from the store before its turn is not written (or is removed again right after).
+  void write(std::string hex_key, store::Entry entry);
+  // The entries are gone from the store: drops their queued writes and removes their folders now;
+  // the unused shared headers and index.txt follow on the writer's thread.
+  void removed(const std::vector<std::string>& hex_keys);
+  // Drops every queued write (the mirror is about to be removed or rebuilt).
+  void discard();
+  // Returns once every queued job is done.
+  void flush();
+
+private:
+  struct Job {
+    enum class Kind { write, tidy } kind;
+    std::string hex_key;
+    store::Entry entry;
+  };
+  void run();
+  void start_locked();
+  void do_job(Job& job);
+
+  std::string m_cache_dir;
+  WriterSource m_source;
+  std::mutex m_mutex;
+  std::condition_variable m_wake;
+  std::condition_variable m_idle;
+  std::deque<Job> m_jobs;
+  bool m_busy = false;
+  bool m_stop = false;
+  std::unique_ptr<std::thread> m_thread;
+  pid_t m_pid;
+};
+
+} // namespace kjit::mirror

@@ -1,0 +1,30 @@
+// The blob tables inside one LMDB write transaction: storing a blob once, releasing the blobs of
+// an entry that is deleted, and sweeping. Private to src/store/ (raw LMDB types).
+#pragma once
+
+#include "store/store.hpp"
+
+#include <lmdb.h>
+#include <string_view>
+
+namespace kjit::store {
+
+struct BlobDbis {
+  MDB_dbi entries;
+  MDB_dbi blobs;
+  MDB_dbi refs;
+};
+
+// Stores `content` under `hash` (encode_blob()) unless an intact blob is already there. Returns
+// an LMDB code.
+int put_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, std::string_view content);
+
+// Call before deleting entry `key`: deletes its `blob_refs` rows and every blob that no other entry
+// refers to any more. A record that can't be read holds no references (sweep_blobs() finds what it
+// leaves). Returns an LMDB code.
+int release_blobs(MDB_txn* txn, const BlobDbis& dbis, std::string_view key);
+
+// Makes `blob_refs` match the records and deletes unreferenced blobs (Store::sweep_blobs()).
+int sweep_blobs(MDB_txn* txn, const BlobDbis& dbis, Store::BlobSweep& report);
+
+} // namespace kjit::store

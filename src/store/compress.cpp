@@ -1,0 +1,87 @@
+// zstd with one compression and one decompression context per thread (created on first use).
+#include "store/compress.hpp"
+
+#include <memory>
+#include <new>
+#include <zstd.h>
+
+namespace kjit::store {
+
+namespace {
+
+constexpr int k_level = 3;
+
+struct FreeCctx {
+  void operator()(ZSTD_CCtx* c) const noexcept { ZSTD_freeCCtx(c); }
+};
+struct FreeDctx {
+  void operator()(ZSTD_DCtx* d) const noexcept { ZSTD_freeDCtx(d); }
+};
+
+ZSTD_CCtx* cctx()
+{
+  thread_local std::unique_ptr<ZSTD_CCtx, FreeCctx> context(ZSTD_createCCtx());
+  return context.get();
+}
+
+ZSTD_DCtx* dctx()
+{
+  thread_local std::unique_ptr<ZSTD_DCtx, FreeDctx> context(ZSTD_createDCtx());
+  return context.get();
+}
+
+} // namespace
+
+std::optional<std::string> compress(std::string_view value)
+{
+  if (value.size() < k_compress_min || cctx() == nullptr) {
+    return std::nullopt;
+  }
+  std::string out(ZSTD_compressBound(value.size()), '\0');
+  const std::size_t size = ZSTD_compressCCtx(cctx(), out.data(), out.size(), value.data(), value.size(), k_level);
+  if (ZSTD_isError(size) || size >= value.size()) {
+    return std::nullopt;
+  }
+  out.resize(size);
+  return out;
+}
+
+std::optional<std::size_t> frame_size(std::string_view frame)
+{
+  const unsigned long long size = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size > k_expand_max) {
+    return std::nullopt;
+  }
+  return static_cast<std::size_t>(size);
+}
+
+bool decompress(std::string_view frame, std::size_t size, std::string& out, std::string& why)
+{
+  const auto declared = frame_size(frame);
+  if (!declared || *declared != size) {
+    why = "compressed value: bad zstd frame header";
+    return false;
+  }
+  if (dctx() == nullptr) {
+    why = "compressed value: no zstd context (out of memory)";
+    return false;
+  }
+  try {
+    out.resize(size);
+  } catch (const std::bad_alloc&) {
+    why = "compressed value: no memory for the " + std::to_string(size) + " bytes its frame claims";
+    return false;
+  }
+  const std::size_t got = ZSTD_decompressDCtx(dctx(), out.data(), out.size(), frame.data(), frame.size());
+  if (ZSTD_isError(got)) {
+    why = std::string("compressed value: ") + ZSTD_getErrorName(got) + " (truncated or damaged)";
+    return false;
+  }
+  if (got != size) {
+    why = "compressed value: expands to " + std::to_string(got) + " bytes, its frame says " + std::to_string(size);
+    return false;
+  }
+  return true;
+}
+
+} // namespace kjit::store
