@@ -45,8 +45,8 @@ public:
   const std::string& path() const { return m_path; }
 
   // Makes `lexical` (absolute, as NVRTC will meet it under the private folder) lead where it
-  // leads on disk: each symlink met is made here too (an absolute target points under the
-  // private folder), each folder made. Returns the symlink-free path it leads to.
+  // leads on disk: each symlink met is made here too, pointing under the private folder to
+  // where it leads on disk, and that folder made. Returns the walk (its symlink-free path).
   deps::PathWalk replicate(const std::string& lexical)
   {
     deps::PathWalk walk = deps::walk_path(lexical);
