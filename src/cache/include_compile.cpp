@@ -2,6 +2,8 @@
 #include "cache/include_compile.hpp"
 
 #include "cache/cache_dir.hpp"
+#include "cache/cache_impl.hpp"
+#include "config/log.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvjitlink_library.hpp"
 #include "rtc/nvrtc_library.hpp"
@@ -14,8 +16,11 @@
 #include <unistd.h>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <regex>
 #include <set>
+#include <sys/stat.h>
+#include <tuple>
 
 namespace kjit::cache {
 
@@ -39,17 +44,59 @@ public:
   PrivateFolder& operator=(const PrivateFolder&) = delete;
   const std::string& path() const { return m_path; }
 
-  void ensure_dir(const std::string& absolute) const
+  // Makes `lexical` (absolute, as NVRTC will meet it under the private folder) lead where it
+  // leads on disk: each symlink met is made here too, pointing under the private folder to
+  // where it leads on disk, and that folder made. Returns the walk (its symlink-free path).
+  deps::PathWalk replicate(const std::string& lexical)
   {
-    if (const std::error_code error = util::create_directories(m_path + absolute, 0700)) {
-      throw Error("cannot create " + m_path + absolute + ": " + error.message());
+    deps::PathWalk walk = deps::walk_path(lexical);
+    for (const auto& link : walk.links) {
+      if (m_links.insert(link).second) {
+        ensure_dir(deps::dir_of(link));
+        // To where it leads on disk, under the private folder: "link/.." then leads where it
+        // leads on disk, and a relative target can't climb out of the private folder.
+        const std::string leads_to = deps::walk_path(link).real;
+        const std::string there = m_path + leads_to;
+        if (::symlink(there.c_str(), (m_path + link).c_str()) != 0 && errno != EEXIST) {
+          throw Error("cannot create " + m_path + link + ": " + std::strerror(errno));
+        }
+        struct stat st {};
+        if (::stat(leads_to.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+          ensure_dir(leads_to);
+        }
+      }
+    }
+    return walk;
+  }
+  void ensure_dir(const std::string& real) const
+  {
+    if (const std::error_code error = util::create_directories(m_path + real, 0700)) {
+      throw Error("cannot create " + m_path + real + ": " + error.message());
     }
   }
-  void write(const std::string& absolute, const std::string& content) const
+  // Places `header` where its path leads. One file on disk (a hard link's two names, the same
+  // inode and stamp) is one file here too, so that #pragma once (by inode) sees one file.
+  void place(const deps::DiskHeader& header)
   {
-    ensure_dir(deps::dir_of(absolute));
+    const std::string real = replicate(header.path).real;
+    if (!m_files.insert(real).second) {
+      return;  // reached before by another name (a symlinked folder)
+    }
+    const auto identity = std::make_tuple(header.stamp.inode, header.stamp.size, header.stamp.mtime_ns, header.stamp.ctime_ns);
+    ensure_dir(deps::dir_of(real));
+    if (const auto first = m_inodes.find(identity); first != m_inodes.end()) {
+      if (::link((m_path + first->second).c_str(), (m_path + real).c_str()) != 0) {
+        throw Error("cannot create " + m_path + real + ": " + std::strerror(errno));
+      }
+      return;
+    }
+    m_inodes.emplace(identity, real);
+    write(real, header.content);
+  }
+  void write(const std::string& real, const std::string& content) const
+  {
     // A fresh private folder: exclusive create, no fsync (it lives for one compile).
-    const std::string path = m_path + absolute;
+    const std::string path = m_path + real;
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     std::size_t done = 0;
     while (fd >= 0 && done < content.size()) {
@@ -74,6 +121,9 @@ public:
 private:
   std::string m_parent;
   std::string m_path;
+  std::set<std::string> m_links;  // symlinks made (their paths on disk)
+  std::set<std::string> m_files;  // files placed (their symlink-free paths)
+  std::map<std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> m_inodes;
 };
 
 std::string without(std::string text, const std::string& prefix)
@@ -100,6 +150,18 @@ std::vector<Missing> missing_includes(const std::string& log)
   return out;
 }
 
+// A pre-include NVRTC may have read from the working directory instead of its copy: the
+// compile's headers are not what it read. Compiled again by the caller (as for any edit).
+void check_absent(const std::vector<std::string>& paths)
+{
+  for (const auto& path : paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      throw HeadersChanged{};
+    }
+  }
+}
+
 } // namespace
 
 Binary compile_with_includes(const Config& config, const Program& program, const Arch& arch,
@@ -111,27 +173,47 @@ Binary compile_with_includes(const Config& config, const Program& program, const
     rtc::nvjitlink_for(config);
   }
   const deps::SearchContext& context = resolver.context();
-  const PrivateFolder folder;
+  PrivateFolder folder;
   const std::string& root = folder.path();
   Program nvrtc_program = program;
   nvrtc_program.name = root + resolver.main_path();
   nvrtc_program.options = context.nvrtc_options;
+  std::vector<std::string> lexical_dirs = context.include_dirs;
+  lexical_dirs.push_back(deps::dir_of(resolver.main_path()));
   for (const auto& dir : context.include_dirs) {
-    folder.ensure_dir(dir);
     nvrtc_program.options.push_back("-I" + root + dir);
   }
-  folder.ensure_dir(deps::dir_of(resolver.main_path()));
+  // A pre-include found in an -I folder is named as written, so that NVRTC finds it in that
+  // folder's copy and an #include_next in it goes on from there; NVRTC looks in the working
+  // directory first, where it was not (checked again after the compile).
+  std::vector<std::string> absent_in_cwd;
   for (std::size_t i = 0; i < context.pre_includes.size(); ++i) {
+    const std::string& name = context.pre_includes[i];
     const std::string& found = resolver.pre_include_paths()[i];
-    nvrtc_program.options.push_back("--pre-include=" + (found.empty() ? context.pre_includes[i] : root + found));
+    const bool in_cwd = found.empty() || name.front() == '/' || found == deps::join_path(context.cwd, name);
+    nvrtc_program.options.push_back("--pre-include=" + (in_cwd ? (found.empty() ? name : root + found) : name));
+    if (!in_cwd) {
+      absent_in_cwd.push_back(deps::join_path(context.cwd, name));
+    }
   }
-  std::set<std::string> written;
   for (int round = 1;; ++round) {
     resolver.close();
-    for (const auto& header : resolver.result().headers) {
-      if (written.insert(header.path).second) {
-        folder.write(header.path, header.content);
+    if (!resolver.unfaithful().empty()) {
+      // The private folder could not answer as the disk would: compile from the disk itself. No
+      // manifest is recorded, so the entry is never found again (its key stays provisional).
+      log::line(program.name + ": " + resolver.unfaithful() +
+                "; compiled from the files on disk and not cached");
+      resolver.result().recordable = false;
+      if (rounds != nullptr) {
+        *rounds = round;
       }
+      return rtc::compile(config, program, arch);
+    }
+    for (const auto& dir : lexical_dirs) {
+      folder.ensure_dir(folder.replicate(dir).real);
+    }
+    for (const auto& header : resolver.result().headers) {
+      folder.place(header);
     }
     if (rounds != nullptr) {
       *rounds = round;
@@ -139,6 +221,7 @@ Binary compile_with_includes(const Config& config, const Program& program, const
     try {
       Binary binary = rtc::compile(config, nvrtc_program, arch);
       binary.log = without(binary.log, root);
+      check_absent(absent_in_cwd);
       return binary;
     } catch (const OptionError& error) {
       // Named by the file the user gave, not by its copy in the private folder (gone by now).
@@ -162,6 +245,10 @@ Binary compile_with_includes(const Config& config, const Program& program, const
         }
       }
       if (!added) {
+        check_absent(absent_in_cwd);
+        if (!resolver.unfaithful().empty()) {
+          continue;  // a name NVRTC asked for can't be answered from the private folder
+        }
         throw CompileError(program.name, error.arch(), without(error.log(), root), program.options);
       }
     }

@@ -15,6 +15,9 @@ namespace kjit::cache {
 // NVRTC searches only that folder (then the toolkit). A missing include is resolved from its
 // includer, added to `resolver`, and the compile repeated. Throws CompileError with NVRTC's log
 // (private paths removed) when nothing more can be added; other kjit errors as rtc::compile.
+// When the private folder can't answer as the disk would (resolver.unfaithful()), compiles from
+// the disk instead, logs why, and marks the resolution not recordable (never looked up again).
+// Throws HeadersChanged when a pre-include appeared in the working directory meanwhile.
 Binary compile_with_includes(const Config& config, const Program& program, const Arch& arch,
                              deps::Resolver& resolver, int* rounds = nullptr);
 

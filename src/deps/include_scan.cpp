@@ -171,7 +171,82 @@ std::map<std::string, std::string> defines_from_options(const std::vector<std::s
   return defines;
 }
 
-std::vector<IncludeDirective> scan_includes(const std::string& text, const std::map<std::string, std::string>& defines)
+namespace {
+
+// Whether `line` has the identifier `word` at `at` (not inside a longer identifier).
+bool word_at(const std::string& line, std::size_t at, const std::string& word)
+{
+  return line.compare(at, word.size(), word) == 0 && (at == 0 || !identifier_char(line[at - 1])) &&
+         (at + word.size() >= line.size() || !identifier_char(line[at + word.size()]));
+}
+
+// The parameter names of the function-like macro whose "(" is at `at`.
+std::set<std::string> parameters(const std::string& line, std::size_t at)
+{
+  std::set<std::string> out;
+  for (++at; at < line.size() && line[at] != ')';) {
+    skip_space(line, at);
+    const std::string name = identifier(line, at);
+    if (name.empty()) {
+      ++at;
+    } else {
+      out.insert(name);
+    }
+  }
+  return out;
+}
+
+// The probes of one line: __has_include(…), __has_include_next(…) and calls of known wrappers.
+// In a #define of a function-like macro, a probe of one of its parameters makes it a wrapper.
+void probes(const std::string& line, int line_number, const std::set<std::string>& params, const std::string& defining,
+            ScanMacros* shared, std::vector<IncludeDirective>& found)
+{
+  std::vector<std::string> words{"__has_include", "__has_include_next"};
+  if (shared != nullptr) {
+    words.insert(words.end(), shared->wrappers.begin(), shared->wrappers.end());
+  }
+  std::vector<std::string> new_wrappers;
+  for (const std::string& word : words) {
+    for (auto at = line.find(word); at != std::string::npos; at = line.find(word, at + 1)) {
+      if (!word_at(line, at, word) || word == defining) {
+        continue;
+      }
+      std::size_t open = at + word.size();
+      skip_space(line, open);
+      if (open >= line.size() || line[open] != '(') {
+        continue;  // "defined(__has_include)", "#ifdef __has_include"
+      }
+      std::size_t operand = open + 1;
+      skip_space(line, operand);
+      IncludeDirective directive;
+      directive.conditional = true;
+      directive.probe = true;
+      directive.line = line_number;
+      if (header_name(line, operand, directive.name, directive.quoted)) {
+        found.push_back(directive);
+        continue;
+      }
+      std::size_t end = operand;
+      const std::string name = identifier(line, end);
+      skip_space(line, end);
+      if (!name.empty() && params.count(name) != 0) {
+        new_wrappers.push_back(defining);  // #define W(x) __has_include(x)
+        continue;
+      }
+      directive.computed = true;
+      directive.name = !name.empty() && end < line.size() && line[end] == ')' ? name : line.substr(operand);
+      found.push_back(directive);
+    }
+  }
+  if (shared != nullptr) {
+    shared->wrappers.insert(new_wrappers.begin(), new_wrappers.end());
+  }
+}
+
+} // namespace
+
+std::vector<IncludeDirective> scan_includes(const std::string& text, const std::map<std::string, std::string>& defines,
+                                            ScanMacros* shared)
 {
   std::map<std::string, std::string> macros = defines;
   std::vector<IncludeDirective> found;
@@ -188,32 +263,33 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
     start = end + 1;
     ++line_number;
 
-    for (auto probe = line.find("__has_include"); probe != std::string::npos;
-         probe = line.find("__has_include", probe + 1)) {
-      std::size_t at = line.find('(', probe);
-      if (at != std::string::npos) {
-        ++at;
-        skip_space(line, at);
-        IncludeDirective directive;
-        if (header_name(line, at, directive.name, directive.quoted)) {
-          directive.conditional = true;
-          directive.line = line_number;
-          found.push_back(directive);
-        }
-      }
-    }
     std::size_t at = 0;
     skip_space(line, at);
+    bool directive_line = true;
     if (at < line.size() && line[at] == '#') {
       ++at;
     } else if (line.compare(at, 2, "%:") == 0) {  // digraph
       at += 2;
     } else {
+      directive_line = false;
+    }
+    std::string directive_name;
+    if (directive_line) {
+      skip_space(line, at);
+      directive_name = identifier(line, at);
+      skip_space(line, at);
+    }
+    if (directive_name == "define") {
+      std::size_t after = at;
+      const std::string macro = identifier(line, after);
+      const bool function_like = after < line.size() && line[after] == '(';
+      probes(line, line_number, function_like ? parameters(line, after) : std::set<std::string>{}, macro, shared, found);
+    } else if (line.find("__has_include") != std::string::npos || (shared != nullptr && !shared->wrappers.empty())) {
+      probes(line, line_number, {}, {}, shared, found);
+    }
+    if (!directive_line) {
       continue;
     }
-    skip_space(line, at);
-    const std::string directive_name = identifier(line, at);
-    skip_space(line, at);
     if (directive_name == "if" || directive_name == "ifdef" || directive_name == "ifndef") {
       ++depth;
     } else if (directive_name == "endif") {
@@ -227,6 +303,11 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
           value.pop_back();
         }
         macros[macro] = value;
+        if (shared != nullptr) {
+          shared->values[macro].insert(value);
+        }
+      } else if (at >= line.size() && shared != nullptr) {
+        shared->values[macro].insert("");
       }
     } else if (directive_name == "include" || directive_name == "include_next") {
       IncludeDirective directive;

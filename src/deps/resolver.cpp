@@ -5,6 +5,7 @@
 
 #include <kjit/error.hpp>
 
+#include <cctype>
 #include <ctime>
 #include <dirent.h>
 #include <sys/stat.h>
@@ -76,8 +77,11 @@ FileStamp stamp_of(const std::string& path)
 }
 
 Resolver::Resolver(const Program& program, const SearchContext& context)
-  : m_program(program), m_context(context), m_start_ns(coarse_now_ns())
+  : m_program(program), m_context(context), m_start_ns(coarse_now_ns()), m_defines(defines_from_options(program.options))
 {
+  for (const auto& [name, value] : m_defines) {
+    m_scan.values[name].insert(value);
+  }
   const std::string base = context.source_dir.empty() ? context.cwd : context.source_dir;
   const auto slash = program.name.rfind('/');
   m_main_path = join_path(base, slash == std::string::npos ? program.name : program.name.substr(slash + 1));
@@ -92,6 +96,8 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
       probe(candidate);
     }
     m_pre_paths.push_back(found);
+    m_names.insert(name);
+    check_name(context.cwd, name);
     if (!found.empty()) {
       add(name, found);
     }
@@ -260,12 +266,12 @@ const DiskHeader* Resolver::find(const std::string& path) const
 std::string Resolver::add_next(const std::string& name, IncludeKind kind, const std::string& includer)
 {
   m_names.insert(name);
-  m_needs_closure = true;  // an include the prediction did not see: others like it may exist
   const bool main = includer == m_main_path;
   std::string includer_dir = includer.empty() ? m_context.cwd : dir_of(includer);
   if (main && m_context.source_dir.empty()) {
     includer_dir.clear();
   }
+  check_name(includer_dir, name);
   const auto found_in = m_found_in.find(includer);
   for (const auto& candidate :
        user_candidates(m_context, name, kind, includer_dir, found_in == m_found_in.end() ? "" : found_in->second)) {
@@ -289,12 +295,12 @@ std::string Resolver::add_next(const std::string& name, IncludeKind kind, const 
 
 void Resolver::follow(const std::string& text, const std::string& includer)
 {
-  for (const IncludeDirective& directive : scan_includes(text, defines_from_options(m_program.options))) {
-    if (directive.computed || directive.macro) {
-      m_needs_closure = true;  // NVRTC may resolve a name kjit does not know
-    }
+  for (const IncludeDirective& directive : scan_includes(text, m_defines, &m_scan)) {
     if (directive.computed) {
-      continue;  // left to the compiler's answer
+      if (directive.probe) {
+        m_operands.insert(directive.name);  // expanded by close() with every value it may have
+      }
+      continue;  // an #include: left to the compiler's answer (the retry loop)
     }
     m_names.insert(directive.name);
     const IncludeKind kind = directive.next ? IncludeKind::next : directive.quoted ? IncludeKind::quoted : IncludeKind::angle;
@@ -302,6 +308,7 @@ void Resolver::follow(const std::string& text, const std::string& includer)
     if (includer == m_main_path && m_context.source_dir.empty()) {
       includer_dir.clear();
     }
+    check_name(includer_dir, directive.name);
     const auto found_in = m_found_in.find(includer);
     for (const auto& candidate : user_candidates(m_context, directive.name, kind, includer_dir,
                                                  found_in == m_found_in.end() ? "" : found_in->second)) {
@@ -335,14 +342,75 @@ void Resolver::predict()
   }
 }
 
+void Resolver::check_name(const std::string& dir, const std::string& name)
+{
+  if (!m_unfaithful.empty() || !has_dot_dot(name)) {
+    return;
+  }
+  // From the private folder, a ".." that stops at "/" on disk would climb out of it.
+  std::vector<std::string> dirs = m_context.include_dirs;
+  dirs.push_back(dir.empty() ? m_context.cwd : dir);
+  for (const auto& from : dirs) {
+    if (walk_path(join_path(from, name)).climbed) {
+      m_unfaithful = "the include name '" + name + "' climbs above / from " + from;
+      return;
+    }
+  }
+}
+
 void Resolver::close()
 {
-  predict();
-  // Without computed or macro includes every include NVRTC meets is one the prediction resolved
-  // to nvcc's first candidate: nothing can be reached silently.
-  for (bool grew = m_needs_closure; grew;) {
+  // Every known name × every folder searched: NVRTC's own search over the private folder then
+  // meets, for a known name, exactly the files nvcc meets on disk, whichever folder it starts
+  // from (#include_next from any includer, pre-includes, __has_include, wrong predictions).
+  for (bool grew = true; grew;) {
     grew = false;
+    const std::size_t wrappers = m_scan.wrappers.size();
     predict();
+    if (m_scan.wrappers.size() != wrappers) {
+      // A wrapper of __has_include defined in a file scanned after one that calls it: scan again.
+      follow(m_program.source, m_main_path);
+      for (std::size_t i = 0; i < m_result.headers.size(); ++i) {
+        const std::string path = m_result.headers[i].path;  // follow() may add headers
+        follow(m_result.headers[i].content, path);
+      }
+      predict();
+    }
+    for (const std::string& operand : m_operands) {
+      // Every value the operand may have (conditionals are not evaluated): each must be a name.
+      std::set<std::string> seen;
+      std::vector<std::string> pending{operand};
+      while (!pending.empty() && m_unfaithful.empty()) {
+        const std::string macro = pending.back();
+        pending.pop_back();
+        const auto values = m_scan.values.find(macro);
+        if (!seen.insert(macro).second) {
+          continue;
+        }
+        if (values == m_scan.values.end()) {
+          m_unfaithful = "__has_include(" + operand + "): " + macro + " is not defined in a file kjit reads";
+          break;
+        }
+        for (const auto& value : values->second) {
+          const bool quoted = value.size() >= 2 && value.front() == '"' && value.back() == '"';
+          const bool angle = value.size() >= 2 && value.front() == '<' && value.back() == '>';
+          std::size_t end = 0;
+          while (end < value.size() && (std::isalnum(static_cast<unsigned char>(value[end])) || value[end] == '_')) {
+            ++end;
+          }
+          if (quoted || angle) {
+            const std::string name = value.substr(1, value.size() - 2);
+            grew = m_names.insert(name).second || grew;
+            check_name(m_context.source_dir, name);
+          } else if (end == value.size() && end != 0) {
+            pending.push_back(value);
+          } else {
+            m_unfaithful = "__has_include(" + operand + "): " + macro + " is defined as '" + value + "'";
+            break;
+          }
+        }
+      }
+    }
     std::set<std::string> dirs(m_context.include_dirs.begin(), m_context.include_dirs.end());
     if (!m_context.source_dir.empty()) {
       dirs.insert(m_context.source_dir);
@@ -358,9 +426,11 @@ void Resolver::close()
         }
       }
     }
+    // Only pairs not tried before: a new folder with every name, a new name in every folder.
     for (const auto& dir : dirs) {
+      const bool new_dir = m_closed_dirs.insert(dir).second;
       for (const auto& name : names) {
-        if (name.empty() || name.front() == '/') {
+        if (name.empty() || name.front() == '/' || (!new_dir && m_closed_names.count(name) != 0)) {
           continue;
         }
         const std::string candidate = join_path(dir, name);
@@ -374,6 +444,7 @@ void Resolver::close()
         }
       }
     }
+    m_closed_names.insert(names.begin(), names.end());
   }
 }
 

@@ -75,9 +75,16 @@ public:
   std::string add_next(const std::string& name, IncludeKind kind, const std::string& includer);
   // Adds the header at `path` (and predicts its includes); false if it is not a regular file.
   bool add(const std::string& name, const std::string& path);
-  // Adds every file that an include of a known name could reach in a folder the compile searches,
-  // so that NVRTC, searching only what kjit passes, never skips a file nvcc would take.
+  // Makes the prediction a faithful sub-replica of the disk: adds every existing file that an
+  // include (or __has_include) of a known name could reach in any folder the compile searches,
+  // so that NVRTC, searching only what kjit passes, answers every search as it would on disk.
+  // Probes through macros are expanded with every value the scanned files give them.
   void close();
+  // Why the private folder cannot answer as the disk would (a __has_include operand no value
+  // of which is a header name, a name climbing above "/"); empty when it can.
+  const std::string& unfaithful() const { return m_unfaithful; }
+  // Notes a name NVRTC asked for (for the checks of unfaithful()).
+  void check_name(const std::string& dir, const std::string& name);
 
   const DiskHeader* find(const std::string& path) const;
   // True while every header added still has the stamp it was read with (a stat each).
@@ -111,7 +118,12 @@ private:
   std::vector<std::string> m_pending;               // headers added, not scanned yet
   std::vector<std::string> m_pre_paths;
   std::map<std::string, std::optional<std::set<std::string>>> m_listings;  // folder → its names
-  bool m_needs_closure = false;  // a computed or macro include was seen: NVRTC may search silently
+  ScanMacros m_scan;                                // macros and __has_include wrappers of every file scanned
+  std::set<std::string> m_operands;                 // __has_include operands that are macros
+  std::map<std::string, std::string> m_defines;     // -D NAME=VALUE
+  std::string m_unfaithful;
+  std::set<std::string> m_closed_dirs;   // folders and names close() has tried together
+  std::set<std::string> m_closed_names;
 };
 
 } // namespace kjit::deps

@@ -5,6 +5,7 @@
 
 #include <kjit/error.hpp>
 
+#include <algorithm>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,13 +54,9 @@ std::string join_path(const std::string& dir, const std::string& name)
       slash = raw.size();
     }
     const std::string part = raw.substr(at, slash - at);
-    if (part == "..") {
-      if (!parts.empty() && parts.back() != "..") {
-        parts.pop_back();
-      } else if (raw.front() != '/') {
-        parts.push_back(part);
-      }
-    } else if (!part.empty() && part != ".") {
+    // ".." stays: after a symlinked folder it means the target's parent, not the text's (the
+    // kernel, and NVRTC, resolve it through the file system; walk_path does too).
+    if (!part.empty() && part != ".") {
       parts.push_back(part);
     }
     at = slash + 1;
@@ -69,6 +66,67 @@ std::string join_path(const std::string& dir, const std::string& name)
     out += (i == 0 ? "" : "/") + parts[i];
   }
   return out.empty() ? "." : out;
+}
+
+PathWalk walk_path(const std::string& path)
+{
+  PathWalk out;
+  std::vector<std::string> pending;  // components still to follow, the next one last
+  const auto push = [&pending](const std::string& text) {
+    std::vector<std::string> parts;
+    for (std::size_t at = 0; at <= text.size();) {
+      const auto slash = std::min(text.find('/', at), text.size());
+      parts.push_back(text.substr(at, slash - at));
+      at = slash + 1;
+    }
+    pending.insert(pending.end(), parts.rbegin(), parts.rend());
+  };
+  push(path);
+  std::string real;  // empty: "/"
+  bool missing = false;
+  int hops = 0;
+  while (!pending.empty()) {
+    const std::string part = std::move(pending.back());
+    pending.pop_back();
+    if (part.empty() || part == ".") {
+      continue;
+    }
+    if (part == "..") {
+      if (real.empty()) {
+        out.climbed = true;  // the kernel stays at "/"; a copy of the tree elsewhere would not
+      } else {
+        real.erase(real.rfind('/'));
+      }
+      continue;
+    }
+    std::string next = real + "/" + part;
+    struct stat st {};
+    if (!missing && ::lstat(next.c_str(), &st) != 0) {
+      missing = true;  // the rest is joined as text: nothing below exists
+    } else if (!missing && S_ISLNK(st.st_mode)) {
+      char buffer[4096];
+      const ssize_t size = ::readlink(next.c_str(), buffer, sizeof buffer);
+      if (size > 0 && ++hops <= 40) {
+        std::string target(buffer, static_cast<std::size_t>(size));
+        out.links.push_back(next);
+        if (target.front() == '/') {
+          real.clear();
+        }
+        push(target);
+        continue;
+      }
+      missing = true;  // unreadable or a loop: the kernel fails here too
+    }
+    real = std::move(next);
+  }
+  out.real = real.empty() ? "/" : real;
+  return out;
+}
+
+bool has_dot_dot(const std::string& path)
+{
+  return path == ".." || path.rfind("../", 0) == 0 || path.find("/../") != std::string::npos ||
+         (path.size() >= 3 && path.compare(path.size() - 3, 3, "/..") == 0);
 }
 
 std::string dir_of(const std::string& path)
@@ -122,7 +180,8 @@ SearchContext search_context(const Program& program, const std::vector<std::stri
       dir = option.substr(15);
       is_dir = true;
     } else if (starts_with(option, "-I")) {
-      dir = option.substr(2);
+      // NVRTC reads "-I=dir" as the folder "dir" (but "-I =dir" and "--include-path==dir" as "=dir").
+      dir = option.substr(option.size() > 2 && option[2] == '=' ? 3 : 2);
       is_dir = true;
     }
     if (is_dir) {

@@ -39,8 +39,19 @@ SearchContext search_context(const Program& program, const std::vector<std::stri
 std::vector<std::string> user_candidates(const SearchContext& context, const std::string& name, IncludeKind kind,
                                          const std::string& includer_dir, const std::string& found_in = {});
 
-// Joins and normalizes ("a/./b", "a//b", "a/x/../b"); absolute names are returned as they are.
+// Joins and tidies ("a/./b", "a//b"); ".." is kept (resolved by walk_path, through the file
+// system); absolute names are returned as they are.
 std::string join_path(const std::string& dir, const std::string& name);
+
+// Where an absolute path leads, followed component by component as the kernel follows it.
+struct PathWalk {
+  std::string real;     // symlink-free; past the first missing component, joined as text
+  bool climbed = false; // ".." met at "/": the kernel stays there, a copy of the tree elsewhere would climb out
+  std::vector<std::string> links;  // each symlink met (its path, with no symlink before it)
+};
+PathWalk walk_path(const std::string& path);
+// Whether a path has a ".." component.
+bool has_dot_dot(const std::string& path);
 std::string dir_of(const std::string& path);
 
 } // namespace kjit::deps

@@ -10,7 +10,9 @@
 #include "rtc/compiler.hpp"
 #include "store/store.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -77,6 +79,19 @@ void same_(const kjit::Config& config, kjit::Cache& cache, const std::string& sr
   BOOST_TEST(value_in(want) == expected);
 }
 
+// d/k.cu computes V + W from d/v.h and d/w.h: first V = v1, W = 1, then (in a new Cache) V = v2, W = 2.
+void v_and_w_edited(const kjit::Config& config, const std::string& d, int v1, int v2)
+{
+  for (int step = 1; step <= 2; ++step) {
+    const int v = step == 1 ? v1 : v2;
+    put(d + "/v.h", "#define V " + std::to_string(v) + "\n");
+    put(d + "/w.h", "#define W " + std::to_string(step) + "\n");
+    settle();
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", {}, std::to_string(v + step));
+  }
+}
+
 const char* k_kernel = "extern \"C\" __global__ void k(int* o) { *o = V; }\n";
 
 } // namespace
@@ -140,18 +155,7 @@ BOOST_AUTO_TEST_CASE(row4_digraph_and_row5_digit_separator_and_row6_raw_string)
                                "#include \"w.h\"\n"
                                "__device__ const char* g() { return R\"x(\n#include \"nowhere.h\"\n)x\"; }\n") +
                      "extern \"C\" __global__ void k(int* o) { *o = V + W; }\n");
-  put(d + "/v.h", "#define V 50\n");
-  put(d + "/w.h", "#define W 1\n");
-  settle();
-  {
-    kjit::Cache cache(config);
-    same_(config, cache, d + "/k.cu", {}, "51");
-  }
-  put(d + "/v.h", "#define V 60\n");
-  put(d + "/w.h", "#define W 2\n");
-  settle();
-  kjit::Cache cache(config);
-  same_(config, cache, d + "/k.cu", {}, "62");
+  v_and_w_edited(config, d, 50, 60);
   const auto found = kjit::deps::scan_includes(read_text(d + "/k.cu"), {});
   BOOST_TEST(found.size() == 2u);
 }
@@ -358,6 +362,196 @@ BOOST_AUTO_TEST_CASE(issue10_bad_include_folders_defines_and_nul_bytes_are_error
   program.options = {};
   program.source = std::string("#define V 1\n") + '\0' + k_kernel;
   BOOST_CHECK_THROW(cache.prepare(program, k_arch), kjit::Error);
+}
+
+// Issue 22, differential review: a wrong prediction that still finds *some* copied file must never
+// change what NVRTC reads. Each test compares the cached result with plain NVRTC on the real files.
+
+BOOST_AUTO_TEST_CASE(review1_include_next_from_a_header_found_through_the_source_folder)
+{
+  const std::string d = tmp.path() + "/nx1";
+  put(d + "/src/k.cu", std::string("#include \"h.h\"\n") + k_kernel);
+  put(d + "/src/h.h", "#ifndef SRC_H\n#define SRC_H\n#include_next \"h.h\"\n#endif\n");
+  put(d + "/a/h.h", "#ifndef A_H\n#define A_H\n#define V 201\n#endif\n");
+  put(d + "/b/h.h", "#ifndef B_H\n#define B_H\n#define V 202\n#endif\n");
+  settle();
+  // NVRTC's next search from a file found next to its includer starts at the first -I folder,
+  // whether or not the source folder is an -I folder too.
+  const std::string a = "-I" + d + "/a", b = "-I" + d + "/b", src = "-I" + d + "/src";
+  for (const auto& options : {std::vector<std::string>{b, a}, std::vector<std::string>{a, src, b},
+                              std::vector<std::string>{a, b, src}, std::vector<std::string>{b, src, a}}) {
+    const std::string want = value_in(uncached(config, d + "/src/k.cu", options));
+    BOOST_TEST(want == (options.front() == a ? "201" : "202"));
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/src/k.cu", options, want);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(review1_include_next_from_a_header_found_through_its_includers_folder)
+{
+  const std::string d = tmp.path() + "/nx2";
+  put(d + "/src/k.cu", std::string("#include <x.h>\n") + k_kernel);
+  put(d + "/b/x.h", "#include \"y.h\"\n");
+  put(d + "/b/y.h", "#ifndef BY\n#define BY\n#include_next <y.h>\n#endif\n");
+  put(d + "/a/y.h", "#ifndef AY\n#define AY\n#define V 211\n#endif\n");
+  put(d + "/c/y.h", "#ifndef CY\n#define CY\n#define V 212\n#endif\n");
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/a", "-I" + d + "/b", "-I" + d + "/c"};
+  const std::string want = value_in(uncached(config, d + "/src/k.cu", options));
+  BOOST_TEST(want != "?");
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/src/k.cu", options, want);
+}
+
+BOOST_AUTO_TEST_CASE(review1_include_next_from_the_main_source)
+{
+  const std::string d = tmp.path() + "/nx3";
+  put(d + "/src/k.cu", std::string("#include_next <v.h>\n") + k_kernel);
+  put(d + "/src/v.h", "#define V 221\n");
+  put(d + "/a/v.h", "#define V 222\n");
+  put(d + "/b/v.h", "#define V 223\n");
+  settle();
+  for (const auto& options : {std::vector<std::string>{"-I" + d + "/a", "-I" + d + "/b"},
+                              std::vector<std::string>{"-I" + d + "/src", "-I" + d + "/b"}}) {
+    const std::string want = value_in(uncached(config, d + "/src/k.cu", options));
+    BOOST_TEST(want != "?");
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/src/k.cu", options, want);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(review1_include_next_from_a_pre_include_found_in_a_middle_folder)
+{
+  const std::string d = tmp.path() + "/nx4";
+  put(d + "/src/k.cu", k_kernel);
+  put(d + "/b/pre.h", "#include_next <v.h>\n");
+  put(d + "/a/v.h", "#define V 231\n");
+  put(d + "/c/v.h", "#define V 233\n");
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/a", "-I" + d + "/b", "-I" + d + "/c", "-include=pre.h"};
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/src/k.cu", options, "233");
+}
+
+BOOST_AUTO_TEST_CASE(review2_has_include_through_a_macro_or_a_define)
+{
+  const std::string d = tmp.path() + "/hi";
+  put(d + "/opt.h", "#define OPT_V 1\n");
+  put(d + "/k1.cu", std::string("#define S(x) #x\n#define H S(opt.h)\n#if __has_include(H)\n#define V 241\n#else\n#define V 240\n#endif\n") + k_kernel);
+  put(d + "/k2.cu", std::string("#if __has_include(OPT)\n#define V 242\n#else\n#define V 240\n#endif\n") + k_kernel);
+  put(d + "/k3.cu", std::string("#define HAS(x) __has_include(x)\n#if HAS(\"opt.h\")\n#define V 243\n#else\n#define V 240\n#endif\n") + k_kernel);
+  settle();
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k1.cu", {}, "241");
+  same_(config, cache, d + "/k2.cu", {"-DOPT=\"opt.h\""}, "242");
+  same_(config, cache, d + "/k3.cu", {}, "243");
+  std::remove((d + "/opt.h").c_str());
+  settle();
+  same_(config, cache, d + "/k1.cu", {}, "240");
+  same_(config, cache, d + "/k2.cu", {"-DOPT=\"opt.h\""}, "240");
+  same_(config, cache, d + "/k3.cu", {}, "240");
+}
+
+BOOST_AUTO_TEST_CASE(review3_one_file_by_two_names_with_pragma_once)
+{
+  const std::string d = tmp.path() + "/once";
+  put(d + "/a/h.h", "#pragma once\nstruct S { int v; };\n#define V 251\n");
+  BOOST_TEST_REQUIRE(::link((d + "/a/h.h").c_str(), (d + "/a/hard.h").c_str()) == 0);
+  BOOST_TEST_REQUIRE(::symlink("a", (d + "/b").c_str()) == 0);
+  put(d + "/k1.cu", std::string("#include \"a/h.h\"\n#include \"a/hard.h\"\n") + k_kernel);
+  put(d + "/k2.cu", std::string("#include \"a/h.h\"\n#include \"b/h.h\"\n") + k_kernel);
+  settle();
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k1.cu", {}, value_in(uncached(config, d + "/k1.cu", {})));
+  same_(config, cache, d + "/k2.cu", {}, value_in(uncached(config, d + "/k2.cu", {})));
+  BOOST_TEST(value_in(uncached(config, d + "/k2.cu", {})) == "251");
+}
+
+BOOST_AUTO_TEST_CASE(review4_dot_dot_after_a_symlinked_folder)
+{
+  const std::string d = tmp.path() + "/dots";
+  put(d + "/other/deep/keep", "");
+  put(d + "/other/v.h", "#define V 261\n");
+  put(d + "/src/v.h", "#define V 262\n");
+  BOOST_TEST_REQUIRE(::symlink((d + "/other/deep").c_str(), (d + "/src/lnk").c_str()) == 0);
+  put(d + "/src/k.cu", std::string("#include \"lnk/../v.h\"\n") + k_kernel);
+  settle();
+  const std::string want = value_in(uncached(config, d + "/src/k.cu", {}));
+  BOOST_TEST(want != "?");
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/src/k.cu", {}, want);
+  }
+  put(d + "/other/v.h", "#define V 263\n");
+  put(d + "/src/v.h", "#define V 264\n");
+  settle();
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/src/k.cu", {}, value_in(uncached(config, d + "/src/k.cu", {})));
+}
+
+BOOST_AUTO_TEST_CASE(review5_form_feed_between_hash_and_include)
+{
+  const std::string d = tmp.path() + "/ff";
+  put(d + "/k.cu", std::string("#\finclude \"v.h\"\n#\vinclude \"w.h\"\n") +
+                     "extern \"C\" __global__ void k(int* o) { *o = V + W; }\n");
+  v_and_w_edited(config, d, 270, 280);
+}
+
+BOOST_AUTO_TEST_CASE(review6_include_folder_written_with_an_equals_sign)
+{
+  // NVRTC reads "-I=dir" as the folder "dir", even where a folder "=dir" exists.
+  const std::string d = tmp.path() + "/eq";
+  put(d + "/inc/v.h", "#define V 301\n");
+  put(d + "/=inc/v.h", "#define V 302\n");
+  put(d + "/k.cu", std::string("#include <v.h>\n") + k_kernel);
+  settle();
+  const std::string cwd = std::filesystem::current_path();
+  std::filesystem::current_path(d);
+  kjit::Cache cache(config);
+  std::string got;
+  try {
+    got = value_in(cached(cache, d + "/k.cu", {"-I=inc"}));
+  } catch (const kjit::Error& e) {
+    got = e.what();
+  }
+  const std::string want = value_in(uncached(config, d + "/k.cu", {"-I=inc"}));
+  std::filesystem::current_path(cwd);
+  BOOST_TEST(want == "301");
+  BOOST_TEST(got == want);
+}
+
+BOOST_AUTO_TEST_CASE(review6_include_names_climbing_past_the_root)
+{
+  // From <tmp>/up/src, five ".." stop at "/" on disk. From the private folder (under $TMPDIR, here
+  // <tmp>/t) they stop inside <tmp>/t: NVRTC must never read a file there that kjit did not hash.
+  const std::string d = tmp.path() + "/up";
+  put(d + "/inc/v.h", "#define V 291\n");
+  const std::string rest = d.substr(1) + "/inc/v.h";
+  put(tmp.path() + "/t/" + rest, "#define V 999\n");
+  std::string climb;
+  for (std::size_t i = 0, n = std::count(d.begin(), d.end(), '/') + 2; i < n; ++i) {
+    climb += "../";
+  }
+  put(d + "/src/k.cu", "#include \"" + climb + rest + "\"\n" + k_kernel);
+  settle();
+  const char* old_tmpdir = std::getenv("TMPDIR");
+  const std::string saved = old_tmpdir != nullptr ? old_tmpdir : "";
+  ::setenv("TMPDIR", (tmp.path() + "/t").c_str(), 1);
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/src/k.cu", {}, "291");
+  }
+  put(d + "/inc/v.h", "#define V 292\n");
+  settle();
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/src/k.cu", {}, "292");
+  }
+  if (old_tmpdir != nullptr) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
