@@ -93,6 +93,10 @@ struct Cache::Impl {
   // (it differs from the prepared key when the compile needed headers the prediction missed).
   store::Entry compile_entry(const PreparedProgram& prepared, util::Sha256& final_key);
   void persist(const util::Sha256& key, const PreparedProgram& prepared, const store::Entry& entry);
+  // ptx_reuse.cpp: for a virtual arch, the PTX of the same program stored for its real arch (in
+  // memory or the store), or nullopt. Throws OptionError as a compile for `arch` would.
+  std::optional<Binary> ptx_of_real_arch(const Program& program, const Arch& arch,
+                                         const std::vector<deps::DiskHeader>& headers);
 
   // tiers.cpp: the tiers below the store.
   void open_tiers();
