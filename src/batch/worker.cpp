@@ -79,13 +79,7 @@ Worker::Worker(const std::string& path)
 {
   // The worker's temporary files (NVRTC's automatic PCH folders, kjit's include copies) go to a
   // folder of its own, removed when it ends: a worker killed for its time limit leaves nothing.
-  const char* tmp = std::getenv("TMPDIR");
-  m_tmp_parent = tmp != nullptr && *tmp == '/' ? tmp : "/tmp";
-  std::string folder = m_tmp_parent + "/kjit-worker-XXXXXX";
-  if (::mkdtemp(folder.data()) == nullptr) {
-    throw Error("cannot create a folder for a compile worker under " + m_tmp_parent + ": " + std::strerror(errno));
-  }
-  m_tmp = folder;
+  m_tmp = std::make_unique<cache::TempFolder>("kjit-worker-", "a folder for a compile worker");
   try {
     start(path);
   } catch (...) {
@@ -106,7 +100,7 @@ void Worker::start(const std::string& path)
   posix_spawn_file_actions_adddup2(&actions, fds[1], 0);  // dup2 clears CLOEXEC on 0 and 1
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
-  const std::vector<std::string> env = worker_environment(m_tmp);
+  const std::vector<std::string> env = worker_environment(m_tmp->path());
   std::vector<char*> envp;
   for (const std::string& entry : env) {
     envp.push_back(const_cast<char*>(entry.c_str()));
@@ -145,14 +139,7 @@ void Worker::stop() noexcept
     }
     m_pid = -1;
   }
-  if (!m_tmp.empty()) {
-    try {
-      cache::remove_tree(m_tmp_parent, m_tmp.substr(m_tmp_parent.size() + 1));
-    } catch (...) {
-      // Never throws: a folder that can't be removed stays behind in TMPDIR.
-    }
-    m_tmp.clear();
-  }
+  m_tmp.reset();  // after the worker is gone: what it left in its TMPDIR goes too
 }
 
 void Worker::lose(const std::string& why)

@@ -7,6 +7,10 @@
 #include <kjit/error.hpp>
 #include <kjit/program.hpp>
 
+#include "cache/cache_dir.hpp"
+
+#include <memory>
+
 #include <string>
 #include <sys/types.h>
 
@@ -48,8 +52,7 @@ private:
   void stop() noexcept;
   pid_t m_pid = -1;
   int m_socket = -1;
-  std::string m_tmp_parent;
-  std::string m_tmp;  // the worker's TMPDIR
+  std::unique_ptr<cache::TempFolder> m_tmp;  // the worker's TMPDIR
   std::string m_path;
   bool m_greeted = false;
 };

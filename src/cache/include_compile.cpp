@@ -25,32 +25,19 @@ namespace {
 // A fresh folder under $TMPDIR, removed with everything in it when this goes away.
 class PrivateFolder {
 public:
-  PrivateFolder()
-  {
-    const char* tmp = std::getenv("TMPDIR");
-    m_parent = tmp != nullptr && *tmp == '/' ? tmp : "/tmp";
-    std::string pattern = m_parent + "/kjit-includes-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw Error("cannot create a private include folder under " + m_parent + ": " + std::strerror(errno));
-    }
-    m_path = pattern;
-  }
-  ~PrivateFolder() { remove_tree(m_parent, m_path.substr(m_parent.size() + 1)); }
-  PrivateFolder(const PrivateFolder&) = delete;
-  PrivateFolder& operator=(const PrivateFolder&) = delete;
-  const std::string& path() const { return m_path; }
+  const std::string& path() const { return m_folder.path(); }
 
   void ensure_dir(const std::string& absolute) const
   {
-    if (const std::error_code error = util::create_directories(m_path + absolute, 0700)) {
-      throw Error("cannot create " + m_path + absolute + ": " + error.message());
+    if (const std::error_code error = util::create_directories(path() + absolute, 0700)) {
+      throw Error("cannot create " + path() + absolute + ": " + error.message());
     }
   }
   void write(const std::string& absolute, const std::string& content) const
   {
     ensure_dir(deps::dir_of(absolute));
     // A fresh private folder: exclusive create, no fsync (it lives for one compile).
-    const std::string path = m_path + absolute;
+    const std::string path = this->path() + absolute;
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     std::size_t done = 0;
     while (fd >= 0 && done < content.size()) {
@@ -73,8 +60,7 @@ public:
   }
 
 private:
-  std::string m_parent;
-  std::string m_path;
+  TempFolder m_folder{"kjit-includes-", "a private include folder"};
 };
 
 std::string without(std::string text, const std::string& prefix)
