@@ -53,6 +53,11 @@ public:
     } catch (const batch::WorkerLost&) {
       m_worker.reset();  // the next item starts a fresh worker
       throw;
+    } catch (const batch::WorkerMismatch& e) {
+      log::line(std::string("warning: ") + e.what() + "; compiling in-process");
+      m_worker.reset();
+      m_in_process = true;
+      return rtc::compile(config, program, arch);
     }
   }
 

@@ -61,6 +61,11 @@ private:
 
 } // namespace
 
+std::string hello(bool from_worker)
+{
+  return std::string(from_worker ? "kjit-worker" : "kjit batch") + " protocol " + std::to_string(k_protocol_version);
+}
+
 std::string encode_request(const Program& program, const Arch& arch, bool pch, const std::string& cuda_home)
 {
   std::string out;

@@ -6,11 +6,19 @@
 #include <kjit/binary.hpp>
 #include <kjit/program.hpp>
 
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <string>
 
 namespace kjit::batch {
+
+// The first frame each way: the batch sends hello(false) ("kjit batch protocol N"), the worker
+// answers hello(true) ("kjit-worker protocol N"). A worker given anything else answers all the same
+// and exits; a batch whose worker answers otherwise (another version, a program that echoes)
+// compiles in-process rather than exchange frames the two sides read differently.
+constexpr std::uint32_t k_protocol_version = 1;
+std::string hello(bool from_worker);
 
 // frame = length:u32 bytes[length]; every string inside = length:u32 bytes.
 // `pch`: compile with NVRTC's automatic precompiled headers (the worker keeps them for the next

@@ -2,6 +2,7 @@
 #include "batch/worker.hpp"
 
 #include "batch/protocol.hpp"
+#include "cache/cache_dir.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvrtc_library.hpp"
 
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <poll.h>
 #include <spawn.h>
@@ -58,10 +60,37 @@ std::string without_pch_lines(const std::string& log)
   return out;
 }
 
+// The environment for a worker: ours, with TMPDIR set to its private folder.
+std::vector<std::string> worker_environment(const std::string& tmpdir)
+{
+  std::vector<std::string> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (std::strncmp(*entry, "TMPDIR=", 7) != 0) {
+      env.emplace_back(*entry);
+    }
+  }
+  env.push_back("TMPDIR=" + tmpdir);
+  return env;
+}
+
 } // namespace
 
 Worker::Worker(const std::string& path)
 {
+  // The worker's temporary files (NVRTC's automatic PCH folders, kjit's include copies) go to a
+  // folder of its own, removed when it ends: a worker killed for its time limit leaves nothing.
+  m_tmp = std::make_unique<cache::TempFolder>("kjit-worker-", "a folder for a compile worker");
+  try {
+    start(path);
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+void Worker::start(const std::string& path)
+{
+  m_path = path;
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     throw Error(std::string("cannot create a worker socket: ") + std::strerror(errno));
@@ -71,7 +100,13 @@ Worker::Worker(const std::string& path)
   posix_spawn_file_actions_adddup2(&actions, fds[1], 0);  // dup2 clears CLOEXEC on 0 and 1
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
-  const int error = ::posix_spawn(&m_pid, path.c_str(), &actions, nullptr, argv, environ);
+  const std::vector<std::string> env = worker_environment(m_tmp->path());
+  std::vector<char*> envp;
+  for (const std::string& entry : env) {
+    envp.push_back(const_cast<char*>(entry.c_str()));
+  }
+  envp.push_back(nullptr);
+  const int error = ::posix_spawn(&m_pid, path.c_str(), &actions, nullptr, argv, envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
   if (error != 0) {
@@ -104,6 +139,7 @@ void Worker::stop() noexcept
     }
     m_pid = -1;
   }
+  m_tmp.reset();  // after the worker is gone: what it left in its TMPDIR goes too
 }
 
 void Worker::lose(const std::string& why)
@@ -131,7 +167,26 @@ Binary Worker::compile(const Program& program, const Arch& arch, const std::stri
   if (m_socket < 0) {
     throw WorkerLost(what + ": worker not running");
   }
-  if (!write_frame(m_socket, encode_request(program, arch, pch, cuda_home))) {
+  if (!m_greeted) {
+    // Both sides must read frames the same way: a kjit-worker of another kjit is not used.
+    const std::string answer = exchange(hello(false), what, timeout_s);
+    if (answer != hello(true)) {
+      std::string got = answer.substr(0, 40);
+      for (char& c : got) {
+        c = c >= ' ' && c < 127 ? c : '?';
+      }
+      stop();
+      throw WorkerMismatch(m_path + " is not a compile worker of this kjit (it answered \"" + got + "\" to \"" +
+                           hello(false) + "\")");
+    }
+    m_greeted = true;
+  }
+  return decode_response(exchange(encode_request(program, arch, pch, cuda_home), what, timeout_s));
+}
+
+std::string Worker::exchange(const std::string& request, const std::string& what, double timeout_s)
+{
+  if (!write_frame(m_socket, request)) {
     lose(what + " stopped reading");
   }
   pollfd ready{m_socket, POLLIN, 0};
@@ -143,17 +198,21 @@ Binary Worker::compile(const Program& program, const Arch& arch, const std::stri
   if (polled == 0) {
     lose(what + " timed out after " + std::to_string(timeout_s) + " s and was killed");
   }
-  const auto response = read_frame(m_socket);
+  auto response = read_frame(m_socket);
   if (!response) {
     ::usleep(1000);  // let the exit status settle
     lose(what + " ended without an answer");
   }
-  return decode_response(*response);
+  return std::move(*response);
 }
 
 int worker_main(int in, int out)
 {
   std::signal(SIGPIPE, SIG_IGN);
+  const auto first = read_frame(in);
+  if (!first || !write_frame(out, hello(true)) || *first != hello(false)) {
+    return first ? 2 : 0;  // another protocol: our hello told the batch so
+  }
   while (const auto request = read_frame(in)) {
     std::string response;
     try {

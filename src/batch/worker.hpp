@@ -7,6 +7,10 @@
 #include <kjit/error.hpp>
 #include <kjit/program.hpp>
 
+#include "cache/cache_dir.hpp"
+
+#include <memory>
+
 #include <string>
 #include <sys/types.h>
 
@@ -17,26 +21,40 @@ struct WorkerLost : Error {
   using Error::Error;
 };
 
+// Thrown when the program started as a worker answers the hello otherwise (another kjit's worker,
+// not a worker at all): the batch compiles in-process instead.
+struct WorkerMismatch : Error {
+  using Error::Error;
+};
+
 class Worker {
 public:
-  // Starts `path` with stdin and stdout on a socket; throws Error if it can't be started.
+  // Starts `path` with stdin and stdout on a socket and TMPDIR set to a private folder (removed
+  // when the worker ends); throws Error if it can't be started.
   explicit Worker(const std::string& path);
   // Closes the socket and reaps the process (killing it if it still runs). Never throws.
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Compiles in the worker. Throws what compile() threw there (same type), or WorkerLost (the
-  // process is then killed and reaped) when it crashed, hung longer than `timeout_s` or broke
-  // the protocol.
+  // Compiles in the worker (the first call checks the protocol's hello). Throws what compile()
+  // threw there (same type), WorkerLost (the process is then killed and reaped) when it crashed,
+  // hung longer than `timeout_s` or broke the protocol, or WorkerMismatch when it is not a worker
+  // of this kjit.
   Binary compile(const Program& program, const Arch& arch, const std::string& cuda_home, double timeout_s,
                 bool pch = false);
 
 private:
+  void start(const std::string& path);
+  // Sends one frame and returns the answer; WorkerLost as compile().
+  std::string exchange(const std::string& request, const std::string& what, double timeout_s);
   [[noreturn]] void lose(const std::string& why);
   void stop() noexcept;
   pid_t m_pid = -1;
   int m_socket = -1;
+  std::unique_ptr<cache::TempFolder> m_tmp;  // the worker's TMPDIR
+  std::string m_path;
+  bool m_greeted = false;
 };
 
 // The worker's loop: reads requests from `in`, compiles each with rtc::compile, writes results to

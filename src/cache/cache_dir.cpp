@@ -199,6 +199,17 @@ std::string private_folder_problem(int fd, bool shared, bool strict)
   return {};
 }
 
+TempFolder::TempFolder(const std::string& prefix, const std::string& what)
+{
+  const char* tmp = std::getenv("TMPDIR");
+  m_parent = tmp != nullptr && *tmp == '/' ? tmp : "/tmp";
+  std::string pattern = m_parent + "/" + prefix + "XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw Error("cannot create " + what + " under " + m_parent + ": " + std::strerror(errno));
+  }
+  m_path = pattern;
+}
+
 void remove_tree(const std::string& cache_dir, const std::string& relative)
 {
   const std::string root = cache_dir + "/" + relative;

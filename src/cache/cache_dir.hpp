@@ -43,4 +43,19 @@ void warn_once(const std::string& message);
 // Removes `relative` (a folder) below `cache_dir` without following symlinks.
 void remove_tree(const std::string& cache_dir, const std::string& relative);
 
+// A fresh folder <TMPDIR or /tmp>/<prefix>XXXXXX (mode 0700), removed with everything in it
+// (without following symlinks) when this goes away. Throws Error saying it was for `what`.
+class TempFolder {
+public:
+  TempFolder(const std::string& prefix, const std::string& what);
+  ~TempFolder() { remove_tree(m_parent, m_path.substr(m_parent.size() + 1)); }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  const std::string& path() const { return m_path; }
+
+private:
+  std::string m_parent;
+  std::string m_path;
+};
+
 } // namespace kjit::cache

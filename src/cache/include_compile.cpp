@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sys/stat.h>
@@ -29,20 +30,7 @@ namespace {
 // A fresh folder under $TMPDIR, removed with everything in it when this goes away.
 class PrivateFolder {
 public:
-  PrivateFolder()
-  {
-    const char* tmp = std::getenv("TMPDIR");
-    m_parent = tmp != nullptr && *tmp == '/' ? tmp : "/tmp";
-    std::string pattern = m_parent + "/kjit-includes-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw Error("cannot create a private include folder under " + m_parent + ": " + std::strerror(errno));
-    }
-    m_path = pattern;
-  }
-  ~PrivateFolder() { remove_tree(m_parent, m_path.substr(m_parent.size() + 1)); }
-  PrivateFolder(const PrivateFolder&) = delete;
-  PrivateFolder& operator=(const PrivateFolder&) = delete;
-  const std::string& path() const { return m_path; }
+  const std::string& path() const { return m_folder.path(); }
 
   // Makes `lexical` (absolute, as NVRTC will meet it under the private folder) lead where it
   // leads on disk: each symlink met is made here too, pointing under the private folder to
@@ -56,9 +44,9 @@ public:
         // To where it leads on disk, under the private folder: "link/.." then leads where it
         // leads on disk, and a relative target can't climb out of the private folder.
         const std::string leads_to = deps::walk_path(link).real;
-        const std::string there = m_path + leads_to;
-        if (::symlink(there.c_str(), (m_path + link).c_str()) != 0 && errno != EEXIST) {
-          throw Error("cannot create " + m_path + link + ": " + std::strerror(errno));
+        const std::string there = path() + leads_to;
+        if (::symlink(there.c_str(), (path() + link).c_str()) != 0 && errno != EEXIST) {
+          throw Error("cannot create " + path() + link + ": " + std::strerror(errno));
         }
         struct stat st {};
         if (::stat(leads_to.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -70,8 +58,8 @@ public:
   }
   void ensure_dir(const std::string& real) const
   {
-    if (const std::error_code error = util::create_directories(m_path + real, 0700)) {
-      throw Error("cannot create " + m_path + real + ": " + error.message());
+    if (const std::error_code error = util::create_directories(path() + real, 0700)) {
+      throw Error("cannot create " + path() + real + ": " + error.message());
     }
   }
   // Places `header` where its path leads. One file on disk (a hard link's two names, the same
@@ -85,8 +73,8 @@ public:
     const auto identity = std::make_tuple(header.stamp.inode, header.stamp.size, header.stamp.mtime_ns, header.stamp.ctime_ns);
     ensure_dir(deps::dir_of(real));
     if (const auto first = m_inodes.find(identity); first != m_inodes.end()) {
-      if (::link((m_path + first->second).c_str(), (m_path + real).c_str()) != 0) {
-        throw Error("cannot create " + m_path + real + ": " + std::strerror(errno));
+      if (::link((path() + first->second).c_str(), (path() + real).c_str()) != 0) {
+        throw Error("cannot create " + path() + real + ": " + std::strerror(errno));
       }
       return;
     }
@@ -96,7 +84,7 @@ public:
   void write(const std::string& real, const std::string& content) const
   {
     // A fresh private folder: exclusive create, no fsync (it lives for one compile).
-    const std::string path = m_path + real;
+    const std::string path = this->path() + real;
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     std::size_t done = 0;
     while (fd >= 0 && done < content.size()) {
@@ -119,8 +107,7 @@ public:
   }
 
 private:
-  std::string m_parent;
-  std::string m_path;
+  TempFolder m_folder{"kjit-includes-", "a private include folder"};
   std::set<std::string> m_links;  // symlinks made (their paths on disk)
   std::set<std::string> m_files;  // files placed (their symlink-free paths)
   std::map<std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> m_inodes;
@@ -162,6 +149,16 @@ void check_absent(const std::vector<std::string>& paths)
   }
 }
 
+bool may_read_files(const Program& program, const deps::SearchContext& context, deps::Resolver& resolver)
+{
+  bool may = !context.include_dirs.empty() || !context.pre_includes.empty() || !resolver.result().headers.empty() ||
+             program.source.find("include") != std::string::npos;
+  for (const auto& [name, content] : program.headers) {
+    may = may || content.find("include") != std::string::npos;
+  }
+  return may;
+}
+
 } // namespace
 
 Binary compile_with_includes(const Config& config, const Program& program, const Arch& arch,
@@ -173,8 +170,14 @@ Binary compile_with_includes(const Config& config, const Program& program, const
     rtc::nvjitlink_for(config);
   }
   const deps::SearchContext& context = resolver.context();
-  PrivateFolder folder;
-  const std::string& root = folder.path();
+  // A program that can include nothing (the word "include" nowhere, no -I, no pre-include) makes
+  // NVRTC read no file: no private folder then (three mkdirs and their removal cost ≈1.5 ms of a
+  // 20 ms miss here, see docs/benchmarks.md).
+  std::optional<PrivateFolder> folder;
+  if (may_read_files(program, context, resolver)) {
+    folder.emplace();
+  }
+  const std::string root = folder ? folder->path() : std::string();
   Program nvrtc_program = program;
   nvrtc_program.name = root + resolver.main_path();
   nvrtc_program.options = context.nvrtc_options;
@@ -209,11 +212,15 @@ Binary compile_with_includes(const Config& config, const Program& program, const
       }
       return rtc::compile(config, program, arch);
     }
-    for (const auto& dir : lexical_dirs) {
-      folder.ensure_dir(folder.replicate(dir).real);
-    }
-    for (const auto& header : resolver.result().headers) {
-      folder.place(header);
+    if (folder) {
+      for (const auto& dir : lexical_dirs) {
+        folder->ensure_dir(folder->replicate(dir).real);
+      }
+      for (const auto& header : resolver.result().headers) {
+        folder->place(header);
+      }
+    } else if (!resolver.result().headers.empty()) {  // unreachable: headers come only from "#include"
+      throw Error("internal error: a header of " + program.name + " to pass without an include folder");
     }
     if (rounds != nullptr) {
       *rounds = round;

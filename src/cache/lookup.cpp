@@ -91,8 +91,14 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   entry.source = program.source;
   entry.created_unix = static_cast<std::int64_t>(::time(nullptr));
   const util::Stopwatch watch;
+  bool compiled = false;
   try {
-    entry.binary = cache::compile_with_includes(config, program, p.arch(), resolver);
+    if (auto reused = ptx_of_real_arch(program, p.arch(), resolver.result().headers)) {
+      entry.binary = std::move(*reused);
+    } else {
+      compiled = true;
+      entry.binary = cache::compile_with_includes(config, program, p.arch(), resolver);
+    }
     entry.options = cache::absolute_include_options(program.options);  // compile.sh names the folders used
     for (auto& option : rtc::implicit_options(config, p.arch())) {
       entry.options.push_back(std::move(option));
@@ -112,7 +118,9 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
     entry.binary.timings.total_ms = watch.elapsed_ms();
     entry.options = e.options();
   }
-  count(&CacheStats::compiles, &CacheStats::compile_ms_spent, watch.elapsed_ms());
+  if (compiled) {
+    count(&CacheStats::compiles, &CacheStats::compile_ms_spent, watch.elapsed_ms());
+  }
   // The key of what was compiled: the program and every user header NVRTC could read.
   const deps::Resolution& resolution = resolver.result();
   const cache::KeyTexts texts = cache::make_key(program, p.arch(), context, resolution.headers);
@@ -212,6 +220,9 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
       cache::warn_once("waited " + std::to_string(config.compile_lock_timeout_s) +
                        " s (KJIT_COMPILE_LOCK_TIMEOUT) for another process compiling the same kernel; compiling it here");
     }
+  }
+  if (store && store->writable()) {
+    store->walk_ahead();  // the walk before this process's first write runs beside the compile
   }
   util::Sha256 final_key;
   store::Entry entry = compile_entry(p, final_key);

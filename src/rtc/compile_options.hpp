@@ -14,7 +14,7 @@ enum class CubinPath {
   none,           // virtual arch: PTX only
   nvrtc,          // NVRTC for the real arch: whole-program PTX → SASS in one compile (the default)
   nvjitlink_lto,  // the program asked for -dlto: NVRTC LTO IR → nvJitLink -lto
-  nvjitlink_ptx,  // stored PTX → nvJitLink (relocatable PTX → SASS, for another real arch)
+  nvjitlink_ptx,  // PTX → nvJitLink (relocatable PTX → SASS): never taken by the cache, see compile-paths.md
 };
 
 // "none", "nvrtc", "nvjitlink-lto", "nvjitlink-ptx".

@@ -146,6 +146,9 @@ std::string nvrtc_build_identity()
   Program probe{"kjit_probe.cu", "__global__ void kjit_probe() {}\n", {}, {}, {}};
   const std::vector<int> archs = supported_archs();
   const Arch arch = Arch::parse("compute_" + std::to_string(archs.empty() ? 75 : archs.front()));
+  // Always here: a batch thread's worker would count the probe as its item's compile and blame its
+  // time limit on it.
+  const ScopedCompileDelegate in_process(nullptr);
   const Binary binary = compile(current_config(), probe, arch);
   // The PTX header names the build: "// Cuda compilation tools, release 13.0, V13.0.88" and
   // "// Compiler Build ID: CL-36424714".

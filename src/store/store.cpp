@@ -121,7 +121,13 @@ Store::Store(std::unique_ptr<Impl> impl, std::string path, bool writable)
 {
 }
 
-Store::~Store() = default;
+Store::~Store()
+{
+  std::lock_guard lock(m_impl->ahead_mutex);
+  if (m_impl->ahead.valid()) {
+    m_impl->ahead.wait();  // it walks this store
+  }
+}
 
 std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& options)
 {
@@ -283,8 +289,31 @@ bool Store::visit(Table table, std::string_view key, const std::function<void(st
     false);
 }
 
+void Store::walk_ahead()
+{
+  if (!m_writable || m_impl->walked.load() == m_impl->generation.load()) {
+    return;
+  }
+  std::lock_guard lock(m_impl->ahead_mutex);
+  if (!m_impl->ahead.valid()) {
+    m_impl->ahead = std::async(std::launch::async, [this] {
+      const std::uint64_t seen = m_impl->generation.load();
+      return std::make_pair(seen, check(true).ok);  // a damaged store is replaced here
+    });
+  }
+}
+
 void Store::walk_before_first_write()
 {
+  std::future<std::pair<std::uint64_t, bool>> ahead;
+  {
+    std::lock_guard lock(m_impl->ahead_mutex);
+    ahead = std::move(m_impl->ahead);
+  }
+  if (ahead.valid()) {
+    const auto [seen, sound] = ahead.get();
+    m_impl->walked = sound ? seen : m_impl->generation.load();
+  }
   const std::uint64_t now = m_impl->generation.load();
   if (m_impl->walked.load() != now) {
     const CheckReport report = check(true);  // a damaged store is replaced by a fresh one here

@@ -109,6 +109,9 @@ public:
   // missing (and is rebuilt by its owner), never as a wrong value. Throws StoreError when the
   // write fails (a full disk says "no space left on device"; a map that can't grow says so).
   void put(const std::vector<Row>& rows);
+  // Starts, in the background, the walk this process's first put() needs (see check()), so that it
+  // runs while the caller compiles; put() waits for it. No-op once walked, or when read-only.
+  void walk_ahead();
   void put(Table table, std::string_view key, std::string_view value)
   {
     put({Row{table, std::string(key), std::string(value)}});

@@ -8,6 +8,7 @@
 #include <kjit/error.hpp>
 
 #include <atomic>
+#include <future>
 #include <lmdb.h>
 #include <mutex>
 #include <shared_mutex>
@@ -52,6 +53,8 @@ struct Store::Impl {
   // The generation last walked: a process walks the store (isolated) before its first write, since
   // a write copies pages LMDB picks by fields a damaged page may hold (a SIGBUS no read would meet).
   std::atomic<std::uint64_t> walked{~std::uint64_t(0)};
+  std::mutex ahead_mutex;
+  std::future<std::pair<std::uint64_t, bool>> ahead;  // walk_ahead(): generation walked, sound
   bool retired = false;            // no environment: reads miss, writes are skipped
 
   bool has_blob_tables() const

@@ -108,13 +108,14 @@ check "cat --cubin of a remembered compile error exits 1" exit_code 1 "$kjit" ca
 check "stats" exit_code 0 "$kjit" stats
 check "stats counts entries" grep -q "^entries: 23 (1 compile errors, 0 damaged" "$work/out"
 check "stats shows bytes by kind" grep -q "^records: .*(cubin .*, PTX .*, source .*, logs .*)" "$work/out"
-check "stats counts lookups of every process" grep -q "^lookups: [0-9]* hits .*, 23 misses, 23 compiles, by [0-9]* processes" "$work/out"
+# 22 compiles: saxpy.cu for compute_90 is the PTX of its sm_90 entry (docs/compile-paths.md)
+check "stats counts lookups of every process" grep -q "^lookups: [0-9]* hits .*, 23 misses, 22 compiles, by [0-9]* processes" "$work/out"
 check "stats --json" exit_code 0 "$kjit" stats --json
 check "stats --json parses" python3 -c "import json; d=json.load(open('$work/out')); assert d['entries']==23 and d['bytes']['cubin']>0 and d['bytes']['mirror']>0"
 check "stats --json counts lookups" sh -c "'$kjit' stats --json >'$work/stats.json'"
 check "the lookups parse" python3 -c "
 import json; d = json.load(open('$work/stats.json'))['lookups']
-assert d['misses'] == 23 and d['compiles'] == 23 and d['disk_hits'] >= 1 and d['processes'] >= 24, d"
+assert d['misses'] == 23 and d['compiles'] == 22 and d['disk_hits'] >= 1 and d['processes'] >= 24, d"
 check "old spelling: cache stats" exit_code 0 "$kjit" cache stats
 check "cache stats counts entries" grep -q "^entries: 23" "$work/out"
 

@@ -39,7 +39,8 @@ std::string warm_three_archs(const kjit::Config& config, const std::string& dir)
   write_text(file, small_program("bundled").source);
   for (const char* arch : k_archs) {
     const std::string out = probe(config.cache_dir, file, arch);
-    BOOST_TEST_REQUIRE(has_line(out, "compiles: 1"), out);
+    // compute_90 is the PTX of the sm_90 entry just made: no compile (docs/compile-paths.md).
+    BOOST_TEST_REQUIRE(has_line(out, std::string(arch) == "compute_90" ? "compiles: 0" : "compiles: 1"), out);
   }
   return file;
 }

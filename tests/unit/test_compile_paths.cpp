@@ -220,4 +220,76 @@ BOOST_FIXTURE_TEST_CASE(the_cubin_path_is_recorded_in_options_txt_and_the_record
   }
 }
 
+// Issue 10: compute_XY is served from the stored sm_XY entry of the same program and headers
+// (NVRTC's PTX is the same for both), with no compile; the PTX equals a direct compute_XY compile.
+BOOST_FIXTURE_TEST_CASE(a_virtual_arch_is_served_from_its_real_archs_ptx_without_a_compile, kjit::test::CacheFixture)
+{
+  kjit::test::write_text(tmp.path() + "/scale.h", "#define SCALE 3.0f\n");
+  kjit::test::settle();
+  kjit::Program program = parity_program();
+  program.source = "#include \"" + tmp.path() + "/scale.h\"\n" + program.source +
+                   "extern \"C\" __global__ void scaled(float* p) { p[threadIdx.x] *= SCALE; }\n";
+  for (const char* real_name : {"sm_80", "sm_90a"}) {
+    const kjit::Arch real = kjit::Arch::parse(real_name);
+    const kjit::Arch virtual_arch = kjit::Arch::parse(real.virtual_name());
+    {
+      kjit::Cache cache(config);
+      const auto compiled = cache.get(program, real);
+      BOOST_TEST(cache.stats().compiles == 1u);
+      const auto served = cache.get(program, virtual_arch);
+      BOOST_TEST(cache.stats().compiles == 1u);  // no NVRTC compile for the virtual arch
+      BOOST_TEST((served->ptx == compiled->ptx));
+      BOOST_TEST(served->cubin.empty());
+      BOOST_TEST(served->cubin_path == "none");
+      BOOST_TEST(served->arch == virtual_arch.str());
+      BOOST_TEST(served->lowered_names == compiled->lowered_names);
+      // The same bytes an uncached compile for the virtual arch gives.
+      BOOST_TEST((served->ptx == kjit::compile(program, virtual_arch).ptx));
+    }
+    kjit::Cache fresh(config);  // stored under the virtual arch's own key
+    BOOST_TEST(fresh.get(program, virtual_arch)->ptx.size() > 0u);
+    BOOST_TEST(fresh.stats().disk_hits == 1u);
+    BOOST_TEST(fresh.stats().compiles == 0u);
+  }
+}
+
+// What a virtual-arch compile refuses is refused when its PTX would be reused, too.
+BOOST_FIXTURE_TEST_CASE(ptx_reuse_keeps_the_virtual_archs_option_errors, kjit::test::CacheFixture)
+{
+  kjit::Program program = kjit::test::small_program("reuse_options");
+  program.options = {"-maxrregcount=32"};
+  kjit::Cache cache(config);
+  cache.get(program, kjit::Arch::parse("sm_90"));
+  BOOST_CHECK_THROW(cache.get(program, kjit::Arch::parse("compute_90")), kjit::OptionError);
+}
+
+// Another real arch is never made from stored IR of a different virtual arch: the IR is the
+// program compiled with that arch's __CUDA_ARCH__, so the code could differ from a direct compile.
+BOOST_FIXTURE_TEST_CASE(another_real_arch_is_compiled_for_its_own_cuda_arch, kjit::test::CacheFixture)
+{
+  kjit::Program program = parity_program();
+  program.source += R"(
+extern "C" __global__ void by_arch(int* p)
+{
+#if __CUDA_ARCH__ >= 900
+  p[threadIdx.x] = __popc(p[threadIdx.x]) * 90;
+#else
+  p[threadIdx.x] = 80;
+#endif
+}
+)";
+  kjit::Cache cache(config);
+  cache.get(program, kjit::Arch::parse("sm_80"));
+  const auto sm90 = cache.get(program, kjit::Arch::parse("sm_90"));
+  BOOST_TEST(cache.stats().compiles == 2u);
+  const auto direct = kjit::read_kernels(direct_nvrtc_cubin(program, kjit::Arch::parse("sm_90")));
+  const auto ours = sm90->kernels();
+  BOOST_TEST_REQUIRE(ours.size() == direct.size());
+  for (std::size_t i = 0; i < direct.size(); ++i) {
+    BOOST_TEST(ours[i].name == direct[i].name);
+    BOOST_TEST(ours[i].registers == direct[i].registers);
+  }
+  BOOST_TEST((kjit::cubin_functions(sm90->cubin) == kjit::cubin_functions(direct_nvrtc_cubin(program, kjit::Arch::parse("sm_90")))));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

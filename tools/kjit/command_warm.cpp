@@ -1,5 +1,6 @@
 // kjit warm FILE… --arch LIST [--jobs N]: fill the cache for many programs and archs at once, the
-// misses compiled in worker processes on every core.
+// misses compiled in worker processes on every core. A FILE that can't be read is reported and the
+// rest are warmed (exit 1).
 #include "commands.hpp"
 #include "options.hpp"
 
@@ -15,16 +16,21 @@ namespace kjit::cli {
 
 namespace {
 
-std::vector<std::string> split(const std::string& text, char separator)
+// The archs of --arch: every comma-separated part must name one ("sm_80,,sm_90" and "," are usage
+// errors, not an empty warm).
+std::vector<Arch> arch_list(const std::string& text)
 {
-  std::vector<std::string> parts;
-  std::stringstream stream(text);
-  for (std::string part; std::getline(stream, part, separator);) {
-    if (!part.empty()) {
-      parts.push_back(part);
+  std::vector<Arch> archs;
+  std::stringstream stream(text + ",");
+  for (std::string part; std::getline(stream, part, ',');) {
+    if (part.empty()) {
+      throw UsageError{"--arch needs a comma-separated list of archs without empty parts, e.g. sm_80,sm_90 (got \"" +
+                         text + "\")",
+                       ""};
     }
+    archs.push_back(Arch::parse(part));
   }
-  return parts;
+  return archs;
 }
 
 } // namespace
@@ -36,6 +42,8 @@ int command_warm(const std::vector<std::string>& args)
     ("arch,a", po::value<std::string>()->default_value("auto"), "comma-separated archs, e.g. sm_80,sm_90,sm_120")
     ("define,D", po::value<std::vector<std::string>>()->composing(), "define a macro in every program")
     ("include,I", po::value<std::vector<std::string>>()->composing(), "add an include folder")
+    ("name-expr,n", po::value<std::vector<std::string>>()->composing(),
+     "name expression added to every program, e.g. 'scale<float>'")
     ("option,X", po::value<std::vector<std::string>>()->composing(), "pass an option to NVRTC")
     ("jobs,j", po::value<unsigned>()->default_value(0), "worker processes at once (0: one per core)")
     ("timeout", po::value<double>()->default_value(600), "seconds one compile may take before its worker is killed")
@@ -65,12 +73,22 @@ int command_warm(const std::vector<std::string>& args)
   for (const auto& option : list("option")) {
     options.push_back(option);
   }
+  const std::vector<Arch> archs = arch_list(vm["arch"].as<std::string>());
   std::vector<BatchItem> items;
+  std::size_t unreadable = 0;
   for (const auto& file : list("files")) {
-    Program program = program_from_file(file);
+    Program program;
+    try {
+      program = program_from_file(file);
+    } catch (const Error& e) {
+      ++unreadable;  // reported, and the other files are still warmed
+      std::cerr << "failed: " << file << ": " << e.what() << "\n";
+      continue;
+    }
     program.options = options;
-    for (const auto& arch : split(vm["arch"].as<std::string>(), ',')) {
-      items.push_back({program, Arch::parse(arch)});
+    program.name_expressions = list("name-expr");
+    for (const Arch& arch : archs) {
+      items.push_back({program, arch});
     }
   }
 
@@ -106,7 +124,7 @@ int command_warm(const std::vector<std::string>& args)
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::size_t compiled = 0;
   std::size_t cached = 0;
-  std::size_t failed = 0;
+  std::size_t failed = unreadable;
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (!results[i].binary) {
       ++failed;

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# kjit warm's defects found by review (issue 10), each checked end to end: a missing FILE, empty
+# --arch parts, --name-expr, the compiled count of two processes at once, the toolchain probe and
+# the time limit, the worker protocol's hello, PCH folders of killed workers.
+# Usage: test_warm.sh KJIT
+set -u
+kjit=$1
+worker=$(dirname "$kjit")/kjit-worker
+# shellcheck source=checks.sh
+. "$(dirname "$0")/checks.sh"
+
+for i in 1 2 3; do
+  printf 'extern "C" __global__ void w%s(int* p) { p[threadIdx.x] = %s; }\n' "$i" "$i" >"$work/w$i.cu"
+done
+
+# --- a FILE that can't be read is reported; the others are warmed (exit 1) ---
+check "a missing FILE exits 1" exit_code 1 "$kjit" warm "$work/w1.cu" "$work/missing.cu" "$work/w2.cu" --arch sm_80
+check "it names the missing file" grep -q "^failed: $work/missing.cu: " "$work/err"
+check "the other files are warmed" grep -q "^2 compiled, 0 cached, 1 failed" "$work/out"
+
+# --- every --arch part names an arch ---
+for bad in "," "sm_80,,sm_90" "" "sm_80,"; do
+  check "--arch '$bad' is a usage error" exit_code 2 "$kjit" warm "$work/w1.cu" --arch "$bad"
+  check "it names --arch" grep -q -- "--arch" "$work/err"
+done
+
+# --- --name-expr reaches every program ---
+printf 'template <typename T> __global__ void scale(T* p) { p[threadIdx.x] *= T(2); }\n' >"$work/tmpl.cu"
+check "warm --name-expr" exit_code 0 "$kjit" warm "$work/tmpl.cu" --arch sm_90 --name-expr 'scale<float>' \
+  --name-expr 'scale<double>'
+check "it compiled the program" grep -q "^1 compiled, 0 cached, 0 failed" "$work/out"
+check "compile with the same name expressions" exit_code 0 "$kjit" compile "$work/tmpl.cu" --arch sm_90 \
+  --name-expr 'scale<float>' --name-expr 'scale<double>' -o "$work/tmpl_out"
+check "both instantiations are in the cubin" sh -c "grep -q '^kernel _Z5scaleIfEvPT_:' '$work/out' && grep -q '^kernel _Z5scaleIdEvPT_:' '$work/out'"
+check "and it was warm's entry (one entry in the cache)" exit_code 0 "$kjit" warm "$work/tmpl.cu" --arch sm_90 \
+  --name-expr 'scale<float>' --name-expr 'scale<double>'
+check "a hit" grep -q "^0 compiled, 1 cached, 0 failed" "$work/out"
+
+# --- two processes warming the same files: each key counted compiled once in all ---
+two=$work/two
+mkdir "$two"
+KJIT_CACHE_DIR=$two/cache "$kjit" warm "$work"/w*.cu --arch sm_80,sm_90 --jobs 1 >"$two/a" 2>&1 &
+a=$!
+KJIT_CACHE_DIR=$two/cache "$kjit" warm "$work"/w*.cu --arch sm_80,sm_90 --jobs 1 >"$two/b" 2>&1 &
+b=$!
+wait "$a"
+wait "$b"
+compiled=0
+cached=0
+for out in "$two/a" "$two/b"; do
+  line=$(grep "compiled, .* cached, 0 failed" "$out")
+  compiled=$((compiled + $(echo "${line:-99 compiled, 99 cached}" | cut -d' ' -f1)))
+  cached=$((cached + $(echo "${line:-99 compiled, 99 cached}" | cut -d' ' -f3)))
+done
+check "two processes compiled 6 in all (got $compiled)" test "$compiled" = 6
+check "and found the other 6 cached (got $cached)" test "$cached" = 6
+
+# --- the toolchain probe never runs in a worker: a time limit names the item, not the probe ---
+check "a compile past --timeout fails" exit_code 1 env KJIT_CACHE_DIR="$work/cache_timeout" \
+  "$kjit" warm "$work/w1.cu" --arch sm_80 --timeout 0.001
+check "the item is named" grep -q "^failed: $work/w1.cu (sm_80): .*timed out" "$work/err"
+check "the probe is not" sh -c "! grep -q kjit_probe '$work/err'"
+check "the summary counts no compile" grep -q "^0 compiled, 0 cached, 1 failed" "$work/out"
+
+# --- a worker that answers the hello otherwise is not used: the batch runs in-process ---
+check "warm with a program that echoes as worker" exit_code 0 env KJIT_CACHE_DIR="$work/cache_echo" \
+  "$kjit" warm "$work/w1.cu" "$work/w2.cu" --arch sm_80 --worker /bin/cat
+check "it says why" grep -q "/bin/cat is not a compile worker of this kjit" "$work/err"
+check "and compiles in-process" grep -q "^2 compiled, 0 cached, 0 failed" "$work/out"
+check "the real worker answers the hello" exit_code 0 env KJIT_CACHE_DIR="$work/cache_real" \
+  "$kjit" warm "$work/w3.cu" --arch sm_80 --worker "$worker"
+check "without a warning" sh -c "! grep -q 'not a compile worker' '$work/err'"
+
+# --- a killed worker leaves no NVRTC PCH folder in TMPDIR ---
+tmp=$work/tmp
+mkdir "$tmp"
+for i in 1 2 3 4; do
+  printf '#include <cuda_fp16.h>\n#include <cuda/std/complex>\nextern "C" __global__ void h%s(__half* p) { p[threadIdx.x] = __hadd(p[0], __float2half(%s.0f)); }\n' \
+    "$i" "$i" >"$work/h$i.cu"
+done
+KJIT_CACHE_DIR=$work/cache_pch TMPDIR=$tmp "$kjit" warm "$work"/h*.cu --arch sm_90 --jobs 1 >"$work/pch" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  find "$tmp" -name '__nvrtc_auto_pch_*' | grep -q . && break
+  sleep 0.1
+done
+worker_pid=$(pgrep -P "$pid" | head -1)
+check "the worker made a PCH folder" test -n "$worker_pid"
+[ -n "$worker_pid" ] && kill -KILL "$worker_pid"
+wait "$pid"
+check "no PCH folder is left after the worker was killed" test -z "$(find "$tmp" -name '__nvrtc_auto_pch_*')"
+check "nothing is left in TMPDIR" test -z "$(ls -A "$tmp")"
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
