@@ -239,8 +239,9 @@ public:
   // Empties both tiers, the manifests and the mirror (the toolchain identities are kept).
   // Throws StoreError (and clears nothing on disk) when the store is read-only.
   void clear();
-  // Rewrites programs/ from LMDB; returns the number of entries written. `skipped` (if given)
-  // receives the number of entries that could not be written (damaged, or a mirror error).
+  // Rewrites programs/ and scripts/ (docs/scripts.md) from LMDB; returns the number of program entries
+  // written. `skipped` (if given) receives the number of entries and scripts that could not be
+  // written (damaged, or a mirror error).
   std::size_t rebuild_mirror(std::size_t* skipped = nullptr);
   // Walks the whole store in a child process (time and memory bounded). A damaged store is moved
   // aside and replaced by a fresh one. Returns false if it was damaged; `report` says what was

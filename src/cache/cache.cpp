@@ -6,6 +6,7 @@
 #include "config/log.hpp"
 #include "deps/search.hpp"
 #include "mirror/mirror.hpp"
+#include "script/script_mirror.hpp"
 #include "rtc/compiler.hpp"
 #include "store/record.hpp"
 
@@ -296,6 +297,7 @@ std::size_t Cache::rebuild_mirror(std::size_t* skipped)
         ++written;
       }
     }
+    script::rebuild_mirror(*m_impl->store, m_impl->dir.io_path, failed);  // scripts/ too (src/script)
   }
   if (skipped != nullptr) {
     *skipped = failed;

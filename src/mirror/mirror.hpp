@@ -2,10 +2,13 @@
 #pragma once
 
 #include "store/entry.hpp"
+#include "util/unique_handle.hpp"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace kjit::mirror {
@@ -32,5 +35,15 @@ std::map<std::string, std::string> header_paths(const std::map<std::string, std:
 // Removes from programs/ the temp folders of killed runs (older than 10 minutes) and, when `keep`
 // is given, every name that is not in it (junk, entries no longer stored). Returns how many.
 std::size_t prune(const std::string& cache_dir, const std::set<std::string>* keep);
+
+// --- Shared with the scripts/ mirror (src/script/script_mirror.cpp). ---
+// Opens (creating, mode 0700) each component of `relative` below `base` without following symlinks.
+std::optional<util::UniqueFd> open_path(int base, const std::string& relative, std::error_code& error);
+// Writes a new file in a folder only this process writes (a temp folder): no temp name, no rename.
+std::error_code write_new_file(int dir, const std::string& name, std::string_view content, int mode);
+// Removes `name` below `dir` (a folder tree or a file) without following symlinks.
+void remove_below(int dir, const std::string& name);
+// ".tmp-<12 hex of key>-<pid>-<n>": a temp folder name prune() recognizes.
+std::string temp_folder_name(const std::string& hex_key);
 
 } // namespace kjit::mirror
