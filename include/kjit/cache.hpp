@@ -236,7 +236,7 @@ public:
   std::vector<int> supported_archs();
 
   CacheStats stats() const;
-  // Empties both tiers, the manifests and the mirror (the toolchain identities are kept).
+  // Empties both tiers, the manifests, the scripts and the mirror (the toolchain identities are kept).
   // Throws StoreError (and clears nothing on disk) when the store is read-only.
   void clear();
   // Rewrites programs/ and scripts/ (docs/scripts.md) from LMDB; returns the number of program entries

@@ -98,6 +98,8 @@ using Timer = std::function<double(const TimingRun& run)>;
 // How a miss in the dispatch table is resolved: a timer (warm-up runs, then the median of
 // `repeat` runs) is preferred to a cost function; with neither, a miss is a ScriptError (unless
 // only one schedule built: it serves every key without timing).
+// Both are called on the choosing thread with the script's lock held: they may call
+// BuiltScript::kernel() and binary(), not choose() or dispatch().
 struct TuningOptions {
   Timer timer;
   CostFunction cost;

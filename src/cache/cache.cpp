@@ -264,6 +264,7 @@ void Cache::clear()
     if (m_impl->dir.writable) {
       cache::remove_tree(m_impl->dir.path, "programs");
     }
+    script::forget_all(*m_impl->store, m_impl->dir.path);  // script records and scripts/ (src/script)
   }
   std::lock_guard lock(m_impl->stats_mutex);
   m_impl->stats = CacheStats{};

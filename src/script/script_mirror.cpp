@@ -199,4 +199,14 @@ std::size_t rebuild_mirror(const store::Store& store, const std::string& cache_d
   return written;
 }
 
+void forget_all(store::Store& store, const std::string& cache_dir)
+{
+  std::vector<std::string> keys;  // damaged records too: every "script/…" and "script-table/…" row
+  store.for_each_prefix(store::Table::meta, "script", [&](std::string_view key, std::string_view) {
+    keys.emplace_back(key);
+  });
+  store.erase(store::Table::meta, keys);
+  cache::remove_tree(cache_dir, "scripts");
+}
+
 } // namespace kjit::script

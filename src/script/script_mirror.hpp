@@ -21,6 +21,10 @@ std::error_code write_mirror(const std::string& cache_dir, const ScriptRecord& s
 // Never throws (a script that can't be written is counted in `failed`).
 std::size_t rebuild_mirror(const store::Store& store, const std::string& cache_dir, std::size_t& failed);
 
+// Deletes every script and table record from the store (one transaction) and scripts/ from the
+// mirror, for Cache::clear. Throws StoreError when the store can't be written.
+void forget_all(store::Store& store, const std::string& cache_dir);
+
 // "n=1024-m=256": the folder of one tuning key under latency/.
 std::string key_folder(const std::vector<std::string>& size_names, const std::vector<std::uint64_t>& key);
 

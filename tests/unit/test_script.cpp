@@ -195,6 +195,12 @@ BOOST_AUTO_TEST_CASE(a_miss_with_no_way_to_choose_is_an_error_and_one_schedule_n
   }
   BOOST_CHECK_THROW(built.choose({1, 2}), kjit::ScriptError);  // one size name
   BOOST_CHECK_THROW(built.binary(3), kjit::ScriptError);
+  // A given table takes tuning keys and one key per size name.
+  const kjit::Fingerprint here = kjit::current_fingerprint(built.arch());
+  BOOST_CHECK_THROW(built.set_table({{{1000}, 0, "", {}}}, here), kjit::ScriptError);
+  BOOST_CHECK_THROW(built.set_table({{{1024, 8}, 0, "", {}}}, here), kjit::ScriptError);
+  BOOST_CHECK_THROW(built.set_table({{{1024}, 7, "", {}}}, here), kjit::ScriptError);
+  BOOST_TEST(built.table().empty());  // nothing stored by the refused tables
   kjit::Script single = macro_script();
   single.space[0].values = {"64"};
   kjit::BuiltScript one = single.build(cache, test_batch());

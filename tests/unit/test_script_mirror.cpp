@@ -153,4 +153,20 @@ BOOST_AUTO_TEST_CASE(rebuild_writes_scripts_again_from_the_store)
   BOOST_TEST(read_text(dir + "/fingerprint.txt").find("gpu=*") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(clear_forgets_scripts_and_their_folders)
+{
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  built.set_table({{{64}, 0, "", {}}}, kjit::current_fingerprint(built.arch()));
+  BOOST_TEST(kjit::stored_scripts(cache).size() == 1u);
+  BOOST_TEST(exists(config.cache_dir + "/scripts/macro_script"));
+  cache.clear();
+  BOOST_TEST(kjit::stored_scripts(cache).empty());
+  BOOST_TEST(!exists(config.cache_dir + "/scripts"));
+  BOOST_TEST(built.table().empty());
+  // Built again, it is recorded again.
+  macro_script().build(cache, test_batch());
+  BOOST_TEST(kjit::stored_scripts(cache).size() == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
