@@ -52,6 +52,13 @@ check "a hostile name builds" exit_code 0 "$kjit" script build "$work/picky.cu" 
 check "inside scripts/" test -d "$KJIT_CACHE_DIR/scripts/escape"
 check "nothing beside the cache" test ! -e "$work/escape" -a ! -e "$KJIT_CACHE_DIR/escape"
 
+# With the mirror off, nothing is written to scripts/ and no folder is named.
+check "a build with KJIT_MIRROR=0" exit_code 0 env KJIT_MIRROR=0 "$kjit" script build "$work/picky.cu" \
+  --name quiet --space BLOCK=32 --arch sm_80
+check "names no mirror folder" sh -c "! grep -q '^mirror:' '$work/out'"
+check "writes none" test ! -e "$KJIT_CACHE_DIR/scripts/quiet"
+check "yet it is stored" sh -c "'$kjit' script list | grep -q ' quiet '"
+
 # Bad usage.
 check "a --space without =" exit_code 2 "$kjit" script build "$work/tile.cu" --name t --space BLOCK --arch sm_80
 check "no --space" exit_code 2 "$kjit" script build "$work/tile.cu" --name t --arch sm_80

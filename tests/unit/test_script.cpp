@@ -99,7 +99,7 @@ BOOST_AUTO_TEST_CASE(schedules_are_the_cartesian_product_in_order)
   BOOST_TEST(built.folder() == "matmul_f16");
 }
 
-BOOST_AUTO_TEST_CASE(the_hash_changes_with_source_space_options_pattern_sizes_and_arch)
+BOOST_AUTO_TEST_CASE(the_hash_changes_with_source_space_options_pattern_headers_sizes_and_arch)
 {
   kjit::Cache cache(config);
   const kjit::Script base = macro_script();
@@ -120,6 +120,10 @@ BOOST_AUTO_TEST_CASE(the_hash_changes_with_source_space_options_pattern_sizes_an
     BOOST_TEST(other.table().empty());  // the old table is not reused
   }
   BOOST_TEST(hashes.size() == 7u);
+  // The pattern too.
+  kjit::Script swapped = template_script();
+  swapped.name_expression = "kern<{UNROLL},{BLOCK}>";
+  BOOST_TEST(swapped.build(cache, test_batch()).hash() != template_script().build(cache, test_batch()).hash());
   // The same script again: the same hash and its table.
   kjit::BuiltScript again = base.build(cache, test_batch());
   BOOST_TEST(again.hash() == first.hash());

@@ -96,8 +96,10 @@ int build(const std::vector<std::string>& args)
   std::printf("script %s (%s): %zu of %zu schedules built for %s\n", built.name().c_str(), built.hash().c_str(),
               built_count(built.schedules()), built.schedules().size(), built.arch().str().c_str());
   print_schedules(built.schedules());
-  std::printf("mirror: %s/scripts/%s/%s/\n", default_cache().config().cache_dir.c_str(), built.folder().c_str(),
-              built.hash().c_str());
+  if (default_cache().config().mirror) {
+    std::printf("mirror: %s/scripts/%s/%s/\n", default_cache().config().cache_dir.c_str(), built.folder().c_str(),
+                built.hash().c_str());
+  }
   return 0;
 }
 
