@@ -2,6 +2,7 @@
 // looks them all up again from a second, fresh process (warm) and shows what each step cost.
 // Usage: kjit_demo [EXAMPLES_DIR] [--cache DIR]
 #include "demo_gpu.hpp"
+#include "demo_script.hpp"
 
 #include <kjit/kjit.hpp>
 
@@ -94,6 +95,11 @@ int cold(const std::string& dir, kjit::Config config, const char* self)
   std::printf("compiles: %llu, compile time %.1f ms; store: %s, %zu entries; mirror: %s/programs/\n\n",
               static_cast<unsigned long long>(stats.compiles), stats.compile_ms_spent, cache.store_path().c_str(),
               cache.disk_entries(), config.cache_dir.c_str());
+  // The batch's workers: the kjit-worker built beside this demo (build/tools/kjit/).
+  const std::string self_dir = std::string(self).substr(0, std::string(self).rfind('/'));
+  if (demo::show_script(cache, self_dir + "/../tools/kjit/kjit-worker") != 0) {
+    return 1;
+  }
   std::fflush(stdout);
   const std::string command = std::string("'") + self + "' '" + dir + "' --cache '" + config.cache_dir + "' --warm";
   return std::system(command.c_str()) == 0 ? 0 : 1;

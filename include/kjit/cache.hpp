@@ -236,12 +236,12 @@ public:
   std::vector<int> supported_archs();
 
   CacheStats stats() const;
-  // Empties both tiers, the manifests and the mirror (the toolchain identities are kept).
+  // Empties both tiers, the manifests, the scripts and the mirror (the toolchain identities are kept).
   // Throws StoreError (and clears nothing on disk) when the store is read-only.
   void clear();
-  // Rewrites programs/ from LMDB; returns the number of entries written. `skipped` (if given)
-  // receives the number of entries that could not be written (damaged, a header blob missing, or
-  // a mirror error).
+  // Rewrites programs/ and scripts/ (docs/scripts.md) from LMDB; returns the number of program
+  // entries written. `skipped` (if given) receives the number of entries and scripts that could not
+  // be written (damaged, a header blob missing, or a mirror error).
   std::size_t rebuild_mirror(std::size_t* skipped = nullptr);
   // The mirror is written by a background thread after each store; returns once everything this
   // Cache stored so far is in programs/ (the destructor does the same). Thread-safe.

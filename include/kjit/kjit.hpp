@@ -12,4 +12,5 @@
 #include <kjit/launch.hpp>
 #include <kjit/module.hpp>
 #include <kjit/program.hpp>
+#include <kjit/script.hpp>
 #include <kjit/version.hpp>

@@ -6,6 +6,7 @@
 #include "config/log.hpp"
 #include "deps/search.hpp"
 #include "mirror/mirror.hpp"
+#include "script/script_mirror.hpp"
 #include "rtc/compiler.hpp"
 #include "store/blobs.hpp"
 #include "store/record.hpp"
@@ -269,6 +270,7 @@ void Cache::clear()
     if (m_impl->dir.writable) {
       cache::remove_tree(m_impl->dir.path, "programs");
     }
+    script::forget_all(*m_impl->store, m_impl->dir.path);  // script records and scripts/ (src/script)
   }
   std::lock_guard lock(m_impl->stats_mutex);
   m_impl->stats = CacheStats{};
@@ -312,6 +314,7 @@ std::size_t Cache::rebuild_mirror(std::size_t* skipped)
     if (const std::error_code error = mirror::write_index(m_impl->dir.io_path, m_impl->index_rows())) {
       log::line("warning: cannot write the mirror's index.txt: " + error.message());
     }
+    script::rebuild_mirror(*m_impl->store, m_impl->dir.io_path, failed);  // scripts/ too (src/script)
   }
   if (skipped != nullptr) {
     *skipped = failed;

@@ -34,6 +34,8 @@ std::error_code last_error()
   return {errno, std::generic_category()};
 }
 
+} // namespace
+
 // Opens (creating) each component of `relative` below `base` without following symlinks.
 std::optional<UniqueFd> open_path(int base, const std::string& relative, std::error_code& error)
 {
@@ -105,6 +107,8 @@ std::string temp_folder_name(const std::string& hex_key)
   static std::atomic<unsigned> counter{0};
   return k_temp_prefix + hex_key.substr(0, 12) + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
+
+namespace {
 
 std::string lowered_names_text(const Binary& binary)
 {

@@ -2,12 +2,15 @@
 #pragma once
 
 #include "store/entry.hpp"
+#include "util/unique_handle.hpp"
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -59,5 +62,15 @@ std::string index_line(const IndexRow& row);
 std::error_code append_index(const std::string& cache_dir, const IndexRow& row);
 // Replaces programs/index.txt with these rows, sorted by program name, arch and key (atomic).
 std::error_code write_index(const std::string& cache_dir, std::vector<IndexRow> rows);
+
+// --- Shared with the scripts/ mirror (src/script/script_mirror.cpp). ---
+// Opens (creating, mode 0700) each component of `relative` below `base` without following symlinks.
+std::optional<util::UniqueFd> open_path(int base, const std::string& relative, std::error_code& error);
+// Writes a new file in a folder only this process writes (a temp folder): no temp name, no rename.
+std::error_code write_new_file(int dir, const std::string& name, std::string_view content, int mode);
+// Removes `name` below `dir` (a folder tree or a file) without following symlinks.
+void remove_below(int dir, const std::string& name);
+// ".tmp-<12 hex of key>-<pid>-<n>": a temp folder name prune() recognizes.
+std::string temp_folder_name(const std::string& hex_key);
 
 } // namespace kjit::mirror

@@ -33,5 +33,6 @@ int command_doctor(const std::vector<std::string>& args);
 int command_export(const std::vector<std::string>& args);
 int command_import(const std::vector<std::string>& args);
 int command_warm(const std::vector<std::string>& args);
+int command_script(const std::vector<std::string>& args);
 
 } // namespace kjit::cli

@@ -18,6 +18,12 @@ compiling:
   warm FILE... --arch LIST [--jobs N] [--timeout S]   fill the cache: misses compiled in worker
                                                 processes on every core
 
+scripts (a kernel family built for every schedule of a tuning space; docs/scripts.md):
+  script build FILE --name NAME --space P=V1,V2 [--space …] [--name-expr PATTERN] --arch ARCH
+                                                build every schedule as a batch, record and mirror them
+  script list                                   the stored scripts
+  script show NAME|HASH-PREFIX                  schedules, dispatch table and its fingerprint
+
 operating a cache (all take --cache-dir DIR):
   list [--name N] [--arch A] [--json]           the entries
   show KEY-PREFIX [--json]                      one entry: program, arch, sizes, options, names, dates
@@ -51,6 +57,7 @@ int main(int argc, char** argv)
     {"verify", command_verify},   {"prune", command_prune},     {"clear", command_clear},
     {"mirror", command_mirror},   {"config", command_config},   {"doctor", command_doctor},
     {"export", command_export},   {"import", command_import},   {"warm", command_warm},
+    {"script", command_script},
   };
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
       (std::strcmp(argv[1], "help") == 0 && argc == 2)) {

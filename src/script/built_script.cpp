@@ -1,0 +1,171 @@
+// BuiltScript: schedules, binaries, dispatch through the table, explicit tables.
+#include "script/script_mirror.hpp"
+#include "script/script_store.hpp"
+#include "script/state.hpp"
+
+#include "config/log.hpp"
+
+#include <algorithm>
+
+namespace kjit {
+
+const Fingerprint& BuiltScript::State::fingerprint()
+{
+  if (!current) {
+    current = tuning.fingerprint.kjit_version.empty() ? current_fingerprint(arch) : tuning.fingerprint;
+  }
+  return *current;
+}
+
+void BuiltScript::State::reload_table()
+{
+  if (!store) {
+    return;  // memory only: `table` is all there is
+  }
+  table = script::load_table(*store, record.hash).value_or(script::TableRecord{});
+  table_usable = !table.entries.empty() && table.fingerprint.accepts(fingerprint());
+}
+
+const DispatchEntry* BuiltScript::State::find(const std::vector<std::uint64_t>& key) const
+{
+  if (!table_usable) {
+    return nullptr;
+  }
+  const auto it = std::lower_bound(table.entries.begin(), table.entries.end(), key,
+                                   [](const DispatchEntry& e, const std::vector<std::uint64_t>& k) { return e.key < k; });
+  return it != table.entries.end() && it->key == key ? &*it : nullptr;
+}
+
+void BuiltScript::State::save_table()
+{
+  std::sort(table.entries.begin(), table.entries.end(),
+            [](const DispatchEntry& a, const DispatchEntry& b) { return a.key < b.key; });
+  table_usable = true;
+  if (store) {
+    script::save_table(*store, record.hash, table);
+  }
+  if (!mirror_dir.empty()) {
+    if (const std::error_code e = script::write_mirror(mirror_dir, record, table)) {
+      log::line("warning: the mirror of script '" + record.name + "' was not written: " + e.message());
+    }
+  }
+}
+
+const ScheduleInfo& BuiltScript::State::built(std::size_t index) const
+{
+  if (index >= record.schedules.size()) {
+    throw ScriptError("script '" + record.name + "' has no schedule " + std::to_string(index) + " (it has " +
+                      std::to_string(record.schedules.size()) + ")");
+  }
+  if (!record.schedules[index].built) {
+    throw ScriptError("schedule " + std::to_string(index) + " of script '" + record.name + "' did not build");
+  }
+  return record.schedules[index];
+}
+
+const std::string& BuiltScript::name() const { return m_state->record.name; }
+const std::string& BuiltScript::folder() const { return m_state->folder; }
+const std::string& BuiltScript::hash() const { return m_state->record.hash; }
+const Arch& BuiltScript::arch() const { return m_state->arch; }
+const std::vector<std::string>& BuiltScript::size_names() const { return m_state->record.size_names; }
+const std::vector<ScheduleInfo>& BuiltScript::schedules() const { return m_state->record.schedules; }
+
+std::shared_ptr<const Binary> BuiltScript::binary(std::size_t index) const
+{
+  m_state->built(index);
+  return m_state->binaries[index];
+}
+
+Kernel BuiltScript::kernel(std::size_t index, const Context& context, const std::string& kernel_name) const
+{
+  const ScheduleInfo& schedule = m_state->built(index);
+  const std::string name = kernel_name.empty() ? schedule.kernel : kernel_name;
+  if (name.empty()) {
+    throw ScriptError("script '" + m_state->record.name + "' has no name-expression pattern: name the kernel");
+  }
+  const PreparedProgram prepared = m_state->cache->prepare(m_state->programs[index], m_state->arch);
+  return context.load(prepared, *m_state->binaries[index]).kernel(name);
+}
+
+void BuiltScript::set_tuning(const TuningOptions& options)
+{
+  std::lock_guard lock(m_state->mutex);
+  m_state->tuning = options;
+  m_state->current.reset();
+  m_state->table_usable = false;  // matched again under the new fingerprint
+  m_state->reload_table();
+}
+
+std::size_t BuiltScript::choose(const std::vector<std::uint64_t>& sizes)
+{
+  State& s = *m_state;
+  if (sizes.size() != s.record.size_names.size()) {
+    throw ScriptError("script '" + s.record.name + "' takes " + std::to_string(s.record.size_names.size()) +
+                      " sizes, not " + std::to_string(sizes.size()));
+  }
+  std::vector<std::uint64_t> key;
+  for (const std::uint64_t n : sizes) {
+    key.push_back(tuning_key(n));
+  }
+  std::lock_guard lock(s.mutex);
+  if (const DispatchEntry* entry = s.find(key)) {
+    return entry->choice;
+  }
+  s.reload_table();  // another process may have tuned it
+  if (const DispatchEntry* entry = s.find(key)) {
+    return entry->choice;
+  }
+  return s.tune(key).choice;
+}
+
+std::shared_ptr<const Binary> BuiltScript::dispatch(const std::vector<std::uint64_t>& sizes)
+{
+  return m_state->binaries[choose(sizes)];
+}
+
+Kernel BuiltScript::dispatch_kernel(const Context& context, const std::vector<std::uint64_t>& sizes,
+                                    const std::string& kernel_name)
+{
+  return kernel(choose(sizes), context, kernel_name);
+}
+
+void BuiltScript::set_table(const std::vector<DispatchEntry>& entries, const Fingerprint& fingerprint)
+{
+  State& s = *m_state;
+  script::TableRecord table;
+  table.fingerprint = fingerprint;
+  for (DispatchEntry entry : entries) {
+    if (entry.key.size() != s.record.size_names.size()) {
+      throw ScriptError("a table row of script '" + s.record.name + "' has " + std::to_string(entry.key.size()) +
+                        " keys, not " + std::to_string(s.record.size_names.size()));
+    }
+    for (const std::uint64_t k : entry.key) {
+      if (tuning_key(k) != k) {
+        throw ScriptError(std::to_string(k) + " is not a tuning key (" + std::to_string(tuning_key(k)) + " is)");
+      }
+    }
+    s.built(entry.choice);
+    entry.how = "given";
+    table.entries.push_back(std::move(entry));
+  }
+  std::lock_guard lock(s.mutex);
+  s.table = std::move(table);
+  s.save_table();
+  s.table_usable = s.table.fingerprint.accepts(s.fingerprint());
+}
+
+std::vector<DispatchEntry> BuiltScript::table() const
+{
+  std::lock_guard lock(m_state->mutex);
+  m_state->reload_table();
+  return m_state->table.entries;
+}
+
+Fingerprint BuiltScript::table_fingerprint() const
+{
+  std::lock_guard lock(m_state->mutex);
+  m_state->reload_table();
+  return m_state->table.fingerprint;
+}
+
+} // namespace kjit

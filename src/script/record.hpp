@@ -1,0 +1,49 @@
+// The stored forms of a script (its schedules) and of its dispatch table: checksummed records kept
+// in the store's meta table under "script/<hash>" and "script-table/<hash>" (docs/scripts.md).
+#pragma once
+
+#include <kjit/script.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kjit::script {
+
+// Bumped whenever the encoding changes: an older record then reads as missing (rebuilt).
+constexpr std::uint32_t k_record_version = 1;
+
+// What `script/<hash>` holds: the script as built and each schedule's outcome.
+struct ScriptRecord {
+  std::string name;
+  std::string hash;  // 64 hex digits
+  std::string arch;
+  std::string name_expression;
+  std::string script_txt;  // the hashed text (script_text())
+  std::vector<TuningParameter> space;
+  std::vector<std::string> size_names;
+  std::vector<ScheduleInfo> schedules;
+  std::int64_t created_unix = 0;
+};
+
+// What `script-table/<hash>` holds.
+struct TableRecord {
+  Fingerprint fingerprint;
+  std::vector<DispatchEntry> entries;  // sorted by key
+};
+
+// Meta-table keys of a script's two records.
+std::string script_key(const std::string& hash);
+std::string table_key(const std::string& hash);
+constexpr std::string_view k_script_prefix = "script/";
+
+// Encoded as: magic "KJITSCRP" or "KJITTABL", u32 version, 16-byte XXH3-128 of the body, body
+// (length-prefixed fields). decode_* return nullopt for anything that does not check out.
+std::string encode(const ScriptRecord& record);
+std::string encode(const TableRecord& record);
+std::optional<ScriptRecord> decode_script(std::string_view bytes);
+std::optional<TableRecord> decode_table(std::string_view bytes);
+
+} // namespace kjit::script

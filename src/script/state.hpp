@@ -1,0 +1,47 @@
+// BuiltScript::State: what a built script holds, shared by build.cpp, built_script.cpp and tune.cpp.
+#pragma once
+
+#include <kjit/script.hpp>
+
+#include "script/record.hpp"
+#include "store/store.hpp"
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kjit {
+
+struct BuiltScript::State {
+  Cache* cache = nullptr;
+  std::shared_ptr<store::Store> store;  // null without a disk tier: the table lives in memory only
+  std::string mirror_dir;               // empty: no mirror (off, or nothing to write to)
+  Arch arch;
+  std::string folder;
+  script::ScriptRecord record;
+  std::vector<Program> programs;                          // one per schedule
+  std::vector<std::shared_ptr<const Binary>> binaries;    // null for a failed schedule
+
+  std::mutex mutex;  // guards everything below
+  TuningOptions tuning;
+  std::optional<Fingerprint> current;  // the fingerprint tables are matched under, made on first need
+  script::TableRecord table;           // the table as last read or written
+  bool table_usable = false;           // its fingerprint accepts `current`
+
+  // The fingerprint to match and make tables under. Caller holds `mutex`.
+  const Fingerprint& fingerprint();
+  // Reads the stored table; usable if its fingerprint accepts this process's. Caller holds `mutex`.
+  void reload_table();
+  // The table row for `key`, if the usable table has one. Caller holds `mutex`.
+  const DispatchEntry* find(const std::vector<std::uint64_t>& key) const;
+  // Stores the table (one transaction) and rewrites the mirror. Caller holds `mutex`.
+  void save_table();
+  // tune.cpp: chooses a schedule for `key` with the tuning options. Caller holds `mutex`.
+  DispatchEntry tune(const std::vector<std::uint64_t>& key);
+  // The built schedule `index`, or ScriptError.
+  const ScheduleInfo& built(std::size_t index) const;
+};
+
+} // namespace kjit

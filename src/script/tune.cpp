@@ -1,0 +1,91 @@
+// Tuning one key: under a cross-process lock per script, the table is read again, then each built
+// schedule is timed (warm-up, median of repeats) or costed, and the winner stored in one transaction.
+#include "script/script_mirror.hpp"
+#include "script/state.hpp"
+
+#include "cache/compile_lock.hpp"
+#include "util/hash.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+namespace kjit {
+
+namespace {
+
+double median(std::vector<double> values)
+{
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+double finite_or_worst(double value)
+{
+  return std::isnan(value) ? std::numeric_limits<double>::infinity() : value;
+}
+
+} // namespace
+
+DispatchEntry BuiltScript::State::tune(const std::vector<std::uint64_t>& key)
+{
+  // One process (and one thread: OFD locks exclude both) tunes a script at a time; the others
+  // wait, then find its row.
+  std::optional<cache::CompileLock> lock;
+  if (store) {
+    lock.emplace(store->io_path(), util::sha256("script-table/" + record.hash), tuning.lock_timeout_s);
+    reload_table();
+    if (const DispatchEntry* entry = find(key)) {
+      return *entry;
+    }
+  }
+  std::vector<std::size_t> built;
+  for (const auto& schedule : record.schedules) {
+    if (schedule.built) {
+      built.push_back(schedule.index);
+    }
+  }
+  DispatchEntry entry;
+  entry.key = key;
+  if (built.size() == 1) {
+    entry.how = "single";
+    entry.measured.emplace_back(built[0], 0.0);
+  } else if (tuning.timer) {
+    entry.how = "timed";
+    for (const std::size_t index : built) {
+      const TimingRun run{record.schedules[index], *binaries[index], key};
+      for (unsigned i = 0; i < tuning.warmup; ++i) {
+        std::ignore = tuning.timer(run);
+      }
+      std::vector<double> times;
+      for (unsigned i = 0; i < std::max(tuning.repeat, 1u); ++i) {
+        times.push_back(finite_or_worst(tuning.timer(run)));
+      }
+      entry.measured.emplace_back(index, median(times));
+    }
+  } else if (tuning.cost) {
+    entry.how = "cost";
+    for (const std::size_t index : built) {
+      entry.measured.emplace_back(index, finite_or_worst(tuning.cost(record.schedules[index], key)));
+    }
+  } else {
+    throw ScriptError("script '" + record.name + "': the dispatch table has no row for " +
+                      script::key_folder(record.size_names, key) +
+                      " and nothing to choose with: give a timer or a cost function (set_tuning) or a table (set_table)");
+  }
+  // Best first; a tie goes to the lower schedule index.
+  std::stable_sort(entry.measured.begin(), entry.measured.end(),
+                   [](const auto& a, const auto& b) { return a.second < b.second; });
+  entry.choice = entry.measured.front().first;
+  if (!table_usable) {
+    table = script::TableRecord{};  // none, or made elsewhere: replaced by this environment's
+    table.fingerprint = fingerprint();
+  }
+  table.entries.push_back(entry);
+  save_table();
+  return entry;
+}
+
+} // namespace kjit

@@ -1,0 +1,62 @@
+// A separate process for the script tests: builds the probe script in CACHE_DIR and chooses a
+// schedule for SIZE with a deterministic cost function (the table may come from another process).
+// Usage: script_probe CACHE_DIR GPU SIZE [--sleep-ms N]
+//   GPU: the fingerprint's gpu field ("-": this machine's).
+//   --sleep-ms N: each cost call sleeps N ms (widens the window in which tuners overlap).
+// Prints "choice: N", "cost_calls: N" and "hash: HEX".
+#include <kjit/kjit.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+int main(int argc, char** argv)
+{
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: script_probe CACHE_DIR GPU SIZE [--sleep-ms N]\n");
+    return 2;
+  }
+  int sleep_ms = 0;
+  if (argc >= 6 && std::strcmp(argv[4], "--sleep-ms") == 0) {
+    sleep_ms = std::atoi(argv[5]);
+  }
+  try {
+    kjit::Config config = kjit::current_config();
+    config.cache_dir = argv[1];
+    kjit::Cache cache(config);
+    kjit::Script script;
+    script.name = "ProbeScript";
+    script.source = "extern \"C\" __global__ void probe(int* p) { p[threadIdx.x] = BLOCK; }\n";
+    script.space = {{"BLOCK", {"32", "64", "128"}}};
+    script.arch = kjit::Arch::parse("sm_80");
+    kjit::BatchOptions batch;
+    if (const char* worker = std::getenv("KJIT_TEST_WORKER")) {
+      batch.worker_path = worker;
+    }
+    kjit::BuiltScript built = script.build(cache, batch);
+    int cost_calls = 0;
+    kjit::TuningOptions tuning;
+    tuning.fingerprint = kjit::current_fingerprint(built.arch());
+    if (std::strcmp(argv[2], "-") != 0) {
+      tuning.fingerprint.gpu = argv[2];
+    }
+    // The schedule whose BLOCK is nearest to key / 8 costs least.
+    tuning.cost = [&](const kjit::ScheduleInfo& s, const std::vector<std::uint64_t>& key) {
+      ++cost_calls;
+      std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+      const double block = std::stod(s.values[0].second);
+      const double want = static_cast<double>(key[0]) / 8;
+      return block > want ? block - want : want - block;
+    };
+    built.set_tuning(tuning);
+    const std::size_t choice = built.choose({std::strtoull(argv[3], nullptr, 10)});
+    std::printf("choice: %zu\ncost_calls: %d\nhash: %s\n", choice, cost_calls, built.hash().c_str());
+    return 0;
+  } catch (const kjit::Error& e) {
+    std::fprintf(stderr, "script_probe: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,183 @@
+// Dispatch tables: chosen by a cost function or a timer, persisted and read back by other
+// processes, re-tuned under another fingerprint, "*" matching, concurrent tuners tuning once.
+#include <boost/test/unit_test.hpp>
+
+#include "script_samples.hpp"
+
+#include <kjit/script.hpp>
+
+#include "script/record.hpp"
+#include "script/script_store.hpp"
+
+#include <map>
+#include <sstream>
+
+using kjit::test::CacheFixture;
+using kjit::test::macro_script;
+using kjit::test::test_batch;
+
+namespace {
+
+// script_probe's "key: value" lines.
+std::map<std::string, std::string> probe(const std::string& cache_dir, const std::string& gpu, std::uint64_t size,
+                                         const std::string& extra = "")
+{
+  std::string output;
+  const std::string command = "KJIT_TEST_WORKER='" + kjit::test::helper("KJIT_TEST_WORKER") + "' '" +
+                              kjit::test::helper("KJIT_TEST_SCRIPT_PROBE") + "' '" + cache_dir + "' '" + gpu + "' " +
+                              std::to_string(size) + " " + extra;
+  const int status = kjit::test::run(command, output);
+  BOOST_TEST(status == 0, command << " exited " << status);
+  std::map<std::string, std::string> values;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(": ");
+    if (colon != std::string::npos) {
+      values[line.substr(0, colon)] = line.substr(colon + 2);
+    }
+  }
+  return values;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(script_tables, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(a_cost_table_is_persisted_and_read_back_by_another_process)
+{
+  // Key 512: BLOCK nearest 512 / 8 = 64 is schedule 1; key 1024 → 128 is schedule 2.
+  auto first = probe(config.cache_dir, "gpu-a", 500);
+  BOOST_TEST(first["choice"] == "1");
+  BOOST_TEST(first["cost_calls"] == "3");
+  auto second = probe(config.cache_dir, "gpu-a", 510);  // same key (512)
+  BOOST_TEST(second["choice"] == "1");
+  BOOST_TEST(second["cost_calls"] == "0");  // read from the store, not tuned again
+  BOOST_TEST(second["hash"] == first["hash"]);
+  auto other_key = probe(config.cache_dir, "gpu-a", 1000);
+  BOOST_TEST(other_key["choice"] == "2");
+  BOOST_TEST(other_key["cost_calls"] == "3");
+  // This process sees both rows, made elsewhere.
+  kjit::Cache cache(config);
+  const auto scripts = kjit::stored_scripts(cache);
+  BOOST_TEST_REQUIRE(scripts.size() == 1u);
+  BOOST_TEST_REQUIRE(scripts[0].table.size() == 2u);
+  BOOST_TEST(scripts[0].table[0].key == std::vector<std::uint64_t>{512});
+  BOOST_TEST(scripts[0].table[0].choice == 1u);
+  BOOST_TEST(scripts[0].table[0].how == "cost");
+  BOOST_TEST(scripts[0].table[1].key == std::vector<std::uint64_t>{1024});
+  BOOST_TEST(scripts[0].fingerprint.gpu == "gpu-a");
+}
+
+BOOST_AUTO_TEST_CASE(a_table_made_under_another_fingerprint_is_tuned_again)
+{
+  BOOST_TEST(probe(config.cache_dir, "gpu-a", 500)["cost_calls"] == "3");
+  BOOST_TEST(probe(config.cache_dir, "gpu-b", 500)["cost_calls"] == "3");  // made elsewhere: ignored
+  BOOST_TEST(probe(config.cache_dir, "gpu-b", 500)["cost_calls"] == "0");  // now this machine's
+  kjit::Cache cache(config);
+  BOOST_TEST(kjit::stored_scripts(cache).at(0).fingerprint.gpu == "gpu-b");
+}
+
+BOOST_AUTO_TEST_CASE(a_star_in_the_saved_fingerprint_matches_any_machine)
+{
+  const std::string hash = probe(config.cache_dir, "gpu-a", 8)["hash"];  // builds the script
+  {
+    kjit::Cache cache(config);
+    kjit::Script script = macro_script();
+    script.name = "ProbeScript";
+    script.source = "extern \"C\" __global__ void probe(int* p) { p[threadIdx.x] = BLOCK; }\n";
+    kjit::BuiltScript built = script.build(cache, test_batch());
+    BOOST_TEST_REQUIRE(built.hash() == hash);
+    kjit::Fingerprint everywhere = kjit::current_fingerprint(built.arch());
+    everywhere.gpu = "*";
+    everywhere.compute_capability = "*";
+    built.set_table({{{512}, 0, "", {}}}, everywhere);  // the cost function would pick 1
+  }
+  auto got = probe(config.cache_dir, "gpu-z", 500);
+  BOOST_TEST(got["choice"] == "0");
+  BOOST_TEST(got["cost_calls"] == "0");
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_tuners_of_one_key_tune_once)
+{
+  probe(config.cache_dir, "gpu-a", 1);  // builds the script (and tunes key 1)
+  std::string output;
+  const std::string one = "KJIT_TEST_WORKER='" + kjit::test::helper("KJIT_TEST_WORKER") + "' '" +
+                          kjit::test::helper("KJIT_TEST_SCRIPT_PROBE") + "' '" + config.cache_dir +
+                          "' gpu-a 1000 --sleep-ms 150";
+  const int status = kjit::test::run("(" + one + " & " + one + " & " + one + " & wait) 2>&1", output);
+  BOOST_TEST(status == 0);
+  std::size_t calls = 0;
+  std::size_t choices = 0;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("cost_calls: ", 0) == 0) {
+      calls += std::stoul(line.substr(12));
+    } else if (line == "choice: 2") {
+      ++choices;
+    }
+  }
+  BOOST_TEST(choices == 3u, output);
+  BOOST_TEST(calls == 3u, output);  // one process costed the three schedules; the others read its row
+}
+
+BOOST_AUTO_TEST_CASE(a_timer_picks_the_lowest_median_after_warm_up)
+{
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  std::map<std::size_t, int> runs;
+  kjit::TuningOptions tuning;
+  tuning.warmup = 1;
+  tuning.repeat = 3;
+  // Schedule 0 has one fast outlier (the median ignores it); schedule 2 is steadily fastest.
+  tuning.timer = [&](const kjit::TimingRun& run) {
+    BOOST_TEST(!run.binary.cubin.empty());
+    const int n = runs[run.schedule.index]++;
+    if (run.schedule.index == 0) {
+      return n == 2 ? 0.1 : 5.0;
+    }
+    return run.schedule.index == 1 ? 4.0 : 3.0;
+  };
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({4096}) == 2u);
+  BOOST_TEST(runs[0] == 4);  // 1 warm-up + 3 timed
+  BOOST_TEST(runs[2] == 4);
+  const auto table = built.table();
+  BOOST_TEST_REQUIRE(table.size() == 1u);
+  BOOST_TEST(table[0].how == "timed");
+  BOOST_TEST_REQUIRE(table[0].measured.size() == 3u);
+  BOOST_TEST(table[0].measured[0].first == 2u);
+  BOOST_TEST(table[0].measured[2].first == 0u);
+  BOOST_TEST(table[0].measured[2].second == 5.0);
+  BOOST_TEST(built.choose({4000}) == 2u);  // same key: no more runs
+  BOOST_TEST(runs[2] == 4);
+}
+
+BOOST_AUTO_TEST_CASE(a_damaged_table_record_reads_as_none_and_is_tuned_again)
+{
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  built.set_table({{{64}, 2, "", {}}}, kjit::current_fingerprint(built.arch()));
+  const auto store = kjit::script::store_of(cache);
+  BOOST_TEST_REQUIRE(store != nullptr);
+  const std::string key = kjit::script::table_key(built.hash());
+  std::string bytes = store->get(kjit::store::Table::meta, key).value();
+  BOOST_TEST_REQUIRE(kjit::script::decode_table(bytes).has_value());
+  BOOST_TEST(kjit::script::decode_table(bytes)->entries.at(0).choice == 2u);
+  for (std::size_t i = 0; i < bytes.size(); ++i) {  // magic, version, checksum and body alike
+    std::string damaged = bytes;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0x20);
+    BOOST_TEST(!kjit::script::decode_table(damaged).has_value(), "byte " << i);
+  }
+  BOOST_TEST(!kjit::script::decode_table(bytes.substr(0, bytes.size() - 1)).has_value());
+  bytes[bytes.size() - 3] = static_cast<char>(bytes[bytes.size() - 3] ^ 1);
+  store->put(kjit::store::Table::meta, key, bytes);  // a valid meta row holding a damaged record
+  kjit::TuningOptions tuning;
+  tuning.cost = [](const kjit::ScheduleInfo& s, const std::vector<std::uint64_t>&) { return double(s.index); };
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({64}) == 0u);  // no usable row: tuned again by the cost function
+  BOOST_TEST(built.table().at(0).how == "cost");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
