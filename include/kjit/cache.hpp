@@ -130,6 +130,26 @@ struct BundleReport {
   std::vector<std::pair<std::string, std::string>> rejected;  // import: key (hex), why
 };
 
+// Where the binary of one lookup came from.
+enum class Source {
+  memory,              // this process's memory tier, or another thread's lookup of the same key in flight
+  disk,                // the LMDB store (entries this or an earlier process compiled)
+  bundle,              // a read-only bundle (KJIT_BUNDLE), then promoted to the store
+  compiled,            // compiled by this call
+  compiled_elsewhere,  // compiled by another process while this one waited for it, then read from the store
+};
+
+// "memory", "disk", "bundle", "compiled", "compiled by another process".
+const char* to_string(Source source) noexcept;
+
+// One lookup's outcome. The binary's own `timings` are those of the compile that made it, possibly
+// in another process long ago (what a hit saved); `lookup_ms` is what this call took.
+struct Lookup {
+  std::shared_ptr<const Binary> binary;  // never null
+  Source source = Source::memory;
+  double lookup_ms = 0;  // wall time of this call, preparing the program included when given one
+};
+
 // A program with its key already computed, for repeated lookups at memory-tier speed.
 // Valid for the Cache that prepared it. Copyable.
 class PreparedProgram {
@@ -209,6 +229,9 @@ public:
   // compiler rejected before throws the same CompileError again without compiling.
   std::shared_ptr<const Binary> get(const Program& program, const Arch& arch = Arch{});
   std::shared_ptr<const Binary> get(const PreparedProgram& prepared);
+  // get() that also says where the binary came from and how long this call took. Throws as get().
+  Lookup lookup(const Program& program, const Arch& arch = Arch{});
+  Lookup lookup(const PreparedProgram& prepared);
 
   // get() for many items at once: misses are compiled in worker processes (NVRTC runs one
   // compile at a time per process), `jobs` at a time, and stored through this cache exactly once
@@ -294,7 +317,9 @@ public:
   struct Impl;
 
 private:
-  std::shared_ptr<const Binary> get_once(const PreparedProgram& prepared);
+  std::shared_ptr<const Binary> get_program(const Program& program, const Arch& arch, Source& source);
+  std::shared_ptr<const Binary> get_prepared(const PreparedProgram& prepared, Source& source);
+  std::shared_ptr<const Binary> get_once(const PreparedProgram& prepared, Source& source);
   std::unique_ptr<Impl> m_impl;
 };
 

@@ -88,6 +88,36 @@ private:
   std::size_t m_given;
 };
 
+// A module image (Context::load_image, load_file, load of a Binary) that is not a loadable cubin,
+// fatbin or PTX text, or a file that can't be read. `name` names the image (the path of a file).
+// Thrown before the driver is called.
+class ImageError : public Error {
+public:
+  ImageError(const std::string& message, std::string name) : Error(message), m_name(std::move(name)) {}
+  const std::string& name() const noexcept { return m_name; }
+
+private:
+  std::string m_name;
+};
+
+// A module variable read or written with a size other than its own (Module::read_global,
+// get_global…). Thrown before the driver is called.
+class GlobalError : public Error {
+public:
+  GlobalError(const std::string& message, std::string variable, std::size_t expected, std::size_t given)
+    : Error(message), m_variable(std::move(variable)), m_expected(expected), m_given(given)
+  {
+  }
+  const std::string& variable() const noexcept { return m_variable; }
+  std::size_t expected() const noexcept { return m_expected; }  // the variable's size in bytes
+  std::size_t given() const noexcept { return m_given; }
+
+private:
+  std::string m_variable;
+  std::size_t m_expected;
+  std::size_t m_given;
+};
+
 // The store (LMDB) or the cache folder failed. `code` is the LMDB or errno code.
 class StoreError : public Error {
 public:

@@ -21,6 +21,12 @@ struct LaunchConfig {
   Dim3 block;
   unsigned shared_bytes = 0;  // dynamic shared memory
   void* stream = nullptr;     // a CUstream; nullptr = the context's default stream
+  // Thread-block cluster in blocks (sm_90 and newer): 1x1x1 is no cluster; each grid dimension must
+  // be a multiple of the cluster's. Launched with cuLaunchKernelEx.
+  Dim3 cluster = Dim3(1, 1, 1);
+  // A cooperative launch (grid-wide synchronisation with cooperative groups): every block must be
+  // resident at once (see Kernel::max_cooperative_grid). Launched with cuLaunchKernelEx.
+  bool cooperative = false;
 };
 
 // Copies of the kernel arguments, each aligned as its type requires, and the array of pointers to

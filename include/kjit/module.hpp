@@ -6,13 +6,31 @@
 #include <kjit/launch.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace kjit {
 
 class Module;
+
+// How a module image is loaded (cuModuleLoadDataEx). The JIT settings apply when the driver compiles
+// PTX (a PTX image, a Binary without a cubin, KJIT_FORCE_PTX, or a fatbin holding only PTX); a cubin
+// is loaded as it is. Loading a Program's binary takes them from its NVRTC options
+// (-maxrregcount, -lineinfo, -G), so the driver's JIT makes the code NVRTC would have made.
+struct LoadOptions {
+  std::string name;          // names the module in errors ("kernel 'f' of <name> on device 0")
+  int max_registers = 0;     // CU_JIT_MAX_REGISTERS per thread; 0: the driver's choice
+  bool line_info = false;    // CU_JIT_GENERATE_LINE_INFO
+  bool debug = false;        // CU_JIT_GENERATE_DEBUG_INFO (and no optimisation, as -G)
+};
+
+// The JIT settings the NVRTC options `options` ask for (-maxrregcount=N, -lineinfo, -G and their
+// long forms). Throws OptionError for a malformed -maxrregcount.
+LoadOptions load_options_of(const std::vector<std::string>& options);
 
 // A CUDA context: a device's primary context (retained while any copy lives) or one the
 // application owns. Each context keeps the modules loaded in it, so one cached program is loaded
@@ -36,17 +54,41 @@ public:
 
   // The module of `prepared` in this context, loading `binary` on first use (the cubin, or the
   // PTX when the binary has no cubin or KJIT_FORCE_PTX is set). Throws CudaError.
+  // JIT settings come from the program's options (see LoadOptions).
   Module load(const PreparedProgram& prepared, const Binary& binary) const;
+  // Any Binary (kjit::compile()'s, a lookup's, one built by hand): its cubin, or its PTX when it
+  // has no cubin or KJIT_FORCE_PTX is set; its lowered names make name expressions work. Loaded
+  // once per context and image content (and settings). Throws ImageError for a binary with
+  // neither, CudaError when the driver refuses it (the JIT's log in the message).
+  Module load(const Binary& binary, const LoadOptions& options = {}) const;
+  // A module image as an application ships it: a cubin (ELF), a fatbin, or PTX text (with or
+  // without a terminating NUL), told apart by content and checked before the driver sees it
+  // (a truncated or malformed cubin or fatbin is an ImageError). Loaded once per context and
+  // content. Launches of a cubin's kernels are checked as for a Program; a fatbin's and PTX
+  // kernels are not (the driver picks the code). Throws ImageError, CudaError.
+  Module load_image(std::string_view image, const LoadOptions& options = {}) const;
+  // load_image() of the file `path` (a regular file); the module is named by the path unless
+  // options.name says otherwise. Throws ImageError if it can't be read.
+  Module load_file(const std::string& path, const LoadOptions& options = {}) const;
   // Modules loaded in this context so far.
   std::size_t loaded_modules() const;
+
+  struct LoadRequest;
 
 private:
   friend class DeviceBuffer;
   explicit Context(std::shared_ptr<State> state) : m_state(std::move(state)) {}
+  Module load_request(const LoadRequest& request) const;
   std::shared_ptr<State> m_state;
 };
 
 class Kernel;
+
+// A __device__ or __constant__ variable of a loaded module (cuModuleGetGlobal).
+struct Global {
+  std::uint64_t pointer = 0;  // the CUdeviceptr, e.g. to pass to a kernel
+  std::size_t size = 0;       // bytes
+};
 
 // A loaded module. It stays loaded while its context lives (the context's module cache holds
 // it); copies share the one CUmodule.
@@ -57,11 +99,42 @@ public:
   // The kernel named `name` (an extern "C" name or a lowered name), or the kernel of a name
   // expression of the program ("scale<float>"). Throws CudaError naming program, kernel, device.
   Kernel kernel(const std::string& name_or_expression) const;
+
+  // The module variable named `name_or_expression`: its name as in the symbol table (extern "C"
+  // or a lowered name), or a name expression of the program, with or without its '&'
+  // ("&table<int>" or "table<int>": add "&table<int>" to Program::name_expressions). Throws
+  // CudaError naming variable, program and device when there is none.
+  Global global(const std::string& name_or_expression) const;
+  // Copies the variable to / from host memory, synchronously. `bytes` must be its size: another
+  // size throws GlobalError before the driver is called. Throws CudaError.
+  void read_global(const std::string& name_or_expression, void* data, std::size_t bytes) const;
+  void write_global(const std::string& name_or_expression, const void* data, std::size_t bytes) const;
+  // Typed forms: T must be trivially copyable and of the variable's size (GlobalError otherwise).
+  template <typename T>
+  T get_global(const std::string& name_or_expression) const
+  {
+    static_assert(std::is_trivially_copyable<T>::value, "module variables are copied as bytes");
+    T value;
+    read_global(name_or_expression, &value, sizeof value);
+    return value;
+  }
+  template <typename T>
+  void set_global(const std::string& name_or_expression, const T& value) const
+  {
+    static_assert(std::is_trivially_copyable<T>::value, "module variables are copied as bytes");
+    write_global(name_or_expression, &value, sizeof value);
+  }
+
   void* handle() const noexcept;
+  // True when the driver JIT-compiled PTX (a PTX image, or a Binary loaded from its PTX).
   bool loaded_from_ptx() const noexcept;
+  // What was loaded: "cubin", "ptx" or "fatbin".
+  const std::string& image_kind() const noexcept;
 
 private:
   friend class Context;
+  // The lowered name of a kernel or variable named by a name expression, else `name` itself.
+  std::string symbol_of(const std::string& name) const;
   Module(std::shared_ptr<Context::State> context, std::shared_ptr<State> state)
     : m_context(std::move(context)), m_state(std::move(state))
   {
@@ -80,6 +153,8 @@ struct KernelAttributes {
   int max_dynamic_shared_optin_bytes = 0;  // the most it can be raised to on this device
   int local_bytes = 0;               // per thread
   int const_bytes = 0;               // user __constant__ data
+  int ptx_version = 0;               // PTX ISA the code came from, major*10+minor
+  int binary_version = 0;            // SM of the loaded code, major*10+minor
 };
 
 // A kernel of a loaded module. Copies share one state per CUfunction; keeps its module and
@@ -111,10 +186,34 @@ public:
     int min_grid = 0;
   };
   BlockSize max_potential_block_size(unsigned shared_bytes = 0, int block_limit = 0) const;
+  // The same for dynamic shared memory that depends on the block size: `shared_bytes_for(block)`
+  // is called (on this thread, during the call) for each block size the driver considers; an
+  // exception it throws is rethrown once the driver returns.
+  BlockSize max_potential_block_size(const std::function<std::size_t(int block)>& shared_bytes_for,
+                                     int block_limit = 0) const;
   // Active blocks per multiprocessor for `block` threads.
   int active_blocks_per_multiprocessor(int block, unsigned shared_bytes = 0) const;
+  // Dynamic shared memory each block may use when `blocks` blocks of `block` threads share a
+  // multiprocessor (cuOccupancyAvailableDynamicSMemPerBlock).
+  std::size_t available_dynamic_shared_bytes(int blocks, int block) const;
+  // The most blocks a cooperative launch of `block` threads may have: active blocks per
+  // multiprocessor times the device's multiprocessors.
+  int max_cooperative_grid(int block, unsigned shared_bytes = 0) const;
+  // Clusters of config.cluster that can be resident at once for `config` (cuOccupancyMaxActiveClusters).
+  int max_active_clusters(const LaunchConfig& config) const;
+
   // The driver's view of the kernel. Throws CudaError.
   KernelAttributes attributes() const;
+  // Sets the most dynamic shared memory launches of this kernel may ask for in this context
+  // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); launches then leave the limit as set.
+  // Throws CudaError when the device allows less.
+  void set_max_dynamic_shared_bytes(int bytes) const;
+  // The share of the L1/shared memory to use as shared memory, in percent (-1: the driver's
+  // default), a hint (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT). Throws CudaError.
+  void set_preferred_shared_carveout(int percent) const;
+  // Allows clusters of more than 8 blocks where the device has them
+  // (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED). Throws CudaError.
+  void set_non_portable_cluster_size_allowed(bool allowed) const;
 
   const std::string& name() const noexcept { return m_name; }
   // The CUfunction.
@@ -129,6 +228,7 @@ private:
   {
   }
   void check_arguments(std::size_t count, const std::size_t* sizes) const;
+  void set_attribute(int attribute, int value, const char* name) const;
   void launch_checked(const LaunchConfig& config, void** arguments) const;
 
   std::shared_ptr<Context::State> m_context;

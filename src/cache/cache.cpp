@@ -10,6 +10,7 @@
 #include "rtc/compiler.hpp"
 #include "store/blobs.hpp"
 #include "store/record.hpp"
+#include "util/stopwatch.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -62,6 +63,11 @@ Cache::Cache() : Cache(current_config()) {}
 Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
 {
   if (!config.disable_cache) {
+    if (config.cache_dir.empty()) {
+      // Config{} is not current_config(): its folder is empty rather than the default one.
+      throw ConfigError("cache_dir", "Config::cache_dir is empty: set it, or start from kjit::current_config() "
+                                     "(whose cache_dir is KJIT_CACHE_DIR or the default folder)");
+    }
     m_impl->dir = cache::open_cache_dir(config);
     // An empty store_dir: no safe place for the store (open_cache_dir warned): memory only.
     if (!m_impl->dir.store_dir.empty()) {
@@ -132,43 +138,74 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
 
 std::shared_ptr<const Binary> Cache::get(const Program& program, const Arch& arch)
 {
+  Source source{};
+  return get_program(program, arch, source);
+}
+
+std::shared_ptr<const Binary> Cache::get(const PreparedProgram& prepared)
+{
+  Source source{};
+  return get_prepared(prepared, source);
+}
+
+Lookup Cache::lookup(const Program& program, const Arch& arch)
+{
+  const util::Stopwatch watch;
+  Lookup result;
+  result.binary = get_program(program, arch, result.source);
+  result.lookup_ms = watch.elapsed_ms();
+  return result;
+}
+
+Lookup Cache::lookup(const PreparedProgram& prepared)
+{
+  const util::Stopwatch watch;
+  Lookup result;
+  result.binary = get_prepared(prepared, result.source);
+  result.lookup_ms = watch.elapsed_ms();
+  return result;
+}
+
+std::shared_ptr<const Binary> Cache::get_program(const Program& program, const Arch& arch, Source& source)
+{
   try {
-    return get_once(prepare(program, arch));  // just prepared: no need to validate it again
+    return get_once(prepare(program, arch), source);  // just prepared: no need to validate it again
   } catch (const cache::HeadersChanged&) {
   }
   for (int attempt = 0; attempt < 3; ++attempt) {
     try {
-      return get_once(prepare(program, arch));
+      return get_once(prepare(program, arch), source);
     } catch (const cache::HeadersChanged&) {
     }
   }
   throw Error("the headers of " + program.name + " keep changing while it is compiled");
 }
 
-std::shared_ptr<const Binary> Cache::get(const PreparedProgram& prepared)
+std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepared, Source& source)
 {
   try {
     util::Sha256 key;
     std::memcpy(key.data(), prepared.m_digest, key.size());
     if (m_impl->is_provisional(key)) {
       // Prepared before a manifest was known: a manifest made since may now validate it.
-      return get_once(prepare(prepared.program(), prepared.arch()));
+      return get_once(prepare(prepared.program(), prepared.arch()), source);
     }
-    return get_once(prepared);
+    return get_once(prepared, source);
   } catch (const cache::HeadersChanged&) {
   }
   // A tracked header changed since prepare(): resolve again (a few tries if it keeps changing).
   for (int attempt = 0; attempt < 3; ++attempt) {
     try {
-      return get_once(prepare(prepared.program(), prepared.arch()));
+      return get_once(prepare(prepared.program(), prepared.arch()), source);
     } catch (const cache::HeadersChanged&) {
     }
   }
   throw Error("the headers of " + prepared.program().name + " keep changing while it is compiled");
 }
 
-std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared)
+std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, Source& source)
 {
+  source = Source::memory;
   Impl& impl = *m_impl;
   util::Sha256 key;
   std::memcpy(key.data(), prepared.m_digest, key.size());
@@ -215,7 +252,7 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared)
   }
   cache::Result result;
   try {
-    result = impl.load_or_compile(key, prepared);
+    result = impl.load_or_compile(key, prepared, source);
     if (!provisional) {
       impl.memory.insert(key, result);
     }

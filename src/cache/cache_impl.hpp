@@ -97,7 +97,8 @@ struct Cache::Impl {
 
   // lookup.cpp: the disk tier and the compile path.
   std::optional<store::Entry> load(const util::Sha256& key, const PreparedProgram& prepared);
-  cache::Result load_or_compile(const util::Sha256& key, const PreparedProgram& prepared);
+  // `source` says where the result came from (disk, bundle, compiled, compiled_elsewhere).
+  cache::Result load_or_compile(const util::Sha256& key, const PreparedProgram& prepared, Source& source);
   // Compiles with exactly the headers kjit hashed; `final_key` is the key of what was compiled
   // (it differs from the prepared key when the compile needed headers the prediction missed).
   store::Entry compile_entry(const PreparedProgram& prepared, util::Sha256& final_key);

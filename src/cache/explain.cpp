@@ -93,17 +93,34 @@ void diff_maps(const char* what, const std::map<std::string, std::string>& befor
 void diff_lists(const char* what, const std::vector<std::string>& before, const std::vector<std::string>& now,
                 std::vector<std::string>& out)
 {
-  for (const auto& item : now) {
-    if (std::find(before.begin(), before.end(), item) == before.end()) {
+  const std::size_t found = out.size();
+  const auto occurrences = [](const std::vector<std::string>& list, const std::string& item) {
+    return std::count(list.begin(), list.end(), item);
+  };
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    const std::string& item = now[i];
+    if (std::find(now.begin(), now.begin() + static_cast<std::ptrdiff_t>(i), item) != now.begin() + static_cast<std::ptrdiff_t>(i)) {
+      continue;  // each distinct item once
+    }
+    const auto had = occurrences(before, item);
+    const auto has = occurrences(now, item);
+    if (had == 0) {
       out.push_back(std::string(what) + " " + item + " added");
+    } else if (has > had) {
+      out.push_back(std::string(what) + " " + item + " repeated (" + std::to_string(has) + " times, was " +
+                    std::to_string(had) + ")");
+    } else if (has < had) {
+      out.push_back(std::string(what) + " " + item + " given " + std::to_string(has) + " times, was " +
+                    std::to_string(had));
     }
   }
   for (const auto& item : before) {
-    if (std::find(now.begin(), now.end(), item) == now.end()) {
+    if (std::find(now.begin(), now.end(), item) == now.end() &&
+        std::find(out.begin() + static_cast<std::ptrdiff_t>(found), out.end(), std::string(what) + " " + item + " removed") == out.end()) {
       out.push_back(std::string(what) + " " + item + " removed");
     }
   }
-  if (out.empty() && before != now) {
+  if (out.size() == found && before != now) {
     out.push_back(std::string(what) + "s reordered");
   }
 }

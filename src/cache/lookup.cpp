@@ -167,7 +167,19 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   after_write(key, rows.front().value.size());  // KJIT_MAX_SIZE: checked on writes
 }
 
-cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const PreparedProgram& p)
+const char* to_string(Source source) noexcept
+{
+  switch (source) {
+  case Source::memory: return "memory";
+  case Source::disk: return "disk";
+  case Source::bundle: return "bundle";
+  case Source::compiled: return "compiled";
+  case Source::compiled_elsewhere: return "compiled by another process";
+  }
+  return "unknown";
+}
+
+cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const PreparedProgram& p, Source& source)
 {
   const auto result_of = [](store::Entry&& entry) {
     cache::Result result;
@@ -186,6 +198,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     if (entry->kind == store::EntryKind::failure) {
       count(&CacheStats::failed_hits);
     }
+    source = Source::disk;
     verbose("hit disk", p, watch.elapsed_ms());
     if (auto manifest = take_unsaved_manifest(p); manifest && store->writable()) {
       store->put({std::move(*manifest)});
@@ -193,6 +206,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     return result_of(std::move(*entry));
   }
   if (auto entry = load_from_tiers(key, p)) {
+    source = Source::bundle;
     verbose("hit bundle", p, watch.elapsed_ms());
     return result_of(std::move(*entry));
   }
@@ -213,6 +227,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     // Another process may have stored the result while we asked for the lock.
     if (auto entry = load(key, p)) {
       count(&CacheStats::compiled_elsewhere);
+      source = Source::compiled_elsewhere;
       verbose("hit disk (compiled by another process)", p, watch.elapsed_ms());
       return result_of(std::move(*entry));
     }
@@ -225,6 +240,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     store->walk_ahead();  // the walk before this process's first write runs beside the compile
   }
   util::Sha256 final_key;
+  source = Source::compiled;
   store::Entry entry = compile_entry(p, final_key);
   persist(final_key, p, entry);
   verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p, watch.elapsed_ms());

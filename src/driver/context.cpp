@@ -167,34 +167,4 @@ std::size_t Context::loaded_modules() const
   return m_state->modules.size();
 }
 
-Module Context::load(const PreparedProgram& prepared, const Binary& binary) const
-{
-  const Config config = current_config();
-  const bool use_ptx = binary.cubin.empty() || config.force_ptx;
-  const std::string key = prepared.key() + (use_ptx ? ":ptx" : ":cubin");
-  std::lock_guard lock(m_state->mutex);
-  if (const auto it = m_state->modules.find(key); it != m_state->modules.end()) {
-    return Module(m_state, it->second);
-  }
-  const driver::DriverApi& api = driver::require_driver();
-  auto state = std::make_shared<Module::State>();
-  state->context = m_state->context;
-  state->program = prepared.program().name;
-  state->device = device_text(m_state->device);
-  state->lowered_names = binary.lowered_names;
-  state->from_ptx = use_ptx;
-  if (!use_ptx) {
-    state->layouts = driver::kernel_layouts(binary.cubin);
-  }
-  const driver::ScopedContext scope(m_state->context);
-  // The image is read during the call only; the driver keeps its own copy.
-  const void* image = use_ptx ? static_cast<const void*>(binary.ptx.c_str()) : binary.cubin.data();
-  driver::check(api.module_load_data(&state->module, image), [&] {
-    return "cuModuleLoadData of " + state->program + " (" + binary.arch + (use_ptx ? ", PTX" : ", cubin") + ") on " +
-           state->device;
-  });
-  m_state->modules.emplace(key, state);
-  return Module(m_state, state);
-}
-
 } // namespace kjit

@@ -27,14 +27,18 @@ namespace kjit::driver {
   X(ctx_push_current, cuCtxPushCurrent, 4000)                                              \
   X(ctx_pop_current, cuCtxPopCurrent, 4000)                                                \
   X(ctx_synchronize, cuCtxSynchronize, 13000)                                              \
-  X(module_load_data, cuModuleLoadData, 2000)                                              \
+  X(module_load_data_ex, cuModuleLoadDataEx, 2010)                                         \
   X(module_unload, cuModuleUnload, 2000)                                                   \
   X(module_get_function, cuModuleGetFunction, 2000)                                        \
+  X(module_get_global, cuModuleGetGlobal, 3020)                                            \
   X(func_get_attribute, cuFuncGetAttribute, 2020)                                          \
   X(func_set_attribute, cuFuncSetAttribute, 9000)                                          \
   X(launch_kernel, cuLaunchKernel, 4000)                                                   \
+  X(launch_kernel_ex, cuLaunchKernelEx, 11060)                                             \
   X(occupancy_max_potential_block_size, cuOccupancyMaxPotentialBlockSize, 6050)            \
   X(occupancy_max_active_blocks, cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)        \
+  X(occupancy_available_dynamic_smem, cuOccupancyAvailableDynamicSMemPerBlock, 10020)      \
+  X(occupancy_max_active_clusters, cuOccupancyMaxActiveClusters, 11070)                    \
   X(mem_alloc, cuMemAlloc, 3020)                                                           \
   X(mem_free, cuMemFree, 3020)                                                             \
   X(memcpy_htod, cuMemcpyHtoD, 3020)                                                       \

@@ -1,4 +1,4 @@
-// Modules and kernels: lookup by name or name expression, checked launch, attributes, occupancy.
+// Modules and kernels: lookup by name or name expression, attributes (get and set).
 #include "driver/module_state.hpp"
 
 #include <kjit/error.hpp>
@@ -8,17 +8,6 @@
 namespace kjit {
 
 namespace {
-
-// Dynamic shared memory a launch gets without raising CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.
-constexpr unsigned k_default_dynamic_shared = 48 * 1024;
-
-std::string geometry_text(const LaunchConfig& config)
-{
-  return "grid " + std::to_string(config.grid.x) + "x" + std::to_string(config.grid.y) + "x" +
-         std::to_string(config.grid.z) + ", block " + std::to_string(config.block.x) + "x" +
-         std::to_string(config.block.y) + "x" + std::to_string(config.block.z) + ", " +
-         std::to_string(config.shared_bytes) + " bytes of dynamic shared memory";
-}
 
 int function_attribute(const driver::DriverApi& api, CUfunction function, CUfunction_attribute attribute,
                        const std::string& what)
@@ -43,14 +32,20 @@ Module::State::~State()
   }
 }
 
-Kernel Module::kernel(const std::string& name_or_expression) const
+std::string Module::symbol_of(const std::string& name) const
 {
-  std::string name = name_or_expression;
   for (const auto& [expression, lowered] : m_state->lowered_names) {
-    if (expression == name_or_expression) {
-      name = lowered;
+    if (expression == name || (expression.size() == name.size() + 1 && expression[0] == '&' &&
+                               expression.compare(1, std::string::npos, name) == 0)) {
+      return lowered;
     }
   }
+  return name;
+}
+
+Kernel Module::kernel(const std::string& name_or_expression) const
+{
+  const std::string name = symbol_of(name_or_expression);
   std::lock_guard lock(m_state->mutex);
   std::shared_ptr<Kernel::Function>& function = m_state->functions[name];
   if (!function) {
@@ -82,71 +77,14 @@ bool Module::loaded_from_ptx() const noexcept
   return m_state->from_ptx;
 }
 
+const std::string& Module::image_kind() const noexcept
+{
+  return m_state->kind;
+}
+
 void* Kernel::handle() const noexcept
 {
   return m_function->function;
-}
-
-void Kernel::check_arguments(std::size_t count, const std::size_t* sizes) const
-{
-  const driver::KernelLayout* layout = m_function->layout;
-  if (layout == nullptr) {
-    return;  // loaded from PTX: no layout to check against
-  }
-  const std::string kernel = "kernel '" + m_name + "' of " + m_module->program;
-  if (count != layout->sizes.size()) {
-    throw LaunchError(kernel + " takes " + std::to_string(layout->sizes.size()) + " parameters; the launch passed " +
-                        std::to_string(count) + " arguments",
-                      m_name, std::min(count, layout->sizes.size()), layout->sizes.size(), count);
-  }
-  for (std::size_t i = 0; sizes != nullptr && i < count; ++i) {
-    if (sizes[i] != layout->sizes[i]) {
-      throw LaunchError(kernel + ": parameter " + std::to_string(i) + " is " + std::to_string(layout->sizes[i]) +
-                          " bytes; the argument given is " + std::to_string(sizes[i]) + " bytes",
-                        m_name, i, layout->sizes[i], sizes[i]);
-    }
-  }
-}
-
-void Kernel::launch_packed(const LaunchConfig& config, ArgumentPack& arguments) const
-{
-  check_arguments(arguments.size(), arguments.sizes());
-  launch_checked(config, arguments.data());
-}
-
-void Kernel::launch_raw(const LaunchConfig& config, void** arguments, std::size_t count) const
-{
-  check_arguments(count, nullptr);
-  launch_checked(config, arguments);
-}
-
-void Kernel::launch_checked(const LaunchConfig& config, void** arguments) const
-{
-  const driver::DriverApi& api = driver::require_driver();
-  const driver::ScopedContext scope(m_module->context);
-  const auto function = m_function->function;
-  const auto where = [&] {
-    return "launching " + m_name + " of " + m_module->program + " on " + m_module->device + " (" +
-           geometry_text(config) + ")";
-  };
-  if (config.shared_bytes > k_default_dynamic_shared) {
-    // Like Triton: raised once to the most the device allows, so later launches need no call.
-    std::lock_guard lock(m_function->mutex);
-    if (!m_function->shared_raised) {
-      const KernelAttributes limits = attributes();
-      driver::check(api.func_set_attribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                           limits.max_dynamic_shared_optin_bytes),
-                    [&] {
-                      return "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, " +
-                             std::to_string(limits.max_dynamic_shared_optin_bytes) + ") for " + where();
-                    });
-      m_function->shared_raised = true;
-    }
-  }
-  driver::check(api.launch_kernel(function, config.grid.x, config.grid.y, config.grid.z, config.block.x, config.block.y,
-                                  config.block.z, config.shared_bytes, static_cast<CUstream>(config.stream), arguments,
-                                  nullptr),
-                where);
 }
 
 KernelAttributes Kernel::attributes() const
@@ -162,6 +100,8 @@ KernelAttributes Kernel::attributes() const
   a.max_dynamic_shared_bytes = function_attribute(api, function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, what);
   a.local_bytes = function_attribute(api, function, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, what);
   a.const_bytes = function_attribute(api, function, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, what);
+  a.ptx_version = function_attribute(api, function, CU_FUNC_ATTRIBUTE_PTX_VERSION, what);
+  a.binary_version = function_attribute(api, function, CU_FUNC_ATTRIBUTE_BINARY_VERSION, what);
   int optin = 0;
   driver::check(api.device_get_attribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                                          m_context->device_handle),
@@ -170,25 +110,32 @@ KernelAttributes Kernel::attributes() const
   return a;
 }
 
-Kernel::BlockSize Kernel::max_potential_block_size(unsigned shared_bytes, int block_limit) const
+void Kernel::set_attribute(int attribute, int value, const char* name) const
 {
   const driver::DriverApi& api = driver::require_driver();
   const driver::ScopedContext scope(m_module->context);
-  BlockSize size;
-  driver::check(api.occupancy_max_potential_block_size(&size.min_grid, &size.block, m_function->function, nullptr,
-                                                       shared_bytes, block_limit),
-                [&] { return "cuOccupancyMaxPotentialBlockSize for " + m_name + " of " + m_module->program; });
-  return size;
+  driver::check(api.func_set_attribute(m_function->function, static_cast<CUfunction_attribute>(attribute), value), [&] {
+    return std::string("cuFuncSetAttribute(") + name + ", " + std::to_string(value) + ") for " + m_name + " of " +
+           m_module->program + " on " + m_module->device;
+  });
 }
 
-int Kernel::active_blocks_per_multiprocessor(int block, unsigned shared_bytes) const
+void Kernel::set_max_dynamic_shared_bytes(int bytes) const
 {
-  const driver::DriverApi& api = driver::require_driver();
-  const driver::ScopedContext scope(m_module->context);
-  int blocks = 0;
-  driver::check(api.occupancy_max_active_blocks(&blocks, m_function->function, block, shared_bytes),
-                [&] { return "cuOccupancyMaxActiveBlocksPerMultiprocessor for " + m_name + " of " + m_module->program; });
-  return blocks;
+  std::lock_guard lock(m_function->mutex);
+  set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes, "MAX_DYNAMIC_SHARED_SIZE_BYTES");
+  m_function->shared_raised = true;  // the application's choice: launches leave it as it is
+}
+
+void Kernel::set_preferred_shared_carveout(int percent) const
+{
+  set_attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent, "PREFERRED_SHARED_MEMORY_CARVEOUT");
+}
+
+void Kernel::set_non_portable_cluster_size_allowed(bool allowed) const
+{
+  set_attribute(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, allowed ? 1 : 0,
+                "NON_PORTABLE_CLUSTER_SIZE_ALLOWED");
 }
 
 } // namespace kjit

@@ -29,6 +29,7 @@ struct Module::State {
   std::string device;   // "device 0"
   std::vector<std::pair<std::string, std::string>> lowered_names;
   bool from_ptx = false;
+  std::string kind;     // "cubin", "ptx", "fatbin"
   std::map<std::string, driver::KernelLayout> layouts;  // by lowered name, from the cubin
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<Kernel::Function>> functions;  // by lowered name

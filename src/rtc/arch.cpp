@@ -19,7 +19,7 @@ Arch Arch::parse(std::string_view text)
     rest = text.substr(8);
     arch.m_virtual = true;
   } else {
-    throw ArchError("arch '" + std::string(text) + "' is not sm_XY, sm_XYa, compute_XY or auto");
+    throw ArchError("arch '" + std::string(text) + "' is not sm_XY, sm_XYa, sm_XYf, compute_XY or auto");
   }
   std::size_t digits = 0;
   while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits]))) {

@@ -167,8 +167,23 @@ bool walk_dbi(MDB_txn* txn, MDB_dbi dbi, Walker& walker, std::vector<std::string
 
 // Where data.mdb (dev, ino) is mapped in this process, from /proc/self/maps: LMDB does not say
 // (MDB_envinfo.me_mapaddr is only the fixed address of MDB_FIXEDMAP).
-const char* map_address(dev_t dev, ino_t ino)
+const char* map_address(MDB_env* env, dev_t dev, ino_t ino)
 {
+  const char* inside = nullptr;  // a key in env's own map
+  MDB_txn* txn = nullptr;
+  if (mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) == MDB_SUCCESS) {
+    MDB_dbi main = 0;
+    MDB_cursor* cursor = nullptr;
+    if (mdb_dbi_open(txn, nullptr, 0, &main) == MDB_SUCCESS && mdb_cursor_open(txn, main, &cursor) == MDB_SUCCESS) {
+      MDB_val key{};
+      MDB_val value{};
+      if (mdb_cursor_get(cursor, &key, &value, MDB_FIRST) == MDB_SUCCESS) {
+        inside = static_cast<const char*>(key.mv_data);
+      }
+      mdb_cursor_close(cursor);
+    }
+    mdb_txn_abort(txn);
+  }
   std::ifstream maps("/proc/self/maps");
   std::string line;
   while (std::getline(maps, line)) {
@@ -177,7 +192,9 @@ const char* map_address(dev_t dev, ino_t ino)
     char perms[8] = {};
     if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %x:%x %lu", &start, &end, perms, &offset, &major, &minor, &inode) ==
           7 &&
-        inode == ino && offset == 0 && ::makedev(major, minor) == dev) {
+        inode == ino && offset == 0 && ::makedev(major, minor) == dev &&
+        (inside == nullptr || (reinterpret_cast<std::uintptr_t>(inside) >= start &&
+                               reinterpret_cast<std::uintptr_t>(inside) < end))) {
       return reinterpret_cast<const char*>(start);
     }
   }
@@ -198,7 +215,7 @@ bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std:
   mdb_env_info(e.env, &info);
   std::uint32_t psize = 0;
   std::ignore = ::pread(fd, &psize, sizeof psize, 40);
-  const char* base = map_address(st.st_dev, st.st_ino);
+  const char* base = map_address(e.env, st.st_dev, st.st_ino);
   if (base == nullptr) {
     why = "data.mdb is not mapped";
     return false;

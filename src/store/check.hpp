@@ -6,11 +6,15 @@
 #include <string_view>
 #include <sys/types.h>
 
+struct MDB_env;  // lmdb.h's
+
 namespace kjit::store {
 
-// Where the file (dev, ino) is mapped (offset 0) in this process, from /proc/self/maps; nullptr if
-// it is not. LMDB does not say (MDB_envinfo.me_mapaddr is only MDB_FIXEDMAP's address).
-const char* map_address(dev_t dev, ino_t ino);
+// Where `env` maps the file (dev, ino) (offset 0), from /proc/self/maps; nullptr if it is not.
+// LMDB does not say (MDB_envinfo.me_mapaddr is only MDB_FIXEDMAP's address). A forked child also
+// holds its parent's mapping of the same file, so the mapping that holds a key `env` returns is
+// taken; the first one only when the store has no key at all.
+const char* map_address(MDB_env* env, dev_t dev, ino_t ino);
 
 // Opens its own environment on `dir` (read-only; `no_lock` without the lock file) and reads every
 // key and value of every table, checking that each value lies inside data.mdb and that large values

@@ -129,7 +129,7 @@ void Store::Impl::check_file_size()
                     std::to_string(needed),
                   MDB_INVALID);
   }
-  map_base = map_address(data_dev, data_ino);
+  map_base = map_address(env, data_dev, data_ino);
   map_bytes = info.me_mapsize;
   checked_end = std::min(size, info.me_mapsize);
   keep_slack();

@@ -30,6 +30,7 @@ check "ptx written" grep -q ".entry saxpy" "$work/out_dir/saxpy.ptx"
 check "cubin written" test -s "$work/out_dir/saxpy.sm_90.cubin"
 check "cubin is ELF" sh -c "head -c 4 '$work/out_dir/saxpy.sm_90.cubin' | grep -q ELF"
 check "timings printed" grep -q "nvrtc .* ms" "$work/out"
+check "a compile reports its own timings" grep -q "^compile: [0-9.]* ms (load [0-9.]* ms, nvrtc" "$work/out"
 check "name expression" exit_code 0 "$kjit" compile "$root/examples/scale.cu" --arch sm_80 \
   --name-expr 'scale<float>' -o "$work/out_dir"
 check "lowered name printed" grep -q "scale<float> -> _Z5scaleIfEvPT_S0_i" "$work/out"
@@ -63,6 +64,9 @@ check "missing file exits 1" exit_code 1 "$kjit" compile "$work/none.cu" --arch 
 check "second compile is a cache hit" exit_code 0 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
 check "hit reported" grep -q "^cache hit [0-9a-f]\{64\}" "$work/out"
 key=$(sed -n 's/^cache hit //p' "$work/out")
+check "a hit says where from and what this run took" \
+  grep -q "^lookup: from disk in [0-9.]* ms; the compile it saved took [0-9.]* ms" "$work/out"
+check "a hit prints no compile of its own" sh -c "! grep -q '^compile:' '$work/out'"
 check "mirror folder named by the key" test -f "$KJIT_CACHE_DIR/programs/$key/module/kernel.sm_90.cubin"
 check "hash checks by hand" sh -c "cd '$KJIT_CACHE_DIR/programs/$key' && cat program.txt options.txt | sha256sum | grep -q '^$key '"
 check "--no-cache bypasses" exit_code 0 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 --no-cache -o "$work/out_dir"
@@ -181,8 +185,12 @@ printf '__global__ void broken( {}\n' >"$work/warm_bad.cu"
 check "warm with a failing file exits 1" exit_code 1 "$kjit" warm "$work/warm_bad.cu" "$work/warm1.cu" --arch sm_90
 check "warm names the failure" grep -q "^failed: .*/warm_bad.cu (sm_90)" "$work/err"
 check "compile lists kernel registers" exit_code 0 "$kjit" compile "$work/warm1.cu" --arch sm_90 -o "$work/out_dir"
-check "kernel line" grep -Eq "^kernel warm1: [0-9]+ registers, 0 B shared, 0 B local, 1 params \(8 B\)" "$work/out"
+check "kernel line" grep -Eq "^kernel warm1: [0-9]+ registers, 0 B shared, 0 B local, 0 B constant, 1 params \(8 B\)" "$work/out"
 check "cubin path line" grep -q "^cubin made by nvrtc" "$work/out"
+printf '__constant__ float table[64];\nextern "C" __global__ void lookup(float* p) { p[threadIdx.x] = table[threadIdx.x]; }\n' \
+  >"$work/constant.cu"
+check "compile of a kernel with constant data" exit_code 0 "$kjit" compile "$work/constant.cu" --arch sm_90 -o "$work/out_dir"
+check "its constant bytes are listed" grep -Eq "^kernel lookup: [0-9]+ registers, 0 B shared, 0 B local, 256 B constant" "$work/out"
 
 # --- warm and -dlto refuse what they can't honour (found by review) ---
 mkfifo "$work/warm_fifo.cu"
@@ -253,6 +261,8 @@ done
 env KJIT_CACHE_DIR="$honest" "$kjit" compile "$work/slow.cu" --arch sm_90 -o "$work" >"$work/second" 2>&1
 wait "$first"
 check "a process that only waited says so" grep -q "^compiled by another process " "$work/second"
+check "and how long it waited, apart from the compile" \
+  grep -q "^lookup: waited [0-9.]* ms for another process's compile, which took [0-9.]* ms" "$work/second"
 chmod 755 "$work"
 if [ "$(id -u)" = 0 ] && setpriv --reuid=65534 --regid=65534 --clear-groups "$kjit" --help >/dev/null 2>&1; then
   # A store another user may read and lock but not write: clear must fail, not claim success.

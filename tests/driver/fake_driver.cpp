@@ -3,6 +3,8 @@
 
 #include <kjit/driver.hpp>
 
+#include <boost/test/unit_test.hpp>
+
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
@@ -42,6 +44,7 @@ FakeDriver load()
   bind(library, f.create_context, "fake_cuda_create_context");
   bind(library, f.destroy_context, "fake_cuda_destroy_context");
   bind(library, f.set_current, "fake_cuda_set_current");
+  bind(library, f.create_stream, "fake_cuda_create_stream");
   PFN_cuGetProcAddress_v12000 get = nullptr;
   bind(library, get, "cuGetProcAddress_v2");
   void* address = nullptr;
@@ -68,6 +71,24 @@ const FakeDriver& fake()
 {
   static const FakeDriver instance = load();
   return instance;
+}
+
+DriverFixture::DriverFixture()
+{
+  BOOST_TEST_REQUIRE(kjit::driver_status().available, kjit::driver_status().reason);
+  kjit::option::cache_dir(config.cache_dir);
+  fake().clear_log();
+}
+
+DriverFixture::~DriverFixture()
+{
+  kjit::option::reset();
+}
+
+void DriverFixture::check_clean() const
+{
+  BOOST_TEST(fake().pushes() == fake().pops());
+  BOOST_TEST(std::string(fake().violations()).empty(), fake().violations());
 }
 
 } // namespace kjit::test

@@ -1,6 +1,8 @@
 // The fake libcuda.so.1's test interface, found with dlsym in the copy kjit loaded.
 #pragma once
 
+#include "../unit/fixture.hpp"
+
 #include <string>
 
 namespace kjit::test {
@@ -18,6 +20,7 @@ struct FakeDriver {
   void* (*create_context)(int) = nullptr;
   void (*destroy_context)(void*) = nullptr;
   void (*set_current)(void*) = nullptr;
+  void* (*create_stream)() = nullptr;  // a CUstream the fake knows (as cuStreamCreate gives)
   // cuDevicePrimaryCtxRetain/Release as the CUDA runtime calls them (by CUdevice handle).
   int (*retain_primary)(void** context, int device_handle) = nullptr;
   int (*release_primary)(int device_handle) = nullptr;
@@ -28,5 +31,13 @@ struct FakeDriver {
 
 // The fake loaded by kjit::driver_status() (throws if kjit loaded something else).
 const FakeDriver& fake();
+
+// A test's own cache (as kjit::option::cache_dir) and an empty call record; requires the driver.
+struct DriverFixture : CacheFixture {
+  DriverFixture();
+  ~DriverFixture();
+  // Every push popped and no contract violated.
+  void check_clean() const;
+};
 
 } // namespace kjit::test

@@ -5,6 +5,7 @@
 #include <kjit/kjit.hpp>
 
 #include "../common/sample_kernels.hpp"
+#include "gpu_fixture.hpp"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -20,21 +21,7 @@ using kjit::test::k_scale;
 
 namespace {
 
-// Each test gets its own cache folder.
-struct GpuFixture {
-  GpuFixture()
-  {
-    char pattern[] = "/tmp/kjit-gpu-XXXXXX";
-    dir = ::mkdtemp(pattern);
-    kjit::option::cache_dir(dir);
-  }
-  ~GpuFixture()
-  {
-    kjit::option::reset();
-    std::system(("rm -rf '" + dir + "'").c_str());
-  }
-  std::string dir;
-};
+using kjit::test::GpuFixture;
 
 void run_saxpy(const kjit::Kernel& kernel, const kjit::Context& context)
 {

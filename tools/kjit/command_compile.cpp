@@ -52,14 +52,38 @@ void print_kernels(const Binary& binary)
   }
   std::cout << "cubin made by " << (binary.cubin_path.empty() ? "unknown" : binary.cubin_path) << "\n";
   for (const KernelInfo& kernel : binary.kernels()) {
-    std::printf("kernel %s: %d registers, %u B shared, %u B local, %zu params (%u B)", kernel.name.c_str(),
-                kernel.registers, kernel.static_shared_bytes, kernel.local_bytes, kernel.params.size(),
-                kernel.param_bytes);
+    std::printf("kernel %s: %d registers, %u B shared, %u B local, %u B constant, %zu params (%u B)",
+                kernel.name.c_str(), kernel.registers, kernel.static_shared_bytes, kernel.local_bytes,
+                kernel.const_bytes, kernel.params.size(), kernel.param_bytes);
     if (kernel.max_threads != 0) {
       std::printf(", max %u threads", kernel.max_threads);
     }
     std::printf("\n");
   }
+}
+
+// What this run did, apart from the timings of the compile that made the binary (for a hit, an
+// earlier compile: what the hit saved, never this run's cost).
+std::string timings_text(const Lookup& found)
+{
+  const StageTimings& t = found.binary->timings;
+  char text[256];
+  switch (found.source) {
+  case Source::compiled:
+    std::snprintf(text, sizeof text, "compile: %.1f ms (load %.1f ms, nvrtc %.1f ms, nvJitLink %.1f ms)\n",
+                  t.total_ms, t.load_ms, t.nvrtc_ms, t.link_ms);
+    break;
+  case Source::compiled_elsewhere:
+    std::snprintf(text, sizeof text,
+                  "lookup: waited %.1f ms for another process's compile, which took %.1f ms (nvrtc %.1f ms, nvJitLink %.1f ms)\n",
+                  found.lookup_ms, t.total_ms, t.nvrtc_ms, t.link_ms);
+    break;
+  default:
+    std::snprintf(text, sizeof text,
+                  "lookup: from %s in %.2f ms; the compile it saved took %.1f ms (nvrtc %.1f ms, nvJitLink %.1f ms)\n",
+                  to_string(found.source), found.lookup_ms, t.total_ms, t.nvrtc_ms, t.link_ms);
+  }
+  return text;
 }
 
 } // namespace
@@ -81,21 +105,25 @@ int command_compile(const std::vector<std::string>& args)
   const Program program = program_from_arguments(vm, arch);
 
   Binary binary;
+  std::string outcome;  // this run's: where the binary came from and what that took
   if (vm.count("no-cache") != 0) {
-    binary = compile(program, arch);
+    const Lookup found{std::make_shared<const Binary>(compile(program, arch)), Source::compiled, 0};
+    binary = *found.binary;
     std::cout << "compiled (cache bypassed)\n";
+    outcome = timings_text(found);
   } else {
     Cache& cache = default_cache();
     PreparedProgram prepared = cache.prepare(program, arch);
-    binary = *cache.get(prepared);
+    const Lookup found = cache.lookup(prepared);
+    binary = *found.binary;
     if (prepared.provisional()) {
       prepared = cache.prepare(program, arch);  // the key the compile established
     }
-    const CacheStats stats = cache.stats();
-    std::cout << (stats.compiled_elsewhere > 0                     ? "compiled by another process"
-                  : stats.disk_hits + stats.bundle_hits > 0        ? "cache hit"
-                                                                   : "compiled")
+    std::cout << (found.source == Source::compiled             ? "compiled"
+                  : found.source == Source::compiled_elsewhere ? "compiled by another process"
+                                                               : "cache hit")
               << " " << prepared.key() << "\n";
+    outcome = timings_text(found);
   }
   std::string out_dir = vm["output"].as<std::string>();
   while (out_dir.size() > 1 && out_dir.back() == '/') {
@@ -120,8 +148,7 @@ int command_compile(const std::vector<std::string>& args)
   for (const auto& [expression, lowered] : binary.lowered_names) {
     std::cout << expression << " -> " << lowered << "\n";
   }
-  std::printf("load %.1f ms, nvrtc %.1f ms, nvJitLink %.1f ms, total %.1f ms\n", binary.timings.load_ms,
-              binary.timings.nvrtc_ms, binary.timings.link_ms, binary.timings.total_ms);
+  std::cout << outcome;
   if (!binary.log.empty()) {
     std::cerr << binary.log << "\n";
   }

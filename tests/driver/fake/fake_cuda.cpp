@@ -27,6 +27,13 @@ namespace {
 
 constexpr int k_device_handle_base = 100;  // CUdevice handles are not ordinals
 constexpr int k_default_dynamic_shared = 48 * 1024;
+constexpr int k_multiprocessors = 132;  // of every fake device
+
+// Blocks of `block` threads resident on one multiprocessor.
+int resident_blocks(int block)
+{
+  return block > 0 ? 2048 / block : 0;
+}
 
 struct Context {
   std::string name;
@@ -39,6 +46,8 @@ struct Context {
 struct Function {
   fake_cuda::Kernel kernel;
   int max_dynamic_shared = 0;
+  int carveout = -1;
+  bool non_portable_clusters = false;
   struct Module* module = nullptr;
 };
 
@@ -47,6 +56,7 @@ struct Module {
   Context* context = nullptr;
   bool from_ptx = false;
   std::vector<std::unique_ptr<Function>> functions;
+  std::map<std::string, std::pair<CUdeviceptr, std::size_t>> globals;  // in Driver::memory while loaded
 };
 
 struct Settings {
@@ -73,6 +83,7 @@ struct Driver {
   std::vector<std::string> log;
   std::vector<std::string> violations;
   std::string last_params;
+  std::map<CUstream, std::string> streams;  // made by fake_cuda_create_stream
 };
 
 Driver& driver()
@@ -173,13 +184,30 @@ Function* find_function(Driver& d, CUfunction handle)
   return nullptr;
 }
 
+// Unloads a module: its variables' memory goes with it.
+std::map<Module*, std::unique_ptr<Module>>::iterator erase_module(Driver& d, std::map<Module*, std::unique_ptr<Module>>::iterator it)
+{
+  for (const auto& [name, global] : it->second->globals) {
+    d.memory.erase(global.first);
+  }
+  return d.modules.erase(it);
+}
+
 // Modules die with their context.
 void destroy_context(Driver& d, Context& c)
 {
   c.alive = false;
   for (auto it = d.modules.begin(); it != d.modules.end();) {
-    it = it->second->context == &c ? d.modules.erase(it) : std::next(it);
+    it = it->second->context == &c ? erase_module(d, it) : std::next(it);
   }
+}
+
+CUdeviceptr allocate(Driver& d, std::size_t bytes)
+{
+  const CUdeviceptr pointer = d.next_pointer;
+  d.memory[pointer].resize(bytes);
+  d.next_pointer += (bytes + 0xffff) / 0x10000 * 0x10000 + 0x10000;
+  return pointer;
 }
 
 #define LOCKED Driver& d = driver(); std::lock_guard lock(d.mutex)
@@ -227,6 +255,8 @@ CUresult CUDAAPI fake_cuDeviceGetAttribute(int* value, CUdevice_attribute attrib
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = d.settings.cc(device - k_device_handle_base) % 10; break;
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 227 * 1024; break;
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = k_default_dynamic_shared; break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = k_multiprocessors; break;
+  case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: *value = 1; break;
   default: *value = 0;
   }
   return CUDA_SUCCESS;
@@ -245,8 +275,9 @@ CUresult CUDAAPI fake_cuGetErrorName(CUresult result, const char** name)
 {
   static const std::map<int, const char*> names{{0, "CUDA_SUCCESS"}, {1, "CUDA_ERROR_INVALID_VALUE"},
     {100, "CUDA_ERROR_NO_DEVICE"}, {101, "CUDA_ERROR_INVALID_DEVICE"}, {201, "CUDA_ERROR_INVALID_CONTEXT"},
-    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU"}, {218, "CUDA_ERROR_INVALID_PTX"}, {400, "CUDA_ERROR_INVALID_HANDLE"},
-    {500, "CUDA_ERROR_NOT_FOUND"}, {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"}, {4, "CUDA_ERROR_DEINITIALIZED"}};
+    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU"}, {218, "CUDA_ERROR_INVALID_PTX"}, {200, "CUDA_ERROR_INVALID_IMAGE"}, {400, "CUDA_ERROR_INVALID_HANDLE"},
+    {500, "CUDA_ERROR_NOT_FOUND"}, {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
+    {720, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"}, {801, "CUDA_ERROR_NOT_SUPPORTED"}, {912, "CUDA_ERROR_INVALID_CLUSTER_SIZE"}, {4, "CUDA_ERROR_DEINITIALIZED"}};
   const auto it = names.find(result);
   *name = it != names.end() ? it->second : nullptr;
   return it != names.end() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -352,25 +383,68 @@ CUresult CUDAAPI fake_cuCtxSynchronize_v1()
   return fake_cuCtxSynchronize_v2(nullptr);
 }
 
-CUresult CUDAAPI fake_cuModuleLoadData(CUmodule* module, const void* image)
+// The JIT options kjit may pass, as "name=value" for the record; a violation for any other, or
+// for an error log buffer without its size.
+bool jit_options(Driver& d, unsigned count, CUjit_option* options, void** values, std::string& text, char*& log,
+                 std::size_t& log_size)
+{
+  for (unsigned i = 0; i < count; ++i) {
+    const auto value = reinterpret_cast<std::uintptr_t>(values[i]);
+    switch (options[i]) {
+    case CU_JIT_ERROR_LOG_BUFFER: log = static_cast<char*>(values[i]); break;
+    case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: log_size = value; break;
+    case CU_JIT_MAX_REGISTERS: text += " maxrregcount=" + std::to_string(value); break;
+    case CU_JIT_GENERATE_LINE_INFO: text += " lineinfo=" + std::to_string(value); break;
+    case CU_JIT_GENERATE_DEBUG_INFO: text += " debug=" + std::to_string(value); break;
+    default:
+      violation(d, "cuModuleLoadDataEx with JIT option " + std::to_string(options[i]) + " kjit does not use", CUDA_ERROR_INVALID_VALUE);
+      return false;
+    }
+  }
+  if (log != nullptr && log_size == 0) {
+    violation(d, "cuModuleLoadDataEx with an error log buffer of no size", CUDA_ERROR_INVALID_VALUE);
+    return false;
+  }
+  return true;
+}
+
+CUresult CUDAAPI fake_cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned count, CUjit_option* options,
+                                         void** values)
 {
   LOCKED;
   Context* c = current(d);
   if (c == nullptr || !c->alive) {
-    record(d, "cuModuleLoadData");
-    return violation(d, "cuModuleLoadData without a current context", CUDA_ERROR_INVALID_CONTEXT);
+    record(d, "cuModuleLoadDataEx");
+    return violation(d, "cuModuleLoadDataEx without a current context", CUDA_ERROR_INVALID_CONTEXT);
+  }
+  std::string settings;
+  char* log = nullptr;
+  std::size_t log_size = 0;
+  if ((count != 0 && (options == nullptr || values == nullptr)) ||
+      !jit_options(d, count, options, values, settings, log, log_size)) {
+    record(d, "cuModuleLoadDataEx ctx=" + c->name + " bad options");
+    return CUDA_ERROR_INVALID_VALUE;
   }
   std::vector<fake_cuda::Kernel> kernels;
-  bool is_ptx = false;
+  std::vector<fake_cuda::Variable> variables;
+  fake_cuda::Kind kind{};
   std::string why;
-  if (!fake_cuda::read_image(image, kernels, is_ptx, why)) {
-    record(d, "cuModuleLoadData ctx=" + c->name + " rejected: " + why);
-    return CUDA_ERROR_INVALID_IMAGE;
+  const fake_cuda::Outcome outcome =
+    fake_cuda::read_image(image, d.settings.cc(c->device), kernels, variables, kind, why);
+  static const char* const kinds[] = {"cubin", "ptx", "fatbin"};
+  if (outcome != fake_cuda::Outcome::ok) {
+    record(d, "cuModuleLoadDataEx ctx=" + c->name + " rejected: " + why);
+    if (log != nullptr && outcome == fake_cuda::Outcome::invalid_ptx) {
+      std::snprintf(log, log_size, "%s", why.c_str());
+    }
+    return outcome == fake_cuda::Outcome::invalid_ptx         ? CUDA_ERROR_INVALID_PTX
+           : outcome == fake_cuda::Outcome::no_binary_for_gpu ? CUDA_ERROR_NO_BINARY_FOR_GPU
+                                                               : CUDA_ERROR_INVALID_IMAGE;
   }
   auto m = std::make_unique<Module>();
   m->name = "M" + std::to_string(++d.module_count);
   m->context = c;
-  m->from_ptx = is_ptx;
+  m->from_ptx = kind == fake_cuda::Kind::ptx;
   for (auto& k : kernels) {
     auto f = std::make_unique<Function>();
     f->max_dynamic_shared = k_default_dynamic_shared - k.static_shared;
@@ -378,10 +452,20 @@ CUresult CUDAAPI fake_cuModuleLoadData(CUmodule* module, const void* image)
     f->module = m.get();
     m->functions.push_back(std::move(f));
   }
-  record(d, "cuModuleLoadData ctx=" + c->name + " " + (is_ptx ? "ptx" : "cubin") + " -> " + m->name);
+  for (const fake_cuda::Variable& v : variables) {
+    const CUdeviceptr pointer = allocate(d, v.size);
+    std::memcpy(d.memory[pointer].data(), v.init.data(), v.size);
+    m->globals[v.name] = {pointer, v.size};
+  }
+  record(d, "cuModuleLoadDataEx ctx=" + c->name + " " + kinds[static_cast<int>(kind)] + " -> " + m->name + settings);
   *module = reinterpret_cast<CUmodule>(m.get());
   d.modules.emplace(m.get(), std::move(m));
   return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuModuleLoadData(CUmodule* module, const void* image)
+{
+  return fake_cuModuleLoadDataEx(module, image, 0, nullptr, nullptr);
 }
 
 CUresult CUDAAPI fake_cuModuleUnload(CUmodule module)
@@ -396,7 +480,7 @@ CUresult CUDAAPI fake_cuModuleUnload(CUmodule module)
   if (current(d) != it->second->context) {
     return violation(d, "cuModuleUnload of " + it->second->name + " outside its context", CUDA_ERROR_INVALID_CONTEXT);
   }
-  d.modules.erase(it);
+  erase_module(d, it);
   return CUDA_SUCCESS;
 }
 
@@ -415,6 +499,21 @@ CUresult CUDAAPI fake_cuModuleGetFunction(CUfunction* function, CUmodule module,
   return CUDA_ERROR_NOT_FOUND;
 }
 
+// As documented: either output may be NULL; a name the module lacks is CUDA_ERROR_NOT_FOUND.
+CUresult CUDAAPI fake_cuModuleGetGlobal(CUdeviceptr* pointer, size_t* bytes, CUmodule module, const char* name)
+{
+  LOCKED;
+  record(d, std::string("cuModuleGetGlobal ") + name);
+  const auto it = d.modules.find(reinterpret_cast<Module*>(module));
+  if (it == d.modules.end()) return violation(d, "cuModuleGetGlobal on a module that is not loaded", CUDA_ERROR_INVALID_HANDLE);
+  if (current(d) != it->second->context) return violation(d, "cuModuleGetGlobal outside the module's context", CUDA_ERROR_INVALID_CONTEXT);
+  const auto global = it->second->globals.find(name);
+  if (global == it->second->globals.end()) return CUDA_ERROR_NOT_FOUND;
+  if (pointer != nullptr) *pointer = global->second.first;
+  if (bytes != nullptr) *bytes = global->second.second;
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI fake_cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfunction function)
 {
   LOCKED;
@@ -426,6 +525,10 @@ CUresult CUDAAPI fake_cuFuncGetAttribute(int* value, CUfunction_attribute attrib
   case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
   case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *value = f->kernel.static_shared; break;
   case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = f->max_dynamic_shared; break;
+  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *value = f->carveout; break;
+  case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: *value = f->non_portable_clusters ? 1 : 0; break;
+  case CU_FUNC_ATTRIBUTE_PTX_VERSION: *value = 90; break;  // PTX ISA 9.0 (CUDA 13.0)
+  case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = d.settings.cc(f->module->context->device); break;
   default: *value = 0;
   }
   return CUDA_SUCCESS;
@@ -437,10 +540,22 @@ CUresult CUDAAPI fake_cuFuncSetAttribute(CUfunction function, CUfunction_attribu
   record(d, "cuFuncSetAttribute " + std::to_string(attribute) + " " + std::to_string(value));
   Function* f = find_function(d, function);
   if (f == nullptr) return violation(d, "cuFuncSetAttribute of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
-  if (attribute != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_SUCCESS;
-  if (value < 0 || value + f->kernel.static_shared > 227 * 1024) return CUDA_ERROR_INVALID_VALUE;
-  f->max_dynamic_shared = value;
-  return CUDA_SUCCESS;
+  switch (attribute) {
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+    if (value < 0 || value + f->kernel.static_shared > 227 * 1024) return CUDA_ERROR_INVALID_VALUE;
+    f->max_dynamic_shared = value;
+    return CUDA_SUCCESS;
+  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+    if (value < -1 || value > 100) return CUDA_ERROR_INVALID_VALUE;
+    f->carveout = value;
+    return CUDA_SUCCESS;
+  case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    if (value != 0 && value != 1) return CUDA_ERROR_INVALID_VALUE;
+    f->non_portable_clusters = value != 0;
+    return CUDA_SUCCESS;
+  default:
+    return violation(d, "cuFuncSetAttribute of attribute " + std::to_string(attribute) + " kjit does not set", CUDA_ERROR_INVALID_VALUE);
+  }
 }
 
 CUresult CUDAAPI fake_cuFuncGetParamInfo(CUfunction function, size_t index, size_t* offset, size_t* size)
@@ -455,25 +570,44 @@ CUresult CUDAAPI fake_cuFuncGetParamInfo(CUfunction function, size_t index, size
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI fake_cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                     unsigned bz, unsigned shared, CUstream stream, void** params, void** extra)
+// A launch, plain or cuLaunchKernelEx's: checks as the driver documents them, then the parameter
+// bytes as the cubin lays them out.
+CUresult launch(Driver& d, const char* api, CUfunction function, const unsigned grid[3], const unsigned block[3],
+                unsigned shared, CUstream stream, void** params, void** extra, const unsigned cluster[3], bool cooperative)
 {
-  LOCKED;
   Function* f = find_function(d, function);
   std::ostringstream line;
-  line << "cuLaunchKernel " << (f != nullptr ? f->kernel.name : "unknown") << " grid=" << gx << "x" << gy << "x" << gz
-       << " block=" << bx << "x" << by << "x" << bz << " shared=" << shared;
+  line << api << " " << (f != nullptr ? f->kernel.name : "unknown") << " grid=" << grid[0] << "x" << grid[1] << "x"
+       << grid[2] << " block=" << block[0] << "x" << block[1] << "x" << block[2] << " shared=" << shared;
+  const auto known_stream = d.streams.find(stream);
+  if (stream != nullptr) line << " stream=" << (known_stream != d.streams.end() ? known_stream->second : "unknown");
+  if (cluster != nullptr) line << " cluster=" << cluster[0] << "x" << cluster[1] << "x" << cluster[2];
+  if (cooperative) line << " cooperative";
   record(d, line.str());
-  if (f == nullptr) return violation(d, "cuLaunchKernel of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
-  if (current(d) != f->module->context) return violation(d, "cuLaunchKernel outside the module's context", CUDA_ERROR_INVALID_CONTEXT);
-  if (stream != nullptr || extra != nullptr || params == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (bx * by * bz > 1024 || bx * by * bz == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (f == nullptr) return violation(d, std::string(api) + " of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
+  if (current(d) != f->module->context) return violation(d, std::string(api) + " outside the module's context", CUDA_ERROR_INVALID_CONTEXT);
+  if (stream != nullptr && known_stream == d.streams.end()) return violation(d, std::string(api) + " on a stream that does not exist", CUDA_ERROR_INVALID_HANDLE);
+  if (extra != nullptr || params == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const unsigned threads = block[0] * block[1] * block[2];
+  if (threads > 1024 || threads == 0) return CUDA_ERROR_INVALID_VALUE;
   if (static_cast<int>(shared) > f->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
+  if (cluster != nullptr) {
+    if (d.settings.cc(f->module->context->device) < 90) return CUDA_ERROR_NOT_SUPPORTED;
+    const unsigned size = cluster[0] * cluster[1] * cluster[2];
+    if (size == 0 || size > (f->non_portable_clusters ? 16u : 8u) || grid[0] % cluster[0] != 0 ||
+        grid[1] % cluster[1] != 0 || grid[2] % cluster[2] != 0) {
+      return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    }
+  }
+  if (cooperative && static_cast<long>(grid[0]) * grid[1] * grid[2] >
+                       static_cast<long>(resident_blocks(static_cast<int>(threads))) * k_multiprocessors) {
+    return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  }
   // The driver copies each parameter's bytes, as the cubin's layout says, into the constant bank.
   std::vector<unsigned char> bank(f->kernel.param_bytes);
   for (std::size_t i = 0; i < f->kernel.params.size(); ++i) {
     if (params[i] == nullptr) {
-      return violation(d, "cuLaunchKernel of " + f->kernel.name + " without parameter " + std::to_string(i), CUDA_ERROR_INVALID_VALUE);
+      return violation(d, std::string(api) + " of " + f->kernel.name + " without parameter " + std::to_string(i), CUDA_ERROR_INVALID_VALUE);
     }
     const fake_cuda::Param& p = f->kernel.params[i];
     if (p.offset + p.size <= bank.size()) std::memcpy(bank.data() + p.offset, params[i], p.size);
@@ -487,14 +621,59 @@ CUresult CUDAAPI fake_cuLaunchKernel(CUfunction function, unsigned gx, unsigned 
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI fake_cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block, CUfunction function,
-                                                       CUoccupancyB2DSize, size_t, int limit)
+CUresult CUDAAPI fake_cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                     unsigned bz, unsigned shared, CUstream stream, void** params, void** extra)
 {
   LOCKED;
-  record(d, "cuOccupancyMaxPotentialBlockSize");
-  if (find_function(d, function) == nullptr) return violation(d, "occupancy of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
-  *block = limit > 0 && limit < 1024 ? limit : 1024;
-  *min_grid = 132;
+  const unsigned grid[3] = {gx, gy, gz};
+  const unsigned block[3] = {bx, by, bz};
+  return launch(d, "cuLaunchKernel", function, grid, block, shared, stream, params, extra, nullptr, false);
+}
+
+// Attributes kjit sets: a cluster dimension and cooperative; any other is a violation.
+CUresult CUDAAPI fake_cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction function, void** params, void** extra)
+{
+  LOCKED;
+  const unsigned grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
+  const unsigned block[3] = {config->blockDimX, config->blockDimY, config->blockDimZ};
+  unsigned cluster[3] = {0, 0, 0};
+  bool has_cluster = false;
+  bool cooperative = false;
+  if (config->numAttrs != 0 && config->attrs == nullptr) return violation(d, "cuLaunchKernelEx with attributes but no array", CUDA_ERROR_INVALID_VALUE);
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& a = config->attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      has_cluster = true;
+      cluster[0] = a.value.clusterDim.x;
+      cluster[1] = a.value.clusterDim.y;
+      cluster[2] = a.value.clusterDim.z;
+    } else if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+      cooperative = a.value.cooperative != 0;
+    } else {
+      return violation(d, "cuLaunchKernelEx with launch attribute " + std::to_string(a.id), CUDA_ERROR_INVALID_VALUE);
+    }
+  }
+  return launch(d, "cuLaunchKernelEx", function, grid, block, config->sharedMemBytes, config->hStream, params, extra,
+                has_cluster ? cluster : nullptr, cooperative);
+}
+
+// Calls the block-size → dynamic shared memory function, as the driver does, for each size it tries.
+CUresult CUDAAPI fake_cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block, CUfunction function,
+                                                       CUoccupancyB2DSize shared_for, size_t shared, int limit)
+{
+  LOCKED;
+  record(d, "cuOccupancyMaxPotentialBlockSize" + std::string(shared_for != nullptr ? " with a function" : ""));
+  Function* f = find_function(d, function);
+  if (f == nullptr) return violation(d, "occupancy of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
+  // The largest block (a multiple of 32, up to the limit) whose shared memory fits the kernel's limit.
+  int best = 0;
+  for (int size = 32; size <= (limit > 0 && limit < 1024 ? limit : 1024); size += 32) {
+    const std::size_t wanted = shared_for != nullptr ? shared_for(size) : shared;
+    if (static_cast<long>(wanted) <= f->max_dynamic_shared) best = size;
+  }
+  if (best == 0) return CUDA_ERROR_INVALID_VALUE;
+  *block = best;
+  *min_grid = resident_blocks(best) * k_multiprocessors;
   return CUDA_SUCCESS;
 }
 
@@ -503,7 +682,39 @@ CUresult CUDAAPI fake_cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, C
   LOCKED;
   record(d, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   if (find_function(d, function) == nullptr) return violation(d, "occupancy of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
-  *blocks = block > 0 ? 2048 / block : 0;
+  *blocks = resident_blocks(block);
+  return CUDA_SUCCESS;
+}
+
+// The shared memory of one multiprocessor (228 KiB) split between `blocks` blocks, less the static part.
+CUresult CUDAAPI fake_cuOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, CUfunction function, int blocks, int block)
+{
+  LOCKED;
+  record(d, "cuOccupancyAvailableDynamicSMemPerBlock " + std::to_string(blocks) + " " + std::to_string(block));
+  Function* f = find_function(d, function);
+  if (f == nullptr) return violation(d, "occupancy of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
+  if (blocks <= 0 || block <= 0 || blocks > resident_blocks(block)) return CUDA_ERROR_INVALID_VALUE;
+  const int per_block = 228 * 1024 / blocks - 1024 - f->kernel.static_shared;
+  *bytes = static_cast<size_t>(std::max(0, std::min(per_block, 227 * 1024 - f->kernel.static_shared)));
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuOccupancyMaxActiveClusters(int* clusters, CUfunction function, const CUlaunchConfig* config)
+{
+  LOCKED;
+  record(d, "cuOccupancyMaxActiveClusters");
+  Function* f = find_function(d, function);
+  if (f == nullptr) return violation(d, "occupancy of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
+  unsigned size = 0;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      const auto& c = config->attrs[i].value.clusterDim;
+      size = c.x * c.y * c.z;
+    }
+  }
+  if (size == 0 || size > 8) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  const int threads = static_cast<int>(config->blockDimX * config->blockDimY * config->blockDimZ);
+  *clusters = resident_blocks(threads) * k_multiprocessors / static_cast<int>(size);
   return CUDA_SUCCESS;
 }
 
@@ -512,9 +723,7 @@ CUresult CUDAAPI fake_cuMemAlloc(CUdeviceptr* pointer, size_t bytes)
   LOCKED;
   record(d, "cuMemAlloc " + std::to_string(bytes));
   if (current(d) == nullptr || !current(d)->alive) return violation(d, "cuMemAlloc without a current context", CUDA_ERROR_INVALID_CONTEXT);
-  *pointer = d.next_pointer;
-  d.memory[d.next_pointer].resize(bytes);
-  d.next_pointer += (bytes + 0xffff) / 0x10000 * 0x10000 + 0x10000;
+  *pointer = allocate(d, bytes);
   return CUDA_SUCCESS;
 }
 
@@ -573,12 +782,17 @@ const Entry k_entries[] = {
   {"cuCtxSynchronize", 13000, reinterpret_cast<void*>(&fake_cuCtxSynchronize_v2)},
   {"cuCtxSynchronize", 2000, reinterpret_cast<void*>(&fake_cuCtxSynchronize_v1)},
   {"cuModuleLoadData", 2000, reinterpret_cast<void*>(&fake_cuModuleLoadData)},
+  {"cuModuleLoadDataEx", 2010, reinterpret_cast<void*>(&fake_cuModuleLoadDataEx)},
   {"cuModuleUnload", 2000, reinterpret_cast<void*>(&fake_cuModuleUnload)},
   {"cuModuleGetFunction", 2000, reinterpret_cast<void*>(&fake_cuModuleGetFunction)},
+  {"cuModuleGetGlobal", 3020, reinterpret_cast<void*>(&fake_cuModuleGetGlobal)},
   {"cuFuncGetAttribute", 2020, reinterpret_cast<void*>(&fake_cuFuncGetAttribute)},
   {"cuFuncSetAttribute", 9000, reinterpret_cast<void*>(&fake_cuFuncSetAttribute)},
   {"cuFuncGetParamInfo", 12040, reinterpret_cast<void*>(&fake_cuFuncGetParamInfo)},
   {"cuLaunchKernel", 4000, reinterpret_cast<void*>(&fake_cuLaunchKernel)},
+  {"cuLaunchKernelEx", 11060, reinterpret_cast<void*>(&fake_cuLaunchKernelEx)},
+  {"cuOccupancyAvailableDynamicSMemPerBlock", 10020, reinterpret_cast<void*>(&fake_cuOccupancyAvailableDynamicSMemPerBlock)},
+  {"cuOccupancyMaxActiveClusters", 11070, reinterpret_cast<void*>(&fake_cuOccupancyMaxActiveClusters)},
   {"cuOccupancyMaxPotentialBlockSize", 6050, reinterpret_cast<void*>(&fake_cuOccupancyMaxPotentialBlockSize)},
   {"cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050,
    reinterpret_cast<void*>(&fake_cuOccupancyMaxActiveBlocksPerMultiprocessor)},
@@ -718,6 +932,15 @@ __attribute__((visibility("default"))) void fake_cuda_destroy_context(void* cont
     if (t_stack.entries[i] != c) t_stack.entries[kept++] = t_stack.entries[i];
   }
   t_stack.depth = kept;
+}
+
+// A stream of the current context, as an application's cuStreamCreate would give (named S1, S2…).
+__attribute__((visibility("default"))) void* fake_cuda_create_stream()
+{
+  LOCKED;
+  auto* handle = reinterpret_cast<CUstream>(new char);
+  d.streams[handle] = "S" + std::to_string(d.streams.size() + 1);
+  return handle;
 }
 
 // cuCtxSetCurrent, as the CUDA runtime uses it (nullptr pops nothing, it empties the top).

@@ -1,0 +1,235 @@
+// Loading what an application has: any Binary (kjit::compile()'s, a lookup's), raw cubin, fatbin
+// and PTX bytes, files; checked before the driver; JIT options for PTX; the JIT's log in errors.
+#include <boost/test/unit_test.hpp>
+
+#include "../common/sample_kernels.hpp"
+#include "../unit/fixture.hpp"
+#include "fake_driver.hpp"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <cstring>
+
+using kjit::test::fake;
+
+namespace {
+
+struct Load : kjit::test::DriverFixture {
+  // What the ImageError says, after checking that nothing reached the driver.
+  template <typename F>
+  std::string image_error(F&& load)
+  {
+    const int loads = fake().count("cuModuleLoadDataEx");
+    try {
+      load();
+    } catch (const kjit::ImageError& e) {
+      BOOST_TEST(fake().count("cuModuleLoadDataEx") == loads);
+      return e.what();
+    }
+    BOOST_ERROR("expected ImageError");
+    return {};
+  }
+};
+
+const std::uint64_t k_null = 0;
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(load, Load)
+
+BOOST_AUTO_TEST_CASE(an_uncached_compile_result_loads_once_and_launches_checked)
+{
+  {
+    const kjit::Binary binary =
+      kjit::compile({"scale.cu", kjit::test::k_scale, {}, {}, {"scale<float>"}}, kjit::Arch::parse("sm_90"));
+    const kjit::Context context = kjit::Context::primary(0);
+    const kjit::Module module = context.load(binary);
+    BOOST_TEST(module.image_kind() == "cubin");
+    BOOST_TEST(!module.loaded_from_ptx());
+    // The same content again: the module this context has already.
+    BOOST_TEST(context.load(binary).handle() == module.handle());
+    BOOST_TEST(fake().count("cuModuleLoadDataEx ctx=P0 cubin -> M") == 1, fake().log());
+    const kjit::Kernel kernel = module.kernel("scale<float>");  // name expressions from the Binary
+    kernel.launch({{1}, {32}}, k_null, 0.5f, 32);
+    BOOST_CHECK_THROW(kernel.launch({{1}, {32}}, k_null, 0.5, 32), kjit::LaunchError);  // checked
+    // Named as the caller says in driver errors.
+    try {
+      context.load(binary, {"my kernels"}).kernel("nope");
+      BOOST_ERROR("expected CudaError");
+    } catch (const kjit::CudaError& e) {
+      BOOST_TEST(std::string(e.what()).find("of my kernels on device 0") != std::string::npos, e.what());
+    }
+  }
+  check_clean();
+}
+
+BOOST_AUTO_TEST_CASE(raw_cubin_and_ptx_bytes_and_files_load)
+{
+  {
+    const kjit::Binary binary = kjit::compile({"saxpy.cu", kjit::test::k_saxpy, {}, {}, {}}, kjit::Arch::parse("sm_90"));
+    const kjit::Context context = kjit::Context::primary(0);
+    const kjit::Module cubin = context.load_image(binary.cubin);
+    BOOST_TEST(cubin.image_kind() == "cubin");
+    cubin.kernel("saxpy").launch({{1}, {32}}, 2.0f, k_null, k_null, 3);
+    BOOST_CHECK_THROW(cubin.kernel("saxpy").launch({{1}, {32}}, 2.0f, k_null, k_null), kjit::LaunchError);
+    // PTX with no terminating NUL (as read from a file) and with one.
+    const kjit::Module ptx = context.load_image(binary.ptx);
+    BOOST_TEST(ptx.image_kind() == "ptx");
+    BOOST_TEST(ptx.loaded_from_ptx());
+    std::string terminated = binary.ptx;
+    terminated.push_back('\0');
+    BOOST_TEST(context.load_image(terminated).handle() == ptx.handle());
+    ptx.kernel("saxpy").launch({{1}, {32}}, 2.0f, k_null, k_null, 9);
+    BOOST_TEST(std::string(fake().last_params()).substr(48) == "09000000");
+
+    const std::string path = tmp.path() + "/saxpy.sm_90.cubin";
+    kjit::test::write_text(path, binary.cubin);
+    const kjit::Module file = context.load_file(path);
+    BOOST_TEST(file.handle() != cubin.handle());  // another name: another module
+    try {
+      file.kernel("missing");
+      BOOST_ERROR("expected CudaError");
+    } catch (const kjit::CudaError& e) {
+      BOOST_TEST(std::string(e.what()).find(path) != std::string::npos, e.what());
+    }
+  }
+  check_clean();
+}
+
+BOOST_AUTO_TEST_CASE(a_fatbin_made_by_the_toolkit_loads)
+{
+  const char* tool = std::getenv("KJIT_TEST_FATBINARY");
+  BOOST_TEST_REQUIRE(tool != nullptr);
+  if (!kjit::test::exists(tool)) {
+    BOOST_TEST_MESSAGE("no fatbinary in the toolkit: skipped");
+    return;
+  }
+  {
+    const kjit::Binary binary = kjit::compile({"fat.cu", kjit::test::k_saxpy, {}, {}, {}}, kjit::Arch::parse("sm_90"));
+    const std::string cubin = tmp.path() + "/fat.cubin";
+    const std::string fatbin = tmp.path() + "/fat.fatbin";
+    kjit::test::write_text(cubin, binary.cubin);
+    std::string output;
+    BOOST_TEST_REQUIRE(kjit::test::run(std::string(tool) + " --create=" + fatbin + " --image3=kind=elf,sm=90,file=" +
+                                         cubin + " 2>&1", output) == 0, output);
+    const kjit::Context context = kjit::Context::primary(0);
+    const kjit::Module module = context.load_file(fatbin);
+    BOOST_TEST(module.image_kind() == "fatbin");
+    BOOST_TEST(fake().count(" fatbin -> M") == 1, fake().log());
+    module.kernel("saxpy").launch({{1}, {32}}, 2.0f, k_null, k_null, 4);
+    // Truncated: refused before the driver sees it.
+    const std::string bytes = kjit::test::read_text(fatbin);
+    const std::string what = image_error([&] { context.load_image(std::string_view(bytes).substr(0, bytes.size() / 2)); });
+    BOOST_TEST(what.find("truncated or malformed fatbin") != std::string::npos, what);
+  }
+  check_clean();
+}
+
+BOOST_AUTO_TEST_CASE(what_is_not_an_image_is_an_image_error_before_the_driver)
+{
+  {
+    const kjit::Binary binary = kjit::compile({"bad.cu", kjit::test::k_saxpy, {}, {}, {}}, kjit::Arch::parse("sm_90"));
+    const kjit::Context context = kjit::Context::primary(0);
+    std::string what = image_error([&] { context.load_image("hello, world", {"greeting"}); });
+    BOOST_TEST(what.find("greeting: neither a cubin (ELF), a fatbin nor PTX text") != std::string::npos, what);
+    what = image_error([&] { context.load_image(std::string_view(binary.cubin).substr(0, 100)); });
+    BOOST_TEST(what.find("not a loadable cubin") != std::string::npos, what);
+    std::string flipped = binary.cubin;
+    flipped[0x3c] = '\x7f';  // e_shnum: more sections than the file holds
+    what = image_error([&] { context.load_image(flipped); });
+    BOOST_TEST(what.find("not a loadable cubin") != std::string::npos, what);
+    what = image_error([&] { context.load_image(std::string(binary.ptx) + std::string(1, '\0') + "x"); });
+    BOOST_TEST(what.find("neither") != std::string::npos, what);
+    what = image_error([&] { context.load(kjit::Binary{}); });
+    BOOST_TEST(what.find("neither a cubin nor PTX") != std::string::npos, what);
+
+    what = image_error([&] { context.load_file(tmp.path() + "/missing.cubin"); });
+    BOOST_TEST(what.find("cannot read " + tmp.path() + "/missing.cubin: No such file") != std::string::npos, what);
+    const std::string fifo = tmp.path() + "/fifo";
+    BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    what = image_error([&] { context.load_file(fifo); });  // never opened: it would block
+    BOOST_TEST(what.find("is not a regular file") != std::string::npos, what);
+    try {
+      context.load_file(tmp.path());
+      BOOST_ERROR("expected ImageError");
+    } catch (const kjit::ImageError& e) {
+      BOOST_TEST(e.name() == tmp.path());
+    }
+  }
+  check_clean();
+}
+
+BOOST_AUTO_TEST_CASE(driver_refusals_name_the_image_and_carry_the_jit_log)
+{
+  {
+    const kjit::Context context = kjit::Context::primary(0);  // sm_90
+    const kjit::Binary sm80 = kjit::compile({"old.cu", kjit::test::k_saxpy, {}, {}, {}}, kjit::Arch::parse("sm_80"));
+    try {
+      context.load(sm80, {"old kernels"});
+      BOOST_ERROR("expected CudaError");
+    } catch (const kjit::CudaError& e) {
+      BOOST_TEST(e.result() == 209);
+      BOOST_TEST(std::string(e.what()).find("old kernels (sm_80 cubin) on device 0") != std::string::npos, e.what());
+    }
+    // PTX for a newer device than this one: the driver's JIT says why, and the message carries it.
+    const kjit::Binary sm100 =
+      kjit::compile({"new.cu", kjit::test::k_saxpy, {}, {}, {}}, kjit::Arch::parse("compute_100"));
+    try {
+      context.load(sm100);
+      BOOST_ERROR("expected CudaError");
+    } catch (const kjit::CudaError& e) {
+      BOOST_TEST(e.result() == 218);
+      BOOST_TEST(std::string(e.what()).find("SM version specified by .target is higher") != std::string::npos,
+                 e.what());
+    }
+    BOOST_TEST(context.loaded_modules() == 0u);
+  }
+  check_clean();
+}
+
+BOOST_AUTO_TEST_CASE(ptx_loads_get_the_programs_jit_options)
+{
+  {
+    // KJIT_FORCE_PTX used to drop -maxrregcount: the driver's JIT then chose its own limit.
+    kjit::option::force_ptx(true);
+    const kjit::Context context = kjit::Context::primary(0);
+    kjit::Cache cache(kjit::current_config());
+    const kjit::Program program{"jit.cu", kjit::test::k_saxpy, {}, {"-maxrregcount=32", "-lineinfo"}, {}};
+    const auto prepared = cache.prepare(program, kjit::Arch::parse("sm_90"));
+    const kjit::Module module = context.load(prepared, *cache.get(prepared));
+    BOOST_TEST(module.loaded_from_ptx());
+    BOOST_TEST(fake().count(" ptx -> M") == 1, fake().log());
+    BOOST_TEST(fake().count(" maxrregcount=32 lineinfo=1") == 1, fake().log());
+    // A cubin is loaded as it is: no JIT settings.
+    kjit::option::force_ptx(false);
+    const kjit::Module cubin = context.load(prepared, *cache.get(prepared));
+    BOOST_TEST(cubin.image_kind() == "cubin");
+    BOOST_TEST(fake().count(" cubin -> M") == 1, fake().log());
+    BOOST_TEST(fake().count("maxrregcount") == 1, fake().log());
+    // LoadOptions for a bare Binary; -G's debug info.
+    context.load(*cache.get(prepared), {"debug", 0, false, true});
+    BOOST_TEST(fake().count(" debug=1") == 0);  // a cubin again: nothing to JIT
+    context.load_image(cache.get(prepared)->ptx, {"dbg", 0, false, true});
+    BOOST_TEST(fake().count(" debug=1") == 1, fake().log());
+  }
+  check_clean();
+}
+
+BOOST_AUTO_TEST_CASE(jit_options_are_read_from_nvrtc_options)
+{
+  const kjit::LoadOptions a = kjit::load_options_of({"-DX", "--maxrregcount=64", "--generate-line-info", "-G"});
+  BOOST_TEST(a.max_registers == 64);
+  BOOST_TEST(a.line_info);
+  BOOST_TEST(a.debug);
+  BOOST_TEST(kjit::load_options_of({"-maxrregcount", "40"}).max_registers == 40);
+  const kjit::LoadOptions none = kjit::load_options_of({"-O3", "--use_fast_math"});
+  BOOST_TEST(none.max_registers == 0);
+  BOOST_TEST(!none.line_info);
+  BOOST_TEST(!none.debug);
+  BOOST_CHECK_THROW(kjit::load_options_of({"-maxrregcount=lots"}), kjit::OptionError);
+  BOOST_CHECK_THROW(kjit::load_options_of({"-maxrregcount=0"}), kjit::OptionError);
+  BOOST_CHECK_THROW(kjit::load_options_of({"-maxrregcount"}), kjit::OptionError);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
