@@ -212,6 +212,8 @@ check "doctor --json" exit_code 1 "$kjit" doctor --json
 check "doctor --json has a store error" python3 -c "
 import json; d = json.load(open('$work/out')); assert any(c['what'] == 'store' and c['status'] == 'error' for c in d)"
 check "doctor reports the damage" exit_code 1 "$kjit" doctor
+check "mirror --rebuild with a damaged entry exits 1" exit_code 1 "$kjit" mirror --rebuild
+check "and says what it left out" grep -q "1 entries were not mirrored" "$work/err"
 check "verify --repair" exit_code 0 "$kjit" verify --repair
 check "verify --repair moved it aside" grep -q "1 damaged, 1 moved aside" "$work/out"
 check "verify after the repair" exit_code 0 "$kjit" verify
@@ -304,12 +306,17 @@ cp -a "$rv/c" "$rv/t"
 truncate -s 12288 "$rv/t/store/data.mdb"
 check "verify reports a truncated store" exit_code 1 env KJIT_CACHE_DIR="$rv/t" "$kjit" verify
 check "it says the store is damaged" grep -q "store .*is damaged" "$work/err"
-for command in "list" "list --json" "show abc" "cat abc --ptx" "stats" "stats --json" "verify" "export $rv/t.kjitpack"; do
+for command in "list" "list --json" "show abc" "cat abc --ptx" "stats" "stats --json" "verify" "export $rv/t.kjitpack" \
+  "cache stats" "cache path" "cache orphans" "explain $root/examples/saxpy.cu --arch sm_90"; do
   # shellcheck disable=SC2086
   env KJIT_CACHE_DIR="$rv/t" "$kjit" $command >/dev/null 2>&1
   check "$command leaves a damaged store where it is" test -z "$(find "$rv/t" -maxdepth 1 -name 'store.damaged-*')"
   check "$command leaves its data.mdb as it was" test "$(stat -c %s "$rv/t/store/data.mdb")" = 12288
 done
+check "export from a damaged store exits 1" exit_code 1 env KJIT_CACHE_DIR="$rv/t" "$kjit" export "$rv/t2.kjitpack"
+check "and writes no bundle" test ! -e "$rv/t2.kjitpack"
+check "looking at a missing folder never creates it" sh -c "KJIT_CACHE_DIR='$rv/none' '$kjit' cache stats >/dev/null; \
+  KJIT_CACHE_DIR='$rv/none' '$kjit' explain '$root/examples/saxpy.cu' --arch sm_90 >/dev/null; test ! -e '$rv/none'"
 check "doctor on the damaged store exits 1" exit_code 1 env KJIT_CACHE_DIR="$rv/t" "$kjit" doctor
 check "doctor left it where it is" test -z "$(find "$rv/t" -maxdepth 1 -name 'store.damaged-*')"
 check "verify --repair replaces it" exit_code 1 env KJIT_CACHE_DIR="$rv/t" "$kjit" verify --repair

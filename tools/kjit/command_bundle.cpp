@@ -1,6 +1,7 @@
 // kjit export / import: move cache entries between machines in one checksummed bundle file.
 #include "cache_args.hpp"
 
+#include <cerrno>
 #include <iostream>
 
 namespace kjit::cli {
@@ -32,6 +33,9 @@ int command_export(const std::vector<std::string>& args)
   const auto cache = open_cache(vm, Access::read);
   if (!cache) {
     throw Error("no cache at " + current_config().cache_dir + " (nothing to export)");
+  }
+  if (!cache->has_disk_tier()) {  // damaged or unreadable: an empty bundle would ship as if all was well
+    throw StoreError("the store of " + cache->config().cache_dir + " could not be read (see above); nothing exported", EIO);
   }
   const std::string file = vm["file"].as<std::string>();
   const BundleReport report = cache->export_bundle(file, parsed_filter(vm));

@@ -34,10 +34,20 @@ int command_cache(const std::vector<std::string>& args)
   if (vm.count("cache-dir") != 0) {
     option::cache_dir(vm["cache-dir"].as<std::string>());
   }
-  Cache& cache = default_cache();
   if (action == "path") {
-    std::cout << cache.config().cache_dir << "\n";
-  } else if (action == "stats") {
+    std::cout << current_config().cache_dir << "\n";
+    return 0;
+  }
+  // Looking (stats, orphans without --remove) changes nothing: no folder created, a damaged store
+  // left where it is; the other actions may replace a damaged store, as a lookup would.
+  const bool looking = action == "stats" || (action == "orphans" && vm.count("remove") == 0);
+  const auto opened = open_cache(vm, looking ? Access::read : Access::change);
+  if (!opened) {
+    std::cout << "no cache at " << current_config().cache_dir << "\n";
+    return 0;
+  }
+  Cache& cache = *opened;
+  if (action == "stats") {
     std::cout << "cache folder: " << cache.config().cache_dir << "\n"
               << "store: " << cache.store_path() << (cache.writable() ? "" : " (read-only)") << "\n"
               << "entries: " << cache.disk_entries() << "\n";

@@ -1,5 +1,6 @@
 // kjit explain FILE [options]: why is this program not in the cache?
 #include "commands.hpp"
+#include "cache_args.hpp"
 #include "program_args.hpp"
 
 #include <iostream>
@@ -18,7 +19,15 @@ int command_explain(const std::vector<std::string>& args)
   }
   Arch arch;
   const Program program = program_from_arguments(vm, arch);
-  const MissExplanation explanation = default_cache().explain(program, arch);
+  // Explaining looks and changes nothing: a missing folder is not created and a damaged store is
+  // left where it is (then explained as a memory-only cache would be).
+  std::unique_ptr<Cache> cache = open_cache(vm, Access::read);
+  if (!cache) {
+    Config memory_only = current_config();
+    memory_only.disable_cache = true;
+    cache = std::make_unique<Cache>(memory_only);
+  }
+  const MissExplanation explanation = cache->explain(program, arch);
   std::cout << "key " << explanation.key << "\n";
   if (explanation.hit) {
     std::cout << "hit: " << program.name << " is cached as it is\n";

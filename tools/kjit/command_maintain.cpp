@@ -160,7 +160,13 @@ int command_mirror(const std::vector<std::string>& args)
   }
   require_writable(*cache);
   if (vm.count("rebuild") != 0) {
-    std::cout << "mirrored " << cache->rebuild_mirror() << " entries to " << cache->config().cache_dir << "/programs\n";
+    std::size_t skipped = 0;
+    const std::size_t written = cache->rebuild_mirror(&skipped);
+    std::cout << "mirrored " << written << " entries to " << cache->config().cache_dir << "/programs\n";
+    if (skipped > 0) {  // as `kjit cache rebuild-mirror`: what could not be mirrored is said and fails
+      std::cerr << "kjit mirror: " << skipped << " entries were not mirrored (damaged, or their files could not be written)\n";
+      return k_exit_failure;
+    }
   } else {
     std::cout << (cache->remove_mirror() ? "removed " : "no mirror at ") << cache->config().cache_dir << "/programs\n";
   }
