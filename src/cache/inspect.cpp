@@ -8,6 +8,7 @@
 #include "store/record.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <cerrno>
 #include <ctime>
@@ -81,18 +82,24 @@ void require_writable(const Cache& cache)
 
 std::size_t g_tree_bytes = 0;  // nftw has no user pointer; guarded by g_tree_mutex
 std::set<std::pair<dev_t, ino_t>> g_tree_linked;  // files with several links, counted once (as du does)
+nlink_t g_tree_max_links = 0;
 std::mutex g_tree_mutex;
 
-std::size_t allocated_bytes(const std::string& root)
+// What a folder tree takes on disk; a file with more than `max_links` links is not counted (it
+// outlives the tree: a shared header another entry links too).
+std::size_t allocated_bytes(const std::string& root, nlink_t max_links = std::numeric_limits<nlink_t>::max())
 {
   std::lock_guard lock(g_tree_mutex);
   g_tree_bytes = 0;
   g_tree_linked.clear();
+  g_tree_max_links = max_links;
   std::ignore = ::nftw(
     root.c_str(),
     [](const char*, const struct stat* st, int, FTW*) {
       // The mirror's headers are hard links to one shared file each.
-      if (st->st_nlink <= 1 || S_ISDIR(st->st_mode) || g_tree_linked.insert({st->st_dev, st->st_ino}).second) {
+      if (S_ISDIR(st->st_mode) ||
+          (st->st_nlink <= g_tree_max_links &&
+           (st->st_nlink <= 1 || g_tree_linked.insert({st->st_dev, st->st_ino}).second))) {
         g_tree_bytes += static_cast<std::size_t>(st->st_blocks) * 512;
       }
       return 0;
@@ -108,7 +115,8 @@ namespace cache {
 
 std::size_t mirror_bytes(const std::string& cache_dir, const std::string& hex)
 {
-  return allocated_bytes(cache_dir + "/programs/" + hex);
+  // A header linked from this folder and programs/headers/ only goes with it (swept once unused).
+  return allocated_bytes(cache_dir + "/programs/" + hex, 2);
 }
 
 // A program made from a file is named by the path it was given: "saxpy.cu" matches
@@ -314,15 +322,17 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
     std::size_t bytes;
   };
   std::vector<Ranked> ranked;
-  struct stat folder {};
-  std::size_t total = ::stat((config.cache_dir + "/programs").c_str(), &folder) == 0  // the mirror's own folder
-                        ? static_cast<std::size_t>(folder.st_blocks) * 512
-                        : 0;
+  // Counted as usage() counts: the records and the whole mirror (shared headers, index.txt), once
+  // the queued mirror writes are done; an entry's removal frees its record and its own folder.
+  if (mirror_writer) {
+    mirror_writer->flush();
+  }
+  std::size_t total = allocated_bytes(config.cache_dir + "/programs");
   for (const Row& row : rows) {
     const std::string hex = hex_of(row.raw_key);
     const std::size_t size = row.bytes + cache::mirror_bytes(config.cache_dir, hex);
     ranked.push_back({&row, std::max(row.entry.created_unix, cache::recorded_use(*store, row.raw_key)), size});
-    total += size;
+    total += row.bytes;
   }
   // Least recently used first (last use recorded by hits, else creation); ties by key.
   std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {

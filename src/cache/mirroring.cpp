@@ -66,6 +66,19 @@ bool Cache::Impl::has_blob(const std::string& hex) const
 void Cache::Impl::mirror_entry(const util::Sha256& key, const store::Entry& entry)
 {
   if (mirror_writer) {
+    {
+      // For KJIT_MAX_SIZE (after_write), which cannot see the folder before the writer's turn:
+      // each file rounded up to a 4 KiB block, and the folders.
+      const auto blocks = [](std::size_t bytes) { return (bytes + 4095) / 4096 * 4096; };
+      std::size_t guess = 6 * 4096 + blocks(entry.program_txt.size()) + blocks(entry.options_txt.size()) +
+                          blocks(entry.source.size()) + blocks(entry.binary.log.size()) + blocks(entry.binary.ptx.size()) +
+                          blocks(entry.binary.cubin.size()) + blocks(entry.ltoir.size());
+      for (const auto& [name, content] : entry.headers) {
+        guess += blocks(content.size());
+      }
+      std::lock_guard lock(use_mutex);
+      queued_mirror_bytes += guess;
+    }
     mirror_writer->write(util::to_hex(key), entry);
   }
 }

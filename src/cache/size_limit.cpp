@@ -64,7 +64,7 @@ void Cache::Impl::flush_uses() noexcept
   }
 }
 
-void Cache::Impl::after_write(const util::Sha256& key, std::size_t record_bytes) noexcept
+void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_bytes) noexcept
 {
   flush_uses();
   if (config.max_size == 0 || !store || !store->writable()) {
@@ -72,14 +72,17 @@ void Cache::Impl::after_write(const util::Sha256& key, std::size_t record_bytes)
   }
   try {
     std::lock_guard lock(use_mutex);
+    // The mirror folder is written later, on the mirror's thread: a full count waits for it, a
+    // write adds mirror_entry()'s guess. evict_to() counts what is there.
     if (!size_counted) {
       std::size_t remaining = 0;
       evict_to(SIZE_MAX, remaining);  // counts, removes nothing
       size_estimate = remaining;
       size_counted = true;
     } else {
-      size_estimate += record_bytes + cache::mirror_bytes(config.cache_dir, util::to_hex(key));
+      size_estimate += record_bytes + queued_mirror_bytes;
     }
+    queued_mirror_bytes = 0;
     if (size_estimate > config.max_size) {
       std::size_t remaining = 0;
       const std::size_t removed = evict_to(config.max_size / 10 * 9, remaining);

@@ -37,11 +37,18 @@ bool stored(const kjit::Config& config, const kjit::Program& program)
   return cache.stats().compiles == 0;
 }
 
-// What entries take (records + mirror) beside the mirror's own folder, which no eviction removes.
+// What entries take (records + mirror) beside what no eviction removes: the mirror's own folder,
+// its shared headers/ folder and index.txt.
 std::size_t mirror_folder_bytes(const kjit::Config& config)
 {
-  struct stat st {};
-  return ::stat((config.cache_dir + "/programs").c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_blocks) * 512 : 0;
+  std::size_t bytes = 0;
+  for (const char* name : {"", "/headers", "/index.txt"}) {
+    struct stat st {};
+    if (::stat((config.cache_dir + "/programs" + name).c_str(), &st) == 0) {
+      bytes += static_cast<std::size_t>(st.st_blocks) * 512;
+    }
+  }
+  return bytes;
 }
 
 std::size_t total_bytes(const kjit::Config& config)
