@@ -101,12 +101,13 @@ struct Cache::Impl {
   cache::Result load_or_compile(const util::Sha256& key, const PreparedProgram& prepared, Source& source);
   // Compiles with exactly the headers kjit hashed; `final_key` is the key of what was compiled
   // (it differs from the prepared key when the compile needed headers the prediction missed).
-  store::Entry compile_entry(const PreparedProgram& prepared, util::Sha256& final_key);
+  // `cacheable` is false when it was compiled from disk (resolver unfaithful): never stored.
+  store::Entry compile_entry(const PreparedProgram& prepared, util::Sha256& final_key, bool& cacheable);
   void persist(const util::Sha256& key, const PreparedProgram& prepared, const store::Entry& entry);
   // ptx_reuse.cpp: for a virtual arch, the PTX of the same program stored for its real arch (in
   // memory or the store), or nullopt. Throws OptionError as a compile for `arch` would.
-  std::optional<Binary> ptx_of_real_arch(const Program& program, const Arch& arch,
-                                         const std::vector<deps::DiskHeader>& headers);
+  // Closes the resolver first; nullopt when it is unfaithful.
+  std::optional<Binary> ptx_of_real_arch(const Program& program, const Arch& arch, deps::Resolver& resolver);
 
   // predicted_hit.cpp: for a provisional key, the entry stored under its prediction's own key
   // (`real_key`), from the store or a tier, or nullopt; a hit records the manifest that leads to it.

@@ -57,7 +57,7 @@ std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const Pre
   return entry;
 }
 
-store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& final_key)
+store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& final_key, bool& cacheable)
 {
   const Program& program = p.program();
   const cache::KeyContext& context = key_context();
@@ -93,7 +93,7 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   const util::Stopwatch watch;
   bool compiled = false;
   try {
-    if (auto reused = ptx_of_real_arch(program, p.arch(), resolver.result().headers)) {
+    if (auto reused = ptx_of_real_arch(program, p.arch(), resolver)) {
       entry.binary = std::move(*reused);
     } else {
       compiled = true;
@@ -123,6 +123,9 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   }
   // The key of what was compiled: the program and every user header NVRTC could read.
   const deps::Resolution& resolution = resolver.result();
+  // Compiled from the files on disk (see compile_with_includes): its key doesn't name what NVRTC
+  // read, so storing it would serve it later for other files.
+  cacheable = resolver.unfaithful().empty();
   const cache::KeyTexts texts = cache::make_key(program, p.arch(), context, resolution.headers);
   entry.program_txt = texts.program_txt;
   entry.options_txt = texts.options_txt;
@@ -241,11 +244,14 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   }
   util::Sha256 final_key;
   source = Source::compiled;
-  store::Entry entry = compile_entry(p, final_key);
-  persist(final_key, p, entry);
+  bool cacheable = true;
+  store::Entry entry = compile_entry(p, final_key, cacheable);
+  if (cacheable) {
+    persist(final_key, p, entry);
+  }
   verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p, watch.elapsed_ms());
   cache::Result result = result_of(std::move(entry));
-  if (final_key != key) {
+  if (cacheable && final_key != key) {
     memory.insert(final_key, result);  // found under its true key by the next, validated, lookup
   }
   return result;

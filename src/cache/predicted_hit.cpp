@@ -26,12 +26,20 @@ std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p
   // could reach. A compile that needed no further header stored exactly this key; NVRTC sees only
   // these copies, so the same headers give the same output wherever they are.
   resolver->close();
+  if (!resolver->unfaithful().empty()) {
+    return std::nullopt;  // the private folder can't answer as the disk would: compiled from disk, never served
+  }
   const cache::KeyContext& context = key_context();
   real_key = cache::make_key(p.program(), p.arch(), context, resolver->result().headers).digest;
   std::optional<store::Entry> entry = load(real_key, p);
   if (entry) {
     count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
   } else if (!(entry = load_from_tiers(real_key, p))) {
+    return std::nullopt;
+  }
+  if (entry->kind == store::EntryKind::failure) {
+    // A failure may come from a header the prediction can't see (a computed include of a file
+    // missing then): only a compile can say whether it still fails, and it records the true key.
     return std::nullopt;
   }
   // The next lookup here takes the manifest's fast path to the same key.

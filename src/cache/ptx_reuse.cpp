@@ -8,12 +8,18 @@
 
 namespace kjit {
 
-std::optional<Binary> Cache::Impl::ptx_of_real_arch(const Program& program, const Arch& arch,
-                                                    const std::vector<deps::DiskHeader>& headers)
+std::optional<Binary> Cache::Impl::ptx_of_real_arch(const Program& program, const Arch& arch, deps::Resolver& resolver)
 {
   if (!arch.is_virtual()) {
     return std::nullopt;
   }
+  // The same closure a compile makes, so the key is the one the real arch's compile stored; a
+  // program the private folder can't answer for faithfully is compiled from disk, never reused.
+  resolver.close();
+  if (!resolver.unfaithful().empty()) {
+    return std::nullopt;
+  }
+  const std::vector<deps::DiskHeader>& headers = resolver.result().headers;
   rtc::check_options(program, arch);  // what the compile would refuse is refused the same way
   // The real arch's key covers the same program, options, toolchain and headers: its entry was
   // compiled from exactly what a compile now would read.

@@ -554,4 +554,42 @@ BOOST_AUTO_TEST_CASE(review6_include_names_climbing_past_the_root)
   }
 }
 
+// An "unfaithful" compile (compiled from disk, not cached) stored for sm_80 was served to
+// compute_80 by the PTX reuse after the header it tests for appeared.
+BOOST_AUTO_TEST_CASE(review7_an_unfaithful_compile_is_not_reused_for_the_virtual_arch)
+{
+  const std::string d = tmp.path() + "/uf";
+  put(d + "/k.cu", std::string("#define S(x) #x\n#if __has_include(S(opt.h))\n#include S(opt.h)\n#endif\n"
+                               "#ifndef V\n#define V 261\n#endif\n") + k_kernel);
+  settle();
+  {
+    kjit::Cache cache(config);
+    kjit::Program program = kjit::program_from_file(d + "/k.cu");
+    cache.get(program, kjit::Arch::parse("sm_80"));
+  }
+  put(d + "/opt.h", "#define V 262\n");
+  settle();
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", {}, "262");
+}
+
+// A compile error from a computed include of a missing header was served from the predicted key
+// after the header was created.
+BOOST_AUTO_TEST_CASE(review8_a_failure_is_not_served_from_a_predicted_key)
+{
+  const std::string d = tmp.path() + "/fail";
+  put(d + "/k.cu", std::string("#define S(x) #x\n#define H(x) S(x.h)\n#include H(cfg)\n") + k_kernel);
+  settle();
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST(cached(cache, d + "/k.cu", {}) == "error");
+  }
+  put(d + "/cfg.h", "#define V 271\n");
+  settle();
+  for (int round = 0; round < 2; ++round) {  // the second one through the manifest the first records
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", {}, "271");
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
