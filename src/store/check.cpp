@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <tuple>
+#include <utility>
 #include <unistd.h>
 #include <vector>
 
@@ -163,12 +164,81 @@ bool walk_dbi(MDB_txn* txn, MDB_dbi dbi, Walker& walker, std::vector<std::string
   return true;
 }
 
+// The free-page table (dbi 0, readable only in a read txn): a commit reads it to reuse pages, so
+// a damaged one would crash the first write. Each value is a page list: a count, then the pages.
+bool walk_free_pages(MDB_txn* txn, Walker& walker, std::size_t last_pgno, std::string& why)
+{
+  MDB_cursor* cursor = nullptr;
+  int rc = mdb_cursor_open(txn, 0, &cursor);
+  if (rc != MDB_SUCCESS) {
+    why = std::string("mdb_cursor_open (free pages): ") + mdb_strerror(rc);
+    return false;
+  }
+  MDB_val k{}, v{};
+  for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+    if (!walker.inside(k) || !walker.inside(v) || !walker.overflow_ok(v)) {
+      why = "a list of free pages lies outside data.mdb";
+      break;
+    }
+    std::uint64_t count = 0;
+    if (v.mv_size < sizeof count || v.mv_size % sizeof count != 0 ||
+        (std::memcpy(&count, v.mv_data, sizeof count), count != v.mv_size / sizeof count - 1)) {
+      why = "a malformed list of free pages";
+      break;
+    }
+    const auto* pages = static_cast<const char*>(v.mv_data) + sizeof count;
+    for (std::uint64_t i = 0; i < count; ++i) {
+      std::uint64_t pgno = 0;
+      std::memcpy(&pgno, pages + i * sizeof pgno, sizeof pgno);
+      if (pgno < 2 || pgno > last_pgno) {
+        why = "a free page beyond the last page";
+        break;
+      }
+    }
+    if (!why.empty()) {
+      break;
+    }
+  }
+  mdb_cursor_close(cursor);
+  if (!why.empty()) {
+    return false;
+  }
+  if (rc != MDB_NOTFOUND) {
+    why = std::string("walking the free pages: ") + mdb_strerror(rc);
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 // Where data.mdb (dev, ino) is mapped in this process, from /proc/self/maps: LMDB does not say
 // (MDB_envinfo.me_mapaddr is only the fixed address of MDB_FIXEDMAP).
 const char* map_address(MDB_env* env, dev_t dev, ino_t ino)
 {
+  const auto mappings = [dev, ino] {
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> found;
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+      unsigned long start = 0, end = 0, offset = 0, inode = 0;
+      unsigned major = 0, minor = 0;
+      char perms[8] = {};
+      if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %x:%x %lu", &start, &end, perms, &offset, &major, &minor,
+                      &inode) == 7 &&
+          inode == ino && offset == 0 && ::makedev(major, minor) == dev) {
+        found.emplace_back(start, end);
+      }
+    }
+    return found;
+  }();
+  if (mappings.size() <= 1) {
+    // The only map is the env's own: nothing read through it (the pages may be damaged and are
+    // not checked yet; a read of the main table could crash the caller).
+    return mappings.empty() ? nullptr : reinterpret_cast<const char*>(mappings.front().first);
+  }
+  // Several (a forked child also holds its parent's map, as the isolated check does): the one
+  // holding a key read through env. Only here is a page read before the walk.
   const char* inside = nullptr;  // a key in env's own map
   MDB_txn* txn = nullptr;
   if (mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) == MDB_SUCCESS) {
@@ -184,17 +254,9 @@ const char* map_address(MDB_env* env, dev_t dev, ino_t ino)
     }
     mdb_txn_abort(txn);
   }
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    unsigned long start = 0, end = 0, offset = 0, inode = 0;
-    unsigned major = 0, minor = 0;
-    char perms[8] = {};
-    if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %x:%x %lu", &start, &end, perms, &offset, &major, &minor, &inode) ==
-          7 &&
-        inode == ino && offset == 0 && ::makedev(major, minor) == dev &&
-        (inside == nullptr || (reinterpret_cast<std::uintptr_t>(inside) >= start &&
-                               reinterpret_cast<std::uintptr_t>(inside) < end))) {
+  for (const auto& [start, end] : mappings) {
+    if (inside == nullptr ||
+        (reinterpret_cast<std::uintptr_t>(inside) >= start && reinterpret_cast<std::uintptr_t>(inside) < end)) {
       return reinterpret_cast<const char*>(start);
     }
   }
@@ -230,7 +292,8 @@ bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std:
   }
   std::vector<std::string> tables;
   MDB_dbi main = 0;
-  bool ok = mdb_dbi_open(txn, nullptr, 0, &main) == MDB_SUCCESS && walk_dbi(txn, main, walker, &tables, why);
+  bool ok = walk_free_pages(txn, walker, info.me_last_pgno, why) && mdb_dbi_open(txn, nullptr, 0, &main) == MDB_SUCCESS &&
+            walk_dbi(txn, main, walker, &tables, why);
   for (const std::string& table : tables) {
     if (!ok) {
       break;

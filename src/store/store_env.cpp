@@ -13,6 +13,7 @@
 
 #include "config/log.hpp"
 #include "store/check.hpp"
+#include "store/isolated.hpp"
 #include "util/file.hpp"
 
 #include <cerrno>
@@ -242,23 +243,58 @@ void Store::Impl::open_env(std::size_t map_size)
     }
     const bool writable = mode == Mode::writable;
     MDB_txn* txn = nullptr;
-    for (;;) {
-      const int begun = mdb_txn_begin(env, nullptr, writable ? 0 : MDB_RDONLY, &txn);
-      if (begun == MDB_MAP_RESIZED) {  // another process grew the map while we opened it
-        check(mdb_env_set_mapsize(env, 0), "mdb_env_set_mapsize (adopt)");
-        check_file_size();
-        continue;
+    const auto begin_open_txn = [&] {
+      for (;;) {
+        const int begun = mdb_txn_begin(env, nullptr, writable ? 0 : MDB_RDONLY, &txn);
+        if (begun == MDB_MAP_RESIZED) {  // another process grew the map while we opened it
+          check(mdb_env_set_mapsize(env, 0), "mdb_env_set_mapsize (adopt)");
+          check_file_size();
+          continue;
+        }
+        check(begun, "mdb_txn_begin (open tables)");
+        break;
       }
-      check(begun, "mdb_txn_begin (open tables)");
-      break;
-    }
-    for (int t = 0; t < k_table_count; ++t) {
-      const int open_rc = mdb_dbi_open(txn, k_table_names[t], writable ? MDB_CREATE : 0, &dbis[t]);
-      if (open_rc == MDB_SUCCESS) {
-        has_table[t] = true;
-      } else if (!(open_rc == MDB_NOTFOUND && !writable)) {
+    };
+    const auto open_tables = [&](unsigned create) {
+      bool missing = false;
+      for (int t = 0; t < k_table_count; ++t) {
+        const int open_rc = mdb_dbi_open(txn, k_table_names[t], create, &dbis[t]);
+        has_table[t] = open_rc == MDB_SUCCESS;
+        missing = missing || open_rc == MDB_NOTFOUND;
+        if (open_rc != MDB_SUCCESS && open_rc != MDB_NOTFOUND) {
+          mdb_txn_abort(txn);
+          check(open_rc == MDB_INCOMPATIBLE ? MDB_CORRUPTED : open_rc, "mdb_dbi_open");
+        }
+      }
+      return missing;
+    };
+    begin_open_txn();
+    if (open_tables(0) && writable) {
+      // Creating a table writes into the main table's pages, which a damaged store may fill with
+      // garbage (a crash inside LMDB): a store that holds data (an older format, or damage hiding
+      // its tables) is walked, isolated, first.
+      MDB_envinfo info{};
+      mdb_env_info(env, &info);
+      if (info.me_last_pgno > 1) {
         mdb_txn_abort(txn);
-        check(open_rc == MDB_INCOMPATIBLE ? MDB_CORRUPTED : open_rc, "mdb_dbi_open");
+        txn = nullptr;
+        std::string detail;
+        const std::string dir = lmdb_path;
+        const IsolatedOutcome outcome = run_isolated(
+          [&] {
+            std::size_t rows = 0;
+            std::string why;
+            return walk_store(dir, map_size, false, rows, why) ? 0 : 1;
+          },
+          IsolatedLimits{30.0, map_size + (std::size_t(1) << 30)}, detail);
+        if (outcome != IsolatedOutcome::ok && outcome != IsolatedOutcome::no_child) {
+          throw Damaged("its tables are missing and its check failed (" + detail + ")", MDB_CORRUPTED);
+        }
+        begin_open_txn();
+      }
+      if (open_tables(MDB_CREATE)) {
+        mdb_txn_abort(txn);
+        check(MDB_NOTFOUND, "mdb_dbi_open");
       }
     }
     check(mdb_txn_commit(txn), "mdb_txn_commit (open tables)");
