@@ -12,13 +12,14 @@ namespace kjit::store {
 
 // Where `env` maps the file (dev, ino) (offset 0), from /proc/self/maps; nullptr if it is not.
 // LMDB does not say (MDB_envinfo.me_mapaddr is only MDB_FIXEDMAP's address). A forked child also
-// holds its parent's mapping of the same file, so the mapping that holds a key `env` returns is
-// taken; the first one only when the store has no key at all.
+// holds its parent's mapping of the same file: with several, the mapping that holds a key `env`
+// returns is taken (a read of the main table: the first one only when the store has no key at
+// all); with one, it is taken without reading a page (the caller's pages are not walked yet).
 const char* map_address(MDB_env* env, dev_t dev, ino_t ino);
 
 // Opens its own environment on `dir` (read-only; `no_lock` without the lock file) and reads every
-// key and value of every table, checking that each value lies inside data.mdb and that large values
-// sit on well-formed overflow pages. Returns true with `rows` counted, or false with `why`.
+// key and value of every table and every list of the free-page table, checking that each value lies
+// inside data.mdb, that large values sit on well-formed overflow pages and that free pages exist. Returns true with `rows` counted, or false with `why`.
 // May crash or loop on a damaged file: run it isolated.
 bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std::size_t& rows, std::string& why);
 
