@@ -46,6 +46,15 @@ std::string join_path(const std::string& dir, const std::string& name)
     return dir == "/" ? "/" + name : dir + "/" + name;
   }
   const std::string raw = name.empty() || name.front() == '/' || dir.empty() ? name : dir + "/" + name;
+  const bool absolute = !raw.empty() && raw.front() == '/';
+  const auto real_dir = [](const std::vector<std::string>& so_far) {
+    std::string path;
+    for (const auto& part : so_far) {
+      path += "/" + part;
+    }
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  };
   std::vector<std::string> parts;
   std::size_t at = 0;
   while (at <= raw.size()) {
@@ -56,7 +65,11 @@ std::string join_path(const std::string& dir, const std::string& name)
     const std::string part = raw.substr(at, slash - at);
     // ".." stays: after a symlinked folder it means the target's parent, not the text's (the
     // kernel, and NVRTC, resolve it through the file system; walk_path does too).
-    if (!part.empty() && part != ".") {
+    if (part == ".." && absolute && !parts.empty() && parts.back() != ".." && real_dir(parts)) {
+      // "d/.." after a folder that is no symlink is its parent, as the kernel has it: collapsed,
+      // or the closure over every candidate piles up "../x/../x/..." once per folder level.
+      parts.pop_back();
+    } else if (!part.empty() && part != ".") {
       parts.push_back(part);
     }
     at = slash + 1;
