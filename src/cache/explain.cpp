@@ -28,7 +28,9 @@ struct KeyFields {
   std::map<std::string, std::string> singles;   // arch, nvrtc, nvjitlink, record-format, toolkit-include…
 };
 
-KeyFields parse(const std::string& program_txt, const std::string& options_txt)
+// Options are compared as folders here: -I{I1} and -I{I2} naming one folder twice are that
+// folder repeated, not an option added.
+KeyFields parse(const std::string& program_txt, const std::string& options_txt, const cache::KeyRoots& roots)
 {
   KeyFields fields;
   const auto source_at = program_txt.find("\nsource:\n");
@@ -62,7 +64,7 @@ KeyFields parse(const std::string& program_txt, const std::string& options_txt)
     } else if (field == "name-expression") {
       fields.expressions.push_back(value);
     } else if (field == "option") {
-      fields.options.push_back(value);
+      fields.options.push_back(cache::local_places(roots, value));
     } else if (field == "toolkit-include") {
       fields.singles[field] += value + " ";
     } else if (field != "source-bytes") {
@@ -165,7 +167,8 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
     explanation.hit = true;
     return explanation;
   }
-  const KeyFields now = parse(prepared.program_txt(), prepared.options_txt());
+  const cache::KeyRoots roots = cache::key_roots(program);
+  const KeyFields now = parse(prepared.program_txt(), prepared.options_txt(), roots);
   // Not validated by a manifest: say which header or part of the resolution context is why.
   std::vector<std::string> context_changes;
   if (m_impl->is_provisional(key)) {
@@ -190,7 +193,7 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
     if (!entry) {
       continue;
     }
-    std::vector<std::string> diff = differences(parse(entry->program_txt, entry->options_txt), now);
+    std::vector<std::string> diff = differences(parse(entry->program_txt, entry->options_txt, roots), now);
     if (diff.empty()) {
       diff = context_changes;  // same texts: the headers or folders of the resolution changed
     }
@@ -203,7 +206,6 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
   if (explanation.closest_key.empty()) {
     explanation.differences = context_changes;
   }
-  const cache::KeyRoots roots = cache::key_roots(program);
   for (std::string& line : explanation.differences) {
     line = cache::local_places(roots, line);  // the key's {I1}/{src} places, as folders here
   }
