@@ -301,6 +301,10 @@ void Cache::clear()
          {store::Table::entries, store::Table::quarantine, store::Table::manifests, store::Table::names}) {
       m_impl->store->clear(table);
     }
+    std::vector<std::string> uses;  // the last uses of the entries (src/cache/size_limit.cpp)
+    m_impl->store->for_each_prefix(store::Table::meta, cache::used_key(""),
+                                   [&](std::string_view key, std::string_view) { uses.emplace_back(key); });
+    m_impl->store->erase(store::Table::meta, uses);
     if (m_impl->mirror_writer) {
       m_impl->mirror_writer->discard();
     }

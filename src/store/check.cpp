@@ -321,9 +321,12 @@ bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::stri
   }
   MDB_txn* txn = nullptr;
   int rc = mdb_txn_begin(e.env, nullptr, 0, &txn);
-  MDB_dbi entries = 0, quarantine = 0, blobs = 0, refs = 0;
+  MDB_dbi entries = 0, quarantine = 0, blobs = 0, refs = 0, meta = 0;
   if (rc == MDB_SUCCESS) {
     rc = mdb_dbi_open(txn, "entries", MDB_CREATE, &entries);
+  }
+  if (rc == MDB_SUCCESS) {
+    rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &meta);
   }
   if (rc == MDB_SUCCESS) {
     rc = mdb_dbi_open(txn, "quarantine", MDB_CREATE, &quarantine);
@@ -348,6 +351,13 @@ bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::stri
       }
       if (rc == MDB_SUCCESS) {
         rc = mdb_del(txn, entries, &k, nullptr);
+      }
+      if (rc == MDB_SUCCESS) {
+        // Its last use (src/cache/size_limit.cpp) goes with it.
+        std::string used = "used " + std::string(key);
+        MDB_val uk{used.size(), used.data()};
+        rc = mdb_del(txn, meta, &uk, nullptr);
+        rc = rc == MDB_NOTFOUND ? MDB_SUCCESS : rc;
       }
       // Keep the newest `keep` rows: their keys end with the time, but start with the entry key,
       // so the oldest are found by their time suffix.

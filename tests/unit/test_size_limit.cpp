@@ -93,6 +93,45 @@ BOOST_AUTO_TEST_CASE(hits_are_recorded_when_the_cache_goes_away_not_one_write_ea
   BOOST_TEST(kjit::cache::recorded_use(*store, raw) == used);
 }
 
+// An entry's last use goes with it: a record quarantined on a hit and Cache::clear leave no
+// `used <key>` row behind.
+BOOST_AUTO_TEST_CASE(quarantine_and_clear_remove_the_last_use)
+{
+  const kjit::Program program = small_program("used_then_damaged");
+  std::string raw;
+  {
+    kjit::Cache cache(config);
+    cache.get(program, k_arch);
+    raw = raw_key(cache, program);
+  }
+  { kjit::Cache(config).get(program, k_arch); }  // a disk hit: its use recorded
+  {
+    const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    BOOST_TEST(kjit::cache::recorded_use(*store, raw) > 0);
+    std::string record = *store->get(kjit::store::Table::entries, raw);
+    record[record.size() / 2] = static_cast<char>(record[record.size() / 2] ^ 0x10);
+    store->put(kjit::store::Table::entries, raw, record);
+  }
+  {
+    kjit::Cache cache(config);
+    cache.get(program, k_arch);  // damaged: quarantined, compiled again
+    BOOST_TEST(cache.stats().quarantined == 1u);
+  }
+  {
+    const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    BOOST_TEST(store->get(kjit::store::Table::entries, raw).has_value());  // compiled again
+    BOOST_TEST(kjit::cache::recorded_use(*store, raw) == 0);                 // the old use went with the record
+  }
+  { kjit::Cache(config).get(program, k_arch); }  // a hit: used again
+  {
+    const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    BOOST_TEST(kjit::cache::recorded_use(*store, raw) > 0);
+  }
+  kjit::Cache(config).clear();
+  const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+  BOOST_TEST(kjit::cache::recorded_use(*store, raw) == 0);
+}
+
 BOOST_AUTO_TEST_CASE(prune_to_size_removes_the_least_recently_used_not_the_oldest)
 {
   const kjit::Program older = small_program("older_but_used");
