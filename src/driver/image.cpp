@@ -25,7 +25,7 @@ void check_fatbin(std::string_view bytes, const std::string& name)
   }
   const auto header_size = util::get_int<std::uint16_t>(bytes, 6);
   const auto fat_size = util::get_int<std::uint64_t>(bytes, 8);
-  if (header_size < k_fatbin_header_bytes || fat_size > bytes.size() - header_size) {
+  if (header_size < k_fatbin_header_bytes || header_size > bytes.size() || fat_size > bytes.size() - header_size) {
     throw ImageError(name + ": a truncated or malformed fatbin (its header says " + std::to_string(header_size) +
                        " + " + std::to_string(fat_size) + " bytes; the image has " + std::to_string(bytes.size()) + ")",
                      name);
