@@ -18,6 +18,7 @@
 #include <spawn.h>
 #include <tuple>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,10 @@ extern char** environ;
 namespace kjit::batch {
 
 namespace {
+
+// How long a program started as a worker has to answer the hello: starting is quick (the toolkit is
+// loaded later), and a program that is not a worker must not hold the batch for the item timeout.
+constexpr double k_hello_timeout_s = 5;
 
 std::string describe_status(int status)
 {
@@ -95,6 +100,11 @@ void Worker::start(const std::string& path)
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     throw Error(std::string("cannot create a worker socket: ") + std::strerror(errno));
   }
+  // A process group of its own: killing the group also ends what a wrapper script started.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 0);  // dup2 clears CLOEXEC on 0 and 1
@@ -106,8 +116,9 @@ void Worker::start(const std::string& path)
     envp.push_back(const_cast<char*>(entry.c_str()));
   }
   envp.push_back(nullptr);
-  const int error = ::posix_spawn(&m_pid, path.c_str(), &actions, nullptr, argv, envp.data());
+  const int error = ::posix_spawn(&m_pid, path.c_str(), &actions, &attributes, argv, envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   ::close(fds[1]);
   if (error != 0) {
     ::close(fds[0]);
@@ -133,10 +144,13 @@ void Worker::stop() noexcept
     for (int i = 0; i < 50 && ::waitpid(m_pid, &status, WNOHANG) == 0; ++i) {
       ::usleep(2000);
       if (i == 49) {
-        ::kill(m_pid, SIGKILL);
+        ::kill(-m_pid, SIGKILL);
         std::ignore = ::waitpid(m_pid, &status, 0);
       }
     }
+    // What the worker left running in its group (a wrapper's children): the group id is not reused
+    // while any member lives.
+    std::ignore = ::kill(-m_pid, SIGKILL);
     m_pid = -1;
   }
   m_tmp.reset();  // after the worker is gone: what it left in its TMPDIR goes too
@@ -149,12 +163,12 @@ void Worker::lose(const std::string& why)
     int status = 0;
     if (::waitpid(m_pid, &status, WNOHANG) == m_pid) {
       detail += ": worker " + describe_status(status);
-      m_pid = -1;
     } else {
-      ::kill(m_pid, SIGKILL);
+      ::kill(-m_pid, SIGKILL);
       std::ignore = ::waitpid(m_pid, &status, 0);
-      m_pid = -1;
     }
+    std::ignore = ::kill(-m_pid, SIGKILL);  // the rest of its group
+    m_pid = -1;
   }
   stop();
   throw WorkerLost(detail);
@@ -168,8 +182,21 @@ Binary Worker::compile(const Program& program, const Arch& arch, const std::stri
     throw WorkerLost(what + ": worker not running");
   }
   if (!m_greeted) {
-    // Both sides must read frames the same way: a kjit-worker of another kjit is not used.
-    const std::string answer = exchange(hello(false), what, timeout_s);
+    // Both sides must read frames the same way: a kjit-worker of another kjit is not used. A program
+    // that is no worker at all (exits, says nothing, answers unframed) is not one either.
+    std::string answer;
+    try {
+      const double limit = timeout_s > 0 ? std::min(timeout_s, k_hello_timeout_s) : k_hello_timeout_s;
+      // A partial frame must not block the read past the limit either.
+      timeval receive{static_cast<time_t>(limit), static_cast<suseconds_t>((limit - static_cast<time_t>(limit)) * 1e6)};
+      std::ignore = ::setsockopt(m_socket, SOL_SOCKET, SO_RCVTIMEO, &receive, sizeof receive);
+      answer = exchange(hello(false), what, limit);
+      receive = timeval{};
+      std::ignore = ::setsockopt(m_socket, SOL_SOCKET, SO_RCVTIMEO, &receive, sizeof receive);
+    } catch (const WorkerLost& e) {
+      throw WorkerMismatch(m_path + " is not a compile worker of this kjit (no answer to \"" + hello(false) +
+                           "\": " + e.what() + ")");
+    }
     if (answer != hello(true)) {
       std::string got = answer.substr(0, 40);
       for (char& c : got) {

@@ -27,11 +27,13 @@ std::vector<kjit::BatchItem> items_for(const std::vector<std::string>& tags, con
   return items;
 }
 
-// A worker wrapper that misbehaves (`action`) the first time it starts, then runs the real worker.
+// A worker wrapper that misbehaves (`action`) on its first item the first time it starts (after
+// answering the hello, as a worker does), then runs the real worker.
 std::string flaky_worker(const std::string& dir, const std::string& action)
 {
   const std::string path = dir + "/flaky-worker";
-  kjit::test::write_text(path, "#!/bin/sh\nif mkdir '" + dir + "/started' 2>/dev/null; then " + action +
+  kjit::test::write_text(path, "#!/bin/sh\nif mkdir '" + dir + "/started' 2>/dev/null; then head -c 25 >/dev/null; "
+                                 "printf '\\026\\000\\000\\000kjit-worker protocol 1'; " + action +
                                  "; fi\nexec '" + kjit::test::helper("KJIT_TEST_WORKER") + "'\n");
   ::chmod(path.c_str(), 0755);
   return path;
@@ -163,6 +165,27 @@ BOOST_AUTO_TEST_CASE(variants_sharing_options_use_pch_and_give_the_same_code)
     BOOST_TEST_REQUIRE(ours.size() == theirs.size());
     BOOST_TEST(ours[0].registers == theirs[0].registers);
     BOOST_TEST(ours[0].name == theirs[0].name);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_program_that_is_not_a_worker_is_a_warning_and_the_batch_runs_in_process)
+{
+  // Exits at once, answers unframed text, says nothing: none of them fails an item.
+  for (const char* body : {"exit 0", "echo hello; sleep 60", "exec sleep 60"}) {
+    const std::string path = tmp.path() + "/not-a-worker";
+    kjit::test::write_text(path, std::string("#!/bin/sh\n") + body + "\n");
+    ::chmod(path.c_str(), 0755);
+    kjit::Cache cache(config);
+    kjit::BatchOptions options;
+    options.jobs = 1;
+    options.timeout_s = 120;  // the hello has a short limit of its own
+    options.worker_path = path;
+    const auto start = std::chrono::steady_clock::now();
+    const auto results = cache.get_many(items_for({std::string("n") + body[0], std::string("m") + body[0]}, {"sm_80"}), options);
+    BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(30)), body);
+    for (const auto& result : results) {
+      BOOST_TEST(result.binary != nullptr, body << ": " << result.message);
+    }
   }
 }
 
