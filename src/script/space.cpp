@@ -36,6 +36,20 @@ void check_names(const std::vector<std::string>& names, const char* what)
   }
 }
 
+// The "{NAME}" placeholders of a pattern (its braces are checked by expand()).
+std::set<std::string> pattern_names(const std::string& pattern)
+{
+  std::set<std::string> names;
+  for (auto open = pattern.find('{'); open != std::string::npos; open = pattern.find('{', open + 1)) {
+    const auto close = pattern.find('}', open);
+    if (close == std::string::npos) {
+      break;
+    }
+    names.insert(pattern.substr(open + 1, close - open - 1));
+  }
+  return names;
+}
+
 } // namespace
 
 void check(const Script& script)
@@ -59,14 +73,45 @@ void check(const Script& script)
         throw ScriptError("tuning parameter '" + parameter.name + "' has an empty value");
       }
     }
+    std::set<std::string> seen;
+    for (const auto& value : parameter.values) {
+      if (!seen.insert(value).second) {
+        throw ScriptError("tuning parameter '" + parameter.name + "' has the value '" + value +
+                          "' twice (two identical schedules)");
+      }
+    }
   }
   check_names(names, "tuning parameter");
+  // Counted, never built here: 10 values of 8 parameters would be 10^8 schedules in memory.
+  std::size_t count = 1;
+  for (const auto& parameter : script.space) {
+    if (parameter.values.size() > k_max_schedules / count) {
+      throw ScriptError("script '" + script.name + "': the tuning space has more than " +
+                        std::to_string(k_max_schedules) + " schedules (the most a script may have)");
+    }
+    count *= parameter.values.size();
+  }
   if (script.size_names.empty()) {
     throw ScriptError("script '" + script.name + "' has no size names (dispatch needs at least one)");
   }
   check_names(script.size_names, "size name");
   // Expanding with the first values checks every brace and name of the pattern.
-  std::ignore = expand(script.name_expression, schedules({script.space})[0]);
+  Values first;
+  for (const auto& parameter : script.space) {
+    first.emplace_back(parameter.name, parameter.values.front());
+  }
+  std::ignore = expand(script.name_expression, first);
+  if (!script.name_expression.empty()) {
+    // A parameter with several values that the pattern does not name gives identical schedules.
+    const std::set<std::string> named = pattern_names(script.name_expression);
+    for (const auto& parameter : script.space) {
+      if (parameter.values.size() > 1 && named.count(parameter.name) == 0) {
+        throw ScriptError("name-expression pattern '" + script.name_expression + "' does not name tuning parameter '" +
+                          parameter.name + "' (its schedules would be the same kernel); write {" + parameter.name +
+                          "} in the pattern");
+      }
+    }
+  }
 }
 
 std::vector<Values> schedules(const std::vector<TuningParameter>& space)

@@ -5,6 +5,7 @@
 #include <kjit/program.hpp>
 #include <kjit/script.hpp>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,13 @@ namespace kjit::script {
 
 using Values = std::vector<std::pair<std::string, std::string>>;
 
+// The most schedules a script may have (docs/scripts.md).
+constexpr std::size_t k_max_schedules = 4096;
+
 // Throws ScriptError for an empty space or parameter, a name that is not a C identifier or
-// repeated, a value with a control character or ',', a pattern naming an unknown parameter or with
-// an unmatched brace, or size names that are empty, repeated or not identifiers.
+// repeated, a value with a control character or ',' or given twice, more than k_max_schedules
+// schedules, a pattern naming an unknown parameter, leaving out a parameter with several values or
+// with an unmatched brace, or size names that are empty, repeated or not identifiers.
 void check(const Script& script);
 
 // Every schedule's values, the first parameter varying slowest (index order).

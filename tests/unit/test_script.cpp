@@ -164,6 +164,24 @@ BOOST_AUTO_TEST_CASE(bad_spaces_and_patterns_are_script_errors)
   s = macro_script();
   s.size_names = {};
   expect_error(s, "no size names");
+  // Identical schedules: a value twice, a pattern that leaves out a parameter (or names none).
+  s = macro_script();
+  s.space[0].values.push_back(s.space[0].values.front());
+  expect_error(s, "twice (two identical schedules)");
+  s = template_script();
+  s.name_expression = "kern<64>";
+  expect_error(s, "does not name tuning parameter 'BLOCK'");
+  // Too many schedules: counted (10^8 here), never built, before anything is compiled.
+  s = macro_script();
+  s.space.clear();
+  for (int i = 0; i < 8; ++i) {
+    kjit::TuningParameter parameter{"P" + std::to_string(i), {}};
+    for (int v = 0; v < 10; ++v) {
+      parameter.values.push_back(std::to_string(v));
+    }
+    s.space.push_back(parameter);
+  }
+  expect_error(s, "more than 4096 schedules");
   BOOST_TEST(cache.disk_entries() == 0u);  // nothing was compiled
 }
 
