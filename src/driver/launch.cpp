@@ -22,7 +22,7 @@ std::string dim_text(const Dim3& d)
 
 bool is_cluster(const Dim3& cluster)
 {
-  return cluster.x * cluster.y * cluster.z != 1;
+  return cluster.x != 1 || cluster.y != 1 || cluster.z != 1;  // a product would wrap: 65536 * 65536 * 1 == 0
 }
 
 std::string geometry_text(const LaunchConfig& config)

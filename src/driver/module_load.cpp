@@ -45,7 +45,9 @@ std::string content_key(std::string_view bytes, const LoadOptions& options,
     hasher.update(std::string_view(expression.c_str(), expression.size() + 1));
     hasher.update(std::string_view(lowered.c_str(), lowered.size() + 1));
   }
-  return "image:" + util::to_hex(hasher.finish()) + ":" + options.name + driver::settings_text(options);
+  // The name's length first: "foo maxrregcount=32" with no settings must not meet "foo" with max_registers=32.
+  return "image:" + util::to_hex(hasher.finish()) + ":" + std::to_string(options.name.size()) + ":" + options.name +
+         driver::settings_text(options);
 }
 
 // -maxrregcount=N's N (the option's value, or the next option for the two-word form).

@@ -82,6 +82,10 @@ BOOST_AUTO_TEST_CASE(cluster_launches_go_through_cuLaunchKernelEx_checked)
     kernel.launch(config, 2.0f, k_x, k_x, 5);
     BOOST_TEST(fake().count("cuFuncSetAttribute 14 1") == 1, fake().log());
     BOOST_TEST(kernel.max_active_clusters({{8}, {128}, 0, nullptr, {2}}) == 16 * 132 / 2);
+    // 65536 x 65536 x 1 is a cluster although the product wraps to 0 in 32 bits: not the plain launch.
+    config.cluster = {65536, 65536, 1};
+    BOOST_CHECK_THROW(kernel.launch(config, 2.0f, k_x, k_x, 5), kjit::CudaError);
+    BOOST_TEST(fake().count("cuLaunchKernel ") == 0, fake().log());
   }
   check_clean();
 }

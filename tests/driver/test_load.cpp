@@ -143,6 +143,10 @@ BOOST_AUTO_TEST_CASE(what_is_not_an_image_is_an_image_error_before_the_driver)
     BOOST_TEST(what.find("neither") != std::string::npos, what);
     what = image_error([&] { context.load(kjit::Binary{}); });
     BOOST_TEST(what.find("neither a cubin nor PTX") != std::string::npos, what);
+    // A fatbin header whose own size runs past the image: refused, not read past its end.
+    std::string header("\x50\xed\x55\xba\x01\x00\x40\x00\x30\x00\x00\x00\x00\x00\x00\x00", 16);
+    what = image_error([&] { context.load_image(header, {"short fatbin"}); });
+    BOOST_TEST(what.find("short fatbin: a truncated or malformed fatbin") != std::string::npos, what);
 
     what = image_error([&] { context.load_file(tmp.path() + "/missing.cubin"); });
     BOOST_TEST(what.find("cannot read " + tmp.path() + "/missing.cubin: No such file") != std::string::npos, what);
@@ -212,6 +216,11 @@ BOOST_AUTO_TEST_CASE(ptx_loads_get_the_programs_jit_options)
     BOOST_TEST(fake().count(" debug=1") == 0);  // a cubin again: nothing to JIT
     context.load_image(cache.get(prepared)->ptx, {"dbg", 0, false, true});
     BOOST_TEST(fake().count(" debug=1") == 1, fake().log());
+    // A name that reads like settings is not those settings: two modules.
+    const kjit::Module named = context.load_image(cache.get(prepared)->ptx, {"foo maxrregcount=32"});
+    const kjit::Module limited = context.load_image(cache.get(prepared)->ptx, {"foo", 32});
+    BOOST_TEST(named.handle() != limited.handle());
+    BOOST_TEST(fake().count(" maxrregcount=32") == 2, fake().log());
   }
   check_clean();
 }
