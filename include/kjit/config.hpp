@@ -9,7 +9,8 @@
 
 namespace kjit {
 
-// A snapshot of every setting. Precedence: built-in default < environment < API call.
+// A snapshot of every setting. Precedence: built-in default < environment < API call. The
+// member defaults are the settings table's (but cache_dir, which a Cache refuses empty).
 struct Config {
   std::string cache_dir;              // KJIT_CACHE_DIR; resolved, never empty
   bool disable_cache = false;         // KJIT_DISABLE_CACHE: no disk tier at all
@@ -17,15 +18,15 @@ struct Config {
   std::string arch = "auto";          // KJIT_ARCH
   bool mirror = true;                 // KJIT_MIRROR: write programs/<hash>/ after each commit
   bool dump_ir = false;               // KJIT_DUMP_IR: keep extra IRs in the mirror's ir/
-  std::size_t memory_limit = 0;       // KJIT_MEMORY_LIMIT: bytes held by the memory tier
+  std::size_t memory_limit = std::size_t{256} << 20;  // KJIT_MEMORY_LIMIT: bytes held by the memory tier
   std::string cuda_home;              // KJIT_CUDA_HOME: toolkit root (headers, NVRTC, nvJitLink)
   bool shared_cache = false;          // KJIT_SHARED_CACHE: accept a group-writable/foreign cache dir
   bool repo_local = false;            // KJIT_REPO_LOCAL_CACHE: <git root>/.kjit_cache, like hidet
-  std::size_t store_map_size = 0;     // KJIT_STORE_MAP_SIZE: initial LMDB map size in bytes
+  std::size_t store_map_size = std::size_t{1} << 30;  // KJIT_STORE_MAP_SIZE: initial LMDB map size in bytes
   bool force_ptx = false;             // KJIT_FORCE_PTX: load PTX (driver JIT) even when a cubin exists
-  double compile_lock_timeout_s = 0;  // KJIT_COMPILE_LOCK_TIMEOUT: longest wait for another process's compile
+  double compile_lock_timeout_s = 20;  // KJIT_COMPILE_LOCK_TIMEOUT: longest wait for another process's compile
   std::vector<std::string> bundles;   // KJIT_BUNDLE: read-only bundle files searched after the store
-  std::size_t max_size = 0;           // KJIT_MAX_SIZE: bytes of store + mirror; least recently used evicted beyond
+  std::size_t max_size = std::size_t{5} << 30;  // KJIT_MAX_SIZE: bytes of store + mirror; least recently used evicted beyond
   // No variable: set by tools that only look (kjit list/show/cat/stats/verify/doctor). The store is
   // opened read-only and a damaged one is reported (the Cache runs without it), never moved aside.
   bool inspect_only = false;

@@ -131,6 +131,39 @@ BOOST_AUTO_TEST_CASE(settings_table_lists_every_variable)
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_default_constructed_config_has_the_table_defaults)
+{
+  const kjit::Config config{};
+  int checked = 0;
+  for (const kjit::SettingInfo& info : kjit::settings()) {
+    const std::string& d = info.default_text;
+    if (info.name == "memory_limit") {
+      BOOST_TEST(config.memory_limit == kjit::parse_size(d, info.variable));
+    } else if (info.name == "store_map_size") {
+      BOOST_TEST(config.store_map_size == kjit::parse_size(d, info.variable));
+    } else if (info.name == "max_size") {
+      BOOST_TEST(config.max_size == kjit::parse_size(d, info.variable));
+    } else if (info.name == "compile_lock_timeout") {
+      BOOST_TEST(config.compile_lock_timeout_s == kjit::parse_seconds(d, info.variable));
+    } else if (info.name == "arch") {
+      BOOST_TEST(config.arch == d);
+    } else if (info.name == "disable_cache") {
+      BOOST_TEST(config.disable_cache == kjit::parse_bool(d, info.variable));
+    } else if (info.name == "mirror") {
+      BOOST_TEST(config.mirror == kjit::parse_bool(d, info.variable));
+    } else if (info.name == "verbose") {
+      BOOST_TEST(config.verbose == kjit::parse_bool(d, info.variable));
+    } else if (info.name == "force_ptx") {
+      BOOST_TEST(config.force_ptx == kjit::parse_bool(d, info.variable));
+    } else {
+      continue;
+    }
+    ++checked;
+  }
+  BOOST_TEST(checked == 9);
+  BOOST_TEST(config.cache_dir.empty());  // no default path: a Cache refuses it (ConfigError)
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(config_docs)
