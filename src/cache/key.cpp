@@ -5,6 +5,8 @@
 #include "rtc/compile_options.hpp"
 #include "store/record.hpp"
 
+#include <map>
+#include <tuple>
 #include <unistd.h>
 
 namespace kjit::cache {
@@ -221,9 +223,21 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   for (const auto& [name, content] : program.headers) {  // std::map: sorted by name
     p += "header: " + util::to_hex(util::sha256(content)) + " " + escape_line(name) + "\n";
   }
+  // One file by two names (a hard link, a symlink) is one file to #pragma once, a copy of it is
+  // two: the line of the second name says which earlier place it is (the identity the private
+  // folder links by, include_compile.cpp), so the two programs get different keys.
+  std::map<std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> first_place;
   for (const auto& include : includes) {
-    p += "include: " + util::to_hex(include.hash) + " " + escape_line(include.name) + "\t" +
-         escape_line(portable_path(roots, include.path)) + "\n";
+    const std::string place = portable_path(roots, include.path);
+    p += "include: " + util::to_hex(include.hash) + " " + escape_line(include.name) + "\t" + escape_line(place);
+    if (include.stamp.exists && include.stamp.inode != 0) {
+      const auto identity =
+        std::make_tuple(include.stamp.inode, include.stamp.size, include.stamp.mtime_ns, include.stamp.ctime_ns);
+      if (const auto [first, added] = first_place.emplace(identity, place); !added) {
+        p += "\tsame file as " + escape_line(first->second);
+      }
+    }
+    p += "\n";
   }
   for (const auto& expression : program.name_expressions) {
     p += "name-expression: " + escape_line(expression) + "\n";

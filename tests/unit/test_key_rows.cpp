@@ -592,4 +592,29 @@ BOOST_AUTO_TEST_CASE(review8_a_failure_is_not_served_from_a_predicted_key)
   }
 }
 
+// Two names of one file with #pragma once (a hard link, a symlink) and a plain copy of the same
+// bytes: not one key, or the copy was served the linked pair's binary.
+BOOST_AUTO_TEST_CASE(review9_linked_names_and_a_copy_with_the_same_bytes)
+{
+  const std::string once = "#pragma once\n#ifdef SEEN\n#define TWICE 1\n#endif\n#define SEEN\n";
+  const std::string kernel = std::string("#include \"a.h\"\n#include \"b.h\"\n#ifdef TWICE\n#define V 282\n#else\n#define V 281\n#endif\n") + k_kernel;
+  for (const char* how : {"hard", "sym"}) {
+    const std::string p = tmp.path() + "/" + how + "/p", q = tmp.path() + "/" + how + "/q";
+    put(p + "/k.cu", kernel);
+    put(p + "/a.h", once);
+    if (std::string(how) == "hard") {
+      BOOST_TEST_REQUIRE(::link((p + "/a.h").c_str(), (p + "/b.h").c_str()) == 0);
+    } else {
+      BOOST_TEST_REQUIRE(::symlink("a.h", (p + "/b.h").c_str()) == 0);
+    }
+    put(q + "/k.cu", kernel);
+    put(q + "/a.h", once);
+    put(q + "/b.h", once);
+    settle();
+    kjit::Cache cache(config);
+    same_(config, cache, p + "/k.cu", {}, "281");
+    same_(config, cache, q + "/k.cu", {}, "282");
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
