@@ -6,6 +6,8 @@
 #include "store/blobs.hpp"
 #include "store/record.hpp"
 
+#include <sys/stat.h>
+
 namespace kjit {
 
 namespace {
@@ -92,9 +94,16 @@ void Cache::Impl::mirror_removed(const std::vector<std::string>& raw_keys)
   if (mirror_writer) {
     mirror_writer->removed(hex);
   } else if (dir.writable) {
+    // A mirror left from when it was on (KJIT_MIRROR=0 now): kept consistent as the writer's tidy
+    // job keeps it: the folders, then the headers no entry uses and index.txt.
     for (const std::string& key : hex) {
-      cache::remove_tree(dir.path, "programs/" + key);  // a mirror left from when it was on
+      mirror::remove_entry(dir.io_path, key);
     }
+    struct stat st {};
+    if (::stat((dir.io_path + "/programs/index.txt").c_str(), &st) == 0) {
+      std::ignore = mirror::write_index(dir.io_path, index_rows());
+    }
+    mirror::sweep_headers(dir.io_path, [this](const std::string& blob) { return has_blob(blob); });
   }
 }
 

@@ -49,6 +49,27 @@ std::string index_line(const IndexRow& row)
          (row.failed ? "  (compile error)" : "") + "\n";
 }
 
+namespace {
+
+// Whether the index file open as `fd` already has a line for `key`.
+bool lists_key(int fd, const std::string& key)
+{
+  std::string text;
+  char buffer[65536];
+  for (off_t at = 0;;) {
+    const ssize_t got = ::pread(fd, buffer, sizeof buffer, at);
+    if (got <= 0) {
+      break;
+    }
+    text.append(buffer, static_cast<std::size_t>(got));
+    at += got;
+  }
+  const std::string line_start = key + "  ";
+  return text.rfind(line_start, 0) == 0 || text.find("\n" + line_start) != std::string::npos;
+}
+
+} // namespace
+
 std::error_code append_index(const std::string& cache_dir, const IndexRow& row)
 {
   std::error_code error;
@@ -56,14 +77,33 @@ std::error_code append_index(const std::string& cache_dir, const IndexRow& row)
   if (!programs) {
     return error;
   }
-  util::UniqueFd fd(::openat(programs->get(), "index.txt", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!fd) {
-    return {errno, std::generic_category()};
+  // A line already there (an entry written again after a quarantine) is not added twice. Another
+  // process's write_index() may replace the file while this line goes into the old one: then it is
+  // appended to the new file too (unless that one lists it already).
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    util::UniqueFd fd(
+      ::openat(programs->get(), "index.txt", O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!fd) {
+      return {errno, std::generic_category()};
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) {
+      return {errno, std::generic_category()};
+    }
+    if (!lists_key(fd.get(), row.key)) {
+      const std::string line = (st.st_size == 0 ? k_index_head : "") + index_line(row);
+      const ssize_t written = ::write(fd.get(), line.data(), line.size());
+      if (written != static_cast<ssize_t>(line.size())) {
+        return {errno, std::generic_category()};
+      }
+    }
+    struct stat now {};
+    if (::fstatat(programs->get(), "index.txt", &now, AT_SYMLINK_NOFOLLOW) != 0 ||
+        (now.st_ino == st.st_ino && now.st_dev == st.st_dev)) {
+      return {};  // still the file written (or removed with the mirror)
+    }
   }
-  struct stat st {};
-  const std::string line = (::fstat(fd.get(), &st) == 0 && st.st_size == 0 ? k_index_head : "") + index_line(row);
-  const ssize_t written = ::write(fd.get(), line.data(), line.size());
-  return written == static_cast<ssize_t>(line.size()) ? std::error_code{} : std::error_code{errno, std::generic_category()};
+  return {};
 }
 
 std::error_code write_index(const std::string& cache_dir, std::vector<IndexRow> rows)

@@ -4,10 +4,15 @@
 
 #include "fixture.hpp"
 
+#include "store/store.hpp"
+
 #include <cstdlib>
+#include <dirent.h>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <chrono>
+#include <thread>
 
 using namespace kjit::test;
 
@@ -52,6 +57,38 @@ struct Sample {
   }
   kjit::Program program;
 };
+
+// How many lines of programs/index.txt start with `key`.
+std::size_t index_lines(const kjit::Config& config, const std::string& key)
+{
+  std::size_t n = 0;
+  for (const std::string& line : lines_of(read_text(config.cache_dir + "/programs/index.txt"))) {
+    n += line.rfind(key, 0) == 0 ? 1 : 0;
+  }
+  return n;
+}
+
+// The raw 32-byte store key of a hex key.
+std::string raw_of(const std::string& hex)
+{
+  std::string raw;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    raw += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  return raw;
+}
+
+std::size_t files_in(const std::string& path)
+{
+  std::size_t n = 0;
+  if (DIR* d = ::opendir(path.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      n += e->d_name[0] != '.' ? 1 : 0;
+    }
+    ::closedir(d);
+  }
+  return n;
+}
 
 } // namespace
 
@@ -186,6 +223,58 @@ BOOST_AUTO_TEST_CASE(compile_sh_reproduces_the_ptx_where_nvcc_exists)
     return out;
   };
   BOOST_TEST(code(read_text(tmp.path() + "/copy/kernel.ptx")) == code(ptx));
+}
+
+// A record quarantined on a hit and compiled again: index.txt lists its key once, not twice.
+BOOST_AUTO_TEST_CASE(an_entry_compiled_again_after_a_quarantine_is_listed_once)
+{
+  const kjit::Program program = small_program("requarantined");
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  std::string key;
+  {
+    kjit::Cache cache(config);
+    cache.get(program, arch);
+    key = cache.prepare(program, arch).key();
+  }
+  BOOST_TEST(index_lines(config, key) == 1u);
+  {
+    const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    std::string record = *store->get(kjit::store::Table::entries, raw_of(key));
+    record[record.size() / 2] = static_cast<char>(record[record.size() / 2] ^ 0x10);
+    store->put(kjit::store::Table::entries, raw_of(key), record);
+  }
+  {
+    kjit::Cache cache(config);
+    cache.get(program, arch);  // damaged: moved aside, compiled again, mirrored again
+    BOOST_TEST(cache.stats().quarantined == 1u);
+  }
+  BOOST_TEST(index_lines(config, key) == 1u);
+  BOOST_TEST(exists(config.cache_dir + "/programs/" + key + "/program.txt"));
+}
+
+// KJIT_MIRROR=0 with a mirror left from before: a removal keeps it consistent (folder, index line
+// and the headers only it used all go).
+BOOST_AUTO_TEST_CASE(a_removal_with_the_mirror_off_keeps_the_old_mirror_consistent)
+{
+  kjit::Program program = small_program("mirror_off");
+  program.headers["only_mine.h"] = "#define ONLY_MINE 1\n";
+  program.source = "#include \"only_mine.h\"\n" + program.source;
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  std::string key;
+  {
+    kjit::Cache cache(config);
+    cache.get(program, arch);
+    key = cache.prepare(program, arch).key();
+  }
+  BOOST_TEST(index_lines(config, key) == 1u);
+  BOOST_TEST(files_in(config.cache_dir + "/programs/headers") == 1u);
+  kjit::Config off = config;
+  off.mirror = false;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  BOOST_TEST(kjit::Cache(off).prune_older_than(0) == 1u);
+  BOOST_TEST(!exists(config.cache_dir + "/programs/" + key));
+  BOOST_TEST(index_lines(config, key) == 0u);
+  BOOST_TEST(files_in(config.cache_dir + "/programs/headers") == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
