@@ -119,7 +119,8 @@ std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
       }
       section.bytes = bytes.substr(offset, section.size);
     }
-    if (!check(section.link < section_count, "section " + std::to_string(i) + " links to a missing section")) {
+    if (!check(section.link < section_count, "section " + std::to_string(i) + " links to a missing section") ||
+        !check(i != 0 || (section.type == 0 && section.size == 0), "section 0 is not the reserved null section")) {
       return std::nullopt;
     }
     view.m_sections.push_back(section);
@@ -157,6 +158,14 @@ std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
       if (!check(name.has_value() && ok_section,
                  "symbol " + std::to_string(at / k_symbol_size) + " has a bad name or section")) {
         return std::nullopt;
+      }
+      // Whoever reads the symbol's bytes (the driver, the variable reader) trusts value + size.
+      if (symbol.section != 0 && symbol.section < section_count) {
+        const std::uint64_t room = view.m_sections[symbol.section].size;
+        if (!check(symbol.value <= room && symbol.size <= room - symbol.value,
+                   "symbol " + std::to_string(at / k_symbol_size) + " lies outside its section")) {
+          return std::nullopt;
+        }
       }
       symbol.name = *name;
       symbols.push_back(symbol);

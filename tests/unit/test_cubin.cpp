@@ -169,6 +169,51 @@ BOOST_AUTO_TEST_CASE(offsets_that_wrap_around_are_rejected)
   BOOST_CHECK_THROW(kjit::read_kernels(wrapped), kjit::Error);
 }
 
+BOOST_AUTO_TEST_CASE(a_bad_null_section_or_a_symbol_past_its_section_is_rejected)
+{
+  const std::string& cubin = sm80_cubin();
+  std::uint64_t section_offset = 0;
+  std::memcpy(&section_offset, cubin.data() + 40, sizeof section_offset);
+  std::uint16_t section_count = 0;
+  std::memcpy(&section_count, cubin.data() + 60, sizeof section_count);
+  std::string why;
+
+  std::string bad = cubin;
+  bad[section_offset + 4] = 1;  // section 0's sh_type: SHT_PROGBITS
+  BOOST_TEST(!kjit::check_cubin(bad, 80, why));
+  BOOST_TEST(why.find("section 0 is not the reserved null section") != std::string::npos, why);
+  BOOST_CHECK_THROW(kjit::read_kernels(bad), kjit::Error);
+
+  // The first symbol that names a section: its size now runs past that section.
+  bad = cubin;
+  bool changed = false;
+  for (std::uint16_t i = 1; i < section_count && !changed; ++i) {
+    const std::uint64_t header = section_offset + std::uint64_t(i) * 64;
+    std::uint32_t type = 0;
+    std::memcpy(&type, cubin.data() + header + 4, sizeof type);
+    if (type != 2) {  // SHT_SYMTAB
+      continue;
+    }
+    std::uint64_t offset = 0;
+    std::uint64_t size = 0;
+    std::memcpy(&offset, cubin.data() + header + 24, sizeof offset);
+    std::memcpy(&size, cubin.data() + header + 32, sizeof size);
+    for (std::uint64_t at = offset + 24; at < offset + size; at += 24) {
+      std::uint16_t section = 0;
+      std::memcpy(&section, cubin.data() + at + 6, sizeof section);
+      if (section != 0 && section < section_count) {
+        const std::uint64_t huge = UINT64_MAX / 2;
+        std::memcpy(bad.data() + at + 16, &huge, sizeof huge);  // st_size
+        changed = true;
+        break;
+      }
+    }
+  }
+  BOOST_TEST_REQUIRE(changed);
+  BOOST_TEST(!kjit::check_cubin(bad, 80, why));
+  BOOST_TEST(why.find("lies outside its section") != std::string::npos, why);
+}
+
 BOOST_AUTO_TEST_CASE(corrupted_bytes_give_an_error_or_a_result_never_a_crash)
 {
   const std::string& cubin = sm80_cubin();
