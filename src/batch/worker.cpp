@@ -186,7 +186,7 @@ Binary Worker::compile(const Program& program, const Arch& arch, const std::stri
     // that is no worker at all (exits, says nothing, answers unframed) is not one either.
     std::string answer;
     try {
-      const double limit = timeout_s > 0 ? std::min(timeout_s, k_hello_timeout_s) : k_hello_timeout_s;
+      const double limit = k_hello_timeout_s;  // the item's limit is for the compile, however short
       // A partial frame must not block the read past the limit either.
       timeval receive{static_cast<time_t>(limit), static_cast<suseconds_t>((limit - static_cast<time_t>(limit)) * 1e6)};
       std::ignore = ::setsockopt(m_socket, SOL_SOCKET, SO_RCVTIMEO, &receive, sizeof receive);
