@@ -39,6 +39,7 @@ CU
 check "a build with a failing schedule succeeds" exit_code 0 "$kjit" script build "$work/picky.cu" --name picky \
   --space BLOCK=32,64 --arch sm_80
 check "1 of 2 built" grep -q "1 of 2 schedules built" "$work/out"
+check "the failed one names its log file" grep -q "FAILED (failed/building/1.txt)" "$work/out"
 pdir=$(ls -d "$KJIT_CACHE_DIR"/scripts/picky/*/)
 check "failed/building/1.txt holds the log" grep -q "BLOCK 64 is not supported" "$pdir/failed/building/1.txt"
 check "no link for it" test ! -e "$pdir/programs/1"
@@ -61,6 +62,9 @@ check "yet it is stored" sh -c "'$kjit' script list | grep -q ' quiet '"
 
 # Bad usage.
 check "a --space without =" exit_code 2 "$kjit" script build "$work/tile.cu" --name t --space BLOCK --arch sm_80
+check "a --space with no values" exit_code 2 "$kjit" script build "$work/tile.cu" --name t --space BLOCK= --arch sm_80
+check "a --space with no name" exit_code 2 "$kjit" script build "$work/tile.cu" --name t --space =1 --arch sm_80
+check "script show ''" exit_code 2 "$kjit" script show ''
 check "no --space" exit_code 2 "$kjit" script build "$work/tile.cu" --name t --arch sm_80
 check "a bad parameter name" exit_code 1 "$kjit" script build "$work/tile.cu" --name t --space 1X=1 --arch sm_80
 check "an unknown action" exit_code 2 "$kjit" script frobnicate

@@ -19,7 +19,7 @@ check "it names the missing file" grep -q "^failed: $work/missing.cu: " "$work/e
 check "the other files are warmed" grep -q "^2 compiled, 0 cached, 1 failed" "$work/out"
 
 # --- every --arch part names an arch ---
-for bad in "," "sm_80,,sm_90" "" "sm_80,"; do
+for bad in "," "sm_80,,sm_90" "" "sm_80," "sm_xx" "sm_80,bogus"; do
   check "--arch '$bad' is a usage error" exit_code 2 "$kjit" warm "$work/w1.cu" --arch "$bad"
   check "it names --arch" grep -q -- "--arch" "$work/err"
 done

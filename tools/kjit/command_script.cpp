@@ -53,7 +53,8 @@ void print_schedules(const std::vector<ScheduleInfo>& schedules)
 {
   for (const auto& s : schedules) {
     std::printf("  %zu  %-32s %s\n", s.index, values_text(s).c_str(),
-                s.built ? s.program_key.substr(0, 12).c_str() : "FAILED (failed/building/)");
+                s.built ? s.program_key.substr(0, 12).c_str()
+                        : ("FAILED (failed/building/" + std::to_string(s.index) + ".txt)").c_str());
   }
 }
 
@@ -85,7 +86,7 @@ int build(const std::vector<std::string>& args)
   script.size_names = split(vm["sizes"].as<std::string>(), ',');
   for (const auto& text : vm["space"].as<std::vector<std::string>>()) {
     const auto equals = text.find('=');
-    if (equals == std::string::npos) {
+    if (equals == std::string::npos || equals == 0 || equals + 1 == text.size()) {
       throw UsageError{"--space " + text + ": expected NAME=V1,V2,…", k_synopsis};
     }
     script.space.push_back({text.substr(0, equals), split(text.substr(equals + 1), ',')});
@@ -148,6 +149,9 @@ int list_or_show(const std::vector<std::string>& args, bool show)
     return 0;
   }
   const std::string which = vm["which"].as<std::string>();
+  if (which.empty()) {
+    throw UsageError{"script show needs a script name or hash prefix, not \"\"", k_synopsis};  // "" prefixes every hash
+  }
   std::size_t shown = 0;
   for (const auto& s : scripts) {
     if (s.name != which && s.hash.rfind(which, 0) != 0) {

@@ -28,7 +28,11 @@ std::vector<Arch> arch_list(const std::string& text)
                          text + "\")",
                        ""};
     }
-    archs.push_back(Arch::parse(part));
+    try {
+      archs.push_back(Arch::parse(part));
+    } catch (const ArchError& e) {
+      throw UsageError{std::string("--arch: ") + e.what(), ""};  // a malformed list is a usage error (exit 2)
+    }
   }
   return archs;
 }
