@@ -262,6 +262,18 @@ VerifyReport Cache::verify(Repair repair, const std::function<void(std::size_t, 
   }
   if (repair == Repair::quarantine) {
     m_impl->store->sweep_blobs();  // references of quarantined records, blobs no entry uses
+    if (m_impl->store->replacements() > 0 && m_impl->dir.writable) {
+      // The store was moved aside (damaged): the mirror's folders of entries it no longer holds go
+      // too; mirror_removed() below then sweeps their headers and rewrites index.txt.
+      std::set<std::string> keep;
+      for (const mirror::IndexRow& row : m_impl->index_rows()) {
+        keep.insert(row.key);
+      }
+      if (m_impl->mirror_writer) {
+        m_impl->mirror_writer->flush();
+      }
+      mirror::prune(m_impl->dir.io_path, &keep);
+    }
     m_impl->mirror_removed(removed);
   }
   return report;

@@ -277,4 +277,36 @@ BOOST_AUTO_TEST_CASE(a_removal_with_the_mirror_off_keeps_the_old_mirror_consiste
   BOOST_TEST(files_in(config.cache_dir + "/programs/headers") == 0u);
 }
 
+// A damaged store moved aside by verify --repair: the mirror folders and headers of the entries it
+// held go with it, not just their index lines.
+BOOST_AUTO_TEST_CASE(a_store_moved_aside_takes_its_mirror_folders_along)
+{
+  kjit::Program program = small_program("moved_aside");
+  program.headers["moved.h"] = "#define MOVED 1\n";
+  program.source = "#include \"moved.h\"\n" + program.source;
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  std::string key;
+  {
+    kjit::Cache cache(config);
+    cache.get(program, arch);
+    key = cache.prepare(program, arch).key();
+  }
+  BOOST_TEST(exists(config.cache_dir + "/programs/" + key));
+  const std::string data = config.cache_dir + "/store/data.mdb";
+  struct stat st {};
+  BOOST_REQUIRE(::stat(data.c_str(), &st) == 0);
+  BOOST_REQUIRE(st.st_size > 3 * 4096);
+  BOOST_REQUIRE(::truncate(data.c_str(), 3 * 4096) == 0);  // as a copy taken mid-write
+  {
+    kjit::Cache cache(config);
+    std::string report;
+    cache.check_store(report);
+    cache.verify(kjit::Repair::quarantine);
+    BOOST_TEST(cache.stats().stores_replaced > 0u);
+  }
+  BOOST_TEST(!exists(config.cache_dir + "/programs/" + key));
+  BOOST_TEST(index_lines(config, key) == 0u);
+  BOOST_TEST(files_in(config.cache_dir + "/programs/headers") == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
