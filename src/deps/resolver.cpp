@@ -299,8 +299,15 @@ void Resolver::follow(const std::string& text, const std::string& includer)
     if (directive.computed) {
       if (directive.probe) {
         m_operands.insert(directive.name);  // expanded by close() with every value it may have
+      } else if (const std::string dir = dir_of(includer);
+                 !dir.empty() && !(includer == m_main_path && m_context.source_dir.empty()) &&
+                 m_namesake_dirs.insert(dir).second) {
+        // An #include left to the compiler's answer (the retry loop) misses only what NVRTC can't
+        // open: a file here named like a toolkit header would be found in the toolkit instead of
+        // here (as the -I folders' are, they are passed).
+        add_toolkit_namesakes(dir);
       }
-      continue;  // an #include: left to the compiler's answer (the retry loop)
+      continue;
     }
     m_names.insert(directive.name);
     const IncludeKind kind = directive.next ? IncludeKind::next : directive.quoted ? IncludeKind::quoted : IncludeKind::angle;

@@ -124,6 +124,7 @@ private:
   std::string m_unfaithful;
   std::set<std::string> m_closed_dirs;   // folders and names close() has tried together
   std::set<std::string> m_closed_names;
+  std::set<std::string> m_namesake_dirs;  // includers' folders whose toolkit namesakes are passed
 };
 
 } // namespace kjit::deps

@@ -617,4 +617,23 @@ BOOST_AUTO_TEST_CASE(review9_linked_names_and_a_copy_with_the_same_bytes)
   }
 }
 
+// A computed #include the scanner can't expand, of a name that is also a toolkit header: NVRTC
+// takes the user's file beside the includer, the private folder must hold it too.
+BOOST_AUTO_TEST_CASE(review10_a_computed_include_of_a_toolkit_name_beside_its_includer)
+{
+  const std::string d = tmp.path() + "/tk";
+  const std::string computed = "#define S(x) #x\n#define H(x) S(x.h)\n#include H(vector_types)\n";
+  const std::string own = "#define V 291\n#include_next <vector_types.h>\n";
+  const std::string tail = std::string("#ifndef V\n#define V 290\n#endif\n") + k_kernel;
+  put(d + "/p/k.cu", computed + tail);
+  put(d + "/p/vector_types.h", own);
+  put(d + "/k.cu", "#include <sub/g.h>\n" + tail);
+  put(d + "/inc/sub/g.h", computed);
+  put(d + "/inc/sub/vector_types.h", own);
+  settle();
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/p/k.cu", {}, "291");
+  same_(config, cache, d + "/k.cu", {"-I" + d + "/inc"}, "291");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
