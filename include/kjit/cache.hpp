@@ -22,6 +22,10 @@ struct CacheStats {
   std::uint64_t disk_hits = 0;     // answered from LMDB
   std::uint64_t bundle_hits = 0;   // answered from a bundle (KJIT_BUNDLE), then promoted
   std::uint64_t tier_errors = 0;   // bundles that could not be read or held a damaged record (a miss)
+  std::uint64_t remote_hits = 0;   // answered by the remote tier (KJIT_REMOTE_CACHE), then backfilled
+  std::uint64_t remote_misses = 0; // asked the remote tier, which had no record
+  std::uint64_t remote_errors = 0; // remote lookups that failed or were skipped (server down, circuit
+                                   // open) or returned a damaged record (also in tier_errors): a miss
   std::uint64_t misses = 0;        // found in no tier
   std::uint64_t compiles = 0;      // NVRTC runs performed by this cache
   std::uint64_t failed_hits = 0;   // hits on a remembered CompileError (counted in the hits too)
@@ -135,11 +139,12 @@ enum class Source {
   memory,              // this process's memory tier, or another thread's lookup of the same key in flight
   disk,                // the LMDB store (entries this or an earlier process compiled)
   bundle,              // a read-only bundle (KJIT_BUNDLE), then promoted to the store
+  remote,              // the remote tier (KJIT_REMOTE_CACHE), then written to the store
   compiled,            // compiled by this call
   compiled_elsewhere,  // compiled by another process while this one waited for it, then read from the store
 };
 
-// "memory", "disk", "bundle", "compiled", "compiled by another process".
+// "memory", "disk", "bundle", "remote", "compiled", "compiled by another process".
 const char* to_string(Source source) noexcept;
 
 // One lookup's outcome. The binary's own `timings` are those of the compile that made it, possibly

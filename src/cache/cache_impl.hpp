@@ -11,6 +11,7 @@
 #include "cache/tier.hpp"
 #include "deps/manifest.hpp"
 #include "mirror/writer.hpp"
+#include "remote/remote_tier.hpp"
 #include "store/entry.hpp"
 #include "store/store.hpp"
 
@@ -45,7 +46,8 @@ struct Cache::Impl {
   cache::CacheDir dir;
   std::shared_ptr<store::Store> store;  // null without a disk tier
   cache::MemoryTier memory;
-  std::vector<std::unique_ptr<cache::Tier>> tiers;  // read-only tiers after the store (bundles), in order
+  std::vector<std::unique_ptr<cache::Tier>> tiers;  // tiers after the store (bundles, then the remote), in order
+  remote::RemoteTier* remote = nullptr;             // the last of `tiers` when KJIT_REMOTE_CACHE is set
 
   std::mutex context_mutex;
   std::optional<cache::KeyContext> context;
@@ -147,8 +149,12 @@ struct Cache::Impl {
   // tiers.cpp: the tiers below the store.
   void open_tiers();
   // The entry from the first tier that has a good record for `key`, promoted to the store;
-  // failures and damaged records are counted and logged, never thrown.
-  std::optional<store::Entry> load_from_tiers(const util::Sha256& key, const PreparedProgram& prepared);
+  // failures and damaged records are counted and logged, never thrown. `remote_hit` (if given)
+  // says whether the remote tier answered.
+  std::optional<store::Entry> load_from_tiers(const util::Sha256& key, const PreparedProgram& prepared,
+                                              bool* remote_hit = nullptr);
+  // Queues a compiled binary for the remote tier as a self-contained record (no-op without one).
+  void upload(const util::Sha256& key, const store::Entry& entry) noexcept;
 };
 
 // The bytes of a digest, as LMDB keys them.

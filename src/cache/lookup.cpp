@@ -176,6 +176,7 @@ const char* to_string(Source source) noexcept
   case Source::memory: return "memory";
   case Source::disk: return "disk";
   case Source::bundle: return "bundle";
+  case Source::remote: return "remote";
   case Source::compiled: return "compiled";
   case Source::compiled_elsewhere: return "compiled by another process";
   }
@@ -208,9 +209,9 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     }
     return result_of(std::move(*entry));
   }
-  if (auto entry = load_from_tiers(key, p)) {
-    source = Source::bundle;
-    verbose("hit bundle", p, watch.elapsed_ms());
+  if (bool remote_hit = false; auto entry = load_from_tiers(key, p, &remote_hit)) {
+    source = remote_hit ? Source::remote : Source::bundle;
+    verbose(remote_hit ? "hit remote" : "hit bundle", p, watch.elapsed_ms());
     return result_of(std::move(*entry));
   }
   if (util::Sha256 real_key{}; provisional) {
@@ -248,6 +249,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   store::Entry entry = compile_entry(p, final_key, cacheable);
   if (cacheable) {
     persist(final_key, p, entry);
+    upload(final_key, entry);  // KJIT_REMOTE_CACHE: queued for the upload thread
   }
   verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p, watch.elapsed_ms());
   cache::Result result = result_of(std::move(entry));

@@ -1,8 +1,10 @@
-// The tiers below the store (bundles): opened from the config, asked in order, hits verified and promoted.
+// The tiers below the store (bundles, then the remote): opened from the config, asked in order,
+// hits verified and promoted; compiled binaries uploaded to the remote.
 #include "cache/cache_impl.hpp"
 
 #include "bundle/bundle_tier.hpp"
 #include "config/log.hpp"
+#include "remote/remote_tier.hpp"
 #include "store/record.hpp"
 
 namespace kjit {
@@ -11,6 +13,12 @@ void Cache::Impl::open_tiers()
 {
   for (const std::string& path : config.bundles) {
     tiers.push_back(bundle::open_tier(path));
+  }
+  if (!config.remote_cache.empty()) {
+    // Checked by the settings table; hiredis is loaded on the first lookup, not here.
+    auto tier = std::make_unique<remote::RemoteTier>(remote::parse_url(config.remote_cache, "KJIT_REMOTE_CACHE"));
+    remote = tier.get();
+    tiers.push_back(std::move(tier));
   }
   if (!store || !store->writable()) {
     return;
@@ -28,11 +36,20 @@ void Cache::Impl::open_tiers()
   store->put(rows);
 }
 
-std::optional<store::Entry> Cache::Impl::load_from_tiers(const util::Sha256& key, const PreparedProgram& p)
+std::optional<store::Entry> Cache::Impl::load_from_tiers(const util::Sha256& key, const PreparedProgram& p,
+                                                         bool* remote_hit)
 {
   for (const auto& tier : tiers) {
+    const bool is_remote = tier.get() == remote;
     cache::TierAnswer answer = tier->get(key);
     if (answer.kind == cache::TierAnswer::Kind::none) {
+      if (is_remote) {
+        count(&CacheStats::remote_misses);
+      }
+      continue;
+    }
+    if (is_remote && answer.kind == cache::TierAnswer::Kind::failure) {
+      count(&CacheStats::remote_errors);  // the tier warned once for this outage
       continue;
     }
     std::string why = answer.why;
@@ -42,6 +59,9 @@ std::optional<store::Entry> Cache::Impl::load_from_tiers(const util::Sha256& key
     }
     if (!entry) {
       count(&CacheStats::tier_errors);
+      if (is_remote) {
+        count(&CacheStats::remote_errors);
+      }
       // An unreadable tier is logged once; a damaged record once per key.
       const std::string what = tier->name() + (answer.kind == cache::TierAnswer::Kind::failure ? why : p.key());
       std::lock_guard lock(flight_mutex);
@@ -51,18 +71,35 @@ std::optional<store::Entry> Cache::Impl::load_from_tiers(const util::Sha256& key
       }
       continue;
     }
-    count(&CacheStats::bundle_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
+    count(is_remote ? &CacheStats::remote_hits : &CacheStats::bundle_hits, &CacheStats::compile_ms_saved,
+          entry->binary.timings.total_ms);
+    if (remote_hit != nullptr) {
+      *remote_hit = is_remote;
+    }
     if (entry->kind == store::EntryKind::failure) {
       count(&CacheStats::failed_hits);
     }
     try {
       persist(key, p, *entry);  // promoted: the next process finds it in its own store
     } catch (const Error& e) {
-      log::line(std::string("warning: cannot copy a bundle hit into the store: ") + e.what());
+      log::line("warning: cannot copy a hit of " + tier->name() + " into the store: " + e.what());
     }
     return entry;
   }
   return std::nullopt;
+}
+
+void Cache::Impl::upload(const util::Sha256& key, const store::Entry& entry) noexcept
+{
+  if (remote == nullptr || entry.kind != store::EntryKind::binary) {
+    return;
+  }
+  try {
+    // Self-contained (headers inline): another node's store has none of this one's blobs.
+    remote->upload(key, store::encode_record(entry, key, store::HeaderStorage::inline_content));
+  } catch (const std::exception& e) {
+    cache::warn_once(std::string("cannot upload a compiled kernel to the remote cache: ") + e.what());
+  }
 }
 
 } // namespace kjit

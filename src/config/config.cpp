@@ -4,6 +4,8 @@
 #include <kjit/arch.hpp>
 #include <kjit/error.hpp>
 
+#include "remote/url.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -129,6 +131,14 @@ const Row k_rows[] = {
        }
        v = colon == std::string_view::npos ? std::string_view() : v.substr(colon + 1);
      }
+   }},
+  {"remote_cache", "KJIT_REMOTE_CACHE", "",
+   "Shared Redis tier after the store and bundles: redis://[user:password@]host:port[/db][?readonly] (docs/remote.md).",
+   [](Config& c, std::string_view v, const std::string& var) {
+     if (!v.empty()) {
+       remote::parse_url(v, var);  // checked now; the tier parses it again when it opens
+     }
+     c.remote_cache = std::string(v);
    }},
 };
 
@@ -337,6 +347,7 @@ void max_size(std::size_t bytes) { set_override("max_size", std::to_string(bytes
 void force_ptx(bool value) { set_override("force_ptx", value ? "1" : "0"); }
 void compile_lock_timeout(double seconds) { set_override("compile_lock_timeout", std::to_string(seconds)); }
 void bundle(const std::string& paths) { set_override("bundle", paths); }
+void remote_cache(const std::string& url) { set_override("remote_cache", url); }
 std::string get_cache_dir() { return current_config().cache_dir; }
 void reset()
 {

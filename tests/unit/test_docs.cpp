@@ -124,6 +124,7 @@ BOOST_AUTO_TEST_CASE(the_documented_defaults_are_what_a_config_holds_without_var
      [&](const std::string& v) { return v.back() == 's' && std::stod(v) == config.compile_lock_timeout_s; }},
     {"KJIT_BUNDLE", [&](const std::string& v) { return v == "empty" && config.bundles.empty(); }},
     {"KJIT_MAX_SIZE", [&](const std::string& v) { return kjit::parse_size(v, "doc") == config.max_size; }},
+    {"KJIT_REMOTE_CACHE", [&](const std::string& v) { return v == "empty" && config.remote_cache.empty(); }},
   };
   for (const auto& [variable, value] : doc) {
     if (variable == "KJIT_CACHE_DIR") {

@@ -1,0 +1,88 @@
+// Parsing of redis:// URLs for the remote tier; every bad part is a ConfigError naming the variable.
+#include "remote/url.hpp"
+
+#include <kjit/error.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+namespace kjit::remote {
+
+namespace {
+
+// A decimal number in [low, high], or -1.
+long number_in(std::string_view text, long low, long high)
+{
+  if (text.empty() || text.size() > 6 ||
+      !std::all_of(text.begin(), text.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; })) {
+    return -1;
+  }
+  const long value = std::stol(std::string(text));
+  return value >= low && value <= high ? value : -1;
+}
+
+} // namespace
+
+std::string RedisUrl::display() const
+{
+  std::string out = "redis://";
+  if (!user.empty() || !password.empty()) {
+    out += user + (password.empty() ? "" : ":***") + "@";
+  }
+  out += host + ":" + std::to_string(port) + "/" + std::to_string(db);
+  return readonly ? out + "?readonly" : out;
+}
+
+RedisUrl parse_url(std::string_view text, const std::string& variable)
+{
+  const auto fail = [&](const std::string& why) {
+    return ConfigError(variable, why + " (expected redis://[user:password@]host:port[/db][?readonly])");
+  };
+  constexpr std::string_view k_scheme = "redis://";
+  if (text.substr(0, k_scheme.size()) != k_scheme) {
+    throw fail("not a redis:// URL");
+  }
+  std::string_view rest = text.substr(k_scheme.size());
+  RedisUrl url;
+  if (const auto query = rest.find('?'); query != std::string_view::npos) {
+    if (rest.substr(query + 1) != "readonly") {
+      throw fail("unknown option '" + std::string(rest.substr(query + 1)) + "'");
+    }
+    url.readonly = true;
+    rest = rest.substr(0, query);
+  }
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view credentials = rest.substr(0, at);
+    const auto colon = credentials.find(':');
+    url.user = std::string(credentials.substr(0, colon));
+    url.password = colon == std::string_view::npos ? "" : std::string(credentials.substr(colon + 1));
+    if (url.password.empty()) {
+      throw fail("credentials without a password");
+    }
+    rest = rest.substr(at + 1);
+  }
+  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+    const long db = number_in(rest.substr(slash + 1), 0, 65535);
+    if (db < 0) {
+      throw fail("database '" + std::string(rest.substr(slash + 1)) + "' is not a number");
+    }
+    url.db = static_cast<int>(db);
+    rest = rest.substr(0, slash);
+  }
+  const auto colon = rest.rfind(':');
+  if (colon == std::string_view::npos) {
+    throw fail("no port");
+  }
+  url.host = std::string(rest.substr(0, colon));
+  const long port = number_in(rest.substr(colon + 1), 1, 65535);
+  if (url.host.empty()) {
+    throw fail("no host");
+  }
+  if (port < 0) {
+    throw fail("port '" + std::string(rest.substr(colon + 1)) + "' is not in 1..65535");
+  }
+  url.port = static_cast<int>(port);
+  return url;
+}
+
+} // namespace kjit::remote

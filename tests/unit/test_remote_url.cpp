@@ -1,0 +1,77 @@
+// KJIT_REMOTE_CACHE URLs: the accepted forms, a ConfigError naming the variable for the others,
+// the password hidden; and the key namespace.
+#include <boost/test/unit_test.hpp>
+
+#include <kjit/config.hpp>
+#include <kjit/error.hpp>
+
+#include "remote/remote_tier.hpp"
+#include "remote/url.hpp"
+#include "store/record.hpp"
+
+BOOST_AUTO_TEST_SUITE(remote_url)
+
+BOOST_AUTO_TEST_CASE(accepted_forms)
+{
+  const kjit::remote::RedisUrl plain = kjit::remote::parse_url("redis://cache.example:6380", "V");
+  BOOST_TEST(plain.host == "cache.example");
+  BOOST_TEST(plain.port == 6380);
+  BOOST_TEST(plain.db == 0);
+  BOOST_TEST(!plain.readonly);
+  BOOST_TEST(plain.password.empty());
+  const kjit::remote::RedisUrl full = kjit::remote::parse_url("redis://ci:pa:ss@10.0.0.5:7000/3?readonly", "V");
+  BOOST_TEST(full.user == "ci");
+  BOOST_TEST(full.password == "pa:ss");
+  BOOST_TEST(full.host == "10.0.0.5");
+  BOOST_TEST(full.port == 7000);
+  BOOST_TEST(full.db == 3);
+  BOOST_TEST(full.readonly);
+  BOOST_TEST(full.display() == "redis://ci:***@10.0.0.5:7000/3?readonly");
+  BOOST_TEST(kjit::remote::parse_url("redis://:secret@h:1", "V").display() == "redis://:***@h:1/0");
+}
+
+BOOST_AUTO_TEST_CASE(bad_urls_name_the_variable)
+{
+  for (const char* bad : {"http://h:1", "redis://h", "redis://:1", "redis://h:0", "redis://h:65536", "redis://h:x",
+                          "redis://h:1/db", "redis://h:1/", "redis://h:1?writable", "redis://user@h:1"}) {
+    BOOST_TEST_CONTEXT(bad)
+    {
+      try {
+        kjit::remote::parse_url(bad, "KJIT_REMOTE_CACHE");
+        BOOST_FAIL("accepted");
+      } catch (const kjit::ConfigError& e) {
+        BOOST_TEST(e.variable() == "KJIT_REMOTE_CACHE");
+      }
+    }
+  }
+  BOOST_CHECK_THROW(kjit::option::remote_cache("redis://h"), kjit::ConfigError);
+}
+
+BOOST_AUTO_TEST_CASE(config_shows_no_password)
+{
+  kjit::option::remote_cache("redis://u:hunter2@127.0.0.1:6379/1");
+  bool seen = false;
+  for (const kjit::SettingValue& value : kjit::setting_values()) {
+    BOOST_TEST(value.value.find("hunter2") == std::string::npos);
+    if (value.name == "remote_cache") {
+      seen = true;
+      BOOST_TEST(value.value == "redis://u:***@127.0.0.1:6379/1");
+      BOOST_TEST(value.source == "api");
+    }
+  }
+  BOOST_TEST(seen);
+  BOOST_TEST(kjit::current_config().remote_cache == "redis://u:hunter2@127.0.0.1:6379/1");
+  kjit::option::remote_cache("");
+  BOOST_TEST(kjit::current_config().remote_cache.empty());
+  kjit::option::reset();
+}
+
+BOOST_AUTO_TEST_CASE(keys_are_namespaced_by_record_format)
+{
+  kjit::util::Sha256 key{};
+  key[0] = 0xab;
+  const std::string name = kjit::remote::redis_key(key);
+  BOOST_TEST(name == "kjit:v" + std::to_string(kjit::store::k_record_format) + ":ab" + std::string(62, '0'));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
