@@ -130,30 +130,12 @@ std::size_t sweep_headers(const std::string& cache_dir, const std::function<bool
   if (!programs) {
     return 0;
   }
-  const int fd = ::openat(programs->get(), "headers", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    return 0;
-  }
-  DIR* listing = ::fdopendir(fd);
-  if (listing == nullptr) {
-    ::close(fd);
-    return 0;
-  }
-  std::vector<std::string> doomed;
-  while (const dirent* e = ::readdir(listing)) {
-    const std::string name = e->d_name;
-    struct stat st {};
-    // Dot files are temps of a writer at work; a file an entry folder still links is in use.
-    if (name[0] != '.' && ::fstatat(::dirfd(listing), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        (st.st_nlink <= 1 || !S_ISREG(st.st_mode)) && !keep(name)) {
-      doomed.push_back(name);
-    }
-  }
-  for (const std::string& name : doomed) {
-    std::ignore = ::unlinkat(::dirfd(listing), name.c_str(), 0);
-  }
-  ::closedir(listing);
-  return doomed.size();
+  // Dot files are temps of a writer at work; a file an entry folder still links is in use.
+  const auto pick = [&](int, const std::string& name, const struct stat& st) {
+    return name[0] != '.' && (st.st_nlink <= 1 || !S_ISREG(st.st_mode)) && !keep(name);
+  };
+  return remove_picked(programs->get(), "headers", pick,
+                       [](int dir, const std::string& name) { std::ignore = ::unlinkat(dir, name.c_str(), 0); });
 }
 
 } // namespace kjit::mirror

@@ -322,13 +322,11 @@ void remove_entry(const std::string& cache_dir, const std::string& hex_key)
   }
 }
 
-std::size_t prune(const std::string& cache_dir, const std::set<std::string>* keep)
+std::size_t remove_picked(int parent, const std::string& folder,
+                          const std::function<bool(int dir, const std::string& name, const struct stat& st)>& pick,
+                          const std::function<void(int dir, const std::string& name)>& remove)
 {
-  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root) {
-    return 0;
-  }
-  const int fd = ::openat(root.get(), "programs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const int fd = ::openat(parent, folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     return 0;
   }
@@ -338,31 +336,38 @@ std::size_t prune(const std::string& cache_dir, const std::set<std::string>* kee
     return 0;
   }
   std::vector<std::string> doomed;
-  const std::time_t now = ::time(nullptr);
   while (const dirent* e = ::readdir(listing)) {
     const std::string name = e->d_name;
-    if (name == "." || name == "..") {
-      continue;
-    }
     struct stat st {};
-    if (::fstatat(::dirfd(listing), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      continue;
-    }
-    if (name.rfind(k_temp_prefix, 0) == 0) {
-      if (now - st.st_mtime > k_stale_temp_seconds) {
-        doomed.push_back(name);  // left by a killed run
-      }
-    } else if (name == k_shared_headers || name == k_index || name.rfind(".index.txt", 0) == 0) {
-      continue;  // the shared headers (sweep_headers()) and the index, not entries
-    } else if (keep != nullptr && keep->count(name) == 0) {
-      doomed.push_back(name);  // not an entry of the store: junk
+    if (name != "." && name != ".." && ::fstatat(::dirfd(listing), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        pick(::dirfd(listing), name, st)) {
+      doomed.push_back(name);
     }
   }
   for (const auto& name : doomed) {
-    remove_below(::dirfd(listing), name);
+    remove(::dirfd(listing), name);
   }
   ::closedir(listing);
   return doomed.size();
+}
+
+std::size_t prune(const std::string& cache_dir, const std::set<std::string>* keep)
+{
+  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) {
+    return 0;
+  }
+  const std::time_t now = ::time(nullptr);
+  const auto pick = [&](int, const std::string& name, const struct stat& st) {
+    if (name.rfind(k_temp_prefix, 0) == 0) {
+      return now - st.st_mtime > k_stale_temp_seconds;  // left by a killed run
+    }
+    if (name == k_shared_headers || name == k_index || name.rfind(".index.txt", 0) == 0) {
+      return false;  // the shared headers (sweep_headers()) and the index, not entries
+    }
+    return keep != nullptr && keep->count(name) == 0;  // not an entry of the store: junk
+  };
+  return remove_picked(root.get(), "programs", pick, remove_below);
 }
 
 } // namespace kjit::mirror

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <sys/stat.h>
 #include <system_error>
 #include <vector>
 
@@ -70,6 +71,11 @@ std::optional<util::UniqueFd> open_path(int base, const std::string& relative, s
 std::error_code write_new_file(int dir, const std::string& name, std::string_view content, int mode);
 // Removes `name` below `dir` (a folder tree or a file) without following symlinks.
 void remove_below(int dir, const std::string& name);
+// Lists `folder` below `parent` (not through a symlink; "." and ".." left out), then calls `remove`
+// for each name `pick` chose from its lstat. Returns how many were picked; 0 if it can't be listed.
+std::size_t remove_picked(int parent, const std::string& folder,
+                          const std::function<bool(int dir, const std::string& name, const struct stat& st)>& pick,
+                          const std::function<void(int dir, const std::string& name)>& remove);
 // ".tmp-<12 hex of key>-<pid>-<n>": a temp folder name prune() recognizes.
 std::string temp_folder_name(const std::string& hex_key);
 
