@@ -99,10 +99,12 @@ void check_options(const Program& program, const Arch& arch)
       throw OptionError("option '" + option + "' of " + program.name +
                         " sets the arch; pass the arch to compile() or set KJIT_ARCH instead");
     }
-    if (arch.is_virtual() && (is_maxrregcount(option) || is_ptxas_passthrough(option))) {
+    // -maxrregcount, -lineinfo and -G are carried to the driver's JIT when the PTX is loaded
+    // (load_options_of); other ptxas options have no place to go.
+    if (arch.is_virtual() && is_ptxas_passthrough(option)) {
       throw OptionError("option '" + option + "' of " + program.name + " is for ptxas, but " + arch.str() +
-                        " is a virtual arch: no cubin is made, so it would have no effect; "
-                        "compile for a real arch (sm_XY) or drop the option");
+                        " is a virtual arch: no cubin is made and the driver's JIT can't be given it, so it would "
+                        "have no effect; compile for a real arch (sm_XY) or drop the option");
     }
   }
 }

@@ -29,8 +29,8 @@ bool is_arch_option(const std::string& option);
 bool is_lto_option(const std::string& option);
 
 // Throws OptionError for an option kjit would otherwise drop silently: one that sets the arch,
-// or a ptxas-level option (-maxrregcount, -Xptxas/--ptxas-options) for a virtual arch, where no
-// step makes a cubin.
+// or -Xptxas/--ptxas-options for a virtual arch, where no step makes a cubin and the driver's JIT
+// takes only -maxrregcount, -lineinfo and -G (those are accepted: a PTX load passes them on).
 void check_options(const Program& program, const Arch& arch);
 
 // nvJitLink's options for a cubin of `arch`: -arch, -lto when `lto`, and the program's

@@ -225,6 +225,24 @@ BOOST_AUTO_TEST_CASE(ptx_loads_get_the_programs_jit_options)
   check_clean();
 }
 
+BOOST_AUTO_TEST_CASE(a_virtual_archs_jit_options_reach_the_ptx_load)
+{
+  {
+    // -maxrregcount for compute_XY used to be an OptionError, though the PTX load can carry it.
+    const kjit::Context context = kjit::Context::primary(0);
+    kjit::Cache cache(kjit::current_config());
+    const kjit::Program program{"virtual_jit.cu", kjit::test::k_saxpy, {}, {"-maxrregcount=32", "-lineinfo"}, {}};
+    const auto prepared = cache.prepare(program, kjit::Arch::parse("compute_90"));
+    const kjit::Module module = context.load(prepared, *cache.get(prepared));
+    BOOST_TEST(module.loaded_from_ptx());
+    BOOST_TEST(fake().count(" maxrregcount=32 lineinfo=1") == 1, fake().log());
+    // Other ptxas options have nowhere to go for a virtual arch: still refused.
+    const kjit::Program ptxas{"virtual_jit.cu", kjit::test::k_saxpy, {}, {"-Xptxas=-O1"}, {}};
+    BOOST_CHECK_THROW(cache.get(ptxas, kjit::Arch::parse("compute_90")), kjit::OptionError);
+  }
+  check_clean();
+}
+
 BOOST_AUTO_TEST_CASE(jit_options_are_read_from_nvrtc_options)
 {
   const kjit::LoadOptions a = kjit::load_options_of({"-DX", "--maxrregcount=64", "--generate-line-info", "-G"});

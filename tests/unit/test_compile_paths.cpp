@@ -138,9 +138,17 @@ BOOST_AUTO_TEST_CASE(maxrregcount_reaches_the_step_that_makes_the_cubin)
 
 BOOST_AUTO_TEST_CASE(ptxas_options_for_a_virtual_arch_are_an_option_error)
 {
-  for (const char* option : {"-maxrregcount=32", "-Xptxas=-O1", "--ptxas-options=-v"}) {
+  for (const char* option : {"-Xptxas=-O1", "--ptxas-options=-v"}) {
     BOOST_CHECK_THROW(kjit::compile({"heavy.cu", k_heavy, {}, {option}, {}}, kjit::Arch::parse("compute_80")),
                       kjit::OptionError);
+  }
+  // What the driver's JIT takes when the PTX is loaded (load_options_of) is accepted, and NVRTC
+  // honours it in the PTX too: the PTX is the one the real arch's compile makes with it.
+  for (const char* option : {"-maxrregcount=32", "--maxrregcount=32", "-lineinfo"}) {
+    const kjit::Program program{"heavy.cu", k_heavy, {}, {option}, {}};
+    const kjit::Binary virtual_arch = kjit::compile(program, kjit::Arch::parse("compute_80"));
+    BOOST_TEST(virtual_arch.cubin.empty());
+    BOOST_TEST(virtual_arch.ptx == kjit::compile(program, kjit::Arch::parse("sm_80")).ptx, option);
   }
 }
 
@@ -257,10 +265,17 @@ BOOST_FIXTURE_TEST_CASE(a_virtual_arch_is_served_from_its_real_archs_ptx_without
 BOOST_FIXTURE_TEST_CASE(ptx_reuse_keeps_the_virtual_archs_option_errors, kjit::test::CacheFixture)
 {
   kjit::Program program = kjit::test::small_program("reuse_options");
-  program.options = {"-maxrregcount=32"};
+  program.options = {"-Xptxas=-O1"};
   kjit::Cache cache(config);
   cache.get(program, kjit::Arch::parse("sm_90"));
   BOOST_CHECK_THROW(cache.get(program, kjit::Arch::parse("compute_90")), kjit::OptionError);
+  // -maxrregcount is carried to the PTX load: compute_90 is served from sm_90's PTX.
+  program.options = {"-maxrregcount=32"};
+  const auto real = cache.get(program, kjit::Arch::parse("sm_90"));
+  const std::uint64_t compiles = cache.stats().compiles;
+  const auto virtual_arch = cache.get(program, kjit::Arch::parse("compute_90"));
+  BOOST_TEST(cache.stats().compiles == compiles);
+  BOOST_TEST(virtual_arch->ptx == real->ptx);
 }
 
 // Another real arch is never made from stored IR of a different virtual arch: the IR is the
@@ -282,14 +297,15 @@ extern "C" __global__ void by_arch(int* p)
   cache.get(program, kjit::Arch::parse("sm_80"));
   const auto sm90 = cache.get(program, kjit::Arch::parse("sm_90"));
   BOOST_TEST(cache.stats().compiles == 2u);
-  const auto direct = kjit::read_kernels(direct_nvrtc_cubin(program, kjit::Arch::parse("sm_90")));
+  const std::string direct_cubin = direct_nvrtc_cubin(program, kjit::Arch::parse("sm_90"));  // once: a CUB compile
+  const auto direct = kjit::read_kernels(direct_cubin);
   const auto ours = sm90->kernels();
   BOOST_TEST_REQUIRE(ours.size() == direct.size());
   for (std::size_t i = 0; i < direct.size(); ++i) {
     BOOST_TEST(ours[i].name == direct[i].name);
     BOOST_TEST(ours[i].registers == direct[i].registers);
   }
-  BOOST_TEST((kjit::cubin_functions(sm90->cubin) == kjit::cubin_functions(direct_nvrtc_cubin(program, kjit::Arch::parse("sm_90")))));
+  BOOST_TEST((kjit::cubin_functions(sm90->cubin) == kjit::cubin_functions(direct_cubin)));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
