@@ -70,7 +70,7 @@ bool lists_key(int fd, const std::string& key)
 
 } // namespace
 
-std::error_code append_index(const std::string& cache_dir, const IndexRow& row)
+std::error_code append_index(const std::string& cache_dir, const IndexRow& row, bool may_be_listed)
 {
   std::error_code error;
   auto programs = open_programs(cache_dir, true, error);
@@ -90,7 +90,7 @@ std::error_code append_index(const std::string& cache_dir, const IndexRow& row)
     if (::fstat(fd.get(), &st) != 0) {
       return {errno, std::generic_category()};
     }
-    if (!lists_key(fd.get(), row.key)) {
+    if (!((may_be_listed || attempt > 0) && lists_key(fd.get(), row.key))) {
       const std::string line = (st.st_size == 0 ? k_index_head : "") + index_line(row);
       const ssize_t written = ::write(fd.get(), line.data(), line.size());
       if (written != static_cast<ssize_t>(line.size())) {

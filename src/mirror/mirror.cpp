@@ -277,7 +277,8 @@ std::map<std::string, std::string> header_paths(const std::map<std::string, std:
   return paths;
 }
 
-std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry)
+std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry,
+                            bool* replaced)
 {
   std::error_code error;
   // `cache_dir` may be /proc/self/fd/<n> (a checked descriptor): a magic link, so no O_NOFOLLOW here.
@@ -303,6 +304,8 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
       if (errno != EEXIST ||
           ::renameat2(programs->get(), temp.c_str(), programs->get(), hex_key.c_str(), RENAME_EXCHANGE) != 0) {
         error = last_error();
+      } else if (replaced != nullptr) {
+        *replaced = true;
       }
     }
   }

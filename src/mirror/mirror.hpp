@@ -22,8 +22,10 @@ namespace kjit::mirror {
 // temp folder `programs/.tmp-<12 hex>-<pid>-<n>`, which is then renamed into place (exchanged with
 // whatever was there, which is removed), so a reader sees a whole entry or none and a failure leaves
 // no half-written entry. Never follows a symlink: folders are opened with O_NOFOLLOW below
-// `cache_dir`, and header names are mapped by header_paths(). Returns the first error; never throws.
-std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry);
+// `cache_dir`, and header names are mapped by header_paths(). `replaced` (if given) is set when a
+// folder of that key was there already. Returns the first error; never throws.
+std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry,
+                            bool* replaced = nullptr);
 
 // Removes programs/<hex_key> (never following a symlink). Never throws.
 void remove_entry(const std::string& cache_dir, const std::string& hex_key);
@@ -59,8 +61,11 @@ struct IndexRow {
 };
 // "<key>  <arch>  <YYYY-MM-DD HH:MM:SS> UTC  <program name>[  (compile error)]\n"
 std::string index_line(const IndexRow& row);
-// Appends one line (one O_APPEND write). Returns the error; never throws.
-std::error_code append_index(const std::string& cache_dir, const IndexRow& row);
+// Appends one line (one O_APPEND write), unless the file lists the key already. That check reads
+// the whole file, so it is made only where the line may be there (`may_be_listed`: the entry's
+// folder was replaced) or when another process replaced the file meanwhile: a miss costs no
+// read of an index of 100 000 lines. Returns the error; never throws.
+std::error_code append_index(const std::string& cache_dir, const IndexRow& row, bool may_be_listed = true);
 // Replaces programs/index.txt with these rows, sorted by program name, arch and key (atomic).
 std::error_code write_index(const std::string& cache_dir, std::vector<IndexRow> rows);
 

@@ -128,14 +128,16 @@ void Writer::do_job(Job& job)
     }
     return;
   }
-  std::error_code error = write_entry(m_cache_dir, job.hex_key, job.entry);
+  bool replaced = false;
+  std::error_code error = write_entry(m_cache_dir, job.hex_key, job.entry, &replaced);
   if (!error) {
     if (!m_source.stored(job.hex_key)) {
       remove_entry(m_cache_dir, job.hex_key);  // removed (by another process) while it was written
       return;
     }
     error = append_index(m_cache_dir, {job.hex_key, job.entry.program_name, job.entry.binary.arch,
-                                       job.entry.created_unix, job.entry.kind == store::EntryKind::failure});
+                                       job.entry.created_unix, job.entry.kind == store::EntryKind::failure},
+                         replaced);
   }
   if (error && m_source.failed) {
     m_source.failed(job.hex_key, error);
