@@ -214,7 +214,8 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     verbose(remote_hit ? "hit remote" : "hit bundle", p, watch.elapsed_ms());
     return result_of(std::move(*entry));
   }
-  if (util::Sha256 real_key{}; provisional) {
+  util::Sha256 real_key{};  // a provisional key's prediction's own key, once load_predicted made it
+  if (provisional) {
     if (auto entry = load_predicted(p, real_key, source)) {
       verbose("hit (headers found at another place)", p, watch.elapsed_ms());
       cache::Result result = result_of(std::move(*entry));
@@ -241,10 +242,13 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     }
   }
   remote::Lease lease;  // KJIT_REMOTE_CACHE: one node of the fleet compiles, the others wait (tiers.cpp)
-  if (auto entry = provisional ? std::nullopt : await_fleet(key, p, lease)) {
+  const util::Sha256& fleet_key = provisional ? real_key : key;
+  if (auto entry = fleet_key == util::Sha256{} ? std::nullopt : await_fleet(fleet_key, p, lease)) {
     source = Source::remote;
     verbose("hit remote (compiled by another node)", p, watch.elapsed_ms());
-    return result_of(std::move(*entry));
+    cache::Result result = result_of(std::move(*entry));
+    memory.insert(fleet_key, result);
+    return result;
   }
   if (store && store->writable()) {
     store->walk_ahead();  // the walk before this process's first write runs beside the compile

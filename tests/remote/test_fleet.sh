@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The fleet's compile lease and several servers (issue 14), against real redis-servers on
 # 127.0.0.1: 8 processes over 4 cache folders asking for the same 16 programs at once compile each
-# once; a lease whose holder died expires; a waiter is served the holder's upload; keys spread
+# once (also programs with headers, whose keys are provisional); a lease whose holder died (planted,
+# or a compiling process killed) expires; a waiter is served the holder's upload; keys spread
 # over two servers and every node finds them. Exits 77 (skipped) when redis-server can't start.
 # Usage: test_fleet.sh KJIT
 set -u
@@ -34,6 +35,26 @@ check "… 16 records on the server" test "$(rcli --scan --pattern 'kjit:v*' | w
 check "… no lease left" test "$(rcli --scan --pattern 'kjit:lease:*' | wc -l)" = 0
 check "… no warning" bash -c "! grep -h warning $work/warm*.err"
 
+# --- the same with programs including a header through -I: their keys are provisional on every new
+#     node (no manifest yet), and the lease is taken on the prediction's own key ---
+mkdir -p "$work/inc"
+printf '#define SCALE 3\n' >"$work/inc/scale.h"
+files=()
+for i in $(seq 8); do
+  printf '#include "scale.h"\nextern "C" __global__ void h%s(int* p) { p[0] = SCALE * %s; }\n' "$i" "$i" >"$work/h$i.cu"
+  files+=("$work/h$i.cu")
+done
+pids=()
+for i in 0 1 2 3; do
+  KJIT_CACHE_DIR=$work/hnode$i "$kjit" warm "${files[@]}" -I "$work/inc" --arch sm_80 --jobs 2 \
+    >"$work/hwarm$i.out" 2>"$work/hwarm$i.err" &
+  pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+check "4 nodes warming 8 programs with a header all served" test "$status" = 0
+check "… 8 compiles in the whole fleet (got $(compiled_in "$work"/hwarm*.out))" test "$(compiled_in "$work"/hwarm*.out)" = 8
+
 # --- a lease whose holder died expires: the next node compiles once it does ---
 kernels 1 dead
 KJIT_CACHE_DIR=$work/probe KJIT_REMOTE_CACHE= exit_code 0 "$kjit" compile "${files[0]}" --arch sm_80 -o "$work"
@@ -47,6 +68,27 @@ check "… after the lease expired (waited ${elapsed} ms)" test "$elapsed" -ge 1
 check "… not the whole bound" test "$elapsed" -lt 15000
 check "… without a warning" bash -c "! grep -q warning '$work/err'"
 check "… and uploads it" test "$(rcli exists "kjit:v4:$key")" = 1
+
+# --- a holder killed (kill -9) while it compiles: its lease names it, expires, another node compiles ---
+printf '#include <cuda_fp16.h>\nextern "C" __global__ void heavy(__half* p) { p[0] = __float2half(1.5f); }\n' >"$work/heavy.cu"
+KJIT_CACHE_DIR=$work/holder KJIT_COMPILE_LOCK_TIMEOUT=3s "$kjit" compile "$work/heavy.cu" --arch sm_80 -o "$work" \
+  >/dev/null 2>&1 &
+holder=$!
+for _ in $(seq 100); do
+  [ -n "$(rcli --scan --pattern 'kjit:lease:*')" ] && break
+  sleep 0.05
+done
+lease=$(rcli --scan --pattern 'kjit:lease:*')
+kill -9 "$holder"
+wait "$holder" 2>/dev/null
+check "the compiling node held a lease naming it" bash -c "rcli() { redis-cli -p $port \"\$@\"; }; rcli get '$lease' | grep -q ' pid $holder '"
+start=$(date +%s%N)
+KJIT_CACHE_DIR=$work/next check "after the holder was killed, another node" \
+  exit_code 0 "$kjit" compile "$work/heavy.cu" --arch sm_80 -o "$work"
+elapsed=$((($(date +%s%N) - start) / 1000000))
+check "… compiles it once the lease expired (${elapsed} ms), within the bound" test "$elapsed" -lt 15000
+check "… without a warning" bash -c "! grep -q warning '$work/err'"
+check "… and no lease is left" test -z "$(rcli --scan --pattern 'kjit:lease:*')"
 
 # --- a holder that never finishes: the wait is bounded, then the node compiles with one warning ---
 rcli del "kjit:v4:$key" >/dev/null
