@@ -26,6 +26,8 @@ struct CacheStats {
   std::uint64_t remote_misses = 0; // asked the remote tier, which had no record
   std::uint64_t remote_errors = 0; // remote lookups that failed or were skipped (server down, circuit
                                    // open) or returned a damaged record (also in tier_errors): a miss
+  std::uint64_t remote_bytes_read = 0;    // bytes of the records the remote tier answered
+  std::uint64_t remote_bytes_written = 0; // bytes of the records the remote servers accepted (uploads)
   std::uint64_t misses = 0;        // found in no tier
   std::uint64_t compiles = 0;      // NVRTC runs performed by this cache
   std::uint64_t failed_hits = 0;   // hits on a remembered CompileError (counted in the hits too)
@@ -106,6 +108,11 @@ struct UsageTotals {
   std::uint64_t bundle_hits = 0;
   std::uint64_t misses = 0;
   std::uint64_t compiles = 0;
+  std::uint64_t remote_hits = 0;    // KJIT_REMOTE_CACHE: answered by the remote tier
+  std::uint64_t remote_misses = 0;  // the remote had no record
+  std::uint64_t remote_errors = 0;  // remote lookups that failed or returned a damaged record
+  std::uint64_t remote_bytes_read = 0;
+  std::uint64_t remote_bytes_written = 0;
   double compile_ms_saved = 0;
   double compile_ms_spent = 0;
 };

@@ -26,7 +26,8 @@ struct Config {
   bool force_ptx = false;             // KJIT_FORCE_PTX: load PTX (driver JIT) even when a cubin exists
   double compile_lock_timeout_s = 20;  // KJIT_COMPILE_LOCK_TIMEOUT: longest wait for another process's compile
   std::vector<std::string> bundles;   // KJIT_BUNDLE: read-only bundle files searched after the store
-  std::string remote_cache;           // KJIT_REMOTE_CACHE: redis:// URL of a shared tier ("" for none)
+  std::string remote_cache;           // KJIT_REMOTE_CACHE: redis:// URLs of a shared tier ("" for none)
+  std::string remote_password_file;   // KJIT_REMOTE_PASSWORD_FILE: password of the URLs without one ("" for none)
   std::size_t max_size = std::size_t{5} << 30;  // KJIT_MAX_SIZE: bytes of store + mirror; least recently used evicted beyond
   // No variable: set by tools that only look (kjit list/show/cat/stats/verify/doctor). The store is
   // opened read-only and a damaged one is reported (the Cache runs without it), never moved aside.
@@ -93,9 +94,13 @@ void force_ptx(bool value);
 void compile_lock_timeout(double seconds);
 // Read-only bundle files (kjit export) searched after the store, ':'-separated; "" for none.
 void bundle(const std::string& paths);
-// A Redis server shared by several machines, asked after the store and bundles:
-// "redis://[user:password@]host:port[/db][?readonly]", "" for none (docs/remote.md).
+// Redis servers shared by several machines, asked after the store and bundles:
+// "redis://[user:password@]host:port[/db][?readonly]", several separated by spaces or commas
+// (keys spread over them by hash), "" for none (docs/remote.md).
 void remote_cache(const std::string& url);
+// A file whose first line is the password of the remote_cache URLs that hold none; "" for none.
+// Read when a Cache opens the remote tier; an unreadable file turns the tier off with a warning.
+void remote_password_file(const std::string& path);
 // Bytes the cache folder's entries (store records and mirror) may take; least recently used
 // entries are evicted beyond, checked when entries are written. 0: no limit.
 void max_size(std::size_t bytes);

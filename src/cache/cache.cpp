@@ -19,10 +19,10 @@
 
 namespace kjit {
 
-void Cache::Impl::count(std::uint64_t CacheStats::*counter, double CacheStats::*ms, double value)
+void Cache::Impl::count(std::uint64_t CacheStats::*counter, double CacheStats::*ms, double value, std::uint64_t by)
 {
   std::lock_guard lock(stats_mutex);
-  ++(stats.*counter);
+  stats.*counter += by;
   if (ms != nullptr) {
     stats.*ms += value;
   }
@@ -280,6 +280,7 @@ CacheStats Cache::stats() const
   std::lock_guard lock(m_impl->stats_mutex);
   CacheStats stats = m_impl->stats;
   stats.stores_replaced = m_impl->store ? m_impl->store->replacements() : 0;
+  stats.remote_bytes_written = m_impl->remote != nullptr ? m_impl->remote->bytes_written() : 0;
   return stats;
 }
 

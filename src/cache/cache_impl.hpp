@@ -79,7 +79,8 @@ struct Cache::Impl {
   // Last: destroyed first, so its queue is written while the store is still open.
   std::unique_ptr<mirror::Writer> mirror_writer;
 
-  void count(std::uint64_t CacheStats::*counter, double CacheStats::*ms = nullptr, double value = 0);
+  void count(std::uint64_t CacheStats::*counter, double CacheStats::*ms = nullptr, double value = 0,
+             std::uint64_t by = 1);
   const cache::KeyContext& key_context();
   void verbose(const char* what, const PreparedProgram& p, double ms);
 
@@ -112,8 +113,10 @@ struct Cache::Impl {
   std::optional<Binary> ptx_of_real_arch(const Program& program, const Arch& arch, deps::Resolver& resolver);
 
   // predicted_hit.cpp: for a provisional key, the entry stored under its prediction's own key
-  // (`real_key`), from the store or a tier, or nullopt; a hit records the manifest that leads to it.
-  std::optional<store::Entry> load_predicted(const PreparedProgram& prepared, util::Sha256& real_key);
+  // (`real_key`), from the store or a tier, or nullopt; a hit records the manifest that leads to it
+  // and sets `source` to where it came from.
+  std::optional<store::Entry> load_predicted(const PreparedProgram& prepared, util::Sha256& real_key,
+                                             Source& source);
 
   // size_limit.cpp: last use, recorded in batches, and eviction by it (docs/configuration.md).
   std::mutex use_mutex;
@@ -153,8 +156,18 @@ struct Cache::Impl {
   // says whether the remote tier answered.
   std::optional<store::Entry> load_from_tiers(const util::Sha256& key, const PreparedProgram& prepared,
                                               bool* remote_hit = nullptr);
-  // Queues a compiled binary for the remote tier as a self-contained record (no-op without one).
-  void upload(const util::Sha256& key, const store::Entry& entry) noexcept;
+  // Verifies a tier's answer for `key`: a good record is counted, promoted to the store and
+  // returned; a damaged one or a failure is counted and logged (once), never thrown.
+  std::optional<store::Entry> take_answer(cache::Tier& tier, cache::TierAnswer answer, const util::Sha256& key,
+                                          const PreparedProgram& prepared);
+  // Before a compile, with a remote tier: takes the fleet's compile lease on `key` (into `lease`),
+  // or waits (KJIT_COMPILE_LOCK_TIMEOUT at most) for the node that holds it and returns its
+  // verified record, promoted to the store. nullopt: compile (with the lease if it was taken).
+  std::optional<store::Entry> await_fleet(const util::Sha256& key, const PreparedProgram& prepared,
+                                          remote::Lease& lease);
+  // Queues a compiled binary for the remote tier as a self-contained record (no-op without one),
+  // then the release of `lease`.
+  void upload(const util::Sha256& key, const store::Entry& entry, remote::Lease lease = {}) noexcept;
 };
 
 // The bytes of a digest, as LMDB keys them.

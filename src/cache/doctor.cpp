@@ -1,10 +1,11 @@
-// kjit doctor: the toolkit, the compilers, the driver, the cache folder, the store and the bundles.
+// kjit doctor: the toolkit, the compilers, the driver, the cache folder, the store, the bundles and the remote.
 #include <kjit/cache.hpp>
 #include <kjit/compile.hpp>
 #include <kjit/driver.hpp>
 #include <kjit/error.hpp>
 
 #include "bundle/reader.hpp"
+#include "remote/server_check.hpp"
 #include "rtc/toolkit.hpp"
 #include "store/location.hpp"
 
@@ -144,6 +145,9 @@ std::vector<HealthCheck> diagnose(const Config& config)
     } catch (const Error& e) {
       out.push_back({Status::error, "bundle", e.what()});
     }
+  }
+  for (HealthCheck& check : remote::check_servers(config)) {
+    out.push_back(std::move(check));
   }
   return out;
 }

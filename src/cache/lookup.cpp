@@ -214,8 +214,9 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     verbose(remote_hit ? "hit remote" : "hit bundle", p, watch.elapsed_ms());
     return result_of(std::move(*entry));
   }
-  if (util::Sha256 real_key{}; provisional) {
-    if (auto entry = load_predicted(p, real_key)) {
+  util::Sha256 real_key{};  // a provisional key's prediction's own key, once load_predicted made it
+  if (provisional) {
+    if (auto entry = load_predicted(p, real_key, source)) {
       verbose("hit (headers found at another place)", p, watch.elapsed_ms());
       cache::Result result = result_of(std::move(*entry));
       memory.insert(real_key, result);
@@ -240,6 +241,15 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
                        " s (KJIT_COMPILE_LOCK_TIMEOUT) for another process compiling the same kernel; compiling it here");
     }
   }
+  remote::Lease lease;  // KJIT_REMOTE_CACHE: one node of the fleet compiles, the others wait (tiers.cpp)
+  const util::Sha256& fleet_key = provisional ? real_key : key;
+  if (auto entry = fleet_key == util::Sha256{} ? std::nullopt : await_fleet(fleet_key, p, lease)) {
+    source = Source::remote;
+    verbose("hit remote (compiled by another node)", p, watch.elapsed_ms());
+    cache::Result result = result_of(std::move(*entry));
+    memory.insert(fleet_key, result);
+    return result;
+  }
   if (store && store->writable()) {
     store->walk_ahead();  // the walk before this process's first write runs beside the compile
   }
@@ -249,7 +259,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   store::Entry entry = compile_entry(p, final_key, cacheable);
   if (cacheable) {
     persist(final_key, p, entry);
-    upload(final_key, entry);  // KJIT_REMOTE_CACHE: queued for the upload thread
+    upload(final_key, entry, std::move(lease));  // KJIT_REMOTE_CACHE: queued for the upload thread
   }
   verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p, watch.elapsed_ms());
   cache::Result result = result_of(std::move(entry));

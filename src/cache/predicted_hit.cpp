@@ -8,7 +8,8 @@
 
 namespace kjit {
 
-std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p, util::Sha256& real_key)
+std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p, util::Sha256& real_key,
+                                                        Source& source)
 {
   util::Sha256 key;
   std::memcpy(key.data(), p.m_digest, key.size());
@@ -32,9 +33,13 @@ std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p
   const cache::KeyContext& context = key_context();
   real_key = cache::make_key(p.program(), p.arch(), context, resolver->result().headers).digest;
   std::optional<store::Entry> entry = load(real_key, p);
+  bool remote_hit = false;
   if (entry) {
     count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
-  } else if (!(entry = load_from_tiers(real_key, p))) {
+    source = Source::disk;
+  } else if ((entry = load_from_tiers(real_key, p, &remote_hit))) {
+    source = remote_hit ? Source::remote : Source::bundle;
+  } else {
     return std::nullopt;
   }
   if (entry->kind == store::EntryKind::failure) {

@@ -1,4 +1,4 @@
-// The usage log: one "kjit-usage 1 …" line per process, appended atomically, summed on demand.
+// The usage log: one "kjit-usage 2 …" line per process, appended atomically, summed on demand.
 #include "cache/usage_log.hpp"
 
 #include "cache/cache_impl.hpp"
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fcntl.h>
+#include <optional>
 #include <sstream>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -27,14 +28,60 @@ std::string log_path(const std::string& cache_dir)
   return cache_dir + "/usage.log";
 }
 
+// The counts of a line, summed field by field.
+constexpr std::uint64_t UsageTotals::*k_counts[] = {
+  &UsageTotals::processes,     &UsageTotals::memory_hits,       &UsageTotals::disk_hits,
+  &UsageTotals::bundle_hits,   &UsageTotals::misses,            &UsageTotals::compiles,
+  &UsageTotals::remote_hits,   &UsageTotals::remote_misses,     &UsageTotals::remote_errors,
+  &UsageTotals::remote_bytes_read, &UsageTotals::remote_bytes_written,
+};
+
+// Version 2 adds the remote counts after the compiles; version 1 lines (older kjit) still count.
 std::string line_of(const UsageTotals& t)
 {
-  char line[256];
+  char line[384];
   std::snprintf(line, sizeof line,
-                "kjit-usage 1 %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %.3f %.3f\n",
-                t.processes, t.memory_hits, t.disk_hits, t.bundle_hits, t.misses, t.compiles, t.compile_ms_saved,
+                "kjit-usage 2 %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+                " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %.3f %.3f\n",
+                t.processes, t.memory_hits, t.disk_hits, t.bundle_hits, t.misses, t.compiles, t.remote_hits,
+                t.remote_misses, t.remote_errors, t.remote_bytes_read, t.remote_bytes_written, t.compile_ms_saved,
                 t.compile_ms_spent);
   return line;
+}
+
+// One line's counts, or nullopt for a torn or foreign line.
+std::optional<UsageTotals> parse_line(const std::string& line)
+{
+  UsageTotals t;
+  int consumed = 0;
+  int fields = 0;
+  if (line.rfind("kjit-usage 1 ", 0) == 0) {
+    fields = std::sscanf(line.c_str(),
+                         "kjit-usage 1 %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+                         " %lf %lf%n",
+                         &t.processes, &t.memory_hits, &t.disk_hits, &t.bundle_hits, &t.misses, &t.compiles,
+                         &t.compile_ms_saved, &t.compile_ms_spent, &consumed) == 8 ? 13 : 0;
+  } else {
+    fields = std::sscanf(line.c_str(),
+                         "kjit-usage 2 %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+                         " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %lf %lf%n",
+                         &t.processes, &t.memory_hits, &t.disk_hits, &t.bundle_hits, &t.misses, &t.compiles,
+                         &t.remote_hits, &t.remote_misses, &t.remote_errors, &t.remote_bytes_read,
+                         &t.remote_bytes_written, &t.compile_ms_saved, &t.compile_ms_spent, &consumed);
+  }
+  // A line with a sign is skipped (sscanf would wrap "-3"), as is a count no process can reach
+  // or a time that is not a finite, non-negative number.
+  constexpr std::uint64_t k_max_count = std::uint64_t{1} << 48;
+  bool sane = line.find('-', 10) == std::string::npos &&  // after "kjit-usage"
+              std::isfinite(t.compile_ms_saved) && std::isfinite(t.compile_ms_spent) && t.compile_ms_saved < 1e15 &&
+              t.compile_ms_spent < 1e15;
+  for (const auto count : k_counts) {
+    sane = sane && t.*count < k_max_count;
+  }
+  if (fields != 13 || static_cast<std::size_t>(consumed) != line.size() || !sane) {
+    return std::nullopt;
+  }
+  return t;
 }
 
 UsageTotals sum_lines(const std::string& text)
@@ -43,32 +90,13 @@ UsageTotals sum_lines(const std::string& text)
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    UsageTotals t;
-    int consumed = 0;
-    const int fields = std::sscanf(line.c_str(),
-                                   "kjit-usage 1 %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-                                   " %lf %lf%n",
-                                   &t.processes, &t.memory_hits, &t.disk_hits, &t.bundle_hits, &t.misses,
-                                   &t.compiles, &t.compile_ms_saved, &t.compile_ms_spent, &consumed);
-    // A torn or foreign line is skipped; so is one with a sign (sscanf would wrap "-3"), a count
-    // no process can reach, or a time that is not a finite, non-negative number.
-    constexpr std::uint64_t k_max_count = std::uint64_t{1} << 48;
-    const bool sane = line.find('-', 10) == std::string::npos &&  // after "kjit-usage"
-                      t.processes < k_max_count &&
-                      t.memory_hits < k_max_count && t.disk_hits < k_max_count && t.bundle_hits < k_max_count &&
-                      t.misses < k_max_count && t.compiles < k_max_count && std::isfinite(t.compile_ms_saved) &&
-                      std::isfinite(t.compile_ms_spent) && t.compile_ms_saved < 1e15 && t.compile_ms_spent < 1e15;
-    if (fields != 8 || static_cast<std::size_t>(consumed) != line.size() || !sane) {
-      continue;
+    if (const std::optional<UsageTotals> t = parse_line(line)) {
+      for (const auto count : k_counts) {
+        total.*count += (*t).*count;
+      }
+      total.compile_ms_saved += t->compile_ms_saved;
+      total.compile_ms_spent += t->compile_ms_spent;
     }
-    total.processes += t.processes;
-    total.memory_hits += t.memory_hits;
-    total.disk_hits += t.disk_hits;
-    total.bundle_hits += t.bundle_hits;
-    total.misses += t.misses;
-    total.compiles += t.compiles;
-    total.compile_ms_saved += t.compile_ms_saved;
-    total.compile_ms_spent += t.compile_ms_spent;
   }
   return total;
 }
@@ -102,9 +130,14 @@ void append_usage(const std::string& cache_dir, const CacheStats& s) noexcept
     t.bundle_hits = s.bundle_hits;
     t.misses = s.misses;
     t.compiles = s.compiles;
+    t.remote_hits = s.remote_hits;
+    t.remote_misses = s.remote_misses;
+    t.remote_errors = s.remote_errors;
+    t.remote_bytes_read = s.remote_bytes_read;
+    t.remote_bytes_written = s.remote_bytes_written;
     t.compile_ms_saved = s.compile_ms_saved;
     t.compile_ms_spent = s.compile_ms_spent;
-    if (t.memory_hits + t.disk_hits + t.bundle_hits + t.misses == 0) {
+    if (t.memory_hits + t.disk_hits + t.bundle_hits + t.remote_hits + t.misses == 0) {
       return;
     }
     util::UniqueFd fd(::open(log_path(cache_dir).c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600));
@@ -164,6 +197,10 @@ std::error_code zero_usage(const std::string& cache_dir)
 Cache::Impl::~Impl()
 {
   if (store && dir.writable && creator == ::getpid()) {
+    if (remote != nullptr) {
+      remote->flush();  // the uploads' bytes count
+      stats.remote_bytes_written = remote->bytes_written();
+    }
     cache::append_usage(dir.path, stats);
   }
   flush_uses();  // the last uses of this process's hits, in one transaction

@@ -136,9 +136,14 @@ const Row k_rows[] = {
    "Shared Redis tier after the store and bundles: redis://[user:password@]host:port[/db][?readonly] (docs/remote.md).",
    [](Config& c, std::string_view v, const std::string& var) {
      if (!v.empty()) {
-       remote::parse_url(v, var);  // checked now; the tier parses it again when it opens
+       remote::parse_urls(v, var);  // checked now; the tier parses it again when it opens
      }
      c.remote_cache = std::string(v);
+   }},
+  {"remote_password_file", "KJIT_REMOTE_PASSWORD_FILE", "",
+   "File whose first line is the password of the KJIT_REMOTE_CACHE servers whose URL has none (docs/remote.md).",
+   [](Config& c, std::string_view v, const std::string& var) {
+     c.remote_password_file = v.empty() ? std::string() : absolute(v, var);
    }},
 };
 
@@ -289,11 +294,12 @@ namespace {
 // Hides the password of a URL ("redis://user:secret@host" → "redis://user:***@host").
 std::string redact(std::string value)
 {
-  const auto scheme = value.find("://");
-  const auto at = value.find('@', scheme == std::string::npos ? 0 : scheme);
-  if (scheme != std::string::npos && at != std::string::npos) {
+  // Every URL of a list: "scheme://user:password@host" → "scheme://user:***@host".
+  for (auto scheme = value.find("://"); scheme != std::string::npos; scheme = value.find("://", scheme + 3)) {
+    const auto end = std::min(value.find_first_of(" \t\n,", scheme), value.size());
+    const auto at = value.rfind('@', end);
     const auto colon = value.find(':', scheme + 3);
-    if (colon != std::string::npos && colon < at) {
+    if (at != std::string::npos && at > scheme && colon < at) {
       value.replace(colon + 1, at - colon - 1, "***");
     }
   }
@@ -326,7 +332,9 @@ std::vector<SettingValue> setting_values()
       value.value = config.cache_dir;
     }
     const std::string lower_variable = r.variable;
-    value.value = lower_variable.find("PASSWORD") != std::string::npos && !value.value.empty() ? "***" : redact(value.value);
+    const bool secret = lower_variable.find("PASSWORD") != std::string::npos &&
+                        lower_variable.find("_FILE") == std::string::npos;  // a file's path is shown
+    value.value = secret && !value.value.empty() ? "***" : redact(value.value);
     out.push_back(std::move(value));
   }
   return out;
@@ -348,6 +356,7 @@ void force_ptx(bool value) { set_override("force_ptx", value ? "1" : "0"); }
 void compile_lock_timeout(double seconds) { set_override("compile_lock_timeout", std::to_string(seconds)); }
 void bundle(const std::string& paths) { set_override("bundle", paths); }
 void remote_cache(const std::string& url) { set_override("remote_cache", url); }
+void remote_password_file(const std::string& path) { set_override("remote_password_file", path); }
 std::string get_cache_dir() { return current_config().cache_dir; }
 void reset()
 {

@@ -5,6 +5,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include <cerrno>
+#include <cstring>
 #include <dlfcn.h>
 #include <mutex>
 #include <optional>
@@ -119,7 +121,11 @@ Reply RedisClient::command(const std::vector<std::string_view>& args)
   auto* raw = static_cast<redisReply*>(
     hiredis().command_argv(m_connection->context, static_cast<int>(argv.size()), argv.data(), lengths.data()));
   if (raw == nullptr) {
-    const std::string why = m_connection->context->errstr;
+    std::string why = m_connection->context->errstr;
+    if (m_connection->context->err == REDIS_ERR_IO && why == std::strerror(EAGAIN)) {
+      why = "no answer to " + std::string(args.front()) + " within the " + std::to_string(k_io_timeout_ms) +
+            " ms timeout";  // hiredis says only "Resource temporarily unavailable"
+    }
     m_connection.reset();  // hiredis can't use a context after an I/O error
     throw RedisFailure(why.empty() ? "no reply" : why);
   }

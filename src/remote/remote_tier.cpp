@@ -1,162 +1,137 @@
-// RemoteTier: GETs on the caller's thread, SETs on one upload thread, one warning per outage.
+// RemoteTier: each key's requests go to the server that rendezvous hashing picks for it.
 #include "remote/remote_tier.hpp"
 
-#include "config/log.hpp"
-#include "remote/redis.hpp"
+#include "remote/server.hpp"
 #include "store/record.hpp"
-
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
 
 namespace kjit::remote {
 
 namespace {
 
-std::int64_t now_ms()
+std::string key_name(const char* prefix, const util::Sha256& key)
 {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return prefix + std::to_string(store::k_record_format) + ":" + util::to_hex(key.data(), key.size());
 }
 
 } // namespace
 
 std::string redis_key(const util::Sha256& key)
 {
-  return "kjit:v" + std::to_string(store::k_record_format) + ":" + util::to_hex(key.data(), key.size());
+  return key_name("kjit:v", key);
 }
 
-struct RemoteTier::State {
-  explicit State(const RedisUrl& u) : url(u), name("remote " + u.display()), reader(u) {}
-
-  RedisUrl url;
-  std::string name;
-  std::atomic<std::int64_t> closed_until{0};  // the circuit breaker: no request before this time
-  std::atomic<bool> warned{false};            // this outage was reported
-
-  std::mutex read_mutex;
-  RedisClient reader;
-
-  std::mutex queue_mutex;
-  std::condition_variable queue_changed;
-  std::deque<std::pair<std::string, std::string>> queue;  // (redis key, record)
-  bool stopping = false;
-  bool write_warned = false;
-  std::thread writer;
-
-  bool circuit_open() const { return now_ms() < closed_until.load(); }
-
-  // After a failure: stop asking for k_breaker_ms, and say so once per outage.
-  void fail(const std::string& why)
-  {
-    closed_until.store(now_ms() + k_breaker_ms);
-    if (!warned.exchange(true)) {
-      log::line("warning: " + name + ": " + why + "; lookups compile locally, the server is asked again in " +
-                std::to_string(k_breaker_ms / 1000) + " s");
-    }
-  }
-
-  void write_loop()
-  {
-    RedisClient client(url);
-    std::unique_lock lock(queue_mutex);
-    for (;;) {
-      queue_changed.wait(lock, [this] { return stopping || !queue.empty(); });
-      if (queue.empty()) {
-        return;
-      }
-      auto [key, record] = std::move(queue.front());
-      queue.pop_front();
-      lock.unlock();
-      if (!circuit_open()) {
-        try {
-          // Overwrites: a value there is either as good (same key, same inputs) or damaged.
-          const Reply reply = client.command({"SET", key, record});
-          if (reply.kind == Reply::Kind::error) {
-            std::lock_guard warn_lock(queue_mutex);
-            if (!std::exchange(write_warned, true)) {
-              log::line("warning: " + name + " refused an upload: " + reply.text + " (kernels are still cached locally)");
-            }
-          }
-        } catch (const RedisFailure& e) {
-          fail(e.what());
-        }
-      }
-      lock.lock();
-    }
-  }
-};
-
-RemoteTier::RemoteTier(const RedisUrl& url) : m_state(std::make_unique<State>(url)) {}
-
-RemoteTier::~RemoteTier()
+std::string lease_key(const util::Sha256& key)
 {
-  {
-    std::lock_guard lock(m_state->queue_mutex);
-    m_state->stopping = true;
-  }
-  m_state->queue_changed.notify_all();
-  if (m_state->writer.joinable()) {
-    m_state->writer.join();
+  return key_name("kjit:lease:v", key);
+}
+
+RemoteTier::RemoteTier(std::vector<RedisUrl> urls)
+{
+  m_name = "remote";
+  for (RedisUrl& url : urls) {
+    m_name += " " + url.display();
+    m_servers.push_back(std::make_unique<Server>(std::move(url)));
   }
 }
+
+RemoteTier::~RemoteTier() = default;  // each Server writes its queue
 
 const std::string& RemoteTier::name() const noexcept
 {
-  return m_state->name;
+  return m_name;
+}
+
+Server& RemoteTier::pick(const util::Sha256& key) const noexcept
+{
+  // Rendezvous (highest random weight) hashing: adding or removing a server moves only the keys
+  // it wins or held. The weight names the server by host:port/db, never by its password.
+  Server* best = m_servers.front().get();
+  if (m_servers.size() > 1) {
+    util::Checksum best_weight{};
+    const std::string_view digest(reinterpret_cast<const char*>(key.data()), key.size());
+    for (const auto& server : m_servers) {
+      const RedisUrl& url = server->url();
+      const util::Checksum weight =
+        util::checksum(url.host + ":" + std::to_string(url.port) + "/" + std::to_string(url.db) + "|" + std::string(digest));
+      if (best_weight < weight) {
+        best_weight = weight;
+        best = server.get();
+      }
+    }
+  }
+  return *best;
+}
+
+const Server& RemoteTier::server_for(const util::Sha256& key) const noexcept
+{
+  return pick(key);
 }
 
 cache::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
 {
   cache::TierAnswer answer;
   answer.kind = cache::TierAnswer::Kind::failure;
-  if (m_state->circuit_open()) {
-    answer.why = "not asked (the server failed less than " + std::to_string(k_breaker_ms / 1000) + " s ago)";
-    return answer;
-  }
   try {
-    const std::string name = redis_key(key);
-    std::lock_guard lock(m_state->read_mutex);
-    Reply reply = m_state->reader.command({"GET", name});
-    if (reply.kind == Reply::Kind::error) {
-      m_state->fail("the server refused a lookup: " + reply.text);
-      answer.why = reply.text;
+    std::optional<Reply> reply = pick(key).ask({"GET", redis_key(key)}, answer.why);
+    if (!reply) {
       return answer;
     }
-    m_state->warned.store(false);  // answered: a later outage is reported again
-    if (reply.kind == Reply::Kind::string) {
+    if (reply->kind == Reply::Kind::string) {
       answer.kind = cache::TierAnswer::Kind::record;
-      answer.bytes = std::move(reply.text);
+      answer.bytes = std::move(reply->text);
     } else {
       answer.kind = cache::TierAnswer::Kind::none;
     }
   } catch (const std::exception& e) {
-    m_state->fail(e.what());
-    answer.why = e.what();
+    answer.why = e.what();  // no memory
   }
   return answer;
 }
 
-void RemoteTier::upload(const util::Sha256& key, std::string record) noexcept
+LeaseAnswer RemoteTier::lease(const util::Sha256& key, std::int64_t wait_ms) noexcept
 {
-  if (m_state->url.readonly || record.size() > k_max_upload_bytes || m_state->circuit_open()) {
-    return;
+  try {
+    return acquire_lease(pick(key), redis_key(key), lease_key(key), wait_ms);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+void RemoteTier::upload(const util::Sha256& key, std::string record, Lease lease) noexcept
+{
+  Server& server = pick(key);
+  if (server.url().readonly || record.size() > k_max_upload_bytes || server.circuit_open()) {
+    return;  // the lease (if any) is released by its destructor
   }
   try {
-    std::lock_guard lock(m_state->queue_mutex);
-    if (m_state->stopping || m_state->queue.size() >= k_max_queued) {
-      return;
+    // A lease on the prepared key can differ from the compiled key's server: release it there.
+    Server* lease_server = lease.server();
+    UploadItem item{redis_key(key), std::move(record), std::string(), std::string()};
+    if (lease_server == &server) {
+      item.lease_key = lease.key();
+      item.token = lease.token();
+      lease.forget();
     }
-    if (!m_state->writer.joinable()) {
-      m_state->writer = std::thread([state = m_state.get()] { state->write_loop(); });
-    }
-    m_state->queue.emplace_back(redis_key(key), std::move(record));
+    server.enqueue(std::move(item));
   } catch (const std::exception&) {
-    return;  // no thread or no memory: the record stays local only
+    // no memory: the record stays local
   }
-  m_state->queue_changed.notify_one();
+}
+
+void RemoteTier::flush() noexcept
+{
+  for (const auto& server : m_servers) {
+    server->flush();
+  }
+}
+
+std::uint64_t RemoteTier::bytes_written() const noexcept
+{
+  std::uint64_t total = 0;
+  for (const auto& server : m_servers) {
+    total += server->bytes_written();
+  }
+  return total;
 }
 
 } // namespace kjit::remote

@@ -1,40 +1,57 @@
-// The Redis tier below the store and bundles (KJIT_REMOTE_CACHE): lookups, background uploads and
-// a circuit breaker that stops asking a failing server for a while.
+// The Redis tier below the store and bundles (KJIT_REMOTE_CACHE): lookups, background uploads,
+// compile leases, spread over one or more servers by rendezvous hashing of the key.
 #pragma once
 
 #include "cache/tier.hpp"
+#include "remote/lease.hpp"
 #include "remote/url.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kjit::remote {
 
+class Server;
+
 constexpr std::size_t k_max_upload_bytes = 16u << 20;  // larger records are not uploaded
-constexpr int k_breaker_ms = 30000;                     // after a failure, the server is not asked for this long
-constexpr std::size_t k_max_queued = 256;               // uploads waiting beyond this are dropped
 
 // The Redis key of a record: "kjit:v<record format>:<64 hex digits of the key>", so kjit versions
 // with different record formats can share a server.
 std::string redis_key(const util::Sha256& key);
+// The Redis key of a key's compile lease: "kjit:lease:v<record format>:<64 hex digits>".
+std::string lease_key(const util::Sha256& key);
 
 class RemoteTier : public cache::Tier {
 public:
-  // Opens nothing yet: hiredis is loaded and the server reached on the first get() or upload().
-  explicit RemoteTier(const RedisUrl& url);
+  // Opens nothing yet: hiredis is loaded and a server reached on the first request to it.
+  // `urls` is not empty; each key lives on one of them (rendezvous hashing of host:port/db).
+  explicit RemoteTier(std::vector<RedisUrl> urls);
   // Waits for the queued uploads (each bounded by the I/O timeouts). Never throws.
   ~RemoteTier() override;
 
   const std::string& name() const noexcept override;
   // A GET with short timeouts: a record, none, or a failure (server down, circuit open, refused).
   cache::TierAnswer get(const util::Sha256& key) noexcept override;
+  // Fleet-wide single flight for `key` (see acquire_lease): this node compiles (a held lease), or
+  // another node's record arrived while waiting at most `wait_ms`, or none (compile anyway).
+  LeaseAnswer lease(const util::Sha256& key, std::int64_t wait_ms) noexcept;
   // Queues `record` (a self-contained record, HeaderStorage::inline_content) for a SET on the
-  // upload thread. Dropped when read-only, over k_max_upload_bytes or while the circuit is open.
-  void upload(const util::Sha256& key, std::string record) noexcept;
+  // upload thread, then the release of `lease`. The record is dropped when read-only, over
+  // k_max_upload_bytes or while the circuit is open.
+  void upload(const util::Sha256& key, std::string record, Lease lease = {}) noexcept;
+  // Waits for every queued upload and release. Never throws.
+  void flush() noexcept;
+  // Bytes of records the servers accepted from this tier.
+  std::uint64_t bytes_written() const noexcept;
+  // The server that holds `key` (for tests and `kjit doctor`).
+  const Server& server_for(const util::Sha256& key) const noexcept;
 
 private:
-  struct State;
-  std::unique_ptr<State> m_state;
+  Server& pick(const util::Sha256& key) const noexcept;
+  std::vector<std::unique_ptr<Server>> m_servers;
+  std::string m_name;
 };
 
 } // namespace kjit::remote

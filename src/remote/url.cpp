@@ -1,10 +1,14 @@
 // Parsing of redis:// URLs for the remote tier; every bad part is a ConfigError naming the variable.
 #include "remote/url.hpp"
 
+#include <kjit/config.hpp>
 #include <kjit/error.hpp>
+
+#include "util/file.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 namespace kjit::remote {
 
@@ -83,6 +87,50 @@ RedisUrl parse_url(std::string_view text, const std::string& variable)
   }
   url.port = static_cast<int>(port);
   return url;
+}
+
+std::vector<RedisUrl> parse_urls(std::string_view text, const std::string& variable)
+{
+  std::vector<RedisUrl> urls;
+  std::set<std::string> servers;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find_first_of(" \t\n,", at), text.size());
+    if (end > at) {
+      RedisUrl url = parse_url(text.substr(at, end - at), variable);
+      if (!servers.insert(url.host + ":" + std::to_string(url.port) + "/" + std::to_string(url.db)).second) {
+        throw ConfigError(variable, "the server " + url.display() + " is listed twice");
+      }
+      urls.push_back(std::move(url));
+    }
+    at = end + 1;
+  }
+  if (urls.empty()) {
+    throw ConfigError(variable, "no redis:// URL in the list");
+  }
+  return urls;
+}
+
+std::vector<RedisUrl> configured_urls(const Config& config, std::string& why)
+{
+  std::vector<RedisUrl> urls = parse_urls(config.remote_cache, "KJIT_REMOTE_CACHE");
+  if (config.remote_password_file.empty()) {
+    return urls;
+  }
+  std::error_code error;
+  const std::optional<std::string> text = util::read_file(config.remote_password_file, error);
+  const std::string password = text ? text->substr(0, text->find_first_of("\r\n")) : std::string();
+  if (password.empty()) {
+    why = "cannot read a password from KJIT_REMOTE_PASSWORD_FILE " + config.remote_password_file + ": " +
+          (text ? std::string("its first line is empty") : error.message());
+    return {};
+  }
+  for (RedisUrl& url : urls) {
+    if (url.password.empty()) {
+      url.password = password;
+    }
+  }
+  return urls;
 }
 
 } // namespace kjit::remote

@@ -6,40 +6,9 @@
 # Usage: test_remote.sh KJIT
 set -u
 kjit=$1
-# shellcheck source=../cli/checks.sh
-. "$(dirname "$0")/../cli/checks.sh"
-unset KJIT_CACHE_DIR KJIT_BUNDLE
-export KJIT_REMOTE_CACHE
-
-if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
-  echo "SKIP: redis-server or redis-cli not installed (tools/setup installs redis-server)"
-  exit 77
-fi
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' 2>/dev/null ||
-    echo $((20000 + RANDOM % 40000))
-}
-port=$(free_port)
-redis_pid=
-start_redis() {  # start_redis [EXTRA redis-server ARGS...]: on $port, no persistence
-  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" "$@" >"$work/redis.log" 2>&1 &
-  redis_pid=$!
-  for _ in $(seq 50); do
-    [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
-stop_redis() {
-  [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
-  redis_pid=
-}
-trap 'stop_redis; rm -rf "$work"' EXIT
-if ! start_redis; then
-  echo "SKIP: redis-server could not start on 127.0.0.1:$port: $(tail -n 3 "$work/redis.log")"
-  exit 77
-fi
-rcli() { redis-cli -p "$port" "$@"; }
+# shellcheck source=redis.sh
+. "$(dirname "$0")/redis.sh"
+start_or_skip "$port"
 
 for i in 1 2 3; do
   printf 'extern "C" __global__ void r%s(int* p) { p[threadIdx.x] = %s; }\n' "$i" "$i" >"$work/r$i.cu"
@@ -53,12 +22,22 @@ check "node A warms" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
 check "node A compiled all 3" grep -q "^3 compiled, 0 cached" "$work/out"
 check "3 records under kjit:v4:" test "$(rcli --scan --pattern 'kjit:v4:*' | wc -l)" = 3
 
+check "kjit stats of node A" exit_code 0 "$kjit" stats --json
+check "… 3 remote misses" grep -q '"remote_misses": 3,' "$work/out"
+check "… bytes written to the remote" grep -q '"remote_bytes_written": [1-9]' "$work/out"
+check "kjit doctor checks the server" exit_code 0 "$kjit" doctor
+check "… reachable, its version, read-write" \
+  grep -q "^ok *remote *redis://127.0.0.1:$port/0: Redis [0-9.]*, .*, read-write$" "$work/out"
+
 # --- node B: every kernel from the server, 0 compiles, written to its own store ---
 export KJIT_CACHE_DIR=$work/b
 check "node B warms" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
 check "node B compiled nothing" grep -q "^0 compiled, 3 cached" "$work/out"
 check "node B again" exit_code 0 "$kjit" compile "$work/r1.cu" --arch sm_80 -o "$work"
 check "… as a disk hit now (backfilled)" grep -q "lookup: from disk" "$work/out"
+check "kjit stats of node B" exit_code 0 "$kjit" stats
+check "… 3 remote hits, bytes read" grep -q "^remote: 3 hits, 0 misses, 0 errors; [1-9].* read, 0 B written" "$work/out"
+check "… among the lookups" grep -q "^lookups: 4 hits (memory 0, disk 1, bundle 0, remote 3)" "$work/out"
 check "node B's store holds 3 entries" exit_code 0 "$kjit" list
 check "… listed" test "$(grep -c 'r[123]\.cu' "$work/out")" = 3
 
@@ -74,12 +53,28 @@ check "… not served from the remote" grep -q "^compiled " "$work/out"
 check "… with a warning about the damaged record" grep -q "warning: remote redis://127.0.0.1:$port" "$work/err"
 check "… and replaced on the server by its upload" test "$(rcli strlen "$key")" -gt 15
 
+# --- a moved project (no manifest for its new folders) is found under its predicted key: the
+#     lookup says which tier served it, not "memory" ---
+mkdir -p "$work/proj/inc"
+printf '#define V 5\n' >"$work/proj/inc/v.h"
+printf '#include "v.h"\nextern "C" __global__ void pv(int* p) { p[0] = V; }\n' >"$work/proj/pv.cu"
+KJIT_CACHE_DIR=$work/pa exit_code 0 "$kjit" compile "$work/proj/pv.cu" -I "$work/proj/inc" --arch sm_80 -o "$work"
+cp -r "$work/proj" "$work/moved"
+KJIT_CACHE_DIR=$work/pb check "a moved project on a new node" \
+  exit_code 0 "$kjit" compile "$work/moved/pv.cu" -I "$work/moved/inc" --arch sm_80 -o "$work"
+check "… is served from the remote, and says so" grep -q "^lookup: from remote" "$work/out"
+KJIT_CACHE_DIR=$work/pa check "the moved project on the node that compiled it" \
+  exit_code 0 "$kjit" compile "$work/moved/pv.cu" -I "$work/moved/inc" --arch sm_80 -o "$work"
+check "… is served from its store, and says so" grep -q "^lookup: from disk" "$work/out"
+
 # --- ?readonly never writes ---
 rcli flushall >/dev/null
 export KJIT_CACHE_DIR=$work/d
 check "a read-only node compiles" env KJIT_REMOTE_CACHE="redis://127.0.0.1:$port?readonly" \
   "$kjit" warm "${files[@]}" --arch sm_80
 check "the server holds nothing" test "$(rcli dbsize)" = 0
+KJIT_REMOTE_CACHE="redis://127.0.0.1:$port?readonly" check "kjit doctor of a read-only node" exit_code 0 "$kjit" doctor
+check "… says read-only" grep -q "^ok *remote .*, read-only (?readonly: lookups only)$" "$work/out"
 
 # --- the password is never printed ---
 KJIT_REMOTE_CACHE="redis://kjit:s3cret@127.0.0.1:$port/2"
@@ -92,12 +87,14 @@ check "… naming the variable" grep -q "KJIT_REMOTE_CACHE" "$work/err"
 KJIT_REMOTE_CACHE=redis://127.0.0.1:$port
 
 # --- server down: node B still hits locally, silently; a new node compiles with one warning ---
-stop_redis
+stop_redis "$port"
 export KJIT_CACHE_DIR=$work/b
 check "node B with the server stopped" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
 check "… hits locally" grep -q "^0 compiled, 3 cached" "$work/out"
 check "… without a warning" bash -c "! grep -q warning '$work/err'"
 export KJIT_CACHE_DIR=$work/e
+check "kjit doctor with the server down" exit_code 1 "$kjit" doctor
+check "… an error: not reachable" grep -q "^error *remote *redis://127.0.0.1:$port/0: .*refused" "$work/out"
 check "a new node with the server down" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
 check "… compiles" grep -q "^3 compiled, 0 cached" "$work/out"
 check "… with one warning" test "$(grep -c "warning: remote" "$work/err")" = 1

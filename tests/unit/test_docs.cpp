@@ -125,6 +125,8 @@ BOOST_AUTO_TEST_CASE(the_documented_defaults_are_what_a_config_holds_without_var
     {"KJIT_BUNDLE", [&](const std::string& v) { return v == "empty" && config.bundles.empty(); }},
     {"KJIT_MAX_SIZE", [&](const std::string& v) { return kjit::parse_size(v, "doc") == config.max_size; }},
     {"KJIT_REMOTE_CACHE", [&](const std::string& v) { return v == "empty" && config.remote_cache.empty(); }},
+    {"KJIT_REMOTE_PASSWORD_FILE",
+     [&](const std::string& v) { return v == "empty" && config.remote_password_file.empty(); }},
   };
   for (const auto& [variable, value] : doc) {
     if (variable == "KJIT_CACHE_DIR") {

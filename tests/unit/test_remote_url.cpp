@@ -1,11 +1,14 @@
 // KJIT_REMOTE_CACHE URLs: the accepted forms, a ConfigError naming the variable for the others,
-// the password hidden; and the key namespace.
+// the password hidden; lists of servers and how keys spread over them; the key namespaces.
 #include <boost/test/unit_test.hpp>
 
 #include <kjit/config.hpp>
 #include <kjit/error.hpp>
 
+#include <map>
+
 #include "remote/remote_tier.hpp"
+#include "remote/server.hpp"
 #include "remote/url.hpp"
 #include "store/record.hpp"
 
@@ -72,6 +75,64 @@ BOOST_AUTO_TEST_CASE(keys_are_namespaced_by_record_format)
   key[0] = 0xab;
   const std::string name = kjit::remote::redis_key(key);
   BOOST_TEST(name == "kjit:v" + std::to_string(kjit::store::k_record_format) + ":ab" + std::string(62, '0'));
+}
+
+BOOST_AUTO_TEST_CASE(lists_of_servers)
+{
+  const auto urls = kjit::remote::parse_urls(" redis://a:1, redis://:pw@b:2/3\tredis://a:1/1 ", "V");
+  BOOST_TEST(urls.size() == 3u);
+  BOOST_TEST(urls[1].display() == "redis://:***@b:2/3");
+  BOOST_TEST(urls[2].db == 1);
+  for (const char* bad : {"", " , ", "redis://a:1 redis://a:1/0", "redis://a:1 redis://a"}) {
+    BOOST_TEST_CONTEXT(bad)
+    {
+      BOOST_CHECK_THROW(kjit::remote::parse_urls(bad, "V"), kjit::ConfigError);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(config_shows_no_password_of_any_server)
+{
+  kjit::option::remote_cache("redis://u:hunter2@h:1/1 redis://:swordfish@h:2,redis://v:pw3@h:3");
+  for (const kjit::SettingValue& value : kjit::setting_values()) {
+    if (value.name == "remote_cache") {
+      BOOST_TEST(value.value == "redis://u:***@h:1/1 redis://:***@h:2,redis://v:***@h:3");
+    }
+  }
+  kjit::option::reset();
+}
+
+// Rendezvous hashing: every key has one server, the same whatever the order of the list, and
+// the keys are spread over all of them.
+BOOST_AUTO_TEST_CASE(keys_spread_over_servers_by_hash)
+{
+  const auto urls = kjit::remote::parse_urls("redis://:pw@a:1 redis://b:2 redis://c:3", "V");
+  const kjit::remote::RemoteTier tier(urls);
+  const kjit::remote::RemoteTier reversed({urls[2], urls[0], urls[1]});
+  const kjit::remote::RemoteTier other_password(kjit::remote::parse_urls("redis://:other@a:1 redis://b:2 redis://c:3", "V"));
+  std::map<int, int> per_port;
+  for (int i = 0; i < 300; ++i) {
+    const kjit::util::Sha256 key = kjit::util::sha256("program " + std::to_string(i));
+    const int port = tier.server_for(key).url().port;
+    ++per_port[port];
+    BOOST_TEST(reversed.server_for(key).url().port == port);
+    BOOST_TEST(other_password.server_for(key).url().port == port);  // a server is named without its password
+  }
+  BOOST_TEST(per_port.size() == 3u);
+  for (const auto& [port, count] : per_port) {
+    BOOST_TEST_CONTEXT(port)
+    {
+      BOOST_TEST(count > 60);  // 100 expected
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(leases_have_their_own_namespace)
+{
+  kjit::util::Sha256 key{};
+  key[0] = 0xab;
+  BOOST_TEST(kjit::remote::lease_key(key) ==
+             "kjit:lease:v" + std::to_string(kjit::store::k_record_format) + ":ab" + std::string(62, '0'));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -40,7 +40,10 @@ int command_stats(const std::vector<std::string>& args)
     std::snprintf(ms, sizeof ms, "%.3f", u.compile_ms_saved);
     std::cout << ", \"lookups\": {\"processes\": " << u.processes << ", \"memory_hits\": " << u.memory_hits
               << ", \"disk_hits\": " << u.disk_hits << ", \"bundle_hits\": " << u.bundle_hits
-              << ", \"misses\": " << u.misses << ", \"compiles\": " << u.compiles << ", \"compile_ms_saved\": " << ms;
+              << ", \"misses\": " << u.misses << ", \"compiles\": " << u.compiles << ", \"remote_hits\": " << u.remote_hits
+              << ", \"remote_misses\": " << u.remote_misses << ", \"remote_errors\": " << u.remote_errors
+              << ", \"remote_bytes_read\": " << u.remote_bytes_read
+              << ", \"remote_bytes_written\": " << u.remote_bytes_written << ", \"compile_ms_saved\": " << ms;
     std::snprintf(ms, sizeof ms, "%.3f", u.compile_ms_spent);
     std::cout << ", \"compile_ms_spent\": " << ms << "}}\n";
     return 0;
@@ -59,12 +62,17 @@ int command_stats(const std::vector<std::string>& args)
             << "mirror: " << format_bytes(u.mirror_bytes) << " on disk\n";
   std::printf("compile time stored: %.1f s (each hit on an entry saves its compile time)\n",
               u.compile_ms_stored / 1000.0);
-  const std::uint64_t hits = u.memory_hits + u.disk_hits + u.bundle_hits;
-  std::printf("lookups: %llu hits (memory %llu, disk %llu, bundle %llu), %llu misses, %llu compiles, by %llu processes\n",
-              static_cast<unsigned long long>(hits), static_cast<unsigned long long>(u.memory_hits),
-              static_cast<unsigned long long>(u.disk_hits), static_cast<unsigned long long>(u.bundle_hits),
-              static_cast<unsigned long long>(u.misses), static_cast<unsigned long long>(u.compiles),
-              static_cast<unsigned long long>(u.processes));
+  const auto n = [](std::uint64_t value) { return static_cast<unsigned long long>(value); };
+  const std::uint64_t hits = u.memory_hits + u.disk_hits + u.bundle_hits + u.remote_hits;
+  std::printf("lookups: %llu hits (memory %llu, disk %llu, bundle %llu, remote %llu), %llu misses, %llu compiles, by %llu "
+              "processes\n",
+              n(hits), n(u.memory_hits), n(u.disk_hits), n(u.bundle_hits), n(u.remote_hits), n(u.misses), n(u.compiles),
+              n(u.processes));
+  if (u.remote_hits + u.remote_misses + u.remote_errors + u.remote_bytes_written != 0) {
+    std::cout << "remote: " << u.remote_hits << " hits, " << u.remote_misses << " misses, " << u.remote_errors
+              << " errors; " << format_bytes(u.remote_bytes_read) << " read, " << format_bytes(u.remote_bytes_written)
+              << " written\n";
+  }
   std::printf("compile time saved by hits: %.1f s; spent on misses: %.1f s\n", u.compile_ms_saved / 1000.0,
               u.compile_ms_spent / 1000.0);
   return 0;

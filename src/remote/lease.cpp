@@ -1,0 +1,126 @@
+// Compile leases: SET NX PX to take one, GET polls while another node holds it, released after the upload.
+#include "remote/lease.hpp"
+
+#include "remote/server.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <unistd.h>
+#include <utility>
+
+namespace kjit::remote {
+
+namespace {
+
+// Unique per lookup in the fleet, and says who holds it (`redis-cli get` on a lease).
+std::string new_token()
+{
+  static std::atomic<std::uint64_t> counter{0};
+  static const std::uint64_t salt = std::random_device{}() ^ (std::uint64_t{std::random_device{}()} << 32);
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) {
+    host[0] = '\0';
+  }
+  return std::string(host) + " pid " + std::to_string(::getpid()) + " " + std::to_string(salt) + "." +
+         std::to_string(++counter);
+}
+
+} // namespace
+
+Lease::Lease(Server* server, std::string key, std::string token) noexcept
+  : m_server(server), m_key(std::move(key)), m_token(std::move(token))
+{
+}
+
+Lease::~Lease()
+{
+  release();
+}
+
+Lease::Lease(Lease&& other) noexcept
+  : m_server(std::exchange(other.m_server, nullptr)), m_key(std::move(other.m_key)), m_token(std::move(other.m_token))
+{
+}
+
+Lease& Lease::operator=(Lease&& other) noexcept
+{
+  if (this != &other) {
+    release();
+    m_server = std::exchange(other.m_server, nullptr);
+    m_key = std::move(other.m_key);
+    m_token = std::move(other.m_token);
+  }
+  return *this;
+}
+
+void Lease::release() noexcept
+{
+  if (Server* server = std::exchange(m_server, nullptr)) {
+    server->enqueue({std::string(), std::nullopt, m_key, m_token});
+  }
+}
+
+LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const std::string& lease_key,
+                          std::int64_t wait_ms) noexcept
+{
+  LeaseAnswer answer;
+  try {
+    const std::string token = new_token();
+    const std::string ttl = std::to_string(std::max<std::int64_t>(wait_ms, 1));
+    const std::int64_t deadline = now_ms() + wait_ms;
+    std::int64_t nap_ms = 10;
+    std::string error;
+    for (;;) {
+      // The record first: the holder uploads it before releasing the lease.
+      std::optional<Reply> reply = server.ask({"GET", record_key}, error);
+      if (!reply) {
+        return answer;
+      }
+      if (reply->kind == Reply::Kind::string) {
+        answer.kind = LeaseAnswer::Kind::record;
+        answer.bytes = std::move(reply->text);
+        return answer;
+      }
+      if (server.url().readonly) {
+        // GET only (a read-only ACL user may run nothing else); nobody compiling it: compile here.
+        reply = server.ask({"GET", lease_key}, error);
+        if (!reply || reply->kind != Reply::Kind::string) {
+          return answer;
+        }
+      } else {
+        // A refused lease (a full server, an ACL without SET) only means no single flight: the
+        // upload, refused the same way, says so. Lookups go on.
+        reply = server.ask({"SET", lease_key, token, "NX", "PX", ttl}, error, Server::OnError::answer);
+        if (!reply || reply->kind == Reply::Kind::error) {
+          return answer;
+        }
+        if (reply->kind == Reply::Kind::status) {
+          // Taken. The holder may have uploaded and released between our GET and SET.
+          Lease lease(&server, lease_key, token);
+          reply = server.ask({"GET", record_key}, error);
+          if (reply && reply->kind == Reply::Kind::string) {
+            answer.kind = LeaseAnswer::Kind::record;
+            answer.bytes = std::move(reply->text);
+            return answer;  // the lease is released on the way out
+          }
+          answer.kind = LeaseAnswer::Kind::held;
+          answer.lease = std::move(lease);
+          return answer;
+        }
+      }
+      if (now_ms() >= deadline) {
+        answer.timed_out = true;
+        return answer;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(nap_ms, deadline - now_ms() + 1)));
+      nap_ms = std::min<std::int64_t>(nap_ms * 2, 100);
+    }
+  } catch (const std::exception&) {
+    return answer;  // no memory: compile without a lease
+  }
+}
+
+} // namespace kjit::remote

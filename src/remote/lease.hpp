@@ -1,0 +1,60 @@
+// The fleet-wide compile lease: one node compiles a key while the others wait for its upload.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kjit::remote {
+
+class Server;
+
+// A lease this node holds on a key (a Redis string set with NX and an expiry, whose value is a
+// token unique to this lookup). Move-only. Released, if it still holds the token, by the
+// server's upload thread: after the record when handed to RemoteTier::upload(), else on
+// destruction. A holder that dies leaves the lease to expire (its expiry is the wait bound).
+class Lease {
+public:
+  Lease() = default;
+  Lease(Server* server, std::string key, std::string token) noexcept;
+  ~Lease();
+  Lease(Lease&& other) noexcept;
+  Lease& operator=(Lease&& other) noexcept;
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+
+  bool held() const noexcept { return m_server != nullptr; }
+  Server* server() const noexcept { return m_server; }
+  const std::string& key() const noexcept { return m_key; }
+  const std::string& token() const noexcept { return m_token; }
+  // Gives up ownership: the caller queues the release itself.
+  void forget() noexcept { m_server = nullptr; }
+
+private:
+  void release() noexcept;
+  Server* m_server = nullptr;
+  std::string m_key;
+  std::string m_token;
+};
+
+// What asking for a lease gave.
+struct LeaseAnswer {
+  enum class Kind {
+    held,    // this node compiles; `lease` is released after its upload
+    record,  // another node's upload appeared while waiting (`bytes`, not yet verified)
+    none,    // compile without a lease: server unusable, read-only, or the wait bound passed
+  };
+  Kind kind = Kind::none;
+  Lease lease;
+  std::string bytes;
+  bool timed_out = false;  // none: another node held the lease for the whole wait bound
+};
+
+// Takes the lease `lease_key` on `server` (SET NX PX `wait_ms`: it expires when waiters stop
+// waiting anyway), or, while another node holds it,
+// polls for `record_key` (GET) until the record appears, the lease is free (released, or expired
+// with its dead holder) or `wait_ms` passes. A read-only node never takes a lease: it waits for a
+// held one the same way, then compiles. Never throws; a server failure answers none.
+LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const std::string& lease_key,
+                          std::int64_t wait_ms) noexcept;
+
+} // namespace kjit::remote

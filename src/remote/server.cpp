@@ -1,0 +1,152 @@
+// Server: lookups on the caller's thread, uploads and lease releases on one thread, one warning per outage.
+#include "remote/server.hpp"
+
+#include "config/log.hpp"
+
+#include <chrono>
+#include <utility>
+
+namespace kjit::remote {
+
+namespace {
+
+// Deletes a lease only if it still holds this node's token (an expired lease may be another's now).
+constexpr std::string_view k_release_script =
+  "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+
+} // namespace
+
+std::int64_t now_ms() noexcept
+{
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+Server::Server(RedisUrl url) : m_url(std::move(url)), m_name("remote " + m_url.display()), m_reader(m_url) {}
+
+Server::~Server()
+{
+  {
+    std::lock_guard lock(m_queue_mutex);
+    m_stopping = true;
+  }
+  m_queue_changed.notify_all();
+  if (m_writer.joinable()) {
+    m_writer.join();
+  }
+}
+
+bool Server::circuit_open() const noexcept
+{
+  return now_ms() < m_closed_until.load();
+}
+
+void Server::fail(const std::string& why) noexcept
+{
+  m_closed_until.store(now_ms() + k_breaker_ms);
+  if (!m_warned.exchange(true)) {
+    log::line("warning: " + m_name + ": " + why + "; lookups compile locally, the server is asked again in " +
+              std::to_string(k_breaker_ms / 1000) + " s");
+  }
+}
+
+std::optional<Reply> Server::ask(const std::vector<std::string_view>& args, std::string& error, OnError on_error) noexcept
+{
+  if (circuit_open()) {
+    error = "not asked (the server failed less than " + std::to_string(k_breaker_ms / 1000) + " s ago)";
+    return std::nullopt;
+  }
+  try {
+    std::lock_guard lock(m_read_mutex);
+    Reply reply = m_reader.command(args);
+    if (reply.kind == Reply::Kind::error && on_error == OnError::fail) {
+      error = reply.text;
+      fail("the server refused " + std::string(args.front()) + ": " + reply.text);
+      return std::nullopt;
+    }
+    m_warned.store(false);  // answered: a later outage is reported again
+    return reply;
+  } catch (const std::exception& e) {
+    error = e.what();
+    fail(e.what());
+    return std::nullopt;
+  }
+}
+
+void Server::enqueue(UploadItem item) noexcept
+{
+  try {
+    {
+      std::lock_guard lock(m_queue_mutex);
+      if (m_stopping) {
+        return;
+      }
+      if (m_queue.size() >= k_max_queued) {
+        if (item.lease_key.empty()) {
+          return;
+        }
+        item.record.reset();  // the record stays local; the lease is still released
+      }
+      if (!m_writer.joinable()) {
+        m_writer = std::thread([this] { write_loop(); });
+      }
+      m_queue.push_back(std::move(item));
+    }
+    m_queue_changed.notify_all();
+  } catch (const std::exception&) {
+    // No thread or no memory: the record stays local, the lease expires by itself.
+  }
+}
+
+void Server::flush() noexcept
+{
+  std::unique_lock lock(m_queue_mutex);
+  m_queue_changed.wait(lock, [this] { return !m_writer.joinable() || (m_queue.empty() && !m_busy); });
+}
+
+void Server::write_one(RedisClient& client, const UploadItem& item)
+{
+  if (item.record) {
+    // Overwrites: a value there is either as good (same key, same inputs) or damaged.
+    const Reply reply = client.command({"SET", item.record_key, *item.record});
+    if (reply.kind == Reply::Kind::error) {
+      std::lock_guard warn_lock(m_queue_mutex);
+      if (!std::exchange(m_write_warned, true)) {
+        log::line("warning: " + m_name + " refused an upload: " + reply.text + " (kernels are still cached locally)");
+      }
+    } else {
+      m_bytes_written += item.record->size();
+    }
+  }
+  if (!item.lease_key.empty()) {
+    // An error reply (no EVAL permission) leaves the lease to expire by itself.
+    std::ignore = client.command({"EVAL", k_release_script, "1", item.lease_key, item.token});
+  }
+}
+
+void Server::write_loop()
+{
+  RedisClient client(m_url);
+  std::unique_lock lock(m_queue_mutex);
+  for (;;) {
+    m_queue_changed.wait(lock, [this] { return m_stopping || !m_queue.empty(); });
+    if (m_queue.empty()) {
+      return;
+    }
+    const UploadItem item = std::move(m_queue.front());
+    m_queue.pop_front();
+    m_busy = true;
+    lock.unlock();
+    if (!circuit_open()) {
+      try {
+        write_one(client, item);
+      } catch (const RedisFailure& e) {
+        fail(e.what());
+      }
+    }
+    lock.lock();
+    m_busy = false;
+    m_queue_changed.notify_all();
+  }
+}
+
+} // namespace kjit::remote

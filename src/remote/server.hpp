@@ -1,0 +1,88 @@
+// One Redis server of the remote tier: its lookup connection, circuit breaker, upload thread and
+// compile leases. The tier spreads keys over one or more of these (remote_tier.hpp).
+#pragma once
+
+#include "remote/redis.hpp"
+#include "remote/url.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace kjit::remote {
+
+constexpr int k_breaker_ms = 30000;        // after a failure, the server is not asked for this long
+constexpr std::size_t k_max_queued = 256;  // uploads waiting beyond this are dropped (their leases are still released)
+
+// What the upload thread does for one key: SET the record (if any), then release the lease (if any).
+struct UploadItem {
+  std::string record_key;
+  std::optional<std::string> record;
+  std::string lease_key;  // "" for none
+  std::string token;      // the lease's value, released only if it still holds it
+};
+
+class Server {
+public:
+  explicit Server(RedisUrl url);
+  // Writes what is queued (each command bounded by the I/O timeouts). Never throws.
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  const RedisUrl& url() const noexcept { return m_url; }
+  // "remote redis://host:port/db" with the password masked: names the server in log lines.
+  const std::string& name() const noexcept { return m_name; }
+
+  // Whether a failure less than k_breaker_ms ago stops requests now.
+  bool circuit_open() const noexcept;
+  // After a failure: stops asking for k_breaker_ms and warns once per outage.
+  void fail(const std::string& why) noexcept;
+
+  // What an error reply means to the caller of ask().
+  enum class OnError { fail, answer };
+  // One command on the lookup connection (serialised). Returns nullopt, after fail(), when the
+  // circuit is open, the server can't be reached or (OnError::fail) it answers an error; `error`
+  // then says why. With OnError::answer an error reply is returned (a refused lease, say).
+  std::optional<Reply> ask(const std::vector<std::string_view>& args, std::string& error,
+                           OnError on_error = OnError::fail) noexcept;
+
+  // Queues `item` for the upload thread (started on first use). A record is dropped when the
+  // queue is full or the server is being closed; a lease release is kept if it can be.
+  void enqueue(UploadItem item) noexcept;
+  // Waits until the queue is empty (what was queued is written or given up). Never throws.
+  void flush() noexcept;
+  // Bytes of records this server accepted.
+  std::uint64_t bytes_written() const noexcept { return m_bytes_written.load(); }
+
+private:
+  void write_loop();
+  void write_one(RedisClient& client, const UploadItem& item);
+
+  RedisUrl m_url;
+  std::string m_name;
+  std::atomic<std::int64_t> m_closed_until{0};  // the circuit breaker: no request before this time
+  std::atomic<bool> m_warned{false};            // this outage was reported
+  std::atomic<std::uint64_t> m_bytes_written{0};
+
+  std::mutex m_read_mutex;
+  RedisClient m_reader;
+
+  std::mutex m_queue_mutex;
+  std::condition_variable m_queue_changed;
+  std::deque<UploadItem> m_queue;
+  bool m_busy = false;  // the upload thread is writing an item it took off the queue
+  bool m_stopping = false;
+  bool m_write_warned = false;
+  std::thread m_writer;
+};
+
+// Milliseconds on the steady clock.
+std::int64_t now_ms() noexcept;
+
+} // namespace kjit::remote

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The fleet's compile lease and several servers (issue 14), against real redis-servers on
+# 127.0.0.1: 8 processes over 4 cache folders asking for the same 16 programs at once compile each
+# once (also programs with headers, whose keys are provisional); a lease whose holder died (planted,
+# or a compiling process killed) expires; a waiter is served the holder's upload; keys spread
+# over two servers and every node finds them. Exits 77 (skipped) when redis-server can't start.
+# Usage: test_fleet.sh KJIT
+set -u
+kjit=$1
+# shellcheck source=redis.sh
+. "$(dirname "$0")/redis.sh"
+start_or_skip "$port"
+KJIT_REMOTE_CACHE=redis://127.0.0.1:$port
+
+# --- 8 processes, 4 cache folders, the same 16 programs at once: 16 compiles in the fleet ---
+kernels 16 f
+pids=()
+for i in 0 1 2 3 4 5 6 7; do
+  KJIT_CACHE_DIR=$work/node$((i % 4)) "$kjit" warm "${files[@]}" --arch sm_80 --jobs 2 \
+    >"$work/warm$i.out" 2>"$work/warm$i.err" &
+  pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+check "8 processes all served" test "$status" = 0
+check "… each 16 programs, none failed" test "$(cat "$work"/warm*.out | grep -c '^[0-9]* compiled, [0-9]* cached, 0 failed')" = 8
+check "… 16 compiles in the whole fleet (got $(compiled_in "$work"/warm*.out))" test "$(compiled_in "$work"/warm*.out)" = 16
+total=0
+for n in 0 1 2 3; do
+  KJIT_CACHE_DIR=$work/node$n exit_code 0 "$kjit" stats --json
+  total=$((total + $(sed -n 's/.*"compiles": \([0-9]*\).*/\1/p' "$work/out")))
+done
+check "… kjit stats of the 4 folders count 16 compiles (got $total)" test "$total" = 16
+check "… 16 records on the server" test "$(rcli --scan --pattern 'kjit:v*' | wc -l)" = 16
+check "… no lease left" test "$(rcli --scan --pattern 'kjit:lease:*' | wc -l)" = 0
+check "… no warning" bash -c "! grep -h warning $work/warm*.err"
+
+# --- the same with programs including a header through -I: their keys are provisional on every new
+#     node (no manifest yet), and the lease is taken on the prediction's own key ---
+mkdir -p "$work/inc"
+printf '#define SCALE 3\n' >"$work/inc/scale.h"
+files=()
+for i in $(seq 8); do
+  printf '#include "scale.h"\nextern "C" __global__ void h%s(int* p) { p[0] = SCALE * %s; }\n' "$i" "$i" >"$work/h$i.cu"
+  files+=("$work/h$i.cu")
+done
+pids=()
+for i in 0 1 2 3; do
+  KJIT_CACHE_DIR=$work/hnode$i "$kjit" warm "${files[@]}" -I "$work/inc" --arch sm_80 --jobs 2 \
+    >"$work/hwarm$i.out" 2>"$work/hwarm$i.err" &
+  pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+check "4 nodes warming 8 programs with a header all served" test "$status" = 0
+check "… 8 compiles in the whole fleet (got $(compiled_in "$work"/hwarm*.out))" test "$(compiled_in "$work"/hwarm*.out)" = 8
+
+# --- a lease whose holder died expires: the next node compiles once it does ---
+kernels 1 dead
+KJIT_CACHE_DIR=$work/probe KJIT_REMOTE_CACHE= exit_code 0 "$kjit" compile "${files[0]}" --arch sm_80 -o "$work"
+key=$(sed -n 's/^compiled \([0-9a-f]\{64\}\)$/\1/p' "$work/out")
+rcli set "kjit:lease:v4:$key" "dead node" PX 1500 >/dev/null
+start=$(date +%s%N)
+KJIT_CACHE_DIR=$work/e check "a node asks for a key whose holder died" exit_code 0 "$kjit" compile "${files[0]}" --arch sm_80 -o "$work"
+elapsed=$((($(date +%s%N) - start) / 1000000))
+check "… compiles it" grep -q "^compiled $key" "$work/out"
+check "… after the lease expired (waited ${elapsed} ms)" test "$elapsed" -ge 1000
+check "… not the whole bound" test "$elapsed" -lt 15000
+check "… without a warning" bash -c "! grep -q warning '$work/err'"
+check "… and uploads it" test "$(rcli exists "kjit:v4:$key")" = 1
+
+# --- a holder killed (kill -9) while it compiles: its lease names it, expires, another node compiles ---
+printf '#include <cuda_fp16.h>\nextern "C" __global__ void heavy(__half* p) { p[0] = __float2half(1.5f); }\n' >"$work/heavy.cu"
+KJIT_CACHE_DIR=$work/holder KJIT_COMPILE_LOCK_TIMEOUT=3s "$kjit" compile "$work/heavy.cu" --arch sm_80 -o "$work" \
+  >/dev/null 2>&1 &
+holder=$!
+for _ in $(seq 100); do
+  [ -n "$(rcli --scan --pattern 'kjit:lease:*')" ] && break
+  sleep 0.05
+done
+lease=$(rcli --scan --pattern 'kjit:lease:*')
+kill -9 "$holder"
+wait "$holder" 2>/dev/null
+check "the compiling node held a lease naming it" bash -c "rcli() { redis-cli -p $port \"\$@\"; }; rcli get '$lease' | grep -q ' pid $holder '"
+start=$(date +%s%N)
+KJIT_CACHE_DIR=$work/next check "after the holder was killed, another node" \
+  exit_code 0 "$kjit" compile "$work/heavy.cu" --arch sm_80 -o "$work"
+elapsed=$((($(date +%s%N) - start) / 1000000))
+check "… compiles it once the lease expired (${elapsed} ms), within the bound" test "$elapsed" -lt 15000
+check "… without a warning" bash -c "! grep -q warning '$work/err'"
+check "… and no lease is left" test -z "$(rcli --scan --pattern 'kjit:lease:*')"
+
+# --- a holder that never finishes: the wait is bounded, then the node compiles with one warning ---
+rcli del "kjit:v4:$key" >/dev/null
+rcli set "kjit:lease:v4:$key" "wedged node" PX 60000 >/dev/null
+KJIT_CACHE_DIR=$work/f KJIT_COMPILE_LOCK_TIMEOUT=1s check "a node waits for a wedged holder" \
+  exit_code 0 "$kjit" compile "${files[0]}" --arch sm_80 -o "$work"
+check "… then compiles" grep -q "^compiled $key" "$work/out"
+check "… with one warning naming the bound" test "$(grep -c "waited 1.* s (KJIT_COMPILE_LOCK_TIMEOUT)" "$work/err")" = 1
+rcli del "kjit:lease:v4:$key" >/dev/null
+
+# --- a waiter is served the holder's upload ---
+rcli rename "kjit:v4:$key" saved >/dev/null
+rcli set "kjit:lease:v4:$key" "busy node" PX 60000 >/dev/null
+KJIT_CACHE_DIR=$work/g "$kjit" compile "${files[0]}" --arch sm_80 -o "$work" >"$work/g.out" 2>"$work/g.err" &
+waiter=$!
+sleep 0.5
+rcli rename saved "kjit:v4:$key" >/dev/null
+wait "$waiter"
+check "a waiting node" test $? = 0
+check "… is served the record that appeared" grep -q "lookup: from remote" "$work/g.out"
+check "… and leaves the lease to its holder" test "$(rcli get "kjit:lease:v4:$key")" = "busy node"
+rcli del "kjit:lease:v4:$key" >/dev/null
+
+# --- two servers: keys spread over both by hash, every node finds them, in any order of the list ---
+port2=$(free_port)
+check "a second server starts" start_redis "$port2"
+KJIT_REMOTE_CACHE="redis://127.0.0.1:$port redis://127.0.0.1:$port2"
+rcli flushall >/dev/null
+kernels 16 two
+KJIT_CACHE_DIR=$work/two-a check "node A warms with two servers" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
+on1=$(rcli --scan --pattern 'kjit:v*' | wc -l)
+on2=$(redis-cli -p "$port2" --scan --pattern 'kjit:v*' | wc -l)
+check "… 16 records in all ($on1 + $on2)" test $((on1 + on2)) = 16
+check "… on both servers" test "$on1" -gt 0 -a "$on2" -gt 0
+KJIT_CACHE_DIR=$work/two-b check "node B" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
+check "… compiles nothing" grep -q "^0 compiled, 16 cached" "$work/out"
+KJIT_REMOTE_CACHE="redis://127.0.0.1:$port2,redis://127.0.0.1:$port"
+KJIT_CACHE_DIR=$work/two-c check "node C lists them the other way round" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
+check "… compiles nothing" grep -q "^0 compiled, 16 cached" "$work/out"
+KJIT_REMOTE_CACHE="redis://127.0.0.1:$port redis://127.0.0.1:$port/0"
+check "a server listed twice is a config error" exit_code 1 "$kjit" config
+check "… naming the variable" grep -q KJIT_REMOTE_CACHE "$work/err"
+
+echo "fleet: $passed passed, $failed failed"
+[ "$failed" = 0 ]
