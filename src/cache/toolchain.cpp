@@ -136,8 +136,8 @@ namespace {
 std::string file_identities(const rtc::Toolkit& toolkit, bool& has_nvrtc)
 {
   return "nvrtc " + file_identity(toolkit.nvrtc_path, &has_nvrtc) + "\nbuiltins " +
-         file_identity(toolkit.nvrtc_builtins_path) + "\nnvjitlink " + file_identity(toolkit.nvjitlink_path) + "\nheaders " +
-         file_identity(toolkit.root + "/version.json") + "\n";
+         file_identity(toolkit.nvrtc_builtins_path) + "\nnvjitlink " + file_identity(toolkit.nvjitlink_path) +
+         "\nheaders " + file_identity(toolkit.root + "/version.json") + "\n";
 }
 
 } // namespace
@@ -168,16 +168,19 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   const std::string meta_key = "toolchain " + util::to_hex(util::sha256(identity));
   std::lock_guard lock(g_memo_mutex);
   Versions& versions = g_memo[identity];
-  if (versions.nvrtc.empty() && store != nullptr) {
-    if (auto stored = store->get(store::Table::meta, meta_key)) {
-      const auto first = stored->find('\n');
-      const auto second = first == std::string::npos ? first : stored->find('\n', first + 1);
-      if (second != std::string::npos) {
-        versions = {stored->substr(0, first), stored->substr(first + 1, second - first - 1), stored->substr(second + 1)};
-      }
+  // Read even when this process knows the versions: a store that lacks them gets them below, or
+  // every later process there would load NVRTC to learn them (one read when known).
+  const std::optional<std::string> stored =
+    store != nullptr ? store->get(store::Table::meta, meta_key) : std::nullopt;
+  if (versions.nvrtc.empty() && stored) {
+    const auto first = stored->find('\n');
+    const auto second = first == std::string::npos ? first : stored->find('\n', first + 1);
+    if (second != std::string::npos) {
+      versions = {stored->substr(0, first), stored->substr(first + 1, second - first - 1), stored->substr(second + 1)};
     }
   }
-  if (versions.nvrtc.empty()) {
+  const bool probed = versions.nvrtc.empty();
+  if (probed) {
     // Probed with this toolkit's libraries only: never record another toolkit's versions here.
     rtc::nvrtc_for(config);
     rtc::nvjitlink_for(config);
@@ -186,10 +189,10 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
       archs += (archs.empty() ? "" : " ") + std::to_string(arch);
     }
     versions = {rtc::nvrtc_build_identity(), rtc::nvjitlink_identity(), archs};
-    if (store != nullptr) {
-      store->put({{store::Table::meta, meta_key, versions.nvrtc + "\n" + versions.nvjitlink + "\n" + versions.archs},
-                  {store::Table::meta, meta_key + " files", identity}});
-    }
+  }
+  if (store != nullptr && !stored && (probed || store->writable())) {
+    store->put({{store::Table::meta, meta_key, versions.nvrtc + "\n" + versions.nvjitlink + "\n" + versions.archs},
+                {store::Table::meta, meta_key + " files", identity}});
   }
   context.nvrtc_identity = versions.nvrtc;
   context.nvjitlink_identity = versions.nvjitlink;
