@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,45 +117,66 @@ int run_child(const std::vector<std::string>& args)
   return -1;
 }
 
+ChildRun spawn_program(const std::string& path, const std::vector<std::string>& args, std::string* output)
+{
+  ChildRun run;
+  std::vector<char*> argv{const_cast<char*>(path.c_str())};
+  for (const auto& arg : args) {
+    argv.push_back(const_cast<char*>(arg.c_str()));
+  }
+  argv.push_back(nullptr);
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return run;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+  const auto start = Clock::now();
+  pid_t pid = 0;
+  const int spawned = ::posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_fds[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t got; spawned == 0 && (got = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) {
+    text.append(buffer, static_cast<std::size_t>(got));
+  }
+  ::close(pipe_fds[0]);
+  if (spawned != 0) {
+    return run;
+  }
+  int status = 0;
+  struct rusage usage {};
+  ::wait4(pid, &status, 0, &usage);
+  run.wall_us = us_since(start);
+  run.cpu_us = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 +
+               static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  run.minor_faults = usage.ru_minflt;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (output != nullptr) {
+    *output = text;
+  }
+  return run;
+}
+
+std::string beside_self(const std::string& name)
+{
+  char self[4096] = {};
+  if (::readlink("/proc/self/exe", self, sizeof self - 1) < 0) {
+    return name;
+  }
+  const std::string path = self;
+  return path.substr(0, path.rfind('/') + 1) + name;
+}
+
 double spawn_self(const std::vector<std::string>& args, std::string* output)
 {
   char self[4096] = {};
   if (::readlink("/proc/self/exe", self, sizeof self - 1) < 0) {
     return -1;
   }
-  std::vector<char*> argv{self};
-  for (const auto& arg : args) {
-    argv.push_back(const_cast<char*>(arg.c_str()));
-  }
-  argv.push_back(nullptr);
-  int pipe_fds[2];
-  if (::pipe(pipe_fds) != 0) {
-    return -1;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
-  const auto start = Clock::now();
-  pid_t pid = 0;
-  if (::posix_spawn(&pid, self, &actions, nullptr, argv.data(), environ) != 0) {
-    return -1;
-  }
-  ::close(pipe_fds[1]);
-  std::string text;
-  char buffer[4096];
-  for (ssize_t got; (got = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) {
-    text.append(buffer, static_cast<std::size_t>(got));
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  const double elapsed = us_since(start);
-  ::close(pipe_fds[0]);
-  posix_spawn_file_actions_destroy(&actions);
-  if (output != nullptr) {
-    *output = text;
-  }
-  return elapsed;
+  return spawn_program(self, args, output).wall_us;
 }
 
 double field(const std::string& output, const std::string& key)

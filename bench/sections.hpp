@@ -22,5 +22,6 @@ void warm_fresh_process(Report& report, const Options& options);
 void scale_and_files(Report& report, const Options& options);
 void single_flight(Report& report, const Options& options);
 void process_warm_start(Report& report, const Options& options);
+void process_start(Report& report, const Options& options);
 
 } // namespace bench

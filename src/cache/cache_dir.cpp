@@ -96,8 +96,12 @@ std::string store_file_problem(int store_fd, const char* name, bool shared)
 std::shared_ptr<util::UniqueFd> open_store_folder(int parent_fd, const std::string& name, const std::string& shown,
                                                   bool shared)
 {
-  std::ignore = ::mkdirat(parent_fd, name.c_str(), shared ? 02770 : 0700);
-  util::UniqueFd fd(::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  util::UniqueFd fd(::openat(parent_fd, name.c_str(), flags));
+  if (!fd && errno == ENOENT) {  // made once; a warm start only opens it
+    std::ignore = ::mkdirat(parent_fd, name.c_str(), shared ? 02770 : 0700);
+    fd = util::UniqueFd(::openat(parent_fd, name.c_str(), flags));
+  }
   std::string problem = fd ? private_folder_problem(fd.get(), shared) : std::string(std::strerror(errno));
   if (problem.empty() && shared) {
     std::ignore = ::fchmod(fd.get(), 02770);  // the group's, whoever made it (fails harmlessly if not ours)

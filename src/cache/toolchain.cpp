@@ -17,10 +17,15 @@ namespace kjit::cache {
 
 namespace {
 
-std::string file_identity(const std::string& path)
+// "path size mtime inode" of a file, or "path missing"; `present` says which.
+std::string file_identity(const std::string& path, bool* present = nullptr)
 {
   struct stat st {};
-  if (path.empty() || ::stat(path.c_str(), &st) != 0) {
+  const bool found = !path.empty() && ::stat(path.c_str(), &st) == 0;
+  if (present != nullptr) {
+    *present = found;
+  }
+  if (!found) {
     return path + " missing";
   }
   return path + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
@@ -125,11 +130,22 @@ std::optional<KeyContext> remembered_toolchain(const store::Store& store)
   return best;
 }
 
+namespace {
+
+// toolchain_file_identity(), also saying whether the NVRTC library file is there (one stat each).
+std::string file_identities(const rtc::Toolkit& toolkit, bool& has_nvrtc)
+{
+  return "nvrtc " + file_identity(toolkit.nvrtc_path, &has_nvrtc) + "\nbuiltins " +
+         file_identity(toolkit.nvrtc_builtins_path) + "\nnvjitlink " + file_identity(toolkit.nvjitlink_path) +
+         "\nheaders " + file_identity(toolkit.root + "/version.json") + "\n";
+}
+
+} // namespace
+
 std::string toolchain_file_identity(const rtc::Toolkit& toolkit)
 {
-  return "nvrtc " + file_identity(toolkit.nvrtc_path) + "\nbuiltins " + file_identity(toolkit.nvrtc_builtins_path) +
-         "\nnvjitlink " + file_identity(toolkit.nvjitlink_path) + "\nheaders " +
-         file_identity(toolkit.root + "/version.json") + "\n";
+  bool has_nvrtc = false;
+  return file_identities(toolkit, has_nvrtc);
 }
 
 KeyContext toolchain_context(const Config& config, store::Store* store)
@@ -139,9 +155,9 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   context.toolkit_include_dirs = toolkit.include_dirs;
   context.toolkit_include_names = relative_to_root(toolkit);
   context.toolkit_headers = toolkit_headers_fingerprint(toolkit.include_dirs, store);
-  const std::string identity = toolchain_file_identity(toolkit);
-  struct stat st {};
-  if (store != nullptr && (toolkit.nvrtc_path.empty() || ::stat(toolkit.nvrtc_path.c_str(), &st) != 0)) {
+  bool has_nvrtc = false;
+  const std::string identity = file_identities(toolkit, has_nvrtc);
+  if (store != nullptr && !has_nvrtc) {
     // No NVRTC here: the keys of the toolchain that made the store's entries (hits only; a miss
     // fails with the ToolchainError of the missing library).
     if (auto remembered = remembered_toolchain(*store)) {
@@ -152,16 +168,19 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   const std::string meta_key = "toolchain " + util::to_hex(util::sha256(identity));
   std::lock_guard lock(g_memo_mutex);
   Versions& versions = g_memo[identity];
-  if (versions.nvrtc.empty() && store != nullptr) {
-    if (auto stored = store->get(store::Table::meta, meta_key)) {
-      const auto first = stored->find('\n');
-      const auto second = first == std::string::npos ? first : stored->find('\n', first + 1);
-      if (second != std::string::npos) {
-        versions = {stored->substr(0, first), stored->substr(first + 1, second - first - 1), stored->substr(second + 1)};
-      }
+  // Read even when this process knows the versions: a store that lacks them gets them below, or
+  // every later process there would load NVRTC to learn them (one read when known).
+  const std::optional<std::string> stored =
+    store != nullptr ? store->get(store::Table::meta, meta_key) : std::nullopt;
+  if (versions.nvrtc.empty() && stored) {
+    const auto first = stored->find('\n');
+    const auto second = first == std::string::npos ? first : stored->find('\n', first + 1);
+    if (second != std::string::npos) {
+      versions = {stored->substr(0, first), stored->substr(first + 1, second - first - 1), stored->substr(second + 1)};
     }
   }
-  if (versions.nvrtc.empty()) {
+  const bool probed = versions.nvrtc.empty();
+  if (probed) {
     // Probed with this toolkit's libraries only: never record another toolkit's versions here.
     rtc::nvrtc_for(config);
     rtc::nvjitlink_for(config);
@@ -170,10 +189,10 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
       archs += (archs.empty() ? "" : " ") + std::to_string(arch);
     }
     versions = {rtc::nvrtc_build_identity(), rtc::nvjitlink_identity(), archs};
-    if (store != nullptr) {
-      store->put({{store::Table::meta, meta_key, versions.nvrtc + "\n" + versions.nvjitlink + "\n" + versions.archs},
-                  {store::Table::meta, meta_key + " files", identity}});
-    }
+  }
+  if (store != nullptr && !stored && (probed || store->writable())) {
+    store->put({{store::Table::meta, meta_key, versions.nvrtc + "\n" + versions.nvjitlink + "\n" + versions.archs},
+                {store::Table::meta, meta_key + " files", identity}});
   }
   context.nvrtc_identity = versions.nvrtc;
   context.nvjitlink_identity = versions.nvjitlink;

@@ -129,6 +129,10 @@ std::optional<UniqueFd> open_subdir(int dir_fd, const std::string& name, bool cr
 
 std::error_code create_directories(const std::string& path, int mode)
 {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return {};  // the common case (a warm start): one stat, no mkdir of every existing parent
+  }
   std::string prefix;
   std::size_t pos = 0;
   while (pos != std::string::npos) {
@@ -141,7 +145,6 @@ std::error_code create_directories(const std::string& path, int mode)
       return last_error();
     }
   }
-  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     return last_error();
   }

@@ -1,40 +1,38 @@
-// SHA-256 through OpenSSL's SHA256_* functions and XXH3-128 through libxxhash.
+// SHA-256 through nettle and XXH3-128 through libxxhash.
 //
-// OpenSSL 3 marks SHA256_Init/Update/Final deprecated in favour of EVP, but EVP's first use loads
-// the configuration and the default provider: ≈ 1.2 ms measured here, more than a whole warm
-// start may take. The SHA256_* functions are the same SHA-NI implementation without that layer
-// (≈ 15 us first call, 2.5 us per 4 KiB).
-#define OPENSSL_SUPPRESS_DEPRECATED
+// nettle rather than OpenSSL's libcrypto: loading libcrypto (16 922 relative and 4 191 symbol
+// relocations, bound at load) cost ≈ 1.2 ms and 124 page faults in every process that links kjit,
+// more than the rest of a warm start; nettle costs ≈ 0.15 ms to load and picks the same SHA-NI
+// code at run time (docs/benchmarks.md, "Warm floor"). The digests are the same bytes.
 #include "util/hash.hpp"
 
 #include <algorithm>
-#include <openssl/sha.h>
+#include <nettle/sha2.h>
 #include <xxhash.h>
 
 namespace kjit::util {
 
-Sha256Hasher::Sha256Hasher() : m_ctx(new SHA256_CTX)
+Sha256Hasher::Sha256Hasher() : m_ctx(new sha256_ctx)
 {
-  SHA256_Init(static_cast<SHA256_CTX*>(m_ctx));
+  sha256_init(static_cast<sha256_ctx*>(m_ctx));
 }
 
 Sha256Hasher::~Sha256Hasher()
 {
-  delete static_cast<SHA256_CTX*>(m_ctx);
+  delete static_cast<sha256_ctx*>(m_ctx);
 }
 
 Sha256Hasher& Sha256Hasher::update(std::string_view data)
 {
-  SHA256_Update(static_cast<SHA256_CTX*>(m_ctx), data.data(), data.size());
+  sha256_update(static_cast<sha256_ctx*>(m_ctx), data.size(), reinterpret_cast<const std::uint8_t*>(data.data()));
   return *this;
 }
 
 Sha256 Sha256Hasher::finish()
 {
   Sha256 digest{};
-  auto* ctx = static_cast<SHA256_CTX*>(m_ctx);
-  SHA256_Final(digest.data(), ctx);
-  SHA256_Init(ctx);
+  // sha256_digest also resets the context for the next message.
+  sha256_digest(static_cast<sha256_ctx*>(m_ctx), digest.size(), digest.data());
   return digest;
 }
 

@@ -1,4 +1,4 @@
-// SHA-256 (OpenSSL) for keys and content identity; XXH3-128 (libxxhash) for record checksums.
+// SHA-256 (nettle) for keys and content identity; XXH3-128 (libxxhash) for record checksums.
 #pragma once
 
 #include <array>

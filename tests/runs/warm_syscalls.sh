@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# A warm start does only what a hit needs: a fresh process that gets a cached kernel's cubin makes
+# no folder (no mkdir of the cache, store or parent folders that exist) and loads no compiler.
+# Traced with strace (skipped, exit 77, where strace is missing or may not trace).
+# Usage: warm_syscalls.sh KJIT_BENCH_START
+set -u
+start=$(realpath "$1")
+command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null || { echo "no working strace: skipped"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export KJIT_CACHE_DIR=$dir/cache
+source='extern "C" __global__ void warm(float* y) { y[threadIdx.x] *= 2.0f; }
+'
+"$start" check "$dir/cache/deeper" warm.cu "$source" >"$dir/first.txt" || { echo "FAIL: the first (cold) run failed"; exit 1; }
+grep -q "compiles: 1" "$dir/first.txt" || { echo "FAIL: the first run did not compile:"; cat "$dir/first.txt"; exit 1; }
+strace -f -o "$dir/trace" -e trace=mkdir,mkdirat,openat "$start" check "$dir/cache/deeper" warm.cu "$source" \
+  >"$dir/warm.txt" || { echo "FAIL: the warm run failed"; cat "$dir/warm.txt"; exit 1; }
+failed=0
+grep -q "disk_hits: 1" "$dir/warm.txt" && grep -q "compiles: 0" "$dir/warm.txt" ||
+  { echo "FAIL: the warm run was no disk hit:"; cat "$dir/warm.txt"; failed=1; }
+if grep -E '(^|[0-9] +)mkdir(at)?\(' "$dir/trace"; then
+  echo "FAIL: a warm start made folders (above)"
+  failed=1
+fi
+if grep -E 'openat\(.*lib(nvrtc|nvJitLink)' "$dir/trace" | grep -v ENOENT; then
+  echo "FAIL: a warm start opened a compiler library (above)"
+  failed=1
+fi
+exit $failed
