@@ -96,6 +96,7 @@ struct Cache::Impl {
     std::string inputs;       // cache::direct_inputs()
     util::Checksum fast{};    // XXH3-128 of them
     std::optional<cache::Result> hit;
+    std::optional<cache::Result> in_memory;  // load_entry(): the row named an entry of the memory tier
   };
   Direct direct_lookup(const Program& program, const Arch& arch, Source& source);
   // cache::direct_inputs() in this cache's key context; `arch` resolved.
@@ -119,9 +120,9 @@ struct Cache::Impl {
   // `name` and `arch` (of the program) only name it in the warning about a damaged record.
   std::optional<store::Entry> load(const util::Sha256& key, const std::string& name, const Arch& arch);
   // load(), or with `via` the entry its direct row names (`key` is set from the row), both rows
-  // read in one transaction. The record's own key field must equal `key` (decode_record).
-  std::optional<store::Entry> load_entry(util::Sha256& key, const std::string& name, const Arch& arch,
-                                         const Direct* via);
+  // read in one transaction. The record's own key field must equal `key` (decode_record). An
+  // entry the memory tier holds is not read: it goes to via->in_memory, and nullopt is returned.
+  std::optional<store::Entry> load_entry(util::Sha256& key, const std::string& name, const Arch& arch, Direct* via);
   // `source` says where the result came from (disk, bundle, compiled, compiled_elsewhere).
   cache::Result load_or_compile(const util::Sha256& key, const PreparedProgram& prepared, Source& source);
   // Compiles with exactly the headers kjit hashed; `final_key` is the key of what was compiled

@@ -23,7 +23,7 @@ std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const std
 }
 
 std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std::string& name, const Arch& arch,
-                                                    const Direct* via)
+                                                    Direct* via)
 {
   if (!store) {
     return std::nullopt;
@@ -49,6 +49,9 @@ std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std
           return std::nullopt;
         }
         key = *named;
+        if ((via->in_memory = memory.find(key))) {
+          return std::nullopt;  // no need to read the record
+        }
         return std::string(bytes_of(key));
       };
       found = store->visit_chained(store::Table::direct, cache::fast_key_bytes(via->fast), follow,
