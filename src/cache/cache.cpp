@@ -177,13 +177,16 @@ Lookup Cache::lookup(const PreparedProgram& prepared)
 std::shared_ptr<const Binary> Cache::get_program(const Program& program, const Arch& arch, Source& source)
 {
   std::optional<Impl::Direct> direct;
-  if (cache::direct_eligible(program)) {
+  if (cache::direct_options(program)) {
     direct = m_impl->direct_lookup(program, arch, source);  // no key texts, no SHA-256 (direct_lookup.cpp)
     if (direct->hit) {
       if (direct->hit->failure) {
         throw CompileError(*direct->hit->failure);
       }
       return direct->hit->binary;
+    }
+    if (!cache::direct_eligible(program)) {
+      direct.reset();  // it may name a disk header: never found by its raw inputs
     }
   }
   try {

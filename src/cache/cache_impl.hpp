@@ -90,8 +90,9 @@ struct Cache::Impl {
   void verbose(const char* what, const PreparedProgram& p, double ms);
   void verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256& key, double ms);
 
-  // direct_lookup.cpp: a lookup by the program's raw inputs (cache::direct_eligible programs):
-  // the memory tier, then the store's direct row and the entry it names, all without SHA-256.
+  // direct_lookup.cpp: a lookup by the program's raw inputs (cache::direct_options programs;
+  // only direct_eligible ones are ever found): the memory tier, then the store's direct row and
+  // the entry it names, all without SHA-256.
   struct Direct {
     std::string inputs;       // cache::direct_inputs()
     util::Checksum fast{};    // XXH3-128 of them

@@ -40,7 +40,7 @@ bool mentions_include(const std::string& text)
 
 } // namespace
 
-bool direct_eligible(const Program& program)
+bool direct_options(const Program& program)
 {
   for (const std::string& option : program.options) {
     for (std::string_view prefix : {"-I", "--include-path", "--pre-include", "-include"}) {
@@ -49,7 +49,12 @@ bool direct_eligible(const Program& program)
       }
     }
   }
-  if (mentions_include(program.source)) {
+  return true;
+}
+
+bool direct_eligible(const Program& program)
+{
+  if (!direct_options(program) || mentions_include(program.source)) {
     return false;
   }
   for (const auto& [name, content] : program.headers) {

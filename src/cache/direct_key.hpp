@@ -20,6 +20,10 @@ namespace kjit::cache {
 // header (no "include" anywhere, no -I, --include-path or pre-include option), so no manifest is
 // read and no folder is checked (an -I folder may be removed since). Others go through prepare().
 bool direct_eligible(const Program& program);
+// The options part of direct_eligible() (cheap). Raw inputs found in memory or in a direct row
+// were direct_eligible() when stored, and eligibility depends on nothing else: a lookup scans
+// the texts for "include" only when neither knows them.
+bool direct_options(const Program& program);
 
 // The toolchain part of the inputs: every field of `context` that make_key() puts in a key, and
 // the record format, as one text (computed once per cache).

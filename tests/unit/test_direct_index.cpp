@@ -169,6 +169,22 @@ BOOST_AUTO_TEST_CASE(programs_that_may_read_disk_headers_are_not_direct)
   kjit::Program header = small_program("header");
   header.headers["a.h"] = "#include <b.h>\n";
   BOOST_TEST(!kjit::cache::direct_eligible(header));
+  BOOST_TEST(kjit::cache::direct_options(header));  // looked for directly, never found
+}
+
+BOOST_AUTO_TEST_CASE(a_program_naming_a_header_is_never_kept_by_its_raw_inputs)
+{
+  // "include" in a comment: not direct, so a later edit of what it might include is always seen.
+  kjit::Program program = small_program("commented");
+  program.source = "// include nothing\n" + program.source;
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  kjit::Cache cache(config);
+  cache.get(program, arch);
+  BOOST_TEST(direct_rows(cache, {program.name}).empty());
+  BOOST_TEST((cache.lookup(program, arch).source == kjit::Source::memory));
+  kjit::Cache later(config);
+  BOOST_TEST((later.lookup(program, arch).source == kjit::Source::disk));
+  BOOST_TEST(later.stats().compiles == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
