@@ -3,6 +3,8 @@
 #include "sections.hpp"
 #include "workload.hpp"
 
+#include "util/hash.hpp"
+
 #include "../tests/common/parity_kernels.hpp"
 #include "rtc/compiler.hpp"
 
@@ -366,8 +368,17 @@ void memory_tier(Report& report, const Options&)
   }
   report.check("warm, memory tier", "prepared program, p50 per lookup", percentile(prepared_us, 50), "us", 1.0);
   report.note("warm, memory tier", "prepared program, p99 (of 1000-lookup batches)", percentile(prepared_us, 99), "us");
-  report.note("warm, memory tier", "4 KiB source hashed each time, p50 per lookup", percentile(hashed_us, 50), "us");
+  report.check("warm, memory tier", "4 KiB source hashed each time, p50 per lookup", percentile(hashed_us, 50), "us", 2.0);
   report.note("warm, memory tier", "4 KiB source hashed each time, p99", percentile(hashed_us, 99), "us");
+  std::vector<double> sha_us;  // what a lookup by SHA-256 of the source would pay before anything else
+  for (int batch = 0; batch < 200; ++batch) {
+    const auto t = Clock::now();
+    for (int i = 0; i < 100; ++i) {
+      kjit::util::sha256(program.source);
+    }
+    sha_us.push_back(us_since(t) / 100.0);
+  }
+  report.note("warm, memory tier", "SHA-256 of the 4 KiB source alone, p50", percentile(sha_us, 50), "us");
 }
 
 void heavy_headers(Report& report, const Options&)

@@ -1,6 +1,7 @@
 // Shared benchmark workloads.
 #include "workload.hpp"
 
+#include "cache/direct_key.hpp"
 #include "cache/key.hpp"
 #include "deps/manifest.hpp"
 #include "cache/toolchain.hpp"
@@ -77,6 +78,7 @@ void populate(const std::string& dir, int count, int first_salt)
   const kjit::cache::KeyContext context = kjit::cache::toolchain_context(config, store.get());
   // What prepare() records for a program without disk headers: one empty manifest entry.
   const std::string empty_manifest = kjit::deps::encode_manifest({kjit::deps::Resolution{}});
+  const std::string direct_context = kjit::cache::direct_context(context);
   std::vector<kjit::store::Store::Row> rows;
   const auto flush = [&] {
     store->put(rows);
@@ -94,7 +96,11 @@ void populate(const std::string& dir, int count, int first_salt)
     const std::string key(reinterpret_cast<const char*>(texts.digest.data()), texts.digest.size());
     rows.push_back({kjit::store::Table::entries, key, kjit::store::encode_record(entry, texts.digest)});
     rows.push_back({kjit::store::Table::manifests, key, empty_manifest});
-    if (rows.size() == 2000) {
+    // The direct row a compile stores beside the record (src/cache/lookup.cpp, persist).
+    const std::string inputs = kjit::cache::direct_inputs(program, kjit::Arch::parse("sm_90"), direct_context);
+    rows.push_back({kjit::store::Table::direct, std::string(kjit::cache::fast_key_bytes(kjit::util::checksum(inputs))),
+                    kjit::cache::direct_row(texts.digest, inputs)});
+    if (rows.size() >= 2000) {
       flush();
     }
   }

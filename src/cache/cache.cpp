@@ -39,17 +39,25 @@ const cache::KeyContext& Cache::Impl::key_context()
       cache::warn_once(std::string("cannot remember the toolchain's identity: ") + e.what());
       context = cache::toolchain_context(config, nullptr);
     }
+    direct_context = cache::direct_context(*context);
   }
   return *context;
 }
 
 void Cache::Impl::verbose(const char* what, const PreparedProgram& p, double ms)
 {
+  util::Sha256 key;
+  std::memcpy(key.data(), p.m_digest, key.size());
+  verbose(what, p.program().name, p.arch(), key, ms);
+}
+
+void Cache::Impl::verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256& key,
+                          double ms)
+{
   if (config.verbose) {
     char time[32];
     std::snprintf(time, sizeof time, ms < 1.0 ? "%.1f us" : "%.1f ms", ms < 1.0 ? ms * 1000.0 : ms);
-    log::line(std::string(what) + " " + p.program().name + " " + p.arch().str() + " " + p.key().substr(0, 12) + " " +
-              time);
+    log::line(std::string(what) + " " + name + " " + arch.str() + " " + util::to_hex(key).substr(0, 12) + " " + time);
   }
 }
 
@@ -168,8 +176,29 @@ Lookup Cache::lookup(const PreparedProgram& prepared)
 
 std::shared_ptr<const Binary> Cache::get_program(const Program& program, const Arch& arch, Source& source)
 {
+  std::optional<Impl::Direct> direct;
+  if (cache::direct_options(program)) {
+    direct = m_impl->direct_lookup(program, arch, source);  // no key texts, no SHA-256 (direct_lookup.cpp)
+    if (direct->hit) {
+      if (direct->hit->failure) {
+        throw CompileError(*direct->hit->failure);
+      }
+      return direct->hit->binary;
+    }
+    if (!cache::direct_eligible(program)) {
+      direct.reset();  // it may name a disk header: never found by its raw inputs
+    }
+  }
   try {
-    return get_once(prepare(program, arch), source);  // just prepared: no need to validate it again
+    const PreparedProgram prepared = prepare(program, arch);
+    auto binary = get_once(prepared, source);  // just prepared: no need to validate it again
+    if (direct && !prepared.m_provisional) {
+      // Found by the SHA-256 path (stored without a direct row): found directly from now on.
+      util::Sha256 key;
+      std::memcpy(key.data(), prepared.m_digest, key.size());
+      m_impl->direct.insert(direct->fast, std::move(direct->inputs), key);
+    }
+    return binary;
   } catch (const cache::HeadersChanged&) {
   }
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -297,9 +326,11 @@ void Cache::clear()
     m_impl->provisional.clear();
     m_impl->predicted.clear();
   }
+  m_impl->direct.clear();
   if (m_impl->store) {
     for (const store::Table table :
-         {store::Table::entries, store::Table::quarantine, store::Table::manifests, store::Table::names}) {
+         {store::Table::entries, store::Table::quarantine, store::Table::manifests, store::Table::names,
+          store::Table::direct}) {
       m_impl->store->clear(table);
     }
     std::vector<std::string> uses;  // the last uses of the entries (src/cache/size_limit.cpp)

@@ -6,6 +6,7 @@
 #include <kjit/error.hpp>
 
 #include "cache/cache_dir.hpp"
+#include "cache/direct_key.hpp"
 #include "cache/key.hpp"
 #include "cache/memory_tier.hpp"
 #include "cache/tier.hpp"
@@ -39,6 +40,9 @@ std::int64_t recorded_use(const store::Store& store, std::string_view raw_key);
 // Thrown inside the cache when a tracked header changed between prepare() and compile: the
 // program is prepared again. Never leaves the library.
 struct HeadersChanged {};
+
+// lookup.cpp: what a lookup hands out for a stored entry (its binary, or its compile error).
+Result result_of(store::Entry&& entry);
 } // namespace cache
 
 struct Cache::Impl {
@@ -51,6 +55,8 @@ struct Cache::Impl {
 
   std::mutex context_mutex;
   std::optional<cache::KeyContext> context;
+  std::string direct_context;  // cache::direct_context(*context), made with it
+  cache::DirectIndex direct;   // this process's direct keys (direct_lookup.cpp)
 
   struct KnownManifest {
     deps::Manifest entries;
@@ -83,6 +89,20 @@ struct Cache::Impl {
              std::uint64_t by = 1);
   const cache::KeyContext& key_context();
   void verbose(const char* what, const PreparedProgram& p, double ms);
+  void verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256& key, double ms);
+
+  // direct_lookup.cpp: a lookup by the program's raw inputs (cache::direct_options programs;
+  // only direct_eligible ones are ever found): the memory tier, then the store's direct row and
+  // the entry it names, all without SHA-256.
+  struct Direct {
+    std::string inputs;       // cache::direct_inputs()
+    util::Checksum fast{};    // XXH3-128 of them
+    std::optional<cache::Result> hit;
+    std::optional<cache::Result> in_memory;  // load_entry(): the row named an entry of the memory tier
+  };
+  Direct direct_lookup(const Program& program, const Arch& arch, Source& source);
+  // cache::direct_inputs() in this cache's key context; `arch` resolved.
+  std::string direct_inputs(const Program& program, const Arch& arch);
 
   // includes.cpp: the user headers of a program from a manifest whose every stamp still holds
   // (stats only), or nullopt when there is none: then only a compile can tell.
@@ -99,7 +119,12 @@ struct Cache::Impl {
   std::optional<store::Store::Row> take_unsaved_manifest(const PreparedProgram& prepared);
 
   // lookup.cpp: the disk tier and the compile path.
-  std::optional<store::Entry> load(const util::Sha256& key, const PreparedProgram& prepared);
+  // `name` and `arch` (of the program) only name it in the warning about a damaged record.
+  std::optional<store::Entry> load(const util::Sha256& key, const std::string& name, const Arch& arch);
+  // load(), or with `via` the entry its direct row names (`key` is set from the row), both rows
+  // read in one transaction. The record's own key field must equal `key` (decode_record). An
+  // entry the memory tier holds is not read: it goes to via->in_memory, and nullopt is returned.
+  std::optional<store::Entry> load_entry(util::Sha256& key, const std::string& name, const Arch& arch, Direct* via);
   // `source` says where the result came from (disk, bundle, compiled, compiled_elsewhere).
   cache::Result load_or_compile(const util::Sha256& key, const PreparedProgram& prepared, Source& source);
   // Compiles with exactly the headers kjit hashed; `final_key` is the key of what was compiled

@@ -16,7 +16,14 @@
 
 namespace kjit {
 
-std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const PreparedProgram& prepared)
+std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const std::string& name, const Arch& arch)
+{
+  util::Sha256 found_key = key;
+  return load_entry(found_key, name, arch, nullptr);
+}
+
+std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std::string& name, const Arch& arch,
+                                                    Direct* via)
 {
   if (!store) {
     return std::nullopt;
@@ -26,13 +33,32 @@ std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const Pre
   std::string damaged;
   std::string why;
   bool found = false;
+  const auto decode = [&](std::string_view bytes) {
+    entry = store::decode_record(bytes, key, store::Sections::artifacts, why);
+    if (!entry) {
+      damaged.assign(bytes);
+    }
+  };
   try {
-    found = store->visit(store::Table::entries, bytes_of(key), [&](std::string_view bytes) {
-      entry = store::decode_record(bytes, key, store::Sections::artifacts, why);
-      if (!entry) {
-        damaged.assign(bytes);
-      }
-    });
+    if (via != nullptr) {
+      // The direct row and the record it names, in one read transaction; a row whose inputs
+      // are not exactly these (a collision, a damaged row) leads nowhere.
+      const auto follow = [&](std::string_view row) -> std::optional<std::string> {
+        const auto named = cache::direct_row_key(row, via->inputs);
+        if (!named) {
+          return std::nullopt;
+        }
+        key = *named;
+        if ((via->in_memory = memory.find(key))) {
+          return std::nullopt;  // no need to read the record
+        }
+        return std::string(bytes_of(key));
+      };
+      found = store->visit_chained(store::Table::direct, cache::fast_key_bytes(via->fast), follow,
+                                   store::Table::entries, decode);
+    } else {
+      found = store->visit(store::Table::entries, bytes_of(key), decode);
+    }
   } catch (const StoreError& e) {
     // An unreadable store is a miss: the caller is served by a compile.
     cache::warn_once(std::string("cannot read the store: ") + e.what() + "; compiling instead");
@@ -50,8 +76,8 @@ std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const Pre
     count(&CacheStats::quarantined);
     std::lock_guard lock(flight_mutex);
     if (reported.insert(key).second) {
-      log::line("warning: damaged cache entry " + prepared.key() + " (" + prepared.program().name + ", " +
-                prepared.arch().str() + "): " + why + "; moved aside, recompiling");
+      log::line("warning: damaged cache entry " + util::to_hex(key) + " (" + name + ", " + arch.str() + "): " + why +
+                "; moved aside, recompiling");
     }
   }
   return entry;
@@ -153,6 +179,12 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
     {store::Table::names, store::names_key(p.program().name, bytes_of(key)), p.program().name},
   };
   store::add_header_rows(entry, key, rows);
+  if (cache::direct_eligible(p.program())) {  // the direct row that leads to it without SHA-256
+    std::string inputs = direct_inputs(p.program(), p.arch());
+    const util::Checksum fast = util::checksum(inputs);
+    rows.push_back({store::Table::direct, std::string(cache::fast_key_bytes(fast)), cache::direct_row(key, inputs)});
+    direct.insert(fast, std::move(inputs), key);
+  }
   if (auto manifest = take_unsaved_manifest(p)) {
     rows.push_back(std::move(*manifest));
   }
@@ -170,6 +202,18 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   after_write(key, rows.front().value.size());  // KJIT_MAX_SIZE: checked on writes
 }
 
+cache::Result cache::result_of(store::Entry&& entry)
+{
+  Result result;
+  if (entry.kind == store::EntryKind::failure) {
+    result.failure =
+      std::make_shared<const CompileError>(entry.program_name, entry.binary.arch, entry.binary.log, entry.options);
+  } else {
+    result.binary = std::make_shared<const Binary>(std::move(entry.binary));
+  }
+  return result;
+}
+
 const char* to_string(Source source) noexcept
 {
   switch (source) {
@@ -185,19 +229,9 @@ const char* to_string(Source source) noexcept
 
 cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const PreparedProgram& p, Source& source)
 {
-  const auto result_of = [](store::Entry&& entry) {
-    cache::Result result;
-    if (entry.kind == store::EntryKind::failure) {
-      result.failure =
-        std::make_shared<const CompileError>(entry.program_name, entry.binary.arch, entry.binary.log, entry.options);
-    } else {
-      result.binary = std::make_shared<const Binary>(std::move(entry.binary));
-    }
-    return result;
-  };
   const util::Stopwatch watch;
   const bool provisional = is_provisional(key);
-  if (auto entry = provisional ? std::nullopt : load(key, p)) {
+  if (auto entry = provisional ? std::nullopt : load(key, p.program().name, p.arch())) {
     count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
     if (entry->kind == store::EntryKind::failure) {
       count(&CacheStats::failed_hits);
@@ -207,18 +241,18 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     if (auto manifest = take_unsaved_manifest(p); manifest && store->writable()) {
       store->put({std::move(*manifest)});
     }
-    return result_of(std::move(*entry));
+    return cache::result_of(std::move(*entry));
   }
   if (bool remote_hit = false; auto entry = load_from_tiers(key, p, &remote_hit)) {
     source = remote_hit ? Source::remote : Source::bundle;
     verbose(remote_hit ? "hit remote" : "hit bundle", p, watch.elapsed_ms());
-    return result_of(std::move(*entry));
+    return cache::result_of(std::move(*entry));
   }
   util::Sha256 real_key{};  // a provisional key's prediction's own key, once load_predicted made it
   if (provisional) {
     if (auto entry = load_predicted(p, real_key, source)) {
       verbose("hit (headers found at another place)", p, watch.elapsed_ms());
-      cache::Result result = result_of(std::move(*entry));
+      cache::Result result = cache::result_of(std::move(*entry));
       memory.insert(real_key, result);
       return result;
     }
@@ -230,11 +264,11 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   }
   if (lock && !provisional) {
     // Another process may have stored the result while we asked for the lock.
-    if (auto entry = load(key, p)) {
+    if (auto entry = load(key, p.program().name, p.arch())) {
       count(&CacheStats::compiled_elsewhere);
       source = Source::compiled_elsewhere;
       verbose("hit disk (compiled by another process)", p, watch.elapsed_ms());
-      return result_of(std::move(*entry));
+      return cache::result_of(std::move(*entry));
     }
     if (lock->timed_out()) {
       cache::warn_once("waited " + std::to_string(config.compile_lock_timeout_s) +
@@ -262,7 +296,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     upload(final_key, entry, std::move(lease));  // KJIT_REMOTE_CACHE: queued for the upload thread
   }
   verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p, watch.elapsed_ms());
-  cache::Result result = result_of(std::move(entry));
+  cache::Result result = cache::result_of(std::move(entry));
   if (cacheable && final_key != key) {
     memory.insert(final_key, result);  // found under its true key by the next, validated, lookup
   }

@@ -32,7 +32,7 @@ std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p
   }
   const cache::KeyContext& context = key_context();
   real_key = cache::make_key(p.program(), p.arch(), context, resolver->result().headers).digest;
-  std::optional<store::Entry> entry = load(real_key, p);
+  std::optional<store::Entry> entry = load(real_key, p.program().name, p.arch());
   bool remote_hit = false;
   if (entry) {
     count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);

@@ -70,17 +70,19 @@ std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
   const auto section_entry = read_le<std::uint16_t>(bytes, 58);
   const auto section_count = read_le<std::uint16_t>(bytes, 60);
   const auto names_index = read_le<std::uint16_t>(bytes, 62);
-  const auto check = [&](bool ok, const std::string& message) {
+  // The message is made only for a failed check: a hit checks every section and symbol.
+  const auto check = [&](bool ok, auto&& message) {
     if (!ok) {
-      why = message;
+      why = message();
     }
     return ok;
   };
 
   if (program_count > 0) {
-    if (!check(program_entry == k_program_header_size, "bad program header size " + std::to_string(program_entry)) ||
+    if (!check(program_entry == k_program_header_size,
+               [&] { return "bad program header size " + std::to_string(program_entry); }) ||
         !check(range_fits(program_offset, std::uint64_t(program_count) * program_entry, size),
-               "program headers lie past the end (truncated cubin)")) {
+               [&] { return std::string("program headers lie past the end (truncated cubin)"); })) {
       return std::nullopt;
     }
     for (std::uint16_t i = 0; i < program_count; ++i) {
@@ -88,16 +90,17 @@ std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
       const auto offset = read_le<std::uint64_t>(bytes, at + 8);
       const auto file_size = read_le<std::uint64_t>(bytes, at + 32);
       if (!check(range_fits(offset, file_size, size),
-                 "segment " + std::to_string(i) + " lies past the end (truncated cubin)")) {
+                 [&] { return "segment " + std::to_string(i) + " lies past the end (truncated cubin)"; })) {
         return std::nullopt;
       }
     }
   }
-  if (!check(section_count > 0, "no section headers") ||
-      !check(section_entry == k_section_header_size, "bad section header size " + std::to_string(section_entry)) ||
+  if (!check(section_count > 0, [&] { return std::string("no section headers"); }) ||
+      !check(section_entry == k_section_header_size,
+             [&] { return "bad section header size " + std::to_string(section_entry); }) ||
       !check(range_fits(section_offset, std::uint64_t(section_count) * section_entry, size),
-             "section headers lie past the end (truncated cubin)") ||
-      !check(names_index < section_count, "section name table index out of range")) {
+             [&] { return std::string("section headers lie past the end (truncated cubin)"); }) ||
+      !check(names_index < section_count, [&] { return std::string("section name table index out of range"); })) {
     return std::nullopt;
   }
   std::vector<std::uint64_t> name_offsets;
@@ -114,13 +117,15 @@ std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
     section.entry_size = read_le<std::uint64_t>(bytes, at + 56);
     if (section.type != k_sht_nobits && i != 0) {
       if (!check(range_fits(offset, section.size, size),
-                 "section " + std::to_string(i) + " lies past the end (truncated cubin)")) {
+                 [&] { return "section " + std::to_string(i) + " lies past the end (truncated cubin)"; })) {
         return std::nullopt;
       }
       section.bytes = bytes.substr(offset, section.size);
     }
-    if (!check(section.link < section_count, "section " + std::to_string(i) + " links to a missing section") ||
-        !check(i != 0 || (section.type == 0 && section.size == 0), "section 0 is not the reserved null section")) {
+    if (!check(section.link < section_count,
+               [&] { return "section " + std::to_string(i) + " links to a missing section"; }) ||
+        !check(i != 0 || (section.type == 0 && section.size == 0),
+               [&] { return std::string("section 0 is not the reserved null section"); })) {
       return std::nullopt;
     }
     view.m_sections.push_back(section);
@@ -128,7 +133,7 @@ std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
   const std::string_view names = view.m_sections[names_index].bytes;
   for (std::uint16_t i = 1; i < section_count; ++i) {
     const auto name = string_at(names, name_offsets[i]);
-    if (!check(name.has_value(), "section " + std::to_string(i) + " has a bad name")) {
+    if (!check(name.has_value(), [&] { return "section " + std::to_string(i) + " has a bad name"; })) {
       return std::nullopt;
     }
     view.m_sections[i].name = *name;
@@ -139,7 +144,7 @@ std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
       continue;
     }
     if (!check(table.entry_size == k_symbol_size && table.size % k_symbol_size == 0,
-               "symbol table " + std::string(table.name) + " has a bad entry size")) {
+               [&] { return "symbol table " + std::string(table.name) + " has a bad entry size"; })) {
       return std::nullopt;
     }
     const std::string_view strings = view.m_sections[table.link].bytes;
@@ -156,14 +161,14 @@ std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
       symbol.size = read_le<std::uint64_t>(table.bytes, at + 16);
       const bool ok_section = symbol.section < section_count || symbol.section >= k_shn_loreserve;
       if (!check(name.has_value() && ok_section,
-                 "symbol " + std::to_string(at / k_symbol_size) + " has a bad name or section")) {
+                 [&] { return "symbol " + std::to_string(at / k_symbol_size) + " has a bad name or section"; })) {
         return std::nullopt;
       }
       // Whoever reads the symbol's bytes (the driver, the variable reader) trusts value + size.
       if (symbol.section != 0 && symbol.section < section_count) {
         const std::uint64_t room = view.m_sections[symbol.section].size;
         if (!check(symbol.value <= room && symbol.size <= room - symbol.value,
-                   "symbol " + std::to_string(at / k_symbol_size) + " lies outside its section")) {
+                   [&] { return "symbol " + std::to_string(at / k_symbol_size) + " lies outside its section"; })) {
           return std::nullopt;
         }
       }

@@ -47,6 +47,8 @@ enum class Tag : std::uint16_t {
 
 // A field whose tag has this bit holds its value as one zstd frame (format 4).
 constexpr std::uint16_t k_compressed = 0x8000;
+// The PTX is stored compressed from this size only (format 5).
+constexpr std::size_t k_hit_compress_min = 16 * 1024;
 
 // The fields stored compressed when that makes them smaller: text that is not read by a hit, or
 // is read rarely and large. The cubin is not (docs/benchmarks.md: it is what a hit loads).
@@ -70,7 +72,10 @@ void put_field(std::string& out, Tag tag, std::string_view value)
 {
   std::uint16_t code = static_cast<std::uint16_t>(tag);
   std::optional<std::string> packed;
-  if (compressible(tag) && (packed = compress(value))) {
+  // Every hit expands the PTX: below k_hit_compress_min zstd's per-frame setup costs a hit more
+  // (≈ 33 000 instructions for a 1 KiB PTX, half of a disk hit) than its bytes are worth (format 5).
+  const bool small_hit_field = tag == Tag::ptx && value.size() < k_hit_compress_min;
+  if (compressible(tag) && !small_hit_field && (packed = compress(value))) {
     code |= k_compressed;
     value = *packed;
   }

@@ -10,6 +10,7 @@
 //   field     = u16 tag | u32 length | bytes          checksum = XXH3-128 of the section
 //   tag bit 15 set: the bytes are one zstd frame of the value (format 4; text fields only)
 //   headers (format 4): name + (sha256, size); the content is a blob, stored once (blobs.hpp)
+//   PTX (format 5): stored plain below 16 KiB, a zstd frame from there (a hit expands it)
 //
 // A hit reads and verifies only the artifacts (the key digest inside must equal the LMDB key);
 // the inputs are read for the mirror, explain and orphans. Integers are little-endian; unknown
@@ -26,7 +27,7 @@
 
 namespace kjit::store {
 
-constexpr std::uint32_t k_record_format = 4;
+constexpr std::uint32_t k_record_format = 5;
 constexpr std::size_t k_record_header_size = 64;
 
 // How a record holds its headers' contents (format 4).

@@ -251,42 +251,64 @@ std::optional<std::string> Store::get(Table table, std::string_view key) const
   return value;
 }
 
-bool Store::visit(Table table, std::string_view key, const std::function<void(std::string_view)>& visit) const
+bool Store::Impl::get_value(MDB_txn* txn, Table table, std::string_view key, std::string_view& bytes)
 {
   const int t = static_cast<int>(table);
+  if (!has_table[t]) {
+    return false;
+  }
+  MDB_val k = val(key);
+  MDB_val v{};
+  const int rc = mdb_get(txn, dbis[t], &k, &v);
+  if (rc == MDB_NOTFOUND) {
+    return false;
+  }
+  check(rc, "mdb_get");
+  if (!inside_file(v.mv_data, v.mv_size)) {
+    throw Damaged("a value of " + path + " lies outside data.mdb");
+  }
+  bytes = view(v);
+  return true;
+}
+
+bool Store::visit(Table table, std::string_view key, const std::function<void(std::string_view)>& visit) const
+{
   Impl& impl = *m_impl;
-  return impl.guarded(
-    [&] {
-      return impl.read(
-        [&](MDB_txn* txn) {
-          if (!impl.has_table[t]) {
-            return false;
-          }
-          MDB_val k = Impl::val(key);
-          MDB_val v{};
-          const int rc = mdb_get(txn, impl.dbis[t], &k, &v);
-          if (rc == MDB_NOTFOUND) {
-            return false;
-          }
-          impl.check(rc, "mdb_get");
-          if (!impl.inside_file(v.mv_data, v.mv_size)) {
-            throw Damaged("a value of " + impl.path + " lies outside data.mdb");
-          }
-          std::string_view bytes = Impl::view(v);
-          if (table == Table::meta) {
-            const auto value = strip_meta_trailer(bytes);
-            if (!value) {
-              warn_once("a damaged value in the meta table of " + impl.path + " is ignored and will be rebuilt");
-              return false;
-            }
-            bytes = *value;
-          }
-          visit(bytes);
-          return true;
-        },
-        false);
-    },
-    false);
+  return impl.guarded_read([&](MDB_txn* txn) {
+    std::string_view bytes;
+    if (!impl.get_value(txn, table, key, bytes)) {
+      return false;
+    }
+    if (table == Table::meta) {
+      const auto value = strip_meta_trailer(bytes);
+      if (!value) {
+        warn_once("a damaged value in the meta table of " + impl.path + " is ignored and will be rebuilt");
+        return false;
+      }
+      bytes = *value;
+    }
+    visit(bytes);
+    return true;
+  });
+}
+
+bool Store::visit_chained(Table first, std::string_view key,
+                          const std::function<std::optional<std::string>(std::string_view)>& follow, Table second,
+                          const std::function<void(std::string_view)>& visit) const
+{
+  Impl& impl = *m_impl;
+  return impl.guarded_read([&](MDB_txn* txn) {
+    std::string_view bytes;
+    if (!impl.get_value(txn, first, key, bytes)) {
+      return false;
+    }
+    const std::optional<std::string> next = follow(bytes);
+    if (!next || !impl.get_value(txn, second, *next, bytes)) {
+      return false;
+    }
+    visit(bytes);
+    return true;
+  });
 }
 
 void Store::walk_ahead()

@@ -24,8 +24,9 @@ enum class Table {
   names,       // names_key(program name, key digest) → program name (entries by program name, for explain)
   blobs,       // sha256 of a header's content → that content, stored once (blobs.hpp; put() encodes it)
   blob_refs,   // sha256 of a blob + key digest of an entry that uses it → "1" (garbage collection)
+  direct,      // XXH3-128 of a program's raw inputs → entry key + those inputs (cache/direct_key.hpp)
 };
-constexpr int k_table_count = 7;
+constexpr int k_table_count = 8;
 constexpr std::size_t k_quarantine_rows = 64;
 
 // The `names` row of an entry: sha256(program name)[0..16) + key digest, so any name fits LMDB's
@@ -95,6 +96,12 @@ public:
   // Calls `visit` with the value's bytes where LMDB maps them, inside the read transaction (they
   // are valid only during the call; don't call the store from it). Returns false if not found.
   bool visit(Table table, std::string_view key, const std::function<void(std::string_view value)>& visit) const;
+  // Two lookups in one read transaction: `follow` turns the value of `key` in `first` into a key
+  // of `second` (nullopt: stop there), whose value is passed to `visit` as visit() does. Returns
+  // false if either row is missing or `follow` stopped. Neither table may be `meta`.
+  bool visit_chained(Table first, std::string_view key,
+                     const std::function<std::optional<std::string>(std::string_view value)>& follow, Table second,
+                     const std::function<void(std::string_view value)>& visit) const;
 
   struct Row {
     Table table;

@@ -29,7 +29,7 @@
 
 namespace kjit::store {
 
-const char* const k_table_names[k_table_count] = {"entries", "meta", "quarantine", "manifests", "names", "blobs", "blob_refs"};
+const char* const k_table_names[k_table_count] = {"entries", "meta", "quarantine", "manifests", "names", "blobs", "blob_refs", "direct"};
 
 namespace {
 

@@ -70,6 +70,10 @@ struct Store::Impl {
 
   ~Impl();
 
+  // The value of `key` in `table` inside `txn` (a view valid while it lasts); false when missing.
+  // Throws Damaged for a value outside data.mdb. Caller is inside read() or write().
+  bool get_value(MDB_txn* txn, Table table, std::string_view key, std::string_view& bytes);
+
   // Opens `env` on `path` in `mode` with the tables; checks the file against the meta page.
   // Throws Damaged for a damaged file, StoreError otherwise. Caller holds `guard` unique (or owns Impl).
   void open_env(std::size_t map_size);
@@ -169,6 +173,13 @@ struct Store::Impl {
       }
     }
     return missing;
+  }
+
+  // One read transaction running `body(txn)`, guarded: false when the store is missing or damaged.
+  template <typename Body>
+  bool guarded_read(Body&& body)
+  {
+    return guarded([&] { return read(body, false); }, false);
   }
 };
 

@@ -88,6 +88,18 @@ void reseal(std::string& record)
   std::memcpy(record.data() + 48, inputs.data(), 16);
 }
 
+// A program whose PTX is over 16 KiB (stored compressed, format 5): hundreds of volatile stores.
+kjit::Program big_ptx_program(const std::string& tag)
+{
+  kjit::Program program = small_program(tag);
+  program.source += "extern \"C\" __global__ void big_" + tag + "(volatile int* p)\n{\n";
+  for (int i = 0; i < 600; ++i) {
+    program.source += "  p[" + std::to_string(i) + "] = " + std::to_string(i * 7 + 1) + ";\n";
+  }
+  program.source += "}\n";
+  return program;
+}
+
 // The record with the frame of its first compressed field of `tag` cut by `cut` bytes (sizes and
 // checksums made consistent again): only the zstd frame itself is wrong.
 std::string truncate_compressed_field(std::string record, std::uint16_t tag, std::size_t cut)
@@ -303,7 +315,15 @@ BOOST_AUTO_TEST_CASE(text_fields_are_stored_compressed)
   const std::string record = *store->get(kjit::store::Table::entries, raw(prepared.key()));
   BOOST_TEST(record.size() < program.source.size() + binary->ptx.size() + binary->cubin.size() / 2 + 1024);
   BOOST_TEST(record.find("a comment line") == std::string::npos);  // the source is not stored plain
-  BOOST_TEST(record.find(binary->ptx.substr(0, 64)) == std::string::npos);
+  // Format 5: a PTX below 16 KiB is stored plain (a hit reads it without zstd); a larger one is not.
+  BOOST_TEST_REQUIRE(binary->ptx.size() < 16384u);
+  BOOST_TEST(record.find(binary->ptx) != std::string::npos);
+  const auto big = cache.prepare(big_ptx_program("packed_big"), k_sm90);
+  const auto big_binary = cache.get(big);
+  BOOST_TEST_REQUIRE(big_binary->ptx.size() >= 16384u);
+  const std::string big_record = *store->get(kjit::store::Table::entries, raw(big.key()));
+  BOOST_TEST(big_record.find(big_binary->ptx.substr(0, 64)) == std::string::npos);
+  BOOST_TEST(big_record.size() < big_binary->ptx.size());
   const kjit::EntryContents contents = cache.entry(prepared.key());
   BOOST_TEST(contents.source == program.source);
   BOOST_TEST(contents.binary.ptx == binary->ptx);
@@ -313,7 +333,7 @@ BOOST_AUTO_TEST_CASE(text_fields_are_stored_compressed)
 // refused with a reason, quarantined, compiled again; never a wrong hit.
 BOOST_AUTO_TEST_CASE(a_truncated_compressed_field_is_refused_and_the_entry_recompiled)
 {
-  const kjit::Program program = small_program("truncated");
+  const kjit::Program program = big_ptx_program("truncated");  // a PTX stored compressed
   std::string key;
   std::string ptx;
   {
@@ -415,7 +435,7 @@ BOOST_AUTO_TEST_CASE(an_older_format_record_is_an_orphan_and_its_removal_keeps_o
   store->put(kjit::store::Table::entries, old_key, old);
   const kjit::VerifyReport report = cache.verify(kjit::Repair::no);
   BOOST_TEST_REQUIRE(report.bad.size() == 1u);
-  BOOST_TEST(report.bad[0].second == "record format 3, expected 4");
+  BOOST_TEST(report.bad[0].second == "record format 3, expected " + std::to_string(kjit::store::k_record_format));
   const std::vector<std::string> orphans = cache.orphans();
   BOOST_TEST((std::find(orphans.begin(), orphans.end(), kjit::util::to_hex(kjit::util::sha256("reference"))) !=
               orphans.end()));

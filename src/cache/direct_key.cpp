@@ -1,0 +1,148 @@
+// Direct keys: the raw inputs of a program as one byte string, its store row, and this process's index.
+#include "cache/direct_key.hpp"
+
+#include "store/record.hpp"
+
+#include <cstring>
+
+namespace kjit::cache {
+
+namespace {
+
+constexpr std::string_view k_inputs_magic = "kjit-direct 1\n";
+
+void put_field(std::string& out, std::string_view value)
+{
+  const auto size = static_cast<std::uint64_t>(value.size());
+  char bytes[sizeof size];
+  std::memcpy(bytes, &size, sizeof size);
+  out.append(bytes, sizeof bytes);
+  out.append(value);
+}
+
+void put_list(std::string& out, const std::vector<std::string>& values)
+{
+  put_field(out, std::to_string(values.size()));
+  for (const std::string& value : values) {
+    put_field(out, value);
+  }
+}
+
+bool starts_with(const std::string& text, std::string_view prefix)
+{
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+bool mentions_include(const std::string& text)
+{
+  return text.find("include") != std::string::npos;
+}
+
+} // namespace
+
+bool direct_options(const Program& program)
+{
+  for (const std::string& option : program.options) {
+    for (std::string_view prefix : {"-I", "--include-path", "--pre-include", "-include"}) {
+      if (starts_with(option, prefix)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool direct_eligible(const Program& program)
+{
+  if (!direct_options(program) || mentions_include(program.source)) {
+    return false;
+  }
+  for (const auto& [name, content] : program.headers) {
+    if (mentions_include(content)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string direct_context(const KeyContext& context)
+{
+  std::string out;
+  put_list(out, context.toolkit_include_names);
+  put_field(out, context.toolkit_headers);
+  put_field(out, context.nvrtc_identity);
+  put_field(out, context.nvjitlink_identity);
+  put_field(out, std::to_string(store::k_record_format));
+  return out;
+}
+
+std::string direct_inputs(const Program& program, const Arch& arch, std::string_view context_text)
+{
+  std::size_t size = k_inputs_magic.size() + context_text.size() + program.name.size() + program.source.size() + 128;
+  for (const auto& [name, content] : program.headers) {
+    size += name.size() + content.size() + 16;
+  }
+  std::string out;
+  out.reserve(size);
+  out += k_inputs_magic;
+  put_field(out, context_text);
+  put_field(out, arch.str());
+  put_field(out, program.name);
+  put_field(out, program.source);
+  put_field(out, std::to_string(program.headers.size()));
+  for (const auto& [name, content] : program.headers) {
+    put_field(out, name);
+    put_field(out, content);
+  }
+  put_list(out, program.options);
+  put_list(out, program.name_expressions);
+  return out;
+}
+
+std::string direct_row(const util::Sha256& entry_key, std::string_view inputs)
+{
+  std::string row(reinterpret_cast<const char*>(entry_key.data()), entry_key.size());
+  row += inputs;
+  return row;
+}
+
+std::optional<util::Sha256> direct_row_key(std::string_view row, std::string_view inputs)
+{
+  util::Sha256 key;
+  if (row.size() != key.size() + inputs.size() || row.substr(key.size()) != inputs) {
+    return std::nullopt;
+  }
+  std::memcpy(key.data(), row.data(), key.size());
+  return key;
+}
+
+std::optional<util::Sha256> DirectIndex::find(const util::Checksum& fast, std::string_view inputs) const
+{
+  std::lock_guard lock(m_mutex);
+  const auto it = m_known.find(fast);
+  if (it == m_known.end() || it->second.inputs != inputs) {
+    return std::nullopt;
+  }
+  return it->second.entry_key;
+}
+
+void DirectIndex::insert(const util::Checksum& fast, std::string inputs, const util::Sha256& entry_key)
+{
+  std::lock_guard lock(m_mutex);
+  if (m_bytes + inputs.size() > k_limit_bytes) {
+    m_known.clear();
+    m_bytes = 0;
+  }
+  const std::size_t size = inputs.size();
+  const auto [it, added] = m_known.insert_or_assign(fast, Known{std::move(inputs), entry_key});
+  m_bytes += added ? size : 0;
+}
+
+void DirectIndex::clear()
+{
+  std::lock_guard lock(m_mutex);
+  m_known.clear();
+  m_bytes = 0;
+}
+
+} // namespace kjit::cache

@@ -1,0 +1,67 @@
+// The direct key: XXH3-128 of a program's raw inputs, leading to its SHA-256 entry key without
+// building or hashing the key texts (docs/cache-format.md, "The direct index").
+#pragma once
+
+#include <kjit/arch.hpp>
+#include <kjit/program.hpp>
+
+#include "cache/key.hpp"
+#include "util/hash.hpp"
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kjit::cache {
+
+// Whether the key of `program` is a function of its inputs alone: nothing in it may name a disk
+// header (no "include" anywhere, no -I, --include-path or pre-include option), so no manifest is
+// read and no folder is checked (an -I folder may be removed since). Others go through prepare().
+bool direct_eligible(const Program& program);
+// The options part of direct_eligible() (cheap). Raw inputs found in memory or in a direct row
+// were direct_eligible() when stored, and eligibility depends on nothing else: a lookup scans
+// the texts for "include" only when neither knows them.
+bool direct_options(const Program& program);
+
+// The toolchain part of the inputs: every field of `context` that make_key() puts in a key, and
+// the record format, as one text (computed once per cache).
+std::string direct_context(const KeyContext& context);
+
+// The inputs of `program` on the resolved `arch` in `context_text`, as one unambiguous byte string
+// (every field length-prefixed): equal strings make equal key texts, so equal entry keys.
+std::string direct_inputs(const Program& program, const Arch& arch, std::string_view context_text);
+
+// The LMDB key of a direct row: the 16 bytes of `fast`.
+inline std::string_view fast_key_bytes(const util::Checksum& fast)
+{
+  return {reinterpret_cast<const char*>(fast.data()), fast.size()};
+}
+
+// The store's `direct` row: 16-byte XXH3-128 of the inputs → entry key (32 bytes) ‖ inputs.
+std::string direct_row(const util::Sha256& entry_key, std::string_view inputs);
+// The entry key of a row whose inputs are exactly `inputs`, else nullopt (a collision, a row of
+// another format, a damaged row): a lookup then takes the SHA-256 path.
+std::optional<util::Sha256> direct_row_key(std::string_view row, std::string_view inputs);
+
+// This process's direct keys (inputs → entry key), bounded by bytes; thread-safe.
+class DirectIndex {
+public:
+  // The entry key recorded for exactly `inputs` under `fast`, or nullopt.
+  std::optional<util::Sha256> find(const util::Checksum& fast, std::string_view inputs) const;
+  void insert(const util::Checksum& fast, std::string inputs, const util::Sha256& entry_key);
+  void clear();
+
+private:
+  static constexpr std::size_t k_limit_bytes = std::size_t(64) << 20;  // then it starts over
+  struct Known {
+    std::string inputs;
+    util::Sha256 entry_key;
+  };
+  mutable std::mutex m_mutex;
+  std::map<util::Checksum, Known> m_known;
+  std::size_t m_bytes = 0;
+};
+
+} // namespace kjit::cache

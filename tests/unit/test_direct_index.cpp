@@ -1,0 +1,190 @@
+// The direct index (docs/cache-format.md): raw inputs → entry key by XXH3-128, never trusted
+// without comparing the inputs in full, so no collision or stale row can serve another binary.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "cache/direct_key.hpp"
+#include "store/store.hpp"
+#include "util/hash.hpp"
+
+#include <map>
+
+using namespace kjit::test;
+
+namespace {
+
+// The direct rows of the store in `cache_dir`, by the program name inside their inputs.
+std::map<std::string, std::pair<std::string, std::string>> direct_rows(const kjit::Cache& cache,
+                                                                       const std::vector<std::string>& names)
+{
+  std::map<std::string, std::pair<std::string, std::string>> rows;
+  auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
+  store->for_each(kjit::store::Table::direct, [&](std::string_view key, std::string_view value) {
+    for (const std::string& name : names) {
+      if (value.find(name) != std::string_view::npos) {
+        rows[name] = {std::string(key), std::string(value)};
+      }
+    }
+  });
+  return rows;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(direct_index, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(a_compile_stores_a_direct_row_naming_its_entry_and_inputs)
+{
+  const kjit::Program program = small_program("direct_row");
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  kjit::Cache cache(config);
+  cache.get(program, arch);
+  const auto rows = direct_rows(cache, {program.name});
+  BOOST_REQUIRE(rows.count(program.name) == 1u);
+  const auto& [fast, value] = rows.at(program.name);
+  BOOST_TEST(fast.size() == 16u);
+  const std::string key_hex = cache.prepare(program, arch).key();
+  BOOST_TEST(kjit::util::to_hex(reinterpret_cast<const std::uint8_t*>(value.data()), 32) == key_hex);
+  const std::string_view inputs = std::string_view(value).substr(32);
+  BOOST_TEST(kjit::util::to_hex(kjit::util::checksum(inputs)) ==
+             kjit::util::to_hex(reinterpret_cast<const std::uint8_t*>(fast.data()), fast.size()));
+  BOOST_TEST(inputs.find(program.source) != std::string_view::npos);
+
+  kjit::Cache later(config);  // a later process: found through the row
+  BOOST_TEST((later.lookup(program, arch).source == kjit::Source::disk));
+  BOOST_TEST((later.lookup(program, arch).source == kjit::Source::memory));
+  BOOST_TEST(later.stats().compiles == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_colliding_direct_row_gets_a_miss_never_the_other_binary)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const kjit::Program a = small_program("collide_a");
+  const kjit::Program b = small_program("collide_b");
+  std::string cubin_a;
+  std::string cubin_b;
+  {
+    kjit::Cache cache(config);
+    cubin_a = cache.get(a, arch)->cubin;
+    cubin_b = cache.get(b, arch)->cubin;
+    BOOST_REQUIRE(cubin_a != cubin_b);
+    // What an XXH3-128 collision of a's and b's inputs would leave: a's fast key holding b's row.
+    const auto rows = direct_rows(cache, {a.name, b.name});
+    BOOST_REQUIRE(rows.size() == 2u);
+    auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
+    store->put({{kjit::store::Table::direct, rows.at(a.name).first, rows.at(b.name).second}});
+  }
+  kjit::Cache later(config);
+  const kjit::Lookup hit = later.lookup(a, arch);
+  BOOST_TEST(hit.binary->cubin == cubin_a);  // never b's binary
+  BOOST_TEST((hit.source == kjit::Source::disk));  // found by its SHA-256 key instead
+  BOOST_TEST(later.lookup(b, arch).binary->cubin == cubin_b);
+  BOOST_TEST(later.stats().compiles == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_row_naming_a_missing_or_damaged_entry_falls_back_to_the_key)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const kjit::Program program = small_program("stale_row");
+  std::string cubin;
+  {
+    kjit::Cache cache(config);
+    cubin = cache.get(program, arch)->cubin;
+    const auto rows = direct_rows(cache, {program.name});
+    BOOST_REQUIRE(rows.size() == 1u);
+    std::string value = rows.at(program.name).second;
+    value[0] = static_cast<char>(value[0] ^ 0x5a);  // names an entry that does not exist
+    auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
+    store->put({{kjit::store::Table::direct, rows.at(program.name).first, value}});
+  }
+  kjit::Cache later(config);
+  const kjit::Lookup hit = later.lookup(program, arch);
+  BOOST_TEST(hit.binary->cubin == cubin);
+  BOOST_TEST((hit.source == kjit::Source::disk));
+  BOOST_TEST(later.stats().compiles == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_memory_index_compares_inputs_in_full)
+{
+  kjit::cache::DirectIndex index;
+  const kjit::util::Checksum fast = kjit::util::checksum("a");
+  kjit::util::Sha256 key{};
+  key[0] = 7;
+  index.insert(fast, "inputs of a", key);
+  BOOST_TEST((index.find(fast, "inputs of a") == key));
+  BOOST_TEST(!index.find(fast, "inputs of b"));  // same fast key, other inputs: a collision
+  BOOST_TEST(!index.find(kjit::util::checksum("b"), "inputs of a"));
+}
+
+BOOST_AUTO_TEST_CASE(every_input_of_the_key_changes_the_direct_inputs)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const kjit::Program base = small_program("inputs");
+  kjit::cache::KeyContext context;
+  context.nvrtc_identity = "13.0";
+  const std::string text = kjit::cache::direct_context(context);
+  const std::string reference = kjit::cache::direct_inputs(base, arch, text);
+  std::vector<std::string> variants;
+  kjit::cache::KeyContext other = context;
+  other.nvrtc_identity = "13.1";
+  variants.push_back(kjit::cache::direct_inputs(base, arch, kjit::cache::direct_context(other)));
+  other = context;
+  other.toolkit_headers = "fingerprint";
+  variants.push_back(kjit::cache::direct_inputs(base, arch, kjit::cache::direct_context(other)));
+  variants.push_back(kjit::cache::direct_inputs(base, kjit::Arch::parse("sm_80"), text));
+  for (int field = 0; field < 5; ++field) {
+    kjit::Program program = base;
+    switch (field) {
+    case 0: program.name += "x"; break;
+    case 1: program.source += " "; break;
+    case 2: program.headers["h.h"] = ""; break;
+    case 3: program.options.push_back("-DX"); break;
+    case 4: program.name_expressions.push_back("f"); break;
+    }
+    variants.push_back(kjit::cache::direct_inputs(program, arch, text));
+  }
+  for (const std::string& variant : variants) {
+    BOOST_TEST(variant != reference);
+  }
+  // Moving a byte from one field to the next changes them too (fields are length-prefixed).
+  kjit::Program shifted = base;
+  shifted.options = {"-DAB"};
+  kjit::Program split = base;
+  split.options = {"-DA", "B"};
+  BOOST_TEST(kjit::cache::direct_inputs(shifted, arch, text) != kjit::cache::direct_inputs(split, arch, text));
+}
+
+BOOST_AUTO_TEST_CASE(programs_that_may_read_disk_headers_are_not_direct)
+{
+  BOOST_TEST(kjit::cache::direct_eligible(small_program("plain")));
+  kjit::Program program = small_program("includes");
+  program.source = "#include \"x.h\"\n" + program.source;
+  BOOST_TEST(!kjit::cache::direct_eligible(program));
+  for (const char* option : {"-I/tmp", "--include-path=/tmp", "--pre-include=x.h", "-include=x.h"}) {
+    kjit::Program with = small_program("options");
+    with.options.push_back(option);
+    BOOST_TEST(!kjit::cache::direct_eligible(with));
+  }
+  kjit::Program header = small_program("header");
+  header.headers["a.h"] = "#include <b.h>\n";
+  BOOST_TEST(!kjit::cache::direct_eligible(header));
+  BOOST_TEST(kjit::cache::direct_options(header));  // looked for directly, never found
+}
+
+BOOST_AUTO_TEST_CASE(a_program_naming_a_header_is_never_kept_by_its_raw_inputs)
+{
+  // "include" in a comment: not direct, so a later edit of what it might include is always seen.
+  kjit::Program program = small_program("commented");
+  program.source = "// include nothing\n" + program.source;
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  kjit::Cache cache(config);
+  cache.get(program, arch);
+  BOOST_TEST(direct_rows(cache, {program.name}).empty());
+  BOOST_TEST((cache.lookup(program, arch).source == kjit::Source::memory));
+  kjit::Cache later(config);
+  BOOST_TEST((later.lookup(program, arch).source == kjit::Source::disk));
+  BOOST_TEST(later.stats().compiles == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
