@@ -8,6 +8,11 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
   exit 77
 fi
 unset KJIT_CACHE_DIR KJIT_BUNDLE KJIT_REMOTE_PASSWORD_FILE
+# Remote keys carry the record format (kjit:v<format>:<key>, kjit:lease:v<format>:<key>): read it
+# from the source, so a format bump doesn't leave these tests looking under the old prefix.
+fmt=$(sed -n 's/^constexpr std::uint32_t k_record_format = \([0-9]*\);.*/\1/p' \
+  "$(dirname "${BASH_SOURCE[0]}")/../../src/store/record.hpp")
+[ -n "$fmt" ] || { echo "FAIL: k_record_format not found in src/store/record.hpp"; exit 1; }
 export KJIT_REMOTE_CACHE
 
 free_port() {

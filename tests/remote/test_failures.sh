@@ -67,7 +67,7 @@ KJIT_CACHE_DIR=$work/bad-a exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
 keys=()
 for f in "${files[@]}"; do
   KJIT_CACHE_DIR=$work/bad-a exit_code 0 "$kjit" compile "$f" --arch sm_80 -o "$work"
-  keys+=("kjit:v4:$(grep -m1 -oE '^(compiled|cache hit) [0-9a-f]{64}$' "$work/out" | grep -oE '[0-9a-f]{64}')")
+  keys+=("kjit:v$fmt:$(grep -m1 -oE '^(compiled|cache hit) [0-9a-f]{64}$' "$work/out" | grep -oE '[0-9a-f]{64}')")
 done
 check "three keys on the server" test "$(for k in "${keys[@]}"; do rcli exists "$k"; done | grep -c 1)" = 3
 rcli set "${keys[0]}" "garbage" >/dev/null

@@ -59,7 +59,7 @@ check "… 8 compiles in the whole fleet (got $(compiled_in "$work"/hwarm*.out))
 kernels 1 dead
 KJIT_CACHE_DIR=$work/probe KJIT_REMOTE_CACHE= exit_code 0 "$kjit" compile "${files[0]}" --arch sm_80 -o "$work"
 key=$(sed -n 's/^compiled \([0-9a-f]\{64\}\)$/\1/p' "$work/out")
-rcli set "kjit:lease:v4:$key" "dead node" PX 1500 >/dev/null
+rcli set "kjit:lease:v$fmt:$key" "dead node" PX 1500 >/dev/null
 start=$(date +%s%N)
 KJIT_CACHE_DIR=$work/e check "a node asks for a key whose holder died" exit_code 0 "$kjit" compile "${files[0]}" --arch sm_80 -o "$work"
 elapsed=$((($(date +%s%N) - start) / 1000000))
@@ -67,7 +67,7 @@ check "… compiles it" grep -q "^compiled $key" "$work/out"
 check "… after the lease expired (waited ${elapsed} ms)" test "$elapsed" -ge 1000
 check "… not the whole bound" test "$elapsed" -lt 15000
 check "… without a warning" bash -c "! grep -q warning '$work/err'"
-check "… and uploads it" test "$(rcli exists "kjit:v4:$key")" = 1
+check "… and uploads it" test "$(rcli exists "kjit:v$fmt:$key")" = 1
 
 # --- a holder killed (kill -9) while it compiles: its lease names it, expires, another node compiles ---
 printf '#include <cuda_fp16.h>\nextern "C" __global__ void heavy(__half* p) { p[0] = __float2half(1.5f); }\n' >"$work/heavy.cu"
@@ -91,26 +91,26 @@ check "… without a warning" bash -c "! grep -q warning '$work/err'"
 check "… and no lease is left" test -z "$(rcli --scan --pattern 'kjit:lease:*')"
 
 # --- a holder that never finishes: the wait is bounded, then the node compiles with one warning ---
-rcli del "kjit:v4:$key" >/dev/null
-rcli set "kjit:lease:v4:$key" "wedged node" PX 60000 >/dev/null
+rcli del "kjit:v$fmt:$key" >/dev/null
+rcli set "kjit:lease:v$fmt:$key" "wedged node" PX 60000 >/dev/null
 KJIT_CACHE_DIR=$work/f KJIT_COMPILE_LOCK_TIMEOUT=1s check "a node waits for a wedged holder" \
   exit_code 0 "$kjit" compile "${files[0]}" --arch sm_80 -o "$work"
 check "… then compiles" grep -q "^compiled $key" "$work/out"
 check "… with one warning naming the bound" test "$(grep -c "waited 1.* s (KJIT_COMPILE_LOCK_TIMEOUT)" "$work/err")" = 1
-rcli del "kjit:lease:v4:$key" >/dev/null
+rcli del "kjit:lease:v$fmt:$key" >/dev/null
 
 # --- a waiter is served the holder's upload ---
-rcli rename "kjit:v4:$key" saved >/dev/null
-rcli set "kjit:lease:v4:$key" "busy node" PX 60000 >/dev/null
+rcli rename "kjit:v$fmt:$key" saved >/dev/null
+rcli set "kjit:lease:v$fmt:$key" "busy node" PX 60000 >/dev/null
 KJIT_CACHE_DIR=$work/g "$kjit" compile "${files[0]}" --arch sm_80 -o "$work" >"$work/g.out" 2>"$work/g.err" &
 waiter=$!
 sleep 0.5
-rcli rename saved "kjit:v4:$key" >/dev/null
+rcli rename saved "kjit:v$fmt:$key" >/dev/null
 wait "$waiter"
 check "a waiting node" test $? = 0
 check "… is served the record that appeared" grep -q "lookup: from remote" "$work/g.out"
-check "… and leaves the lease to its holder" test "$(rcli get "kjit:lease:v4:$key")" = "busy node"
-rcli del "kjit:lease:v4:$key" >/dev/null
+check "… and leaves the lease to its holder" test "$(rcli get "kjit:lease:v$fmt:$key")" = "busy node"
+rcli del "kjit:lease:v$fmt:$key" >/dev/null
 
 # --- two servers: keys spread over both by hash, every node finds them, in any order of the list ---
 port2=$(free_port)

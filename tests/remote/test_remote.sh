@@ -20,7 +20,7 @@ KJIT_REMOTE_CACHE=redis://127.0.0.1:$port
 export KJIT_CACHE_DIR=$work/a
 check "node A warms" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
 check "node A compiled all 3" grep -q "^3 compiled, 0 cached" "$work/out"
-check "3 records under kjit:v5:" test "$(rcli --scan --pattern 'kjit:v5:*' | wc -l)" = 3
+check "3 records under kjit:v$fmt:" test "$(rcli --scan --pattern 'kjit:v$fmt:*' | wc -l)" = 3
 
 check "kjit stats of node A" exit_code 0 "$kjit" stats --json
 check "… 3 remote misses" grep -q '"remote_misses": 3,' "$work/out"
@@ -45,7 +45,7 @@ check "… listed" test "$(grep -c 'r[123]\.cu' "$work/out")" = 3
 export KJIT_CACHE_DIR=$work/c
 printf 'extern "C" __global__ void bad(int* p) { p[0] = 7; }\n' >"$work/bad.cu"
 KJIT_CACHE_DIR=$work/a exit_code 0 "$kjit" compile "$work/bad.cu" --arch sm_80 -o "$work"
-key=kjit:v5:$(sed -n 's/^compiled \([0-9a-f]\{64\}\)$/\1/p' "$work/out")
+key=kjit:v$fmt:$(sed -n 's/^compiled \([0-9a-f]\{64\}\)$/\1/p' "$work/out")
 check "node A uploaded bad.cu under its key" test "$(rcli exists "$key")" = 1
 rcli set "$key" "KJITREC garbage" >/dev/null
 check "node C compiles it" exit_code 0 "$kjit" compile "$work/bad.cu" --arch sm_80 -o "$work"
