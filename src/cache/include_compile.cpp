@@ -172,7 +172,7 @@ public:
       return;
     }
     m_inodes.emplace(identity, real);
-    write(real, named(header.path, header.content));
+    write(real, m_named ? named(header.path, header.content) : header.content);
   }
   void write(const std::string& real, const std::string& content) const
   {
@@ -199,6 +199,8 @@ public:
     }
   }
 
+  bool m_named = false;  // copies begin with #line naming the user's file (see names_files())
+
 private:
   TempFolder m_folder{"kjit-includes-", "a private include folder"};
   std::set<std::string> m_links;  // symlinks made (their paths on disk)
@@ -207,6 +209,26 @@ private:
   std::set<std::string> m_skeletons;  // folders whose subfolders are made here
   std::map<std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> m_inodes;
 };
+
+// Whether the binary may name files: -lineinfo, -G, or __FILE__ (assert uses it) in a text kjit
+// passes. Only then do the copies get their #line: NVRTC's automatic PCH is disabled by a #line
+// ("PCH creation disabled because #line directive encountered").
+bool names_files(const Program& program, const deps::Resolver& resolver)
+{
+  for (const auto& option : program.options) {
+    if (option == "-lineinfo" || option == "--generate-line-info" || option == "-G" || option == "--device-debug") {
+      return true;
+    }
+  }
+  const auto mentions = [](const std::string& text) {
+    return text.find("__FILE__") != std::string::npos || text.find("assert") != std::string::npos;
+  };
+  bool found = mentions(program.source);
+  for (const auto& header : const_cast<deps::Resolver&>(resolver).result().headers) {
+    found = found || mentions(header.content);
+  }
+  return found;
+}
 
 std::string without(std::string text, const std::string& prefix)
 {
@@ -275,7 +297,8 @@ Binary compile_with_includes(const Config& config, const Program& program, const
   const std::string root = folder ? folder->path() : std::string();
   Program nvrtc_program = program;
   nvrtc_program.name = root + resolver.main_path();
-  if (folder) {
+  if (folder && names_files(program, resolver)) {
+    folder->m_named = true;
     nvrtc_program.source = named(program.name, program.source);  // the name plain NVRTC would show
   }
   nvrtc_program.options = context.nvrtc_options;
