@@ -11,7 +11,9 @@
 
 #include <kjit/error.hpp>
 
+#include <algorithm>
 #include <cerrno>
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <cstdlib>
@@ -26,6 +28,31 @@
 namespace kjit::cache {
 
 namespace {
+
+// At most this many folders are made for the skeletons of a compile's computed includes.
+constexpr std::size_t k_skeleton_folders = 512;
+
+// `content` as NVRTC gets it: a first line `#line 1 "<path>"` makes __FILE__, -lineinfo's .file
+// and the log name the user's file, not its copy. Only names change: NVRTC's include search (the
+// includer's folder, #include_next, #pragma once) goes by where the copy is (measured, NVRTC 13.0;
+// key_rows/item1_*). A path a string literal can't hold as it is (a control character) keeps the
+// copy's name. A UTF-8 byte order mark stays first.
+std::string named(const std::string& path, const std::string& content)
+{
+  std::string line = "#line 1 \"";
+  for (const char ch : path) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+      return content;
+    }
+    if (ch == '"' || ch == '\\') {
+      line += '\\';
+    }
+    line += ch;
+  }
+  line += "\"\n";
+  const bool bom = content.compare(0, 3, "\xEF\xBB\xBF") == 0;
+  return bom ? content.substr(0, 3) + line + content.substr(3) : line + content;
+}
 
 // A fresh folder under $TMPDIR, removed with everything in it when this goes away.
 class PrivateFolder {
@@ -56,6 +83,72 @@ public:
     }
     return walk;
   }
+  // Makes every folder that `lexical` passes through before a ".." exist here as on disk, so that
+  // "sub/../x.h" leads where it leads on disk even when "sub" holds nothing kjit passes (else
+  // NVRTC goes on to the next folder: the toolkit's "crt/../vector_types.h" is the toolkit's file).
+  void climb(const std::string& lexical)
+  {
+    std::string prefix;
+    for (std::size_t at = 1; at <= lexical.size();) {
+      const auto slash = std::min(lexical.find('/', at), lexical.size());
+      const std::string part = lexical.substr(at, slash - at);
+      at = slash + 1;
+      if (part.empty() || part == ".") {
+        continue;
+      }
+      if (part == ".." && !prefix.empty() && m_climbed.insert(prefix).second) {
+        const deps::PathWalk walk = replicate(prefix);
+        if (!walk.climbed && is_dir(walk.real)) {
+          ensure_dir(walk.real);
+        }
+      }
+      prefix += "/" + part;
+    }
+  }
+  // The folders below `dir` on disk, made here (symlinked ones as links), while `budget` lasts: a
+  // name only NVRTC forms (a computed #include) may pass through any of them before a "..".
+  void skeleton(const std::string& dir, std::size_t& budget)
+  {
+    std::vector<std::string> pending{dir};
+    while (!pending.empty() && budget > 0) {
+      const std::string at = pending.back();
+      pending.pop_back();
+      if (!m_skeletons.insert(at).second) {
+        continue;
+      }
+      DIR* handle = ::opendir(at.c_str());
+      if (handle == nullptr) {
+        continue;
+      }
+      std::vector<std::string> below;
+      while (const dirent* entry = ::readdir(handle)) {
+        const std::string name = entry->d_name;
+        if (name != "." && name != ".." && (entry->d_type == DT_DIR || entry->d_type == DT_LNK || entry->d_type == DT_UNKNOWN)) {
+          below.push_back(at + "/" + name);
+        }
+      }
+      ::closedir(handle);
+      for (const auto& path : below) {
+        struct stat st {};
+        if (budget == 0 || ::lstat(path.c_str(), &st) != 0) {
+          continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+          --budget;
+          ensure_dir(replicate(path).real);
+          pending.push_back(path);
+        } else if (S_ISLNK(st.st_mode) && is_dir(path)) {
+          --budget;
+          replicate(path);  // the link, and the folder it leads to; not followed further
+        }
+      }
+    }
+  }
+  static bool is_dir(const std::string& path)
+  {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  }
   void ensure_dir(const std::string& real) const
   {
     if (const std::error_code error = util::create_directories(path() + real, 0700)) {
@@ -79,7 +172,7 @@ public:
       return;
     }
     m_inodes.emplace(identity, real);
-    write(real, header.content);
+    write(real, m_named ? named(header.path, header.content) : header.content);
   }
   void write(const std::string& real, const std::string& content) const
   {
@@ -106,12 +199,36 @@ public:
     }
   }
 
+  bool m_named = false;  // copies begin with #line naming the user's file (see names_files())
+
 private:
   TempFolder m_folder{"kjit-includes-", "a private include folder"};
   std::set<std::string> m_links;  // symlinks made (their paths on disk)
   std::set<std::string> m_files;  // files placed (their symlink-free paths)
+  std::set<std::string> m_climbed;    // lexical folders before a ".." made here
+  std::set<std::string> m_skeletons;  // folders whose subfolders are made here
   std::map<std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> m_inodes;
 };
+
+// Whether the binary may name files: -lineinfo, -G, or __FILE__ (assert uses it) in a text kjit
+// passes. Only then do the copies get their #line: NVRTC's automatic PCH is disabled by a #line
+// ("PCH creation disabled because #line directive encountered").
+bool names_files(const Program& program, const deps::Resolver& resolver)
+{
+  for (const auto& option : program.options) {
+    if (option == "-lineinfo" || option == "--generate-line-info" || option == "-G" || option == "--device-debug") {
+      return true;
+    }
+  }
+  const auto mentions = [](const std::string& text) {
+    return text.find("__FILE__") != std::string::npos || text.find("assert") != std::string::npos;
+  };
+  bool found = mentions(program.source);
+  for (const auto& header : const_cast<deps::Resolver&>(resolver).result().headers) {
+    found = found || mentions(header.content);
+  }
+  return found;
+}
 
 std::string without(std::string text, const std::string& prefix)
 {
@@ -180,6 +297,10 @@ Binary compile_with_includes(const Config& config, const Program& program, const
   const std::string root = folder ? folder->path() : std::string();
   Program nvrtc_program = program;
   nvrtc_program.name = root + resolver.main_path();
+  if (folder && names_files(program, resolver)) {
+    folder->m_named = true;
+    nvrtc_program.source = named(program.name, program.source);  // the name plain NVRTC would show
+  }
   nvrtc_program.options = context.nvrtc_options;
   std::vector<std::string> lexical_dirs = context.include_dirs;
   lexical_dirs.push_back(deps::dir_of(resolver.main_path()));
@@ -219,6 +340,29 @@ Binary compile_with_includes(const Config& config, const Program& program, const
       for (const auto& header : resolver.result().headers) {
         folder->place(header);
       }
+      // Names through a folder and "..": that folder, wherever the name may be searched.
+      std::set<std::string> searched(lexical_dirs.begin(), lexical_dirs.end());
+      searched.insert(context.cwd);
+      for (const auto& header : resolver.result().headers) {
+        searched.insert(deps::dir_of(header.path));
+      }
+      for (const auto& name : resolver.names()) {
+        if (deps::has_dot_dot(name) && name.front() != '/') {
+          for (const auto& dir : searched) {
+            folder->climb(dir + "/" + name);
+          }
+        }
+      }
+      // A computed #include: any folder below where it is searched (its includer's, the -I ones).
+      if (!resolver.computed_dirs().empty()) {
+        std::size_t budget = k_skeleton_folders;
+        for (const auto& dir : resolver.computed_dirs()) {
+          folder->skeleton(dir, budget);
+        }
+        for (const auto& dir : context.include_dirs) {
+          folder->skeleton(dir, budget);
+        }
+      }
     } else if (!resolver.result().headers.empty()) {  // unreachable: headers come only from "#include"
       throw Error("internal error: a header of " + program.name + " to pass without an include folder");
     }
@@ -236,21 +380,24 @@ Binary compile_with_includes(const Config& config, const Program& program, const
     } catch (const ToolchainError& error) {
       throw ToolchainError(without(error.what(), root), error.status());
     } catch (const CompileError& error) {
-      bool added = false;
+      const std::size_t known = resolver.result().headers.size();
       for (const Missing& missing : missing_includes(error.log())) {
-        const std::string includer = missing.includer.rfind(root, 0) == 0 ? missing.includer.substr(root.size())
-                                                                            : missing.includer;
+        // The copies name the user's files (#line): the main source by the program's name.
+        std::string includer = missing.includer.rfind(root, 0) == 0 ? missing.includer.substr(root.size())
+                                                                      : missing.includer;
+        includer = includer == program.name ? resolver.main_path() : includer;
+        const bool user = includer == resolver.main_path() || resolver.find(includer) != nullptr;
         const std::string text = includer == resolver.main_path() ? program.source
-                                 : resolver.find(includer) != nullptr ? resolver.find(includer)->content
-                                                                      : std::string();
-        deps::IncludeKind kind = deps::directive_kind(text, missing.line);
-        if (missing.includer.rfind(root, 0) != 0) {
-          kind = deps::IncludeKind::angle;  // a toolkit header: NVRTC searched its own folder already
-        }
-        if (!resolver.add_next(missing.name, kind, includer).empty()) {
-          added = true;
-        }
+                                 : user                           ? resolver.find(includer)->content
+                                                                  : std::string();
+        // A toolkit header: NVRTC searched its own folder already.
+        const deps::IncludeKind kind = user ? deps::directive_kind(text, missing.line) : deps::IncludeKind::angle;
+        resolver.add_next(missing.name, kind, includer);
       }
+      // A copy names the first of a file's names (a hard link, a symlinked folder): the closure
+      // over every folder searched adds what the other name's folder holds.
+      resolver.close();
+      const bool added = resolver.result().headers.size() != known;
       if (!added) {
         check_absent(absent_in_cwd);
         if (!resolver.unfaithful().empty()) {

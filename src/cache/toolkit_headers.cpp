@@ -5,9 +5,11 @@
 #include "util/hash.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <ftw.h>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sys/stat.h>
 
 namespace kjit::cache {
@@ -23,9 +25,37 @@ std::string dir_stamp(const std::string& path, const struct stat& st)
 // nftw has no user pointer: the walk in progress (under g_mutex).
 std::vector<std::string>* g_files = nullptr;
 std::vector<std::string>* g_dirs = nullptr;
+std::set<std::string>* g_names = nullptr;
 std::size_t g_root_size = 0;
 std::mutex g_mutex;
-std::map<std::string, std::string> g_memo;  // dirs → "fingerprint\ndir stamps" for this process
+std::map<std::string, std::string> g_memo;  // dirs → the kept text (see walk()) for this process
+std::map<std::string, std::shared_ptr<const std::vector<std::string>>> g_names_memo;  // dirs → names asked for
+
+// Notes every header name `content` may include or probe: each "<name>" or "\"name\"" right after
+// a word ending in include/INCLUDE (#include, #include_next, __has_include(, _CCCL_HAS_INCLUDE(…).
+// Comments and false #ifs are not told apart: a name too many costs a stat, one too few a wrong
+// binary. Not a preprocessor: fast enough for every file of the trees (the scanner is 10× slower).
+void note_names(const std::string& content)
+{
+  for (const char* word : {"include", "INCLUDE"}) {
+    for (auto at = content.find(word); at != std::string::npos; at = content.find(word, at + 1)) {
+      std::size_t i = at + 7;
+      while (i < content.size() && (std::isalnum(static_cast<unsigned char>(content[i])) || content[i] == '_')) {
+        ++i;  // include_next
+      }
+      while (i < content.size() && (content[i] == ' ' || content[i] == '\t' || content[i] == '(')) {
+        ++i;
+      }
+      if (i >= content.size() || (content[i] != '<' && content[i] != '"')) {
+        continue;
+      }
+      const auto end = content.find_first_of(content[i] == '<' ? ">\n" : "\"\n", i + 1);
+      if (end != std::string::npos && content[end] != '\n' && end > i + 1 && content[i + 1] != '/') {
+        g_names->insert(content.substr(i + 1, end - i - 1));
+      }
+    }
+  }
+}
 
 int visit(const char* path, const struct stat* st, int type, FTW*)
 {
@@ -39,17 +69,23 @@ int visit(const char* path, const struct stat* st, int type, FTW*)
     const auto content = util::read_file(full, error);
     g_files->push_back(full.substr(std::min(g_root_size, full.size())) + " " +
                        (content ? util::to_hex(util::sha256(*content)) : "unreadable"));
+    if (content) {
+      note_names(*content);
+    }
   }
   return 0;
 }
 
-// "fingerprint\n" followed by one stamp line per folder.
+// "fingerprint\n", one stamp line per folder, an empty line, then one line per header name the
+// trees include or probe (a user -I folder's file of such a name is what NVRTC takes: resolver.cpp).
 std::string walk(const std::vector<std::string>& dirs)
 {
   std::vector<std::string> files;
   std::vector<std::string> folders;
+  std::set<std::string> names;
   g_files = &files;
   g_dirs = &folders;
+  g_names = &names;
   util::Sha256Hasher hasher;
   for (const auto& dir : dirs) {
     bool nested = false;
@@ -72,7 +108,23 @@ std::string walk(const std::vector<std::string>& dirs)
   for (const auto& line : folders) {
     out += line + "\n";
   }
+  out += "\n";
+  for (const auto& name : names) {
+    out += name + "\n";
+  }
   return out;
+}
+
+std::shared_ptr<const std::vector<std::string>> names_of(const std::string& kept)
+{
+  auto names = std::make_shared<std::vector<std::string>>();
+  const auto at = kept.find("\n\n");
+  for (std::size_t start = at == std::string::npos ? kept.size() : at + 2; start < kept.size();) {
+    const auto end = std::min(kept.find('\n', start), kept.size());
+    names->push_back(kept.substr(start, end - start));
+    start = end + 1;
+  }
+  return names;
 }
 
 // True when every folder stamp listed after the first line of `kept` still holds.
@@ -85,6 +137,9 @@ bool still_valid(const std::string& kept)
   for (++at; at < kept.size();) {
     const auto end = kept.find('\n', at);
     const std::string line = kept.substr(at, end - at);
+    if (line.empty()) {
+      break;  // the names follow
+    }
     const auto space = line.find(' ');
     struct stat st {};
     if (space == std::string::npos || ::stat(line.substr(0, space).c_str(), &st) != 0 ||
@@ -100,7 +155,7 @@ bool still_valid(const std::string& kept)
 
 std::string toolkit_headers_fingerprint(const std::vector<std::string>& dirs, store::Store* store)
 {
-  std::string names = "content\n";  // a version: fingerprints of dates, made before, are not reused
+  std::string names = "content names\n";  // a version: texts made before (dates, no names) are not reused
   for (const auto& dir : dirs) {
     names += dir + "\n";
   }
@@ -117,8 +172,29 @@ std::string toolkit_headers_fingerprint(const std::vector<std::string>& dirs, st
     if (store != nullptr && store->writable()) {
       store->put({{store::Table::meta, meta_key, kept}});
     }
+    g_names_memo.erase(names);
+  }
+  if (g_names_memo.count(names) == 0) {
+    g_names_memo[names] = names_of(kept);
   }
   return kept.substr(0, 64);
+}
+
+std::shared_ptr<const std::vector<std::string>> toolkit_include_names(const std::vector<std::string>& dirs)
+{
+  std::string names = "content names\n";
+  for (const auto& dir : dirs) {
+    names += dir + "\n";
+  }
+  {
+    std::lock_guard lock(g_mutex);
+    if (const auto it = g_names_memo.find(names); it != g_names_memo.end()) {
+      return it->second;
+    }
+  }
+  std::ignore = toolkit_headers_fingerprint(dirs, nullptr);
+  std::lock_guard lock(g_mutex);
+  return g_names_memo[names];
 }
 
 } // namespace kjit::cache

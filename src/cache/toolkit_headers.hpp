@@ -3,6 +3,7 @@
 
 #include "store/store.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,5 +17,10 @@ namespace kjit::cache {
 // Catches added, removed, renamed and replaced files (package upgrades); an in-place edit of a
 // file keeps its folder's stamp and is only seen when something else in the trees changes.
 std::string toolkit_headers_fingerprint(const std::vector<std::string>& dirs, store::Store* store);
+
+// Every header name the trees `dirs` include or probe (#include, __has_include and its wrappers,
+// as written; computed ones left out), found by the same walk and kept with the fingerprint: the
+// last toolkit_headers_fingerprint() of `dirs` in this process, else one walk. Thread-safe.
+std::shared_ptr<const std::vector<std::string>> toolkit_include_names(const std::vector<std::string>& dirs);
 
 } // namespace kjit::cache

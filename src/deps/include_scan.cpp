@@ -159,13 +159,30 @@ bool header_name(const std::string& text, std::size_t at, std::string& name, boo
 
 std::map<std::string, std::string> defines_from_options(const std::vector<std::string>& options)
 {
+  // Every spelling NVRTC takes: -DNAME=V, -D NAME=V, --define-macro=NAME=V, --define-macro NAME=V;
+  // NAME alone is NAME=1. The last definition of a name wins, as in NVRTC.
   std::map<std::string, std::string> defines;
-  for (const auto& option : options) {
-    if (option.rfind("-D", 0) == 0) {
-      const auto equals = option.find('=');
-      if (equals != std::string::npos) {
-        defines[option.substr(2, equals - 2)] = option.substr(equals + 1);
-      }
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const std::string& option = options[i];
+    std::string define;
+    if ((option == "-D" || option == "--define-macro") && i + 1 < options.size()) {
+      define = options[++i];
+    } else if (option.rfind("--define-macro=", 0) == 0) {
+      define = option.substr(15);
+    } else if (option.rfind("-D", 0) == 0 && option.size() > 2) {
+      define = option.substr(2);
+    } else if ((option == "-U" || option == "--undefine-macro" || option == "-I" || option == "--include-path" ||
+                option == "-include" || option == "--pre-include") && i + 1 < options.size()) {
+      ++i;  // an option's value, not an option
+      continue;
+    } else {
+      continue;
+    }
+    const auto equals = define.find('=');
+    if (equals == std::string::npos) {
+      defines[define] = "1";
+    } else {
+      defines[define.substr(0, equals)] = define.substr(equals + 1);
     }
   }
   return defines;

@@ -39,7 +39,8 @@ struct ScanMacros {
 std::vector<IncludeDirective> scan_includes(const std::string& text, const std::map<std::string, std::string>& defines,
                                             ScanMacros* shared = nullptr);
 
-// Object-like macros from -D options: "-DNAME=VALUE" → NAME → VALUE.
+// Object-like macros from -D options ("-DNAME=V", "-D NAME=V", "--define-macro=NAME=V", "--define-macro
+// NAME=V"; NAME alone is 1): NAME → V, the last definition winning.
 std::map<std::string, std::string> defines_from_options(const std::vector<std::string>& options);
 
 } // namespace kjit::deps

@@ -1,6 +1,7 @@
 // Include resolution with stat() probes; user headers read and hashed once each.
 #include "deps/resolver.hpp"
 
+#include "cache/toolkit_headers.hpp"
 #include "util/file.hpp"
 
 #include <kjit/error.hpp>
@@ -116,6 +117,19 @@ void Resolver::add_toolkit_namesakes(const std::string& dir)
   for (const auto& toolkit : m_context.toolkit_dirs) {
     if (toolkit == dir) {
       return;  // the toolkit's own folder given as -I: its files are the toolkit's
+    }
+  }
+  // A name a toolkit header includes or probes (`#if _CCCL_HAS_INCLUDE(<version>)`) finds this
+  // folder's file before the toolkit's, or where the toolkit has none: passed, whether predicted or not.
+  for (const auto& name : *cache::toolkit_include_names(m_context.toolkit_dirs)) {
+    const std::string candidate = join_path(dir, name);
+    if (m_index.count(candidate) == 0 && !has_dot_dot(name)) {
+      if (listed_file(candidate)) {
+        m_names.insert(name);
+        add(name, candidate);
+      } else {
+        probe(candidate);
+      }
     }
   }
   DIR* listing = ::opendir(dir.c_str());
@@ -271,7 +285,7 @@ std::string Resolver::add_next(const std::string& name, IncludeKind kind, const 
   if (main && m_context.source_dir.empty()) {
     includer_dir.clear();
   }
-  check_name(includer_dir, name);
+  check_include_name(includer_dir, name);
   const auto found_in = m_found_in.find(includer);
   for (const auto& candidate :
        user_candidates(m_context, name, kind, includer_dir, found_in == m_found_in.end() ? "" : found_in->second)) {
@@ -297,6 +311,10 @@ void Resolver::follow(const std::string& text, const std::string& includer)
 {
   for (const IncludeDirective& directive : scan_includes(text, m_defines, &m_scan)) {
     if (directive.computed) {
+      if (!directive.probe) {
+        const bool sourceless = includer == m_main_path && m_context.source_dir.empty();
+        m_computed_dirs.insert(sourceless ? std::string() : dir_of(includer));  // "": the -I folders only
+      }
       if (directive.probe) {
         m_operands.insert(directive.name);  // expanded by close() with every value it may have
       } else if (const std::string dir = dir_of(includer);
@@ -315,7 +333,7 @@ void Resolver::follow(const std::string& text, const std::string& includer)
     if (includer == m_main_path && m_context.source_dir.empty()) {
       includer_dir.clear();
     }
-    check_name(includer_dir, directive.name);
+    check_include_name(includer_dir, directive.name);
     const auto found_in = m_found_in.find(includer);
     for (const auto& candidate : user_candidates(m_context, directive.name, kind, includer_dir,
                                                  found_in == m_found_in.end() ? "" : found_in->second)) {
@@ -347,6 +365,16 @@ void Resolver::predict()
     m_pending.pop_back();
     follow(m_result.headers[m_index.at(path)].content, path);
   }
+}
+
+void Resolver::check_include_name(const std::string& dir, const std::string& name)
+{
+  if (m_unfaithful.empty() && !name.empty() && name.front() == '/') {
+    // NVRTC opens an absolute name itself, never the copy: what it reads (and what that file
+    // includes from its own folder) would not be what kjit hashed.
+    m_unfaithful = "the include name '" + name + "' is absolute (NVRTC opens it on disk itself)";
+  }
+  check_name(dir, name);
 }
 
 void Resolver::check_name(const std::string& dir, const std::string& name)
@@ -408,7 +436,7 @@ void Resolver::close()
           if (quoted || angle) {
             const std::string name = value.substr(1, value.size() - 2);
             grew = m_names.insert(name).second || grew;
-            check_name(m_context.source_dir, name);
+            check_include_name(m_context.source_dir, name);
           } else if (end == value.size() && end != 0) {
             pending.push_back(value);
           } else {

@@ -85,6 +85,14 @@ public:
   const std::string& unfaithful() const { return m_unfaithful; }
   // Notes a name NVRTC asked for (for the checks of unfaithful()).
   void check_name(const std::string& dir, const std::string& name);
+  // check_name() for a name an #include (or NVRTC) asks for: an absolute one is unfaithful too.
+  void check_include_name(const std::string& dir, const std::string& name);
+
+  // Every include name seen (by the scanner, in a probe's values, or asked for by NVRTC).
+  const std::set<std::string>& names() const { return m_names; }
+  // The folders a computed #include (one only NVRTC expands) is searched from first: its
+  // includers' folders (the -I folders come after them).
+  const std::set<std::string>& computed_dirs() const { return m_computed_dirs; }
 
   const DiskHeader* find(const std::string& path) const;
   // True while every header added still has the stamp it was read with (a stat each).
@@ -125,6 +133,7 @@ private:
   std::set<std::string> m_closed_dirs;   // folders and names close() has tried together
   std::set<std::string> m_closed_names;
   std::set<std::string> m_namesake_dirs;  // includers' folders whose toolkit namesakes are passed
+  std::set<std::string> m_computed_dirs;  // see computed_dirs()
 };
 
 } // namespace kjit::deps

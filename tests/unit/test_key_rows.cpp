@@ -636,4 +636,147 @@ BOOST_AUTO_TEST_CASE(review10_a_computed_include_of_a_toolkit_name_beside_its_in
   same_(config, cache, d + "/k.cu", {"-I" + d + "/inc"}, "291");
 }
 
+// Issue 22 gaps. Item 1: with -lineinfo, -G or __FILE__ the binary names files. It named the
+// private folder's copies (a path that no longer exists and differs per compile); the copies now
+// name the user's files, so the binary is plain NVRTC's, byte for byte. With -G the compile unit
+// still names the private copy of the main source (NVRTC takes it from the program's name; see
+// docs/includes.md): there the files named (.file, __FILE__) are compared.
+BOOST_AUTO_TEST_CASE(item1_lineinfo_and_file_name_the_users_files_not_the_private_copies)
+{
+  const std::string d = tmp.path() + "/lines";
+  put(d + "/inc/h.h", "#define V 401\n__device__ const char* where() { return __FILE__; }\n");
+  put(d + "/src/k.cu", "#include <h.h>\nextern \"C\" __global__ void k(int* o, const char** s) { *o = V; *s = where(); }\n");
+  settle();
+  const auto files_named = [](const std::string& ptx) {
+    std::string out;
+    for (std::size_t at = 0, end; at < ptx.size(); at = end + 1) {
+      end = std::min(ptx.find('\n', at), ptx.size());
+      const std::string line = ptx.substr(at, end - at);
+      out += line.find(".file") != std::string::npos || line.find("$str") != std::string::npos ? line + "\n" : "";
+    }
+    return out;
+  };
+  const kjit::Arch sm80 = kjit::Arch::parse("sm_80");
+  for (const std::string debug : {"-lineinfo", "-G"}) {
+    const std::vector<std::string> options{"-I" + d + "/inc", debug};
+    kjit::Program plain{d + "/src/k.cu", read_text(d + "/src/k.cu"), {}, options, {}};
+    const kjit::Binary want = kjit::rtc::compile(config, plain, sm80);
+    BOOST_TEST(files_named(want.ptx).find("\"" + d + "/src/k.cu\"") != std::string::npos);  // a .file line
+    BOOST_TEST(files_named(want.ptx).find("$str") != std::string::npos);  // where()'s __FILE__
+    for (int round = 0; round < 2; ++round) {  // two caches: the output is the same every time
+      config.cache_dir = tmp.path() + "/lines-cache" + std::to_string(round);
+      kjit::Cache cache(config);
+      kjit::Program program = kjit::program_from_file(d + "/src/k.cu");
+      program.options = options;
+      const auto got = cache.get(program, sm80);
+      BOOST_TEST(files_named(got->ptx) == files_named(want.ptx));
+      if (debug == "-lineinfo") {
+        BOOST_TEST(got->ptx == want.ptx);
+        BOOST_TEST(got->cubin.find("kjit-includes-") == std::string::npos);
+        BOOST_TEST(got->cubin == want.cubin);
+      }
+    }
+  }
+}
+
+// Item 2: NVRTC opens an absolute include name on disk itself (and what that file includes from
+// its folder), never the private copy: such a program is compiled from the disk, not cached.
+BOOST_AUTO_TEST_CASE(item2_an_absolute_include_name_is_not_served_stale)
+{
+  const std::string d = tmp.path() + "/absolute";
+  put(d + "/abs/x.h", "#define S(x) #x\n#define H(x) S(x.h)\n#include H(y)\n");
+  put(d + "/abs/y.h", "#define V 411\n");
+  put(d + "/src/k.cu", "#include \"" + d + "/abs/x.h\"\n" + k_kernel);
+  settle();
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/src/k.cu", {}, "411");
+  }
+  put(d + "/abs/y.h", "#define V 412\n");
+  settle();
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/src/k.cu", {}, "412");
+}
+
+// Item 5: "-D NAME=V" as two arguments and "--define-macro=NAME=V" are read like "-DNAME=V": a
+// __has_include of such a macro is followed and cached (it was compiled from the disk each time).
+BOOST_AUTO_TEST_CASE(item5_defines_in_every_spelling_are_read)
+{
+  const std::string d = tmp.path() + "/defines";
+  put(d + "/opt.h", "#define OPT_V 1\n");
+  put(d + "/k.cu", std::string("#if __has_include(OPT)\n#define V 421\n#else\n#define V 420\n#endif\n") + k_kernel);
+  settle();
+  long not_cached = 0;
+  kjit::set_log_sink([&not_cached](std::string_view line) { not_cached += line.find("not cached") != std::string_view::npos; });
+  const std::vector<std::vector<std::string>> spellings{
+    {"-D", "OPT=\"opt.h\""}, {"--define-macro=OPT=\"opt.h\""}, {"--define-macro", "OPT=\"opt.h\""}};
+  for (const auto& options : spellings) {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "421");
+  }
+  std::remove((d + "/opt.h").c_str());
+  settle();
+  for (const auto& options : spellings) {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "420");
+  }
+  kjit::set_log_sink({});
+  BOOST_TEST(not_cached == 0);
+  const auto defines = kjit::deps::defines_from_options({"-D", "A=1", "--define-macro=B=2", "--define-macro", "C=3", "-DD",
+                                                         "-I", "-DE=5", "-DA=6"});
+  BOOST_TEST(defines.at("A") == "6");
+  BOOST_TEST(defines.at("B") == "2");
+  BOOST_TEST(defines.at("C") == "3");
+  BOOST_TEST(defines.at("D") == "1");
+  BOOST_TEST(defines.count("E") == 0u);  // the folder "-DE=5" of -I
+}
+
+// Item 3: an include name through a subfolder and ".." ("crt/../vector_types.h"): on disk it
+// leads to the file beside the includer, but the private folder had no "crt" there, so NVRTC went
+// on to the toolkit's "crt/../vector_types.h" (the toolkit's file) or found nothing. Written
+// plainly, and computed (only NVRTC sees the name).
+BOOST_AUTO_TEST_CASE(item3_a_name_through_a_subfolder_and_dot_dot_reaches_the_users_file)
+{
+  const std::string d = tmp.path() + "/through";
+  put(d + "/src/crt/keep.txt", "\n");
+  put(d + "/src/sub/deeper/keep.txt", "\n");
+  put(d + "/src/vector_types.h", "#define V 441\n#include_next <vector_types.h>\n");
+  put(d + "/src/w.h", "#define W 3\n");
+  const std::string tail = std::string("#ifndef V\n#define V 440\n#endif\n#ifndef W\n#define W 0\n#endif\n") +
+                           "extern \"C\" __global__ void k(int* o) { *o = V + W; }\n";
+  put(d + "/src/k1.cu", "#include \"crt/../vector_types.h\"\n#include \"sub/deeper/../../w.h\"\n" + tail);
+  put(d + "/src/k2.cu", "#define S(x) #x\n#define H(x) S(x)\n#include H(crt/../vector_types.h)\n#include H(sub/deeper/../../w.h)\n" + tail);
+  settle();
+  for (const char* source : {"/src/k1.cu", "/src/k2.cu"}) {
+    kjit::Cache cache(config);
+    same_(config, cache, d + source, {}, "444");
+  }
+  put(d + "/src/vector_types.h", "#define V 451\n#include_next <vector_types.h>\n");
+  settle();
+  for (const char* source : {"/src/k1.cu", "/src/k2.cu"}) {
+    kjit::Cache cache(config);
+    same_(config, cache, d + source, {}, "454");
+  }
+}
+
+// Item 4: a toolkit header probing a name no user file names (<cuda/std/version> asks
+// `_CCCL_HAS_INCLUDE(<version>)` and includes it): NVRTC takes an -I folder's "version" on disk,
+// the private folder had none.
+BOOST_AUTO_TEST_CASE(item4_a_toolkit_header_probing_a_name_a_user_folder_has)
+{
+  const std::string d = tmp.path() + "/probed";
+  put(d + "/inc/version", "#define V 461\n");
+  put(d + "/k.cu", std::string("#include <cuda/std/version>\n#ifndef V\n#define V 460\n#endif\n") + k_kernel);
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/inc", "-std=c++17"};
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "461");
+  }
+  put(d + "/inc/version", "#define V 462\n");
+  settle();
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "462");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -31,6 +31,7 @@ public:
     for (const char* folder : k_folders) {
       ::mkdir((root + "/" + folder).c_str(), 0700);
     }
+    ::mkdir((root + "/src/sub").c_str(), 0700);  // holds nothing: "sub/../../incC/h1.h" is incC/h1.h
     // incL is incB by another name (a symlinked folder): one file, two paths.
     ::symlink((root + "/incB").c_str(), (root + "/incL").c_str());
     for (int name = 0; name < k_names; ++name) {  // a plain header of every name in incC
@@ -53,12 +54,16 @@ public:
       out.push_back("-I" + m_root + "/" + (folder == 4 ? std::string("incL") : k_folders[folder]));
     }
     if (m_has) {
-      out.push_back("-DHAS=\"h" + std::to_string(m_name) + ".h\"");
+      define(out, "HAS=\"h" + std::to_string(m_name) + ".h\"");
     }
     if (m_flag) {
-      out.push_back("-DFLAG=1");
+      define(out, "FLAG=1");
     }
-    out.push_back("-DNAME=h" + std::to_string(m_name));
+    define(out, "NAME=h" + std::to_string(m_name));
+    out.push_back("-std=c++17");
+    if (m_lineinfo) {
+      out.push_back("-lineinfo");  // the binary names the files: the user's, as plain NVRTC's
+    }
     if (m_pre) {
       out.push_back("-include=" + m_root + "/incC/pre.h");
     }
@@ -68,7 +73,22 @@ public:
   // One random change; returns what it did (for the failure message).
   std::string change()
   {
-    switch (pick(12)) {
+    switch (pick(15)) {
+    case 14: {  // a file a toolkit header probes for (<cuda/std/version> asks for <version>)
+      const std::string path = m_root + "/" + k_folders[1 + pick(3)] + "/version";
+      if (exists(path)) {
+        std::remove(path.c_str());
+      } else {
+        write_text(path, "#define VERSION_V " + std::to_string(1 + pick(9)) + "\n");
+      }
+      return "toggle " + path;
+    }
+    case 12:
+      m_lineinfo = !m_lineinfo;
+      return "-lineinfo";
+    case 13:
+      m_spelling = pick(4);
+      return "-D spelling";
     case 9: {  // a hard link: one file by two names (with #pragma once in it, one file to NVRTC too)
       const std::string path = some_header();
       if (path.empty()) {
@@ -149,6 +169,17 @@ public:
 private:
   int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(m_random); }
 
+  // -D in each spelling NVRTC takes.
+  void define(std::vector<std::string>& out, const std::string& definition) const
+  {
+    switch (m_spelling) {
+    case 1: out.insert(out.end(), {"-D", definition}); break;
+    case 2: out.push_back("--define-macro=" + definition); break;
+    case 3: out.insert(out.end(), {"--define-macro", definition}); break;
+    default: out.push_back("-D" + definition);
+    }
+  }
+
   // A header that exists; incC's plain ones (the base every name falls back to) are only ever
   // rewritten or touched, so most steps compile.
   std::string some_header(bool any_folder = false)
@@ -198,16 +229,24 @@ private:
   std::string write_source()
   {
     std::string text = "#define STR(x) #x\n#define XSTR(x) STR(x)\n#define HDR XSTR(NAME.h)\n";
+    if (pick(4) == 0) {
+      text += "#include <cuda/std/version>\n";  // a toolkit header that probes for <version>
+    }
     const int count = 1 + pick(3);
     for (int i = 0; i < count; ++i) {
-      const int kind = pick(6);
-      text += kind == 0 ? std::string("#include HDR\n")
-              : kind == 1 ? "#include_next <h" + std::to_string(pick(k_names)) + ".h>\n"  // from the main source
+      const int kind = pick(9);
+      const std::string name = "h" + std::to_string(pick(k_names)) + ".h";
+      text += kind == 0   ? std::string("#include HDR\n")
+              : kind == 1 ? "#include_next <" + name + ">\n"  // from the main source
+              : kind == 2 ? "#include \"sub/../../incC/" + name + "\"\n"  // through a folder holding nothing
+              : kind == 3 ? std::string("#include XSTR(sub/../../incC/NAME.h)\n")  // the same, computed
+              : kind == 4 && pick(3) == 0 ? "#include \"" + m_root + "/incC/" + name + "\"\n"  // absolute: not cached
                           : include_line(pick(k_names));
     }
     const int probe = pick(8);  // __has_include through a -D, a macro of the source, a function-like macro
     if (probe == 1) {
-      text += "#if defined(HAS) && __has_include(HAS)\n#define HAS_V 3\n#endif\n";
+      // (not "defined(HAS) && __has_include(HAS)": NVRTC parses the operand even when HAS is undefined)
+      text += "#ifdef HAS\n#if __has_include(HAS)\n#define HAS_V 3\n#endif\n#endif\n";
     } else if (probe == 2 || probe == 3) {
       text += "#define OPT \"h" + std::to_string(pick(k_names)) + ".h\"\n#if __has_include(OPT)\n#define HAS_V 5\n#endif\n";
     } else if (probe == 4) {
@@ -216,12 +255,16 @@ private:
     if (pick(3) == 0) {
       text += "#if FLAG\n#include \"gone.h\"\n#endif\n";
     }
-    text += "extern \"C\" __global__ void k(int* o) {\n  int v = 0;\n";
+    text += "extern \"C\" __global__ void k(int* o, const char** file) {\n  int v = 0;\n";
+    if (pick(3) == 0) {
+      text += "  *file = __FILE__;\n";  // the source's name in the binary
+    }
     for (int i = 0; i < k_names; ++i) {
       const std::string macro = "H" + std::to_string(i) + "_V";
       text += "#ifdef " + macro + "\n  v += " + macro + " * " + std::to_string(i + 1) + ";\n#endif\n";
     }
     text += "#ifdef GONE_V\n  v += GONE_V * 10000;\n#endif\n";
+    text += "#ifdef VERSION_V\n  v += VERSION_V * 1000000;\n#endif\n";
     text += "#ifdef HAS_V\n  v += HAS_V * 100000;\n#endif\n";
     text += "#ifdef PRE_V\n  v += PRE_V * 1000;\n#endif\n  *o = v;\n}\n";
     write_text(source(), text);
@@ -234,6 +277,8 @@ private:
   bool m_flag = false;
   bool m_pre = false;
   bool m_has = false;
+  bool m_lineinfo = false;
+  int m_spelling = 0;
   int m_name = 0;
   int m_version = 0;
 };
@@ -294,6 +339,9 @@ BOOST_AUTO_TEST_CASE(cached_equals_uncached_after_every_random_step)
     });
     ++compared;
     errors += want == "error" ? 1 : 0;
+    if (want == "error" && std::getenv("KJIT_STRESS_VERBOSE") != nullptr) {
+      BOOST_TEST_MESSAGE("source of step " << step << ":\n" << read_text(project.source()));
+    }
     BOOST_TEST_REQUIRE(got == want, "step " << step << " (seed " << seed << ") after: " << history);
     history.clear();
   }
