@@ -280,7 +280,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   if (auto entry = fleet_key == util::Sha256{} ? std::nullopt : await_fleet(fleet_key, p, lease)) {
     source = Source::remote;
     verbose("hit remote (compiled by another node)", p, watch.elapsed_ms());
-    cache::Result result = result_of(std::move(*entry));
+    cache::Result result = cache::result_of(std::move(*entry));
     memory.insert(fleet_key, result);
     return result;
   }
