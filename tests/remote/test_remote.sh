@@ -20,7 +20,7 @@ KJIT_REMOTE_CACHE=redis://127.0.0.1:$port
 export KJIT_CACHE_DIR=$work/a
 check "node A warms" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
 check "node A compiled all 3" grep -q "^3 compiled, 0 cached" "$work/out"
-check "3 records under kjit:v$fmt:" test "$(rcli --scan --pattern 'kjit:v$fmt:*' | wc -l)" = 3
+check "3 records under kjit:v$fmt:" test "$(rcli --scan --pattern "kjit:v$fmt:*" | wc -l)" = 3
 
 check "kjit stats of node A" exit_code 0 "$kjit" stats --json
 check "… 3 remote misses" grep -q '"remote_misses": 3,' "$work/out"
