@@ -48,13 +48,9 @@ RedisUrl parse_url(std::string_view text, const std::string& variable)
   }
   std::string_view rest = text.substr(k_scheme.size());
   RedisUrl url;
-  if (const auto query = rest.find('?'); query != std::string_view::npos) {
-    if (rest.substr(query + 1) != "readonly") {
-      throw fail("unknown option '" + std::string(rest.substr(query + 1)) + "'");
-    }
-    url.readonly = true;
-    rest = rest.substr(0, query);
-  }
+  // The credentials first, up to the last '@' (host, port, db and query hold none), so a password
+  // may hold '?', '/', ':' or '@'. No message quotes a part of the URL: a ',' or a space in a
+  // password splits the list inside it, and the piece before would be quoted as a port.
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const std::string_view credentials = rest.substr(0, at);
     const auto colon = credentials.find(':');
@@ -65,10 +61,17 @@ RedisUrl parse_url(std::string_view text, const std::string& variable)
     }
     rest = rest.substr(at + 1);
   }
+  if (const auto query = rest.find('?'); query != std::string_view::npos) {
+    if (rest.substr(query + 1) != "readonly") {
+      throw fail("an unknown option after '?'");
+    }
+    url.readonly = true;
+    rest = rest.substr(0, query);
+  }
   if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
     const long db = number_in(rest.substr(slash + 1), 0, 65535);
     if (db < 0) {
-      throw fail("database '" + std::string(rest.substr(slash + 1)) + "' is not a number");
+      throw fail("the database after '/' is not a number");
     }
     url.db = static_cast<int>(db);
     rest = rest.substr(0, slash);
@@ -83,7 +86,7 @@ RedisUrl parse_url(std::string_view text, const std::string& variable)
     throw fail("no host");
   }
   if (port < 0) {
-    throw fail("port '" + std::string(rest.substr(colon + 1)) + "' is not in 1..65535");
+    throw fail("the port is not a number in 1..65535");
   }
   url.port = static_cast<int>(port);
   return url;

@@ -84,6 +84,11 @@ check "… never shown" bash -c "! grep -q s3cret '$work/out' '$work/err'"
 KJIT_REMOTE_CACHE="redis://127.0.0.1:99999"
 check "a bad URL is a config error" exit_code 1 "$kjit" config
 check "… naming the variable" grep -q "KJIT_REMOTE_CACHE" "$work/err"
+KJIT_REMOTE_CACHE="redis://kjit:s3c?r,et@127.0.0.1:99999"
+check "a bad URL with a password" exit_code 1 "$kjit" config
+check "… never shows it" bash -c "! grep -e s3c -e et@ '$work/out' '$work/err'"
+check "… nor in JSON" exit_code 1 "$kjit" config --json
+check "… never shows it there" bash -c "! grep -e s3c -e et@ '$work/out' '$work/err'"
 KJIT_REMOTE_CACHE=redis://127.0.0.1:$port
 
 # --- server down: node B still hits locally, silently; a new node compiles with one warning ---

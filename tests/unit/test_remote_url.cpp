@@ -50,6 +50,31 @@ BOOST_AUTO_TEST_CASE(bad_urls_name_the_variable)
   BOOST_CHECK_THROW(kjit::option::remote_cache("redis://h"), kjit::ConfigError);
 }
 
+// A password may hold '?' and '/' (the credentials end at the last '@'); a malformed URL's error
+// quotes no part of it, since a ',' or ' ' in a password splits the list inside the credentials.
+BOOST_AUTO_TEST_CASE(errors_quote_no_password)
+{
+  const kjit::remote::RedisUrl odd = kjit::remote::parse_url("redis://u:s3?c/r@et@h:1/2?readonly", "V");
+  BOOST_TEST(odd.password == "s3?c/r@et");
+  BOOST_TEST(odd.host == "h");
+  BOOST_TEST(odd.db == 2);
+  BOOST_TEST(odd.readonly);
+  for (const char* bad : {"redis://u:s3cr,et@h:1", "redis://u:s3cr et@h:1", "redis://u:s3cr?x,et@h:1",
+                          "redis://u:s3cr/x,et@h:1"}) {
+    BOOST_TEST_CONTEXT(bad)
+    {
+      try {
+        kjit::remote::parse_urls(bad, "KJIT_REMOTE_CACHE");
+        BOOST_FAIL("accepted");
+      } catch (const kjit::ConfigError& e) {
+        const std::string what = e.what();
+        BOOST_TEST(what.find("s3cr") == std::string::npos);
+        BOOST_TEST(what.find("et@") == std::string::npos);
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(config_shows_no_password)
 {
   kjit::option::remote_cache("redis://u:hunter2@127.0.0.1:6379/1");

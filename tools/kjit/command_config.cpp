@@ -54,7 +54,8 @@ int command_config(const std::vector<std::string>& args)
   for (SettingValue& v : values) {
     for (const BadVariable& b : bad) {
       if (v.variable == b.variable) {
-        v.value = b.value;
+        // A URL that failed to parse can't be masked reliably: one with credentials isn't shown.
+        v.value = b.value.find('@') == std::string::npos ? b.value : "(hidden: it names credentials)";
         v.source = "invalid";
       }
     }
