@@ -295,6 +295,17 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
   impl.store->erase(store::Table::entries, keys);  // with the header blobs only they used
   impl.store->erase(store::Table::names, names);
   impl.store->erase(store::Table::meta, uses);
+  // Their direct rows (keyed by a hash of the inputs, led to by the entry key at their start):
+  // each holds the program's whole inputs, so left behind they would grow the store without bound.
+  const std::set<std::string_view> gone(keys.begin(), keys.end());
+  std::vector<std::string> rows_of_gone;
+  impl.store->for_each(store::Table::direct, [&](std::string_view fast, std::string_view row) {
+    if (row.size() >= 32 && gone.count(row.substr(0, 32)) != 0) {
+      rows_of_gone.emplace_back(fast);
+    }
+  });
+  impl.store->erase(store::Table::direct, rows_of_gone);
+  impl.direct.clear();
   impl.memory.clear();
   impl.mirror_removed(keys);
 }

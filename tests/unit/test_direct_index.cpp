@@ -9,6 +9,7 @@
 #include "util/hash.hpp"
 
 #include <map>
+#include <set>
 
 using namespace kjit::test;
 
@@ -185,6 +186,51 @@ BOOST_AUTO_TEST_CASE(a_program_naming_a_header_is_never_kept_by_its_raw_inputs)
   kjit::Cache later(config);
   BOOST_TEST((later.lookup(program, arch).source == kjit::Source::disk));
   BOOST_TEST(later.stats().compiles == 0u);
+}
+
+
+// Direct rows hold a program's whole inputs (as much as its record): an entry removed by the size
+// limit or a prune takes its row along, or the store grows without bound under KJIT_MAX_SIZE.
+BOOST_AUTO_TEST_CASE(evicted_and_pruned_entries_take_their_direct_rows_along)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const auto row_keys = [&](const kjit::Cache& cache) {
+    std::set<std::string> keys;
+    auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
+    store->for_each(kjit::store::Table::direct, [&](std::string_view, std::string_view value) {
+      keys.insert(kjit::util::to_hex(reinterpret_cast<const std::uint8_t*>(value.data()), 32));
+    });
+    return keys;
+  };
+  const auto entry_keys = [&](kjit::Cache& cache) {
+    std::set<std::string> keys;
+    for (const auto& info : cache.entries()) {
+      keys.insert(info.key);
+    }
+    return keys;
+  };
+  config.max_size = 200 * 1024;
+  config.mirror = false;
+  {
+    kjit::Cache cache(config);
+    for (int i = 0; i < 40; ++i) {
+      kjit::Program program = small_program("evicted" + std::to_string(i));
+      std::string noise;  // incompressible: the record is as large as the row
+      for (std::uint32_t x = 2654435761u * (i + 1); noise.size() < 6000; x = x * 1664525u + 1013904223u) {
+        noise += static_cast<char>('a' + (x >> 24) % 26);
+      }
+      program.source += "// " + noise + "\n";
+      cache.get(program, arch);
+    }
+    const std::set<std::string> entries = entry_keys(cache);
+    BOOST_REQUIRE(entries.size() < 40u);  // the limit removed some
+    const std::set<std::string> rows = row_keys(cache);
+    BOOST_TEST(rows.size() == entries.size());
+    BOOST_TEST((rows == entries));
+    cache.prune_to_size(0);
+    BOOST_TEST(entry_keys(cache).empty());
+    BOOST_TEST(row_keys(cache).empty());
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
