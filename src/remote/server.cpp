@@ -57,6 +57,11 @@ std::optional<Reply> Server::ask(const std::vector<std::string_view>& args, std:
   }
   try {
     std::lock_guard lock(m_read_mutex);
+    if (circuit_open()) {
+      // Opened by the request this one queued behind: each waiting thread would pay a timeout too.
+      error = "not asked (the server failed less than " + std::to_string(k_breaker_ms / 1000) + " s ago)";
+      return std::nullopt;
+    }
     Reply reply = m_reader.command(args);
     if (reply.kind == Reply::Kind::error && on_error == OnError::fail) {
       error = reply.text;

@@ -5,12 +5,21 @@
 #include <kjit/config.hpp>
 #include <kjit/error.hpp>
 
+#include <atomic>
 #include <map>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "remote/remote_tier.hpp"
 #include "remote/server.hpp"
 #include "remote/url.hpp"
 #include "store/record.hpp"
+#include "util/stopwatch.hpp"
 
 BOOST_AUTO_TEST_SUITE(remote_url)
 
@@ -158,6 +167,38 @@ BOOST_AUTO_TEST_CASE(leases_have_their_own_namespace)
   key[0] = 0xab;
   BOOST_TEST(kjit::remote::lease_key(key) ==
              "kjit:lease:v" + std::to_string(kjit::store::k_record_format) + ":ab" + std::string(62, '0'));
+}
+
+// A server that takes the connection and never answers costs the lookups one I/O timeout in all,
+// not one each: threads queued behind the first see the breaker it opened (before: 8 s for 8 threads).
+BOOST_AUTO_TEST_CASE(a_silent_server_costs_one_timeout)
+{
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  BOOST_REQUIRE(::listen(listener, 64) == 0);  // connections complete in the backlog, never read
+  socklen_t length = sizeof address;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  kjit::remote::Server server(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(ntohs(address.sin_port)), "V"));
+  const kjit::util::Stopwatch watch;
+  std::vector<std::thread> threads;
+  std::atomic<int> answered{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] {
+      std::string error;
+      if (server.ask({"GET", "k"}, error)) {
+        ++answered;
+      }
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  ::close(listener);
+  BOOST_TEST(answered == 0);
+  BOOST_TEST(watch.elapsed_ms() < 2.5 * kjit::remote::k_io_timeout_ms);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
