@@ -233,4 +233,30 @@ BOOST_AUTO_TEST_CASE(evicted_and_pruned_entries_take_their_direct_rows_along)
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_damaged_record_reached_through_its_row_is_quarantined_and_compiled_again)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const kjit::Program program = small_program("damaged_through_row");
+  std::string cubin;
+  {
+    kjit::Cache cache(config);
+    cubin = cache.get(program, arch)->cubin;
+    const auto rows = direct_rows(cache, {program.name});
+    BOOST_REQUIRE(rows.size() == 1u);
+    const std::string key = rows.at(program.name).second.substr(0, 32);
+    auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
+    std::string record = store->get(kjit::store::Table::entries, key).value();
+    record[record.size() / 2] = static_cast<char>(record[record.size() / 2] ^ 0x01);
+    store->put({{kjit::store::Table::entries, key, record}});
+  }
+  kjit::Cache later(config);
+  const kjit::Lookup first = later.lookup(program, arch);
+  BOOST_TEST(first.binary->cubin == cubin);
+  BOOST_TEST((first.source == kjit::Source::compiled));
+  BOOST_TEST(later.stats().quarantined == 1u);
+  kjit::Cache third(config);
+  BOOST_TEST((third.lookup(program, arch).source == kjit::Source::disk));  // the row leads to the new record
+  BOOST_TEST(third.stats().compiles == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
