@@ -5,21 +5,41 @@
 #include "util/hash.hpp"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cctype>
 #include <ftw.h>
 #include <map>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <sys/stat.h>
 
 namespace kjit::cache {
 
 namespace {
 
+// " mtime ctime inode" of a folder: the part of its stamp line after the path.
+std::string_view stamp_tail(const struct stat& st, std::array<char, 128>& buffer)
+{
+  char* at = buffer.data();
+  char* const end = buffer.data() + buffer.size();
+  const auto put = [&](char separator, auto number) {
+    *at++ = separator;
+    at = std::to_chars(at, end, number).ptr;
+  };
+  put(' ', st.st_mtim.tv_sec);
+  put('.', st.st_mtim.tv_nsec);
+  put(' ', st.st_ctim.tv_sec);
+  put('.', st.st_ctim.tv_nsec);
+  put(' ', st.st_ino);
+  return {buffer.data(), static_cast<std::size_t>(at - buffer.data())};
+}
+
 std::string dir_stamp(const std::string& path, const struct stat& st)
 {
-  return path + " " + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + " " +
-         std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec) + " " + std::to_string(st.st_ino);
+  std::array<char, 128> buffer{};
+  return path + std::string(stamp_tail(st, buffer));
 }
 
 // nftw has no user pointer: the walk in progress (under g_mutex).
@@ -134,16 +154,23 @@ bool still_valid(const std::string& kept)
   if (at == std::string::npos || at != 64) {
     return false;
   }
+  std::string path;
   for (++at; at < kept.size();) {
     const auto end = kept.find('\n', at);
-    const std::string line = kept.substr(at, end - at);
+    // Compared in place: a fresh process checks every folder (≈ 130 for CUDA 13), with no
+    // string built per line.
+    const std::string_view line = std::string_view(kept).substr(at, end - at);
     if (line.empty()) {
       break;  // the names follow
     }
     const auto space = line.find(' ');
+    if (space == std::string_view::npos) {
+      return false;
+    }
+    path.assign(line.substr(0, space));
     struct stat st {};
-    if (space == std::string::npos || ::stat(line.substr(0, space).c_str(), &st) != 0 ||
-        dir_stamp(line.substr(0, space), st) != line) {
+    std::array<char, 128> buffer{};
+    if (::stat(path.c_str(), &st) != 0 || stamp_tail(st, buffer) != line.substr(space)) {
       return false;
     }
     at = end == std::string::npos ? kept.size() : end + 1;
@@ -174,9 +201,8 @@ std::string toolkit_headers_fingerprint(const std::vector<std::string>& dirs, st
     }
     g_names_memo.erase(names);
   }
-  if (g_names_memo.count(names) == 0) {
-    g_names_memo[names] = names_of(kept);
-  }
+  // The names (thousands of lines) are split out only when the resolver asks for them: a hit
+  // never does.
   return kept.substr(0, 64);
 }
 
@@ -194,7 +220,11 @@ std::shared_ptr<const std::vector<std::string>> toolkit_include_names(const std:
   }
   std::ignore = toolkit_headers_fingerprint(dirs, nullptr);
   std::lock_guard lock(g_mutex);
-  return g_names_memo[names];
+  auto& kept_names = g_names_memo[names];
+  if (!kept_names) {
+    kept_names = names_of(g_memo[names]);
+  }
+  return kept_names;
 }
 
 } // namespace kjit::cache

@@ -1,8 +1,19 @@
 // What a warm start needs from the store: a process with the toolchain already in memory still
-// leaves it in every store it writes, so the next process there hits without loading NVRTC.
+// leaves it in every store it writes, so the next process there hits without loading NVRTC; the
+// store's map is found without the /proc stream parser it used to cost.
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "store/check.hpp"
+#include "util/file.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace kjit::test;
 
@@ -28,6 +39,59 @@ BOOST_AUTO_TEST_CASE(a_second_cache_folder_of_a_process_lets_the_next_process_hi
   BOOST_TEST(output_has_line(warm, "compiles: 0"), warm);
   BOOST_TEST(output_has_line(warm, "nvrtc_loaded: 0"), warm);
   BOOST_TEST(output_has_line(warm, "nvjitlink_loaded: 0"), warm);
+}
+
+// map_address() finds the environment's own map of data.mdb, also when the file is mapped a second
+// time (a forked child holds its parent's map): a parse that found nothing would turn off the
+// "value inside the file" check of every lookup without any other test noticing.
+BOOST_AUTO_TEST_CASE(the_store_map_is_found_among_the_process_mappings)
+{
+  const std::string dir = tmp.path() + "/env";
+  BOOST_REQUIRE(!kjit::util::create_directories(dir, 0700));
+  MDB_env* env = nullptr;
+  BOOST_REQUIRE(mdb_env_create(&env) == MDB_SUCCESS);
+  mdb_env_set_mapsize(env, std::size_t(1) << 24);
+  BOOST_REQUIRE(mdb_env_open(env, dir.c_str(), MDB_NOTLS, 0600) == MDB_SUCCESS);
+  MDB_txn* txn = nullptr;
+  MDB_dbi dbi = 0;
+  BOOST_REQUIRE(mdb_txn_begin(env, nullptr, 0, &txn) == MDB_SUCCESS);
+  BOOST_REQUIRE(mdb_dbi_open(txn, nullptr, 0, &dbi) == MDB_SUCCESS);
+  MDB_val key{3, const_cast<char*>("key")};
+  MDB_val value{5, const_cast<char*>("value")};
+  BOOST_REQUIRE(mdb_put(txn, dbi, &key, &value, 0) == MDB_SUCCESS);
+  BOOST_REQUIRE(mdb_txn_commit(txn) == MDB_SUCCESS);
+
+  struct stat st {};
+  BOOST_REQUIRE(::stat((dir + "/data.mdb").c_str(), &st) == 0);
+  const auto holds_key = [&](const char* base) {
+    MDB_txn* read = nullptr;
+    MDB_val found{};
+    const bool got = mdb_txn_begin(env, nullptr, MDB_RDONLY, &read) == MDB_SUCCESS &&
+                     mdb_get(read, dbi, &key, &found) == MDB_SUCCESS;
+    const auto* p = static_cast<const char*>(found.mv_data);
+    const bool inside = got && base != nullptr && p >= base && p < base + (std::size_t(1) << 24);
+    mdb_txn_abort(read);
+    return inside;
+  };
+  const char* alone = kjit::store::map_address(env, st.st_dev, st.st_ino);
+  BOOST_TEST(holds_key(alone));
+  std::uint32_t magic = 0;
+  if (alone != nullptr) {
+    std::memcpy(&magic, alone + 16, sizeof magic);  // meta page 0 starts the map
+  }
+  BOOST_TEST(magic == 0xBEEFC0DEu);
+
+  const int fd = ::open((dir + "/data.mdb").c_str(), O_RDONLY | O_CLOEXEC);
+  BOOST_REQUIRE(fd >= 0);
+  void* second = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  BOOST_REQUIRE(second != MAP_FAILED);
+  const char* among_two = kjit::store::map_address(env, st.st_dev, st.st_ino);
+  // (as addresses: Boost.Test compares two const char* as C strings)
+  BOOST_TEST(reinterpret_cast<std::uintptr_t>(among_two) == reinterpret_cast<std::uintptr_t>(alone));
+  BOOST_TEST(reinterpret_cast<std::uintptr_t>(among_two) != reinterpret_cast<std::uintptr_t>(second));
+  ::munmap(second, static_cast<std::size_t>(st.st_size));
+  mdb_env_close(env);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
