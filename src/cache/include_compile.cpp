@@ -33,7 +33,8 @@ namespace {
 constexpr std::size_t k_skeleton_folders = 512;
 
 // `content` as NVRTC gets it: a first line `#line 1 "<path>"` makes __FILE__, -lineinfo's .file
-// and the log name the user's file, not its copy. Only names change: NVRTC's include search (the
+// and the log name the user's file, not its copy, by the name NVRTC on disk gives it
+// (Resolver::spelled: "inc/x.h" for `#include "inc/x.h"` from k.cu, not the absolute path). Only names change: NVRTC's include search (the
 // includer's folder, #include_next, #pragma once) goes by where the copy is (measured, NVRTC 13.0;
 // key_rows/item1_*). A path a string literal can't hold as it is (a control character) keeps the
 // copy's name. A UTF-8 byte order mark stays first.
@@ -157,7 +158,7 @@ public:
   }
   // Places `header` where its path leads. One file on disk (a hard link's two names, the same
   // inode and stamp) is one file here too, so that #pragma once (by inode) sees one file.
-  void place(const deps::DiskHeader& header)
+  void place(const deps::DiskHeader& header, const std::string& spelled)
   {
     const std::string real = replicate(header.path).real;
     if (!m_files.insert(real).second) {
@@ -172,7 +173,7 @@ public:
       return;
     }
     m_inodes.emplace(identity, real);
-    write(real, m_named ? named(header.path, header.content) : header.content);
+    write(real, m_named ? named(spelled, header.content) : header.content);
   }
   void write(const std::string& real, const std::string& content) const
   {
@@ -322,10 +323,11 @@ Binary compile_with_includes(const Config& config, const Program& program, const
   }
   for (int round = 1;; ++round) {
     resolver.close();
-    if (!resolver.unfaithful().empty()) {
-      // The private folder could not answer as the disk would: compile from the disk itself. No
-      // manifest is recorded, so the entry is never found again (its key stays provisional).
-      log::line(program.name + ": " + resolver.unfaithful() +
+    if (!resolver.unfaithful().empty() || (folder && folder->m_named && !resolver.two_names().empty())) {
+      // The private folder could not answer as the disk would (or a copy's #line could not name
+      // the file as each of its includes does): compile from the disk itself. No manifest is
+      // recorded, so the entry is never found again (its key stays provisional).
+      log::line(program.name + ": " + (resolver.unfaithful().empty() ? resolver.two_names() : resolver.unfaithful()) +
                 "; compiled from the files on disk and not cached");
       resolver.result().recordable = false;
       if (rounds != nullptr) {
@@ -338,7 +340,7 @@ Binary compile_with_includes(const Config& config, const Program& program, const
         folder->ensure_dir(folder->replicate(dir).real);
       }
       for (const auto& header : resolver.result().headers) {
-        folder->place(header);
+        folder->place(header, resolver.spelled(header.path));
       }
       // Names through a folder and "..": that folder, wherever the name may be searched.
       std::set<std::string> searched(lexical_dirs.begin(), lexical_dirs.end());

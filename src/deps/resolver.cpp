@@ -100,7 +100,7 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
     m_names.insert(name);
     check_name(context.cwd, name);
     if (!found.empty()) {
-      add(name, found);
+      add(name, found, {}, IncludeKind::quoted);
     }
   }
   for (const auto& dir : context.include_dirs) {
@@ -227,7 +227,7 @@ bool Resolver::listed_file(const std::string& path)
   return names != nullptr && names->count(path.substr(slash + 1)) != 0 && is_file(path);
 }
 
-bool Resolver::add(const std::string& name, const std::string& path)
+bool Resolver::add(const std::string& name, const std::string& path, const std::string& includer, IncludeKind kind)
 {
   if (m_index.count(path) != 0) {
     return true;
@@ -253,6 +253,7 @@ bool Resolver::add(const std::string& name, const std::string& path)
     if (!(after == before) || after.mtime_ns >= m_start_ns || after.ctime_ns >= m_start_ns) {
       m_result.recordable = false;
     }
+    m_spelled[path] = spell(path, name, kind, includer);
     m_index[path] = m_result.headers.size();
     m_result.headers.push_back({name, path, util::sha256(*content), before, std::move(*content)});
     m_pending.push_back(path);
@@ -269,6 +270,52 @@ bool Resolver::unchanged() const
     }
   }
   return true;
+}
+
+std::string Resolver::spell(const std::string& candidate, const std::string& name, IncludeKind kind,
+                            const std::string& includer) const
+{
+  if (name.empty() || name.front() == '/') {
+    return name.empty() ? candidate : name;
+  }
+  // NVRTC keeps the folder's text up to its last '/' and appends the name as written.
+  const auto prefix = [](const std::string& spelled_file) {
+    const auto slash = spelled_file.rfind('/');
+    return slash == std::string::npos ? std::string() : spelled_file.substr(0, slash + 1);
+  };
+  const auto spelled_file = [&](const std::string& path) -> std::string {
+    return path == m_main_path ? m_program.name : spelled(path);
+  };
+  const auto from = [&](const std::string& path) {
+    return (path != m_main_path || !m_context.source_dir.empty()) && join_path(dir_of(path), name) == candidate;
+  };
+  if (kind == IncludeKind::quoted && includer.empty() && join_path(m_context.cwd, name) == candidate) {
+    return name;  // a pre-include found in the working directory
+  }
+  if (kind == IncludeKind::quoted && !includer.empty() && from(includer)) {
+    return prefix(spelled_file(includer)) + name;
+  }
+  for (std::size_t i = 0; i < m_context.include_dirs.size() && i < m_context.include_spelled.size(); ++i) {
+    if (join_path(m_context.include_dirs[i], name) == candidate) {
+      const std::string& dir = m_context.include_spelled[i];
+      return (dir.back() == '/' ? dir : dir + "/") + name;
+    }
+  }
+  if (from(m_main_path)) {
+    return prefix(m_program.name) + name;
+  }
+  for (const DiskHeader& header : m_result.headers) {
+    if (from(header.path)) {
+      return prefix(spelled(header.path)) + name;
+    }
+  }
+  return candidate;
+}
+
+const std::string& Resolver::spelled(const std::string& path) const
+{
+  const auto it = m_spelled.find(path);
+  return it == m_spelled.end() ? path : it->second;
 }
 
 const DiskHeader* Resolver::find(const std::string& path) const
@@ -298,7 +345,7 @@ std::string Resolver::add_next(const std::string& name, IncludeKind kind, const 
           m_found_in[candidate] = dir;
         }
       }
-      if (add(name, candidate)) {
+      if (add(name, candidate, includer, kind)) {
         return candidate;
       }
     }
@@ -338,6 +385,10 @@ void Resolver::follow(const std::string& text, const std::string& includer)
     for (const auto& candidate : user_candidates(m_context, directive.name, kind, includer_dir,
                                                  found_in == m_found_in.end() ? "" : found_in->second)) {
       if (m_index.count(candidate) != 0) {
+        const std::string spelled = spell(candidate, directive.name, kind, includer);
+        if (m_two_names.empty() && spelled != this->spelled(candidate)) {
+          m_two_names = candidate + " is included as " + this->spelled(candidate) + " and as " + spelled;
+        }
         break;
       }
       if (is_file(candidate)) {
@@ -346,7 +397,7 @@ void Resolver::follow(const std::string& text, const std::string& includer)
             m_found_in[candidate] = dir;
           }
         }
-        add(directive.name, candidate);
+        add(directive.name, candidate, includer, kind);
         break;
       }
       probe(candidate);

@@ -74,7 +74,9 @@ public:
   // Returns the path added, or empty when there is nothing new to add.
   std::string add_next(const std::string& name, IncludeKind kind, const std::string& includer);
   // Adds the header at `path` (and predicts its includes); false if it is not a regular file.
-  bool add(const std::string& name, const std::string& path);
+  // `includer` and `kind`: the directive it answers (for spelled()); none for a closure's file.
+  bool add(const std::string& name, const std::string& path, const std::string& includer = {},
+           IncludeKind kind = IncludeKind::angle);
   // Makes the prediction a faithful sub-replica of the disk: adds every existing file that an
   // include (or __has_include) of a known name could reach in any folder the compile searches,
   // so that NVRTC, searching only what kjit passes, answers every search as it would on disk.
@@ -95,6 +97,13 @@ public:
   const std::set<std::string>& computed_dirs() const { return m_computed_dirs; }
 
   const DiskHeader* find(const std::string& path) const;
+  // The name NVRTC, compiling on disk, gives the header at `path` (in __FILE__, assert, -lineinfo,
+  // messages): the folder of its includer's name (or the -I folder as written) and the include
+  // name, joined as written ("sub/./x.h", "inc//../y.h"). `path` itself when not known.
+  const std::string& spelled(const std::string& path) const;
+  // A header that directives name two ways (spelled() differs): a copy can carry only one name,
+  // so a binary that names files can't be made from copies. Empty when none.
+  const std::string& two_names() const { return m_two_names; }
   // True while every header added still has the stamp it was read with (a stat each).
   bool unchanged() const;
   const std::string& main_path() const { return m_main_path; }
@@ -113,6 +122,9 @@ private:
   void add_toolkit_namesakes(const std::string& dir);
   // Adds every file below dir/relative (and watches every folder of it).
   void add_tree(const std::string& dir, const std::string& relative);
+  // spelled() of `candidate`, found for `name` included (as `kind`) from `includer` (may be empty).
+  std::string spell(const std::string& candidate, const std::string& name, IncludeKind kind,
+                    const std::string& includer) const;
 
   Program m_program;  // a copy: a prediction made in prepare() is used again by the compile
   SearchContext m_context;
@@ -121,6 +133,7 @@ private:
   Resolution m_result;
   std::map<std::string, std::size_t> m_index;       // path → m_result.headers index
   std::map<std::string, std::string> m_found_in;    // path → -I folder it was found through
+  std::map<std::string, std::string> m_spelled;     // path → spelled()
   std::set<std::string> m_names;                    // include names seen
   std::set<std::string> m_probed;
   std::vector<std::string> m_pending;               // headers added, not scanned yet
@@ -130,6 +143,7 @@ private:
   std::set<std::string> m_operands;                 // __has_include operands that are macros
   std::map<std::string, std::string> m_defines;     // -D NAME=VALUE
   std::string m_unfaithful;
+  std::string m_two_names;  // see two_names()
   std::set<std::string> m_closed_dirs;   // folders and names close() has tried together
   std::set<std::string> m_closed_names;
   std::set<std::string> m_namesake_dirs;  // includers' folders whose toolkit namesakes are passed

@@ -203,6 +203,7 @@ SearchContext search_context(const Program& program, const std::vector<std::stri
       }
       check_include_dir(dir, dir);
       context.include_dirs.push_back(join_path(context.cwd, dir));
+      context.include_spelled.push_back(dir);
       continue;
     }
     if (option == "-include" || option == "--pre-include") {

@@ -679,6 +679,35 @@ BOOST_AUTO_TEST_CASE(item1_lineinfo_and_file_name_the_users_files_not_the_privat
   }
 }
 
+// rev_keys: NVRTC on disk names a header by its includer's name and the include name as written
+// ("sub/inc/x.h", "./idir/z.h"), not by its absolute path; and "sub/k.cu -Iidir" and "./sub/k.cu
+// -I./idir" are two binaries (their __FILE__ strings differ), so two keys. Failed before: the copies
+// were named by absolute paths and the two spellings shared one key.
+BOOST_AUTO_TEST_CASE(review11_file_names_as_written_relative_to_the_working_directory)
+{
+  const std::string d = tmp.path() + "/spelled";
+  put(d + "/sub/inc/x.h", "#pragma once\n__device__ const char* x() { return __FILE__; }\n");
+  put(d + "/sub/inc/y.h", "#pragma once\n#include \"../inc/x.h\"\n__device__ const char* y() { return __FILE__; }\n");
+  put(d + "/idir/z.h", "#pragma once\n__device__ const char* z() { return __FILE__; }\n");
+  put(d + "/sub/k.cu", "#include \"inc//y.h\"\n#include <z.h>\n"
+                       "extern \"C\" __global__ void k(const char** s) { s[0] = x(); s[1] = y(); s[2] = z(); s[3] = __FILE__; }\n");
+  settle();
+  char here[4096];
+  BOOST_REQUIRE(::getcwd(here, sizeof here) != nullptr);
+  BOOST_REQUIRE(::chdir(d.c_str()) == 0);
+  kjit::Cache cache(config);
+  for (const auto& [src, dir] : std::vector<std::pair<std::string, std::string>>{
+         {"sub/k.cu", "-Iidir"}, {"./sub/k.cu", "-I./idir/"}, {"sub/k.cu", "-I" + d + "/idir"}, {"sub/k.cu", "-Iidir"}}) {
+    kjit::Program plain{src, read_text(src), {}, {dir}, {}};
+    const std::string want = kjit::rtc::compile(config, plain, k_arch).ptx;
+    kjit::Program program = kjit::program_from_file(src);
+    program.options = {dir};
+    const std::string got = cache.get(program, k_arch)->ptx;
+    BOOST_TEST(got == want, src << " " << dir);
+  }
+  BOOST_REQUIRE(::chdir(here) == 0);
+}
+
 // Item 2: NVRTC opens an absolute include name on disk itself (and what that file includes from
 // its folder), never the private copy: such a program is compiled from the disk, not cached.
 BOOST_AUTO_TEST_CASE(item2_an_absolute_include_name_is_not_served_stale)
