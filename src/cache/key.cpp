@@ -210,31 +210,6 @@ std::string escape_line(const std::string& value)
   return out;
 }
 
-namespace {
-
-bool may_name_files(const Program& program, const std::vector<deps::DiskHeader>& includes)
-{
-  if (!includes.empty()) {
-    return true;
-  }
-  for (const auto& option : program.options) {
-    if (option == "-lineinfo" || option == "--generate-line-info" || option == "-G" || option == "--device-debug") {
-      return true;
-    }
-  }
-  const auto mentions = [](const std::string& text) {
-    return text.find("__FILE__") != std::string::npos || text.find("assert") != std::string::npos ||
-           text.find("FILE") != std::string::npos || text.find("include") != std::string::npos;
-  };
-  bool found = mentions(program.source);
-  for (const auto& [name, content] : program.headers) {
-    found = found || mentions(content);
-  }
-  return found;
-}
-
-} // namespace
-
 KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context,
                   const std::vector<deps::DiskHeader>& includes)
 {
@@ -263,28 +238,6 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
       }
     }
     p += "\n";
-  }
-  // A binary that may name files (-lineinfo, -G, __FILE__/assert, or any header, whose text may)
-  // names them as written: "sub/k.cu" and "./sub/k.cu", "-Iinc" and "-I./inc" compile differently
-  // (Resolver::spelled). Relative spellings are part of the key then; an absolute name or -I folder
-  // stays portable (a key shared between folders and machines; the names in such a binary differ).
-  if (may_name_files(program, includes)) {
-    const bool absolute = !program.name.empty() && program.name.front() == '/';
-    p += "spelled: " + escape_line(absolute ? "{absolute}/" + base_name(program.name) : program.name) + "\n";
-    for (std::size_t i = 0; i < program.options.size(); ++i) {
-      const std::string& option = program.options[i];
-      std::string dir;
-      if ((option == "-I" || option == "--include-path") && i + 1 < program.options.size()) {
-        dir = program.options[++i];
-      } else if (starts_with(option, "--include-path=")) {
-        dir = option.substr(15);
-      } else if (starts_with(option, "-I")) {
-        dir = option.substr(option.size() > 2 && option[2] == '=' ? 3 : 2);
-      } else {
-        continue;
-      }
-      p += "spelled-include-dir: " + escape_line(!dir.empty() && dir.front() == '/' ? "{absolute}" : dir) + "\n";
-    }
   }
   for (const auto& expression : program.name_expressions) {
     p += "name-expression: " + escape_line(expression) + "\n";
