@@ -4,6 +4,8 @@
 #include "config/log.hpp"
 
 #include <chrono>
+#include <unistd.h>
+#include <tuple>
 #include <utility>
 
 namespace kjit::remote {
@@ -21,15 +23,21 @@ std::int64_t now_ms() noexcept
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-Server::Server(RedisUrl url) : m_url(std::move(url)), m_name("remote " + m_url.display()), m_reader(m_url) {}
+Server::Server(RedisUrl url) : m_url(std::move(url)), m_name("remote " + m_url.display()), m_reader(m_url), m_pid(::getpid()) {}
 
 Server::~Server()
 {
+  if (::getpid() != m_pid) {
+    // The parent's thread, absent here: joining it would wait for ever, destroying it terminates.
+    new std::thread(std::move(m_writer));  // NOLINT: left alone on purpose
+    std::ignore = m_queue_changed.release();
+    return;
+  }
   {
     std::lock_guard lock(m_queue_mutex);
     m_stopping = true;
   }
-  m_queue_changed.notify_all();
+  m_queue_changed->notify_all();
   if (m_writer.joinable()) {
     m_writer.join();
   }
@@ -82,7 +90,7 @@ void Server::enqueue(UploadItem item) noexcept
   try {
     {
       std::lock_guard lock(m_queue_mutex);
-      if (m_stopping) {
+      if (m_stopping || ::getpid() != m_pid) {
         return;
       }
       if (m_queue.size() >= k_max_queued) {
@@ -96,7 +104,7 @@ void Server::enqueue(UploadItem item) noexcept
       }
       m_queue.push_back(std::move(item));
     }
-    m_queue_changed.notify_all();
+    m_queue_changed->notify_all();
   } catch (const std::exception&) {
     // No thread or no memory: the record stays local, the lease expires by itself.
   }
@@ -104,8 +112,11 @@ void Server::enqueue(UploadItem item) noexcept
 
 void Server::flush() noexcept
 {
+  if (::getpid() != m_pid) {
+    return;
+  }
   std::unique_lock lock(m_queue_mutex);
-  m_queue_changed.wait(lock, [this] { return !m_writer.joinable() || (m_queue.empty() && !m_busy); });
+  m_queue_changed->wait(lock, [this] { return !m_writer.joinable() || (m_queue.empty() && !m_busy); });
 }
 
 void Server::write_one(RedisClient& client, const UploadItem& item)
@@ -133,7 +144,7 @@ void Server::write_loop()
   RedisClient client(m_url);
   std::unique_lock lock(m_queue_mutex);
   for (;;) {
-    m_queue_changed.wait(lock, [this] { return m_stopping || !m_queue.empty(); });
+    m_queue_changed->wait(lock, [this] { return m_stopping || !m_queue.empty(); });
     if (m_queue.empty()) {
       return;
     }
@@ -150,7 +161,7 @@ void Server::write_loop()
     }
     lock.lock();
     m_busy = false;
-    m_queue_changed.notify_all();
+    m_queue_changed->notify_all();
   }
 }
 

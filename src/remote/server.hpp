@@ -9,10 +9,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <sys/types.h>
 
 namespace kjit::remote {
 
@@ -74,12 +76,15 @@ private:
   RedisClient m_reader;
 
   std::mutex m_queue_mutex;
-  std::condition_variable m_queue_changed;
+  // Held by pointer: a fork()ed child leaks it, since destroying a condition variable the parent's
+  // thread was waiting on (copied into the child) blocks for ever in pthread_cond_destroy.
+  std::unique_ptr<std::condition_variable> m_queue_changed = std::make_unique<std::condition_variable>();
   std::deque<UploadItem> m_queue;
   bool m_busy = false;  // the upload thread is writing an item it took off the queue
   bool m_stopping = false;
   bool m_write_warned = false;
   std::thread m_writer;
+  pid_t m_pid;  // a fork()ed child has no upload thread: it neither queues, waits nor joins
 };
 
 // Milliseconds on the steady clock.

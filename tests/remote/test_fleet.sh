@@ -70,13 +70,15 @@ check "… without a warning" bash -c "! grep -q warning '$work/err'"
 check "… and uploads it" test "$(rcli exists "kjit:v$fmt:$key")" = 1
 
 # --- a holder killed (kill -9) while it compiles: its lease names it, expires, another node compiles ---
-printf '#include <cuda_fp16.h>\nextern "C" __global__ void heavy(__half* p) { p[0] = __float2half(1.5f); }\n' >"$work/heavy.cu"
+# Heavy headers: the compile (≈0.8 s here) must outlast the poll below, or the holder is done and
+# its lease released before the kill (seen as "kill: No such process" under load).
+printf '#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cuda/std/complex>\n#include <cuda/std/chrono>\nextern "C" __global__ void heavy(__half* p) { p[0] = __float2half(1.5f); }\n' >"$work/heavy.cu"
 KJIT_CACHE_DIR=$work/holder KJIT_COMPILE_LOCK_TIMEOUT=3s "$kjit" compile "$work/heavy.cu" --arch sm_80 -o "$work" \
   >/dev/null 2>&1 &
 holder=$!
 for _ in $(seq 100); do
   [ -n "$(rcli --scan --pattern 'kjit:lease:*')" ] && break
-  sleep 0.05
+  sleep 0.02
 done
 lease=$(rcli --scan --pattern 'kjit:lease:*')
 kill -9 "$holder"

@@ -13,6 +13,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <csignal>
 #include <unistd.h>
 
 #include "remote/remote_tier.hpp"
@@ -199,6 +201,34 @@ BOOST_AUTO_TEST_CASE(a_silent_server_costs_one_timeout)
   ::close(listener);
   BOOST_TEST(answered == 0);
   BOOST_TEST(watch.elapsed_ms() < 2.5 * kjit::remote::k_io_timeout_ms);
+}
+
+// A fork()ed child that closes the parent's server (the default cache is rebuilt in a child, or
+// exit() destroys it) neither joins the parent's upload thread, which it lacks (before: it hung
+// for ever in pthread_join), nor waits in flush() for a queue nobody writes.
+BOOST_AUTO_TEST_CASE(a_forked_child_closes_the_server_without_hanging)
+{
+  auto server = std::make_unique<kjit::remote::Server>(kjit::remote::parse_url("redis://127.0.0.1:1", "V"));
+  server->enqueue({"k", std::string("v"), "", ""});  // starts the upload thread
+  server->flush();
+  const pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    server->enqueue({"k", std::string("v"), "", ""});
+    server->flush();
+    server.reset();
+    ::_exit(0);
+  }
+  int status = -1;
+  for (int i = 0; i < 100 && ::waitpid(child, &status, WNOHANG) == 0; ++i) {
+    ::usleep(50000);
+  }
+  if (::waitpid(child, &status, WNOHANG) == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    BOOST_FAIL("the child hung closing the server");
+  }
+  BOOST_TEST(WIFEXITED(status));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
