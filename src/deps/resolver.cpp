@@ -450,6 +450,11 @@ void Resolver::close()
   // meets, for a known name, exactly the files nvcc meets on disk, whichever folder it starts
   // from (#include_next from any includer, pre-includes, __has_include, wrong predictions).
   for (bool grew = true; grew;) {
+    if (!m_unfaithful.empty()) {
+      // The program is compiled from the disk anyway; and a name climbing above "/" would meet the
+      // same file under ever longer "/../../" paths from every folder it adds (endless).
+      return;
+    }
     grew = false;
     const std::size_t wrappers = m_scan.wrappers.size();
     predict();
