@@ -29,6 +29,14 @@ check "kjit doctor checks the server" exit_code 0 "$kjit" doctor
 check "… reachable, its version, read-write" \
   grep -q "^ok *remote *redis://127.0.0.1:$port/0: Redis [0-9.]*, .*, read-write$" "$work/out"
 
+# --- a warm local hit with a remote configured never loads hiredis (nor NVRTC) ---
+check "node A's warm hit" env LD_DEBUG=files LD_DEBUG_OUTPUT="$work/ld" \
+  "$kjit" compile "$work/r1.cu" --arch sm_80 -o "$work/hit-out"
+check "… loads no hiredis" bash -c "! cat '$work'/ld.* | grep -q 'file=libhiredis'"
+check "… and no NVRTC" bash -c "! cat '$work'/ld.* | grep -q 'file=libnvrtc'"
+check "… (LD_DEBUG saw the libraries it did load)" bash -c "cat '$work'/ld.* | grep -q 'file=liblmdb'"
+rm -f "$work"/ld.*
+
 # --- node B: every kernel from the server, 0 compiles, written to its own store ---
 export KJIT_CACHE_DIR=$work/b
 check "node B warms" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
