@@ -90,6 +90,19 @@ std::size_t files_in(const std::string& path)
   return n;
 }
 
+// Stores a program that includes an in-memory header only it uses (mirrored under
+// programs/headers); returns the entry's key.
+std::string cached_with_own_header(const kjit::Config& config, const std::string& name, const std::string& header)
+{
+  kjit::Program program = small_program(name);
+  program.headers[header] = "#define OWN_HEADER 1\n";
+  program.source = "#include \"" + header + "\"\n" + program.source;
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  kjit::Cache cache(config);
+  cache.get(program, arch);
+  return cache.prepare(program, arch).key();
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(mirror, CacheFixture)
@@ -256,16 +269,7 @@ BOOST_AUTO_TEST_CASE(an_entry_compiled_again_after_a_quarantine_is_listed_once)
 // and the headers only it used all go).
 BOOST_AUTO_TEST_CASE(a_removal_with_the_mirror_off_keeps_the_old_mirror_consistent)
 {
-  kjit::Program program = small_program("mirror_off");
-  program.headers["only_mine.h"] = "#define ONLY_MINE 1\n";
-  program.source = "#include \"only_mine.h\"\n" + program.source;
-  const kjit::Arch arch = kjit::Arch::parse("sm_90");
-  std::string key;
-  {
-    kjit::Cache cache(config);
-    cache.get(program, arch);
-    key = cache.prepare(program, arch).key();
-  }
+  const std::string key = cached_with_own_header(config, "mirror_off", "only_mine.h");
   BOOST_TEST(index_lines(config, key) == 1u);
   BOOST_TEST(files_in(config.cache_dir + "/programs/headers") == 1u);
   kjit::Config off = config;
@@ -281,16 +285,7 @@ BOOST_AUTO_TEST_CASE(a_removal_with_the_mirror_off_keeps_the_old_mirror_consiste
 // held go with it, not just their index lines.
 BOOST_AUTO_TEST_CASE(a_store_moved_aside_takes_its_mirror_folders_along)
 {
-  kjit::Program program = small_program("moved_aside");
-  program.headers["moved.h"] = "#define MOVED 1\n";
-  program.source = "#include \"moved.h\"\n" + program.source;
-  const kjit::Arch arch = kjit::Arch::parse("sm_90");
-  std::string key;
-  {
-    kjit::Cache cache(config);
-    cache.get(program, arch);
-    key = cache.prepare(program, arch).key();
-  }
+  const std::string key = cached_with_own_header(config, "moved_aside", "moved.h");
   BOOST_TEST(exists(config.cache_dir + "/programs/" + key));
   const std::string data = config.cache_dir + "/store/data.mdb";
   struct stat st {};
