@@ -12,19 +12,24 @@ kjit=$1
 start_or_skip "$port"
 KJIT_REMOTE_CACHE=redis://127.0.0.1:$port
 
+fleet_warm() {  # fleet_warm NAME PROCESSES FOLDERS [ARGS...]: that many `kjit warm`s of $files at once
+  # over cache folders $work/NAME0.., outputs $work/NAMEwarm<i>.out/.err; fails if any failed
+  local name=$1 processes=$2 folders=$3 i pid status=0 pids=()
+  shift 3
+  for ((i = 0; i < processes; i++)); do
+    KJIT_CACHE_DIR=$work/$name$((i % folders)) "$kjit" warm "${files[@]}" "$@" --arch sm_80 --jobs 2 \
+      >"$work/${name}warm$i.out" 2>"$work/${name}warm$i.err" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  return "$status"
+}
+
 # --- 8 processes, 4 cache folders, the same 16 programs at once: 16 compiles in the fleet ---
 kernels 16 f
-pids=()
-for i in 0 1 2 3 4 5 6 7; do
-  KJIT_CACHE_DIR=$work/node$((i % 4)) "$kjit" warm "${files[@]}" --arch sm_80 --jobs 2 \
-    >"$work/warm$i.out" 2>"$work/warm$i.err" &
-  pids+=($!)
-done
-status=0
-for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-check "8 processes all served" test "$status" = 0
-check "… each 16 programs, none failed" test "$(cat "$work"/warm*.out | grep -c '^[0-9]* compiled, [0-9]* cached, 0 failed')" = 8
-check "… 16 compiles in the whole fleet (got $(compiled_in "$work"/warm*.out))" test "$(compiled_in "$work"/warm*.out)" = 16
+check "8 processes all served" fleet_warm node 8 4
+check "… each 16 programs, none failed" test "$(cat "$work"/nodewarm*.out | grep -c '^[0-9]* compiled, [0-9]* cached, 0 failed')" = 8
+check "… 16 compiles in the whole fleet (got $(compiled_in "$work"/nodewarm*.out))" test "$(compiled_in "$work"/nodewarm*.out)" = 16
 total=0
 for n in 0 1 2 3; do
   KJIT_CACHE_DIR=$work/node$n exit_code 0 "$kjit" stats --json
@@ -33,7 +38,7 @@ done
 check "… kjit stats of the 4 folders count 16 compiles (got $total)" test "$total" = 16
 check "… 16 records on the server" test "$(rcli --scan --pattern 'kjit:v*' | wc -l)" = 16
 check "… no lease left" test "$(rcli --scan --pattern 'kjit:lease:*' | wc -l)" = 0
-check "… no warning" bash -c "! grep -h warning $work/warm*.err"
+check "… no warning" bash -c "! grep -h warning $work/nodewarm*.err"
 
 # --- the same with programs including a header through -I: their keys are provisional on every new
 #     node (no manifest yet), and the lease is taken on the prediction's own key ---
@@ -44,16 +49,8 @@ for i in $(seq 8); do
   printf '#include "scale.h"\nextern "C" __global__ void h%s(int* p) { p[0] = SCALE * %s; }\n' "$i" "$i" >"$work/h$i.cu"
   files+=("$work/h$i.cu")
 done
-pids=()
-for i in 0 1 2 3; do
-  KJIT_CACHE_DIR=$work/hnode$i "$kjit" warm "${files[@]}" -I "$work/inc" --arch sm_80 --jobs 2 \
-    >"$work/hwarm$i.out" 2>"$work/hwarm$i.err" &
-  pids+=($!)
-done
-status=0
-for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-check "4 nodes warming 8 programs with a header all served" test "$status" = 0
-check "… 8 compiles in the whole fleet (got $(compiled_in "$work"/hwarm*.out))" test "$(compiled_in "$work"/hwarm*.out)" = 8
+check "4 nodes warming 8 programs with a header all served" fleet_warm hnode 4 4 -I "$work/inc"
+check "… 8 compiles in the whole fleet (got $(compiled_in "$work"/hnodewarm*.out))" test "$(compiled_in "$work"/hnodewarm*.out)" = 8
 
 # --- a lease whose holder died expires: the next node compiles once it does ---
 kernels 1 dead
