@@ -306,7 +306,11 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
   });
   impl.store->erase(store::Table::direct, rows_of_gone);
   impl.direct.clear();
-  impl.memory.clear();
+  std::vector<util::Sha256> digests;  // only these leave the memory tier: the others stay warm
+  for (const std::string& key : keys) {
+    digests.push_back(util::digest_of_bytes(key));
+  }
+  impl.memory.erase(digests);
   impl.mirror_removed(keys);
 }
 

@@ -52,6 +52,18 @@ void MemoryTier::insert(const util::Sha256& key, Result result)
   }
 }
 
+void MemoryTier::erase(const std::vector<util::Sha256>& keys)
+{
+  std::lock_guard lock(m_mutex);
+  for (const util::Sha256& key : keys) {
+    if (const auto it = m_index.find(key); it != m_index.end()) {
+      m_bytes -= it->second->bytes;
+      m_lru.erase(it->second);
+      m_index.erase(it);
+    }
+  }
+}
+
 void MemoryTier::clear()
 {
   std::lock_guard lock(m_mutex);

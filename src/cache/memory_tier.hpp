@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 namespace kjit::cache {
 
@@ -31,6 +32,8 @@ public:
   // Inserts or replaces, then evicts least recently used entries beyond the limit. An entry
   // bigger than the whole limit is not kept.
   void insert(const util::Sha256& key, Result result);
+  // Drops the entries of `keys` (those not held are ignored).
+  void erase(const std::vector<util::Sha256>& keys);
   void clear();
   std::size_t bytes() const;
   std::size_t size() const;

@@ -1,7 +1,11 @@
-// The memory tier's byte bound and LRU order.
+// The memory tier's byte bound and LRU order; a store eviction drops only what it evicted.
 #include <boost/test/unit_test.hpp>
 
+#include "fixture.hpp"
+
 #include "cache/memory_tier.hpp"
+
+#include <set>
 
 namespace {
 
@@ -57,6 +61,64 @@ BOOST_AUTO_TEST_CASE(replacing_a_key_keeps_the_accounting)
   tier.clear();
   BOOST_TEST(tier.size() == 0u);
   BOOST_TEST(tier.bytes() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(erasing_keys_drops_only_those)
+{
+  kjit::cache::MemoryTier tier(1 << 20);
+  for (int i = 0; i < 3; ++i) {
+    tier.insert(key(i), result_of_size(1000));
+  }
+  const std::size_t before = tier.bytes();
+  tier.erase({key(1), key(7)});  // 7 was never there
+  BOOST_TEST(tier.size() == 2u);
+  BOOST_TEST(tier.bytes() == before - result_of_size(1000).bytes());
+  BOOST_TEST(!tier.find(key(1)).has_value());
+  BOOST_TEST(tier.find(key(0)).has_value());
+  BOOST_TEST(tier.find(key(2)).has_value());
+}
+
+// KJIT_MAX_SIZE evicting one entry from the store leaves the others warm in memory (before, the
+// whole memory tier was cleared: every kept kernel was read from the store again).
+BOOST_FIXTURE_TEST_CASE(a_store_eviction_keeps_the_other_entries_in_memory, kjit::test::CacheFixture)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  std::vector<kjit::Program> programs;
+  for (const char* tag : {"warm_a", "warm_b", "warm_c", "warm_d"}) {
+    programs.push_back(kjit::test::small_program(tag));
+  }
+  std::size_t three = 0;
+  {
+    kjit::Cache cache(config);
+    for (int i = 0; i < 3; ++i) {
+      cache.get(programs[i], arch);
+    }
+    cache.flush_mirror();
+    const kjit::DiskUsage usage = cache.usage();
+    three = usage.record_bytes + usage.mirror_bytes;
+  }
+  kjit::Config limited = config;
+  limited.max_size = three + three / 6;  // room for three and a half: the fourth write evicts
+  kjit::Cache cache(limited);
+  for (int i = 0; i < 3; ++i) {
+    BOOST_TEST(kjit::to_string(cache.lookup(programs[i], arch).source) == std::string("disk"));
+  }
+  cache.get(programs[3], arch);
+  BOOST_TEST_REQUIRE(cache.stats().compiles == 1u);
+  std::set<std::string> kept;
+  for (const kjit::EntryInfo& entry : cache.entries()) {
+    kept.insert(entry.key);
+  }
+  BOOST_TEST_REQUIRE(kept.size() < 4u);  // something was evicted
+  BOOST_TEST_REQUIRE(kept.size() >= 2u);
+  for (const kjit::Program& program : programs) {
+    if (kept.count(cache.prepare(program, arch).key()) != 0) {
+      BOOST_TEST_CONTEXT(program.name)
+      {
+        BOOST_TEST(kjit::to_string(cache.lookup(program, arch).source) == std::string("memory"));
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
