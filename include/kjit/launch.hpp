@@ -40,7 +40,7 @@ public:
     std::size_t size = 0;
     ((size = align_up(size, alignof(Args)) + sizeof(Args)), ...);
     m_storage.reset(new std::max_align_t[(size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t) + 1]);
-    std::size_t offset = 0;
+    [[maybe_unused]] std::size_t offset = 0;  // unused when the kernel takes no arguments
     (append(args, offset), ...);
     m_pointers.push_back(nullptr);
   }
