@@ -106,6 +106,7 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
             answer.bytes = std::move(reply->text);
             return answer;  // the lease is released on the way out
           }
+          server.keep_alive(lease_key, token, std::max<std::int64_t>(wait_ms, 1));  // while it compiles
           answer.kind = LeaseAnswer::Kind::held;
           answer.lease = std::move(lease);
           return answer;

@@ -9,9 +9,10 @@ namespace kjit::remote {
 class Server;
 
 // A lease this node holds on a key (a Redis string set with NX and an expiry, whose value is a
-// token unique to this lookup). Move-only. Released, if it still holds the token, by the
-// server's upload thread: after the record when handed to RemoteTier::upload(), else on
-// destruction. A holder that dies leaves the lease to expire (its expiry is the wait bound).
+// token unique to this lookup). Move-only. Renewed by the server's upload thread while held (a
+// compile longer than the expiry keeps it), and released there, if it still holds the token:
+// after the record when handed to RemoteTier::upload(), else on destruction. A holder that dies
+// stops renewing and leaves the lease to expire (its expiry is the wait bound).
 class Lease {
 public:
   Lease() = default;
@@ -49,8 +50,8 @@ struct LeaseAnswer {
   bool timed_out = false;  // none: another node held the lease for the whole wait bound
 };
 
-// Takes the lease `lease_key` on `server` (SET NX PX `wait_ms`: it expires when waiters stop
-// waiting anyway), or, while another node holds it,
+// Takes the lease `lease_key` on `server` (SET NX PX `wait_ms`, renewed while held: it expires
+// `wait_ms` after its holder died), or, while another node holds it,
 // polls for `record_key` (GET) until the record appears, the lease is free (released, or expired
 // with its dead holder) or `wait_ms` passes. A read-only node never takes a lease: it waits for a
 // held one the same way, then compiles. Never throws; a server failure answers none.

@@ -5,11 +5,14 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
 #include <optional>
+#include <poll.h>
 
 namespace kjit::remote {
 
@@ -23,7 +26,10 @@ struct Hiredis {
   std::string error;
   decltype(&::redisConnectWithTimeout) connect = nullptr;
   decltype(&::redisSetTimeout) set_timeout = nullptr;
-  decltype(&::redisCommandArgv) command_argv = nullptr;
+  decltype(&::redisAppendCommandArgv) append_argv = nullptr;
+  decltype(&::redisBufferWrite) buffer_write = nullptr;
+  decltype(&::redisBufferRead) buffer_read = nullptr;
+  decltype(&::redisGetReplyFromReader) reply_from_reader = nullptr;
   decltype(&::freeReplyObject) free_reply = nullptr;
   decltype(&::redisFree) free_context = nullptr;
 };
@@ -44,7 +50,10 @@ const Hiredis& hiredis()
     }
     if (h.library && !(h.library->bind(h.connect, "redisConnectWithTimeout") &&
                        h.library->bind(h.set_timeout, "redisSetTimeout") &&
-                       h.library->bind(h.command_argv, "redisCommandArgv") &&
+                       h.library->bind(h.append_argv, "redisAppendCommandArgv") &&
+                       h.library->bind(h.buffer_write, "redisBufferWrite") &&
+                       h.library->bind(h.buffer_read, "redisBufferRead") &&
+                       h.library->bind(h.reply_from_reader, "redisGetReplyFromReader") &&
                        h.library->bind(h.free_reply, "freeReplyObject") && h.library->bind(h.free_context, "redisFree"))) {
       h.error = h.library->path() + " lacks a hiredis function";
       h.library.reset();
@@ -54,15 +63,39 @@ const Hiredis& hiredis()
   return *api;
 }
 
-timeval timeval_of(int ms)
+timeval timeval_of(std::int64_t ms)
 {
-  return timeval{ms / 1000, (ms % 1000) * 1000};
+  return timeval{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
+}
+
+// The length a bulk reply's complete header declares ("$<digits>\r\n" at `at`, its '$' perhaps
+// taken by the reader already), or -1.
+long long declared_length(const char* at, std::size_t size)
+{
+  std::size_t i = size > 0 && at[0] == '$' ? 1 : 0;
+  const std::size_t first = i;
+  long long value = 0;
+  for (; i < size && i - first < 18 && at[i] >= '0' && at[i] <= '9'; ++i) {
+    value = value * 10 + (at[i] - '0');
+  }
+  return i > first && i + 1 < size && at[i] == '\r' && at[i + 1] == '\n' ? value : -1;
+}
+
+std::string timed_out(const char* what, std::string_view verb)
+{
+  return std::string(what) + std::string(verb) + " within the " + std::to_string(k_io_timeout_ms) + " ms timeout";
 }
 
 } // namespace
 
+std::int64_t now_ms() noexcept
+{
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 struct RedisClient::Connection {
   redisContext* context = nullptr;
+  std::int64_t timeout_ms = k_io_timeout_ms;  // the socket's send and receive timeouts as set
   ~Connection()
   {
     if (context != nullptr) {
@@ -90,9 +123,9 @@ void RedisClient::connect()
   m_connection = std::move(connection);
   const auto expect_ok = [this](const std::vector<std::string_view>& args, const char* what) {
     const Reply reply = command(args);
-    if (reply.kind == Reply::Kind::error) {
+    if (reply.kind == Reply::Kind::error || reply.kind == Reply::Kind::too_large) {
       m_connection.reset();
-      throw RedisFailure(std::string(what) + " refused: " + reply.text);
+      throw RedisFailure(std::string(what) + " refused: " + (reply.kind == Reply::Kind::error ? reply.text : "an oversized reply"));
     }
   };
   if (!m_url.password.empty()) {
@@ -107,27 +140,92 @@ void RedisClient::connect()
   }
 }
 
-Reply RedisClient::command(const std::vector<std::string_view>& args)
+void RedisClient::drop(const std::string& why)
 {
-  if (!m_connection) {
-    connect();
-  }
+  m_connection.reset();  // hiredis can't use a context after an I/O error
+  throw RedisFailure(why.empty() ? "no reply" : why);
+}
+
+void RedisClient::send(const std::vector<std::string_view>& args, std::int64_t deadline_ms)
+{
+  const Hiredis& api = hiredis();
+  redisContext* context = m_connection->context;
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;
   for (std::string_view arg : args) {
     argv.push_back(arg.data());
     lengths.push_back(arg.size());
   }
-  auto* raw = static_cast<redisReply*>(
-    hiredis().command_argv(m_connection->context, static_cast<int>(argv.size()), argv.data(), lengths.data()));
-  if (raw == nullptr) {
-    std::string why = m_connection->context->errstr;
-    if (m_connection->context->err == REDIS_ERR_IO && why == std::strerror(EAGAIN)) {
-      why = "no answer to " + std::string(args.front()) + " within the " + std::to_string(k_io_timeout_ms) +
-            " ms timeout";  // hiredis says only "Resource temporarily unavailable"
+  if (api.append_argv(context, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
+    drop(context->errstr);
+  }
+  for (int done = 0; done == 0;) {
+    // Each write may block for what is left of the command's time, no longer.
+    const std::int64_t left = deadline_ms - now_ms();
+    if (left <= 0) {
+      drop(timed_out("cannot send ", args.front()));
     }
-    m_connection.reset();  // hiredis can't use a context after an I/O error
-    throw RedisFailure(why.empty() ? "no reply" : why);
+    if (left < m_connection->timeout_ms || m_connection->timeout_ms < k_io_timeout_ms / 2) {
+      api.set_timeout(context, timeval_of(left));
+      m_connection->timeout_ms = left;
+    }
+    if (api.buffer_write(context, &done) != REDIS_OK) {
+      const bool timeout = context->err == REDIS_ERR_IO && std::string_view(context->errstr) == std::strerror(EAGAIN);
+      drop(timeout ? timed_out("cannot send ", args.front()) : context->errstr);
+    }
+  }
+}
+
+void* RedisClient::receive(const std::vector<std::string_view>& args, std::int64_t deadline_ms, long long& declared)
+{
+  const Hiredis& api = hiredis();
+  redisContext* context = m_connection->context;
+  for (;;) {
+    void* reply = nullptr;
+    if (api.reply_from_reader(context, &reply) != REDIS_OK) {
+      drop(context->errstr);  // not the protocol
+    }
+    if (reply != nullptr) {
+      return reply;
+    }
+    const redisReader& reader = *context->reader;
+    const std::size_t pending = reader.len - reader.pos;
+    declared = declared_length(reader.buf + reader.pos, pending);
+    if (pending > k_max_reply_bytes || declared > static_cast<long long>(k_max_reply_bytes)) {
+      m_connection.reset();  // the rest is never read
+      return nullptr;
+    }
+    // Waits for what is left of the command's time: a server trickling a byte at a time does not
+    // restart it (the socket's own timeout would, on each read).
+    pollfd ready{context->fd, POLLIN, 0};
+    const std::int64_t left = deadline_ms - now_ms();
+    const int polled = left > 0 ? ::poll(&ready, 1, static_cast<int>(left)) : 0;
+    if (polled == 0) {
+      drop(timed_out("no answer to ", args.front()));  // hiredis would say only "Resource temporarily unavailable"
+    }
+    if (polled < 0 && errno != EINTR) {
+      drop(std::strerror(errno));
+    }
+    if (polled > 0 && api.buffer_read(context) != REDIS_OK) {
+      drop(context->errstr);
+    }
+  }
+}
+
+Reply RedisClient::command(const std::vector<std::string_view>& args)
+{
+  if (!m_connection) {
+    connect();
+  }
+  const std::int64_t deadline_ms = now_ms() + k_io_timeout_ms;
+  send(args, deadline_ms);
+  long long declared = -1;
+  auto* raw = static_cast<redisReply*>(receive(args, deadline_ms, declared));
+  if (raw == nullptr) {
+    Reply reply;
+    reply.kind = Reply::Kind::too_large;
+    reply.integer = std::max(declared, 0LL);
+    return reply;
   }
   Reply reply;
   switch (raw->type) {

@@ -3,6 +3,7 @@
 
 #include "remote/url.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -17,14 +18,24 @@ struct RedisFailure : std::runtime_error {
 };
 
 struct Reply {
-  enum class Kind { nil, string, status, integer, error, other };
+  enum class Kind {
+    nil, string, status, integer, error, other,
+    too_large,  // a reply over k_max_reply_bytes: not read (`integer` is its declared size, or 0)
+  };
   Kind kind = Kind::nil;
   std::string text;        // string, status, error
-  long long integer = 0;   // integer
+  long long integer = 0;   // integer, too_large
 };
 
+// Milliseconds on the steady clock.
+std::int64_t now_ms() noexcept;
+
 constexpr int k_connect_timeout_ms = 500;
+// A whole command, from its first byte sent to its reply's last byte read, not each read or write.
 constexpr int k_io_timeout_ms = 1000;
+// No reply kjit asks for is larger (a record is at most remote_tier.hpp's k_max_upload_bytes):
+// a larger value is not read, so a huge value planted under a key costs no memory.
+constexpr std::size_t k_max_reply_bytes = (16u << 20) + (64u << 10);
 
 // One connection, opened (AUTH, SELECT) on the first command and again after a failure.
 // Not thread-safe: one per thread, or guarded by the caller.
@@ -36,8 +47,9 @@ public:
   RedisClient& operator=(const RedisClient&) = delete;
 
   // Sends one command (binary-safe arguments) and returns the reply; an error reply is a Reply,
-  // not a failure. Throws RedisFailure if hiredis can't be loaded, the server can't be reached or
-  // a timeout passes (the connection is then dropped).
+  // not a failure, and so is one over k_max_reply_bytes (too_large: the connection is dropped
+  // without reading it). Throws RedisFailure if hiredis can't be loaded, the server can't be
+  // reached or the command's k_io_timeout_ms passes (the connection is then dropped).
   Reply command(const std::vector<std::string_view>& args);
 
   const RedisUrl& url() const noexcept { return m_url; }
@@ -45,6 +57,11 @@ public:
 private:
   struct Connection;
   void connect();
+  void send(const std::vector<std::string_view>& args, std::int64_t deadline_ms);
+  // The reply, or nullptr with the connection dropped when it is over k_max_reply_bytes
+  // (`declared` is then its size, when its header said it).
+  void* receive(const std::vector<std::string_view>& args, std::int64_t deadline_ms, long long& declared);
+  [[noreturn]] void drop(const std::string& why);
   RedisUrl m_url;
   std::unique_ptr<Connection> m_connection;
 };

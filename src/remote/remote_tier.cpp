@@ -1,8 +1,11 @@
 // RemoteTier: each key's requests go to the server that rendezvous hashing picks for it.
 #include "remote/remote_tier.hpp"
 
+#include "config/log.hpp"
 #include "remote/server.hpp"
 #include "store/record.hpp"
+
+static_assert(kjit::remote::k_max_upload_bytes < kjit::remote::k_max_reply_bytes, "an uploaded record must be readable");
 
 namespace kjit::remote {
 
@@ -79,6 +82,15 @@ cache::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
     if (reply->kind == Reply::Kind::string) {
       answer.kind = cache::TierAnswer::Kind::record;
       answer.bytes = std::move(reply->text);
+    } else if (reply->kind == Reply::Kind::too_large) {
+      // Planted or damaged: no record is that large. Not read; the compile's upload replaces it.
+      answer.why = "the value under " + redis_key(key) + " is over " + std::to_string(k_max_reply_bytes) + " bytes" +
+                   (reply->integer > 0 ? " (" + std::to_string(reply->integer) + ")" : std::string()) +
+                   ", more than a record can be; not read";
+      std::lock_guard lock(m_warned_mutex);
+      if (m_warned_keys.insert(key).second) {
+        log::line("warning: " + pick(key).name() + ": " + answer.why + ", treated as a miss");
+      }
     } else {
       answer.kind = cache::TierAnswer::Kind::none;
     }

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,7 +34,8 @@ public:
   ~RemoteTier() override;
 
   const std::string& name() const noexcept override;
-  // A GET with short timeouts: a record, none, or a failure (server down, circuit open, refused).
+  // A GET with short timeouts: a record, none, or a failure (server down, circuit open, refused,
+  // or a value over k_max_reply_bytes, which is not read and is warned about once per key).
   cache::TierAnswer get(const util::Sha256& key) noexcept override;
   // Fleet-wide single flight for `key` (see acquire_lease): this node compiles (a held lease), or
   // another node's record arrived while waiting at most `wait_ms`, or none (compile anyway).
@@ -52,6 +55,8 @@ private:
   Server& pick(const util::Sha256& key) const noexcept;
   std::vector<std::unique_ptr<Server>> m_servers;
   std::string m_name;
+  std::mutex m_warned_mutex;
+  std::set<util::Sha256> m_warned_keys;  // keys whose value was too large (one warning each)
 };
 
 } // namespace kjit::remote

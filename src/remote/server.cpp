@@ -3,6 +3,7 @@
 
 #include "config/log.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <unistd.h>
 #include <tuple>
@@ -15,13 +16,16 @@ namespace {
 // Deletes a lease only if it still holds this node's token (an expired lease may be another's now).
 constexpr std::string_view k_release_script =
   "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+// Sets a lease's expiry back to ARGV[2] ms only if it still holds this node's token.
+constexpr std::string_view k_renew_script =
+  "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
+
+std::chrono::steady_clock::time_point steady_at(std::int64_t ms)
+{
+  return std::chrono::steady_clock::time_point(std::chrono::milliseconds(ms));
+}
 
 } // namespace
-
-std::int64_t now_ms() noexcept
-{
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 Server::Server(RedisUrl url) : m_url(std::move(url)), m_name("remote " + m_url.display()), m_reader(m_url), m_pid(::getpid()) {}
 
@@ -99,14 +103,36 @@ void Server::enqueue(UploadItem item) noexcept
         }
         item.record.reset();  // the record stays local; the lease is still released
       }
-      if (!m_writer.joinable()) {
-        m_writer = std::thread([this] { write_loop(); });
-      }
+      start_writer();
       m_queue.push_back(std::move(item));
     }
     m_queue_changed->notify_all();
   } catch (const std::exception&) {
     // No thread or no memory: the record stays local, the lease expires by itself.
+  }
+}
+
+void Server::start_writer()
+{
+  if (!m_writer.joinable()) {
+    m_writer = std::thread([this] { write_loop(); });
+  }
+}
+
+void Server::keep_alive(const std::string& key, const std::string& token, std::int64_t ttl_ms) noexcept
+{
+  try {
+    {
+      std::lock_guard lock(m_queue_mutex);
+      if (m_stopping || ::getpid() != m_pid) {
+        return;
+      }
+      start_writer();
+      m_renewals.push_back({key, token, ttl_ms, now_ms() + std::max<std::int64_t>(ttl_ms / 3, 1)});
+    }
+    m_queue_changed->notify_all();
+  } catch (const std::exception&) {
+    // No thread or no memory: the lease expires after its ttl, as before renewals
   }
 }
 
@@ -139,14 +165,57 @@ void Server::write_one(RedisClient& client, const UploadItem& item)
   }
 }
 
+void Server::renew_due(RedisClient& client, std::unique_lock<std::mutex>& lock)
+{
+  const std::int64_t now = now_ms();
+  std::vector<Renewal> due;
+  for (Renewal& renewal : m_renewals) {
+    if (renewal.due_ms <= now) {
+      renewal.due_ms = now + std::max<std::int64_t>(renewal.ttl_ms / 3, 1);
+      due.push_back(renewal);
+    }
+  }
+  if (due.empty() || circuit_open()) {
+    return;
+  }
+  lock.unlock();
+  std::vector<std::string> lost;  // expired, taken by another node, or no EVAL/PEXPIRE permission
+  for (const Renewal& renewal : due) {
+    try {
+      const Reply reply = client.command({"EVAL", k_renew_script, "1", renewal.key, renewal.token, std::to_string(renewal.ttl_ms)});
+      if (reply.kind != Reply::Kind::integer || reply.integer != 1) {
+        lost.push_back(renewal.token);
+      }
+    } catch (const RedisFailure& e) {
+      fail(e.what());
+      break;
+    }
+  }
+  lock.lock();
+  for (const std::string& token : lost) {
+    std::erase_if(m_renewals, [&](const Renewal& renewal) { return renewal.token == token; });
+  }
+}
+
 void Server::write_loop()
 {
   RedisClient client(m_url);
   std::unique_lock lock(m_queue_mutex);
   for (;;) {
-    m_queue_changed->wait(lock, [this] { return m_stopping || !m_queue.empty(); });
+    const auto ready = [this] { return m_stopping || !m_queue.empty(); };
+    if (m_renewals.empty()) {
+      m_queue_changed->wait(lock, ready);
+    } else {
+      const auto next = std::min_element(m_renewals.begin(), m_renewals.end(),
+                                         [](const Renewal& a, const Renewal& b) { return a.due_ms < b.due_ms; });
+      m_queue_changed->wait_until(lock, steady_at(next->due_ms), ready);
+    }
+    renew_due(client, lock);
     if (m_queue.empty()) {
-      return;
+      if (m_stopping) {
+        return;
+      }
+      continue;
     }
     const UploadItem item = std::move(m_queue.front());
     m_queue.pop_front();
@@ -160,6 +229,9 @@ void Server::write_loop()
       }
     }
     lock.lock();
+    if (!item.lease_key.empty()) {
+      std::erase_if(m_renewals, [&](const Renewal& renewal) { return renewal.token == item.token; });
+    }
     m_busy = false;
     m_queue_changed->notify_all();
   }

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 #include <sys/types.h>
 
 namespace kjit::remote {
@@ -57,14 +58,27 @@ public:
   // Queues `item` for the upload thread (started on first use). A record is dropped when the
   // queue is full or the server is being closed; a lease release is kept if it can be.
   void enqueue(UploadItem item) noexcept;
+  // Keeps this node's lease `key` (value `token`) alive while it compiles: the upload thread sets
+  // its expiry back to `ttl_ms` every third of it, while it still holds `token`, until its release
+  // (queued by the Lease) is written. A holder that dies stops renewing; the lease then expires.
+  void keep_alive(const std::string& key, const std::string& token, std::int64_t ttl_ms) noexcept;
   // Waits until the queue is empty (what was queued is written or given up). Never throws.
   void flush() noexcept;
   // Bytes of records this server accepted.
   std::uint64_t bytes_written() const noexcept { return m_bytes_written.load(); }
 
 private:
+  struct Renewal {
+    std::string key;
+    std::string token;
+    std::int64_t ttl_ms;
+    std::int64_t due_ms;  // the next renewal
+  };
+  void start_writer();  // with m_queue_mutex held
   void write_loop();
   void write_one(RedisClient& client, const UploadItem& item);
+  // Renews the leases that are due, unlocking `lock` (on m_queue_mutex) for the commands.
+  void renew_due(RedisClient& client, std::unique_lock<std::mutex>& lock);
 
   RedisUrl m_url;
   std::string m_name;
@@ -80,14 +94,12 @@ private:
   // thread was waiting on (copied into the child) blocks for ever in pthread_cond_destroy.
   std::unique_ptr<std::condition_variable> m_queue_changed = std::make_unique<std::condition_variable>();
   std::deque<UploadItem> m_queue;
+  std::vector<Renewal> m_renewals;  // held leases, until their release is written
   bool m_busy = false;  // the upload thread is writing an item it took off the queue
   bool m_stopping = false;
   bool m_write_warned = false;
   std::thread m_writer;
   pid_t m_pid;  // a fork()ed child has no upload thread: it neither queues, waits nor joins
 };
-
-// Milliseconds on the steady clock.
-std::int64_t now_ms() noexcept;
 
 } // namespace kjit::remote

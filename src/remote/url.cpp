@@ -25,6 +25,22 @@ long number_in(std::string_view text, long low, long high)
   return value >= low && value <= high ? value : -1;
 }
 
+// `text` with each %XX (two hex digits) replaced by its byte; any other '%' is kept as written.
+std::string percent_decoded(std::string_view text)
+{
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) != 0 &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 2])) != 0) {
+      out += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 std::string RedisUrl::display() const
@@ -49,13 +65,13 @@ RedisUrl parse_url(std::string_view text, const std::string& variable)
   std::string_view rest = text.substr(k_scheme.size());
   RedisUrl url;
   // The credentials first, up to the last '@' (host, port, db and query hold none), so a password
-  // may hold '?', '/', ':' or '@'. No message quotes a part of the URL: a ',' or a space in a
+  // may hold '?', '/', ':' or '@'; percent-encoded (%40 for '@', %2C for ',') as in other clients. No message quotes a part of the URL: a ',' or a space in a
   // password splits the list inside it, and the piece before would be quoted as a port.
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const std::string_view credentials = rest.substr(0, at);
     const auto colon = credentials.find(':');
-    url.user = std::string(credentials.substr(0, colon));
-    url.password = colon == std::string_view::npos ? "" : std::string(credentials.substr(colon + 1));
+    url.user = percent_decoded(credentials.substr(0, colon));
+    url.password = colon == std::string_view::npos ? "" : percent_decoded(credentials.substr(colon + 1));
     if (url.password.empty()) {
       throw fail("credentials without a password");
     }

@@ -12,8 +12,8 @@ struct Config;
 namespace kjit::remote {
 
 struct RedisUrl {
-  std::string user;      // "" for the legacy AUTH with a password only
-  std::string password;  // "" for no AUTH; never logged (display() hides it)
+  std::string user;      // "" for the legacy AUTH with a password only; percent-decoded
+  std::string password;  // "" for no AUTH; percent-decoded (%40 is '@'); never logged (display() hides it)
   std::string host;
   int port = 6379;
   int db = 0;

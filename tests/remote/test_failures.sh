@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The remote tier when its server fails (issue 14), against real redis-servers on 127.0.0.1: killed
-# mid-run and restarted, slow (DEBUG SLEEP), full (maxmemory, noeviction), damaged values, a wrong
-# or missing password. Callers are always served, nothing damaged is served, one clear warning
+# mid-run and restarted, slow (DEBUG SLEEP), full (maxmemory, noeviction), damaged values, a huge
+# value, a wrong or missing password, a percent-encoded one. Callers are always served, nothing damaged is served, one clear warning
 # each, and the password is never printed. Exits 77 (skipped) when redis-server can't start.
 # Usage: test_failures.sh KJIT
 set -u
@@ -85,6 +85,27 @@ check "… one warning each (got $(warnings))" test "$(warnings)" = 2
 KJIT_CACHE_DIR=$work/bad-b exit_code 0 "$kjit" stats --json
 check "… counted as remote errors" grep -q '"remote_errors": 2' "$work/out"
 
+# --- a huge value under a kjit key (256 MiB): not read whole (at most a record's size), one warning,
+#     compiled, and the upload replaces it ---
+kernels 1 huge
+KJIT_CACHE_DIR=$work/huge-probe KJIT_REMOTE_CACHE='' exit_code 0 "$kjit" compile "${files[0]}" --arch sm_80 -o "$work"
+key=$(sed -n 's/^compiled \([0-9a-f]\{64\}\)$/\1/p' "$work/out")
+rss_of() {  # rss_of NAME: kjit compile of ${files[0]} in $work/NAME; its peak RSS (KiB) in $work/rss
+  KJIT_CACHE_DIR=$work/$1 /usr/bin/time -f %M -o "$work/rss" "$kjit" compile "${files[0]}" --arch sm_80 -o "$work" \
+    >"$work/out" 2>"$work/err"
+}
+rss_of huge-base  # compiles and uploads: the peak without a huge value
+base_rss=$(cat "$work/rss")
+rcli setrange "kjit:v$fmt:$key" $((256 << 20)) x >/dev/null  # the record, then zeros up to 256 MiB
+check "a node offered a 256 MiB value" rss_of huge-b
+huge_rss=$(cat "$work/rss")
+check "… does not read it whole (peak $((huge_rss / 1024)) MiB, $((base_rss / 1024)) MiB without it)" \
+  test "$huge_rss" -lt $((base_rss + 64 * 1024))
+check "… compiles it" grep -q "^compiled $key" "$work/out"
+check "… with one warning (got $(warnings))" test "$(warnings)" = 1
+check "… that says the value is too large" grep -q "kjit:v$fmt:$key is over .* bytes" "$work/err"
+check "… and the upload replaces it" test "$(rcli strlen "kjit:v$fmt:$key")" -lt $((1 << 20))
+
 # --- passwords: a wrong one costs one warning and is never printed; the file's is used ---
 port2=$(free_port)
 secret=hunter2-kjit-secret
@@ -100,6 +121,14 @@ KJIT_REMOTE_CACHE="redis://127.0.0.1:$port2"
 KJIT_CACHE_DIR=$work/pw-none check "a node without a password" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
 check "… one warning (got $(warnings))" test "$(warnings)" = 1
 check "… NOAUTH" grep -q "NOAUTH" "$work/err"
+# Percent-encoded in the URL: ',', ' ', '@' and '%' as %2C, %20, %40, %25 (before: sent as written)
+port3=$(free_port)
+check "a server whose password holds , @ and a space starts" start_redis "$port3" --requirepass "p@ss, w%rd"
+KJIT_REMOTE_CACHE="redis://:p%40ss%2C%20w%25rd@127.0.0.1:$port3"
+KJIT_CACHE_DIR=$work/pw-pct check "a node with the password percent-encoded" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
+check "… no warning" bash -c "! grep -q warning '$work/err'"
+check "… uploads" test "$(redis-cli -p "$port3" -a 'p@ss, w%rd' --no-auth-warning --scan --pattern 'kjit:v*' | wc -l)" = 3
+KJIT_REMOTE_CACHE="redis://127.0.0.1:$port2"
 printf '%s\n' "$secret" >"$work/password"
 chmod 600 "$work/password"
 export KJIT_REMOTE_PASSWORD_FILE=$work/password

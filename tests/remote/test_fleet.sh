@@ -2,8 +2,9 @@
 # The fleet's compile lease and several servers (issue 14), against real redis-servers on
 # 127.0.0.1: 8 processes over 4 cache folders asking for the same 16 programs at once compile each
 # once (also programs with headers, whose keys are provisional); a lease whose holder died (planted,
-# or a compiling process killed) expires; a waiter is served the holder's upload; keys spread
-# over two servers and every node finds them. Exits 77 (skipped) when redis-server can't start.
+# or a compiling process killed) expires; a compile longer than the lease renews it; a waiter is
+# served the holder's upload; keys spread over two servers and every node finds them. Exits 77
+# (skipped) when redis-server can't start.
 # Usage: test_fleet.sh KJIT
 set -u
 kjit=$1
@@ -23,6 +24,14 @@ fleet_warm() {  # fleet_warm NAME PROCESSES FOLDERS [ARGS...]: that many `kjit w
   done
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
   return "$status"
+}
+
+await_lease() {  # prints the lease a compiling holder takes, once it appears (at most 4 s)
+  for _ in $(seq 200); do
+    [ -n "$(rcli --scan --pattern 'kjit:lease:*')" ] && break
+    sleep 0.02
+  done
+  rcli --scan --pattern 'kjit:lease:*'
 }
 
 # --- 8 processes, 4 cache folders, the same 16 programs at once: 16 compiles in the fleet ---
@@ -73,11 +82,7 @@ printf '#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cuda/std/compl
 KJIT_CACHE_DIR=$work/holder KJIT_COMPILE_LOCK_TIMEOUT=3s "$kjit" compile "$work/heavy.cu" --arch sm_80 -o "$work" \
   >/dev/null 2>&1 &
 holder=$!
-for _ in $(seq 100); do
-  [ -n "$(rcli --scan --pattern 'kjit:lease:*')" ] && break
-  sleep 0.02
-done
-lease=$(rcli --scan --pattern 'kjit:lease:*')
+lease=$(await_lease)
 kill -9 "$holder"
 wait "$holder" 2>/dev/null
 check "the compiling node held a lease naming it" bash -c "rcli() { redis-cli -p $port \"\$@\"; }; rcli get '$lease' | grep -q ' pid $holder '"
@@ -87,6 +92,28 @@ KJIT_CACHE_DIR=$work/next check "after the holder was killed, another node" \
 elapsed=$((($(date +%s%N) - start) / 1000000))
 check "… compiles it once the lease expired (${elapsed} ms), within the bound" test "$elapsed" -lt 15000
 check "… without a warning" bash -c "! grep -q warning '$work/err'"
+check "… and no lease is left" test -z "$(rcli --scan --pattern 'kjit:lease:*')"
+
+# --- a compile longer than the holder's lease (KJIT_COMPILE_LOCK_TIMEOUT=300ms, ≈1-3 s of NVRTC): the
+#     holder renews it while it compiles, so a node that asks meanwhile waits for its upload (before:
+#     the lease expired after 300 ms, and the second node took it and compiled too) ---
+for k in $(seq 80); do
+  printf 'extern "C" __global__ void slow%s(float* p) {\n  float x = p[threadIdx.x];\n#pragma unroll\n  for (int i = 0; i < 3000; ++i) { x = sinf(x * %s.5f + i) * cosf(x - i); }\n  p[threadIdx.x] = x;\n}\n' "$k" "$k"
+done >"$work/slow.cu"
+KJIT_CACHE_DIR=$work/renew-a KJIT_COMPILE_LOCK_TIMEOUT=300ms "$kjit" compile "$work/slow.cu" --arch sm_80 -o "$work" \
+  >"$work/renew-a.out" 2>"$work/renew-a.err" &
+holder=$!
+lease=$(await_lease)
+check "a slow compile's holder took a lease" test -n "$lease"
+sleep 0.6
+if kill -0 "$holder" 2>/dev/null; then
+  check "… still there twice its expiry later, while it compiles" test "$(rcli exists "$lease")" = 1
+fi
+KJIT_CACHE_DIR=$work/renew-b KJIT_COMPILE_LOCK_TIMEOUT=60s check "a node asking meanwhile" \
+  exit_code 0 "$kjit" compile "$work/slow.cu" --arch sm_80 -o "$work"
+check "… is served the holder's upload, not compiling it again" grep -q "lookup: from remote" "$work/out"
+wait "$holder"
+check "the holder compiled it" test $? = 0
 check "… and no lease is left" test -z "$(rcli --scan --pattern 'kjit:lease:*')"
 
 # --- a holder that never finishes: the wait is bounded, then the node compiles with one warning ---

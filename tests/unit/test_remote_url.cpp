@@ -23,6 +23,26 @@
 #include "store/record.hpp"
 #include "util/stopwatch.hpp"
 
+namespace {
+
+// A listening TCP socket on 127.0.0.1 (a free port, in `port`) that accepts nothing by itself:
+// connections complete in its backlog.
+int loopback_listener(int& port)
+{
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  BOOST_REQUIRE(::listen(listener, 64) == 0);
+  socklen_t length = sizeof address;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  port = ntohs(address.sin_port);
+  return listener;
+}
+
+} // namespace
+
 BOOST_AUTO_TEST_SUITE(remote_url)
 
 BOOST_AUTO_TEST_CASE(accepted_forms)
@@ -84,6 +104,21 @@ BOOST_AUTO_TEST_CASE(errors_quote_no_password)
       }
     }
   }
+}
+
+// Credentials are percent-decoded as in every redis:// client (redis-cli -u, redis-py): a password
+// may hold ',', ' ' or '@' written %2C, %20, %40; a '%' not followed by two hex digits stays as is.
+BOOST_AUTO_TEST_CASE(credentials_are_percent_decoded)
+{
+  const kjit::remote::RedisUrl url = kjit::remote::parse_url("redis://c%3Ai:p%40ss%2C%20w%25rd@h:1", "V");
+  BOOST_TEST(url.user == "c:i");
+  BOOST_TEST(url.password == "p@ss, w%rd");
+  BOOST_TEST(url.host == "h");
+  BOOST_TEST(kjit::remote::parse_url("redis://:100%@h:1", "V").password == "100%");
+  BOOST_TEST(kjit::remote::parse_url("redis://:a%zz%4@h:1", "V").password == "a%zz%4");
+  const auto urls = kjit::remote::parse_urls("redis://:a%2Cb@h:1,redis://h:2", "V");  // the ',' splits no URL
+  BOOST_TEST(urls.size() == 2u);
+  BOOST_TEST(urls[0].password == "a,b");
 }
 
 BOOST_AUTO_TEST_CASE(config_shows_no_password)
@@ -175,15 +210,9 @@ BOOST_AUTO_TEST_CASE(leases_have_their_own_namespace)
 // not one each: threads queued behind the first see the breaker it opened (before: 8 s for 8 threads).
 BOOST_AUTO_TEST_CASE(a_silent_server_costs_one_timeout)
 {
-  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  BOOST_REQUIRE(::listen(listener, 64) == 0);  // connections complete in the backlog, never read
-  socklen_t length = sizeof address;
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
-  kjit::remote::Server server(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(ntohs(address.sin_port)), "V"));
+  int port = 0;
+  const int listener = loopback_listener(port);  // connections complete in the backlog, never read
+  kjit::remote::Server server(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
   const kjit::util::Stopwatch watch;
   std::vector<std::thread> threads;
   std::atomic<int> answered{0};
@@ -201,6 +230,40 @@ BOOST_AUTO_TEST_CASE(a_silent_server_costs_one_timeout)
   ::close(listener);
   BOOST_TEST(answered == 0);
   BOOST_TEST(watch.elapsed_ms() < 2.5 * kjit::remote::k_io_timeout_ms);
+}
+
+// A server that answers a byte at a time, each within the read timeout, costs at most the I/O
+// timeout for the whole reply (before: each read restarted it, and 25 bytes 200 ms apart took 5 s).
+BOOST_AUTO_TEST_CASE(a_trickling_server_costs_one_timeout)
+{
+  int port = 0;
+  const int listener = loopback_listener(port);
+  std::thread trickler([listener] {
+    const int peer = ::accept(listener, nullptr, nullptr);
+    char request[256];
+    if (peer < 0 || ::recv(peer, request, sizeof request, 0) <= 0) {
+      return;
+    }
+    bool open = ::send(peer, "$25\r\n", 5, MSG_NOSIGNAL) == 5;
+    for (int i = 0; i < 25 && open; ++i) {
+      ::usleep(200000);
+      open = ::send(peer, "x", 1, MSG_NOSIGNAL) == 1;
+    }
+    if (open) {
+      ::send(peer, "\r\n", 2, MSG_NOSIGNAL);
+    }
+    ::close(peer);
+  });
+  kjit::remote::Server server(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+  const kjit::util::Stopwatch watch;
+  std::string error;
+  const auto reply = server.ask({"GET", "k"}, error);
+  const double elapsed = watch.elapsed_ms();
+  trickler.join();
+  ::close(listener);
+  BOOST_TEST(!reply.has_value());
+  BOOST_TEST(elapsed < 1.5 * kjit::remote::k_io_timeout_ms);
+  BOOST_TEST(error.find("no answer to GET within the 1000 ms timeout") != std::string::npos, error);
 }
 
 // A fork()ed child that closes the parent's server (the default cache is rebuilt in a child, or
