@@ -52,6 +52,7 @@ BOOST_AUTO_TEST_CASE(schedule_links_resolve_to_their_programs_in_order)
 {
   kjit::Cache cache(config);
   kjit::BuiltScript built = template_script().build(cache, test_batch());
+  cache.flush_mirror();  // programs/<key> is written by the mirror's thread
   const std::string dir = config.cache_dir + "/scripts/matmul_f16/" + built.hash();
   BOOST_TEST_REQUIRE(exists(dir));
   BOOST_TEST(listing(config.cache_dir + "/scripts") == std::set<std::string>{"matmul_f16"});
@@ -124,6 +125,7 @@ BOOST_AUTO_TEST_CASE(hostile_names_stay_inside_scripts)
     kjit::Script script = macro_script("", name);
     script.space[0].values = {"32"};
     const kjit::BuiltScript built = script.build(cache, test_batch());
+    cache.flush_mirror();
     BOOST_TEST(exists(config.cache_dir + "/scripts/" + built.folder() + "/" + built.hash() + "/programs/0/program.txt"));
   }
   BOOST_TEST(listing(config.cache_dir + "/scripts") ==
