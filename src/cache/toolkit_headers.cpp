@@ -238,7 +238,7 @@ std::string toolkit_headers_fingerprint(const std::vector<std::string>& dirs, st
   std::string& kept = g_memo[names];
   if (kept.empty() && store != nullptr) {
     if (auto stored = store->get(store::Table::meta, meta_key)) {
-      kept = *stored;
+      kept = std::move(*stored);  // ≈ 80 KB with the names: one copy out of the map, not two
     }
   }
   if (kept.empty() || !still_valid(kept, dirs)) {
