@@ -165,7 +165,8 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
       return *remembered;
     }
   }
-  const std::string meta_key = "toolchain " + util::to_hex(util::sha256(identity));
+  // Meta rows are named by XXH3-128: a hit runs no SHA-256, so nettle is not loaded (util/hash.cpp).
+  const std::string meta_key = "toolchain " + util::to_hex(util::checksum(identity));
   std::lock_guard lock(g_memo_mutex);
   Versions& versions = g_memo[identity];
   // Read even when this process knows the versions: a store that lacks them gets them below, or
@@ -200,7 +201,7 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   if (store != nullptr && store->writable()) {
     // Remembered for processes without NVRTC (one read when already known).
     const std::string text = context_text(context);
-    const std::string key = k_context_prefix + util::to_hex(util::sha256(text));
+    const std::string key = k_context_prefix + util::to_hex(util::checksum(text));
     if (!store->get(store::Table::meta, key)) {
       store->put({{store::Table::meta, key, std::to_string(::time(nullptr)) + "\n" + text}});
     }

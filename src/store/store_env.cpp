@@ -243,9 +243,11 @@ void Store::Impl::open_env(std::size_t map_size)
     }
     const bool writable = mode == Mode::writable;
     MDB_txn* txn = nullptr;
-    const auto begin_open_txn = [&] {
+    // The tables are opened in a read transaction; a write transaction (LMDB's writer lock: a
+    // process that only hits would wait behind another's commit) only to create missing ones.
+    const auto begin_open_txn = [&](unsigned txn_flags) {
       for (;;) {
-        const int begun = mdb_txn_begin(env, nullptr, writable ? 0 : MDB_RDONLY, &txn);
+        const int begun = mdb_txn_begin(env, nullptr, txn_flags, &txn);
         if (begun == MDB_MAP_RESIZED) {  // another process grew the map while we opened it
           check(mdb_env_set_mapsize(env, 0), "mdb_env_set_mapsize (adopt)");
           check_file_size();
@@ -268,16 +270,16 @@ void Store::Impl::open_env(std::size_t map_size)
       }
       return missing;
     };
-    begin_open_txn();
+    begin_open_txn(MDB_RDONLY);
     if (open_tables(0) && writable) {
+      mdb_txn_abort(txn);
+      txn = nullptr;
       // Creating a table writes into the main table's pages, which a damaged store may fill with
       // garbage (a crash inside LMDB): a store that holds data (an older format, or damage hiding
       // its tables) is walked, isolated, first.
       MDB_envinfo info{};
       mdb_env_info(env, &info);
       if (info.me_last_pgno > 1) {
-        mdb_txn_abort(txn);
-        txn = nullptr;
         std::string detail;
         const std::string dir = lmdb_path;
         const IsolatedOutcome outcome = run_isolated(
@@ -290,8 +292,8 @@ void Store::Impl::open_env(std::size_t map_size)
         if (outcome != IsolatedOutcome::ok && outcome != IsolatedOutcome::no_child) {
           throw Damaged("its tables are missing and its check failed (" + detail + ")", MDB_CORRUPTED);
         }
-        begin_open_txn();
       }
+      begin_open_txn(0);
       if (open_tables(MDB_CREATE)) {
         mdb_txn_abort(txn);
         check(MDB_NOTFOUND, "mdb_dbi_open");

@@ -1,20 +1,61 @@
-// SHA-256 through nettle and XXH3-128 through libxxhash.
+// SHA-256 through nettle (dlopen()ed on first use) and XXH3-128 inlined from xxhash.h.
 //
 // nettle rather than OpenSSL's libcrypto: loading libcrypto (16 922 relative and 4 191 symbol
 // relocations, bound at load) cost ≈ 1.2 ms and 124 page faults in every process that links kjit,
-// more than the rest of a warm start; nettle costs ≈ 0.15 ms to load and picks the same SHA-NI
-// code at run time (docs/benchmarks.md, "Warm floor"). The digests are the same bytes.
+// more than the rest of a warm start; nettle picks the same SHA-NI code at run time. nettle is
+// loaded on the first SHA-256, not with libkjit: a warm hit hashes nothing with SHA-256, and
+// linking nettle cost every process 0.42 M instructions of relocations (465 symbol bindings) and a
+// library map (docs/benchmarks.md, "Warm floor"). The digests are the same bytes.
 #include "util/hash.hpp"
 
+#include "kjit/error.hpp"
+#include "kjit_build_config.hpp"
+#include "util/dynamic_library.hpp"
+
 #include <algorithm>
+#include <dlfcn.h>
 #include <nettle/sha2.h>
 #include <xxhash.h>
 
 namespace kjit::util {
 
+namespace {
+
+// nettle's three SHA-256 functions, from the library loaded once per process.
+struct Nettle {
+  decltype(&nettle_sha256_init) init = nullptr;
+  decltype(&nettle_sha256_update) update = nullptr;
+  decltype(&nettle_sha256_digest) digest = nullptr;
+  std::optional<DynamicLibrary> library;
+};
+
+const Nettle& nettle()
+{
+  static const Nettle loaded = [] {
+    Nettle n;
+    std::string error;
+    // Never unloaded: threads still hashing while the process exits keep their functions.
+    n.library = DynamicLibrary::open(KJIT_NETTLE_SONAME, RTLD_NODELETE, error);
+    if (!n.library || !n.library->bind(n.init, "nettle_sha256_init") ||
+        !n.library->bind(n.update, "nettle_sha256_update") || !n.library->bind(n.digest, "nettle_sha256_digest")) {
+      throw Error(std::string("SHA-256: cannot load nettle (" KJIT_NETTLE_SONAME "): ") +
+                  (error.empty() ? "a SHA-256 function is missing" : error));
+    }
+    return n;
+  }();
+  return loaded;
+}
+
+} // namespace
+
 Sha256Hasher::Sha256Hasher() : m_ctx(new sha256_ctx)
 {
-  sha256_init(static_cast<sha256_ctx*>(m_ctx));
+  try {
+    nettle().init(static_cast<sha256_ctx*>(m_ctx));
+  } catch (...) {
+    delete static_cast<sha256_ctx*>(m_ctx);
+    throw;
+  }
 }
 
 Sha256Hasher::~Sha256Hasher()
@@ -24,7 +65,7 @@ Sha256Hasher::~Sha256Hasher()
 
 Sha256Hasher& Sha256Hasher::update(std::string_view data)
 {
-  sha256_update(static_cast<sha256_ctx*>(m_ctx), data.size(), reinterpret_cast<const std::uint8_t*>(data.data()));
+  nettle().update(static_cast<sha256_ctx*>(m_ctx), data.size(), reinterpret_cast<const std::uint8_t*>(data.data()));
   return *this;
 }
 
@@ -32,7 +73,7 @@ Sha256 Sha256Hasher::finish()
 {
   Sha256 digest{};
   // sha256_digest also resets the context for the next message.
-  sha256_digest(static_cast<sha256_ctx*>(m_ctx), digest.size(), digest.data());
+  nettle().digest(static_cast<sha256_ctx*>(m_ctx), digest.size(), digest.data());
   return digest;
 }
 

@@ -1,4 +1,5 @@
-// SHA-256 (nettle) for keys and content identity; XXH3-128 (libxxhash) for record checksums.
+// SHA-256 (nettle, loaded on first use) for keys and content identity; XXH3-128 (xxhash.h, inlined)
+// for record checksums and the names of the store's toolchain memo rows.
 #pragma once
 
 #include <array>

@@ -94,4 +94,29 @@ BOOST_AUTO_TEST_CASE(the_store_map_is_found_among_the_process_mappings)
   mdb_env_close(env);
 }
 
+// A process that only hits opens the store's tables in a read transaction: it does not wait for
+// LMDB's writer lock, which another process holds for as long as it commits (with an fsync).
+BOOST_AUTO_TEST_CASE(a_warm_process_does_not_wait_for_another_process_writing)
+{
+  const std::string file = tmp.path() + "/writer.cu";
+  write_text(file, small_program("writer").source);
+  const std::string cold = probe_cache(config.cache_dir, file, "sm_90");
+  BOOST_TEST_REQUIRE(output_has_line(cold, "compiles: 1"), cold);
+  BOOST_TEST_REQUIRE(output_has_line(probe_cache(config.cache_dir, file, "sm_90"), "disk_hits: 1"));  // all recorded
+
+  // This process writes (another process, for the probe's LMDB): it holds the writer lock.
+  MDB_env* env = nullptr;
+  BOOST_REQUIRE(mdb_env_create(&env) == MDB_SUCCESS);
+  mdb_env_set_maxdbs(env, 16);
+  mdb_env_set_mapsize(env, config.store_map_size);
+  BOOST_REQUIRE(mdb_env_open(env, (config.cache_dir + "/store").c_str(), MDB_NOTLS, 0600) == MDB_SUCCESS);
+  MDB_txn* writing = nullptr;
+  BOOST_REQUIRE(mdb_txn_begin(env, nullptr, 0, &writing) == MDB_SUCCESS);
+  const std::string warm = probe_cache(config.cache_dir, file, "sm_90", "timeout 10");
+  mdb_txn_abort(writing);
+  mdb_env_close(env);
+  BOOST_TEST(output_has_line(warm, "disk_hits: 1"), warm);
+  BOOST_TEST(output_has_line(warm, "compiles: 0"), warm);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

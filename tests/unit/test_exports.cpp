@@ -1,0 +1,95 @@
+// What libkjit shows a process that loads it: only kjit's own symbols, and no SHA-256, XXH3 or
+// zstd library among its dependencies (each one cost every process its load; docs/benchmarks.md).
+#include <boost/test/unit_test.hpp>
+
+#include "kjit_build_config.hpp"
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+namespace {
+
+// The first path in KJIT_TEST_BINARIES: the built libkjit.
+std::string libkjit()
+{
+  const char* binaries = std::getenv("KJIT_TEST_BINARIES");
+  BOOST_TEST_REQUIRE(binaries != nullptr);
+  std::istringstream list(binaries);
+  std::string path;
+  list >> path;
+  BOOST_TEST_REQUIRE(path.find("libkjit") != std::string::npos, path);
+  return path;
+}
+
+std::string output_of(const std::string& command)
+{
+  FILE* pipe = ::popen(command.c_str(), "r");
+  BOOST_TEST_REQUIRE(pipe != nullptr);
+  std::string out;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) {
+    out += buffer.data();
+  }
+  BOOST_TEST(::pclose(pipe) == 0, command);
+  return out;
+}
+
+bool kjit_symbol(const std::string& name)
+{
+  for (const char* prefix : {"kjit::", "typeinfo for kjit::", "typeinfo name for kjit::", "vtable for kjit::",
+                             "VTT for kjit::", "guard variable for kjit::"}) {
+    if (name.rfind(prefix, 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(library_exports)
+
+// src/exports.map: the std:: instantiations each object file emits stay local (they were 80 % of
+// the exported symbols, each one searched for in every symbol lookup of the process).
+BOOST_AUTO_TEST_CASE(libkjit_exports_only_kjit_symbols)
+{
+  std::istringstream table(output_of("readelf -W --dyn-syms '" + libkjit() + "' | c++filt"));
+  int exported = 0;
+  int foreign = 0;
+  for (std::string line; std::getline(table, line);) {
+    std::istringstream fields(line);
+    std::string num, value, size, type, bind, vis, ndx;
+    fields >> num >> value >> size >> type >> bind >> vis >> ndx;
+    if (num.empty() || num.back() != ':' || ndx == "UND" || (bind != "GLOBAL" && bind != "WEAK") ||
+        (type != "FUNC" && type != "OBJECT")) {
+      continue;
+    }
+    std::string name;
+    std::getline(fields >> std::ws, name);
+    name = name.substr(0, name.find('@'));
+    ++exported;
+    if (!kjit_symbol(name)) {
+      ++foreign;
+      BOOST_TEST_MESSAGE("exported, not kjit's: " << name);
+    }
+  }
+  BOOST_TEST(exported > 100);  // the public API is there
+  BOOST_TEST(foreign == 0);
+}
+
+BOOST_AUTO_TEST_CASE(libkjit_needs_no_sha256_xxhash_or_zstd_library)
+{
+  const std::string needed = output_of("readelf -d '" + libkjit() + "'");
+  BOOST_TEST(needed.find("liblmdb") != std::string::npos, needed);
+  BOOST_TEST(needed.find("libnettle") == std::string::npos, needed);   // dlopen()ed on the first SHA-256
+  BOOST_TEST(needed.find("libcrypto") == std::string::npos, needed);
+  BOOST_TEST(needed.find("libxxhash") == std::string::npos, needed);   // inlined
+  if (KJIT_ZSTD_STATIC) {
+    BOOST_TEST(needed.find("libzstd") == std::string::npos, needed);   // linked in
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,56 @@
+// The toolkit fingerprint's folder stamps, checked relative to each tree's root (opened once per
+// check): a change anywhere in the trees, or a root link pointed at another tree, is still seen.
+#include <boost/test/unit_test.hpp>
+
+#include "cache/toolkit_headers.hpp"
+#include "fixture.hpp"
+
+#include <cstdio>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+namespace {
+
+void put(const std::string& path, const std::string& content)
+{
+  for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
+    ::mkdir(path.substr(0, at).c_str(), 0700);
+  }
+  write_text(path, content);
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(toolkit_stamps, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(a_deep_folder_change_under_a_linked_root_is_seen)
+{
+  // As /usr/local/cuda/include: a link to the real tree, with a second root nested in the first.
+  const std::string real = tmp.path() + "/cuda-1/include";
+  put(real + "/cccl/cuda/std/__atomic/a.h", "#define A 1\n");
+  put(real + "/top.h", "#define T 1\n");
+  BOOST_TEST_REQUIRE(::symlink((tmp.path() + "/cuda-1").c_str(), (tmp.path() + "/cuda").c_str()) == 0);
+  const std::vector<std::string> dirs{tmp.path() + "/cuda/include", tmp.path() + "/cuda/include/cccl"};
+  const auto store = kjit::store::Store::open(tmp.path() + "/store", 1 << 20);
+  const std::string first = kjit::cache::toolkit_headers_fingerprint(dirs, store.get());
+  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint(dirs, store.get()) == first);  // stamps hold
+
+  put(real + "/cccl/cuda/std/__atomic/b.h", "#define B 1\n");  // a new file, four folders down
+  const std::string added = kjit::cache::toolkit_headers_fingerprint(dirs, store.get());
+  BOOST_TEST(added != first);
+
+  // The link now names another tree with the first content: its folders have other inodes.
+  put(tmp.path() + "/cuda-2/include/cccl/cuda/std/__atomic/a.h", "#define A 1\n");
+  put(tmp.path() + "/cuda-2/include/top.h", "#define T 1\n");
+  BOOST_TEST_REQUIRE(::unlink((tmp.path() + "/cuda").c_str()) == 0);
+  BOOST_TEST_REQUIRE(::symlink((tmp.path() + "/cuda-2").c_str(), (tmp.path() + "/cuda").c_str()) == 0);
+  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint(dirs, store.get()) == first);  // walked again: same content
+  put(tmp.path() + "/cuda-2/include/top.h.new", "#define T 2\n");
+  BOOST_TEST_REQUIRE(std::rename((tmp.path() + "/cuda-2/include/top.h.new").c_str(),
+                                 (tmp.path() + "/cuda-2/include/top.h").c_str()) == 0);
+  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint(dirs, store.get()) != first);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
