@@ -45,13 +45,15 @@ public:
     write_source();
   }
 
-  std::string source() const { return m_root + "/src/k.cu"; }
+  // The main source, spelled one of three ways (a binary naming files names it so).
+  std::string source() const { return m_root + (m_dir_spelling == 1 ? "/./src/k.cu" : m_dir_spelling == 2 ? "//src/k.cu" : "/src/k.cu"); }
 
   std::vector<std::string> options()
   {
     std::vector<std::string> out;
     for (int folder : m_order) {
-      out.push_back("-I" + m_root + "/" + (folder == 4 ? std::string("incL") : k_folders[folder]));
+      const std::string dir = folder == 4 ? std::string("incL") : k_folders[folder];
+      out.push_back("-I" + m_root + (m_dir_spelling == 1 ? "/./" + dir : m_dir_spelling == 2 ? "/" + dir + "/" : "/" + dir));
     }
     if (m_has) {
       define(out, "HAS=\"h" + std::to_string(m_name) + ".h\"");
@@ -61,8 +63,8 @@ public:
     }
     define(out, "NAME=h" + std::to_string(m_name));
     out.push_back("-std=c++17");
-    if (m_lineinfo) {
-      out.push_back("-lineinfo");  // the binary names the files: the user's, as plain NVRTC's
+    if (m_debug != 0) {
+      out.push_back(m_debug == 1 ? "-lineinfo" : "-G");  // the binary names the files: the user's, as plain NVRTC's
     }
     if (m_pre) {
       out.push_back("-include=" + m_root + "/incC/pre.h");
@@ -73,7 +75,10 @@ public:
   // One random change; returns what it did (for the failure message).
   std::string change()
   {
-    switch (pick(15)) {
+    switch (pick(16)) {
+    case 15:  // -I folders and the source spelled another way: the same files, other names
+      m_dir_spelling = (m_dir_spelling + 1 + pick(2)) % 3;
+      return "spelling " + std::to_string(m_dir_spelling);
     case 14: {  // a file a toolkit header probes for (<cuda/std/version> asks for <version>)
       const std::string path = m_root + "/" + k_folders[1 + pick(3)] + "/version";
       if (exists(path)) {
@@ -84,8 +89,8 @@ public:
       return "toggle " + path;
     }
     case 12:
-      m_lineinfo = !m_lineinfo;
-      return "-lineinfo";
+      m_debug = (m_debug + 1 + pick(2)) % 3;
+      return m_debug == 0 ? "no -lineinfo/-G" : m_debug == 1 ? "-lineinfo" : "-G";
     case 13:
       m_spelling = pick(4);
       return "-D spelling";
@@ -277,7 +282,8 @@ private:
   bool m_flag = false;
   bool m_pre = false;
   bool m_has = false;
-  bool m_lineinfo = false;
+  int m_debug = 0;         // 1: -lineinfo, 2: -G
+  int m_dir_spelling = 0;  // how -I folders and the source are spelled (source())
   int m_spelling = 0;
   int m_name = 0;
   int m_version = 0;
