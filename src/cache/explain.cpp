@@ -198,11 +198,24 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
       continue;
     }
     std::vector<std::string> diff = differences(parse(entry->program_txt, entry->options_txt, roots), now);
+    // An entry with the same texts is the closest whatever the context says (rank 0).
+    const std::size_t rank = diff.empty() ? 0 : diff.size() + 1;
     if (diff.empty()) {
       diff = context_changes;  // same texts: the headers or folders of the resolution changed
     }
-    if (diff.size() < best) {
-      best = diff.size();
+    for (std::string& line : diff) {
+      // A header the prediction does not reach (a computed include): "removed" from the texts,
+      // while the manifest knows it was edited.
+      const auto cut = line.size() - std::min<std::size_t>(line.size(), 8);
+      if (line.compare(0, 8, "include ") == 0 && line.compare(cut, 8, " removed") == 0) {
+        const std::string edited = cache::local_places(roots, line.substr(0, cut)) + " changed";
+        if (std::find(context_changes.begin(), context_changes.end(), edited) != context_changes.end()) {
+          line = edited;
+        }
+      }
+    }
+    if (rank < best) {
+      best = rank;
       explanation.closest_key = hex_of(candidate);
       explanation.differences = std::move(diff);
     }

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <algorithm>
+#include <map>
 #include <random>
 #include <sys/stat.h>
 #include <thread>
@@ -321,7 +322,21 @@ BOOST_AUTO_TEST_CASE(cached_equals_uncached_after_every_random_step)
   long compared = 0;
   long errors = 0;
   long uncached = 0;  // compiles kjit could not make faithful (compiled from the disk, never looked up)
-  kjit::set_log_sink([&uncached](std::string_view line) { uncached += line.find("not cached") != std::string_view::npos; });
+  std::map<std::string, long> reasons;  // why, by the words of the log line
+  kjit::set_log_sink([&uncached, &reasons](std::string_view line) {
+    if (line.find("not cached") == std::string_view::npos) {
+      return;
+    }
+    ++uncached;
+    for (const char* why : {"by another name", "is included as", "is absolute", "climbs above", "__has_include",
+                            "may form an absolute name", "-G ", "retry"}) {
+      if (line.find(why) != std::string_view::npos) {
+        ++reasons[why];
+        return;
+      }
+    }
+    ++reasons[std::string(line)];
+  });
   for (long step = 0; step < steps; ++step) {
     const int changes = step == 0 ? 0 : 1 + static_cast<int>(step % 3);
     for (int i = 0; i < changes; ++i) {
@@ -354,6 +369,9 @@ BOOST_AUTO_TEST_CASE(cached_equals_uncached_after_every_random_step)
   kjit::set_log_sink({});
   BOOST_TEST_MESSAGE("stress: " << compared << " steps compared, " << errors << " of them compile errors, " << uncached
                                 << " compiled from the disk (not cached)");
+  for (const auto& [why, count] : reasons) {
+    BOOST_TEST_MESSAGE("  " << count << " x " << why);
+  }
   BOOST_TEST(compared == steps);
 }
 
