@@ -157,7 +157,8 @@ public:
     }
   }
   // Places `header` where its path leads. One file on disk (a hard link's two names, the same
-  // inode and stamp) is one file here too, so that #pragma once (by inode) sees one file.
+  // inode and stamp) is one file here too, so that #pragma once (by inode) sees one file; in a
+  // binary naming files, one without #pragma once gets a copy per name (each names itself).
   void place(const deps::DiskHeader& header, const std::string& spelled)
   {
     const std::string real = replicate(header.path).real;
@@ -166,13 +167,14 @@ public:
     }
     const auto identity = std::make_tuple(header.stamp.inode, header.stamp.size, header.stamp.mtime_ns, header.stamp.ctime_ns);
     ensure_dir(deps::dir_of(real));
-    if (const auto first = m_inodes.find(identity); first != m_inodes.end()) {
+    if (const auto first = m_inodes.find(identity); first == m_inodes.end()) {
+      m_inodes.emplace(identity, real);
+    } else if (!m_named || deps::must_be_one_copy(header.content)) {
       if (::link((path() + first->second).c_str(), (path() + real).c_str()) != 0) {
         throw Error("cannot create " + path() + real + ": " + std::strerror(errno));
       }
       return;
-    }
-    m_inodes.emplace(identity, real);
+    }  // else a copy of its own, named by this name (NVRTC on disk names each inclusion so)
     write(real, m_named ? named(spelled, header.content) : header.content);
   }
   void write(const std::string& real, const std::string& content) const

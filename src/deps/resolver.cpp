@@ -86,6 +86,11 @@ bool text_names_files(const std::string& text)
   return text.find("__FILE__") != std::string::npos || text.find("assert") != std::string::npos;
 }
 
+bool must_be_one_copy(const std::string& content)
+{
+  return content.find("once") != std::string::npos;  // #pragma once, _Pragma("once")
+}
+
 void set_read_hook(std::function<void(const std::string& path)> hook)
 {
   g_read_hook = std::move(hook);
@@ -290,11 +295,14 @@ bool Resolver::add(const std::string& name, const std::string& path, const std::
     }
     m_result.headers.push_back({name, path, util::sha256(*content), before, std::move(*content),
                                 m_names_files ? m_spelled[path] : std::string()});
-    // One file by two names (a hard link, a symlinked folder: one inode) is one copy, named by one.
+    // One file by two names (a hard link, a symlinked folder: one inode) must be one copy where
+    // NVRTC must see one file: #pragma once (by inode), or one path (a symlinked folder); such a
+    // copy can carry one name only. A hard-linked file without it gets a copy per name.
     const std::string identity = std::to_string(before.inode) + " " + std::to_string(before.size) + " " +
                                  std::to_string(before.mtime_ns) + " " + std::to_string(before.ctime_ns);
     if (const auto [first, added] = m_real_files.emplace(identity, path);
-        !added && m_two_names.empty() && spelled(first->second) != m_spelled[path]) {
+        !added && m_two_names.empty() && spelled(first->second) != m_spelled[path] &&
+        (must_be_one_copy(m_result.headers.back().content) || walk_path(path).real == walk_path(first->second).real)) {
       m_two_names = path + " is " + first->second + " by another name (" + spelled(first->second) + ", " +
                     m_spelled[path] + ")";
     }

@@ -50,6 +50,9 @@ struct DiskHeader {
 bool device_debug(const std::vector<std::string>& options);
 // Whether a binary of `options` names files whatever its text says: -G, -lineinfo and their long forms.
 bool options_name_files(const std::vector<std::string>& options);
+// Whether NVRTC must see a file of this content by two names as one file (it may say #pragma
+// once, which goes by inode): its hard links are hard links between the copies too.
+bool must_be_one_copy(const std::string& content);
 // Whether `text` may put a file's name into the binary: __FILE__, or assert (which uses it).
 bool text_names_files(const std::string& text);
 
@@ -111,9 +114,9 @@ public:
   // messages): the folder of its includer's name (or the -I folder as written) and the include
   // name, joined as written ("sub/./x.h", "inc//../y.h"). `path` itself when not known.
   const std::string& spelled(const std::string& path) const;
-  // A header that directives name two ways (spelled() differs), or one file added by two names (a
-  // hard link, a symlinked folder): a copy carries only one name, so a binary that names files
-  // can't be made from copies. Empty when none.
+  // A header that directives name two ways (spelled() differs), or one file added by two names
+  // that must be one copy (a symlinked folder, or must_be_one_copy()): a copy carries only one
+  // name, so a binary that names files can't be made from copies. Empty when none.
   const std::string& two_names() const { return m_two_names; }
   // Whether the binary may name files: options_name_files(), or text_names_files() of the source
   // or of a header added. From then on every header carries its spelled() name.

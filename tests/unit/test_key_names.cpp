@@ -166,23 +166,42 @@ BOOST_AUTO_TEST_CASE(programs_naming_no_file_keep_one_key_for_every_spelling)
   BOOST_TEST(keys.size() == 1u);
 }
 
-// Item 3: one file by two names (a hard link, a symlinked folder), included twice without
-// #pragma once, in a binary naming files: plain NVRTC names each inclusion by its own name; the
-// one copy named both by the first name.
+// Item 3: one file by two names (a hard link, a symlinked folder), included twice, in a binary
+// naming files: plain NVRTC names each inclusion by its own name; the one copy named both by the
+// first. A hard link without #pragma once now gets a copy per name (cached); with #pragma once
+// (one file to NVRTC, by inode) or through a symlinked folder (one path) it is compiled from disk.
 BOOST_AUTO_TEST_CASE(a_file_by_two_names_is_named_by_each)
 {
-  const std::string kernel = "__device__ const char* names =\n#include \"a.h\"\n#include \"b.h\"\n#include \"lnk/c.h\"\n"
-                             "#include \"real/c.h\"\n;\nextern \"C\" __global__ void k(const char** s) { *s = names; }\n";
   const std::string d = tmp.path() + "/two";
-  put(d + "/k.cu", kernel);
+  put(d + "/hard.cu", "__device__ const char* names =\n#include \"a.h\"\n#include \"b.h\"\n;\n"
+                      "extern \"C\" __global__ void k(const char** s) { *s = names; }\n");
   put(d + "/a.h", "__FILE__ \", \"\n");
   BOOST_TEST_REQUIRE(::link((d + "/a.h").c_str(), (d + "/b.h").c_str()) == 0);
+  put(d + "/once.cu", "#include \"o.h\"\n#include \"p.h\"\n"
+                      "extern \"C\" __global__ void k(const char** s) { *s = where(); }\n");
+  put(d + "/o.h", std::string("#pragma once\n") + k_where);
+  BOOST_TEST_REQUIRE(::link((d + "/o.h").c_str(), (d + "/p.h").c_str()) == 0);
+  put(d + "/sym.cu", "__device__ const char* names =\n#include \"lnk/c.h\"\n#include \"real/c.h\"\n;\n"
+                     "extern \"C\" __global__ void k(const char** s) { *s = names; }\n");
   put(d + "/real/c.h", "__FILE__ \"; \"\n");
   BOOST_TEST_REQUIRE(::symlink("real", (d + "/lnk").c_str()) == 0);
   settle();
+  std::vector<std::string> uncached;
+  kjit::set_log_sink([&uncached](std::string_view line) {
+    if (line.find("not cached") != std::string_view::npos) {
+      uncached.emplace_back(line);
+    }
+  });
   kjit::Cache cache(config);
   for (int round = 0; round < 2; ++round) {
-    same_binary_(cache, config, d + "/k.cu", {});
+    for (const char* src : {"/hard.cu", "/once.cu", "/sym.cu"}) {
+      same_binary_(cache, config, d + src, {});
+    }
+  }
+  kjit::set_log_sink({});
+  BOOST_TEST(uncached.size() == 2u);  // once.cu and sym.cu (the second round finds what they stored)
+  for (const auto& line : uncached) {
+    BOOST_TEST(line.find("hard.cu") == std::string::npos, line);
   }
 }
 
