@@ -177,7 +177,9 @@ Lookup Cache::lookup(const PreparedProgram& prepared)
 std::shared_ptr<const Binary> Cache::get_program(const Program& program, const Arch& arch, Source& source)
 {
   std::optional<Impl::Direct> direct;
-  if (cache::direct_options(program)) {
+  // -lineinfo and -G name the working directory in the binary, which the raw inputs leave out:
+  // such a program is found by its key (which holds it, key.cpp), never directly.
+  if (cache::direct_options(program) && !deps::options_name_files(program.options)) {
     direct = m_impl->direct_lookup(program, arch, source);  // no key texts, no SHA-256 (direct_lookup.cpp)
     if (direct->hit) {
       if (direct->hit->failure) {

@@ -25,6 +25,7 @@ struct KeyFields {
   std::map<std::string, std::string> includes;  // "name (path)" → sha
   std::vector<std::string> expressions;
   std::vector<std::string> options;
+  std::vector<std::string> named;  // "named-option …", "named-include …": a binary naming files
   std::map<std::string, std::string> singles;   // arch, nvrtc, nvjitlink, record-format, toolkit-include…
 };
 
@@ -65,6 +66,8 @@ KeyFields parse(const std::string& program_txt, const std::string& options_txt, 
       fields.expressions.push_back(value);
     } else if (field == "option") {
       fields.options.push_back(cache::local_places(roots, value));
+    } else if (field == "named-option" || field == "named-include") {
+      fields.named.push_back(field.substr(6) + " " + value);
     } else if (field == "toolkit-include") {
       fields.singles[field] += value + " ";
     } else if (field != "source-bytes") {
@@ -139,6 +142,7 @@ std::vector<std::string> differences(const KeyFields& before, const KeyFields& n
   std::vector<std::string> list_changes;
   diff_lists("name expression", before.expressions, now.expressions, list_changes);
   diff_lists("option", before.options, now.options, list_changes);
+  diff_lists("name in the binary:", before.named, now.named, list_changes);
   out.insert(out.end(), list_changes.begin(), list_changes.end());
   for (const auto& [field, value] : now.singles) {
     const auto old = before.singles.find(field);
@@ -194,11 +198,24 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
       continue;
     }
     std::vector<std::string> diff = differences(parse(entry->program_txt, entry->options_txt, roots), now);
+    // An entry with the same texts is the closest whatever the context says (rank 0).
+    const std::size_t rank = diff.empty() ? 0 : diff.size() + 1;
     if (diff.empty()) {
       diff = context_changes;  // same texts: the headers or folders of the resolution changed
     }
-    if (diff.size() < best) {
-      best = diff.size();
+    for (std::string& line : diff) {
+      // A header the prediction does not reach (a computed include): "removed" from the texts,
+      // while the manifest knows it was edited.
+      const auto cut = line.size() - std::min<std::size_t>(line.size(), 8);
+      if (line.compare(0, 8, "include ") == 0 && line.compare(cut, 8, " removed") == 0) {
+        const std::string edited = cache::local_places(roots, line.substr(0, cut)) + " changed";
+        if (std::find(context_changes.begin(), context_changes.end(), edited) != context_changes.end()) {
+          line = edited;
+        }
+      }
+    }
+    if (rank < best) {
+      best = rank;
       explanation.closest_key = hex_of(candidate);
       explanation.differences = std::move(diff);
     }

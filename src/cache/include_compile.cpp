@@ -157,7 +157,8 @@ public:
     }
   }
   // Places `header` where its path leads. One file on disk (a hard link's two names, the same
-  // inode and stamp) is one file here too, so that #pragma once (by inode) sees one file.
+  // inode and stamp) is one file here too, so that #pragma once (by inode) sees one file; in a
+  // binary naming files, one without #pragma once gets a copy per name (each names itself).
   void place(const deps::DiskHeader& header, const std::string& spelled)
   {
     const std::string real = replicate(header.path).real;
@@ -166,13 +167,14 @@ public:
     }
     const auto identity = std::make_tuple(header.stamp.inode, header.stamp.size, header.stamp.mtime_ns, header.stamp.ctime_ns);
     ensure_dir(deps::dir_of(real));
-    if (const auto first = m_inodes.find(identity); first != m_inodes.end()) {
+    if (const auto first = m_inodes.find(identity); first == m_inodes.end()) {
+      m_inodes.emplace(identity, real);
+    } else if (!m_named || deps::must_be_one_copy(header.content)) {
       if (::link((path() + first->second).c_str(), (path() + real).c_str()) != 0) {
         throw Error("cannot create " + path() + real + ": " + std::strerror(errno));
       }
       return;
-    }
-    m_inodes.emplace(identity, real);
+    }  // else a copy of its own, named by this name (NVRTC on disk names each inclusion so)
     write(real, m_named ? named(spelled, header.content) : header.content);
   }
   void write(const std::string& real, const std::string& content) const
@@ -211,24 +213,30 @@ private:
   std::map<std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> m_inodes;
 };
 
-// Whether the binary may name files: -lineinfo, -G, or __FILE__ (assert uses it) in a text kjit
-// passes. Only then do the copies get their #line: NVRTC's automatic PCH is disabled by a #line
-// ("PCH creation disabled because #line directive encountered").
-bool names_files(const Program& program, const deps::Resolver& resolver)
+// With -G NVRTC names the DWARF compile unit by the program's name (#line does not change it): the
+// program NVRTC gets is then a stub named as the user's that includes the main source's copy by
+// its absolute path. The copy's quoted includes search its own folder, as the source folder is
+// searched on disk; the stub's one include is absolute, so the user's folder (the stub's) is never
+// searched. The PTX, cubin and log are plain NVRTC's byte for byte (measured, NVRTC 13.0).
+// Empty when the stub can do that; else why not (the program is then compiled from the disk).
+std::string stub_limit(const Program& program, const deps::Resolver& resolver)
 {
-  for (const auto& option : program.options) {
-    if (option == "-lineinfo" || option == "--generate-line-info" || option == "-G" || option == "--device-debug") {
-      return true;
+  const std::string& path = resolver.main_path();
+  if (resolver.context().source_dir.empty()) {
+    return "-G with --no-source-include (kept by the stub, it would search no includer's folder)";
+  }
+  if (program.source.find("include_next") != std::string::npos || program.source.find("__INCLUDE_LEVEL__") != std::string::npos) {
+    return "-G and #include_next or __INCLUDE_LEVEL__ in the main source (a stub includes it)";
+  }
+  if (resolver.find(path) != nullptr) {
+    return "-G and a header including the main source";
+  }
+  for (const char ch : path) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || ch == '"' || ch == '\\') {
+      return "-G and a source path an #include can't name";
     }
   }
-  const auto mentions = [](const std::string& text) {
-    return text.find("__FILE__") != std::string::npos || text.find("assert") != std::string::npos;
-  };
-  bool found = mentions(program.source);
-  for (const auto& header : const_cast<deps::Resolver&>(resolver).result().headers) {
-    found = found || mentions(header.content);
-  }
-  return found;
+  return {};
 }
 
 std::string without(std::string text, const std::string& prefix)
@@ -297,8 +305,10 @@ Binary compile_with_includes(const Config& config, const Program& program, const
   }
   const std::string root = folder ? folder->path() : std::string();
   Program nvrtc_program = program;
-  nvrtc_program.name = root + resolver.main_path();
-  if (folder && names_files(program, resolver)) {
+  // Without a private folder NVRTC reads no file: the program keeps its name (NVRTC names it so).
+  nvrtc_program.name = root.empty() ? program.name : root + resolver.main_path();
+  const bool stub = folder && resolver.names_files() && deps::device_debug(program.options);
+  if (folder && resolver.names_files()) {
     folder->m_named = true;
     nvrtc_program.source = named(program.name, program.source);  // the name plain NVRTC would show
   }
@@ -323,11 +333,17 @@ Binary compile_with_includes(const Config& config, const Program& program, const
   }
   for (int round = 1;; ++round) {
     resolver.close();
-    if (!resolver.unfaithful().empty() || (folder && folder->m_named && !resolver.two_names().empty())) {
+    const std::string named_limit =
+      folder && !folder->m_named && resolver.names_files() ? "a header added by a retry names files (copies made unnamed)"
+      : !folder || !folder->m_named                        ? std::string()
+      : !resolver.two_names().empty()                      ? resolver.two_names()
+      : stub                                               ? stub_limit(program, resolver)
+                                                           : std::string();
+    if (!resolver.unfaithful().empty() || !named_limit.empty()) {
       // The private folder could not answer as the disk would (or a copy's #line could not name
       // the file as each of its includes does): compile from the disk itself. No manifest is
       // recorded, so the entry is never found again (its key stays provisional).
-      log::line(program.name + ": " + (resolver.unfaithful().empty() ? resolver.two_names() : resolver.unfaithful()) +
+      log::line(program.name + ": " + (resolver.unfaithful().empty() ? named_limit : resolver.unfaithful()) +
                 "; compiled from the files on disk and not cached");
       resolver.result().recordable = false;
       if (rounds != nullptr) {
@@ -341,6 +357,12 @@ Binary compile_with_includes(const Config& config, const Program& program, const
       }
       for (const auto& header : resolver.result().headers) {
         folder->place(header, resolver.spelled(header.path));
+      }
+      if (stub && round == 1) {
+        const std::string copy = root + resolver.main_path();
+        folder->write(folder->replicate(resolver.main_path()).real, nvrtc_program.source);
+        nvrtc_program.name = program.name;
+        nvrtc_program.source = "#include \"" + copy + "\"\n";
       }
       // Names through a folder and "..": that folder, wherever the name may be searched.
       std::set<std::string> searched(lexical_dirs.begin(), lexical_dirs.end());

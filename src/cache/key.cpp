@@ -239,6 +239,25 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
     }
     p += "\n";
   }
+  // A binary that names files (-lineinfo, -G, __FILE__, assert) holds each file by the name NVRTC
+  // gives it, the program's name as given and, for -lineinfo and -G, the working directory: then
+  // they are part of the key. Other keys leave them out (portable: docs/cache-format.md).
+  bool names_files = deps::options_name_files(program.options) || deps::text_names_files(program.source);
+  for (const auto& include : includes) {
+    names_files = names_files || !include.spelled.empty();
+  }
+  if (names_files) {
+    p += "named-as: " + escape_line(program.name) + "\n";
+    if (deps::options_name_files(program.options)) {
+      p += "named-from: " + escape_line(current_dir()) + "\n";
+    }
+    for (const auto& option : program.options) {
+      p += "named-option: " + escape_line(option) + "\n";
+    }
+    for (const auto& include : includes) {
+      p += "named-include: " + escape_line(include.spelled) + "\t" + escape_line(portable_path(roots, include.path)) + "\n";
+    }
+  }
   for (const auto& expression : program.name_expressions) {
     p += "name-expression: " + escape_line(expression) + "\n";
   }

@@ -352,4 +352,94 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
   return found;
 }
 
+namespace {
+
+bool word_char(char ch)
+{
+  return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+}
+
+// '/' at `at` that may start an absolute path: followed by a name's character or '.' ("/usr",
+// "/..": not "//", "/*", "/=", nor a lone '/' handed to a macro as an operator, as CCCL does).
+bool slash_token(const std::string& text, std::size_t at)
+{
+  return at + 1 < text.size() && text[at] == '/' && (word_char(text[at + 1]) || text[at + 1] == '.');
+}
+
+// Whether the line at `at` is "#define NAME body" or "#define NAME(params) body" with a body
+// starting with '/'.
+bool define_body_starts_with_slash(const std::string& text, std::size_t at)
+{
+  const auto skip = [&](std::size_t i) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) {
+      ++i;
+    }
+    return i;
+  };
+  at = skip(at);
+  if (at >= text.size() || text[at] != '#') {
+    return false;
+  }
+  at = skip(at + 1);
+  if (text.compare(at, 6, "define") != 0) {
+    return false;
+  }
+  at = skip(at + 6);
+  while (at < text.size() && word_char(text[at])) {
+    ++at;
+  }
+  if (at < text.size() && text[at] == '(') {
+    at = text.find(')', at);
+    at = at == std::string::npos ? text.size() : at + 1;
+  }
+  return slash_token(text, skip(at));
+}
+
+} // namespace
+
+bool may_form_absolute_name(const std::string& text)
+{
+  char previous = '\n';  // the last character outside comments, strings and white space
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    const char ch = text[at];
+    if (previous == '\n' && define_body_starts_with_slash(text, at)) {
+      return true;
+    }
+    if (ch == '/' && at + 1 < text.size() && (text[at + 1] == '/' || text[at + 1] == '*')) {
+      const bool line = text[at + 1] == '/';
+      at = line ? text.find('\n', at) : text.find("*/", at + 2);
+      if (at == std::string::npos) {
+        return false;
+      }
+      at = line ? at - 1 : at + 1;  // a line comment's newline is seen next
+      continue;
+    }
+    if (ch == '\n') {
+      previous = at > 0 && text[at - 1] == '\\' ? previous : '\n';
+      continue;
+    }
+    if (ch == ' ' || ch == '\t' || ch == '\\' || ch == '\r' || ch == '\f' || ch == '\v') {
+      continue;
+    }
+    if (ch == '"' && slash_token(text, at + 1)) {
+      return true;  // a string literal starting with '/'
+    }
+    if (ch == '"' || (ch == '\'' && !word_char(previous))) {  // a digit separator is no quote
+      for (at = at + 1; at < text.size() && text[at] != ch && text[at] != '\n'; ++at) {
+        at += text[at] == '\\' ? 1 : 0;
+      }
+      if (at < text.size() && text[at] == '\n') {
+        --at;
+      }
+      previous = ch;
+      continue;
+    }
+    if (slash_token(text, at) && (previous == '(' || previous == ',' || previous == '<')) {
+      return true;  // a macro argument, or an angle name, starting with '/'
+    }
+    previous = ch;
+  }
+  return false;
+}
+
 } // namespace kjit::deps

@@ -39,6 +39,13 @@ struct ScanMacros {
 std::vector<IncludeDirective> scan_includes(const std::string& text, const std::map<std::string, std::string>& defines,
                                             ScanMacros* shared = nullptr);
 
+// Whether macros of `text` could form an absolute header name in a computed #include (one only
+// NVRTC expands, which then opens that name on disk itself): a string literal starting with '/',
+// a '/' right after '(', ',' or '<' (a macro argument or an angle name starting with it), or a
+// #define whose body starts with '/', each '/' followed by a name's character or '.'. Comments are
+// skipped. Not caught: a path whose '/' comes after macros expanding to nothing ("(E /usr/x.h)").
+bool may_form_absolute_name(const std::string& text);
+
 // Object-like macros from -D options ("-DNAME=V", "-D NAME=V", "--define-macro=NAME=V", "--define-macro
 // NAME=V"; NAME alone is 1): NAME → V, the last definition winning.
 std::map<std::string, std::string> defines_from_options(const std::vector<std::string>& options);

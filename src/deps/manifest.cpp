@@ -10,7 +10,8 @@ namespace kjit::deps {
 
 namespace {
 
-constexpr const char* k_magic = "kjit-manifest 2";
+// 3: a header's "spelled" line (the name a binary naming files gives it).
+constexpr const char* k_magic = "kjit-manifest 3";
 
 std::string unescape(const std::string& text)
 {
@@ -62,6 +63,9 @@ std::string encode_manifest(const Manifest& manifest, const std::string& context
       body += "header " + util::to_hex(header.hash) + " " + stamp_text(header.stamp) + "\n";
       body += "name " + cache::escape_line(header.name) + "\n";
       body += "path " + cache::escape_line(header.path) + "\n";
+      if (!header.spelled.empty()) {
+        body += "spelled " + cache::escape_line(header.spelled) + "\n";
+      }
     }
     for (const ProbedDir& dir : entry.dirs) {
       body += "dir " + stamp_text(dir.stamp) + "\n";
@@ -99,6 +103,13 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
     }
     if (manifest.empty()) {
       return std::nullopt;
+    }
+    if (kind == "spelled") {
+      if (manifest.back().headers.empty() || line.size() <= 8) {
+        return std::nullopt;
+      }
+      manifest.back().headers.back().spelled = unescape(line.substr(8));
+      continue;
     }
     FileStamp stamp;
     std::string hex;

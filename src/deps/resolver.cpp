@@ -6,6 +6,7 @@
 
 #include <kjit/error.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <ctime>
 #include <dirent.h>
@@ -60,6 +61,36 @@ std::string line_of(const std::string& text, int line)
 
 } // namespace
 
+bool device_debug(const std::vector<std::string>& options)
+{
+  for (const auto& option : options) {
+    if (option == "-G" || option == "--device-debug") {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool options_name_files(const std::vector<std::string>& options)
+{
+  for (const auto& option : options) {
+    if (option == "-lineinfo" || option == "--generate-line-info") {
+      return true;
+    }
+  }
+  return device_debug(options);
+}
+
+bool text_names_files(const std::string& text)
+{
+  return text.find("__FILE__") != std::string::npos || text.find("assert") != std::string::npos;
+}
+
+bool must_be_one_copy(const std::string& content)
+{
+  return content.find("once") != std::string::npos;  // #pragma once, _Pragma("once")
+}
+
 void set_read_hook(std::function<void(const std::string& path)> hook)
 {
   g_read_hook = std::move(hook);
@@ -78,7 +109,8 @@ FileStamp stamp_of(const std::string& path)
 }
 
 Resolver::Resolver(const Program& program, const SearchContext& context)
-  : m_program(program), m_context(context), m_start_ns(coarse_now_ns()), m_defines(defines_from_options(program.options))
+  : m_program(program), m_context(context), m_start_ns(coarse_now_ns()), m_defines(defines_from_options(program.options)),
+    m_names_files(options_name_files(program.options) || text_names_files(program.source))
 {
   for (const auto& [name, value] : m_defines) {
     m_scan.values[name].insert(value);
@@ -255,7 +287,25 @@ bool Resolver::add(const std::string& name, const std::string& path, const std::
     }
     m_spelled[path] = spell(path, name, kind, includer);
     m_index[path] = m_result.headers.size();
-    m_result.headers.push_back({name, path, util::sha256(*content), before, std::move(*content)});
+    if (!m_names_files && text_names_files(*content)) {
+      m_names_files = true;
+      for (DiskHeader& header : m_result.headers) {
+        header.spelled = spelled(header.path);
+      }
+    }
+    m_result.headers.push_back({name, path, util::sha256(*content), before, std::move(*content),
+                                m_names_files ? m_spelled[path] : std::string()});
+    // One file by two names (a hard link, a symlinked folder: one inode) must be one copy where
+    // NVRTC must see one file: #pragma once (by inode), or one path (a symlinked folder); such a
+    // copy can carry one name only. A hard-linked file without it gets a copy per name.
+    const std::string identity = std::to_string(before.inode) + " " + std::to_string(before.size) + " " +
+                                 std::to_string(before.mtime_ns) + " " + std::to_string(before.ctime_ns);
+    if (const auto [first, added] = m_real_files.emplace(identity, path);
+        !added && m_two_names.empty() && spelled(first->second) != m_spelled[path] &&
+        (must_be_one_copy(m_result.headers.back().content) || walk_path(path).real == walk_path(first->second).real)) {
+      m_two_names = path + " is " + first->second + " by another name (" + spelled(first->second) + ", " +
+                    m_spelled[path] + ")";
+    }
     m_pending.push_back(path);
     probe(path);
     return true;
@@ -444,6 +494,32 @@ void Resolver::check_name(const std::string& dir, const std::string& name)
   }
 }
 
+void Resolver::check_formed_names()
+{
+  if (m_computed_dirs.empty() || !m_unfaithful.empty()) {
+    return;  // no #include that only NVRTC expands
+  }
+  std::string where;
+  if (!m_formed_source) {
+    m_formed_source = true;
+    where = may_form_absolute_name(m_program.source) ? m_program.name : where;
+    for (const auto& [name, content] : m_program.headers) {
+      where = where.empty() && may_form_absolute_name(content) ? name : where;
+    }
+    for (const auto& [name, value] : m_defines) {
+      where = where.empty() && may_form_absolute_name("(" + value) ? "-D" + name : where;
+    }
+  }
+  for (; m_formed_checked < m_result.headers.size() && where.empty(); ++m_formed_checked) {
+    const DiskHeader& header = m_result.headers[m_formed_checked];
+    where = may_form_absolute_name(header.content) ? header.path : where;
+  }
+  if (!where.empty()) {
+    // NVRTC would open such a name on disk itself, a file kjit never hashed (nor sees).
+    m_unfaithful = "an #include only NVRTC expands, and " + where + " may form an absolute name for it";
+  }
+}
+
 void Resolver::close()
 {
   // Every known name × every folder searched: NVRTC's own search over the private folder then
@@ -458,6 +534,10 @@ void Resolver::close()
     grew = false;
     const std::size_t wrappers = m_scan.wrappers.size();
     predict();
+    check_formed_names();
+    if (!m_unfaithful.empty()) {
+      return;
+    }
     if (m_scan.wrappers.size() != wrappers) {
       // A wrapper of __has_include defined in a file scanned after one that calls it: scan again.
       follow(m_program.source, m_main_path);

@@ -41,7 +41,20 @@ struct DiskHeader {
   util::Sha256 hash;
   FileStamp stamp;
   std::string content;  // empty when the header came from a manifest
+  // The name the binary gives it (Resolver::spelled()) when the compile's binary may name files
+  // (Resolver::names_files()); empty otherwise: the key then leaves every spelling out (portable).
+  std::string spelled;
 };
+
+// Whether `options` ask for debug information (-G, --device-debug).
+bool device_debug(const std::vector<std::string>& options);
+// Whether a binary of `options` names files whatever its text says: -G, -lineinfo and their long forms.
+bool options_name_files(const std::vector<std::string>& options);
+// Whether NVRTC must see a file of this content by two names as one file (it may say #pragma
+// once, which goes by inode): its hard links are hard links between the copies too.
+bool must_be_one_copy(const std::string& content);
+// Whether `text` may put a file's name into the binary: __FILE__, or assert (which uses it).
+bool text_names_files(const std::string& text);
 
 // A folder where an include was looked for: a file appearing there could change what is found.
 struct ProbedDir {
@@ -101,9 +114,13 @@ public:
   // messages): the folder of its includer's name (or the -I folder as written) and the include
   // name, joined as written ("sub/./x.h", "inc//../y.h"). `path` itself when not known.
   const std::string& spelled(const std::string& path) const;
-  // A header that directives name two ways (spelled() differs): a copy can carry only one name,
-  // so a binary that names files can't be made from copies. Empty when none.
+  // A header that directives name two ways (spelled() differs), or one file added by two names
+  // that must be one copy (a symlinked folder, or must_be_one_copy()): a copy carries only one
+  // name, so a binary that names files can't be made from copies. Empty when none.
   const std::string& two_names() const { return m_two_names; }
+  // Whether the binary may name files: options_name_files(), or text_names_files() of the source
+  // or of a header added. From then on every header carries its spelled() name.
+  bool names_files() const { return m_names_files; }
   // True while every header added still has the stamp it was read with (a stat each).
   bool unchanged() const;
   const std::string& main_path() const { return m_main_path; }
@@ -114,6 +131,9 @@ public:
 
 private:
   void follow(const std::string& text, const std::string& includer);
+  // Makes the program unfaithful when it has a computed #include and a text that may form an
+  // absolute name for it (may_form_absolute_name): NVRTC would read that file on disk.
+  void check_formed_names();
   void probe(const std::string& candidate);
   // Whether `path` is a regular file, answered from one readdir() per folder (then one stat()).
   bool listed_file(const std::string& path);
@@ -144,6 +164,10 @@ private:
   std::map<std::string, std::string> m_defines;     // -D NAME=VALUE
   std::string m_unfaithful;
   std::string m_two_names;  // see two_names()
+  bool m_names_files = false;  // see names_files()
+  bool m_formed_source = false;      // check_formed_names() has read the source, its headers and -D
+  std::size_t m_formed_checked = 0;  // headers check_formed_names() has read
+  std::map<std::string, std::string> m_real_files;  // inode, size, mtime, ctime → first path added
   std::set<std::string> m_closed_dirs;   // folders and names close() has tried together
   std::set<std::string> m_closed_names;
   std::set<std::string> m_namesake_dirs;  // includers' folders whose toolkit namesakes are passed

@@ -302,7 +302,7 @@ BOOST_AUTO_TEST_CASE(entries_of_another_toolchain_are_orphans)
 BOOST_AUTO_TEST_CASE(damaged_manifests_are_ignored)
 {
   kjit::deps::Resolution entry;
-  entry.headers.push_back({"a.h", "/x/a.h", kjit::util::sha256("a"), {true, 1, 2, 3}, {}});
+  entry.headers.push_back({"a.h", "/x/a.h", kjit::util::sha256("a"), {true, 1, 2, 3}, {}, {}});
   entry.dirs.push_back({"/x", {true, 0, 5, 6}});
   const std::string encoded = kjit::deps::encode_manifest({entry});
   const auto decoded = kjit::deps::decode_manifest(encoded);

@@ -681,9 +681,8 @@ BOOST_AUTO_TEST_CASE(item1_lineinfo_and_file_name_the_users_files_not_the_privat
 
 // rev_keys: NVRTC on disk names a header by its includer's name and the include name as written
 // ("sub/inc/x.h", "./idir/z.h"), not by its absolute path. Failed before: the copies were named by
-// absolute paths. Each spelling gets its own cache: "sub/k.cu -Iidir" and "./sub/k.cu -I./idir"
-// still share one key (a known gap, docs/includes.md: keys stay portable across spellings and
-// folders, so only the __FILE__ strings of such a binary can differ).
+// absolute paths. Each spelling gets its own cache here; key_names/spellings_* checks them in one
+// (the names are in the key when the binary names files).
 BOOST_AUTO_TEST_CASE(review11_file_names_as_written_relative_to_the_working_directory)
 {
   const std::string d = tmp.path() + "/spelled";

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <algorithm>
+#include <map>
 #include <random>
 #include <sys/stat.h>
 #include <thread>
@@ -45,13 +46,15 @@ public:
     write_source();
   }
 
-  std::string source() const { return m_root + "/src/k.cu"; }
+  // The main source, spelled one of three ways (a binary naming files names it so).
+  std::string source() const { return m_root + (m_dir_spelling == 1 ? "/./src/k.cu" : m_dir_spelling == 2 ? "//src/k.cu" : "/src/k.cu"); }
 
   std::vector<std::string> options()
   {
     std::vector<std::string> out;
     for (int folder : m_order) {
-      out.push_back("-I" + m_root + "/" + (folder == 4 ? std::string("incL") : k_folders[folder]));
+      const std::string dir = folder == 4 ? std::string("incL") : k_folders[folder];
+      out.push_back("-I" + m_root + (m_dir_spelling == 1 ? "/./" + dir : m_dir_spelling == 2 ? "/" + dir + "/" : "/" + dir));
     }
     if (m_has) {
       define(out, "HAS=\"h" + std::to_string(m_name) + ".h\"");
@@ -61,8 +64,8 @@ public:
     }
     define(out, "NAME=h" + std::to_string(m_name));
     out.push_back("-std=c++17");
-    if (m_lineinfo) {
-      out.push_back("-lineinfo");  // the binary names the files: the user's, as plain NVRTC's
+    if (m_debug != 0) {
+      out.push_back(m_debug == 1 ? "-lineinfo" : "-G");  // the binary names the files: the user's, as plain NVRTC's
     }
     if (m_pre) {
       out.push_back("-include=" + m_root + "/incC/pre.h");
@@ -73,7 +76,10 @@ public:
   // One random change; returns what it did (for the failure message).
   std::string change()
   {
-    switch (pick(15)) {
+    switch (pick(16)) {
+    case 15:  // -I folders and the source spelled another way: the same files, other names
+      m_dir_spelling = (m_dir_spelling + 1 + pick(2)) % 3;
+      return "spelling " + std::to_string(m_dir_spelling);
     case 14: {  // a file a toolkit header probes for (<cuda/std/version> asks for <version>)
       const std::string path = m_root + "/" + k_folders[1 + pick(3)] + "/version";
       if (exists(path)) {
@@ -84,8 +90,8 @@ public:
       return "toggle " + path;
     }
     case 12:
-      m_lineinfo = !m_lineinfo;
-      return "-lineinfo";
+      m_debug = (m_debug + 1 + pick(2)) % 3;
+      return m_debug == 0 ? "no -lineinfo/-G" : m_debug == 1 ? "-lineinfo" : "-G";
     case 13:
       m_spelling = pick(4);
       return "-D spelling";
@@ -277,7 +283,8 @@ private:
   bool m_flag = false;
   bool m_pre = false;
   bool m_has = false;
-  bool m_lineinfo = false;
+  int m_debug = 0;         // 1: -lineinfo, 2: -G
+  int m_dir_spelling = 0;  // how -I folders and the source are spelled (source())
   int m_spelling = 0;
   int m_name = 0;
   int m_version = 0;
@@ -315,7 +322,21 @@ BOOST_AUTO_TEST_CASE(cached_equals_uncached_after_every_random_step)
   long compared = 0;
   long errors = 0;
   long uncached = 0;  // compiles kjit could not make faithful (compiled from the disk, never looked up)
-  kjit::set_log_sink([&uncached](std::string_view line) { uncached += line.find("not cached") != std::string_view::npos; });
+  std::map<std::string, long> reasons;  // why, by the words of the log line
+  kjit::set_log_sink([&uncached, &reasons](std::string_view line) {
+    if (line.find("not cached") == std::string_view::npos) {
+      return;
+    }
+    ++uncached;
+    for (const char* why : {"by another name", "is included as", "is absolute", "climbs above", "__has_include",
+                            "may form an absolute name", "-G ", "retry"}) {
+      if (line.find(why) != std::string_view::npos) {
+        ++reasons[why];
+        return;
+      }
+    }
+    ++reasons[std::string(line)];
+  });
   for (long step = 0; step < steps; ++step) {
     const int changes = step == 0 ? 0 : 1 + static_cast<int>(step % 3);
     for (int i = 0; i < changes; ++i) {
@@ -348,6 +369,9 @@ BOOST_AUTO_TEST_CASE(cached_equals_uncached_after_every_random_step)
   kjit::set_log_sink({});
   BOOST_TEST_MESSAGE("stress: " << compared << " steps compared, " << errors << " of them compile errors, " << uncached
                                 << " compiled from the disk (not cached)");
+  for (const auto& [why, count] : reasons) {
+    BOOST_TEST_MESSAGE("  " << count << " x " << why);
+  }
   BOOST_TEST(compared == steps);
 }
 

@@ -1,0 +1,265 @@
+// Binaries that name files (-G, -lineinfo, __FILE__) and names only NVRTC forms: a cached result
+// is plain NVRTC's on the files, names and working directory now, byte for byte.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "deps/include_scan.hpp"
+#include "rtc/compiler.hpp"
+
+#include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_sm80 = kjit::Arch::parse("sm_80");
+
+void put(const std::string& path, const std::string& content)
+{
+  for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
+    ::mkdir(path.substr(0, at).c_str(), 0700);
+  }
+  write_text(path, content);
+}
+
+// Runs in `dir` as the working directory, then goes back.
+class InDir {
+public:
+  explicit InDir(const std::string& dir)
+  {
+    BOOST_TEST_REQUIRE(::getcwd(m_back, sizeof m_back) != nullptr);
+    BOOST_TEST_REQUIRE(::chdir(dir.c_str()) == 0);
+  }
+  ~InDir() { static_cast<void>(::chdir(m_back)); }
+  InDir(const InDir&) = delete;
+  InDir& operator=(const InDir&) = delete;
+
+private:
+  char m_back[4096] = {};
+};
+
+kjit::Binary plain(const kjit::Config& config, const std::string& src, const std::vector<std::string>& options,
+                   const kjit::Arch& arch = k_sm80)
+{
+  kjit::Program program{src, read_text(src), {}, options, {}};
+  return kjit::rtc::compile(config, program, arch);
+}
+
+std::shared_ptr<const kjit::Binary> cached(kjit::Cache& cache, const std::string& src,
+                                           const std::vector<std::string>& options, const kjit::Arch& arch = k_sm80)
+{
+  kjit::Program program = kjit::program_from_file(src);
+  program.options = options;
+  return cache.get(program, arch);
+}
+
+// The cached binary is plain NVRTC's: PTX and cubin, byte for byte (the private folder's path
+// nowhere).
+void same_binary_(kjit::Cache& cache, const kjit::Config& config, const std::string& src,
+                  const std::vector<std::string>& options)
+{
+  const kjit::Binary want = plain(config, src, options);
+  const auto got = cached(cache, src, options);
+  BOOST_TEST(got->ptx == want.ptx, src);
+  BOOST_TEST((got->cubin == want.cubin), src);
+  BOOST_TEST(got->ptx.find("kjit-includes-") == std::string::npos);
+}
+
+const char* k_where = "__device__ const char* where() { return __FILE__; }\n";
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(key_names, CacheFixture)
+
+// Item 1: with -G the DWARF compile unit is named by NVRTC from the program name; it named the
+// private folder's copy (a path that differs per compile), so two caches and an uncached compile
+// gave three binaries. Also without any include (no private folder): the name was made absolute.
+BOOST_AUTO_TEST_CASE(device_debug_names_the_program_as_given)
+{
+  const std::string d = tmp.path() + "/g";
+  put(d + "/inc/h.h", std::string("#define V 501\n") + k_where);
+  put(d + "/sub/k.cu", "#include <h.h>\n#include \"near.h\"\n"
+                       "extern \"C\" __global__ void k(int* o, const char** s) { *o = V + N; *s = where(); }\n");
+  put(d + "/sub/near.h", "#define N 1\n");
+  put(d + "/sub/lone.cu", "extern \"C\" __global__ void k(const char** s) { *s = __FILE__; }\n");
+  settle();
+  InDir here(d);
+  for (int round = 0; round < 2; ++round) {
+    config.cache_dir = tmp.path() + "/cache" + std::to_string(round);
+    kjit::Cache cache(config);
+    same_binary_(cache, config, "sub/k.cu", {"-Iinc", "-G"});
+    same_binary_(cache, config, "sub/lone.cu", {"-G"});
+    same_binary_(cache, config, "sub/lone.cu", {});
+  }
+}
+
+// Item 2: programs that differ only in how a file is spelled (the program name, an -I folder, an
+// include name) or in the working directory: where the binary names files, they are different
+// binaries, so one cache must not serve one for the other. Failed before: one key for all.
+BOOST_AUTO_TEST_CASE(spellings_and_the_working_directory_are_keyed_when_the_binary_names_files)
+{
+  const std::string d = tmp.path() + "/spelled";
+  put(d + "/sub/inc/x.h", std::string("#pragma once\n") + k_where);
+  put(d + "/idir/z.h", "#pragma once\n__device__ const char* z() { return __FILE__; }\n");
+  put(d + "/sub/k.cu", "#include \"inc//x.h\"\n#include <z.h>\n"
+                       "extern \"C\" __global__ void k(const char** s) { s[0] = where(); s[1] = z(); s[2] = __FILE__; }\n");
+  put(d + "/sub/j.cu", "#include \"./inc/x.h\"\n#include <z.h>\n"
+                       "extern \"C\" __global__ void k(const char** s) { s[0] = where(); s[1] = z(); }\n");
+  settle();
+  kjit::Cache cache(config);
+  {
+    InDir here(d);
+    for (const auto& [src, dir] : std::vector<std::pair<std::string, std::string>>{
+           {"sub/k.cu", "-Iidir"}, {"./sub/k.cu", "-I./idir/"}, {"sub/k.cu", "-I" + d + "/idir"}, {"sub/j.cu", "-Iidir"}}) {
+      same_binary_(cache, config, src, {dir});
+      same_binary_(cache, config, src, {dir, "-lineinfo"});
+    }
+  }
+  // The same relative names from another working directory: -lineinfo names absolute paths.
+  put(d + "/other/sub/j.cu", read_text(d + "/sub/j.cu"));
+  put(d + "/other/sub/inc/x.h", read_text(d + "/sub/inc/x.h"));
+  put(d + "/other/idir/z.h", read_text(d + "/idir/z.h"));
+  settle();
+  InDir other(d + "/other");
+  same_binary_(cache, config, "sub/j.cu", {"-Iidir", "-lineinfo"});
+}
+
+// A program with no include (found by its raw inputs, the direct index) and -lineinfo or -G: its
+// binary names the working directory, so another working directory is another binary.
+BOOST_AUTO_TEST_CASE(a_program_without_includes_names_the_working_directory)
+{
+  const std::string d = tmp.path() + "/direct";
+  const std::string text = "extern \"C\" __global__ void k(int* o) { *o = 5; }\n";
+  put(d + "/a/sub/lone.cu", text);
+  put(d + "/b/sub/lone.cu", text);
+  settle();
+  kjit::Cache cache(config);
+  for (const std::string option : {"-lineinfo", "-G"}) {
+    for (const char* at : {"/a", "/b"}) {
+      InDir here(d + at);
+      same_binary_(cache, config, "sub/lone.cu", {option});
+    }
+  }
+}
+
+// Keys of programs whose binary names no file stay portable: the spelling and the working
+// directory are not in them (issue 12).
+BOOST_AUTO_TEST_CASE(programs_naming_no_file_keep_one_key_for_every_spelling)
+{
+  const std::string d = tmp.path() + "/portable";
+  put(d + "/idir/z.h", "#define V 3\n");
+  put(d + "/sub/k.cu", "#include <z.h>\nextern \"C\" __global__ void k(int* o) { *o = V; }\n");
+  settle();
+  InDir here(d);
+  kjit::Cache cache(config);
+  std::set<std::string> keys;
+  for (const auto& [src, dir] : std::vector<std::pair<std::string, std::string>>{
+         {"sub/k.cu", "-Iidir"}, {"./sub/k.cu", "-I./idir/"}, {d + "/sub/k.cu", "-I" + d + "/idir"}}) {
+    kjit::Program program = kjit::program_from_file(src);
+    program.options = {dir};
+    cache.get(program, k_sm80);
+    keys.insert(cache.prepare(program, k_sm80).key());
+  }
+  BOOST_TEST(keys.size() == 1u);
+}
+
+// Item 3: one file by two names (a hard link, a symlinked folder), included twice, in a binary
+// naming files: plain NVRTC names each inclusion by its own name; the one copy named both by the
+// first. A hard link without #pragma once now gets a copy per name (cached); with #pragma once
+// (one file to NVRTC, by inode) or through a symlinked folder (one path) it is compiled from disk.
+BOOST_AUTO_TEST_CASE(a_file_by_two_names_is_named_by_each)
+{
+  const std::string d = tmp.path() + "/two";
+  put(d + "/hard.cu", "__device__ const char* names =\n#include \"a.h\"\n#include \"b.h\"\n;\n"
+                      "extern \"C\" __global__ void k(const char** s) { *s = names; }\n");
+  put(d + "/a.h", "__FILE__ \", \"\n");
+  BOOST_TEST_REQUIRE(::link((d + "/a.h").c_str(), (d + "/b.h").c_str()) == 0);
+  put(d + "/once.cu", "#include \"o.h\"\n#include \"p.h\"\n"
+                      "extern \"C\" __global__ void k(const char** s) { *s = where(); }\n");
+  put(d + "/o.h", std::string("#pragma once\n") + k_where);
+  BOOST_TEST_REQUIRE(::link((d + "/o.h").c_str(), (d + "/p.h").c_str()) == 0);
+  put(d + "/sym.cu", "__device__ const char* names =\n#include \"lnk/c.h\"\n#include \"real/c.h\"\n;\n"
+                     "extern \"C\" __global__ void k(const char** s) { *s = names; }\n");
+  put(d + "/real/c.h", "__FILE__ \"; \"\n");
+  BOOST_TEST_REQUIRE(::symlink("real", (d + "/lnk").c_str()) == 0);
+  settle();
+  std::vector<std::string> uncached;
+  kjit::set_log_sink([&uncached](std::string_view line) {
+    if (line.find("not cached") != std::string_view::npos) {
+      uncached.emplace_back(line);
+    }
+  });
+  kjit::Cache cache(config);
+  for (int round = 0; round < 2; ++round) {
+    for (const char* src : {"/hard.cu", "/once.cu", "/sym.cu"}) {
+      same_binary_(cache, config, d + src, {});
+    }
+  }
+  kjit::set_log_sink({});
+  BOOST_TEST(uncached.size() == 2u);  // once.cu and sym.cu (the second round finds what they stored)
+  for (const auto& line : uncached) {
+    BOOST_TEST(line.find("hard.cu") == std::string::npos, line);
+  }
+}
+
+// Item 4: an absolute include name formed only inside NVRTC (a function-like macro) is opened by
+// NVRTC on disk; kjit never hashed it, so after an edit the old binary was served.
+BOOST_AUTO_TEST_CASE(an_absolute_name_only_nvrtc_forms_is_not_served_stale)
+{
+  const std::string d = tmp.path() + "/formed";
+  put(d + "/src/k.cu", "#define S(x) #x\n#define P(x) S(" + d + "/abs/x)\n#include P(h.h)\n"
+                       "extern \"C\" __global__ void k(int* o) { *o = V; }\n");
+  for (const int value : {511, 512}) {
+    put(d + "/abs/h.h", "#define V " + std::to_string(value) + "\n");
+    settle();
+    kjit::Cache cache(config);
+    const auto got = cached(cache, d + "/src/k.cu", {}, kjit::Arch::parse("compute_80"));
+    BOOST_TEST(got->ptx.find(std::to_string(value)) != std::string::npos);
+    BOOST_TEST(got->ptx == plain(config, d + "/src/k.cu", {}, kjit::Arch::parse("compute_80")).ptx);
+  }
+}
+
+// kjit explain says why a binary naming files missed: the working directory it names changed.
+BOOST_AUTO_TEST_CASE(explain_names_the_working_directory_a_binary_names)
+{
+  const std::string d = tmp.path() + "/explained";
+  for (const char* at : {"/a", "/b"}) {
+    put(d + at + "/sub/x.h", "#define V 7\n");
+    put(d + at + "/sub/k.cu", "#include \"x.h\"\nextern \"C\" __global__ void k(int* o) { *o = V; }\n");
+  }
+  settle();
+  kjit::Cache cache(config);
+  kjit::Program program = kjit::program_from_file(d + "/a/sub/k.cu");
+  program.name = "sub/k.cu";
+  program.options = {"-lineinfo"};
+  {
+    InDir here(d + "/a");
+    cache.get(program, k_sm80);
+    BOOST_TEST(cache.explain(program, k_sm80).hit);
+  }
+  InDir here(d + "/b");
+  const kjit::MissExplanation why = cache.explain(program, k_sm80);
+  BOOST_TEST(!why.hit);
+  BOOST_TEST_REQUIRE(why.differences.size() == 1u);
+  BOOST_TEST(why.differences[0] == "named-from " + d + "/a -> " + d + "/b");
+}
+
+// What may form an absolute name, and what CCCL's own headers do that must not count (a lone '/'
+// handed to a macro, division, comments): the whole toolkit tree matches only in NVTX's host code.
+BOOST_AUTO_TEST_CASE(what_may_form_an_absolute_name)
+{
+  using kjit::deps::may_form_absolute_name;
+  for (const char* text : {"#define P(x) S(/abs/x)\n", "#define R /usr\n", "#define R(x) /usr/x\n", "X(a, /opt/x.h)",
+                           "#define A <\\\n/usr/x.h>\n", "const char* s = \"/tmp/x\";", "F( /..)"}) {
+    BOOST_TEST(may_form_absolute_name(text), text);
+  }
+  for (const char* text : {"_DEFINE_BINARY(/)\n", "MAKE(/, divides)", "x = a / b; y = (a)/b;", "// (/usr/x)\n",
+                           "/* \"/usr\" */ f(1'000, 2)", "c = '/'; d = '\"'; e = (/=", "#define D 1 / 2\n"}) {
+    BOOST_TEST(!may_form_absolute_name(text), text);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
