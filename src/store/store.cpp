@@ -123,10 +123,70 @@ Store::Store(std::unique_ptr<Impl> impl, std::string path, bool writable)
 
 Store::~Store()
 {
-  std::lock_guard lock(m_impl->ahead_mutex);
-  if (m_impl->ahead.valid()) {
-    m_impl->ahead.wait();  // it walks this store
+  {
+    std::lock_guard lock(m_impl->ahead_mutex);
+    if (m_impl->ahead.valid()) {
+      m_impl->ahead.wait();  // it walks this store
+    }
   }
+  Impl& impl = *m_impl;
+  if (!m_writable || impl.pid != ::getpid()) {
+    return;
+  }
+  // The stamp, if data.mdb is still as this process last knew it sound (after its own commits):
+  // the next process's first write then needs no walk.
+  std::shared_lock shared(impl.guard);
+  const std::optional<FileState> now = impl.retired ? std::nullopt : file_state(impl.env);
+  std::lock_guard lock(impl.sound_mutex);
+  if (now && impl.sound == now && impl.stamped != now) {
+    write_stamp(impl.lmdb_path, *now, impl.options.access == Access::group ? 0660 : 0600);
+  }
+}
+
+std::uint64_t Store::walks() const noexcept
+{
+  return m_impl->walks.load();
+}
+
+void Store::Impl::note_commit(const std::optional<FileState>& before) noexcept
+{
+  std::lock_guard lock(sound_mutex);
+  if (sound && before && *sound == *before) {
+    sound = file_state(env);
+  } else {
+    sound.reset();  // another process wrote meanwhile: no stamp from this one
+  }
+}
+
+bool Store::walk_or_trust()
+{
+  Impl& impl = *m_impl;
+  std::optional<FileState> before;
+  std::string dir;
+  {
+    std::shared_lock shared(impl.guard);
+    before = impl.retired ? std::nullopt : file_state(impl.env);
+    dir = impl.lmdb_path;
+  }
+  if (before && stamp_matches(dir, *before)) {
+    std::lock_guard lock(impl.sound_mutex);
+    impl.sound = before;
+    impl.stamped = before;
+    return true;
+  }
+  ++impl.walks;
+  if (!check(true).ok) {
+    return false;  // replaced by a fresh store (or retired)
+  }
+  std::shared_lock shared(impl.guard);
+  const std::optional<FileState> after = impl.retired ? std::nullopt : file_state(impl.env);
+  if (before && after == before) {  // nothing wrote while the walk ran
+    std::lock_guard lock(impl.sound_mutex);
+    impl.sound = before;
+    impl.stamped = before;
+    write_stamp(impl.lmdb_path, *before, impl.options.access == Access::group ? 0660 : 0600);
+  }
+  return true;
 }
 
 std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& options)
@@ -320,7 +380,7 @@ void Store::walk_ahead()
   if (!m_impl->ahead.valid()) {
     m_impl->ahead = std::async(std::launch::async, [this] {
       const std::uint64_t seen = m_impl->generation.load();
-      return std::make_pair(seen, check(true).ok);  // a damaged store is replaced here
+      return std::make_pair(seen, walk_or_trust());  // a damaged store is replaced here
     });
   }
 }
@@ -338,8 +398,8 @@ void Store::walk_before_first_write()
   }
   const std::uint64_t now = m_impl->generation.load();
   if (m_impl->walked.load() != now) {
-    const CheckReport report = check(true);  // a damaged store is replaced by a fresh one here
-    m_impl->walked = report.ok ? now : m_impl->generation.load();
+    const bool sound = walk_or_trust();  // a damaged store is replaced by a fresh one here
+    m_impl->walked = sound ? now : m_impl->generation.load();
   }
 }
 

@@ -154,6 +154,10 @@ public:
   // one write transaction (kjit verify --repair). No-op when read-only. Throws StoreError.
   BlobSweep sweep_blobs();
 
+  // Full walks this Store made before a first write; a store whose "checked" stamp matches
+  // data.mdb (written by the last process that wrote it after walking it) is not walked again.
+  std::uint64_t walks() const noexcept;
+
   struct Impl;
 
 private:
@@ -161,6 +165,9 @@ private:
   // Before this process's first write to an environment: check() it (isolated), replacing it if
   // damaged. A write copies pages LMDB finds through fields a damaged page may hold.
   void walk_before_first_write();
+  // The stamp says data.mdb is as a sound process left it, or else check(true) walks it (and
+  // stamps it when sound). Returns whether it is sound.
+  bool walk_or_trust();
   std::unique_ptr<Impl> m_impl;
   std::string m_path;
   bool m_writable;
