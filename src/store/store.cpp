@@ -158,7 +158,7 @@ void Store::Impl::note_commit(const std::optional<FileState>& before) noexcept
   }
 }
 
-bool Store::walk_or_trust()
+CheckReport Store::walk_or_trust(bool trust_stamp)
 {
   Impl& impl = *m_impl;
   std::optional<FileState> before;
@@ -168,15 +168,18 @@ bool Store::walk_or_trust()
     before = impl.retired ? std::nullopt : file_state(impl.env);
     dir = impl.lmdb_path;
   }
-  if (before && stamp_matches(dir, *before)) {
+  if (trust_stamp && before && stamp_matches(dir, *before)) {
     std::lock_guard lock(impl.sound_mutex);
     impl.sound = before;
     impl.stamped = before;
-    return true;
+    CheckReport trusted;
+    trusted.ok = true;
+    trusted.detail = "not walked: its checked stamp matches";
+    return trusted;
   }
-  ++impl.walks;
-  if (!check(true).ok) {
-    return false;  // replaced by a fresh store (or retired)
+  CheckReport report = check(true);
+  if (!report.ok) {
+    return report;  // replaced by a fresh store (or retired)
   }
   std::shared_lock shared(impl.guard);
   const std::optional<FileState> after = impl.retired ? std::nullopt : file_state(impl.env);
@@ -186,7 +189,7 @@ bool Store::walk_or_trust()
     impl.stamped = before;
     write_stamp(impl.lmdb_path, *before, impl.options.access == Access::group ? 0660 : 0600);
   }
-  return true;
+  return report;
 }
 
 std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& options)
@@ -272,10 +275,14 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   g_registry[registry_key] = store;
   lock.unlock();
   if (unclean) {
-    // Readers of killed processes were found: a process died inside the store. Walk it once.
-    const CheckReport report = store->check(true);
+    // Readers of killed processes were found: a process died inside the store. Walk it once,
+    // whatever its stamp says; a sound walk also stands for the walk before the first write.
+    const std::uint64_t seen = store->m_impl->generation.load();
+    const CheckReport report = store->walk_or_trust(false);
     if (!report.ok) {
       log::line("warning: the store " + path + " failed its check after an unclean exit: " + report.detail);
+    } else if (store->m_writable) {
+      store->m_impl->walked = seen;
     }
   }
   return store;
@@ -380,7 +387,7 @@ void Store::walk_ahead()
   if (!m_impl->ahead.valid()) {
     m_impl->ahead = std::async(std::launch::async, [this] {
       const std::uint64_t seen = m_impl->generation.load();
-      return std::make_pair(seen, walk_or_trust());  // a damaged store is replaced here
+      return std::make_pair(seen, walk_or_trust(true).ok);  // a damaged store is replaced here
     });
   }
 }
@@ -398,7 +405,7 @@ void Store::walk_before_first_write()
   }
   const std::uint64_t now = m_impl->generation.load();
   if (m_impl->walked.load() != now) {
-    const bool sound = walk_or_trust();  // a damaged store is replaced by a fresh one here
+    const bool sound = walk_or_trust(true).ok;  // a damaged store is replaced by a fresh one here
     m_impl->walked = sound ? now : m_impl->generation.load();
   }
 }
@@ -499,6 +506,7 @@ CheckReport Store::check(bool repair)
 {
   CheckReport report;
   Impl& impl = *m_impl;
+  ++impl.walks;
   std::uint64_t seen = 0;
   std::size_t map_size = 0;
   bool no_lock = false;

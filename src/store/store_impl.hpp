@@ -63,7 +63,7 @@ struct Store::Impl {
   std::mutex sound_mutex;
   std::optional<FileState> sound;
   std::optional<FileState> stamped;
-  std::atomic<std::uint64_t> walks{0};  // full walks before a first write (stamp did not match)
+  std::atomic<std::uint64_t> walks{0};  // check() calls (Store::walks())
 
   bool has_blob_tables() const
   {

@@ -8,6 +8,7 @@
 #include "store/store.hpp"
 
 #include <csignal>
+#include <tuple>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,6 +50,13 @@ std::uint64_t walks_of_one_write(const std::string& dir, const std::string& key)
   return store->walks();
 }
 
+// True in the child of a fork(); the caller's process goes on otherwise.
+bool child_started(pid_t pid)
+{
+  BOOST_TEST_REQUIRE(pid >= 0);
+  return pid == 0;
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(store_durability, CacheFixture)
@@ -62,6 +70,50 @@ BOOST_AUTO_TEST_CASE(an_entry_committed_by_a_killed_process_is_there_for_the_nex
   BOOST_TEST(cache.get(small_program("killed"), k_sm90) != nullptr);
   BOOST_TEST(cache.stats().disk_hits == 1u);
   BOOST_TEST(cache.stats().compiles == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(after_a_writer_killed_inside_the_store_it_is_walked_once_not_twice)
+{
+  const std::string dir = tmp.path() + "/store";
+  BOOST_TEST(walks_of_one_write(dir, "first") == 1u);
+  // Another process keeps the store open (else the next opener resets LMDB's reader table and
+  // never sees the dead reader).
+  int ready[2];
+  BOOST_TEST_REQUIRE(::pipe(ready) == 0);
+  const pid_t holder = ::fork();
+  if (child_started(holder)) {
+    try {
+      auto store = kjit::store::Store::open(dir, std::size_t(64) << 20);
+      std::ignore = ::write(ready[1], "x", 1);
+      ::pause();
+    } catch (...) {
+    }
+    ::_exit(0);
+  }
+  char byte = 0;
+  BOOST_TEST(::read(ready[0], &byte, 1) == 1);
+  // A process writes after the stamp, then dies inside a read transaction (its reader slot left).
+  const pid_t killed = ::fork();
+  if (child_started(killed)) {
+    try {
+      auto store = kjit::store::Store::open(dir, std::size_t(64) << 20);
+      store->put(kjit::store::Table::meta, "second", "value");
+      store->for_each(kjit::store::Table::meta, [](std::string_view, std::string_view) { ::kill(::getpid(), SIGKILL); });
+    } catch (...) {
+    }
+    ::_exit(3);
+  }
+  int status = 0;
+  ::waitpid(killed, &status, 0);
+  BOOST_TEST(WIFSIGNALED(status));
+  // The next process walks it at open (an unclean exit); that walk stands for the one before its
+  // first write.
+  BOOST_TEST(walks_of_one_write(dir, "third") == 1u);  // was 2
+  BOOST_TEST(walks_of_one_write(dir, "fourth") == 0u);
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, &status, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
 }
 
 BOOST_AUTO_TEST_CASE(an_entry_committed_before_exit_without_destructors_is_there_for_the_next)
