@@ -300,13 +300,14 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
     std::ignore = ::fchmod(temp_dir->get(), 0755);
     // Into place: a plain rename if there is nothing there, else an exchange (whatever was there —
     // an old folder, a planted symlink — ends up under the temp name and is removed, never followed).
-    if (::renameat2(programs->get(), temp.c_str(), programs->get(), hex_key.c_str(), RENAME_NOREPLACE) != 0) {
-      if (errno != EEXIST ||
-          ::renameat2(programs->get(), temp.c_str(), programs->get(), hex_key.c_str(), RENAME_EXCHANGE) != 0) {
-        error = last_error();
-      } else if (replaced != nullptr) {
-        *replaced = true;
-      }
+    if (::renameat2(programs->get(), temp.c_str(), programs->get(), hex_key.c_str(), RENAME_NOREPLACE) == 0) {
+      return {};  // nothing left under the temp name
+    }
+    if (errno != EEXIST ||
+        ::renameat2(programs->get(), temp.c_str(), programs->get(), hex_key.c_str(), RENAME_EXCHANGE) != 0) {
+      error = last_error();
+    } else if (replaced != nullptr) {
+      *replaced = true;
     }
   }
   remove_below(programs->get(), temp);

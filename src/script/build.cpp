@@ -125,6 +125,7 @@ BuiltScript Script::build(Cache& cache, const BatchOptions& batch) const
     table = script::load_table(*state->store, record.hash);
   }
   if (!state->mirror_dir.empty()) {
+    cache.flush_mirror();  // the schedules' links lead to programs/<key>, written by the mirror's thread
     if (const std::error_code e = script::write_mirror(state->mirror_dir, record, table)) {
       log::line("warning: the mirror of script '" + name + "' was not written: " + e.message());
     }

@@ -123,10 +123,73 @@ Store::Store(std::unique_ptr<Impl> impl, std::string path, bool writable)
 
 Store::~Store()
 {
-  std::lock_guard lock(m_impl->ahead_mutex);
-  if (m_impl->ahead.valid()) {
-    m_impl->ahead.wait();  // it walks this store
+  {
+    std::lock_guard lock(m_impl->ahead_mutex);
+    if (m_impl->ahead.valid()) {
+      m_impl->ahead.wait();  // it walks this store
+    }
   }
+  Impl& impl = *m_impl;
+  if (!m_writable || impl.pid != ::getpid()) {
+    return;
+  }
+  // The stamp, if data.mdb is still as this process last knew it sound (after its own commits):
+  // the next process's first write then needs no walk.
+  std::shared_lock shared(impl.guard);
+  const std::optional<FileState> now = impl.retired ? std::nullopt : file_state(impl.env);
+  std::lock_guard lock(impl.sound_mutex);
+  if (now && impl.sound == now && impl.stamped != now) {
+    write_stamp(impl.lmdb_path, *now, impl.options.access == Access::group ? 0660 : 0600);
+  }
+}
+
+std::uint64_t Store::walks() const noexcept
+{
+  return m_impl->walks.load();
+}
+
+void Store::Impl::note_commit(const std::optional<FileState>& before) noexcept
+{
+  std::lock_guard lock(sound_mutex);
+  if (sound && before && *sound == *before) {
+    sound = file_state(env);
+  } else {
+    sound.reset();  // another process wrote meanwhile: no stamp from this one
+  }
+}
+
+CheckReport Store::walk_or_trust(bool trust_stamp)
+{
+  Impl& impl = *m_impl;
+  std::optional<FileState> before;
+  std::string dir;
+  {
+    std::shared_lock shared(impl.guard);
+    before = impl.retired ? std::nullopt : file_state(impl.env);
+    dir = impl.lmdb_path;
+  }
+  if (trust_stamp && before && stamp_matches(dir, *before)) {
+    std::lock_guard lock(impl.sound_mutex);
+    impl.sound = before;
+    impl.stamped = before;
+    CheckReport trusted;
+    trusted.ok = true;
+    trusted.detail = "not walked: its checked stamp matches";
+    return trusted;
+  }
+  CheckReport report = check(true);
+  if (!report.ok) {
+    return report;  // replaced by a fresh store (or retired)
+  }
+  std::shared_lock shared(impl.guard);
+  const std::optional<FileState> after = impl.retired ? std::nullopt : file_state(impl.env);
+  if (before && after == before) {  // nothing wrote while the walk ran
+    std::lock_guard lock(impl.sound_mutex);
+    impl.sound = before;
+    impl.stamped = before;
+    write_stamp(impl.lmdb_path, *before, impl.options.access == Access::group ? 0660 : 0600);
+  }
+  return report;
 }
 
 std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& options)
@@ -212,10 +275,14 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   g_registry[registry_key] = store;
   lock.unlock();
   if (unclean) {
-    // Readers of killed processes were found: a process died inside the store. Walk it once.
-    const CheckReport report = store->check(true);
+    // Readers of killed processes were found: a process died inside the store. Walk it once,
+    // whatever its stamp says; a sound walk also stands for the walk before the first write.
+    const std::uint64_t seen = store->m_impl->generation.load();
+    const CheckReport report = store->walk_or_trust(false);
     if (!report.ok) {
       log::line("warning: the store " + path + " failed its check after an unclean exit: " + report.detail);
+    } else if (store->m_writable) {
+      store->m_impl->walked = seen;
     }
   }
   return store;
@@ -320,7 +387,7 @@ void Store::walk_ahead()
   if (!m_impl->ahead.valid()) {
     m_impl->ahead = std::async(std::launch::async, [this] {
       const std::uint64_t seen = m_impl->generation.load();
-      return std::make_pair(seen, check(true).ok);  // a damaged store is replaced here
+      return std::make_pair(seen, walk_or_trust(true).ok);  // a damaged store is replaced here
     });
   }
 }
@@ -338,8 +405,8 @@ void Store::walk_before_first_write()
   }
   const std::uint64_t now = m_impl->generation.load();
   if (m_impl->walked.load() != now) {
-    const CheckReport report = check(true);  // a damaged store is replaced by a fresh one here
-    m_impl->walked = report.ok ? now : m_impl->generation.load();
+    const bool sound = walk_or_trust(true).ok;  // a damaged store is replaced by a fresh one here
+    m_impl->walked = sound ? now : m_impl->generation.load();
   }
 }
 
@@ -439,6 +506,7 @@ CheckReport Store::check(bool repair)
 {
   CheckReport report;
   Impl& impl = *m_impl;
+  ++impl.walks;
   std::uint64_t seen = 0;
   std::size_t map_size = 0;
   bool no_lock = false;

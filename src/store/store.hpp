@@ -154,6 +154,11 @@ public:
   // one write transaction (kjit verify --repair). No-op when read-only. Throws StoreError.
   BlobSweep sweep_blobs();
 
+  // check() calls of this Store (its own, before a first write, at open after an unclean exit);
+  // before a first write, a store whose "checked" stamp matches data.mdb (written by the last
+  // process that wrote it after walking it) is not walked again.
+  std::uint64_t walks() const noexcept;
+
   struct Impl;
 
 private:
@@ -161,6 +166,9 @@ private:
   // Before this process's first write to an environment: check() it (isolated), replacing it if
   // damaged. A write copies pages LMDB finds through fields a damaged page may hold.
   void walk_before_first_write();
+  // The stamp says data.mdb is as a sound process left it (if `trust_stamp`), or else
+  // check(true) walks it (and stamps it when sound). Returns the walk's report.
+  CheckReport walk_or_trust(bool trust_stamp);
   std::unique_ptr<Impl> m_impl;
   std::string m_path;
   bool m_writable;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "store/blob_txn.hpp"
+#include "store/stamp.hpp"
 #include "store/store.hpp"
 
 #include <kjit/error.hpp>
@@ -11,6 +12,7 @@
 #include <future>
 #include <lmdb.h>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <sys/types.h>
@@ -56,6 +58,12 @@ struct Store::Impl {
   std::mutex ahead_mutex;
   std::future<std::pair<std::uint64_t, bool>> ahead;  // walk_ahead(): generation walked, sound
   bool retired = false;            // no environment: reads miss, writes are skipped
+  // data.mdb as this process last knew it sound (walked, a matching stamp, or its own commits on
+  // top of that), and the stamp it last wrote: the Store writes the stamp when it closes.
+  std::mutex sound_mutex;
+  std::optional<FileState> sound;
+  std::optional<FileState> stamped;
+  std::atomic<std::uint64_t> walks{0};  // check() calls (Store::walks())
 
   bool has_blob_tables() const
   {
@@ -101,6 +109,9 @@ struct Store::Impl {
   // Caller holds `guard` unique.
   void reopen_locked(const std::string& why) noexcept;
 
+  // After a commit that began on `before`: still sound if `before` was (no one else wrote between).
+  void note_commit(const std::optional<FileState>& before) noexcept;
+
   // Moves the damaged environment aside (if it is still the one opened here), warns once and opens
   // a fresh one; retires the store if that fails. `seen` is the generation the failing call used.
   void recover(const std::string& why, std::uint64_t seen) noexcept;
@@ -123,6 +134,7 @@ struct Store::Impl {
       }
       MDB_envinfo info{};
       mdb_env_info(env, &info);
+      const std::optional<FileState> before = file_state(env);  // no other writer until commit
       int rc = body(txn);
       if (rc == MDB_SUCCESS) {
         rc = mdb_txn_commit(txn);  // frees the txn whatever the result
@@ -135,6 +147,7 @@ struct Store::Impl {
       }
       check(rc, "write transaction");
       keep_slack();
+      note_commit(before);
       return;
     }
   }

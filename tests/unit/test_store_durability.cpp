@@ -1,0 +1,170 @@
+// What a commit promises: an entry stored by a process that is then killed is there for the next
+// process; the "checked" stamp spares the next writer the walk, and any later change of data.mdb
+// brings the walk back.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "store/store.hpp"
+
+#include <csignal>
+#include <tuple>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_sm90 = kjit::Arch::parse("sm_90");
+
+// Compiles `program` in a forked child that then ends by `how` (SIGKILL, or _exit without any
+// destructor); returns the child's wait status.
+int compile_then_end(const kjit::Config& config, const kjit::Program& program, int how)
+{
+  const pid_t child = ::fork();
+  if (child == 0) {
+    try {
+      kjit::Cache cache(config);
+      const bool compiled = cache.get(program, k_sm90) != nullptr && cache.stats().compiles == 1u;
+      if (how == SIGKILL) {
+        ::kill(::getpid(), SIGKILL);
+      }
+      ::_exit(compiled ? 0 : 3);
+    } catch (...) {
+      ::_exit(4);
+    }
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
+// Writes one row into the store at `dir` (a fresh Store: the first write of a process) and
+// returns how many walks that took.
+std::uint64_t walks_of_one_write(const std::string& dir, const std::string& key)
+{
+  auto store = kjit::store::Store::open(dir, std::size_t(64) << 20);
+  store->put(kjit::store::Table::meta, key, "value");
+  return store->walks();
+}
+
+// True in the child of a fork(); the caller's process goes on otherwise.
+bool child_started(pid_t pid)
+{
+  BOOST_TEST_REQUIRE(pid >= 0);
+  return pid == 0;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(store_durability, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(an_entry_committed_by_a_killed_process_is_there_for_the_next)
+{
+  const int status = compile_then_end(config, small_program("killed"), SIGKILL);
+  BOOST_TEST_REQUIRE(WIFSIGNALED(status));
+  BOOST_TEST(WTERMSIG(status) == SIGKILL);
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.get(small_program("killed"), k_sm90) != nullptr);
+  BOOST_TEST(cache.stats().disk_hits == 1u);
+  BOOST_TEST(cache.stats().compiles == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(after_a_writer_killed_inside_the_store_it_is_walked_once_not_twice)
+{
+  const std::string dir = tmp.path() + "/store";
+  BOOST_TEST(walks_of_one_write(dir, "first") == 1u);
+  // Another process keeps the store open (else the next opener resets LMDB's reader table and
+  // never sees the dead reader).
+  int ready[2];
+  BOOST_TEST_REQUIRE(::pipe(ready) == 0);
+  const pid_t holder = ::fork();
+  if (child_started(holder)) {
+    try {
+      auto store = kjit::store::Store::open(dir, std::size_t(64) << 20);
+      std::ignore = ::write(ready[1], "x", 1);
+      ::pause();
+    } catch (...) {
+    }
+    ::_exit(0);
+  }
+  char byte = 0;
+  BOOST_TEST(::read(ready[0], &byte, 1) == 1);
+  // A process writes after the stamp, then dies inside a read transaction (its reader slot left).
+  const pid_t killed = ::fork();
+  if (child_started(killed)) {
+    try {
+      auto store = kjit::store::Store::open(dir, std::size_t(64) << 20);
+      store->put(kjit::store::Table::meta, "second", "value");
+      store->for_each(kjit::store::Table::meta, [](std::string_view, std::string_view) { ::kill(::getpid(), SIGKILL); });
+    } catch (...) {
+    }
+    ::_exit(3);
+  }
+  int status = 0;
+  ::waitpid(killed, &status, 0);
+  BOOST_TEST(WIFSIGNALED(status));
+  // The next process walks it at open (an unclean exit); that walk stands for the one before its
+  // first write.
+  BOOST_TEST(walks_of_one_write(dir, "third") == 1u);  // was 2
+  BOOST_TEST(walks_of_one_write(dir, "fourth") == 0u);
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, &status, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+}
+
+BOOST_AUTO_TEST_CASE(an_entry_committed_before_exit_without_destructors_is_there_for_the_next)
+{
+  const int status = compile_then_end(config, small_program("exited"), 0);
+  BOOST_TEST_REQUIRE(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.get(small_program("exited"), k_sm90) != nullptr);
+  BOOST_TEST(cache.stats().disk_hits == 1u);
+  BOOST_TEST(cache.stats().compiles == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_store_left_by_a_sound_writer_is_not_walked_again)
+{
+  const std::string dir = tmp.path() + "/store";
+  BOOST_TEST(walks_of_one_write(dir, "first") == 1u);  // new: no stamp yet
+  BOOST_TEST(exists(dir + "/checked"));
+  BOOST_TEST(walks_of_one_write(dir, "second") == 0u);  // was 1: every process walked
+  BOOST_TEST(walks_of_one_write(dir, "third") == 0u);
+  auto store = kjit::store::Store::open(dir, std::size_t(64) << 20);
+  for (const char* key : {"first", "second", "third"}) {
+    BOOST_TEST(store->get(kjit::store::Table::meta, key).value_or("") == "value");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_store_changed_after_its_stamp_is_walked_again)
+{
+  const std::string dir = tmp.path() + "/store";
+  BOOST_TEST(walks_of_one_write(dir, "first") == 1u);
+  // The same byte written again: no content changes, but another program wrote to the file.
+  const int fd = ::open((dir + "/data.mdb").c_str(), O_RDWR);
+  BOOST_TEST_REQUIRE(fd >= 0);
+  char byte = 0;
+  BOOST_TEST_REQUIRE(::pread(fd, &byte, 1, 5000) == 1);
+  BOOST_TEST_REQUIRE(::pwrite(fd, &byte, 1, 5000) == 1);
+  ::close(fd);
+  BOOST_TEST(walks_of_one_write(dir, "second") == 1u);
+  BOOST_TEST(walks_of_one_write(dir, "third") == 0u);  // stamped again by the walker
+}
+
+BOOST_AUTO_TEST_CASE(a_stamp_naming_another_state_is_not_trusted)
+{
+  const std::string dir = tmp.path() + "/store";
+  BOOST_TEST(walks_of_one_write(dir, "first") == 1u);
+  const std::string stamp = read_text(dir + "/checked");
+  BOOST_TEST(walks_of_one_write(dir, "second") == 0u);
+  write_text(dir + "/checked", stamp);  // an older stamp, rewritten after the file changed
+  BOOST_TEST(walks_of_one_write(dir, "third") == 1u);
+  write_text(dir + "/checked", "kjit-checked 1 garbage\n");
+  BOOST_TEST(walks_of_one_write(dir, "fourth") == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
