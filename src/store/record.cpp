@@ -43,6 +43,8 @@ enum class Tag : std::uint16_t {
   key,
   cubin_path,
   header_ref,  // format 4: sha256[32] | u64 size; the content is a blob (blobs.hpp)
+  direct_inputs,  // format 6: the raw inputs a direct row leads here by (cache/direct_key.hpp)
+  manifest_key,   // format 6: the 32-byte direct key of the manifest that leads here
 };
 
 // A field whose tag has this bit holds its value as one zstd frame (format 4).
@@ -186,7 +188,14 @@ std::string encode_record(const Entry& entry, const util::Sha256& key, HeaderSto
   put_field(artifacts, Tag::created_unix, created);
 
   std::string inputs;
-  inputs.reserve(entry.program_txt.size() + entry.options_txt.size() + 256);
+  inputs.reserve(entry.direct_inputs.size() + entry.program_txt.size() + entry.options_txt.size() + 256);
+  // First in the section, so a direct hit finds them right after the artifacts (format 6).
+  if (!entry.direct_inputs.empty()) {
+    put_field(inputs, Tag::direct_inputs, entry.direct_inputs);
+  }
+  if (!entry.manifest_key.empty()) {
+    put_field(inputs, Tag::manifest_key, entry.manifest_key);
+  }
   put_field(inputs, Tag::program_txt, entry.program_txt);
   put_field(inputs, Tag::options_txt, entry.options_txt);
   for (const auto& [name, content] : entry.headers) {
@@ -240,6 +249,14 @@ bool parse_fields(std::string_view section, Entry& entry, std::string& key, std:
     case Tag::program_name: entry.program_name = std::move(value); break;
     case Tag::program_txt: entry.program_txt = std::move(value); break;
     case Tag::options_txt: entry.options_txt = std::move(value); break;
+    case Tag::direct_inputs: entry.direct_inputs = std::move(value); break;
+    case Tag::manifest_key:
+      if (value.size() != 32) {
+        why = "bad manifest key field";
+        return false;
+      }
+      entry.manifest_key = std::move(value);
+      break;
     case Tag::source: entry.source = std::move(value); break;
     case Tag::header_name: pending_header = std::move(value); break;
     case Tag::header_content:
@@ -383,6 +400,33 @@ std::optional<RecordSummary> summarize_record(std::string_view bytes)
     }
   }
   return summary;
+}
+
+std::optional<std::string_view> input_field(std::string_view bytes, InputField field)
+{
+  std::string why;
+  const auto split = split_record(bytes, Sections::inputs, why, false);
+  if (!split) {
+    return std::nullopt;
+  }
+  const Tag wanted = field == InputField::direct_inputs ? Tag::direct_inputs : Tag::manifest_key;
+  const std::string_view inputs = split->inputs;
+  for (std::size_t at = 0; inputs.size() - at >= 6;) {
+    const auto code = get_int<std::uint16_t>(inputs, at);
+    const auto length = get_int<std::uint32_t>(inputs, at + 2);
+    at += 6;
+    if (inputs.size() - at < length) {
+      return std::nullopt;
+    }
+    if (code == static_cast<std::uint16_t>(wanted)) {
+      return inputs.substr(at, length);
+    }
+    if (code != static_cast<std::uint16_t>(Tag::direct_inputs) && code != static_cast<std::uint16_t>(Tag::manifest_key)) {
+      return std::nullopt;  // past the fields that come first
+    }
+    at += length;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::vector<util::Sha256>> header_blobs(std::string_view bytes, std::string& why)
