@@ -45,13 +45,13 @@ std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std
       // The direct row and the record it names, in one read transaction. The row is only a lead:
       // the record's own copy of the raw inputs must be exactly these (not a collision of their
       // XXH3-128, not a row of another program), else the lookup takes the SHA-256 path.
-      const auto follow = [&](std::string_view row) -> std::optional<std::string> {
+      const auto follow = [&](std::string_view row) -> std::optional<std::string_view> {
         const auto named = cache::direct_row_key(row, via->inputs.size());
         if (!named) {
           return std::nullopt;
         }
         key = *named;
-        return std::string(bytes_of(key));
+        return bytes_of(key);  // a view of `key`, which outlives the call
       };
       const auto check_and_decode = [&](std::string_view bytes) {
         if (store::input_field(bytes, store::InputField::direct_inputs) != std::string_view(via->inputs)) {

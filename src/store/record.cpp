@@ -238,61 +238,63 @@ std::string encode_record(const Entry& entry, const util::Sha256& key, HeaderSto
 namespace {
 
 // Parses the fields of one verified section into `entry`; false with `why` on a malformed field.
-bool parse_fields(std::string_view section, Entry& entry, std::string& key, std::string& why)
+bool parse_fields(std::string_view section, Entry& entry, std::string_view& key, std::string& why)
 {
   std::string pending_header;
   std::string pending_expression;
   return for_each_field(section, why, [&](Tag tag, std::string_view view, std::string* owned) {
-    std::string value = owned != nullptr ? std::move(*owned) : std::string(view);
+    // The value as a string (the expansion moved, or one copy of the view); fixed-size fields
+    // are read from the view (no allocation on a hit).
+    const auto value = [&] { return owned != nullptr ? std::move(*owned) : std::string(view); };
     switch (tag) {
-    case Tag::key: key = std::move(value); break;
-    case Tag::program_name: entry.program_name = std::move(value); break;
-    case Tag::program_txt: entry.program_txt = std::move(value); break;
-    case Tag::options_txt: entry.options_txt = std::move(value); break;
-    case Tag::direct_inputs: entry.direct_inputs = std::move(value); break;
+    case Tag::key: key = view; break;
+    case Tag::program_name: entry.program_name = value(); break;
+    case Tag::program_txt: entry.program_txt = value(); break;
+    case Tag::options_txt: entry.options_txt = value(); break;
+    case Tag::direct_inputs: entry.direct_inputs = value(); break;
     case Tag::manifest_key:
-      if (value.size() != 32) {
+      if (view.size() != 32) {
         why = "bad manifest key field";
         return false;
       }
-      entry.manifest_key = std::move(value);
+      entry.manifest_key = view;
       break;
-    case Tag::source: entry.source = std::move(value); break;
-    case Tag::header_name: pending_header = std::move(value); break;
+    case Tag::source: entry.source = value(); break;
+    case Tag::header_name: pending_header = value(); break;
     case Tag::header_content:
-      entry.header_refs.push_back({pending_header, util::sha256(value), value.size()});
-      entry.headers[pending_header] = std::move(value);
+      entry.header_refs.push_back({pending_header, util::sha256(view), view.size()});
+      entry.headers[pending_header] = value();
       break;
     case Tag::header_ref:
-      if (value.size() != 40) {
+      if (view.size() != 40) {
         why = "bad header reference field";
         return false;
       }
-      entry.header_refs.push_back({pending_header, util::digest_of_bytes(view.substr(0, 32)), get_int<std::uint64_t>(value, 32)});
+      entry.header_refs.push_back({pending_header, util::digest_of_bytes(view.substr(0, 32)), get_int<std::uint64_t>(view, 32)});
       break;
-    case Tag::option: entry.options.push_back(std::move(value)); break;
-    case Tag::arch: entry.binary.arch = std::move(value); break;
-    case Tag::ptx: entry.binary.ptx = std::move(value); break;
-    case Tag::cubin: entry.binary.cubin = std::move(value); break;
-    case Tag::cubin_path: entry.binary.cubin_path = std::move(value); break;
-    case Tag::lowered_expression: pending_expression = std::move(value); break;
-    case Tag::lowered_name: entry.binary.lowered_names.emplace_back(pending_expression, std::move(value)); break;
-    case Tag::log: entry.binary.log = std::move(value); break;
-    case Tag::ltoir: entry.ltoir = std::move(value); break;
+    case Tag::option: entry.options.push_back(value()); break;
+    case Tag::arch: entry.binary.arch = value(); break;
+    case Tag::ptx: entry.binary.ptx = value(); break;
+    case Tag::cubin: entry.binary.cubin = value(); break;
+    case Tag::cubin_path: entry.binary.cubin_path = value(); break;
+    case Tag::lowered_expression: pending_expression = value(); break;
+    case Tag::lowered_name: entry.binary.lowered_names.emplace_back(pending_expression, value()); break;
+    case Tag::log: entry.binary.log = value(); break;
+    case Tag::ltoir: entry.ltoir = value(); break;
     case Tag::timings:
-      if (value.size() != 4 * sizeof(double)) {
+      if (view.size() != 4 * sizeof(double)) {
         why = "bad timings field";
         return false;
       }
-      entry.binary.timings = {get_int<double>(value, 0), get_int<double>(value, 8), get_int<double>(value, 16),
-                              get_int<double>(value, 24)};
+      entry.binary.timings = {get_int<double>(view, 0), get_int<double>(view, 8), get_int<double>(view, 16),
+                              get_int<double>(view, 24)};
       break;
     case Tag::created_unix:
-      if (value.size() != sizeof(std::int64_t)) {
+      if (view.size() != sizeof(std::int64_t)) {
         why = "bad timestamp field";
         return false;
       }
-      entry.created_unix = get_int<std::int64_t>(value, 0);
+      entry.created_unix = get_int<std::int64_t>(view, 0);
       break;
     default: why = "unknown field tag " + std::to_string(static_cast<unsigned>(tag)); return false;
     }
@@ -460,7 +462,7 @@ std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& k
   entry.kind = split->kind;
   const std::string_view artifacts = split->artifacts;
   const std::string_view inputs = split->inputs;
-  std::string stored_key;
+  std::string_view stored_key;  // a view into `bytes`
   if (!parse_fields(artifacts, entry, stored_key, why) ||
       (sections == Sections::all && !parse_fields(inputs, entry, stored_key, why))) {
     return std::nullopt;
