@@ -103,6 +103,38 @@ BOOST_AUTO_TEST_CASE(a_colliding_direct_row_gets_a_miss_never_the_other_binary)
   BOOST_TEST(third.stats().compiles == 0u);
 }
 
+// A row of the right length naming a record that holds no raw inputs (a program found through
+// its headers): another program's entry, neither served nor quarantined.
+BOOST_AUTO_TEST_CASE(a_row_naming_a_record_without_raw_inputs_leads_nowhere)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const kjit::Program direct = small_program("row_to_other");
+  kjit::Program other = small_program("not_direct");
+  other.options.push_back("-I" + tmp.path());
+  std::string cubin;
+  {
+    kjit::Cache cache(config);
+    cubin = cache.get(direct, arch)->cubin;
+    BOOST_REQUIRE(cache.get(other, arch)->cubin != cubin);
+    const auto rows = direct_rows(cache, {direct});
+    BOOST_REQUIRE(rows.size() == 1u);
+    std::string value = rows.at(direct.name).second;
+    const std::string other_key = cache.prepare(other, arch).key();
+    for (std::size_t i = 0; i < 32; ++i) {
+      value[i] = static_cast<char>(std::stoi(other_key.substr(2 * i, 2), nullptr, 16));
+    }
+    auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
+    store->put({{kjit::store::Table::direct, rows.at(direct.name).first, value}});
+  }
+  kjit::Cache later(config);
+  const kjit::Lookup hit = later.lookup(direct, arch);
+  BOOST_TEST(hit.binary->cubin == cubin);
+  BOOST_TEST((hit.source == kjit::Source::disk));
+  BOOST_TEST(later.stats().quarantined == 0u);
+  BOOST_TEST(later.stats().compiles == 0u);
+  BOOST_TEST(later.disk_entries() == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(a_row_naming_a_missing_or_damaged_entry_falls_back_to_the_key)
 {
   const kjit::Arch arch = kjit::Arch::parse("sm_90");
