@@ -34,6 +34,24 @@ std::map<std::string, std::pair<std::string, std::string>> direct_rows(kjit::Cac
   return rows;
 }
 
+// Writes `value` as the direct row under `fast` in the store of `cache` (a planted row).
+void plant_row(const kjit::Cache& cache, const std::string& fast, const std::string& value)
+{
+  auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
+  store->put({{kjit::store::Table::direct, fast, value}});
+}
+
+// A later process gets `program`'s own binary from the disk, compiling and quarantining nothing.
+void served_from_disk(const kjit::Config& config, const kjit::Program& program, const std::string& cubin)
+{
+  kjit::Cache later(config);
+  const kjit::Lookup hit = later.lookup(program, kjit::Arch::parse("sm_90"));
+  BOOST_TEST(hit.binary->cubin == cubin);           // never another program's binary
+  BOOST_TEST((hit.source == kjit::Source::disk));  // found by its SHA-256 key instead
+  BOOST_TEST(later.stats().compiles == 0u);
+  BOOST_TEST(later.stats().quarantined == 0u);
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(direct_index, CacheFixture)
@@ -84,15 +102,10 @@ BOOST_AUTO_TEST_CASE(a_colliding_direct_row_gets_a_miss_never_the_other_binary)
     const auto rows = direct_rows(cache, {a, b});
     BOOST_REQUIRE(rows.size() == 2u);
     BOOST_REQUIRE(rows.at(a.name).second.substr(32) == rows.at(b.name).second.substr(32));
-    auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
-    store->put({{kjit::store::Table::direct, rows.at(a.name).first, rows.at(b.name).second}});
+    plant_row(cache, rows.at(a.name).first, rows.at(b.name).second);
   }
-  kjit::Cache later(config);
-  const kjit::Lookup hit = later.lookup(a, arch);
-  BOOST_TEST(hit.binary->cubin == cubin_a);  // never b's binary
-  BOOST_TEST((hit.source == kjit::Source::disk));  // found by its SHA-256 key instead
-  BOOST_TEST(later.lookup(b, arch).binary->cubin == cubin_b);
-  BOOST_TEST(later.stats().compiles == 0u);
+  served_from_disk(config, a, cubin_a);
+  served_from_disk(config, b, cubin_b);
   // The same with b already in the memory tier: the row names an entry held in memory, and the
   // record's inputs still decide.
   kjit::Cache third(config);
@@ -123,16 +136,10 @@ BOOST_AUTO_TEST_CASE(a_row_naming_a_record_without_raw_inputs_leads_nowhere)
     for (std::size_t i = 0; i < 32; ++i) {
       value[i] = static_cast<char>(std::stoi(other_key.substr(2 * i, 2), nullptr, 16));
     }
-    auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
-    store->put({{kjit::store::Table::direct, rows.at(direct.name).first, value}});
+    plant_row(cache, rows.at(direct.name).first, value);
   }
-  kjit::Cache later(config);
-  const kjit::Lookup hit = later.lookup(direct, arch);
-  BOOST_TEST(hit.binary->cubin == cubin);
-  BOOST_TEST((hit.source == kjit::Source::disk));
-  BOOST_TEST(later.stats().quarantined == 0u);
-  BOOST_TEST(later.stats().compiles == 0u);
-  BOOST_TEST(later.disk_entries() == 2u);
+  served_from_disk(config, direct, cubin);
+  BOOST_TEST(kjit::Cache(config).disk_entries() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(a_row_naming_a_missing_or_damaged_entry_falls_back_to_the_key)
@@ -147,14 +154,9 @@ BOOST_AUTO_TEST_CASE(a_row_naming_a_missing_or_damaged_entry_falls_back_to_the_k
     BOOST_REQUIRE(rows.size() == 1u);
     std::string value = rows.at(program.name).second;
     value[0] = static_cast<char>(value[0] ^ 0x5a);  // names an entry that does not exist
-    auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
-    store->put({{kjit::store::Table::direct, rows.at(program.name).first, value}});
+    plant_row(cache, rows.at(program.name).first, value);
   }
-  kjit::Cache later(config);
-  const kjit::Lookup hit = later.lookup(program, arch);
-  BOOST_TEST(hit.binary->cubin == cubin);
-  BOOST_TEST((hit.source == kjit::Source::disk));
-  BOOST_TEST(later.stats().compiles == 0u);
+  served_from_disk(config, program, cubin);
 }
 
 BOOST_AUTO_TEST_CASE(the_memory_index_compares_inputs_in_full)
