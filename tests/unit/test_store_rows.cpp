@@ -119,4 +119,29 @@ BOOST_AUTO_TEST_CASE(evicted_and_pruned_entries_take_their_manifests_along)
   BOOST_TEST(store->count(kjit::store::Table::manifests) == 0u);
 }
 
+// `kjit cache orphans --remove` deletes records no lookup can use; the direct rows naming them go too.
+BOOST_AUTO_TEST_CASE(removed_orphans_take_their_direct_rows_along)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const kjit::Program program = small_program("orphaned");
+  kjit::Cache cache(config);
+  cache.get(program, arch);
+  auto store = open_store(cache);
+  std::string row_key;
+  std::string row;
+  store->for_each(kjit::store::Table::direct, [&](std::string_view key, std::string_view value) {
+    row_key = key;
+    row = value;
+  });
+  BOOST_REQUIRE(row.size() >= 32u);
+  // The record becomes one of another format (what an older kjit left): an orphan.
+  std::string record = store->get(kjit::store::Table::entries, row.substr(0, 32)).value();
+  record[8] = static_cast<char>(record[8] + 1);
+  store->put(kjit::store::Table::entries, row.substr(0, 32), record);
+  BOOST_REQUIRE(cache.orphans().size() == 1u);
+  BOOST_TEST(cache.remove_orphans() == 1u);
+  BOOST_TEST(store->count(kjit::store::Table::entries) == 0u);
+  BOOST_TEST(!store->get(kjit::store::Table::direct, row_key).has_value());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
