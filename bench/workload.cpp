@@ -76,8 +76,6 @@ void populate(const std::string& dir, int count, int first_salt)
   const auto binary = cache.get(kernel_program(first_salt), kjit::Arch::parse("sm_90"));
   auto store = kjit::store::Store::open(cache.store_path(), config.store_map_size);
   const kjit::cache::KeyContext context = kjit::cache::toolchain_context(config, store.get());
-  // What prepare() records for a program without disk headers: one empty manifest entry.
-  const std::string empty_manifest = kjit::deps::encode_manifest({kjit::deps::Resolution{}});
   const std::string direct_context = kjit::cache::direct_context(context);
   std::vector<kjit::store::Store::Row> rows;
   const auto flush = [&] {
@@ -93,13 +91,13 @@ void populate(const std::string& dir, int count, int first_salt)
     entry.options_txt = texts.options_txt;
     entry.source = program.source;
     entry.binary = *binary;
+    // The record holds the raw inputs its direct row leads by (format 6; src/cache/lookup.cpp).
+    entry.direct_inputs = kjit::cache::direct_inputs(program, kjit::Arch::parse("sm_90"), direct_context);
     const std::string key(reinterpret_cast<const char*>(texts.digest.data()), texts.digest.size());
     rows.push_back({kjit::store::Table::entries, key, kjit::store::encode_record(entry, texts.digest)});
-    rows.push_back({kjit::store::Table::manifests, key, empty_manifest});
-    // The direct row a compile stores beside the record (src/cache/lookup.cpp, persist).
-    const std::string inputs = kjit::cache::direct_inputs(program, kjit::Arch::parse("sm_90"), direct_context);
-    rows.push_back({kjit::store::Table::direct, std::string(kjit::cache::fast_key_bytes(kjit::util::checksum(inputs))),
-                    kjit::cache::direct_row(texts.digest, inputs)});
+    rows.push_back({kjit::store::Table::direct,
+                    std::string(kjit::cache::fast_key_bytes(kjit::util::checksum(entry.direct_inputs))),
+                    kjit::cache::direct_row(texts.digest, entry.direct_inputs.size())});
     if (rows.size() >= 2000) {
       flush();
     }

@@ -2,6 +2,7 @@
 #include "cache/direct_key.hpp"
 
 #include "store/record.hpp"
+#include "util/bytes.hpp"
 
 #include <cstring>
 
@@ -99,17 +100,17 @@ std::string direct_inputs(const Program& program, const Arch& arch, std::string_
   return out;
 }
 
-std::string direct_row(const util::Sha256& entry_key, std::string_view inputs)
+std::string direct_row(const util::Sha256& entry_key, std::size_t inputs_size)
 {
   std::string row(reinterpret_cast<const char*>(entry_key.data()), entry_key.size());
-  row += inputs;
+  util::put_int(row, static_cast<std::uint64_t>(inputs_size));
   return row;
 }
 
-std::optional<util::Sha256> direct_row_key(std::string_view row, std::string_view inputs)
+std::optional<util::Sha256> direct_row_key(std::string_view row, std::size_t inputs_size)
 {
   util::Sha256 key;
-  if (row.size() != key.size() + inputs.size() || row.substr(key.size()) != inputs) {
+  if (row.size() != k_direct_row_size || util::get_int<std::uint64_t>(row, key.size()) != inputs_size) {
     return std::nullopt;
   }
   std::memcpy(key.data(), row.data(), key.size());

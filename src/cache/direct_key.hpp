@@ -39,11 +39,14 @@ inline std::string_view fast_key_bytes(const util::Checksum& fast)
   return {reinterpret_cast<const char*>(fast.data()), fast.size()};
 }
 
-// The store's `direct` row: 16-byte XXH3-128 of the inputs → entry key (32 bytes) ‖ inputs.
-std::string direct_row(const util::Sha256& entry_key, std::string_view inputs);
-// The entry key of a row whose inputs are exactly `inputs`, else nullopt (a collision, a row of
-// another format, a damaged row): a lookup then takes the SHA-256 path.
-std::optional<util::Sha256> direct_row_key(std::string_view row, std::string_view inputs);
+// The store's `direct` row: 16-byte XXH3-128 of the inputs → entry key (32 bytes) ‖ the inputs'
+// length (u64, little-endian). The inputs themselves are in the entry's record (format 6), which
+// a hit compares with the lookup's in full: the row is only a lead.
+constexpr std::size_t k_direct_row_size = 40;
+std::string direct_row(const util::Sha256& entry_key, std::size_t inputs_size);
+// The entry key a row names for inputs of `inputs_size` bytes, else nullopt (inputs of another
+// length, a row of another format, a damaged row): a lookup then takes the SHA-256 path.
+std::optional<util::Sha256> direct_row_key(std::string_view row, std::size_t inputs_size);
 
 // This process's direct keys (inputs → entry key), bounded by bytes; thread-safe.
 class DirectIndex {

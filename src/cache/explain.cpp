@@ -1,5 +1,6 @@
 // Explaining misses (which key fields differ from the closest entry) and finding orphans.
 #include "cache/cache_impl.hpp"
+#include "cache/entry_leads.hpp"
 
 #include "cache/cache_dir.hpp"
 #include "deps/search.hpp"
@@ -270,7 +271,9 @@ std::size_t Cache::remove_orphans()
     return 0;
   }
   const std::vector<std::string> keys = orphan_keys(*m_impl->store, m_impl->key_context());
+  const std::set<std::string> manifests = cache::manifest_keys(*m_impl->store, keys);
   m_impl->store->erase(store::Table::entries, keys);  // with the header blobs only they used
+  cache::erase_leads(*m_impl->store, keys, manifests);  // their direct rows and manifests
   m_impl->mirror_removed(keys);
   return keys.size();
 }

@@ -1,5 +1,6 @@
 // Operating a cache folder: list, show, verify, prune, usage, mirror removal (the kjit commands' API).
 #include "cache/cache_impl.hpp"
+#include "cache/entry_leads.hpp"
 
 #include "cache/cache_dir.hpp"
 #include "cache/usage_log.hpp"
@@ -252,15 +253,21 @@ VerifyReport Cache::verify(Repair repair, const std::function<void(std::size_t, 
     }
   }
   std::vector<std::string> removed;
+  std::set<std::string> manifests;  // of the quarantined records, where their framing still says
   for (Bad& b : bad) {
     report.bad.emplace_back(hex_of(b.key), b.why);
     if (repair == Repair::quarantine) {
+      if (const auto named = store::input_field(b.bytes, store::InputField::manifest_key)) {
+        manifests.emplace(*named);
+      }
       m_impl->store->quarantine(b.key, b.bytes, "kjit verify: " + b.why);
       removed.push_back(b.key);
       ++report.quarantined;
     }
   }
   if (repair == Repair::quarantine) {
+    cache::erase_leads(*m_impl->store, removed, manifests);  // no row leads to what is gone
+    m_impl->direct.clear();
     m_impl->store->sweep_blobs();  // references of quarantined records, blobs no entry uses
     if (m_impl->store->replacements() > 0 && m_impl->dir.writable) {
       // The store was moved aside (damaged): the mirror's folders of entries it no longer holds go
@@ -292,19 +299,11 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
     names.push_back(store::names_key(row->entry.program_name, row->raw_key));
     uses.push_back(cache::used_key(row->raw_key));
   }
+  const std::set<std::string> manifests = cache::manifest_keys(*impl.store, keys);
   impl.store->erase(store::Table::entries, keys);  // with the header blobs only they used
   impl.store->erase(store::Table::names, names);
   impl.store->erase(store::Table::meta, uses);
-  // Their direct rows (keyed by a hash of the inputs, led to by the entry key at their start):
-  // each holds the program's whole inputs, so left behind they would grow the store without bound.
-  const std::set<std::string_view> gone(keys.begin(), keys.end());
-  std::vector<std::string> rows_of_gone;
-  impl.store->for_each(store::Table::direct, [&](std::string_view fast, std::string_view row) {
-    if (row.size() >= 32 && gone.count(row.substr(0, 32)) != 0) {
-      rows_of_gone.emplace_back(fast);
-    }
-  });
-  impl.store->erase(store::Table::direct, rows_of_gone);
+  cache::erase_leads(*impl.store, keys, manifests);  // their direct rows and manifests
   impl.direct.clear();
   std::vector<util::Sha256> digests;  // only these leave the memory tier: the others stay warm
   for (const std::string& key : keys) {
@@ -348,7 +347,7 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
     if (mirror_writer) {
       mirror_writer->flush();
     }
-    remaining = allocated_bytes(config.cache_dir + "/programs");
+    remaining = allocated_bytes(config.cache_dir + "/programs") + cache::lead_bytes(*store, false).total;
     store->for_each(store::Table::entries, [&](std::string_view, std::string_view value) { remaining += value.size(); });
     return 0;
   }
@@ -364,10 +363,14 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
   if (mirror_writer) {
     mirror_writer->flush();
   }
-  std::size_t total = allocated_bytes(config.cache_dir + "/programs");
+  // The rows that lead to an entry (direct rows, manifests) go with it (entry_leads.hpp).
+  const cache::LeadBytes leads = cache::lead_bytes(*store, true);
+  std::size_t total = allocated_bytes(config.cache_dir + "/programs") + leads.total;
   for (const Row& row : rows) {
     const std::string hex = hex_of(row.raw_key);
-    const std::size_t size = row.bytes + cache::mirror_bytes(config.cache_dir, hex);
+    const auto lead = leads.per_entry.find(row.raw_key);
+    const std::size_t size = row.bytes + (lead == leads.per_entry.end() ? 0 : lead->second) +
+                             cache::mirror_bytes(config.cache_dir, hex);
     ranked.push_back({&row, std::max(row.entry.created_unix, cache::recorded_use(*store, row.raw_key)), size});
     total += row.bytes;
   }

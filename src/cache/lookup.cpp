@@ -39,27 +39,37 @@ std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std
       damaged.assign(bytes);
     }
   };
+  bool other_inputs = false;
   try {
     if (via != nullptr) {
-      // The direct row and the record it names, in one read transaction; a row whose inputs
-      // are not exactly these (a collision, a damaged row) leads nowhere.
-      const auto follow = [&](std::string_view row) -> std::optional<std::string> {
-        const auto named = cache::direct_row_key(row, via->inputs);
+      // The direct row and the record it names, in one read transaction. The row is only a lead:
+      // the record's own copy of the raw inputs must be exactly these (not a collision of their
+      // XXH3-128, not a row of another program), else the lookup takes the SHA-256 path.
+      const auto follow = [&](std::string_view row) -> std::optional<std::string_view> {
+        const auto named = cache::direct_row_key(row, via->inputs.size());
         if (!named) {
           return std::nullopt;
         }
         key = *named;
-        if ((via->in_memory = memory.find(key))) {
-          return std::nullopt;  // no need to read the record
+        return bytes_of(key);  // a view of `key`, which outlives the call
+      };
+      const auto check_and_decode = [&](std::string_view bytes) {
+        if (store::input_field(bytes, store::InputField::direct_inputs) != std::string_view(via->inputs)) {
+          other_inputs = true;  // another program's record (or one too damaged to say): never served
+        } else if (!(via->in_memory = memory.find(key))) {  // no need to decode what memory holds
+          decode(bytes);
         }
-        return std::string(bytes_of(key));
       };
       found = store->visit_chained(store::Table::direct, cache::fast_key_bytes(via->fast), follow,
-                                   store::Table::entries, decode);
+                                   store::Table::entries, check_and_decode);
+      found = found && !other_inputs && !via->in_memory;
     } else {
       found = store->visit(store::Table::entries, bytes_of(key), decode);
     }
   } catch (const StoreError& e) {
+    if (creator != ::getpid()) {
+      throw;  // the parent's store in a fork()ed child: refused (docs/cache-format.md)
+    }
     // An unreadable store is a miss: the caller is served by a compile.
     cache::warn_once(std::string("cannot read the store: ") + e.what() + "; compiling instead");
     return std::nullopt;
@@ -160,9 +170,16 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   for (const deps::DiskHeader& header : resolution.headers) {
     entry.headers.emplace(header.path.substr(1), header.content);
   }
-  util::Sha256 direct;
-  std::memcpy(direct.data(), p.m_direct, direct.size());
-  record_manifest(direct, search.text(), resolution);
+  if (cache::direct_eligible(program)) {
+    // Found by its raw inputs, never through a manifest (prepare() reads none for it): the record
+    // keeps the inputs its direct row is checked against (format 6).
+    entry.direct_inputs = direct_inputs(program, p.arch());
+  } else {
+    util::Sha256 direct;
+    std::memcpy(direct.data(), p.m_direct, direct.size());
+    record_manifest(direct, search.text(), resolution);
+    entry.manifest_key.assign(bytes_of(direct));  // the manifest goes when its last entry does
+  }
   return entry;
 }
 
@@ -179,14 +196,20 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
     {store::Table::names, store::names_key(p.program().name, bytes_of(key)), p.program().name},
   };
   store::add_header_rows(entry, key, rows);
-  if (cache::direct_eligible(p.program())) {  // the direct row that leads to it without SHA-256
-    std::string inputs = direct_inputs(p.program(), p.arch());
-    const util::Checksum fast = util::checksum(inputs);
-    rows.push_back({store::Table::direct, std::string(cache::fast_key_bytes(fast)), cache::direct_row(key, inputs)});
-    direct.insert(fast, std::move(inputs), key);
+  if (!entry.direct_inputs.empty()) {  // the direct row that leads to it without SHA-256
+    const util::Checksum fast = util::checksum(entry.direct_inputs);
+    rows.push_back({store::Table::direct, std::string(cache::fast_key_bytes(fast)),
+                    cache::direct_row(key, entry.direct_inputs.size())});
+    direct.insert(fast, entry.direct_inputs, key);
   }
   if (auto manifest = take_unsaved_manifest(p)) {
     rows.push_back(std::move(*manifest));
+  }
+  std::size_t row_bytes = 0;  // what KJIT_MAX_SIZE counts of the store (size_limit.cpp)
+  for (const store::Store::Row& row : rows) {
+    const bool counted = row.table == store::Table::entries || row.table == store::Table::direct ||
+                         row.table == store::Table::manifests;
+    row_bytes += counted ? row.key.size() + row.value.size() : 0;
   }
   try {
     store->put(rows);
@@ -199,7 +222,7 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
     return;
   }
   mirror_entry(key, entry);  // written by the mirror's thread, off the caller's path
-  after_write(key, rows.front().value.size());  // KJIT_MAX_SIZE: checked on writes
+  after_write(key, row_bytes);  // KJIT_MAX_SIZE: checked on writes
 }
 
 cache::Result cache::result_of(store::Entry&& entry)

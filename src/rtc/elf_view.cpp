@@ -104,6 +104,8 @@ std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
     return std::nullopt;
   }
   std::vector<std::uint64_t> name_offsets;
+  name_offsets.reserve(section_count);  // a disk hit parses every cubin: no regrowth
+  view.m_sections.reserve(section_count);
   for (std::uint16_t i = 0; i < section_count; ++i) {
     const std::uint64_t at = section_offset + std::uint64_t(i) * section_entry;
     ElfSection section;
@@ -149,6 +151,7 @@ std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
     }
     const std::string_view strings = view.m_sections[table.link].bytes;
     std::vector<ElfSymbol> symbols;
+    symbols.reserve(table.size / k_symbol_size);
     for (std::uint64_t at = 0; at < table.size; at += k_symbol_size) {
       ElfSymbol symbol;
       const auto name = string_at(strings, read_le<std::uint32_t>(table.bytes, at));

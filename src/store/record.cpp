@@ -43,6 +43,8 @@ enum class Tag : std::uint16_t {
   key,
   cubin_path,
   header_ref,  // format 4: sha256[32] | u64 size; the content is a blob (blobs.hpp)
+  direct_inputs,  // format 6: the raw inputs a direct row leads here by (cache/direct_key.hpp)
+  manifest_key,   // format 6: the 32-byte direct key of the manifest that leads here
 };
 
 // A field whose tag has this bit holds its value as one zstd frame (format 4).
@@ -186,7 +188,14 @@ std::string encode_record(const Entry& entry, const util::Sha256& key, HeaderSto
   put_field(artifacts, Tag::created_unix, created);
 
   std::string inputs;
-  inputs.reserve(entry.program_txt.size() + entry.options_txt.size() + 256);
+  inputs.reserve(entry.direct_inputs.size() + entry.program_txt.size() + entry.options_txt.size() + 256);
+  // First in the section, so a direct hit finds them right after the artifacts (format 6).
+  if (!entry.direct_inputs.empty()) {
+    put_field(inputs, Tag::direct_inputs, entry.direct_inputs);
+  }
+  if (!entry.manifest_key.empty()) {
+    put_field(inputs, Tag::manifest_key, entry.manifest_key);
+  }
   put_field(inputs, Tag::program_txt, entry.program_txt);
   put_field(inputs, Tag::options_txt, entry.options_txt);
   for (const auto& [name, content] : entry.headers) {
@@ -229,53 +238,63 @@ std::string encode_record(const Entry& entry, const util::Sha256& key, HeaderSto
 namespace {
 
 // Parses the fields of one verified section into `entry`; false with `why` on a malformed field.
-bool parse_fields(std::string_view section, Entry& entry, std::string& key, std::string& why)
+bool parse_fields(std::string_view section, Entry& entry, std::string_view& key, std::string& why)
 {
   std::string pending_header;
   std::string pending_expression;
   return for_each_field(section, why, [&](Tag tag, std::string_view view, std::string* owned) {
-    std::string value = owned != nullptr ? std::move(*owned) : std::string(view);
+    // The value as a string (the expansion moved, or one copy of the view); fixed-size fields
+    // are read from the view (no allocation on a hit).
+    const auto value = [&] { return owned != nullptr ? std::move(*owned) : std::string(view); };
     switch (tag) {
-    case Tag::key: key = std::move(value); break;
-    case Tag::program_name: entry.program_name = std::move(value); break;
-    case Tag::program_txt: entry.program_txt = std::move(value); break;
-    case Tag::options_txt: entry.options_txt = std::move(value); break;
-    case Tag::source: entry.source = std::move(value); break;
-    case Tag::header_name: pending_header = std::move(value); break;
+    case Tag::key: key = view; break;
+    case Tag::program_name: entry.program_name = value(); break;
+    case Tag::program_txt: entry.program_txt = value(); break;
+    case Tag::options_txt: entry.options_txt = value(); break;
+    case Tag::direct_inputs: entry.direct_inputs = value(); break;
+    case Tag::manifest_key:
+      if (view.size() != 32) {
+        why = "bad manifest key field";
+        return false;
+      }
+      entry.manifest_key = view;
+      break;
+    case Tag::source: entry.source = value(); break;
+    case Tag::header_name: pending_header = value(); break;
     case Tag::header_content:
-      entry.header_refs.push_back({pending_header, util::sha256(value), value.size()});
-      entry.headers[pending_header] = std::move(value);
+      entry.header_refs.push_back({pending_header, util::sha256(view), view.size()});
+      entry.headers[pending_header] = value();
       break;
     case Tag::header_ref:
-      if (value.size() != 40) {
+      if (view.size() != 40) {
         why = "bad header reference field";
         return false;
       }
-      entry.header_refs.push_back({pending_header, util::digest_of_bytes(view.substr(0, 32)), get_int<std::uint64_t>(value, 32)});
+      entry.header_refs.push_back({pending_header, util::digest_of_bytes(view.substr(0, 32)), get_int<std::uint64_t>(view, 32)});
       break;
-    case Tag::option: entry.options.push_back(std::move(value)); break;
-    case Tag::arch: entry.binary.arch = std::move(value); break;
-    case Tag::ptx: entry.binary.ptx = std::move(value); break;
-    case Tag::cubin: entry.binary.cubin = std::move(value); break;
-    case Tag::cubin_path: entry.binary.cubin_path = std::move(value); break;
-    case Tag::lowered_expression: pending_expression = std::move(value); break;
-    case Tag::lowered_name: entry.binary.lowered_names.emplace_back(pending_expression, std::move(value)); break;
-    case Tag::log: entry.binary.log = std::move(value); break;
-    case Tag::ltoir: entry.ltoir = std::move(value); break;
+    case Tag::option: entry.options.push_back(value()); break;
+    case Tag::arch: entry.binary.arch = value(); break;
+    case Tag::ptx: entry.binary.ptx = value(); break;
+    case Tag::cubin: entry.binary.cubin = value(); break;
+    case Tag::cubin_path: entry.binary.cubin_path = value(); break;
+    case Tag::lowered_expression: pending_expression = value(); break;
+    case Tag::lowered_name: entry.binary.lowered_names.emplace_back(pending_expression, value()); break;
+    case Tag::log: entry.binary.log = value(); break;
+    case Tag::ltoir: entry.ltoir = value(); break;
     case Tag::timings:
-      if (value.size() != 4 * sizeof(double)) {
+      if (view.size() != 4 * sizeof(double)) {
         why = "bad timings field";
         return false;
       }
-      entry.binary.timings = {get_int<double>(value, 0), get_int<double>(value, 8), get_int<double>(value, 16),
-                              get_int<double>(value, 24)};
+      entry.binary.timings = {get_int<double>(view, 0), get_int<double>(view, 8), get_int<double>(view, 16),
+                              get_int<double>(view, 24)};
       break;
     case Tag::created_unix:
-      if (value.size() != sizeof(std::int64_t)) {
+      if (view.size() != sizeof(std::int64_t)) {
         why = "bad timestamp field";
         return false;
       }
-      entry.created_unix = get_int<std::int64_t>(value, 0);
+      entry.created_unix = get_int<std::int64_t>(view, 0);
       break;
     default: why = "unknown field tag " + std::to_string(static_cast<unsigned>(tag)); return false;
     }
@@ -385,6 +404,33 @@ std::optional<RecordSummary> summarize_record(std::string_view bytes)
   return summary;
 }
 
+std::optional<std::string_view> input_field(std::string_view bytes, InputField field)
+{
+  std::string why;
+  const auto split = split_record(bytes, Sections::inputs, why, false);
+  if (!split) {
+    return std::nullopt;
+  }
+  const Tag wanted = field == InputField::direct_inputs ? Tag::direct_inputs : Tag::manifest_key;
+  const std::string_view inputs = split->inputs;
+  for (std::size_t at = 0; inputs.size() - at >= 6;) {
+    const auto code = get_int<std::uint16_t>(inputs, at);
+    const auto length = get_int<std::uint32_t>(inputs, at + 2);
+    at += 6;
+    if (inputs.size() - at < length) {
+      return std::nullopt;
+    }
+    if (code == static_cast<std::uint16_t>(wanted)) {
+      return inputs.substr(at, length);
+    }
+    if (code != static_cast<std::uint16_t>(Tag::direct_inputs) && code != static_cast<std::uint16_t>(Tag::manifest_key)) {
+      return std::nullopt;  // past the fields that come first
+    }
+    at += length;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::vector<util::Sha256>> header_blobs(std::string_view bytes, std::string& why)
 {
   const auto split = split_record(bytes, Sections::inputs, why);
@@ -416,7 +462,7 @@ std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& k
   entry.kind = split->kind;
   const std::string_view artifacts = split->artifacts;
   const std::string_view inputs = split->inputs;
-  std::string stored_key;
+  std::string_view stored_key;  // a view into `bytes`
   if (!parse_fields(artifacts, entry, stored_key, why) ||
       (sections == Sections::all && !parse_fields(inputs, entry, stored_key, why))) {
     return std::nullopt;

@@ -11,6 +11,8 @@
 //   tag bit 15 set: the bytes are one zstd frame of the value (format 4; text fields only)
 //   headers (format 4): name + (sha256, size); the content is a blob, stored once (blobs.hpp)
 //   PTX (format 5): stored plain below 16 KiB, a zstd frame from there (a hit expands it)
+//   inputs (format 6): first the raw inputs of a direct-eligible program (a direct row holds only
+//   the entry key and their length) and the key of the manifest that leads to the entry
 //
 // A hit reads and verifies only the artifacts (the key digest inside must equal the LMDB key);
 // the inputs are read for the mirror, explain and orphans. Integers are little-endian; unknown
@@ -27,7 +29,7 @@
 
 namespace kjit::store {
 
-constexpr std::uint32_t k_record_format = 5;
+constexpr std::uint32_t k_record_format = 6;
 constexpr std::size_t k_record_header_size = 64;
 
 // How a record holds its headers' contents (format 4).
@@ -59,6 +61,15 @@ struct RecordSummary {
   std::int64_t created_unix;
 };
 std::optional<RecordSummary> summarize_record(std::string_view bytes);
+
+// A field the inputs section of a record starts with (format 6), found without verifying any
+// checksum (the framing is bounds-checked): the caller compares it with what it expects, so a
+// damaged field can only fail to match. nullopt if the record has no such field.
+enum class InputField {
+  direct_inputs,  // the raw inputs its direct row leads here by: a hit compares them in full
+  manifest_key,   // 32 bytes: the direct key of the manifest that leads here
+};
+std::optional<std::string_view> input_field(std::string_view bytes, InputField field);
 
 // The header blobs a record refers to (its inputs section checked), or nullopt with `why` for a
 // record that can't be read (another format, damaged inputs): such a record holds no references.

@@ -360,7 +360,7 @@ bool Store::visit(Table table, std::string_view key, const std::function<void(st
 }
 
 bool Store::visit_chained(Table first, std::string_view key,
-                          const std::function<std::optional<std::string>(std::string_view)>& follow, Table second,
+                          const std::function<std::optional<std::string_view>(std::string_view)>& follow, Table second,
                           const std::function<void(std::string_view)>& visit) const
 {
   Impl& impl = *m_impl;
@@ -369,7 +369,7 @@ bool Store::visit_chained(Table first, std::string_view key,
     if (!impl.get_value(txn, first, key, bytes)) {
       return false;
     }
-    const std::optional<std::string> next = follow(bytes);
+    const std::optional<std::string_view> next = follow(bytes);
     if (!next || !impl.get_value(txn, second, *next, bytes)) {
       return false;
     }

@@ -97,10 +97,11 @@ public:
   // are valid only during the call; don't call the store from it). Returns false if not found.
   bool visit(Table table, std::string_view key, const std::function<void(std::string_view value)>& visit) const;
   // Two lookups in one read transaction: `follow` turns the value of `key` in `first` into a key
-  // of `second` (nullopt: stop there), whose value is passed to `visit` as visit() does. Returns
+  // of `second` (nullopt: stop there; a view that stays valid through the call), whose value is
+  // passed to `visit` as visit() does. Returns
   // false if either row is missing or `follow` stopped. Neither table may be `meta`.
   bool visit_chained(Table first, std::string_view key,
-                     const std::function<std::optional<std::string>(std::string_view value)>& follow, Table second,
+                     const std::function<std::optional<std::string_view>(std::string_view value)>& follow, Table second,
                      const std::function<void(std::string_view value)>& visit) const;
 
   struct Row {

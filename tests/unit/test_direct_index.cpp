@@ -5,7 +5,9 @@
 #include "fixture.hpp"
 
 #include "cache/direct_key.hpp"
+#include "store/record.hpp"
 #include "store/store.hpp"
+#include "util/bytes.hpp"
 #include "util/hash.hpp"
 
 #include <map>
@@ -15,20 +17,39 @@ using namespace kjit::test;
 
 namespace {
 
-// The direct rows of the store in `cache_dir`, by the program name inside their inputs.
-std::map<std::string, std::pair<std::string, std::string>> direct_rows(const kjit::Cache& cache,
-                                                                       const std::vector<std::string>& names)
+// The direct rows of the store of `cache`, by the name of the program whose entry they name.
+std::map<std::string, std::pair<std::string, std::string>> direct_rows(kjit::Cache& cache,
+                                                                       const std::vector<kjit::Program>& programs)
 {
   std::map<std::string, std::pair<std::string, std::string>> rows;
   auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
   store->for_each(kjit::store::Table::direct, [&](std::string_view key, std::string_view value) {
-    for (const std::string& name : names) {
-      if (value.find(name) != std::string_view::npos) {
-        rows[name] = {std::string(key), std::string(value)};
+    const std::string named = kjit::util::to_hex(reinterpret_cast<const std::uint8_t*>(value.data()), 32);
+    for (const kjit::Program& program : programs) {
+      if (cache.prepare(program, kjit::Arch::parse("sm_90")).key() == named) {
+        rows[program.name] = {std::string(key), std::string(value)};
       }
     }
   });
   return rows;
+}
+
+// Writes `value` as the direct row under `fast` in the store of `cache` (a planted row).
+void plant_row(const kjit::Cache& cache, const std::string& fast, const std::string& value)
+{
+  auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
+  store->put({{kjit::store::Table::direct, fast, value}});
+}
+
+// A later process gets `program`'s own binary from the disk, compiling and quarantining nothing.
+void served_from_disk(const kjit::Config& config, const kjit::Program& program, const std::string& cubin)
+{
+  kjit::Cache later(config);
+  const kjit::Lookup hit = later.lookup(program, kjit::Arch::parse("sm_90"));
+  BOOST_TEST(hit.binary->cubin == cubin);           // never another program's binary
+  BOOST_TEST((hit.source == kjit::Source::disk));  // found by its SHA-256 key instead
+  BOOST_TEST(later.stats().compiles == 0u);
+  BOOST_TEST(later.stats().quarantined == 0u);
 }
 
 } // namespace
@@ -41,16 +62,22 @@ BOOST_AUTO_TEST_CASE(a_compile_stores_a_direct_row_naming_its_entry_and_inputs)
   const kjit::Arch arch = kjit::Arch::parse("sm_90");
   kjit::Cache cache(config);
   cache.get(program, arch);
-  const auto rows = direct_rows(cache, {program.name});
+  const auto rows = direct_rows(cache, {program});
   BOOST_REQUIRE(rows.count(program.name) == 1u);
   const auto& [fast, value] = rows.at(program.name);
   BOOST_TEST(fast.size() == 16u);
+  // Format 6: the row is the entry key and the inputs' length (small, on LMDB's leaf pages); the
+  // inputs are in the record, whose copy a hit compares.
+  BOOST_TEST(value.size() == kjit::cache::k_direct_row_size);
   const std::string key_hex = cache.prepare(program, arch).key();
-  BOOST_TEST(kjit::util::to_hex(reinterpret_cast<const std::uint8_t*>(value.data()), 32) == key_hex);
-  const std::string_view inputs = std::string_view(value).substr(32);
-  BOOST_TEST(kjit::util::to_hex(kjit::util::checksum(inputs)) ==
+  auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
+  const std::string record = store->get(kjit::store::Table::entries, value.substr(0, 32)).value();
+  const auto inputs = kjit::store::input_field(record, kjit::store::InputField::direct_inputs);
+  BOOST_REQUIRE(inputs.has_value());
+  BOOST_TEST(kjit::util::to_hex(kjit::util::checksum(*inputs)) ==
              kjit::util::to_hex(reinterpret_cast<const std::uint8_t*>(fast.data()), fast.size()));
-  BOOST_TEST(inputs.find(program.source) != std::string_view::npos);
+  BOOST_TEST(inputs->find(program.source) != std::string_view::npos);
+  BOOST_TEST(kjit::util::get_int<std::uint64_t>(value, 32) == inputs->size());
 
   kjit::Cache later(config);  // a later process: found through the row
   BOOST_TEST((later.lookup(program, arch).source == kjit::Source::disk));
@@ -71,17 +98,48 @@ BOOST_AUTO_TEST_CASE(a_colliding_direct_row_gets_a_miss_never_the_other_binary)
     cubin_b = cache.get(b, arch)->cubin;
     BOOST_REQUIRE(cubin_a != cubin_b);
     // What an XXH3-128 collision of a's and b's inputs would leave: a's fast key holding b's row.
-    const auto rows = direct_rows(cache, {a.name, b.name});
+    // The inputs have the same length, so only the record's copy of the inputs can tell.
+    const auto rows = direct_rows(cache, {a, b});
     BOOST_REQUIRE(rows.size() == 2u);
-    auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
-    store->put({{kjit::store::Table::direct, rows.at(a.name).first, rows.at(b.name).second}});
+    BOOST_REQUIRE(rows.at(a.name).second.substr(32) == rows.at(b.name).second.substr(32));
+    plant_row(cache, rows.at(a.name).first, rows.at(b.name).second);
   }
-  kjit::Cache later(config);
-  const kjit::Lookup hit = later.lookup(a, arch);
-  BOOST_TEST(hit.binary->cubin == cubin_a);  // never b's binary
-  BOOST_TEST((hit.source == kjit::Source::disk));  // found by its SHA-256 key instead
-  BOOST_TEST(later.lookup(b, arch).binary->cubin == cubin_b);
-  BOOST_TEST(later.stats().compiles == 0u);
+  served_from_disk(config, a, cubin_a);
+  served_from_disk(config, b, cubin_b);
+  // The same with b already in the memory tier: the row names an entry held in memory, and the
+  // record's inputs still decide.
+  kjit::Cache third(config);
+  BOOST_TEST(third.lookup(b, arch).binary->cubin == cubin_b);
+  BOOST_TEST(third.lookup(b, arch).binary->cubin == cubin_b);
+  BOOST_TEST(third.lookup(a, arch).binary->cubin == cubin_a);
+  BOOST_TEST(third.lookup(a, arch).binary->cubin == cubin_a);
+  BOOST_TEST(third.stats().compiles == 0u);
+}
+
+// A row of the right length naming a record that holds no raw inputs (a program found through
+// its headers): another program's entry, neither served nor quarantined.
+BOOST_AUTO_TEST_CASE(a_row_naming_a_record_without_raw_inputs_leads_nowhere)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const kjit::Program direct = small_program("row_to_other");
+  kjit::Program other = small_program("not_direct");
+  other.options.push_back("-I" + tmp.path());
+  std::string cubin;
+  {
+    kjit::Cache cache(config);
+    cubin = cache.get(direct, arch)->cubin;
+    BOOST_REQUIRE(cache.get(other, arch)->cubin != cubin);
+    const auto rows = direct_rows(cache, {direct});
+    BOOST_REQUIRE(rows.size() == 1u);
+    std::string value = rows.at(direct.name).second;
+    const std::string other_key = cache.prepare(other, arch).key();
+    for (std::size_t i = 0; i < 32; ++i) {
+      value[i] = static_cast<char>(std::stoi(other_key.substr(2 * i, 2), nullptr, 16));
+    }
+    plant_row(cache, rows.at(direct.name).first, value);
+  }
+  served_from_disk(config, direct, cubin);
+  BOOST_TEST(kjit::Cache(config).disk_entries() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(a_row_naming_a_missing_or_damaged_entry_falls_back_to_the_key)
@@ -92,18 +150,13 @@ BOOST_AUTO_TEST_CASE(a_row_naming_a_missing_or_damaged_entry_falls_back_to_the_k
   {
     kjit::Cache cache(config);
     cubin = cache.get(program, arch)->cubin;
-    const auto rows = direct_rows(cache, {program.name});
+    const auto rows = direct_rows(cache, {program});
     BOOST_REQUIRE(rows.size() == 1u);
     std::string value = rows.at(program.name).second;
     value[0] = static_cast<char>(value[0] ^ 0x5a);  // names an entry that does not exist
-    auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
-    store->put({{kjit::store::Table::direct, rows.at(program.name).first, value}});
+    plant_row(cache, rows.at(program.name).first, value);
   }
-  kjit::Cache later(config);
-  const kjit::Lookup hit = later.lookup(program, arch);
-  BOOST_TEST(hit.binary->cubin == cubin);
-  BOOST_TEST((hit.source == kjit::Source::disk));
-  BOOST_TEST(later.stats().compiles == 0u);
+  served_from_disk(config, program, cubin);
 }
 
 BOOST_AUTO_TEST_CASE(the_memory_index_compares_inputs_in_full)
@@ -181,7 +234,7 @@ BOOST_AUTO_TEST_CASE(a_program_naming_a_header_is_never_kept_by_its_raw_inputs)
   const kjit::Arch arch = kjit::Arch::parse("sm_90");
   kjit::Cache cache(config);
   cache.get(program, arch);
-  BOOST_TEST(direct_rows(cache, {program.name}).empty());
+  BOOST_TEST(direct_rows(cache, {program}).empty());
   BOOST_TEST((cache.lookup(program, arch).source == kjit::Source::memory));
   kjit::Cache later(config);
   BOOST_TEST((later.lookup(program, arch).source == kjit::Source::disk));
@@ -241,7 +294,7 @@ BOOST_AUTO_TEST_CASE(a_damaged_record_reached_through_its_row_is_quarantined_and
   {
     kjit::Cache cache(config);
     cubin = cache.get(program, arch)->cubin;
-    const auto rows = direct_rows(cache, {program.name});
+    const auto rows = direct_rows(cache, {program});
     BOOST_REQUIRE(rows.size() == 1u);
     const std::string key = rows.at(program.name).second.substr(0, 32);
     auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);

@@ -93,6 +93,12 @@ kjit::store::Entry reference_entry(kjit::store::EntryKind kind)
   entry.binary.lowered_names = {{"r", "_Z1rv"}};
   entry.binary.timings = {1.0, 2.0, 3.0, 6.0};
   entry.created_unix = 1700000000;
+  // Format 6: a direct-eligible program's raw inputs, another program's manifest key.
+  if (kind == kjit::store::EntryKind::binary) {
+    entry.direct_inputs = "kjit-direct 1\n(the raw inputs of reference.cu)";
+  } else {
+    entry.manifest_key = std::string(32, 'm');
+  }
   return entry;
 }
 
@@ -127,6 +133,13 @@ BOOST_AUTO_TEST_CASE(reference_records_of_every_format_version)
     BOOST_TEST((decoded->kind == kind));
     BOOST_TEST(decoded->binary.ptx == reference_entry(kind).binary.ptx);
     BOOST_TEST(decoded->binary.log == reference_entry(kind).binary.log);
+    // Format 6: the fields a direct hit and eviction read without decoding the record.
+    BOOST_TEST(decoded->direct_inputs == reference_entry(kind).direct_inputs);
+    BOOST_TEST(decoded->manifest_key == reference_entry(kind).manifest_key);
+    BOOST_TEST(kjit::store::input_field(stored, kjit::store::InputField::direct_inputs).value_or("") ==
+               reference_entry(kind).direct_inputs);
+    BOOST_TEST(kjit::store::input_field(stored, kjit::store::InputField::manifest_key).value_or("") ==
+               reference_entry(kind).manifest_key);
     // Format 4: the record names each header by hash; the content is a blob (stored once).
     BOOST_TEST_REQUIRE(decoded->header_refs.size() == 1u);
     BOOST_TEST(decoded->header_refs[0].name == "a.h");

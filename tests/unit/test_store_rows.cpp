@@ -1,0 +1,147 @@
+// The rows that lead to an entry (direct rows, manifests) are counted by the size limit and go
+// with the entry when it is evicted, pruned or quarantined by `kjit verify --repair`.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "store/store.hpp"
+#include "util/hash.hpp"
+
+#include <filesystem>
+#include <set>
+
+using namespace kjit::test;
+
+namespace {
+
+std::shared_ptr<kjit::store::Store> open_store(const kjit::Cache& cache)
+{
+  return kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
+}
+
+// Bytes of every row of `table` (keys and values).
+std::size_t table_bytes(const kjit::Cache& cache, kjit::store::Table table)
+{
+  std::size_t bytes = 0;
+  open_store(cache)->for_each(table, [&](std::string_view key, std::string_view value) {
+    bytes += key.size() + value.size();
+  });
+  return bytes;
+}
+
+// A program whose source is `size` bytes of incompressible comment after a small kernel.
+kjit::Program noisy_program(const std::string& tag, int seed, std::size_t size)
+{
+  kjit::Program program = small_program(tag);
+  std::string noise;
+  for (std::uint32_t x = 2654435761u * static_cast<std::uint32_t>(seed + 1); noise.size() < size;
+       x = x * 1664525u + 1013904223u) {
+    noise += static_cast<char>('a' + (x >> 24) % 26);
+  }
+  program.source += "// " + noise + "\n";
+  return program;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(store_rows, CacheFixture)
+
+// KJIT_MAX_SIZE bounds what an entry costs in the store, the rows that lead to it included: a
+// count of the records alone let direct rows (once the program's whole inputs) double the store.
+BOOST_AUTO_TEST_CASE(the_size_limit_counts_the_rows_that_lead_to_entries)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  config.max_size = 200 * 1024;
+  config.mirror = false;
+  kjit::Cache cache(config);
+  for (int i = 0; i < 40; ++i) {
+    cache.get(noisy_program("limit" + std::to_string(i), i, 6000), arch);
+  }
+  const std::size_t stored = table_bytes(cache, kjit::store::Table::entries) +
+                             table_bytes(cache, kjit::store::Table::direct) +
+                             table_bytes(cache, kjit::store::Table::manifests);
+  BOOST_TEST(cache.disk_entries() < 40u);  // the limit removed some
+  BOOST_TEST(stored <= config.max_size);
+}
+
+// `kjit verify --repair` quarantines a damaged record: the direct row that led to it goes too.
+BOOST_AUTO_TEST_CASE(verify_repair_removes_the_direct_rows_of_quarantined_records)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const kjit::Program good = small_program("repair_good");
+  const kjit::Program bad = small_program("repair_bad");
+  kjit::Cache cache(config);
+  cache.get(good, arch);
+  cache.get(bad, arch);
+  const std::string bad_key = cache.prepare(bad, arch).key();
+  auto store = open_store(cache);
+  BOOST_REQUIRE(store->count(kjit::store::Table::direct) == 2u);
+  std::string raw(32, '\0');
+  for (std::size_t i = 0; i < 32; ++i) {
+    raw[i] = static_cast<char>(std::stoi(bad_key.substr(2 * i, 2), nullptr, 16));
+  }
+  std::string bytes = store->get(kjit::store::Table::entries, raw).value();
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x40);
+  store->put(kjit::store::Table::entries, raw, bytes);
+
+  BOOST_TEST(cache.verify(kjit::Repair::quarantine).quarantined == 1u);
+  std::set<std::string> named;
+  store->for_each(kjit::store::Table::direct, [&](std::string_view, std::string_view value) {
+    named.insert(kjit::util::to_hex(reinterpret_cast<const std::uint8_t*>(value.data()), 32));
+  });
+  BOOST_TEST(named.size() == 1u);
+  BOOST_TEST(named.count(bad_key) == 0u);
+  BOOST_TEST(named.count(cache.prepare(good, arch).key()) == 1u);
+}
+
+// Manifests (the headers a program read, by its direct key) go with the entries they lead to.
+BOOST_AUTO_TEST_CASE(evicted_and_pruned_entries_take_their_manifests_along)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  std::filesystem::create_directories(tmp.path() + "/inc");
+  write_text(tmp.path() + "/inc/value.h", "#define VALUE 3\n");
+  settle();
+  config.max_size = 150 * 1024;
+  config.mirror = false;
+  kjit::Cache cache(config);
+  for (int i = 0; i < 30; ++i) {
+    kjit::Program program = noisy_program("manifest" + std::to_string(i), i, 4000);
+    program.source = "#include \"value.h\"\n" + program.source;
+    program.options.push_back("-I" + tmp.path() + "/inc");
+    cache.get(program, arch);
+  }
+  auto store = open_store(cache);
+  const std::size_t entries = cache.disk_entries();
+  BOOST_REQUIRE(entries < 30u);  // the limit removed some
+  BOOST_TEST(store->count(kjit::store::Table::manifests) == entries);
+  cache.prune_to_size(0);
+  BOOST_TEST(cache.disk_entries() == 0u);
+  BOOST_TEST(store->count(kjit::store::Table::manifests) == 0u);
+}
+
+// `kjit cache orphans --remove` deletes records no lookup can use; the direct rows naming them go too.
+BOOST_AUTO_TEST_CASE(removed_orphans_take_their_direct_rows_along)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const kjit::Program program = small_program("orphaned");
+  kjit::Cache cache(config);
+  cache.get(program, arch);
+  auto store = open_store(cache);
+  std::string row_key;
+  std::string row;
+  store->for_each(kjit::store::Table::direct, [&](std::string_view key, std::string_view value) {
+    row_key = key;
+    row = value;
+  });
+  BOOST_REQUIRE(row.size() >= 32u);
+  // The record becomes one of another format (what an older kjit left): an orphan.
+  std::string record = store->get(kjit::store::Table::entries, row.substr(0, 32)).value();
+  record[8] = static_cast<char>(record[8] + 1);
+  store->put(kjit::store::Table::entries, row.substr(0, 32), record);
+  BOOST_REQUIRE(cache.orphans().size() == 1u);
+  BOOST_TEST(cache.remove_orphans() == 1u);
+  BOOST_TEST(store->count(kjit::store::Table::entries) == 0u);
+  BOOST_TEST(!store->get(kjit::store::Table::direct, row_key).has_value());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
