@@ -213,7 +213,21 @@ private:
   std::map<std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> m_inodes;
 };
 
-// With -G NVRTC names the DWARF compile unit by the program's name (#line does not change it): the
+// Whether the program NVRTC gets must be named as the user's (the stub below): -G names the DWARF
+// compile unit by it, __BASE_FILE__ expands to it; #line changes neither.
+bool wants_stub(const Program& program, deps::Resolver& resolver)
+{
+  bool wants = deps::device_debug(program.options) || deps::text_names_program(program.source);
+  for (const auto& [name, content] : program.headers) {
+    wants = wants || deps::text_names_program(content);
+  }
+  for (const auto& header : resolver.result().headers) {
+    wants = wants || deps::text_names_program(header.content);
+  }
+  return wants;
+}
+
+// With -G (or __BASE_FILE__) NVRTC names the DWARF compile unit by the program's name (#line does not change it): the
 // program NVRTC gets is then a stub named as the user's that includes the main source's copy by
 // its absolute path. The copy's quoted includes search its own folder, as the source folder is
 // searched on disk; the stub's one include is absolute, so the user's folder (the stub's) is never
@@ -223,17 +237,17 @@ std::string stub_limit(const Program& program, const deps::Resolver& resolver)
 {
   const std::string& path = resolver.main_path();
   if (resolver.context().source_dir.empty()) {
-    return "-G with --no-source-include (kept by the stub, it would search no includer's folder)";
+    return "the stub (-G or __BASE_FILE__) with --no-source-include (kept by the stub, it would search no includer's folder)";
   }
   if (program.source.find("include_next") != std::string::npos || program.source.find("__INCLUDE_LEVEL__") != std::string::npos) {
-    return "-G and #include_next or __INCLUDE_LEVEL__ in the main source (a stub includes it)";
+    return "the stub (-G or __BASE_FILE__) and #include_next or __INCLUDE_LEVEL__ in the main source (a stub includes it)";
   }
   if (resolver.find(path) != nullptr) {
-    return "-G and a header including the main source";
+    return "the stub (-G or __BASE_FILE__) and a header including the main source";
   }
   for (const char ch : path) {
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || ch == '"' || ch == '\\') {
-      return "-G and a source path an #include can't name";
+      return "the stub (-G or __BASE_FILE__) and a source path an #include can't name";
     }
   }
   return {};
@@ -307,7 +321,7 @@ Binary compile_with_includes(const Config& config, const Program& program, const
   Program nvrtc_program = program;
   // Without a private folder NVRTC reads no file: the program keeps its name (NVRTC names it so).
   nvrtc_program.name = root.empty() ? program.name : root + resolver.main_path();
-  const bool stub = folder && resolver.names_files() && deps::device_debug(program.options);
+  const bool stub = folder && resolver.names_files() && wants_stub(program, resolver);
   if (folder && resolver.names_files()) {
     folder->m_named = true;
     nvrtc_program.source = named(program.name, program.source);  // the name plain NVRTC would show
@@ -333,12 +347,23 @@ Binary compile_with_includes(const Config& config, const Program& program, const
   }
   for (int round = 1;; ++round) {
     resolver.close();
+    if (folder && resolver.names_files() && (!folder->m_named || (!stub && wants_stub(program, resolver)))) {
+      // A header a retry added names files (or the program, __BASE_FILE__): the copies made so far
+      // are unnamed (or there is no stub). Again in a new private folder, named from the start
+      // (once: names_files() and wants_stub() stay true).
+      folder.reset();
+      int more = 0;
+      Binary binary = compile_with_includes(config, program, arch, resolver, &more);
+      if (rounds != nullptr) {
+        *rounds = round - 1 + more;  // this round compiled nothing
+      }
+      return binary;
+    }
     const std::string named_limit =
-      folder && !folder->m_named && resolver.names_files() ? "a header added by a retry names files (copies made unnamed)"
-      : !folder || !folder->m_named                        ? std::string()
-      : !resolver.two_names().empty()                      ? resolver.two_names()
-      : stub                                               ? stub_limit(program, resolver)
-                                                           : std::string();
+      !folder || !folder->m_named    ? std::string()
+      : !resolver.two_names().empty() ? resolver.two_names()
+      : stub                          ? stub_limit(program, resolver)
+                                      : std::string();
     if (!resolver.unfaithful().empty() || !named_limit.empty()) {
       // The private folder could not answer as the disk would (or a copy's #line could not name
       // the file as each of its includes does): compile from the disk itself. No manifest is

@@ -242,7 +242,7 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   // A binary that names files (-lineinfo, -G, __FILE__, assert) holds each file by the name NVRTC
   // gives it, the program's name as given and, for -lineinfo and -G, the working directory: then
   // they are part of the key. Other keys leave them out (portable: docs/cache-format.md).
-  bool names_files = deps::options_name_files(program.options) || deps::text_names_files(program.source);
+  bool names_files = deps::program_names_files(program);
   for (const auto& include : includes) {
     names_files = names_files || !include.spelled.empty();
   }

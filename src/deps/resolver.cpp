@@ -83,7 +83,33 @@ bool options_name_files(const std::vector<std::string>& options)
 
 bool text_names_files(const std::string& text)
 {
-  return text.find("__FILE__") != std::string::npos || text.find("assert") != std::string::npos;
+  for (const char* word : {"__FILE__", "__builtin_FILE", "source_location"}) {
+    if (text.find(word) != std::string::npos) {
+      return true;
+    }
+  }
+  // "assert" as a word: not static_assert (it names no file), nor a name that contains it.
+  const auto word_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (std::size_t at = text.find("assert"); at != std::string::npos; at = text.find("assert", at + 1)) {
+    if ((at == 0 || !word_char(text[at - 1])) && (at + 6 == text.size() || !word_char(text[at + 6]))) {
+      return true;
+    }
+  }
+  return text_names_program(text);
+}
+
+bool text_names_program(const std::string& text)
+{
+  return text.find("__BASE_FILE__") != std::string::npos;
+}
+
+bool program_names_files(const Program& program)
+{
+  bool names = options_name_files(program.options) || text_names_files(program.source);
+  for (const auto& [name, content] : program.headers) {
+    names = names || text_names_files(content);
+  }
+  return names;
 }
 
 bool must_be_one_copy(const std::string& content)
@@ -110,7 +136,7 @@ FileStamp stamp_of(const std::string& path)
 
 Resolver::Resolver(const Program& program, const SearchContext& context)
   : m_program(program), m_context(context), m_start_ns(coarse_now_ns()), m_defines(defines_from_options(program.options)),
-    m_names_files(options_name_files(program.options) || text_names_files(program.source))
+    m_names_files(program_names_files(program))
 {
   for (const auto& [name, value] : m_defines) {
     m_scan.values[name].insert(value);

@@ -53,8 +53,14 @@ bool options_name_files(const std::vector<std::string>& options);
 // Whether NVRTC must see a file of this content by two names as one file (it may say #pragma
 // once, which goes by inode): its hard links are hard links between the copies too.
 bool must_be_one_copy(const std::string& content);
-// Whether `text` may put a file's name into the binary: __FILE__, or assert (which uses it).
+// Whether `text` may put a file's name into the binary: __FILE__, __builtin_FILE,
+// source_location, __BASE_FILE__, or the word assert (which uses __FILE__; not static_assert).
 bool text_names_files(const std::string& text);
+// Whether `text` names the program itself (__BASE_FILE__): the name NVRTC was given, which #line
+// does not change (so the program NVRTC gets must be named as the user's: the -G stub).
+bool text_names_program(const std::string& text);
+// options_name_files(), or text_names_files() of the source or of an in-memory header.
+bool program_names_files(const Program& program);
 
 // A folder where an include was looked for: a file appearing there could change what is found.
 struct ProbedDir {

@@ -262,4 +262,91 @@ BOOST_AUTO_TEST_CASE(what_may_form_an_absolute_name)
   }
 }
 
+// Review (rkeys) 1: `static_assert` is no `assert`: it names no file, so its program's key stays
+// portable. Failed before: a project copied elsewhere (absolute names) got a second key.
+BOOST_AUTO_TEST_CASE(static_assert_alone_keeps_the_key_portable)
+{
+  std::set<std::string> keys;
+  kjit::Cache cache(config);
+  for (const char* at : {"/one", "/two"}) {
+    const std::string d = tmp.path() + "/moved" + at;
+    put(d + "/inc/v.h", "#define V 41\nstatic_assert(V > 0, \"positive\");\n");
+    put(d + "/k.cu", "#include <v.h>\nstatic_assert(V == 41, \"v\");\nextern \"C\" __global__ void k(int* o) { *o = V; }\n");
+    settle();
+    kjit::Program program = kjit::program_from_file(d + "/k.cu");
+    program.options = {"-I" + d + "/inc"};
+    cache.get(program, k_sm80);
+    keys.insert(cache.prepare(program, k_sm80).key());
+  }
+  BOOST_TEST(keys.size() == 1u);
+}
+
+// Review (rkeys) 2: __BASE_FILE__ and __builtin_FILE() name files as __FILE__ does (__BASE_FILE__
+// the program, which #line does not rename). Failed before: the PTX named the private folder.
+BOOST_AUTO_TEST_CASE(base_file_and_builtin_file_name_the_files_as_plain_nvrtc)
+{
+  const std::string d = tmp.path() + "/base";
+  put(d + "/inc/b.h", "__device__ const char* b() { return __builtin_FILE(); }\n");
+  put(d + "/sub/k.cu", "#include <b.h>\n"
+                       "extern \"C\" __global__ void k(const char** s) { s[0] = __BASE_FILE__; s[1] = b(); }\n");
+  put(d + "/sub/j.cu", "#include <b.h>\nextern \"C\" __global__ void k(const char** s) { s[0] = b(); }\n");
+  settle();
+  InDir here(d);
+  kjit::Cache cache(config);
+  for (const char* src : {"sub/k.cu", "sub/j.cu"}) {
+    same_binary_(cache, config, src, {"-Iinc"});
+    same_binary_(cache, config, src, {"-Iinc", "-lineinfo"});
+  }
+}
+
+// Review (rkeys) 3: a header only a retry finds (NVRTC forms its name) whose text names files
+// (assert): the copies are made again, named. Failed before: compiled from the disk and never
+// cached, in every process.
+BOOST_AUTO_TEST_CASE(a_header_naming_files_found_by_a_retry_is_cached)
+{
+  const std::string d = tmp.path() + "/late";
+  put(d + "/inc/a.h", std::string("#define V 17\n") + k_where);
+  put(d + "/k.cu", "#define CAT_(a, b) a##b\n#define CAT(a, b) CAT_(a, b)\n#define STR_(x) #x\n#define STR(x) STR_(x)\n"
+                   "#include STR(CAT(a, .h))\n"
+                   "extern \"C\" __global__ void k(int* o, const char** s) { *o = V; *s = where(); }\n");
+  settle();
+  InDir here(d);
+  {
+    kjit::Cache cache(config);
+    same_binary_(cache, config, "k.cu", {"-Iinc"});
+  }
+  kjit::Cache cache(config);
+  kjit::Program program = kjit::program_from_file("k.cu");
+  program.options = {"-Iinc"};
+  const kjit::Lookup found = cache.lookup(program, k_sm80);
+  BOOST_TEST((found.source == kjit::Source::disk));
+  BOOST_TEST(found.binary->ptx == plain(config, "k.cu", {"-Iinc"}).ptx);
+}
+
+// Review (rkeys) 4: an in-memory header's macro that expands to __FILE__ in the main source names
+// the program. Failed before: not seen (only the source and disk headers were read), so the PTX
+// named the private folder's copy and two program names shared one key.
+BOOST_AUTO_TEST_CASE(an_in_memory_header_naming_files_is_seen)
+{
+  const std::string d = tmp.path() + "/memory";
+  put(d + "/inc/v.h", "#define V 23\n");
+  const std::string text = "#include \"w.h\"\n#include <v.h>\n"
+                           "extern \"C\" __global__ void k(int* o, const char** s) { *o = V; *s = WHERE; }\n";
+  settle();
+  InDir here(d);
+  kjit::Cache cache(config);
+  for (const char* name : {"a.cu", "b.cu"}) {
+    const kjit::Program program{name, text, {{"w.h", "#define WHERE __FILE__\n"}}, {"-Iinc"}, {}};
+    kjit::Program disk = program;
+    disk.options = {"-I" + d + "/inc"};
+    const kjit::Binary want = kjit::rtc::compile(config, disk, k_sm80);
+    std::string bytes;  // PTX spells a string as its bytes: "97, 46, 99, 117"
+    for (const char* at = name; *at != '\0'; ++at) {
+      bytes += (bytes.empty() ? "" : ", ") + std::to_string(static_cast<int>(*at));
+    }
+    BOOST_TEST(want.ptx.find("{" + bytes + "}") != std::string::npos);
+    BOOST_TEST(cache.get(program, k_sm80)->ptx == want.ptx, name);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
