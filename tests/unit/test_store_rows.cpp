@@ -144,4 +144,42 @@ BOOST_AUTO_TEST_CASE(removed_orphans_take_their_direct_rows_along)
   BOOST_TEST(!store->get(kjit::store::Table::direct, row_key).has_value());
 }
 
+// A store an older kjit filled (records of another format, their direct rows and mirror folders)
+// under KJIT_MAX_SIZE: the records no lookup can use are evicted first, never this build's new
+// entries while the old ones stay (each write then evicted every new entry).
+BOOST_AUTO_TEST_CASE(records_of_another_format_are_evicted_before_new_entries)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  {
+    kjit::Cache cache(config);
+    for (int i = 0; i < 20; ++i) {
+      cache.get(noisy_program("old" + std::to_string(i), i, 6000), arch);
+    }
+  }
+  {
+    auto store = open_store(kjit::Cache(config));
+    std::vector<kjit::store::Store::Row> rows;
+    store->for_each(kjit::store::Table::entries, [&](std::string_view key, std::string_view value) {
+      std::string record(value);
+      record[8] = 5;  // format 5: what the previous build wrote
+      rows.push_back({kjit::store::Table::entries, std::string(key), std::move(record)});
+    });
+    store->put(rows);
+  }
+  config.max_size = 300 * 1024;  // three new entries fit (records and mirror folders)
+  kjit::Cache cache(config);
+  BOOST_REQUIRE(cache.usage().record_bytes + cache.usage().mirror_bytes > config.max_size);
+  std::vector<kjit::Program> fresh;
+  for (int i = 0; i < 3; ++i) {
+    fresh.push_back(noisy_program("new" + std::to_string(i), 100 + i, 6000));
+    cache.get(fresh.back(), arch);
+  }
+  kjit::Cache again(config);
+  for (const kjit::Program& program : fresh) {
+    again.get(program, arch);
+  }
+  BOOST_TEST(again.stats().compiles == 0u);  // the new entries stayed
+  BOOST_TEST(cache.orphans().size() < 20u);  // old ones went
+}
+
 BOOST_AUTO_TEST_SUITE_END()
