@@ -353,8 +353,9 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
   }
   std::vector<Row> rows = decoded_rows(store.get(), {}, store::Sections::artifacts);
   const std::size_t readable = rows.size();
-  // Records no lookup can read (another format, what an older kjit left; damaged ones) go first:
-  // left out, their mirror folders and rows counted against the limit evicted every new entry.
+  // Records this build can't read (another format, what an older kjit left; damaged ones) are
+  // ranked too: left out, their mirror folders and rows counted against the limit while only
+  // new entries could go, each write evicted every new entry.
   store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
     std::string why;
     if (!store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::artifacts, why)) {
@@ -380,9 +381,11 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
     const auto lead = leads.per_entry.find(row.raw_key);
     const std::size_t size = row.bytes + (lead == leads.per_entry.end() ? 0 : lead->second) +
                              cache::mirror_bytes(config.cache_dir, hex);
+    // An unreadable record's creation is unknown: its last recorded use (a kjit of another
+    // format sharing the folder records them too), else none.
     const bool unreadable = static_cast<std::size_t>(&row - rows.data()) >= readable;
-    ranked.push_back(
-        {&row, unreadable ? std::numeric_limits<std::int64_t>::min() : std::max(row.entry.created_unix, cache::recorded_use(*store, row.raw_key)), size});
+    const std::int64_t used = cache::recorded_use(*store, row.raw_key);
+    ranked.push_back({&row, unreadable ? used : std::max(row.entry.created_unix, used), size});
     total += row.bytes;
   }
   // Least recently used first (last use recorded by hits, else creation); ties by key.
