@@ -402,7 +402,9 @@ bool may_form_absolute_name(const std::string& text)
   char previous = '\n';  // the last character outside comments, strings and white space
   for (std::size_t at = 0; at < text.size(); ++at) {
     const char ch = text[at];
-    if (previous == '\n' && define_body_starts_with_slash(text, at)) {
+    // The first character of a line that is not blank ('#': a #define may start there); once per
+    // line, not once per leading blank (quadratic in a long run of them).
+    if (previous == '\n' && ch == '#' && define_body_starts_with_slash(text, at)) {
       return true;
     }
     if (ch == '/' && at + 1 < text.size() && (text[at + 1] == '/' || text[at + 1] == '*')) {
