@@ -74,10 +74,15 @@ void erase_leads(store::Store& store, const std::vector<std::string>& keys, cons
     }
   });
   store.erase(store::Table::direct, rows);
+  // Every manifest listed before the records are read (one a writer commits meanwhile comes with
+  // the record naming it): a manifest a disk hit wrote for another spelling of an entry's program
+  // (another direct key, named by no record) or one an older format left would stay for good.
+  std::set<std::string, std::less<>> candidates = {manifests.begin(), manifests.end()};
+  store.for_each(store::Table::manifests, [&](std::string_view key, std::string_view) { candidates.emplace(key); });
   std::vector<std::string> unused;
-  if (!manifests.empty()) {
+  if (!candidates.empty()) {
     const auto users = manifest_users(store);  // the records that remain
-    for (const std::string& manifest : manifests) {
+    for (const std::string& manifest : candidates) {
       if (users.count(manifest) == 0) {
         unused.push_back(manifest);
       }

@@ -24,8 +24,10 @@ LeadBytes lead_bytes(const store::Store& store, bool per_entry);
 // The manifest keys of the records under `keys` (read before they are removed).
 std::set<std::string> manifest_keys(const store::Store& store, const std::vector<std::string>& keys);
 
-// After the records under `keys` were removed: deletes the direct rows naming them and those of
-// `manifests` (their records' manifest keys) that no remaining record names.
+// After the records under `keys` were removed: deletes the direct rows naming them, and the
+// manifests no remaining record names: `manifests` (their records' manifest keys) and any other
+// (one a disk hit saved for another spelling of a program, whose record names its first one: it
+// costs that spelling one header resolution, then is saved again).
 void erase_leads(store::Store& store, const std::vector<std::string>& keys, const std::set<std::string>& manifests);
 
 } // namespace kjit::cache

@@ -182,4 +182,31 @@ BOOST_AUTO_TEST_CASE(records_of_another_format_are_evicted_before_new_entries)
   BOOST_TEST(cache.orphans().size() < 20u);  // old ones went
 }
 
+// One entry reached by two programs whose raw inputs differ (the same header in two folders: one
+// key, two direct keys): the second's manifest, written on its disk hit, goes with the entry too.
+BOOST_AUTO_TEST_CASE(a_manifest_written_on_a_disk_hit_goes_with_its_entry)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  std::vector<kjit::Program> programs;
+  for (const char* folder : {"/one", "/two"}) {
+    std::filesystem::create_directories(tmp.path() + folder);
+    write_text(tmp.path() + folder + "/value.h", "#define VALUE 3\n");
+    kjit::Program program = small_program("two_folders");
+    program.source = "#include \"value.h\"\n" + program.source;
+    program.options.push_back(std::string("-I") + tmp.path() + folder);
+    programs.push_back(program);
+  }
+  settle();
+  config.mirror = false;
+  kjit::Cache cache(config);
+  cache.get(programs[0], arch);
+  kjit::Cache other(config);
+  other.get(programs[1], arch);
+  BOOST_REQUIRE(other.stats().disk_hits == 1u);  // one entry for both
+  auto store = open_store(cache);
+  BOOST_REQUIRE(store->count(kjit::store::Table::manifests) == 2u);
+  BOOST_TEST(cache.prune_to_size(0) == 1u);
+  BOOST_TEST(store->count(kjit::store::Table::manifests) == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
