@@ -163,6 +163,12 @@ std::string SearchContext::text() const
   for (const auto& dir : toolkit_dirs) {
     out += "toolkit-dir: " + cache::escape_line(dir) + "\n";
   }
+  // The names as written, which a manifest's "spelled" names come from: a manifest made by another
+  // spelling of the same files would give a key that no compile here stores (missed every time).
+  out += "named-as: " + cache::escape_line(program_spelled) + "\n";
+  for (const auto& dir : include_spelled) {
+    out += "include-as: " + cache::escape_line(dir) + "\n";
+  }
   return out;
 }
 
@@ -172,6 +178,7 @@ SearchContext search_context(const Program& program, const std::vector<std::stri
     throw Error("the source of " + program.name + " contains a NUL byte (NVRTC would silently compile only the text before it)");
   }
   SearchContext context;
+  context.program_spelled = program.name;
   context.cwd = current_dir();
   context.toolkit_dirs = toolkit_dirs;
   bool source_include = true;

@@ -17,6 +17,7 @@ struct SearchContext {
   std::string source_dir;                 // absolute folder of the main source; empty: none searched
   std::vector<std::string> include_dirs;  // absolute -I folders, in order
   std::vector<std::string> include_spelled;  // the same, as written (NVRTC names files found there by it)
+  std::string program_spelled;            // the program's name as given (NVRTC names its files by it)
   std::vector<std::string> pre_includes;  // -include=/--pre-include= names, as written
   std::string cwd;                        // where relative pre-includes are looked for first (as NVRTC does)
   std::vector<std::string> toolkit_dirs;  // the toolkit's include folders, searched last

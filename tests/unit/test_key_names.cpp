@@ -361,4 +361,27 @@ BOOST_AUTO_TEST_CASE(what_may_form_an_absolute_name_reads_blanks_once)
   BOOST_TEST(took.count() < 1500);
 }
 
+// Review (rkeys) 6: two spellings of one program in one resolution context ("k.cu", "./k.cu")
+// shared one manifest, whose entries carry the names of the spelling that recorded them: each
+// found the other's entry first, made a key no entry has, and compiled again, every time.
+BOOST_AUTO_TEST_CASE(two_spellings_in_one_context_each_keep_their_hits)
+{
+  const std::string d = tmp.path() + "/alternate";
+  put(d + "/h.h", std::string("#define V 29\n") + k_where);
+  put(d + "/k.cu", "#include \"h.h\"\nextern \"C\" __global__ void k(int* o, const char** s) { *o = V; *s = where(); }\n");
+  settle();
+  InDir here(d);
+  for (int round = 0; round < 3; ++round) {
+    for (const char* src : {"k.cu", "./k.cu"}) {
+      kjit::Cache cache(config);  // a new process: the manifests from the store
+      kjit::Program program = kjit::program_from_file(src);
+      const kjit::Lookup found = cache.lookup(program, k_sm80);
+      BOOST_TEST(found.binary->ptx == plain(config, src, {}).ptx, src);
+      if (round > 0) {
+        BOOST_TEST((found.source == kjit::Source::disk), src << " round " << round);
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
