@@ -294,10 +294,21 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
   std::vector<std::string> keys;
   std::vector<std::string> names;
   std::vector<std::string> uses;
+  std::set<std::string_view> unnamed;  // records this build can't read: their names rows are found by key
   for (const Row* row : rows) {
     keys.push_back(row->raw_key);
     names.push_back(store::names_key(row->entry.program_name, row->raw_key));
     uses.push_back(cache::used_key(row->raw_key));
+    if (row->entry.program_name.empty()) {
+      unnamed.insert(row->raw_key);
+    }
+  }
+  if (!unnamed.empty()) {
+    impl.store->for_each(store::Table::names, [&](std::string_view name_key, std::string_view) {
+      if (name_key.size() >= 32 && unnamed.count(name_key.substr(name_key.size() - 32)) != 0) {
+        names.emplace_back(name_key);
+      }
+    });
   }
   const std::set<std::string> manifests = cache::manifest_keys(*impl.store, keys);
   impl.store->erase(store::Table::entries, keys);  // with the header blobs only they used
