@@ -81,6 +81,12 @@ long long declared_length(const char* at, std::size_t size)
   return i > first && i + 1 < size && at[i] == '\r' && at[i + 1] == '\n' ? value : -1;
 }
 
+// The time `bytes` may take at k_min_transfer_bytes_per_s, beyond k_io_timeout_ms.
+std::int64_t transfer_ms(long long bytes)
+{
+  return bytes > 0 ? bytes * 1000 / k_min_transfer_bytes_per_s : 0;
+}
+
 std::string timed_out(const char* what, std::string_view verb)
 {
   return std::string(what) + std::string(verb) + " within the " + std::to_string(k_io_timeout_ms) + " ms timeout";
@@ -176,7 +182,7 @@ void RedisClient::send(const std::vector<std::string_view>& args, std::int64_t d
   }
 }
 
-void* RedisClient::receive(const std::vector<std::string_view>& args, std::int64_t deadline_ms, long long& declared)
+void* RedisClient::receive(const std::vector<std::string_view>& args, std::int64_t command_deadline_ms, long long& declared)
 {
   const Hiredis& api = hiredis();
   redisContext* context = m_connection->context;
@@ -190,11 +196,12 @@ void* RedisClient::receive(const std::vector<std::string_view>& args, std::int64
     }
     const redisReader& reader = *context->reader;
     const std::size_t pending = reader.len - reader.pos;
-    declared = declared_length(reader.buf + reader.pos, pending);
+    declared = std::max(declared, declared_length(reader.buf + reader.pos, pending));
     if (pending > k_max_reply_bytes || declared > static_cast<long long>(k_max_reply_bytes)) {
       m_connection.reset();  // the rest is never read
       return nullptr;
     }
+    const std::int64_t deadline_ms = command_deadline_ms + transfer_ms(declared);  // a large value's time
     // Waits for what is left of the command's time: a server trickling a byte at a time does not
     // restart it (the socket's own timeout would, on each read).
     pollfd ready{context->fd, POLLIN, 0};
@@ -217,7 +224,11 @@ Reply RedisClient::command(const std::vector<std::string_view>& args)
   if (!m_connection) {
     connect();
   }
-  const std::int64_t deadline_ms = now_ms() + k_io_timeout_ms;
+  long long request_bytes = 0;
+  for (std::string_view arg : args) {
+    request_bytes += static_cast<long long>(arg.size());
+  }
+  const std::int64_t deadline_ms = now_ms() + k_io_timeout_ms + transfer_ms(request_bytes);
   send(args, deadline_ms);
   long long declared = -1;
   auto* raw = static_cast<redisReply*>(receive(args, deadline_ms, declared));

@@ -31,8 +31,12 @@ struct Reply {
 std::int64_t now_ms() noexcept;
 
 constexpr int k_connect_timeout_ms = 500;
-// A whole command, from its first byte sent to its reply's last byte read, not each read or write.
+// A whole command, from its first byte sent to its reply's last byte read, not each read or write;
+// plus, for a large request or reply, its size at k_min_transfer_bytes_per_s (below).
 constexpr int k_io_timeout_ms = 1000;
+// A record of several MiB over a slow link is still read (16 MiB: 4 s more at most), while a
+// short reply trickled a byte at a time costs k_io_timeout_ms.
+constexpr std::int64_t k_min_transfer_bytes_per_s = std::int64_t{4} << 20;
 // No reply kjit asks for is larger (a record is at most remote_tier.hpp's k_max_upload_bytes):
 // a larger value is not read, so a huge value planted under a key costs no memory.
 constexpr std::size_t k_max_reply_bytes = (16u << 20) + (64u << 10);
@@ -59,8 +63,9 @@ private:
   void connect();
   void send(const std::vector<std::string_view>& args, std::int64_t deadline_ms);
   // The reply, or nullptr with the connection dropped when it is over k_max_reply_bytes
-  // (`declared` is then its size, when its header said it).
-  void* receive(const std::vector<std::string_view>& args, std::int64_t deadline_ms, long long& declared);
+  // (`declared` is then its size, when its header said it). A reply whose header declares a large
+  // value may take its size at k_min_transfer_bytes_per_s past `command_deadline_ms`.
+  void* receive(const std::vector<std::string_view>& args, std::int64_t command_deadline_ms, long long& declared);
   [[noreturn]] void drop(const std::string& why);
   RedisUrl m_url;
   std::unique_ptr<Connection> m_connection;
