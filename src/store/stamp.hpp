@@ -32,7 +32,9 @@ std::optional<FileState> file_state(MDB_env* env);
 // another program shows as a new change time: the stamp's writer read data.mdb's change time
 // just before writing it, and since Linux 6.13 a change after such a read gets a finer, later
 // time; older kernels give all changes within one clock tick (1–10 ms) the same time, so a write
-// by another program within a tick of a kjit process's last write can go unseen there.
+// by another program within a tick of a kjit process's last write can go unseen there. So does,
+// on any kernel, a write by another program while a kjit write transaction is open (between its
+// first look at data.mdb and its commit's last write): the commit's change time covers it.
 bool stamp_matches(const std::string& dir, const FileState& now);
 
 // Writes `dir`/checked for `state` (atomic, no fsync: a lost stamp costs one walk). Never throws.
