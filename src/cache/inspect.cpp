@@ -9,6 +9,7 @@
 #include "store/record.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <cerrno>
@@ -53,8 +54,10 @@ struct Row {
   store::Entry entry;
 };
 
+// The records that decode and match `filter`; with `unreadable`, those that don't decode go
+// there (key and size only).
 std::vector<Row> decoded_rows(const store::Store* store, const EntryFilter& filter,
-                              store::Sections sections = store::Sections::all)
+                              store::Sections sections = store::Sections::all, std::vector<Row>* unreadable = nullptr)
 {
   std::vector<Row> rows;
   if (store == nullptr) {
@@ -65,6 +68,8 @@ std::vector<Row> decoded_rows(const store::Store* store, const EntryFilter& filt
     auto entry = store::decode_record(bytes, util::digest_of_bytes(key), sections, why);
     if (entry && cache::entry_matches(filter, *entry)) {
       rows.push_back({std::string(key), bytes.size(), std::move(*entry)});
+    } else if (!entry && unreadable != nullptr) {
+      unreadable->push_back({std::string(key), bytes.size(), {}});
     }
   });
   return rows;
@@ -362,17 +367,13 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
     store->for_each(store::Table::entries, [&](std::string_view, std::string_view value) { remaining += value.size(); });
     return 0;
   }
-  std::vector<Row> rows = decoded_rows(store.get(), {}, store::Sections::artifacts);
-  const std::size_t readable = rows.size();
   // Records this build can't read (another format, what an older kjit left; damaged ones) are
   // ranked too: left out, their mirror folders and rows counted against the limit while only
   // new entries could go, each write evicted every new entry.
-  store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
-    std::string why;
-    if (!store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::artifacts, why)) {
-      rows.push_back({std::string(key), bytes.size(), {}});
-    }
-  });
+  std::vector<Row> unreadable;
+  std::vector<Row> rows = decoded_rows(store.get(), {}, store::Sections::artifacts, &unreadable);
+  const std::size_t readable = rows.size();
+  std::move(unreadable.begin(), unreadable.end(), std::back_inserter(rows));
   struct Ranked {
     const Row* row;
     std::int64_t last_use;
