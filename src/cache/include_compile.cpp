@@ -233,7 +233,7 @@ bool wants_stub(const Program& program, deps::Resolver& resolver)
 // searched on disk; the stub's one include is absolute, so the user's folder (the stub's) is never
 // searched. The PTX, cubin and log are plain NVRTC's byte for byte (measured, NVRTC 13.0).
 // Empty when the stub can do that; else why not (the program is then compiled from the disk).
-std::string stub_limit(const Program& program, const deps::Resolver& resolver)
+std::string stub_limit(const Program& program, deps::Resolver& resolver)
 {
   const std::string& path = resolver.main_path();
   if (resolver.context().source_dir.empty()) {
@@ -244,6 +244,17 @@ std::string stub_limit(const Program& program, const deps::Resolver& resolver)
   }
   if (resolver.find(path) != nullptr) {
     return "the stub (-G or __BASE_FILE__) and a header including the main source";
+  }
+  // Each header is one level deeper under the stub than on disk.
+  bool level = false;
+  for (const auto& [name, content] : program.headers) {
+    level = level || content.find("__INCLUDE_LEVEL__") != std::string::npos;
+  }
+  for (const auto& header : resolver.result().headers) {
+    level = level || header.content.find("__INCLUDE_LEVEL__") != std::string::npos;
+  }
+  if (level) {
+    return "the stub (-G or __BASE_FILE__) and __INCLUDE_LEVEL__ in a header (one level deeper under it)";
   }
   for (const char ch : path) {
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || ch == '"' || ch == '\\') {

@@ -384,4 +384,18 @@ BOOST_AUTO_TEST_CASE(two_spellings_in_one_context_each_keep_their_hits)
   }
 }
 
+// Review (rkeys) 7: the -G stub puts every header one include level deeper: __INCLUDE_LEVEL__ in a
+// header was 2 for 1 (only the main source's was checked). Now compiled from the disk.
+BOOST_AUTO_TEST_CASE(the_stub_keeps_a_headers_include_level)
+{
+  const std::string d = tmp.path() + "/level";
+  put(d + "/inc/l.h", "__device__ int level() { return __INCLUDE_LEVEL__ * 1000 + 7; }\n");
+  put(d + "/k.cu", "#include <l.h>\nextern \"C\" __global__ void k(int* o) { *o = level(); }\n");
+  settle();
+  InDir here(d);
+  kjit::Cache cache(config);
+  same_binary_(cache, config, "k.cu", {"-Iinc", "-G"});
+  same_binary_(cache, config, "k.cu", {"-Iinc", "-G"});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
