@@ -117,13 +117,24 @@ void check_store(const Config& config, std::vector<HealthCheck>& out)
     }
     const VerifyReport report = cache.verify(Repair::no);
     const std::size_t orphans = cache.orphans().size();
-    std::string detail = cache.store_path() + ": " + std::to_string(report.checked) + " entries, " +
-                         std::to_string(report.bad.size()) + " damaged, " + std::to_string(orphans) +
-                         " from other toolchains";
-    if (!report.bad.empty()) {
-      detail += " (kjit verify --repair moves the damaged ones aside)";
+    // A record another kjit version wrote (its format number differs, e.g. what this folder held
+    // before an upgrade) is sound for that version: counted apart, a warning, not damage.
+    std::size_t other_format = 0;
+    for (const auto& bad : report.bad) {
+      other_format += bad.second.rfind("record format ", 0) == 0 ? 1 : 0;
     }
-    out.push_back({report.bad.empty() ? Status::ok : Status::error, "store", detail});
+    const std::size_t damaged = report.bad.size() - other_format;
+    std::string detail = cache.store_path() + ": " + std::to_string(report.checked) + " entries, " +
+                         std::to_string(damaged) + " damaged, " + std::to_string(other_format) +
+                         " written by another kjit version, " + std::to_string(orphans) + " from other toolchains";
+    if (damaged > 0) {
+      detail += " (kjit verify --repair moves the damaged ones aside)";
+    } else if (other_format > 0) {
+      detail += " (this version never reads them; if no other version uses this folder, "
+                "kjit verify --repair moves them aside)";
+    }
+    const Status status = damaged > 0 ? Status::error : other_format > 0 ? Status::warning : Status::ok;
+    out.push_back({status, "store", detail});
   } catch (const Error& e) {
     out.push_back({Status::error, "store", e.what()});
   }

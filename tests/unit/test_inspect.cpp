@@ -8,6 +8,7 @@
 #include "store/store.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 using namespace kjit::test;
@@ -250,6 +251,40 @@ BOOST_AUTO_TEST_CASE(diagnose_reports_a_damaged_store_and_never_creates_the_fold
     store_error |= check.what == "store" && check.status == kjit::HealthCheck::Status::error;
   }
   BOOST_TEST(store_error);
+}
+
+// Records an older (or newer) kjit wrote are not damage: after an upgrade, doctor warns and counts
+// them apart; a damaged record beside them is still an error.
+BOOST_AUTO_TEST_CASE(diagnose_counts_records_of_another_format_apart_from_damage)
+{
+  kjit::Cache cache(config);
+  const auto old_one = cache.prepare(small_program("older"), kjit::Arch::parse("sm_90"));
+  const auto current = cache.prepare(small_program("current"), kjit::Arch::parse("sm_90"));
+  cache.get(old_one);
+  cache.get(current);
+  cache.flush_mirror();
+  auto store = kjit::store::Store::open(cache.store_path(), config.store_map_size);
+  std::string bytes = *store->get(kjit::store::Table::entries, raw(old_one.key()));
+  const std::uint32_t older = kjit::store::k_record_format - 1;
+  std::memcpy(&bytes[8], &older, sizeof older);  // the format field of the record's header
+  store->put(kjit::store::Table::entries, raw(old_one.key()), bytes);
+
+  const auto store_check = [this] {
+    for (const auto& check : kjit::diagnose(config)) {
+      if (check.what == "store") {
+        return check;
+      }
+    }
+    return kjit::HealthCheck{};
+  };
+  const kjit::HealthCheck upgraded = store_check();
+  BOOST_TEST((upgraded.status == kjit::HealthCheck::Status::warning));
+  BOOST_TEST(upgraded.detail.find("0 damaged, 1 written by another kjit version") != std::string::npos, upgraded.detail);
+
+  store->put(kjit::store::Table::entries, raw(current.key()), "garbage");
+  const kjit::HealthCheck damaged = store_check();
+  BOOST_TEST((damaged.status == kjit::HealthCheck::Status::error));
+  BOOST_TEST(damaged.detail.find("1 damaged, 1 written by another kjit version") != std::string::npos, damaged.detail);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
