@@ -151,7 +151,7 @@ std::string toolchain_file_identity(const rtc::Toolkit& toolkit)
 KeyContext toolchain_context(const Config& config, store::Store* store)
 {
   KeyContext context;
-  const rtc::Toolkit toolkit = rtc::find_toolkit(config);
+  const rtc::Toolkit toolkit = rtc::remember_toolkit(config);  // once per Cache: its misses stat nothing
   context.toolkit_include_dirs = toolkit.include_dirs;
   context.toolkit_include_names = relative_to_root(toolkit);
   context.toolkit_headers = toolkit_headers_fingerprint(toolkit.include_dirs, store);

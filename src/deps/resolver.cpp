@@ -7,6 +7,7 @@
 #include <kjit/error.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <ctime>
 #include <dirent.h>
@@ -17,6 +18,7 @@ namespace kjit::deps {
 namespace {
 
 std::function<void(const std::string&)> g_read_hook;
+std::atomic<std::uint64_t> g_listings{0};
 
 bool is_file(const std::string& path)
 {
@@ -117,10 +119,27 @@ bool must_be_one_copy(const std::string& content)
   return content.find("once") != std::string::npos;  // #pragma once, _Pragma("once")
 }
 
+std::uint64_t folder_listings() noexcept
+{
+  return g_listings.load(std::memory_order_relaxed);
+}
+
 void set_read_hook(std::function<void(const std::string& path)> hook)
 {
   g_read_hook = std::move(hook);
 }
+
+namespace {
+
+FileStamp stamp_from(const struct stat& st)
+{
+  return {true, static_cast<std::int64_t>(st.st_size),
+          static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+          static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec,
+          static_cast<std::uint64_t>(st.st_ino)};
+}
+
+} // namespace
 
 FileStamp stamp_of(const std::string& path)
 {
@@ -128,10 +147,7 @@ FileStamp stamp_of(const std::string& path)
   if (::stat(path.c_str(), &st) != 0) {
     return {};
   }
-  return {true, static_cast<std::int64_t>(st.st_size),
-          static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
-          static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec,
-          static_cast<std::uint64_t>(st.st_ino)};
+  return stamp_from(st);
 }
 
 Resolver::Resolver(const Program& program, const SearchContext& context)
@@ -253,12 +269,29 @@ void Resolver::probe(const std::string& candidate)
   // A missing folder is watched through its deepest existing ancestor: creating anything below
   // changes that folder's stamp.
   std::string dir = dir_of(candidate);
-  while (dir.size() > 1 && listing(dir) == nullptr) {
+  const FileStamp* stamp = folder_stamp(dir);
+  while (dir.size() > 1 && stamp == nullptr) {
     dir = dir_of(dir);
+    stamp = folder_stamp(dir);
   }
   if (m_probed.insert(dir).second) {
-    m_result.dirs.push_back({dir, stamp_of(dir)});
+    m_result.dirs.push_back({dir, stamp != nullptr ? *stamp : stamp_of(dir)});
   }
+}
+
+const FileStamp* Resolver::folder_stamp(const std::string& dir)
+{
+  // One stat per folder and resolution, not a listing: a folder's names are read only where a
+  // name is looked up in it (listed_file), not for every folder watched (a string program's
+  // working folder, on every miss). The stamp is the one taken when the folder was first seen,
+  // so a change after it is never missed.
+  auto it = m_folders.find(dir);
+  if (it == m_folders.end()) {
+    struct stat st {};
+    const bool folder = ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    it = m_folders.emplace(dir, folder ? stamp_from(st) : FileStamp{}).first;
+  }
+  return it->second.exists ? &it->second : nullptr;
 }
 
 const std::set<std::string>* Resolver::listing(const std::string& dir)
@@ -266,6 +299,7 @@ const std::set<std::string>* Resolver::listing(const std::string& dir)
   auto it = m_listings.find(dir);
   if (it == m_listings.end()) {
     std::optional<std::set<std::string>> names;
+    g_listings.fetch_add(1, std::memory_order_relaxed);
     if (DIR* handle = ::opendir(dir.c_str())) {
       names.emplace();
       while (const dirent* entry = ::readdir(handle)) {

@@ -74,6 +74,10 @@ struct Resolution {
   bool recordable = true;           // false: a header was "too new" or kept changing; no manifest
 };
 
+// How many folders resolvers listed (readdir) in this process: a test checks that a miss of a
+// program that looks nothing up lists none.
+std::uint64_t folder_listings() noexcept;
+
 // Test hook: called after a header is read and before its second stamp (to rewrite it there).
 void set_read_hook(std::function<void(const std::string& path)> hook);
 
@@ -144,6 +148,8 @@ private:
   // Whether `path` is a regular file, answered from one readdir() per folder (then one stat()).
   bool listed_file(const std::string& path);
   const std::set<std::string>* listing(const std::string& dir);
+  // The stamp of `dir` when this resolution first asked, or null when it is not a folder.
+  const FileStamp* folder_stamp(const std::string& dir);
   // Adds the files of the -I folder `dir` named like a file at the top of a toolkit folder.
   void add_toolkit_namesakes(const std::string& dir);
   // Adds every file below dir/relative (and watches every folder of it).
@@ -165,6 +171,7 @@ private:
   std::vector<std::string> m_pending;               // headers added, not scanned yet
   std::vector<std::string> m_pre_paths;
   std::map<std::string, std::optional<std::set<std::string>>> m_listings;  // folder → its names
+  std::map<std::string, FileStamp> m_folders;       // folder_stamp()'s answers
   ScanMacros m_scan;                                // macros and __has_include wrappers of every file scanned
   std::set<std::string> m_operands;                 // __has_include operands that are macros
   std::map<std::string, std::string> m_defines;     // -D NAME=VALUE

@@ -60,7 +60,7 @@ ScopedCompileDelegate::~ScopedCompileDelegate()
 std::vector<std::string> implicit_options(const Config& config, const Arch& arch)
 {
   std::vector<std::string> options{"-arch=" + (arch.is_virtual() ? arch.virtual_name() : arch.real_name())};
-  for (const auto& dir : find_toolkit(config).include_dirs) {
+  for (const auto& dir : toolkit_for(config).include_dirs) {
     options.push_back("-I" + dir);
   }
   return options;

@@ -42,7 +42,7 @@ const NvJitLinkApi& nvjitlink()
 
 const NvJitLinkApi& nvjitlink_for(const Config& config)
 {
-  const Toolkit toolkit = find_toolkit(config);
+  const Toolkit toolkit = toolkit_for(config);
   const Loaded& loaded = g_loaded.get([&] { return load(toolkit); });
   if (loaded.path != toolkit.nvjitlink_path) {
     throw ToolchainError("this process already uses nvJitLink from " + loaded.path + "; a Cache for the toolkit at " +

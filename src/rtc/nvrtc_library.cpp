@@ -56,7 +56,7 @@ const NvrtcApi& nvrtc()
 
 const NvrtcApi& nvrtc_for(const Config& config)
 {
-  const Toolkit toolkit = find_toolkit(config);
+  const Toolkit toolkit = toolkit_for(config);
   const Loaded& loaded = g_loaded.get([&] { return load(toolkit); });
   if (loaded.path != toolkit.nvrtc_path) {
     throw ToolchainError("this process already uses NVRTC from " + loaded.path + "; a Cache for the toolkit at " +

@@ -3,7 +3,10 @@
 
 #include "kjit_build_config.hpp"
 
+#include <atomic>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -56,10 +59,15 @@ std::string find_builtins(const std::string& library_dir)
   return found;
 }
 
+std::atomic<std::uint64_t> g_finds{0};
+std::mutex g_remembered_mutex;
+std::map<std::string, Toolkit> g_remembered;  // root → what remember_toolkit() found there last
+
 } // namespace
 
 Toolkit find_toolkit(const Config& config)
 {
+  g_finds.fetch_add(1, std::memory_order_relaxed);
   Toolkit toolkit;
   toolkit.root = pick_root(config);
   for (const char* sub : {"/include", "/include/cccl"}) {
@@ -79,6 +87,30 @@ Toolkit find_toolkit(const Config& config)
   toolkit.nvjitlink_path = toolkit.library_dir + "/libnvJitLink.so." + std::to_string(KJIT_CUDA_MAJOR);
   toolkit.nvrtc_builtins_path = find_builtins(toolkit.library_dir);
   return toolkit;
+}
+
+Toolkit remember_toolkit(const Config& config)
+{
+  Toolkit toolkit = find_toolkit(config);
+  std::lock_guard lock(g_remembered_mutex);
+  g_remembered[toolkit.root] = toolkit;
+  return toolkit;
+}
+
+Toolkit toolkit_for(const Config& config)
+{
+  {
+    std::lock_guard lock(g_remembered_mutex);
+    if (const auto it = g_remembered.find(pick_root(config)); it != g_remembered.end()) {
+      return it->second;
+    }
+  }
+  return find_toolkit(config);
+}
+
+std::uint64_t toolkit_finds() noexcept
+{
+  return g_finds.load(std::memory_order_relaxed);
 }
 
 } // namespace kjit::rtc

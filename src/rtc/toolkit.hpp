@@ -3,6 +3,7 @@
 
 #include <kjit/config.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,17 @@ struct Toolkit {
 // Resolves the toolkit: config.cuda_home, then $CUDA_HOME, then $CUDA_PATH, then the build's.
 // Only stat()s and reads a folder; never loads a library.
 Toolkit find_toolkit(const Config& config);
+
+// find_toolkit(), kept for the toolkit's root (config.cuda_home / $CUDA_HOME / $CUDA_PATH / the
+// build's) until the next call for that root. A Cache calls it once, when it makes its key context
+// (cache::toolchain_context): a new Cache sees a changed toolkit, its misses stat nothing.
+Toolkit remember_toolkit(const Config& config);
+
+// The toolkit remember_toolkit() last found for config's root, else find_toolkit() (not kept).
+// What the miss path uses (implicit_options, nvrtc_for, nvjitlink_for): no stat once remembered.
+Toolkit toolkit_for(const Config& config);
+
+// How many times find_toolkit() ran in this process (a test checks that a miss runs it not).
+std::uint64_t toolkit_finds() noexcept;
 
 } // namespace kjit::rtc

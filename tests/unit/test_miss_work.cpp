@@ -1,0 +1,106 @@
+// Work a cold miss does not repeat: the toolkit is found once per Cache, folders are listed only
+// where a name is looked up in them; and what that must not lose (issue 10, per-miss costs).
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "deps/resolver.hpp"
+#include "rtc/compiler.hpp"
+#include "rtc/toolkit.hpp"
+
+#include <algorithm>
+#include <sys/stat.h>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_arch = kjit::Arch::parse("sm_90");
+
+void put(const std::string& path, const std::string& content)
+{
+  for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
+    ::mkdir(path.substr(0, at).c_str(), 0700);
+  }
+  write_text(path, content);
+}
+
+bool has_option(const std::vector<std::string>& options, const std::string& option)
+{
+  return std::find(options.begin(), options.end(), option) != options.end();
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(miss_work, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(misses_find_the_toolkit_once_per_cache_not_per_miss)
+{
+  kjit::Cache cache(config);
+  cache.get(small_program("toolkit_once_0"), k_arch);  // the key context: the toolkit is found
+  const std::uint64_t before = kjit::rtc::toolkit_finds();
+  for (int i = 1; i <= 3; ++i) {
+    cache.get(small_program("toolkit_once_" + std::to_string(i)), k_arch);
+  }
+  BOOST_TEST(cache.stats().compiles == 4u);
+  BOOST_TEST(kjit::rtc::toolkit_finds() == before);  // was 3 finds (12 stats) per miss
+
+  // A new Cache finds it again: a toolkit changed since the last Cache is seen there.
+  kjit::Cache second(config);
+  second.get(small_program("toolkit_once_4"), k_arch);
+  BOOST_TEST(kjit::rtc::toolkit_finds() > before);
+}
+
+BOOST_AUTO_TEST_CASE(a_toolkit_folder_added_is_seen_when_the_toolkit_is_found_again)
+{
+  const std::string root = tmp.path() + "/cuda";
+  put(root + "/include/x.h", "\n");
+  kjit::Config other = config;
+  other.cuda_home = root;
+  BOOST_TEST(kjit::rtc::remember_toolkit(other).include_dirs == std::vector<std::string>{root + "/include"});
+  ::mkdir((root + "/include/cccl").c_str(), 0700);
+  // The remembered toolkit serves the misses of the Cache that found it…
+  BOOST_TEST(!has_option(kjit::rtc::implicit_options(other, k_arch), "-I" + root + "/include/cccl"));
+  // …and the next Cache (its key context finds the toolkit anew) sees the new folder.
+  BOOST_TEST(kjit::rtc::remember_toolkit(other).include_dirs.size() == 2u);
+  BOOST_TEST(has_option(kjit::rtc::implicit_options(other, k_arch), "-I" + root + "/include/cccl"));
+  // Another root is never served the remembered one.
+  kjit::Config third = config;
+  third.cuda_home = tmp.path() + "/elsewhere";
+  BOOST_TEST(kjit::rtc::toolkit_for(third).root == third.cuda_home);
+  BOOST_TEST(kjit::rtc::toolkit_for(third).include_dirs.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_miss_that_looks_no_name_up_lists_no_folder)
+{
+  // A string program's folder is the working folder, watched on every miss: by its stamp (a
+  // stat), not by listing it (its size is the user's, not kjit's).
+  kjit::Cache cache(config);
+  cache.get(small_program("no_listing_0"), k_arch);
+  const std::uint64_t before = kjit::deps::folder_listings();
+  cache.get(small_program("no_listing_1"), k_arch);
+  BOOST_TEST(cache.stats().compiles == 2u);
+  BOOST_TEST(kjit::deps::folder_listings() == before);
+}
+
+BOOST_AUTO_TEST_CASE(a_header_appearing_in_the_watched_source_folder_changes_the_result)
+{
+  const std::string d = tmp.path() + "/w";
+  put(d + "/inc/x.h", "#define V 1111\n");
+  put(d + "/src/k.cu", "\n");
+  settle();
+  const kjit::Program program{d + "/src/k.cu",
+                              "#include \"x.h\"\nextern \"C\" __global__ void k(int* p) { *p = V; }\n",
+                              {},
+                              {"-I" + d + "/inc"},
+                              {}};
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.get(program, k_arch)->ptx.find("1111") != std::string::npos);
+  put(d + "/src/x.h", "#define V 2222\n");  // found before the -I folder's (the includer's folder)
+  settle();
+  BOOST_TEST(cache.get(program, k_arch)->ptx.find("2222") != std::string::npos);
+  kjit::Cache fresh(config);
+  BOOST_TEST(fresh.get(program, k_arch)->ptx.find("2222") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
