@@ -5,7 +5,9 @@
 #include "rtc/compile_options.hpp"
 #include "store/record.hpp"
 
+#include <cstdlib>
 #include <map>
+#include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
 
@@ -17,6 +19,21 @@ std::string current_dir()
 {
   char buffer[4096];
   return ::getcwd(buffer, sizeof buffer) != nullptr ? buffer : "/";
+}
+
+// The working directory as NVRTC names it in a binary (-lineinfo's .file, -G's compile directory;
+// measured, NVRTC 13.0, as gcc's getpwd): $PWD as it is when it is absolute and names this folder
+// (a shell's cd through a symlink leaves the link's path there), else getcwd().
+std::string named_dir()
+{
+  const char* pwd = std::getenv("PWD");
+  struct stat here {};
+  struct stat there {};
+  if (pwd != nullptr && pwd[0] == '/' && ::stat(pwd, &there) == 0 && ::stat(".", &here) == 0 &&
+      here.st_dev == there.st_dev && here.st_ino == there.st_ino) {
+    return pwd;
+  }
+  return current_dir();
 }
 
 // Absolute and normalized, as deps::search_context makes the folders it searches.
@@ -249,7 +266,7 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   if (names_files) {
     p += "named-as: " + escape_line(program.name) + "\n";
     if (deps::options_name_files(program.options)) {
-      p += "named-from: " + escape_line(current_dir()) + "\n";
+      p += "named-from: " + escape_line(named_dir()) + "\n";
     }
     for (const auto& option : program.options) {
       p += "named-option: " + escape_line(option) + "\n";

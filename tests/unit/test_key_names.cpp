@@ -8,6 +8,7 @@
 #include "rtc/compiler.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -396,6 +397,32 @@ BOOST_AUTO_TEST_CASE(the_stub_keeps_a_headers_include_level)
   kjit::Cache cache(config);
   same_binary_(cache, config, "k.cu", {"-Iinc", "-G"});
   same_binary_(cache, config, "k.cu", {"-Iinc", "-G"});
+}
+
+// Review (rkeys) 8: NVRTC makes a relative name absolute with $PWD when it names the working
+// directory (a symlink to it, as a shell's cd through a link leaves it), else with getcwd(); the
+// key had getcwd() only, so a run through the link was served the real path's binary.
+BOOST_AUTO_TEST_CASE(the_working_directory_is_named_as_nvrtc_names_it)
+{
+  const std::string d = tmp.path() + "/pwd";
+  put(d + "/real/x.h", "#define V 31\n");
+  put(d + "/real/k.cu", "#include \"x.h\"\nextern \"C\" __global__ void k(int* o) { *o = V; }\n");
+  BOOST_TEST_REQUIRE(::symlink("real", (d + "/link").c_str()) == 0);
+  settle();
+  const char* before = std::getenv("PWD");
+  const std::string saved = before != nullptr ? before : "";
+  kjit::Cache cache(config);
+  {
+    InDir here(d + "/real");
+    for (const std::string pwd : {d + "/real", d + "/link", d + "/real"}) {
+      ::setenv("PWD", pwd.c_str(), 1);
+      for (const char* option : {"-lineinfo", "-G"}) {
+        const auto got = cached(cache, "k.cu", {option});
+        BOOST_TEST(got->ptx == plain(config, "k.cu", {option}).ptx, pwd << " " << option);
+      }
+    }
+  }
+  ::setenv("PWD", saved.c_str(), 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
