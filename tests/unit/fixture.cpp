@@ -4,12 +4,15 @@
 #include <chrono>
 #include <thread>
 
+#include <arpa/inet.h>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <stdexcept>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,10 +75,34 @@ void write_text(const std::string& path, const std::string& content)
   out << content;
 }
 
+void put(const std::string& path, const std::string& content)
+{
+  for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
+    ::mkdir(path.substr(0, at).c_str(), 0700);
+  }
+  write_text(path, content);
+}
+
 bool exists(const std::string& path)
 {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
+}
+
+int loopback_listener(int& port)
+{
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(listener, 64) != 0) {
+    throw std::runtime_error("cannot listen on 127.0.0.1");
+  }
+  socklen_t length = sizeof address;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  port = ntohs(address.sin_port);
+  return listener;
 }
 
 int run(const std::string& command, std::string& output)

@@ -33,11 +33,17 @@ Program small_program(const std::string& tag);
 // Reads a whole file; empty string if missing.
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& content);
+// write_text, making the folders on the way first.
+void put(const std::string& path, const std::string& content);
 bool exists(const std::string& path);
 
 // Lets the clock pass the timestamps of files just written: a header modified at or after the
 // start of a resolution is "too new" to be recorded in a manifest (see docs/includes.md).
 void settle();
+
+// A listening TCP socket on 127.0.0.1 (a free port, in `port`) that accepts nothing by itself:
+// connections complete in its backlog.
+int loopback_listener(int& port);
 
 // Runs `command` with /bin/sh, returns its exit status and stores its stdout in `output`.
 int run(const std::string& command, std::string& output);

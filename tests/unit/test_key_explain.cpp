@@ -13,14 +13,6 @@ namespace {
 const kjit::Arch k_arch = kjit::Arch::parse("sm_80");
 const char* k_kernel = "extern \"C\" __global__ void k(int* o) { *o = V; }\n";
 
-void put(const std::string& path, const std::string& content)
-{
-  for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
-    ::mkdir(path.substr(0, at).c_str(), 0700);
-  }
-  write_text(path, content);
-}
-
 kjit::Program program_of(const std::string& src, const std::vector<std::string>& options)
 {
   kjit::Program program = kjit::program_from_file(src);

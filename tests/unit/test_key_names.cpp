@@ -19,14 +19,6 @@ namespace {
 
 const kjit::Arch k_sm80 = kjit::Arch::parse("sm_80");
 
-void put(const std::string& path, const std::string& content)
-{
-  for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
-    ::mkdir(path.substr(0, at).c_str(), 0700);
-  }
-  write_text(path, content);
-}
-
 // Runs in `dir` as the working directory, then goes back.
 class InDir {
 public:
@@ -414,7 +406,7 @@ BOOST_AUTO_TEST_CASE(the_working_directory_is_named_as_nvrtc_names_it)
   kjit::Cache cache(config);
   {
     InDir here(d + "/real");
-    for (const std::string pwd : {d + "/real", d + "/link", d + "/real"}) {
+    for (const std::string& pwd : {d + "/real", d + "/link", d + "/real"}) {
       ::setenv("PWD", pwd.c_str(), 1);
       for (const char* option : {"-lineinfo", "-G"}) {
         const auto got = cached(cache, "k.cu", {option});

@@ -26,14 +26,6 @@ namespace {
 
 const kjit::Arch k_arch = kjit::Arch::parse("compute_80");
 
-void put(const std::string& path, const std::string& content)
-{
-  for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
-    ::mkdir(path.substr(0, at).c_str(), 0700);
-  }
-  write_text(path, content);
-}
-
 // The value the kernel stores: the PTX's "mov.u32 %r1, N;" or "st.global.u32 [...], N;".
 std::string value_in(const std::string& ptx)
 {

@@ -17,14 +17,6 @@ namespace {
 
 const kjit::Arch k_arch = kjit::Arch::parse("sm_90");
 
-void put(const std::string& path, const std::string& content)
-{
-  for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
-    ::mkdir(path.substr(0, at).c_str(), 0700);
-  }
-  write_text(path, content);
-}
-
 bool has_option(const std::vector<std::string>& options, const std::string& option)
 {
   return std::find(options.begin(), options.end(), option) != options.end();

@@ -3,6 +3,8 @@
 // (remote_url/a_trickling_server_costs_one_timeout).
 #include <boost/test/unit_test.hpp>
 
+#include "fixture.hpp"
+
 #include "remote/redis.hpp"
 #include "util/stopwatch.hpp"
 
@@ -19,19 +21,6 @@ constexpr std::size_t k_value_bytes = 12u << 20;   // a large record, under k_ma
 constexpr std::size_t k_chunk_bytes = 64u << 10;
 constexpr int k_chunk_pause_us = 8000;             // ≈ 8 MiB/s: the value takes ≈ 1.5 s
 
-int listener_on_loopback(int& port)
-{
-  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  BOOST_REQUIRE(::listen(listener, 4) == 0);
-  socklen_t length = sizeof address;
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
-  port = ntohs(address.sin_port);
-  return listener;
-}
 
 // Answers one GET with a k_value_bytes bulk string sent at a steady ≈ 8 MiB/s.
 void serve_slowly(int listener)
@@ -63,7 +52,7 @@ BOOST_AUTO_TEST_SUITE(remote_slow_link)
 BOOST_AUTO_TEST_CASE(a_large_record_on_a_slow_link_is_read)
 {
   int port = 0;
-  const int listener = listener_on_loopback(port);
+  const int listener = kjit::test::loopback_listener(port);
   std::thread server(serve_slowly, listener);
   kjit::remote::RedisClient client(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
   const kjit::util::Stopwatch watch;

@@ -17,31 +17,13 @@
 #include <csignal>
 #include <unistd.h>
 
+#include "fixture.hpp"
+
 #include "remote/remote_tier.hpp"
 #include "remote/server.hpp"
 #include "remote/url.hpp"
 #include "store/record.hpp"
 #include "util/stopwatch.hpp"
-
-namespace {
-
-// A listening TCP socket on 127.0.0.1 (a free port, in `port`) that accepts nothing by itself:
-// connections complete in its backlog.
-int loopback_listener(int& port)
-{
-  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  BOOST_REQUIRE(::listen(listener, 64) == 0);
-  socklen_t length = sizeof address;
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
-  port = ntohs(address.sin_port);
-  return listener;
-}
-
-} // namespace
 
 BOOST_AUTO_TEST_SUITE(remote_url)
 
@@ -211,7 +193,7 @@ BOOST_AUTO_TEST_CASE(leases_have_their_own_namespace)
 BOOST_AUTO_TEST_CASE(a_silent_server_costs_one_timeout)
 {
   int port = 0;
-  const int listener = loopback_listener(port);  // connections complete in the backlog, never read
+  const int listener = kjit::test::loopback_listener(port);  // connections complete in the backlog, never read
   kjit::remote::Server server(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
   const kjit::util::Stopwatch watch;
   std::vector<std::thread> threads;
@@ -237,7 +219,7 @@ BOOST_AUTO_TEST_CASE(a_silent_server_costs_one_timeout)
 BOOST_AUTO_TEST_CASE(a_trickling_server_costs_one_timeout)
 {
   int port = 0;
-  const int listener = loopback_listener(port);
+  const int listener = kjit::test::loopback_listener(port);
   std::thread trickler([listener] {
     const int peer = ::accept(listener, nullptr, nullptr);
     char request[256];

@@ -11,18 +11,6 @@
 
 using namespace kjit::test;
 
-namespace {
-
-void put(const std::string& path, const std::string& content)
-{
-  for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
-    ::mkdir(path.substr(0, at).c_str(), 0700);
-  }
-  write_text(path, content);
-}
-
-} // namespace
-
 BOOST_FIXTURE_TEST_SUITE(toolkit_stamps, CacheFixture)
 
 BOOST_AUTO_TEST_CASE(a_deep_folder_change_under_a_linked_root_is_seen)
