@@ -4,6 +4,7 @@
 #include "cache/toolchain.hpp"
 #include "config/config_internal.hpp"
 #include "config/log.hpp"
+#include "deps/resolver.hpp"
 #include "deps/search.hpp"
 #include "mirror/mirror.hpp"
 #include "script/script_mirror.hpp"
@@ -112,7 +113,9 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
   for (const auto& [name, content] : program.headers) {
     may_include = may_include || content.find("include") != std::string::npos;
   }
-  if (may_include) {
+  // A program whose source or in-memory header uses the time (__TIME__…) gets a provisional key
+  // too, never looked up: it is compiled each time and never stored (Resolver::unfaithful()).
+  if (may_include || deps::program_uses_time(program)) {
     if (auto found = m_impl->valid_manifest(direct, search_text)) {
       texts = cache::make_key(program, prepared.m_arch, context, found->headers);
       for (const deps::DiskHeader& header : found->headers) {

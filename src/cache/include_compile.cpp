@@ -377,8 +377,9 @@ Binary compile_with_includes(const Config& config, const Program& program, const
                                       : std::string();
     if (!resolver.unfaithful().empty() || !named_limit.empty()) {
       // The private folder could not answer as the disk would (or a copy's #line could not name
-      // the file as each of its includes does): compile from the disk itself. No manifest is
-      // recorded, so the entry is never found again (its key stays provisional).
+      // the file as each of its includes does, or the program uses the time): compile from the
+      // disk itself. No manifest is recorded, so the entry is never found again (its key stays
+      // provisional).
       log::line(program.name + ": " + (resolver.unfaithful().empty() ? named_limit : resolver.unfaithful()) +
                 "; compiled from the files on disk and not cached");
       resolver.result().recordable = false;

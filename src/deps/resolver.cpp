@@ -91,13 +91,32 @@ bool text_names_files(const std::string& text)
     }
   }
   // "assert" as a word: not static_assert (it names no file), nor a name that contains it.
+  return has_word(text, "assert") || text_names_program(text);
+}
+
+bool has_word(const std::string& text, std::string_view word)
+{
   const auto word_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
-  for (std::size_t at = text.find("assert"); at != std::string::npos; at = text.find("assert", at + 1)) {
-    if ((at == 0 || !word_char(text[at - 1])) && (at + 6 == text.size() || !word_char(text[at + 6]))) {
+  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+    if ((at == 0 || !word_char(text[at - 1])) && (at + word.size() == text.size() || !word_char(text[at + word.size()]))) {
       return true;
     }
   }
-  return text_names_program(text);
+  return false;
+}
+
+bool text_uses_time(const std::string& text)
+{
+  return has_word(text, "__TIME__") || has_word(text, "__TIMESTAMP__") || has_word(text, "__DATE__");
+}
+
+bool program_uses_time(const Program& program)
+{
+  bool uses = text_uses_time(program.source);
+  for (const auto& [name, content] : program.headers) {
+    uses = uses || text_uses_time(content);
+  }
+  return uses;
 }
 
 bool text_names_program(const std::string& text)
@@ -154,6 +173,9 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   : m_program(program), m_context(context), m_start_ns(coarse_now_ns()), m_defines(defines_from_options(program.options)),
     m_names_files(program_names_files(program))
 {
+  if (program_uses_time(program)) {
+    time_used();
+  }
   for (const auto& [name, value] : m_defines) {
     m_scan.values[name].insert(value);
   }
@@ -347,6 +369,9 @@ bool Resolver::add(const std::string& name, const std::string& path, const std::
     }
     m_spelled[path] = spell(path, name, kind, includer);
     m_index[path] = m_result.headers.size();
+    if (text_uses_time(*content)) {
+      time_used();
+    }
     if (!m_names_files && text_names_files(*content)) {
       m_names_files = true;
       for (DiskHeader& header : m_result.headers) {
@@ -369,6 +394,14 @@ bool Resolver::add(const std::string& name, const std::string& path, const std::
     m_pending.push_back(path);
     probe(path);
     return true;
+  }
+}
+
+void Resolver::time_used()
+{
+  m_result.recordable = false;  // no manifest leads to it: its key stays provisional, never looked up
+  if (m_unfaithful.empty()) {
+    m_unfaithful = "__TIME__, __TIMESTAMP__ or __DATE__ puts the time of each compile into the binary";
   }
 }
 

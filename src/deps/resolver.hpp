@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kjit::deps {
@@ -61,6 +62,13 @@ bool text_names_files(const std::string& text);
 bool text_names_program(const std::string& text);
 // options_name_files(), or text_names_files() of the source or of an in-memory header.
 bool program_names_files(const Program& program);
+// Whether `word` occurs in `text` as a whole identifier (not inside a longer name).
+bool has_word(const std::string& text, std::string_view word);
+// Whether `text` may put the time of its compile into the binary: __TIME__, __TIMESTAMP__ or
+// __DATE__ as whole identifiers. Such a program is compiled each time, never cached (as ccache does).
+bool text_uses_time(const std::string& text);
+// text_uses_time() of the source or of an in-memory header.
+bool program_uses_time(const Program& program);
 
 // A folder where an include was looked for: a file appearing there could change what is found.
 struct ProbedDir {
@@ -106,7 +114,9 @@ public:
   // Probes through macros are expanded with every value the scanned files give them.
   void close();
   // Why the private folder cannot answer as the disk would (a __has_include operand no value
-  // of which is a header name, a name climbing above "/"); empty when it can.
+  // of which is a header name, a name climbing above "/"), or why the binary must not be cached
+  // (the source, an in-memory header or a header added uses the time: text_uses_time()); empty
+  // otherwise. Such a program is compiled from the disk, like `--no-cache`, and never stored.
   const std::string& unfaithful() const { return m_unfaithful; }
   // Notes a name NVRTC asked for (for the checks of unfaithful()).
   void check_name(const std::string& dir, const std::string& name);
@@ -144,6 +154,8 @@ private:
   // Makes the program unfaithful when it has a computed #include and a text that may form an
   // absolute name for it (may_form_absolute_name): NVRTC would read that file on disk.
   void check_formed_names();
+  // The program uses the time (text_uses_time()): unfaithful() says so, and nothing is recordable.
+  void time_used();
   void probe(const std::string& candidate);
   // Whether `path` is a regular file, answered from one readdir() per folder (then one stat()).
   bool listed_file(const std::string& path);
