@@ -34,6 +34,17 @@ std::map<std::string, std::pair<std::string, std::string>> direct_rows(kjit::Cac
   return rows;
 }
 
+// Compiles `program` for sm_90 in a Cache of its own: its cubin, and its one direct row (fast key, value).
+std::pair<std::string, std::pair<std::string, std::string>> compiled_with_row(const kjit::Config& config,
+                                                                              const kjit::Program& program)
+{
+  kjit::Cache cache(config);
+  std::string cubin = cache.get(program, kjit::Arch::parse("sm_90"))->cubin;
+  const auto rows = direct_rows(cache, {program});
+  BOOST_REQUIRE(rows.size() == 1u);
+  return {cubin, rows.at(program.name)};
+}
+
 // Writes `value` as the direct row under `fast` in the store of `cache` (a planted row).
 void plant_row(const kjit::Cache& cache, const std::string& fast, const std::string& value)
 {
@@ -144,18 +155,11 @@ BOOST_AUTO_TEST_CASE(a_row_naming_a_record_without_raw_inputs_leads_nowhere)
 
 BOOST_AUTO_TEST_CASE(a_row_naming_a_missing_or_damaged_entry_falls_back_to_the_key)
 {
-  const kjit::Arch arch = kjit::Arch::parse("sm_90");
   const kjit::Program program = small_program("stale_row");
-  std::string cubin;
-  {
-    kjit::Cache cache(config);
-    cubin = cache.get(program, arch)->cubin;
-    const auto rows = direct_rows(cache, {program});
-    BOOST_REQUIRE(rows.size() == 1u);
-    std::string value = rows.at(program.name).second;
-    value[0] = static_cast<char>(value[0] ^ 0x5a);  // names an entry that does not exist
-    plant_row(cache, rows.at(program.name).first, value);
-  }
+  const auto [cubin, row] = compiled_with_row(config, program);
+  std::string value = row.second;
+  value[0] = static_cast<char>(value[0] ^ 0x5a);  // names an entry that does not exist
+  plant_row(kjit::Cache(config), row.first, value);
   served_from_disk(config, program, cubin);
 }
 
@@ -290,14 +294,10 @@ BOOST_AUTO_TEST_CASE(a_damaged_record_reached_through_its_row_is_quarantined_and
 {
   const kjit::Arch arch = kjit::Arch::parse("sm_90");
   const kjit::Program program = small_program("damaged_through_row");
-  std::string cubin;
+  const auto [cubin, row] = compiled_with_row(config, program);
   {
-    kjit::Cache cache(config);
-    cubin = cache.get(program, arch)->cubin;
-    const auto rows = direct_rows(cache, {program});
-    BOOST_REQUIRE(rows.size() == 1u);
-    const std::string key = rows.at(program.name).second.substr(0, 32);
-    auto store = kjit::store::Store::open(cache.store_path(), std::size_t(1) << 30);
+    const std::string key = row.second.substr(0, 32);
+    auto store = kjit::store::Store::open(kjit::Cache(config).store_path(), std::size_t(1) << 30);
     std::string record = store->get(kjit::store::Table::entries, key).value();
     record[record.size() / 2] = static_cast<char>(record[record.size() / 2] ^ 0x01);
     store->put({{kjit::store::Table::entries, key, record}});

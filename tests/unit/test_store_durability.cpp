@@ -57,6 +57,15 @@ bool child_started(pid_t pid)
   return pid == 0;
 }
 
+// The next process finds `tag`'s entry on the disk and compiles nothing.
+void found_on_disk(const kjit::Config& config, const std::string& tag)
+{
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.get(small_program(tag), k_sm90) != nullptr);
+  BOOST_TEST(cache.stats().disk_hits == 1u);
+  BOOST_TEST(cache.stats().compiles == 0u);
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(store_durability, CacheFixture)
@@ -66,10 +75,7 @@ BOOST_AUTO_TEST_CASE(an_entry_committed_by_a_killed_process_is_there_for_the_nex
   const int status = compile_then_end(config, small_program("killed"), SIGKILL);
   BOOST_TEST_REQUIRE(WIFSIGNALED(status));
   BOOST_TEST(WTERMSIG(status) == SIGKILL);
-  kjit::Cache cache(config);
-  BOOST_TEST(cache.get(small_program("killed"), k_sm90) != nullptr);
-  BOOST_TEST(cache.stats().disk_hits == 1u);
-  BOOST_TEST(cache.stats().compiles == 0u);
+  found_on_disk(config, "killed");
 }
 
 BOOST_AUTO_TEST_CASE(after_a_writer_killed_inside_the_store_it_is_walked_once_not_twice)
@@ -121,10 +127,7 @@ BOOST_AUTO_TEST_CASE(an_entry_committed_before_exit_without_destructors_is_there
   const int status = compile_then_end(config, small_program("exited"), 0);
   BOOST_TEST_REQUIRE(WIFEXITED(status));
   BOOST_TEST(WEXITSTATUS(status) == 0);
-  kjit::Cache cache(config);
-  BOOST_TEST(cache.get(small_program("exited"), k_sm90) != nullptr);
-  BOOST_TEST(cache.stats().disk_hits == 1u);
-  BOOST_TEST(cache.stats().compiles == 0u);
+  found_on_disk(config, "exited");
 }
 
 BOOST_AUTO_TEST_CASE(a_store_left_by_a_sound_writer_is_not_walked_again)
