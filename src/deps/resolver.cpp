@@ -61,6 +61,20 @@ std::string line_of(const std::string& text, int line)
   return out;
 }
 
+// Whether `test` holds for the program's source or for one of its in-memory headers.
+bool any_program_text(const Program& program, bool (*test)(const std::string&))
+{
+  if (test(program.source)) {
+    return true;
+  }
+  for (const auto& [name, content] : program.headers) {
+    if (test(content)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 } // namespace
 
 bool device_debug(const std::vector<std::string>& options)
@@ -112,11 +126,7 @@ bool text_uses_time(const std::string& text)
 
 bool program_uses_time(const Program& program)
 {
-  bool uses = text_uses_time(program.source);
-  for (const auto& [name, content] : program.headers) {
-    uses = uses || text_uses_time(content);
-  }
-  return uses;
+  return any_program_text(program, text_uses_time);
 }
 
 bool text_names_program(const std::string& text)
@@ -126,11 +136,7 @@ bool text_names_program(const std::string& text)
 
 bool program_names_files(const Program& program)
 {
-  bool names = options_name_files(program.options) || text_names_files(program.source);
-  for (const auto& [name, content] : program.headers) {
-    names = names || text_names_files(content);
-  }
-  return names;
+  return options_name_files(program.options) || any_program_text(program, text_names_files);
 }
 
 bool must_be_one_copy(const std::string& content)
@@ -501,15 +507,14 @@ void Resolver::follow(const std::string& text, const std::string& includer)
 {
   for (const IncludeDirective& directive : scan_includes(text, m_defines, &m_scan)) {
     if (directive.computed) {
-      if (!directive.probe) {
-        const bool sourceless = includer == m_main_path && m_context.source_dir.empty();
-        m_computed_dirs.insert(sourceless ? std::string() : dir_of(includer));  // "": the -I folders only
-      }
       if (directive.probe) {
         m_operands.insert(directive.name);  // expanded by close() with every value it may have
-      } else if (const std::string dir = dir_of(includer);
-                 !dir.empty() && !(includer == m_main_path && m_context.source_dir.empty()) &&
-                 m_namesake_dirs.insert(dir).second) {
+        continue;
+      }
+      const bool sourceless = includer == m_main_path && m_context.source_dir.empty();
+      const std::string dir = dir_of(includer);
+      m_computed_dirs.insert(sourceless ? std::string() : dir);  // "": the -I folders only
+      if (!dir.empty() && !sourceless && m_namesake_dirs.insert(dir).second) {
         // An #include left to the compiler's answer (the retry loop) misses only what NVRTC can't
         // open: a file here named like a toolkit header would be found in the toolkit instead of
         // here (as the -I folders' are, they are passed).
