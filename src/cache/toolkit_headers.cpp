@@ -137,6 +137,17 @@ std::string walk(const std::vector<std::string>& dirs)
   return out;
 }
 
+// What the kept text of the trees `dirs` is found by (g_memo, g_names_memo; its hash names it in
+// the store). "content names": a version, texts made before (dates, no names) are not reused.
+std::string memo_name(const std::vector<std::string>& dirs)
+{
+  std::string names = "content names\n";
+  for (const auto& dir : dirs) {
+    names += dir + "\n";
+  }
+  return names;
+}
+
 std::shared_ptr<const std::vector<std::string>> names_of(const std::string& kept)
 {
   auto names = std::make_shared<std::vector<std::string>>();
@@ -228,10 +239,7 @@ bool still_valid(const std::string& kept, const std::vector<std::string>& dirs)
 
 std::string toolkit_headers_fingerprint(const std::vector<std::string>& dirs, store::Store* store)
 {
-  std::string names = "content names\n";  // a version: texts made before (dates, no names) are not reused
-  for (const auto& dir : dirs) {
-    names += dir + "\n";
-  }
+  const std::string names = memo_name(dirs);
   // Named by XXH3-128: a hit runs no SHA-256, so nettle is not loaded (util/hash.cpp).
   const std::string meta_key = "toolkit-headers " + util::to_hex(util::checksum(names));
   std::lock_guard lock(g_mutex);
@@ -255,10 +263,7 @@ std::string toolkit_headers_fingerprint(const std::vector<std::string>& dirs, st
 
 std::shared_ptr<const std::vector<std::string>> toolkit_include_names(const std::vector<std::string>& dirs)
 {
-  std::string names = "content names\n";
-  for (const auto& dir : dirs) {
-    names += dir + "\n";
-  }
+  const std::string names = memo_name(dirs);
   {
     std::lock_guard lock(g_mutex);
     if (const auto it = g_names_memo.find(names); it != g_names_memo.end()) {
