@@ -53,9 +53,7 @@ Server& RemoteTier::pick(const util::Sha256& key) const noexcept
     util::Checksum best_weight{};
     const std::string_view digest(reinterpret_cast<const char*>(key.data()), key.size());
     for (const auto& server : m_servers) {
-      const RedisUrl& url = server->url();
-      const util::Checksum weight =
-        util::checksum(url.host + ":" + std::to_string(url.port) + "/" + std::to_string(url.db) + "|" + std::string(digest));
+      const util::Checksum weight = util::checksum(server->url().server() + "|" + std::string(digest));
       if (best_weight < weight) {
         best_weight = weight;
         best = server.get();
@@ -75,7 +73,9 @@ cache::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
   cache::TierAnswer answer;
   answer.kind = cache::TierAnswer::Kind::failure;
   try {
-    std::optional<Reply> reply = pick(key).ask({"GET", redis_key(key)}, answer.why);
+    Server& server = pick(key);
+    const std::string name = redis_key(key);
+    std::optional<Reply> reply = server.ask({"GET", name}, answer.why);
     if (!reply) {
       return answer;
     }
@@ -84,12 +84,12 @@ cache::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
       answer.bytes = std::move(reply->text);
     } else if (reply->kind == Reply::Kind::too_large) {
       // Planted or damaged: no record is that large. Not read; the compile's upload replaces it.
-      answer.why = "the value under " + redis_key(key) + " is over " + std::to_string(k_max_reply_bytes) + " bytes" +
+      answer.why = "the value under " + name + " is over " + std::to_string(k_max_reply_bytes) + " bytes" +
                    (reply->integer > 0 ? " (" + std::to_string(reply->integer) + ")" : std::string()) +
                    ", more than a record can be; not read";
       std::lock_guard lock(m_warned_mutex);
       if (m_warned_keys.insert(key).second) {
-        log::line("warning: " + pick(key).name() + ": " + answer.why + ", treated as a miss");
+        log::line("warning: " + server.name() + ": " + answer.why + ", treated as a miss");
       }
     } else {
       answer.kind = cache::TierAnswer::Kind::none;

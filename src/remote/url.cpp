@@ -43,13 +43,18 @@ std::string percent_decoded(std::string_view text)
 
 } // namespace
 
+std::string RedisUrl::server() const
+{
+  return host + ":" + std::to_string(port) + "/" + std::to_string(db);
+}
+
 std::string RedisUrl::display() const
 {
   std::string out = "redis://";
   if (!user.empty() || !password.empty()) {
     out += user + (password.empty() ? "" : ":***") + "@";
   }
-  out += host + ":" + std::to_string(port) + "/" + std::to_string(db);
+  out += server();
   return readonly ? out + "?readonly" : out;
 }
 
@@ -117,7 +122,7 @@ std::vector<RedisUrl> parse_urls(std::string_view text, const std::string& varia
     const std::size_t end = std::min(text.find_first_of(" \t\n,", at), text.size());
     if (end > at) {
       RedisUrl url = parse_url(text.substr(at, end - at), variable);
-      if (!servers.insert(url.host + ":" + std::to_string(url.port) + "/" + std::to_string(url.db)).second) {
+      if (!servers.insert(url.server()).second) {
         throw ConfigError(variable, "the server " + url.display() + " is listed twice");
       }
       urls.push_back(std::move(url));

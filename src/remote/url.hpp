@@ -20,6 +20,8 @@ struct RedisUrl {
   bool readonly = false;  // ?readonly: look up only, never write
   // The URL with the password replaced by "***", for log lines and `kjit config`.
   std::string display() const;
+  // "host:port/db": names the server without credentials or options (a list's duplicates, hashing).
+  std::string server() const;
 };
 
 // Parses `text`. Throws ConfigError naming `variable` for anything that is not such a URL (another
