@@ -136,10 +136,10 @@ Store::~Store()
   // The stamp, if data.mdb is still as this process last knew it sound (after its own commits):
   // the next process's first write then needs no walk.
   std::shared_lock shared(impl.guard);
-  const std::optional<FileState> now = impl.retired ? std::nullopt : file_state(impl.env);
+  const std::optional<FileState> now = impl.state_now();
   std::lock_guard lock(impl.sound_mutex);
   if (now && impl.sound == now && impl.stamped != now) {
-    write_stamp(impl.lmdb_path, *now, impl.options.access == Access::group ? 0660 : 0600);
+    write_stamp(impl.lmdb_path, *now, impl.file_mode());
   }
 }
 
@@ -165,7 +165,7 @@ CheckReport Store::walk_or_trust(bool trust_stamp)
   std::string dir;
   {
     std::shared_lock shared(impl.guard);
-    before = impl.retired ? std::nullopt : file_state(impl.env);
+    before = impl.state_now();
     dir = impl.lmdb_path;
   }
   if (trust_stamp && before && stamp_matches(dir, *before)) {
@@ -182,12 +182,12 @@ CheckReport Store::walk_or_trust(bool trust_stamp)
     return report;  // replaced by a fresh store (or retired)
   }
   std::shared_lock shared(impl.guard);
-  const std::optional<FileState> after = impl.retired ? std::nullopt : file_state(impl.env);
+  const std::optional<FileState> after = impl.state_now();
   if (before && after == before) {  // nothing wrote while the walk ran
     std::lock_guard lock(impl.sound_mutex);
     impl.sound = before;
     impl.stamped = before;
-    write_stamp(impl.lmdb_path, *before, impl.options.access == Access::group ? 0660 : 0600);
+    write_stamp(impl.lmdb_path, *before, impl.file_mode());
   }
   return report;
 }

@@ -207,14 +207,13 @@ void Store::Impl::open_env(std::size_t map_size)
   unsigned flags = MDB_NOTLS;
   flags |= mode == Mode::writable ? MDB_NOMETASYNC : MDB_RDONLY;
   flags |= mode == Mode::read_only_no_lock ? MDB_NOLOCK : 0;
-  const mode_t file_mode = options.access == Access::group ? 0660 : 0600;
   struct stat before {};
   if (::stat((lmdb_path + "/data.mdb").c_str(), &before) == 0) {
     data_dev = before.st_dev;  // the file a failed open found damaged (moved aside by recover())
     data_ino = before.st_ino;
   }
   try {
-    const int rc = mdb_env_open(env, lmdb_path.c_str(), flags, file_mode);
+    const int rc = mdb_env_open(env, lmdb_path.c_str(), flags, file_mode());
     if (rc == ENOMEM) {
       throw StoreError("cannot map the store " + path + " (" + std::to_string(map_size) +
                          " bytes): " + std::strerror(rc) + "; lower KJIT_STORE_MAP_SIZE or raise the address-space limit (ulimit -v)",

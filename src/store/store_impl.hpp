@@ -78,6 +78,11 @@ struct Store::Impl {
 
   ~Impl();
 
+  // data.mdb as it is now; nullopt once retired. Caller holds `guard`.
+  std::optional<FileState> state_now() const { return retired ? std::nullopt : file_state(env); }
+  // The mode of the files it creates (data.mdb, lock.mdb, its stamp): group-shared or private.
+  mode_t file_mode() const { return options.access == Access::group ? 0660 : 0600; }
+
   // The value of `key` in `table` inside `txn` (a view valid while it lasts); false when missing.
   // Throws Damaged for a value outside data.mdb. Caller is inside read() or write().
   bool get_value(MDB_txn* txn, Table table, std::string_view key, std::string_view& bytes);
