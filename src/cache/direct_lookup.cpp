@@ -28,9 +28,7 @@ Cache::Impl::Direct Cache::Impl::direct_lookup(const Program& program, const Arc
       count(&CacheStats::failed_hits);
     }
     source = Source::memory;
-    if (config.verbose) {
-      verbose("hit memory", program.name, resolved, key, 0.0);
-    }
+    verbose("hit memory", program.name, resolved, key, 0.0);
     out.hit = std::move(found);
   };
   std::optional<util::Sha256> key = direct.find(out.fast, out.inputs);
