@@ -20,6 +20,12 @@ constexpr std::string_view k_release_script =
 constexpr std::string_view k_renew_script =
   "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
 
+// A held lease is renewed every third of its expiry.
+std::int64_t renew_period(std::int64_t ttl_ms)
+{
+  return std::max<std::int64_t>(ttl_ms / 3, 1);
+}
+
 std::chrono::steady_clock::time_point steady_at(std::int64_t ms)
 {
   return std::chrono::steady_clock::time_point(std::chrono::milliseconds(ms));
@@ -27,7 +33,7 @@ std::chrono::steady_clock::time_point steady_at(std::int64_t ms)
 
 } // namespace
 
-Server::Server(RedisUrl url) : m_url(std::move(url)), m_name("remote " + m_url.display()), m_reader(m_url), m_pid(::getpid()) {}
+Server::Server(RedisUrl url) : m_name("remote " + url.display()), m_reader(std::move(url)), m_pid(::getpid()) {}
 
 Server::~Server()
 {
@@ -63,16 +69,18 @@ void Server::fail(const std::string& why) noexcept
 
 std::optional<Reply> Server::ask(const std::vector<std::string_view>& args, std::string& error, OnError on_error) noexcept
 {
-  if (circuit_open()) {
+  const auto not_asked = [&] {
     error = "not asked (the server failed less than " + std::to_string(k_breaker_ms / 1000) + " s ago)";
     return std::nullopt;
+  };
+  if (circuit_open()) {
+    return not_asked();
   }
   try {
     std::lock_guard lock(m_read_mutex);
     if (circuit_open()) {
       // Opened by the request this one queued behind: each waiting thread would pay a timeout too.
-      error = "not asked (the server failed less than " + std::to_string(k_breaker_ms / 1000) + " s ago)";
-      return std::nullopt;
+      return not_asked();
     }
     Reply reply = m_reader.command(args);
     if (reply.kind == Reply::Kind::error && on_error == OnError::fail) {
@@ -128,7 +136,7 @@ void Server::keep_alive(const std::string& key, const std::string& token, std::i
         return;
       }
       start_writer();
-      m_renewals.push_back({key, token, ttl_ms, now_ms() + std::max<std::int64_t>(ttl_ms / 3, 1)});
+      m_renewals.push_back({key, token, ttl_ms, now_ms() + renew_period(ttl_ms)});
     }
     m_queue_changed->notify_all();
   } catch (const std::exception&) {
@@ -171,7 +179,7 @@ void Server::renew_due(RedisClient& client, std::unique_lock<std::mutex>& lock)
   std::vector<Renewal> due;
   for (Renewal& renewal : m_renewals) {
     if (renewal.due_ms <= now) {
-      renewal.due_ms = now + std::max<std::int64_t>(renewal.ttl_ms / 3, 1);
+      renewal.due_ms = now + renew_period(renewal.ttl_ms);
       due.push_back(renewal);
     }
   }
@@ -199,7 +207,7 @@ void Server::renew_due(RedisClient& client, std::unique_lock<std::mutex>& lock)
 
 void Server::write_loop()
 {
-  RedisClient client(m_url);
+  RedisClient client(url());
   std::unique_lock lock(m_queue_mutex);
   for (;;) {
     const auto ready = [this] { return m_stopping || !m_queue.empty(); };

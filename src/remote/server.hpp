@@ -38,7 +38,7 @@ public:
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  const RedisUrl& url() const noexcept { return m_url; }
+  const RedisUrl& url() const noexcept { return m_reader.url(); }
   // "remote redis://host:port/db" with the password masked: names the server in log lines.
   const std::string& name() const noexcept { return m_name; }
 
@@ -80,14 +80,13 @@ private:
   // Renews the leases that are due, unlocking `lock` (on m_queue_mutex) for the commands.
   void renew_due(RedisClient& client, std::unique_lock<std::mutex>& lock);
 
-  RedisUrl m_url;
   std::string m_name;
   std::atomic<std::int64_t> m_closed_until{0};  // the circuit breaker: no request before this time
   std::atomic<bool> m_warned{false};            // this outage was reported
   std::atomic<std::uint64_t> m_bytes_written{0};
 
   std::mutex m_read_mutex;
-  RedisClient m_reader;
+  RedisClient m_reader;  // the lookup connection (guarded by m_read_mutex); its url() is the server's
 
   std::mutex m_queue_mutex;
   // Held by pointer: a fork()ed child leaks it, since destroying a condition variable the parent's
