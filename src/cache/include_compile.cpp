@@ -213,18 +213,29 @@ private:
   std::map<std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> m_inodes;
 };
 
+// Whether `test` holds for an in-memory header or a disk header of the resolution.
+template <typename Test>
+bool any_header(const Program& program, deps::Resolver& resolver, const Test& test)
+{
+  for (const auto& [name, content] : program.headers) {
+    if (test(content)) {
+      return true;
+    }
+  }
+  for (const auto& header : resolver.result().headers) {
+    if (test(header.content)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Whether the program NVRTC gets must be named as the user's (the stub below): -G names the DWARF
 // compile unit by it, __BASE_FILE__ expands to it; #line changes neither.
 bool wants_stub(const Program& program, deps::Resolver& resolver)
 {
-  bool wants = deps::device_debug(program.options) || deps::text_names_program(program.source);
-  for (const auto& [name, content] : program.headers) {
-    wants = wants || deps::text_names_program(content);
-  }
-  for (const auto& header : resolver.result().headers) {
-    wants = wants || deps::text_names_program(header.content);
-  }
-  return wants;
+  return deps::device_debug(program.options) || deps::text_names_program(program.source) ||
+         any_header(program, resolver, deps::text_names_program);
 }
 
 // With -G (or __BASE_FILE__) NVRTC names the DWARF compile unit by the program's name (#line does not change it): the
@@ -246,14 +257,8 @@ std::string stub_limit(const Program& program, deps::Resolver& resolver)
     return "the stub (-G or __BASE_FILE__) and a header including the main source";
   }
   // Each header is one level deeper under the stub than on disk.
-  bool level = false;
-  for (const auto& [name, content] : program.headers) {
-    level = level || content.find("__INCLUDE_LEVEL__") != std::string::npos;
-  }
-  for (const auto& header : resolver.result().headers) {
-    level = level || header.content.find("__INCLUDE_LEVEL__") != std::string::npos;
-  }
-  if (level) {
+  if (any_header(program, resolver,
+                 [](const std::string& text) { return text.find("__INCLUDE_LEVEL__") != std::string::npos; })) {
     return "the stub (-G or __BASE_FILE__) and __INCLUDE_LEVEL__ in a header (one level deeper under it)";
   }
   for (const char ch : path) {
