@@ -137,6 +137,27 @@ bool for_each_field(std::string_view section, std::string& why, Field&& field)
   return true;
 }
 
+// Calls `field(code, value)` for each field of `section` as stored (no checksum verified, nothing
+// expanded) until it returns false; false if a field runs past the end (a few bytes too few for
+// a field header at the end are ignored).
+template <typename Field>
+bool for_each_stored_field(std::string_view section, Field&& field)
+{
+  for (std::size_t at = 0; section.size() - at >= 6;) {
+    const auto code = get_int<std::uint16_t>(section, at);
+    const auto length = get_int<std::uint32_t>(section, at + 2);
+    at += 6;
+    if (section.size() - at < length) {
+      return false;
+    }
+    if (!field(code, section.substr(at, length))) {
+      return true;
+    }
+    at += length;
+  }
+  return true;
+}
+
 std::string pack_doubles(std::initializer_list<double> values)
 {
   std::string out;
@@ -380,16 +401,7 @@ std::optional<RecordSummary> summarize_record(std::string_view bytes)
     return std::nullopt;
   }
   RecordSummary summary{split->kind, {}, {}, 0};
-  const std::string_view artifacts = split->artifacts;
-  for (std::size_t at = 0; artifacts.size() - at >= 6;) {
-    const auto code = get_int<std::uint16_t>(artifacts, at);
-    const auto length = get_int<std::uint32_t>(artifacts, at + 2);
-    at += 6;
-    if (artifacts.size() - at < length) {
-      return std::nullopt;
-    }
-    const std::string_view value = artifacts.substr(at, length);
-    at += length;
+  const bool framed = for_each_stored_field(split->artifacts, [&](std::uint16_t code, std::string_view value) {
     switch (static_cast<Tag>(code)) {
     case Tag::program_name: summary.program_name = value; break;
     case Tag::arch: summary.arch = value; break;
@@ -400,6 +412,10 @@ std::optional<RecordSummary> summarize_record(std::string_view bytes)
       break;
     default: break;
     }
+    return true;
+  });
+  if (!framed) {
+    return std::nullopt;
   }
   return summary;
 }
@@ -411,24 +427,19 @@ std::optional<std::string_view> input_field(std::string_view bytes, InputField f
   if (!split) {
     return std::nullopt;
   }
-  const Tag wanted = field == InputField::direct_inputs ? Tag::direct_inputs : Tag::manifest_key;
-  const std::string_view inputs = split->inputs;
-  for (std::size_t at = 0; inputs.size() - at >= 6;) {
-    const auto code = get_int<std::uint16_t>(inputs, at);
-    const auto length = get_int<std::uint32_t>(inputs, at + 2);
-    at += 6;
-    if (inputs.size() - at < length) {
-      return std::nullopt;
+  const Tag tag = field == InputField::direct_inputs ? Tag::direct_inputs : Tag::manifest_key;
+  const auto wanted = static_cast<std::uint16_t>(tag);
+  std::optional<std::string_view> found;
+  for_each_stored_field(split->inputs, [&](std::uint16_t code, std::string_view value) {
+    if (code == wanted) {
+      found = value;
+      return false;
     }
-    if (code == static_cast<std::uint16_t>(wanted)) {
-      return inputs.substr(at, length);
-    }
-    if (code != static_cast<std::uint16_t>(Tag::direct_inputs) && code != static_cast<std::uint16_t>(Tag::manifest_key)) {
-      return std::nullopt;  // past the fields that come first
-    }
-    at += length;
-  }
-  return std::nullopt;
+    // Past the fields that come first: not there.
+    return code == static_cast<std::uint16_t>(Tag::direct_inputs) ||
+           code == static_cast<std::uint16_t>(Tag::manifest_key);
+  });
+  return found;
 }
 
 std::optional<std::vector<util::Sha256>> header_blobs(std::string_view bytes, std::string& why)
