@@ -69,7 +69,8 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
   LeaseAnswer answer;
   try {
     const std::string token = new_token();
-    const std::string ttl = std::to_string(std::max<std::int64_t>(wait_ms, 1));
+    const std::int64_t ttl_ms = std::max<std::int64_t>(wait_ms, 1);
+    const std::string ttl = std::to_string(ttl_ms);
     const std::int64_t deadline = now_ms() + wait_ms;
     std::int64_t nap_ms = 10;
     std::string error;
@@ -106,7 +107,7 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
             answer.bytes = std::move(reply->text);
             return answer;  // the lease is released on the way out
           }
-          server.keep_alive(lease_key, token, std::max<std::int64_t>(wait_ms, 1));  // while it compiles
+          server.keep_alive(lease_key, token, ttl_ms);  // while it compiles
           answer.kind = LeaseAnswer::Kind::held;
           answer.lease = std::move(lease);
           return answer;
