@@ -33,11 +33,7 @@ void MemoryTier::insert(const util::Sha256& key, Result result)
 {
   const std::size_t bytes = result.bytes();
   std::lock_guard lock(m_mutex);
-  if (const auto it = m_index.find(key); it != m_index.end()) {
-    m_bytes -= it->second->bytes;
-    m_lru.erase(it->second);
-    m_index.erase(it);
-  }
+  drop(key);
   if (bytes > m_limit) {
     return;
   }
@@ -56,11 +52,16 @@ void MemoryTier::erase(const std::vector<util::Sha256>& keys)
 {
   std::lock_guard lock(m_mutex);
   for (const util::Sha256& key : keys) {
-    if (const auto it = m_index.find(key); it != m_index.end()) {
-      m_bytes -= it->second->bytes;
-      m_lru.erase(it->second);
-      m_index.erase(it);
-    }
+    drop(key);
+  }
+}
+
+void MemoryTier::drop(const util::Sha256& key)
+{
+  if (const auto it = m_index.find(key); it != m_index.end()) {
+    m_bytes -= it->second->bytes;
+    m_lru.erase(it->second);
+    m_index.erase(it);
   }
 }
 

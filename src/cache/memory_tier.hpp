@@ -53,6 +53,9 @@ private:
     std::size_t bytes;
   };
 
+  // Removes the entry of `key` if held. Caller holds m_mutex.
+  void drop(const util::Sha256& key);
+
   mutable std::mutex m_mutex;
   std::size_t m_limit;
   std::size_t m_bytes = 0;
