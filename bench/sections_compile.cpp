@@ -68,6 +68,13 @@ int registers(const std::vector<kjit::KernelInfo>& kernels, const std::string& n
   return -1;
 }
 
+// User + system CPU time in `usage`, in ms.
+double cpu_ms_of(const rusage& usage)
+{
+  const auto ms = [](const timeval& v) { return static_cast<double>(v.tv_sec) * 1e3 + static_cast<double>(v.tv_usec) / 1e3; };
+  return ms(usage.ru_utime) + ms(usage.ru_stime);
+}
+
 // User + system CPU time of this process (all threads: the mirror's too) and its waited-for
 // children (the store's walk runs in one), in ms.
 double cpu_ms()
@@ -76,8 +83,7 @@ double cpu_ms()
   for (const int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
     rusage usage{};
     ::getrusage(who, &usage);
-    total += static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 +
-             static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3;
+    total += cpu_ms_of(usage);
   }
   return total;
 }
@@ -242,11 +248,10 @@ void cold_compiles(Report& report, const Options& options)
       const double wall = us_since(t) / 1000.0;
       rusage after{};
       ::getrusage(RUSAGE_CHILDREN, &after);
-      const auto ms = [](const timeval& v) { return static_cast<double>(v.tv_sec) * 1e3 + static_cast<double>(v.tv_usec) / 1e3; };
       const std::string how = stamped ? "stamped, not walked" : "no stamp, walked";
       report.note("cold", "first miss in a store of " + n + " entries (" + how + ")", wall, "ms");
       report.note("cold", "  CPU of its walk (child processes), " + how,
-                  ms(after.ru_utime) + ms(after.ru_stime) - ms(before.ru_utime) - ms(before.ru_stime), "ms");
+                  cpu_ms_of(after) - cpu_ms_of(before), "ms");
     }
   }
   const double fd = percentile(first_direct, 50);
