@@ -41,12 +41,11 @@ HealthCheck check_one(const RedisUrl& url)
       return check;
     }
     const Reply info = client.command({"INFO"});
+    const std::string auth = url.password.empty() ? "" : ", AUTH accepted";
     if (info.kind != Reply::Kind::string) {
-      check.detail += "reachable" + std::string(url.password.empty() ? "" : ", AUTH accepted") +
-                      ", version unknown (INFO refused: " + info.text + ")";
+      check.detail += "reachable" + auth + ", version unknown (INFO refused: " + info.text + ")";
     } else {
-      check.detail += "Redis " + info_field(info.text, "redis_version") +
-                      (url.password.empty() ? "" : ", AUTH accepted");
+      check.detail += "Redis " + info_field(info.text, "redis_version") + auth;
       if (info_field(info.text, "role") == "slave" && !url.readonly) {
         check.status = Status::warning;
         check.detail += ", a replica (it refuses uploads: add ?readonly or name the primary)";
