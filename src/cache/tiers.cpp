@@ -9,6 +9,17 @@
 
 namespace kjit {
 
+namespace {
+
+// What tier_reported holds once a damaged record of `p` in `tier` was logged (an unreadable
+// tier: its name and why).
+std::string damaged_record(const cache::Tier& tier, const PreparedProgram& p)
+{
+  return tier.name() + p.key();
+}
+
+} // namespace
+
 void Cache::Impl::open_tiers()
 {
   for (const std::string& path : config.bundles) {
@@ -84,7 +95,8 @@ std::optional<store::Entry> Cache::Impl::take_answer(cache::Tier& tier, cache::T
       count(&CacheStats::remote_errors);
     }
     // An unreadable tier is logged once; a damaged record once per key.
-    const std::string what = tier.name() + (answer.kind == cache::TierAnswer::Kind::failure ? why : p.key());
+    const std::string what =
+      answer.kind == cache::TierAnswer::Kind::failure ? tier.name() + why : damaged_record(tier, p);
     std::lock_guard lock(flight_mutex);
     if (tier_reported.insert(what).second) {
       log::line("warning: " + tier.name() + ": " + why + " (" + p.program().name + ", " + p.arch().str() +
@@ -113,7 +125,7 @@ std::optional<store::Entry> Cache::Impl::await_fleet(const util::Sha256& key, co
   }
   {
     std::lock_guard lock(flight_mutex);
-    if (tier_reported.count(remote->name() + p.key()) != 0) {
+    if (tier_reported.count(damaged_record(*remote, p)) != 0) {
       return std::nullopt;  // its record there is damaged: compiled here, and the upload replaces it
     }
   }
