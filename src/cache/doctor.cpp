@@ -8,6 +8,7 @@
 #include "remote/server_check.hpp"
 #include "rtc/toolkit.hpp"
 #include "store/location.hpp"
+#include "store/record.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -121,7 +122,7 @@ void check_store(const Config& config, std::vector<HealthCheck>& out)
     // before an upgrade) is sound for that version: counted apart, a warning, not damage.
     std::size_t other_format = 0;
     for (const auto& bad : report.bad) {
-      other_format += bad.second.rfind("record format ", 0) == 0 ? 1 : 0;
+      other_format += store::of_another_format(bad.second) ? 1 : 0;
     }
     const std::size_t damaged = report.bad.size() - other_format;
     std::string detail = cache.store_path() + ": " + std::to_string(report.checked) + " entries, " +

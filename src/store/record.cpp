@@ -343,6 +343,9 @@ struct Split {
   std::string_view inputs;
 };
 
+// How decode_record's `why` begins for a record of another format (of_another_format()).
+constexpr std::string_view k_other_format_why = "record format ";
+
 // The header checked (magic, format, kind, sizes) and the sections' checksums verified (the
 // inputs only with Sections::all); nullopt with `why` otherwise.
 std::optional<Split> split_record(std::string_view bytes, Sections sections, std::string& why, bool verify = true)
@@ -356,7 +359,7 @@ std::optional<Split> split_record(std::string_view bytes, Sections sections, std
     return std::nullopt;
   }
   if (const auto format = get_int<std::uint32_t>(bytes, 8); format != k_record_format) {
-    why = "record format " + std::to_string(format) + ", expected " + std::to_string(k_record_format);
+    why = std::string(k_other_format_why) + std::to_string(format) + ", expected " + std::to_string(k_record_format);
     return std::nullopt;
   }
   const auto kind = get_int<std::uint32_t>(bytes, 12);
@@ -498,6 +501,11 @@ std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& k
     }
   }
   return entry;
+}
+
+bool of_another_format(std::string_view why)
+{
+  return why.substr(0, k_other_format_why.size()) == k_other_format_why;
 }
 
 } // namespace kjit::store

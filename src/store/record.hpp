@@ -51,6 +51,9 @@ enum class Sections { artifacts, all, inputs };
 // the key digest, the cubin header; with Sections::all the inputs too. Returns nullopt with the
 // reason in `why` for anything damaged: such a record must never be used.
 std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& key, Sections sections, std::string& why);
+// True if `why`, from decode_record, says only that another kjit version wrote the record (its
+// format number differs): sound for that version, not damage.
+bool of_another_format(std::string_view why);
 
 // The first fields of a record, read without verifying the checksums (for listings such as the
 // mirror's index.txt, never for lookups); nullopt if its framing can't be read.
