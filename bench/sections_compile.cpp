@@ -95,8 +95,57 @@ double thread_cpu_ms()
   return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
 }
 
-// Counts the CPU time of the compiles a Cache makes on this thread (rtc::compile: NVRTC), so what
-// a miss costs besides its compile is measured without NVRTC's variance from compile to compile.
+// The CPU time of exactly the NVRTC calls direct_compile() makes (create, compile, PTX, cubin,
+// destroy), made on this thread while armed: "the compile" of a miss, the same work as the direct
+// baseline's, so what a miss costs besides it is measured without NVRTC's variance from compile to
+// compile. Everything else kjit does counts as its overhead, its own NVRTC calls (the log, the
+// supported archs) and checks inside rtc::compile included. Installed once, by swapping the entry
+// points of kjit's NVRTC table for timed ones (the table is kjit's own heap object).
+namespace nvrtc_time {
+thread_local bool t_armed = false;
+thread_local double t_ms = 0;
+kjit::rtc::NvrtcApi g_real{};
+
+template <typename Call, typename... Args>
+nvrtcResult timed(Call call, Args... args)
+{
+  const bool armed = t_armed;
+  const double t = armed ? thread_cpu_ms() : 0;
+  const nvrtcResult result = call(args...);
+  if (armed) {
+    t_ms += thread_cpu_ms() - t;
+  }
+  return result;
+}
+
+void install()
+{
+  static const bool installed = [] {
+    auto& api = const_cast<kjit::rtc::NvrtcApi&>(kjit::rtc::nvrtc());
+    g_real = api;
+    api.create_program = [](auto... a) { return timed(g_real.create_program, a...); };
+    api.compile_program = [](auto... a) { return timed(g_real.compile_program, a...); };
+    api.get_ptx_size = [](auto... a) { return timed(g_real.get_ptx_size, a...); };
+    api.get_ptx = [](auto... a) { return timed(g_real.get_ptx, a...); };
+    api.get_cubin_size = [](auto... a) { return timed(g_real.get_cubin_size, a...); };
+    api.get_cubin = [](auto... a) { return timed(g_real.get_cubin, a...); };
+    api.destroy_program = [](auto... a) { return timed(g_real.destroy_program, a...); };
+    return true;
+  }();
+  std::ignore = installed;
+}
+
+// Arms the timer on this thread for its lifetime.
+struct Armed {
+  Armed() { install(); t_armed = true; }
+  ~Armed() { t_armed = false; }
+  Armed(const Armed&) = delete;
+  Armed& operator=(const Armed&) = delete;
+};
+} // namespace nvrtc_time
+
+// The CPU time of the whole rtc::compile() calls a Cache makes on this thread (its NVRTC calls
+// plus kjit's checks and log around them): the span earlier runs called "the compile".
 class TimedCompiles final : public kjit::rtc::CompileDelegate {
 public:
   kjit::Binary compile(const kjit::Config& config, const kjit::Program& program, const kjit::Arch& arch) override
@@ -114,7 +163,8 @@ public:
 // is shared, so wall time is noise; CPU time is what a path costs. `planted_index_lines` first
 // writes a programs/index.txt of that many lines, as a store of that size has.
 struct MissCpu {
-  double compile = 0;
+  double compile = 0;       // the NVRTC calls direct_compile() also makes
+  double compile_span = 0;  // the whole rtc::compile() (kjit's checks, the log) for comparison
   double rest = 0;    // the whole process (every thread, child processes)
   double caller = 0;  // the calling thread only (the mirror's thread left out)
 };
@@ -125,6 +175,8 @@ MissCpu miss_cpu(const std::string& dir, bool mirror, int count, int salt, int p
   TimedCompiles timed;
   double spent = 0;
   double caller = 0;
+  double nvrtc_ms = 0;
+  double t = 0;
   {
     kjit::Cache cache(cache_config(dir, mirror));
     cache.get(kernel_program(salt - 1), arch);  // opens and walks the store, outside the block
@@ -137,16 +189,20 @@ MissCpu miss_cpu(const std::string& dir, bool mirror, int count, int salt, int p
       std::ignore = kjit::util::write_file_atomic(dir + "/programs/index.txt", lines, 0644);
     }
     const kjit::rtc::ScopedCompileDelegate counting(&timed);
-    const double t = cpu_ms();
+    const nvrtc_time::Armed armed;
+    const double nvrtc_before = nvrtc_time::t_ms;
+    t = cpu_ms();
     const double on_thread = thread_cpu_ms();
     for (int i = 0; i < count; ++i) {
       cache.get(kernel_program(salt + i), arch);
     }
     caller = thread_cpu_ms() - on_thread;
+    nvrtc_ms = nvrtc_time::t_ms - nvrtc_before;
     cache.flush_mirror();
+    std::ignore = cache.stats();  // waits for the commits on the store's writer thread
     spent = cpu_ms() - t;
   }
-  return {timed.ms / count, (spent - timed.ms) / count, (caller - timed.ms) / count};
+  return {nvrtc_ms / count, timed.ms / count, (spent - nvrtc_ms) / count, (caller - nvrtc_ms) / count};
 }
 
 } // namespace
@@ -217,16 +273,25 @@ void cold_compiles(Report& report, const Options& options)
   const MissCpu off = miss_cpu(folder.path() + "/cpu_off", false, n, 8000);
   const MissCpu on = miss_cpu(folder.path() + "/cpu_on", true, n, 8100);
   const MissCpu big = miss_cpu(folder.path() + "/cpu_index", true, n, 8200, 100000);
-  report.note("cold", "CPU (user+sys) per miss: the compile (NVRTC), mirror off", off.compile, "ms");
-  report.note("cold", "CPU per miss besides the compile, mirror off", off.rest, "ms");
-  report.note("cold", "CPU per miss besides the compile, mirror on (its thread included)", on.rest, "ms");
-  report.note("cold", "calling thread's CPU per miss besides the compile, mirror off", off.caller, "ms");
+  report.note("cold", "CPU (user+sys) per miss: the compile (the NVRTC calls direct NVRTC makes), mirror off",
+              off.compile, "ms");
+  report.note("cold", "  the whole rtc::compile() call (kjit's checks and log inside it too)", off.compile_span, "ms");
+  report.note("cold", "CPU per miss besides the compile, mirror off (whole process: the store's writer thread included)",
+              off.rest, "ms");
+  report.note("cold", "CPU per miss besides the compile, mirror on (whole process: the mirror's thread included)",
+              on.rest, "ms");
+  report.note("cold", "calling thread's CPU per miss besides the compile, mirror off (the caller's path)", off.caller,
+              "ms");
   report.note("cold", "calling thread's CPU per miss besides the compile, mirror on", on.caller, "ms");
   report.note("cold", "CPU per miss besides the compile, mirror on, index.txt of 100 000 lines", big.rest, "ms");
-  report.check("cold", "miss CPU overhead over its compile, mirror off", 100.0 * off.rest / off.compile, "%", 2.0);
-  report.check("cold", "miss CPU overhead over its compile, mirror on", 100.0 * on.rest / on.compile, "%", 2.0);
-  report.note("cold", "calling thread's CPU overhead over its compile, mirror on (the caller's path)",
-              100.0 * on.caller / on.compile, "%");
+  report.check("cold", "calling thread's CPU overhead over its compile, mirror off (the caller's path)",
+               100.0 * off.caller / off.compile, "%", 2.0);
+  report.check("cold", "calling thread's CPU overhead over its compile, mirror on (the caller's path)",
+               100.0 * on.caller / on.compile, "%", 2.0);
+  report.check("cold", "whole process's CPU overhead over its compile, mirror off", 100.0 * off.rest / off.compile,
+               "%", 2.0);
+  report.check("cold", "whole process's CPU overhead over its compile, mirror on", 100.0 * on.rest / on.compile, "%",
+               2.0);
   {
     // The same first miss in a store of scale_entries entries. Left by a process that walked it
     // (its "checked" stamp matches): no walk. Without the stamp (a write by another program, a

@@ -311,6 +311,7 @@ std::vector<int> Cache::supported_archs()
 
 CacheStats Cache::stats() const
 {
+  m_impl->commits.wait();  // the reports of commits still under way (store_errors)
   std::lock_guard lock(m_impl->stats_mutex);
   CacheStats stats = m_impl->stats;
   stats.stores_replaced = m_impl->store ? m_impl->store->replacements() : 0;

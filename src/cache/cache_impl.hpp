@@ -13,6 +13,7 @@
 #include "deps/manifest.hpp"
 #include "mirror/writer.hpp"
 #include "remote/remote_tier.hpp"
+#include "store/committer.hpp"
 #include "store/entry.hpp"
 #include "store/store.hpp"
 
@@ -27,6 +28,7 @@
 namespace kjit {
 
 namespace cache {
+class CompileLock;
 // inspect.cpp: whether an entry passes a list/export filter (a name matches whole last path
 // components: "saxpy.cu" matches "/src/saxpy.cu").
 bool entry_matches(const EntryFilter& filter, const store::Entry& entry);
@@ -84,6 +86,9 @@ struct Cache::Impl {
   pid_t creator = ::getpid();
   // Last: destroyed first, so its queue is written while the store is still open.
   std::unique_ptr<mirror::Writer> mirror_writer;
+  // persist()'s commits on the store's writer thread whose report has not run yet: stats() and
+  // the destruction (this is destroyed first) wait for them.
+  store::Outstanding commits;
 
   void count(std::uint64_t CacheStats::*counter, double CacheStats::*ms = nullptr, double value = 0,
              std::uint64_t by = 1);
@@ -131,7 +136,12 @@ struct Cache::Impl {
   // (it differs from the prepared key when the compile needed headers the prediction missed).
   // `cacheable` is false when it was compiled from disk (resolver unfaithful): never stored.
   store::Entry compile_entry(const PreparedProgram& prepared, util::Sha256& final_key, bool& cacheable);
-  void persist(const util::Sha256& key, const PreparedProgram& prepared, const store::Entry& entry);
+  // Stores the entry (record, name, headers, direct row, manifest) in one transaction committed on
+  // the store's writer thread (Store::put_later); `lock` (the key's compile lock, may be null) is
+  // released once the commit is durable, so a process waiting for the key then finds it. A store
+  // error is counted and logged once; the caller already has its binary (and the memory tier).
+  void persist(const util::Sha256& key, const PreparedProgram& prepared, const store::Entry& entry,
+               std::shared_ptr<cache::CompileLock> lock = nullptr);
   // ptx_reuse.cpp: for a virtual arch, the PTX of the same program stored for its real arch (in
   // memory or the store), or nullopt. Throws OptionError as a compile for `arch` would.
   // Closes the resolver first; nullopt when it is unfaithful.

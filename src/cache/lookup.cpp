@@ -183,7 +183,8 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   return entry;
 }
 
-void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, const store::Entry& entry)
+void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, const store::Entry& entry,
+                          std::shared_ptr<cache::CompileLock> lock)
 {
   if (!store || !store->writable()) {
     return;
@@ -211,17 +212,23 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
                          row.table == store::Table::manifests;
     row_bytes += counted ? row.key.size() + row.value.size() : 0;
   }
-  try {
-    store->put(rows);
-  } catch (const StoreError& e) {
-    // The caller still gets its binary (and the memory tier keeps it): a store that can't be
-    // written costs later processes a compile, nothing more.
-    count(&CacheStats::store_errors);
-    cache::warn_once(std::string("cannot store compiled kernels: ") + e.what() +
-                     "; they are kept in memory only");
-    return;
-  }
-  mirror_entry(key, entry);  // written by the mirror's thread, off the caller's path
+  // The commit and its fdatasync run on the store's writer thread: the caller has its binary now.
+  // Its report takes no lock a caller of the store may hold (Store::put_later).
+  commits.begin();
+  store->put_later(std::move(rows), [this, lock = std::move(lock)](const StoreError* error) mutable {
+    if (error != nullptr) {
+      // The caller still got its binary (and the memory tier keeps it): a store that can't be
+      // written costs later processes a compile, nothing more.
+      count(&CacheStats::store_errors);
+      cache::warn_once(std::string("cannot store compiled kernels: ") + error->what() +
+                       "; they are kept in memory only");
+    }
+    lock.reset();  // durable (or failed): a process waiting for this key reads the store now
+    commits.end();
+  });
+  // Queued after the commit: the mirror's thread writes the folder once the store has the entry
+  // (and skips it if the commit failed).
+  mirror_entry(key, entry);
   after_write(key, row_bytes);  // KJIT_MAX_SIZE: checked on writes
 }
 
@@ -281,9 +288,9 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     }
   }
   count(&CacheStats::misses);
-  std::optional<cache::CompileLock> lock;
+  std::shared_ptr<cache::CompileLock> lock;  // held until the commit of the result is durable
   if (store && store->writable()) {
-    lock.emplace(store->io_path(), key, config.compile_lock_timeout_s);
+    lock = std::make_shared<cache::CompileLock>(store->io_path(), key, config.compile_lock_timeout_s);
   }
   if (lock && !provisional) {
     // Another process may have stored the result while we asked for the lock.
@@ -315,7 +322,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   bool cacheable = true;
   store::Entry entry = compile_entry(p, final_key, cacheable);
   if (cacheable) {
-    persist(final_key, p, entry);
+    persist(final_key, p, entry, std::move(lock));
     upload(final_key, entry, std::move(lease));  // KJIT_REMOTE_CACHE: queued for the upload thread
   }
   verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p, watch.elapsed_ms());

@@ -4,6 +4,7 @@
 #include "config/log.hpp"
 #include "store/blob_txn.hpp"
 #include "store/check.hpp"
+#include "store/committer.hpp"
 #include "store/isolated.hpp"
 #include "store/store_impl.hpp"
 #include "util/file.hpp"
@@ -117,12 +118,13 @@ std::string names_key(std::string_view program_name, std::string_view key_digest
 }
 
 Store::Store(std::unique_ptr<Impl> impl, std::string path, bool writable)
-  : m_impl(std::move(impl)), m_path(std::move(path)), m_writable(writable)
+  : m_impl(std::move(impl)), m_path(std::move(path)), m_writable(writable), m_committer(std::make_unique<Committer>())
 {
 }
 
 Store::~Store()
 {
+  m_committer.reset();  // its queued commits first: the stamp below names data.mdb after them
   {
     std::lock_guard lock(m_impl->ahead_mutex);
     if (m_impl->ahead.valid()) {
@@ -340,6 +342,7 @@ bool Store::Impl::get_value(MDB_txn* txn, Table table, std::string_view key, std
 
 bool Store::visit(Table table, std::string_view key, const std::function<void(std::string_view)>& visit) const
 {
+  m_committer->settle();
   Impl& impl = *m_impl;
   return impl.guarded_read([&](MDB_txn* txn) {
     std::string_view bytes;
@@ -363,6 +366,7 @@ bool Store::visit_chained(Table first, std::string_view key,
                           const std::function<std::optional<std::string_view>(std::string_view)>& follow, Table second,
                           const std::function<void(std::string_view)>& visit) const
 {
+  m_committer->settle();
   Impl& impl = *m_impl;
   return impl.guarded_read([&](MDB_txn* txn) {
     std::string_view bytes;
@@ -412,6 +416,22 @@ void Store::walk_before_first_write()
 
 void Store::put(const std::vector<Row>& rows)
 {
+  m_committer->settle();
+  write_rows(rows);
+}
+
+void Store::put_later(std::vector<Row> rows, std::function<void(const StoreError*)> done)
+{
+  m_committer->queue([this, rows = std::move(rows)] { write_rows(rows); }, std::move(done));
+}
+
+std::uint64_t Store::later_commits() const noexcept
+{
+  return m_committer->committed();
+}
+
+void Store::write_rows(const std::vector<Row>& rows)
+{
   if (!m_writable || rows.empty()) {
     return;
   }
@@ -452,6 +472,7 @@ void Store::put(const std::vector<Row>& rows)
 
 bool Store::quarantine(std::string_view key, std::string_view bytes, const std::string& reason)
 {
+  m_committer->settle();
   if (!m_writable) {
     return false;
   }
@@ -504,6 +525,7 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
 
 CheckReport Store::check(bool repair)
 {
+  // No wait for the queue: the walk before the first write runs this beside the writer thread.
   CheckReport report;
   Impl& impl = *m_impl;
   ++impl.walks;
@@ -560,12 +582,14 @@ CheckReport Store::check(bool repair)
 
 void Store::for_each(Table table, const std::function<void(std::string_view, std::string_view)>& visit) const
 {
+  m_committer->settle();
   for_each_prefix(table, {}, visit);
 }
 
 void Store::for_each_prefix(Table table, std::string_view prefix,
                             const std::function<void(std::string_view, std::string_view)>& visit) const
 {
+  m_committer->settle();
   const int t = static_cast<int>(table);
   Impl& impl = *m_impl;
   impl.guarded(
@@ -613,6 +637,7 @@ void Store::for_each_prefix(Table table, std::string_view prefix,
 
 void Store::erase(Table table, const std::vector<std::string>& keys)
 {
+  m_committer->settle();
   if (!m_writable || keys.empty()) {
     return;
   }
@@ -641,6 +666,7 @@ void Store::erase(Table table, const std::vector<std::string>& keys)
 
 std::size_t Store::count(Table table) const
 {
+  m_committer->settle();
   const int t = static_cast<int>(table);
   Impl& impl = *m_impl;
   return impl.guarded(
@@ -661,6 +687,7 @@ std::size_t Store::count(Table table) const
 
 void Store::clear(Table table)
 {
+  m_committer->settle();
   if (!m_writable) {
     throw StoreError("the store " + m_path + " is read-only: nothing was cleared", EROFS);
   }
@@ -683,6 +710,7 @@ void Store::clear(Table table)
 
 Store::BlobSweep Store::sweep_blobs()
 {
+  m_committer->settle();
   BlobSweep report;
   if (!m_writable || !m_impl->has_blob_tables()) {
     return report;

@@ -13,7 +13,13 @@
 #include <string_view>
 #include <vector>
 
+namespace kjit {
+class StoreError;
+} // namespace kjit
+
 namespace kjit::store {
+
+class Committer;
 
 // Named databases inside the environment.
 enum class Table {
@@ -117,6 +123,15 @@ public:
   // missing (and is rebuilt by its owner), never as a wrong value. Throws StoreError when the
   // write fails (a full disk says "no space left on device"; a map that can't grow says so).
   void put(const std::vector<Row>& rows);
+  // put() on the Store's writer thread (store/committer.hpp): returns at once; the thread commits
+  // the rows (fdatasync included), then runs `done` there with nullptr or the StoreError put()
+  // would have thrown. Commits run in queue order. Every other call of this Store (except from
+  // `done`) first waits for the commits queued before it, so this process reads what it queued;
+  // the Store's destruction and process exit wait for them all (_exit() and kill lose those not
+  // yet committed). `done` must not wait for anything a caller of this Store may hold.
+  void put_later(std::vector<Row> rows, std::function<void(const StoreError*)> done);
+  // Commits put_later() has run so far.
+  std::uint64_t later_commits() const noexcept;
   // Starts, in the background, the walk this process's first put() needs (see check()), so that it
   // runs while the caller compiles; put() waits for it. No-op once walked, or when read-only.
   void walk_ahead();
@@ -170,9 +185,12 @@ private:
   // The stamp says data.mdb is as a sound process left it (if `trust_stamp`), or else
   // check(true) walks it (and stamps it when sound). Returns the walk's report.
   CheckReport walk_or_trust(bool trust_stamp);
+  // put() without waiting for the queue (the writer thread's commits).
+  void write_rows(const std::vector<Row>& rows);
   std::unique_ptr<Impl> m_impl;
   std::string m_path;
   bool m_writable;
+  std::unique_ptr<Committer> m_committer;  // put_later()'s thread
 };
 
 } // namespace kjit::store

@@ -1,0 +1,177 @@
+// The Store's writer thread, the wait for its queue, and the drain of every queue at process exit.
+#include "store/committer.hpp"
+
+#include <cstdlib>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <unistd.h>
+
+namespace kjit::store {
+
+namespace {
+
+// Live committers, drained when the process exits (a Cache never destroyed still leaves its
+// entries). Never destroyed: a Store closed during static destruction (the default cache) still
+// finds them.
+std::mutex& live_mutex()
+{
+  static auto* mutex = new std::mutex;
+  return *mutex;
+}
+
+std::set<Committer*>& live()
+{
+  static auto* committers = new std::set<Committer*>;
+  return *committers;
+}
+
+void drain_at_exit()
+{
+  std::lock_guard lock(live_mutex());
+  for (Committer* committer : live()) {
+    committer->drain();
+  }
+}
+
+} // namespace
+
+void Outstanding::begin()
+{
+  std::lock_guard lock(m_mutex);
+  ++m_count;
+}
+
+void Outstanding::end() noexcept
+{
+  std::lock_guard lock(m_mutex);
+  --m_count;
+  m_idle.notify_all();  // under the lock: a waiter may destroy this as soon as it sees zero
+}
+
+void Outstanding::wait() const noexcept
+{
+  std::unique_lock lock(m_mutex);
+  if (m_pid != ::getpid()) {
+    return;
+  }
+  m_idle.wait(lock, [this] { return m_count == 0; });
+}
+
+Committer::Committer()
+{
+  static std::once_flag once;
+  std::call_once(once, [] {
+    live_mutex();
+    live();
+    std::atexit(drain_at_exit);
+  });
+  std::lock_guard lock(live_mutex());
+  live().insert(this);
+}
+
+Committer::~Committer()
+{
+  {
+    std::lock_guard lock(live_mutex());
+    live().erase(this);
+  }
+  drain();
+  {
+    std::lock_guard lock(m_mutex);
+    m_stop = true;
+    m_wake.notify_all();
+  }
+  if (m_thread && m_pid == ::getpid()) {
+    m_thread->join();
+  } else {
+    std::ignore = m_thread.release();  // a forked child's copy names a thread of the parent
+  }
+}
+
+void Committer::queue(std::function<void()> commit, std::function<void(const StoreError*)> done)
+{
+  if (m_pid != ::getpid()) {
+    try {
+      commit();  // the Store refuses this in a child: done() hears why
+      done(nullptr);
+    } catch (const StoreError& e) {
+      done(&e);
+    }
+    return;
+  }
+  m_outstanding.begin();
+  std::lock_guard lock(m_mutex);
+  if (!m_thread) {
+    m_thread = std::make_unique<std::thread>([this] { run(); });
+    m_thread_id = m_thread->get_id();
+  }
+  m_jobs.push_back({std::move(commit), std::move(done)});
+  ++m_queued;
+  m_wake.notify_one();
+}
+
+void Committer::settle() const noexcept
+{
+  std::unique_lock lock(m_mutex);
+  if (m_committed == m_queued || std::this_thread::get_id() == m_thread_id || m_pid != ::getpid()) {
+    return;
+  }
+  const std::uint64_t target = m_queued;
+  m_settled.wait(lock, [&] { return m_committed >= target; });
+}
+
+void Committer::drain() noexcept
+{
+  settle();
+  bool on_thread = false;
+  {
+    std::lock_guard lock(m_mutex);
+    on_thread = std::this_thread::get_id() == m_thread_id;
+  }
+  if (!on_thread) {
+    m_outstanding.wait();
+  }
+}
+
+std::uint64_t Committer::committed() const noexcept
+{
+  std::lock_guard lock(m_mutex);
+  return m_committed;
+}
+
+void Committer::run()
+{
+  std::unique_lock lock(m_mutex);
+  for (;;) {
+    m_wake.wait(lock, [this] { return m_stop || !m_jobs.empty(); });
+    if (m_jobs.empty()) {
+      return;  // stopped, nothing left
+    }
+    Job job = std::move(m_jobs.front());
+    m_jobs.pop_front();
+    lock.unlock();
+    std::optional<StoreError> failure;
+    try {
+      job.commit();
+    } catch (const StoreError& e) {
+      failure.emplace(e);
+    } catch (const std::exception& e) {
+      failure.emplace(e.what(), 0);
+    }
+    lock.lock();
+    ++m_committed;
+    m_settled.notify_all();
+    lock.unlock();
+    try {
+      job.done(failure ? &*failure : nullptr);
+    } catch (...) {
+      // `done` reports; a report that fails loses only itself
+    }
+    job = Job{};  // what `done` captured (a compile lock) goes before the job counts as ended
+    m_outstanding.end();
+    lock.lock();
+  }
+}
+
+} // namespace kjit::store

@@ -1,0 +1,168 @@
+// A miss's commit runs on the store's writer thread: get() returns before it, the key's compile
+// lock is held until it is durable, and a closing Cache or an exiting process waits for it.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include <kjit/compile.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <lmdb.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_sm90 = kjit::Arch::parse("sm_90");
+
+// Another process holding LMDB's write lock on the cache's store (as a process in the middle of a
+// long commit would) until release() or `hold_s` seconds.
+class WriteLockHolder {
+public:
+  WriteLockHolder(const kjit::Config& config, int hold_s)
+  {
+    BOOST_TEST_REQUIRE(::pipe(m_ready) == 0);
+    BOOST_TEST_REQUIRE(::pipe(m_release) == 0);
+    m_pid = ::fork();
+    BOOST_TEST_REQUIRE(m_pid >= 0);
+    if (m_pid == 0) {
+      MDB_env* env = nullptr;
+      MDB_txn* txn = nullptr;
+      const bool held = mdb_env_create(&env) == MDB_SUCCESS && mdb_env_set_maxdbs(env, 16) == MDB_SUCCESS &&
+                        mdb_env_set_mapsize(env, config.store_map_size) == MDB_SUCCESS &&
+                        mdb_env_open(env, (config.cache_dir + "/store").c_str(), MDB_NOTLS, 0600) == MDB_SUCCESS &&
+                        mdb_txn_begin(env, nullptr, 0, &txn) == MDB_SUCCESS;
+      std::ignore = ::write(m_ready[1], held ? "h" : "x", 1);
+      pollfd wait{m_release[0], POLLIN, 0};
+      std::ignore = ::poll(&wait, 1, hold_s * 1000);
+      ::_exit(0);  // the lock goes with the process
+    }
+    char byte = 0;
+    BOOST_TEST_REQUIRE(::read(m_ready[0], &byte, 1) == 1);
+    BOOST_TEST_REQUIRE(byte == 'h');
+  }
+  ~WriteLockHolder()
+  {
+    release();
+    for (int fd : {m_ready[0], m_ready[1], m_release[0], m_release[1]}) {
+      ::close(fd);
+    }
+  }
+  // Whether the holder still holds the lock (has not ended).
+  bool holding() const { return m_pid > 0 && ::waitpid(m_pid, nullptr, WNOHANG) == 0; }
+  void release()
+  {
+    if (m_pid > 0) {
+      std::ignore = ::write(m_release[1], "r", 1);
+      ::waitpid(m_pid, nullptr, 0);
+      m_pid = -1;
+    }
+  }
+
+private:
+  int m_ready[2] = {-1, -1};
+  int m_release[2] = {-1, -1};
+  pid_t m_pid = -1;
+};
+
+// A first miss in `cache`: its store opened and walked, the toolchain recorded, and the first
+// write's count for KJIT_MAX_SIZE made (it reads the store, so it waits for the commit).
+void warm_up(kjit::Cache& cache)
+{
+  BOOST_TEST_REQUIRE(cache.get(small_program("warm_up"), k_sm90) != nullptr);
+}
+
+// The next process finds `tag`'s entry on the disk and compiles nothing.
+void found_on_disk(const kjit::Config& config, const std::string& tag)
+{
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.get(small_program(tag), k_sm90) != nullptr);
+  BOOST_TEST(cache.stats().disk_hits == 1u);
+  BOOST_TEST(cache.stats().compiles == 0u);
+}
+
+// Compiles `tag` in a forked child (a Cache of its own) while another process holds the store's
+// write lock for two seconds, then ends the child at once: `destroy`ing the Cache, or by exit()
+// with the Cache never destroyed; returns the child's wait status.
+int miss_then_end(const kjit::Config& config, const std::string& tag, bool destroy)
+{
+  const pid_t child = ::fork();
+  if (child == 0) {
+    try {
+      auto* cache = new kjit::Cache(config);
+      warm_up(*cache);
+      WriteLockHolder holder(config, 2);  // the commit waits for it, so the end must too
+      const bool got = cache->get(small_program(tag), k_sm90) != nullptr;
+      if (destroy) {
+        delete cache;
+        ::_exit(got ? 0 : 3);  // no exit handlers: the destructor alone must have waited
+      }
+      std::exit(got ? 0 : 3);  // the Cache is never destroyed: the exit handler waits
+    } catch (...) {
+      ::_exit(4);
+    }
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(commits, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(a_miss_returns_before_its_commit_and_its_key_stays_locked_until_the_commit)
+{
+  const std::string file = tmp.path() + "/locked.cu";
+  write_text(file, small_program("locked").source);
+  kjit::Cache cache(config);
+  warm_up(cache);
+  WriteLockHolder holder(config, 30);
+  BOOST_TEST(cache.get(kjit::program_from_file(file), k_sm90) != nullptr);
+  BOOST_TEST(holder.holding());  // was false: get() waited for the write lock (30 s)
+  // Another process asking for the same key waits for the commit, then finds the entry.
+  auto other = std::async(std::launch::async, [&] { return probe_cache(config.cache_dir, file, "sm_90"); });
+  BOOST_TEST((other.wait_for(std::chrono::milliseconds(1500)) == std::future_status::timeout));
+  holder.release();
+  const std::string output = other.get();
+  BOOST_TEST(output_has_line(output, "result: ok"), output);
+  BOOST_TEST(output_has_line(output, "compiles: 0"), output);
+  BOOST_TEST(cache.stats().store_errors == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_second_get_in_the_process_waits_for_the_commit_and_hits)
+{
+  config.memory_limit = 0;  // no memory tier: the second get reads the store
+  kjit::Cache cache(config);
+  warm_up(cache);
+  WriteLockHolder holder(config, 1);
+  const auto first = cache.get(small_program("again"), k_sm90);
+  const auto second = cache.get(small_program("again"), k_sm90);
+  BOOST_TEST(second->cubin == first->cubin);
+  BOOST_TEST(cache.stats().compiles == 2u);  // the warm-up's and the first get's
+  BOOST_TEST(cache.stats().disk_hits == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_cache_destroyed_right_after_a_miss_leaves_its_entry)
+{
+  const int status = miss_then_end(config, "destroyed", true);
+  BOOST_TEST_REQUIRE(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  found_on_disk(config, "destroyed");
+}
+
+BOOST_AUTO_TEST_CASE(a_process_exiting_right_after_a_miss_leaves_its_entry)
+{
+  const int status = miss_then_end(config, "exited", false);
+  BOOST_TEST_REQUIRE(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  found_on_disk(config, "exited");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
