@@ -51,10 +51,10 @@ void Outstanding::end() noexcept
 
 void Outstanding::wait() const noexcept
 {
-  std::unique_lock lock(m_mutex);
   if (m_pid != ::getpid()) {
-    return;
+    return;  // a forked child: the mutex may have been copied locked
   }
+  std::unique_lock lock(m_mutex);
   m_idle.wait(lock, [this] { return m_count == 0; });
 }
 
@@ -76,16 +76,18 @@ Committer::~Committer()
     std::lock_guard lock(live_mutex());
     live().erase(this);
   }
+  if (m_pid != ::getpid()) {
+    std::ignore = m_thread.release();  // a forked child's copy names a thread of the parent
+    return;
+  }
   drain();
   {
     std::lock_guard lock(m_mutex);
     m_stop = true;
     m_wake.notify_all();
   }
-  if (m_thread && m_pid == ::getpid()) {
+  if (m_thread) {
     m_thread->join();
-  } else {
-    std::ignore = m_thread.release();  // a forked child's copy names a thread of the parent
   }
 }
 
@@ -113,8 +115,11 @@ void Committer::queue(std::function<void()> commit, std::function<void(const Sto
 
 void Committer::settle() const noexcept
 {
+  if (m_pid != ::getpid()) {
+    return;  // a forked child: no thread, and the mutex may have been copied locked
+  }
   std::unique_lock lock(m_mutex);
-  if (m_committed == m_queued || std::this_thread::get_id() == m_thread_id || m_pid != ::getpid()) {
+  if (m_committed == m_queued || std::this_thread::get_id() == m_thread_id) {
     return;
   }
   const std::uint64_t target = m_queued;
@@ -123,6 +128,9 @@ void Committer::settle() const noexcept
 
 void Committer::drain() noexcept
 {
+  if (m_pid != ::getpid()) {
+    return;
+  }
   settle();
   bool on_thread = false;
   {
