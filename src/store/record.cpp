@@ -15,8 +15,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
-#include <xxhash.h>
 
 namespace kjit::store {
 
@@ -171,16 +169,7 @@ std::string pack_doubles(std::initializer_list<double> values)
 // XXH3-128 of the header's format and kind bytes followed by the artifacts, canonical byte order.
 util::Checksum artifacts_checksum(std::string_view format_and_kind, std::string_view artifacts)
 {
-  XXH3_state_t state;
-  XXH3_INITSTATE(&state);
-  XXH3_128bits_reset(&state);
-  XXH3_128bits_update(&state, format_and_kind.data(), format_and_kind.size());
-  XXH3_128bits_update(&state, artifacts.data(), artifacts.size());
-  XXH128_canonical_t canonical;
-  XXH128_canonicalFromHash(&canonical, XXH3_128bits_digest(&state));
-  util::Checksum sum;
-  std::memcpy(sum.data(), canonical.digest, sum.size());
-  return sum;
+  return util::checksum(format_and_kind, artifacts);
 }
 
 } // namespace

@@ -10,6 +10,7 @@
 #include "util/hash.hpp"
 
 #include <cstring>
+#include <xxhash.h>
 
 using namespace kjit::test;
 
@@ -110,6 +111,27 @@ BOOST_AUTO_TEST_CASE(records_from_outside_the_store_get_the_full_walk_and_store_
   BOOST_TEST(!kjit::store::decode_record(other, key, kjit::store::Sections::artifacts, why,
                                          kjit::store::CubinCheck::header));
   BOOST_TEST(why.find("expected sm_90") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(checksums_are_xxh3_128_whichever_loop_computes_them)
+{
+  // util::checksum runs xxhash's AVX2 loop where the CPU has one: the digests must stay the bytes
+  // every stored record and direct row was written with (xxhash.h's SSE2 build, here).
+  std::string data;
+  for (std::size_t i = 0; i < 9000; ++i) {
+    data += static_cast<char>((i * 2654435761u) >> 13);
+  }
+  for (std::size_t size = 0; size <= data.size(); size += size < 300 ? 1 : 97) {
+    const std::string_view part = std::string_view(data).substr(0, size);
+    XXH128_canonical_t expected;
+    XXH128_canonicalFromHash(&expected, XXH3_128bits(part.data(), part.size()));
+    const kjit::util::Checksum sum = kjit::util::checksum(part);
+    BOOST_TEST(std::memcmp(sum.data(), expected.digest, sum.size()) == 0, size);
+    for (const std::size_t cut : {std::size_t(0), size / 3, size}) {
+      const kjit::util::Checksum two = kjit::util::checksum(part.substr(0, cut), part.substr(cut));
+      BOOST_TEST(std::memcmp(two.data(), expected.digest, two.size()) == 0, size << " cut " << cut);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
