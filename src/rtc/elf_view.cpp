@@ -37,7 +37,7 @@ std::optional<std::string_view> string_at(std::string_view table, std::uint64_t 
 
 } // namespace
 
-std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
+std::optional<ElfHeader> parse_elf_header(std::string_view bytes, std::string& why)
 {
   if (bytes.size() < k_header_size) {
     why = "too short for an ELF64 header (" + std::to_string(bytes.size()) + " bytes)";
@@ -56,58 +56,74 @@ std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
     why = "e_machine is " + std::to_string(machine) + ", not EM_CUDA (190)";
     return std::nullopt;
   }
-  ElfView view;
+  ElfHeader header;
   const auto flags = read_le<std::uint32_t>(bytes, 48);
-  view.m_abi_version = static_cast<unsigned char>(bytes[8]);
+  header.abi_version = static_cast<unsigned char>(bytes[8]);
   // ABI v8 and later keep the SM number in bits 8..15 of e_flags; older cubins in bits 0..7.
-  view.m_sm = view.m_abi_version >= 8 ? static_cast<int>((flags >> 8) & 0xff) : static_cast<int>(flags & 0xff);
-
+  header.sm = header.abi_version >= 8 ? static_cast<int>((flags >> 8) & 0xff) : static_cast<int>(flags & 0xff);
   const std::uint64_t size = bytes.size();
-  const auto program_offset = read_le<std::uint64_t>(bytes, 32);
+  header.program_offset = read_le<std::uint64_t>(bytes, 32);
   const auto program_entry = read_le<std::uint16_t>(bytes, 54);
-  const auto program_count = read_le<std::uint16_t>(bytes, 56);
-  const auto section_offset = read_le<std::uint64_t>(bytes, 40);
+  header.program_count = read_le<std::uint16_t>(bytes, 56);
+  header.section_offset = read_le<std::uint64_t>(bytes, 40);
   const auto section_entry = read_le<std::uint16_t>(bytes, 58);
-  const auto section_count = read_le<std::uint16_t>(bytes, 60);
-  const auto names_index = read_le<std::uint16_t>(bytes, 62);
-  // The message is made only for a failed check: a hit checks every section and symbol.
+  header.section_count = read_le<std::uint16_t>(bytes, 60);
+  header.names_index = read_le<std::uint16_t>(bytes, 62);
+  if (header.program_count > 0 && program_entry != k_program_header_size) {
+    why = "bad program header size " + std::to_string(program_entry);
+  } else if (header.program_count > 0 &&
+             !range_fits(header.program_offset, std::uint64_t(header.program_count) * program_entry, size)) {
+    why = "program headers lie past the end (truncated cubin)";
+  } else if (header.section_count == 0) {
+    why = "no section headers";
+  } else if (section_entry != k_section_header_size) {
+    why = "bad section header size " + std::to_string(section_entry);
+  } else if (!range_fits(header.section_offset, std::uint64_t(header.section_count) * section_entry, size)) {
+    why = "section headers lie past the end (truncated cubin)";
+  } else if (header.names_index >= header.section_count) {
+    why = "section name table index out of range";
+  } else {
+    return header;
+  }
+  return std::nullopt;
+}
+
+std::optional<ElfView> ElfView::parse(std::string_view bytes, std::string& why)
+{
+  const auto header = parse_elf_header(bytes, why);
+  if (!header) {
+    return std::nullopt;
+  }
+  ElfView view;
+  view.m_sm = header->sm;
+  view.m_abi_version = header->abi_version;
+  const std::uint64_t size = bytes.size();
+  const std::uint64_t program_offset = header->program_offset;
+  const std::uint16_t program_count = header->program_count;
+  const std::uint64_t section_offset = header->section_offset;
+  const std::uint16_t section_count = header->section_count;
+  const std::uint16_t names_index = header->names_index;
+  // The message is made only for a failed check.
   const auto check = [&](bool ok, auto&& message) {
     if (!ok) {
       why = message();
     }
     return ok;
   };
-
-  if (program_count > 0) {
-    if (!check(program_entry == k_program_header_size,
-               [&] { return "bad program header size " + std::to_string(program_entry); }) ||
-        !check(range_fits(program_offset, std::uint64_t(program_count) * program_entry, size),
-               [&] { return std::string("program headers lie past the end (truncated cubin)"); })) {
+  for (std::uint16_t i = 0; i < program_count; ++i) {
+    const std::uint64_t at = program_offset + std::uint64_t(i) * k_program_header_size;
+    const auto offset = read_le<std::uint64_t>(bytes, at + 8);
+    const auto file_size = read_le<std::uint64_t>(bytes, at + 32);
+    if (!check(range_fits(offset, file_size, size),
+               [&] { return "segment " + std::to_string(i) + " lies past the end (truncated cubin)"; })) {
       return std::nullopt;
     }
-    for (std::uint16_t i = 0; i < program_count; ++i) {
-      const std::uint64_t at = program_offset + std::uint64_t(i) * program_entry;
-      const auto offset = read_le<std::uint64_t>(bytes, at + 8);
-      const auto file_size = read_le<std::uint64_t>(bytes, at + 32);
-      if (!check(range_fits(offset, file_size, size),
-                 [&] { return "segment " + std::to_string(i) + " lies past the end (truncated cubin)"; })) {
-        return std::nullopt;
-      }
-    }
-  }
-  if (!check(section_count > 0, [&] { return std::string("no section headers"); }) ||
-      !check(section_entry == k_section_header_size,
-             [&] { return "bad section header size " + std::to_string(section_entry); }) ||
-      !check(range_fits(section_offset, std::uint64_t(section_count) * section_entry, size),
-             [&] { return std::string("section headers lie past the end (truncated cubin)"); }) ||
-      !check(names_index < section_count, [&] { return std::string("section name table index out of range"); })) {
-    return std::nullopt;
   }
   std::vector<std::uint64_t> name_offsets;
-  name_offsets.reserve(section_count);  // a disk hit parses every cubin: no regrowth
+  name_offsets.reserve(section_count);  // no regrowth
   view.m_sections.reserve(section_count);
   for (std::uint16_t i = 0; i < section_count; ++i) {
-    const std::uint64_t at = section_offset + std::uint64_t(i) * section_entry;
+    const std::uint64_t at = section_offset + std::uint64_t(i) * k_section_header_size;
     ElfSection section;
     name_offsets.push_back(read_le<std::uint32_t>(bytes, at));
     section.type = read_le<std::uint32_t>(bytes, at + 4);

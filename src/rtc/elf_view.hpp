@@ -37,6 +37,28 @@ struct ElfSymbol {
   std::uint64_t size = 0;
 };
 
+// The ELF header of a cubin and where its tables lie: every field here was checked against the
+// file's size (the tables' contents were not).
+struct ElfHeader {
+  int sm = 0;
+  int abi_version = 0;
+  std::uint64_t program_offset = 0;
+  std::uint16_t program_count = 0;
+  std::uint64_t section_offset = 0;
+  std::uint16_t section_count = 0;
+  std::uint16_t names_index = 0;
+};
+
+// Checks the ELF header only (ELF64, little-endian, EM_CUDA) and that the program and section
+// header tables lie inside `bytes`; O(1), reads 64 bytes. Returns nothing and sets `why` otherwise.
+// Enough for a cubin whose bytes are proven to be ones ElfView::parse accepted (a stored record's
+// checksum, docs/cache-format.md); everything else goes through ElfView::parse.
+std::optional<ElfHeader> parse_elf_header(std::string_view bytes, std::string& why);
+
+// check_cubin (kjit/cubin.hpp) with the header only (parse_elf_header): true if `bytes` has a sound
+// ELF header for exactly SM `sm`; otherwise false with the reason in `why` (cubin.cpp).
+bool check_cubin_header(std::string_view bytes, int sm, std::string& why);
+
 class ElfView {
 public:
   // Parses and checks `bytes` (which must outlive the view): the ELF header (ELF64, little-endian,

@@ -47,10 +47,19 @@ std::string encode_record(const Entry& entry, const util::Sha256& key,
 // `inputs` checks the inputs section only (for header_blobs()); decode_record takes the others.
 enum class Sections { artifacts, all, inputs };
 
+// How much of the cubin decode_record checks beyond the artifacts checksum.
+enum class CubinCheck {
+  full,    // the whole ELF structure (rtc::ElfView): records from a bundle, a remote, an import
+  header,  // the ELF header, SM and table ranges only (rtc::parse_elf_header): records of the
+           // local store, which only ever takes a cubin that passed `full` (compiled, or decoded
+           // from a tier before it is stored); the checksum proves the bytes are those
+};
+
 // Decodes and verifies the record stored under `key`: magic, format, sizes, checksums, fields,
-// the key digest, the cubin header; with Sections::all the inputs too. Returns nullopt with the
-// reason in `why` for anything damaged: such a record must never be used.
-std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& key, Sections sections, std::string& why);
+// the key digest, the cubin (as `cubin` says); with Sections::all the inputs too. Returns nullopt
+// with the reason in `why` for anything damaged: such a record must never be used.
+std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& key, Sections sections, std::string& why,
+                                   CubinCheck cubin = CubinCheck::full);
 // True if `why`, from decode_record, says only that another kjit version wrote the record (its
 // format number differs): sound for that version, not damage.
 bool of_another_format(std::string_view why);

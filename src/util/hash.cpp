@@ -1,4 +1,4 @@
-// SHA-256 through nettle (dlopen()ed on first use) and XXH3-128 inlined from xxhash.h.
+// SHA-256 through nettle (dlopen()ed on first use); XXH3-128 checksums are in checksum.cpp.
 //
 // nettle rather than OpenSSL's libcrypto: loading libcrypto (16 922 relative and 4 191 symbol
 // relocations, bound at load) cost ≈ 1.2 ms and 124 page faults in every process that links kjit,
@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <dlfcn.h>
 #include <nettle/sha2.h>
-#include <xxhash.h>
 
 namespace kjit::util {
 
@@ -81,19 +80,6 @@ Sha256 sha256(std::string_view data)
 {
   thread_local Sha256Hasher hasher;
   return hasher.update(data).finish();
-}
-
-Checksum checksum(std::string_view data)
-{
-  const XXH128_hash_t hash = XXH3_128bits(data.data(), data.size());
-  Checksum out{};
-  XXH128_canonical_t canonical;
-  XXH128_canonicalFromHash(&canonical, hash);
-  static_assert(sizeof(canonical.digest) == sizeof(Checksum));
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    out[i] = canonical.digest[i];
-  }
-  return out;
 }
 
 Sha256 digest_of_bytes(std::string_view bytes)

@@ -30,8 +30,10 @@ private:
 
 Sha256 sha256(std::string_view data);
 
-// XXH3-128 of `data`: a fast integrity check, not a security boundary.
+// XXH3-128 of `data`: a fast integrity check, not a security boundary (checksum.cpp).
 Checksum checksum(std::string_view data);
+// XXH3-128 of `first` followed by `second`, without joining them.
+Checksum checksum(std::string_view first, std::string_view second);
 
 // The digest held in 32 raw bytes (an LMDB key); zeros if `bytes` is not 32 bytes long.
 Sha256 digest_of_bytes(std::string_view bytes);
