@@ -25,8 +25,9 @@ bool direct_eligible(const Program& program);
 // the texts for "include" only when neither knows them.
 bool direct_options(const Program& program);
 
-// The toolchain part of the inputs: every field of `context` that make_key() puts in a key, and
-// the record format, as one text (computed once per cache).
+// The toolchain part of the inputs: every field of `context` that make_key() puts in the key of
+// a direct_eligible() program (so not the toolkit headers' fingerprint), and the record format,
+// as one text (computed once per cache; asks for no fingerprint).
 std::string direct_context(const KeyContext& context);
 
 // The inputs of `program` on the resolved `arch` in `context_text`, as one unambiguous byte string

@@ -1,12 +1,14 @@
 // program.txt and options.txt: stable, documented texts (docs/cache-format.md) hashed into the key.
 #include "cache/key.hpp"
 
+#include "cache/direct_key.hpp"
 #include "deps/search.hpp"
 #include "rtc/compile_options.hpp"
 #include "store/record.hpp"
 
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
@@ -112,6 +114,32 @@ std::string portable_option(const KeyRoots& roots, const std::string& option, st
 }
 
 } // namespace
+
+struct ToolkitHeaders::State {
+  std::once_flag once;
+  std::function<std::string()> find;
+  std::string value;
+};
+
+ToolkitHeaders::ToolkitHeaders(std::string known) : m_state(std::make_shared<State>())
+{
+  std::call_once(m_state->once, [&] { m_state->value = std::move(known); });
+}
+
+ToolkitHeaders::ToolkitHeaders(std::function<std::string()> find) : m_state(std::make_shared<State>())
+{
+  m_state->find = std::move(find);
+}
+
+const std::string& ToolkitHeaders::value() const
+{
+  static const std::string none;
+  if (!m_state) {
+    return none;
+  }
+  std::call_once(m_state->once, [this] { m_state->value = m_state->find(); });
+  return m_state->value;
+}
 
 std::vector<std::string> normalize_options(const std::vector<std::string>& options)
 {
@@ -294,8 +322,13 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   for (const auto& dir : context.toolkit_include_names) {
     o += "toolkit-include: " + escape_line(dir) + "\n";
   }
-  if (!context.toolkit_headers.empty()) {
-    o += "toolkit-headers: " + context.toolkit_headers + "\n";
+  // A program that names no disk header (no "include" anywhere, no -I, no pre-include) reads no
+  // toolkit header: NVRTC 13.0 opens nothing under the toolkit's include folders for it (strace),
+  // so its key does not depend on them (docs/cache-format.md).
+  if (!direct_eligible(program)) {
+    if (const std::string& fingerprint = context.toolkit_headers.value(); !fingerprint.empty()) {
+      o += "toolkit-headers: " + fingerprint + "\n";
+    }
   }
   o += "nvrtc: " + context.nvrtc_identity + "\n";
   o += "nvjitlink: " + context.nvjitlink_identity + "\n";

@@ -7,6 +7,8 @@
 #include "deps/resolver.hpp"
 #include "util/hash.hpp"
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,22 @@ struct KeyTexts {
   std::string hex() const { return util::to_hex(digest); }
 };
 
+// The content fingerprint of the toolkit's include trees (toolkit_headers.hpp), found when first
+// asked: only keys of programs that may name a disk header hold it (make_key), so a process that
+// only makes other keys never checks the trees. Copies share one value; thread-safe.
+class ToolkitHeaders {
+public:
+  ToolkitHeaders() = default;  // none: keys get no toolkit-headers line
+  ToolkitHeaders(std::string known);  // NOLINT: a known value (remembered, or a test's)
+  explicit ToolkitHeaders(std::function<std::string()> find);  // called once, on the first value()
+  // The fingerprint; empty for none. Throws what `find` throws (then asked again next time).
+  const std::string& value() const;
+
+private:
+  struct State;
+  std::shared_ptr<State> m_state;
+};
+
 // What besides the program determines the output: filled from the toolkit and the toolchain.
 struct KeyContext {
   std::vector<std::string> toolkit_include_dirs;   // absolute: where this process searches
@@ -26,7 +44,7 @@ struct KeyContext {
   std::string nvrtc_identity;      // "13.0 V13.0.88 CL-36424714"
   std::string nvjitlink_identity;  // "13.0"
   std::vector<int> supported_archs;  // nvrtcGetSupportedArchs, remembered with the versions
-  std::string toolkit_headers;       // content fingerprint of the toolkit's include trees (toolkit_headers.hpp)
+  ToolkitHeaders toolkit_headers;    // content fingerprint of the toolkit's include trees
 };
 
 // The folders a key names user headers by (docs/cache-format.md, "Portable keys"): the -I
@@ -62,6 +80,9 @@ std::string escape_line(const std::string& value);
 // deps::resolve_includes or a manifest); each is listed with its content hash, include name and
 // portable_path(). Nothing in the texts depends on where the project or the toolkit is: the
 // program's name is its last path component, -I folders are "{I<n>}", toolkit folders relative.
+// The toolkit headers' fingerprint is in the key of a program that may name a disk header
+// (!direct_eligible): NVRTC reads no toolkit header for the others, so their keys leave it out
+// (and a lookup of one never asks for it).
 KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context,
                   const std::vector<deps::DiskHeader>& includes = {});
 

@@ -1,11 +1,14 @@
 // Toolchain fingerprint: versions remembered under the libraries' file identity.
 #include "cache/toolchain.hpp"
 
+#include "cache/cache_dir.hpp"
 #include "cache/toolkit_headers.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvjitlink_library.hpp"
 #include "rtc/nvrtc_library.hpp"
 #include "rtc/toolkit.hpp"
+
+#include <kjit/error.hpp>
 
 #include <ctime>
 #include <map>
@@ -61,19 +64,75 @@ std::vector<std::string> relative_to_root(const rtc::Toolkit& toolkit)
 }
 
 // The key's toolchain part, as the store remembers it for a process that can't load NVRTC:
-// nvrtc, nvjitlink, archs, toolkit-headers, then the include folders (one per line).
-std::string context_text(const KeyContext& context)
+// nvrtc, nvjitlink, archs, toolkit-headers, then the include folders (one per line). The part
+// before the fingerprint and the part after it, apart.
+struct ContextText {
+  std::string before;  // nvrtc, nvjitlink, archs
+  std::string after;   // the include folders
+
+  explicit ContextText(const KeyContext& context)
+  {
+    std::string archs;
+    for (int arch : context.supported_archs) {
+      archs += (archs.empty() ? "" : " ") + std::to_string(arch);
+    }
+    before = context.nvrtc_identity + "\n" + context.nvjitlink_identity + "\n" + archs + "\n";
+    for (const auto& name : context.toolkit_include_names) {
+      after += name + "\n";
+    }
+  }
+
+  std::string with(const std::string& fingerprint) const { return before + fingerprint + "\n" + after; }
+
+  // Whether the value of a context row ("unix time\n" then the text) is of this toolchain, with
+  // any fingerprint.
+  bool matches(std::string_view row) const
+  {
+    const auto start = row.find('\n') + 1;  // npos + 1 == 0: no time line, never a match below
+    if (start == 0 || row.size() < start + before.size() + after.size() ||
+        row.compare(start, before.size(), before) != 0 || row.substr(row.size() - after.size()) != after) {
+      return false;
+    }
+    const auto fingerprint = row.substr(start + before.size(), row.size() - after.size() - start - before.size());
+    return !fingerprint.empty() && fingerprint.find('\n') == fingerprint.size() - 1;
+  }
+};
+
+// Remembers the context of this toolchain with `fingerprint` in the store (one read when known).
+void remember_context(store::Store& store, const ContextText& text, const std::string& fingerprint)
 {
-  std::string archs;
-  for (int arch : context.supported_archs) {
-    archs += (archs.empty() ? "" : " ") + std::to_string(arch);
+  const std::string part = text.with(fingerprint);
+  const std::string key = k_context_prefix + util::to_hex(util::checksum(part));
+  if (!store.get(store::Table::meta, key)) {
+    store.put({{store::Table::meta, key, std::to_string(::time(nullptr)) + "\n" + part}});
   }
-  std::string out = context.nvrtc_identity + "\n" + context.nvjitlink_identity + "\n" + archs + "\n" +
-                    context.toolkit_headers + "\n";
-  for (const auto& name : context.toolkit_include_names) {
-    out += name + "\n";
+}
+
+// Whether the store remembers a context of this toolchain, with any fingerprint: then processes
+// without NVRTC find it, and this one needs no fingerprint to remember it.
+bool remembers(const store::Store& store, const ContextText& text)
+{
+  bool found = false;
+  store.for_each_prefix(store::Table::meta, k_context_prefix,
+                        [&](std::string_view, std::string_view value) { found = found || text.matches(value); });
+  return found;
+}
+
+// The fingerprint of `dirs`, kept in `store`; with a writable store, the context `text` is
+// remembered with it there (called when the first key that needs it is made).
+std::string find_fingerprint(const std::vector<std::string>& dirs, store::Store* store, const ContextText& text)
+{
+  try {
+    std::string fingerprint = toolkit_headers_fingerprint(dirs, store);
+    if (store != nullptr && store->writable()) {
+      remember_context(*store, text, fingerprint);
+    }
+    return fingerprint;
+  } catch (const StoreError& e) {
+    // Not kept or not remembered (disk full…): found again next time, never fatal.
+    warn_once(std::string("cannot remember the toolkit headers' fingerprint: ") + e.what());
+    return toolkit_headers_fingerprint(dirs, nullptr);
   }
-  return out;
 }
 
 // (major, minor) of an NVRTC identity line ("13.0 V13.0.88 CL-…"); (0, 0) when unreadable.
@@ -107,11 +166,13 @@ std::optional<KeyContext> remembered_toolchain(const store::Store& store)
     std::string recorded;
     KeyContext context;
     std::string archs;
+    std::string fingerprint;
     if (!std::getline(lines, recorded) || !std::getline(lines, context.nvrtc_identity) ||
         !std::getline(lines, context.nvjitlink_identity) || !std::getline(lines, archs) ||
-        !std::getline(lines, context.toolkit_headers) || context.nvrtc_identity.empty()) {
+        !std::getline(lines, fingerprint) || context.nvrtc_identity.empty()) {
       continue;
     }
+    context.toolkit_headers = fingerprint;
     for (std::string name; std::getline(lines, name);) {
       context.toolkit_include_names.push_back(name);
     }
@@ -154,7 +215,6 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   const rtc::Toolkit toolkit = rtc::remember_toolkit(config);  // once per Cache: its misses stat nothing
   context.toolkit_include_dirs = toolkit.include_dirs;
   context.toolkit_include_names = relative_to_root(toolkit);
-  context.toolkit_headers = toolkit_headers_fingerprint(toolkit.include_dirs, store);
   bool has_nvrtc = false;
   const std::string identity = file_identities(toolkit, has_nvrtc);
   if (store != nullptr && !has_nvrtc) {
@@ -198,13 +258,15 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   context.nvrtc_identity = versions.nvrtc;
   context.nvjitlink_identity = versions.nvjitlink;
   context.supported_archs = parse_archs(versions.archs);
-  if (store != nullptr && store->writable()) {
-    // Remembered for processes without NVRTC (one read when already known).
-    const std::string text = context_text(context);
-    const std::string key = k_context_prefix + util::to_hex(util::checksum(text));
-    if (!store->get(store::Table::meta, key)) {
-      store->put({{store::Table::meta, key, std::to_string(::time(nullptr)) + "\n" + text}});
-    }
+  // The toolkit headers' fingerprint is found when the first key that holds it is made (a
+  // program that may include a header): then the context is remembered with it.
+  const ContextText text(context);
+  context.toolkit_headers = ToolkitHeaders(
+    [dirs = toolkit.include_dirs, store, text] { return find_fingerprint(dirs, store, text); });
+  if (store != nullptr && store->writable() && !remembers(*store, text)) {
+    // Processes without NVRTC need a remembered context of this toolchain, whatever keys are made
+    // here: the first process of a toolchain remembers it now (with the fingerprint).
+    std::ignore = context.toolkit_headers.value();
   }
   return context;
 }

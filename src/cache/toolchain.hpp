@@ -23,9 +23,12 @@ inline constexpr const char* k_context_prefix = "toolchain context ";
 // The KeyContext for `config`: toolkit include folders and the NVRTC/nvJitLink versions with
 // build numbers. Known identities come from this process's memo or the store's meta table; an
 // unknown one loads NVRTC and nvJitLink once (compiling a probe program), then is recorded, and
-// the whole context is remembered in the store. When the toolkit has no NVRTC library file, the
-// context is remembered_toolchain() of the store (hits are served without NVRTC; a miss fails
-// with a ToolchainError naming the missing library). `store` may be null (no disk tier).
+// the whole context is remembered in the store. The toolkit headers' fingerprint is found (folder
+// stats, toolkit_headers.hpp) when the first key that holds it is made, and the context is then
+// remembered with it; a store that remembers no context of this toolchain gets one at once. When
+// the toolkit has no NVRTC library file, the context is remembered_toolchain() of the store (hits
+// are served without NVRTC; a miss fails with a ToolchainError naming the missing library).
+// `store` may be null (no disk tier); the context must not outlive it.
 KeyContext toolchain_context(const Config& config, store::Store* store);
 
 // The toolchain a store without a loadable NVRTC uses: of the contexts remembered in `store`,

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <cctype>
 #include <fcntl.h>
@@ -52,6 +53,7 @@ std::size_t g_root_size = 0;
 std::mutex g_mutex;
 std::map<std::string, std::string> g_memo;  // dirs → the kept text (see walk()) for this process
 std::map<std::string, std::shared_ptr<const std::vector<std::string>>> g_names_memo;  // dirs → names asked for
+std::atomic<std::uint64_t> g_stamp_checks{0};  // still_valid() calls, for toolkit_stamp_checks()
 
 // Notes every header name `content` may include or probe: each "<name>" or "\"name\"" right after
 // a word ending in include/INCLUDE (#include, #include_next, __has_include(, _CCCL_HAS_INCLUDE(…).
@@ -210,6 +212,7 @@ bool still_valid(const std::string& kept, const std::vector<std::string>& dirs)
   if (at == std::string::npos || at != 64) {
     return false;
   }
+  g_stamp_checks.fetch_add(1, std::memory_order_relaxed);
   const Roots roots(dirs);
   std::string path;
   for (++at; at < kept.size();) {
@@ -277,6 +280,11 @@ std::shared_ptr<const std::vector<std::string>> toolkit_include_names(const std:
     kept_names = names_of(g_memo[names]);
   }
   return kept_names;
+}
+
+std::uint64_t toolkit_stamp_checks()
+{
+  return g_stamp_checks.load(std::memory_order_relaxed);
 }
 
 } // namespace kjit::cache

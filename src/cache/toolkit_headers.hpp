@@ -3,6 +3,7 @@
 
 #include "store/store.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,5 +23,9 @@ std::string toolkit_headers_fingerprint(const std::vector<std::string>& dirs, st
 // as written; computed ones left out), found by the same walk and kept with the fingerprint: the
 // last toolkit_headers_fingerprint() of `dirs` in this process, else one walk. Thread-safe.
 std::shared_ptr<const std::vector<std::string>> toolkit_include_names(const std::vector<std::string>& dirs);
+
+// How many times this process has checked the trees' folder stamps (once per
+// toolkit_headers_fingerprint() that found a kept value): tests count them.
+std::uint64_t toolkit_stamp_checks();
 
 } // namespace kjit::cache

@@ -12,6 +12,7 @@
 #include <charconv>
 #include <string>
 #include <lmdb.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <system_error>
@@ -245,7 +246,70 @@ bool skip_field(const char*& p, const char* end)
   return skip(p, end, ' ');
 }
 
+// The first key of env's main table, where LMDB read it (in the map), or nullptr (none, an error).
+const char* first_main_key(MDB_env* env)
+{
+  const char* key = nullptr;
+  MDB_txn* txn = nullptr;
+  if (mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) == MDB_SUCCESS) {
+    MDB_dbi main = 0;
+    MDB_cursor* cursor = nullptr;
+    if (mdb_dbi_open(txn, nullptr, 0, &main) == MDB_SUCCESS && mdb_cursor_open(txn, main, &cursor) == MDB_SUCCESS) {
+      MDB_val found_key{};
+      MDB_val value{};
+      if (mdb_cursor_get(cursor, &found_key, &value, MDB_FIRST) == MDB_SUCCESS) {
+        key = static_cast<const char*>(found_key.mv_data);
+      }
+      mdb_cursor_close(cursor);
+    }
+    mdb_txn_abort(txn);
+  }
+  return key;
+}
+
 } // namespace
+
+// The page holding the main table's first key names its own number (mp_pgno, LMDB 0.9's page
+// header): the map starts that many pages before it, with meta page 0.
+const char* map_address_from_a_page(MDB_env* env)
+{
+  MDB_stat stat{};
+  MDB_envinfo info{};
+  const auto system_page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  if (mdb_env_stat(env, &stat) != MDB_SUCCESS || mdb_env_info(env, &info) != MDB_SUCCESS || stat.ms_psize == 0 ||
+      system_page == 0 || stat.ms_psize % system_page != 0) {
+    return nullptr;
+  }
+  const std::size_t psize = stat.ms_psize;
+  const char* key = first_main_key(env);  // read by LMDB through the map: its page is mapped
+  if (key == nullptr) {
+    return nullptr;
+  }
+  const auto page = reinterpret_cast<std::uintptr_t>(key) / psize * psize;  // the map is page-aligned
+  std::uint64_t pgno = 0;
+  std::uint16_t flags = 0;
+  std::memcpy(&pgno, reinterpret_cast<const char*>(page), sizeof pgno);
+  std::memcpy(&flags, reinterpret_cast<const char*>(page) + 10, sizeof flags);
+  constexpr std::uint16_t k_leaf_flag = 0x02;  // P_LEAF
+  constexpr std::uint16_t k_meta_flag = 0x08;  // P_META
+  if ((flags & k_leaf_flag) == 0 || pgno > info.me_last_pgno || pgno > page / psize) {
+    return nullptr;
+  }
+  const auto start = page - static_cast<std::uintptr_t>(pgno) * psize;
+  // Mapped (msync fails with ENOMEM where nothing is) and meta page 0 of an LMDB file.
+  if (::msync(reinterpret_cast<void*>(start), psize, MS_ASYNC) != 0) {
+    return nullptr;
+  }
+  std::uint64_t meta_pgno = 1;
+  std::uint16_t meta_flags = 0;
+  std::uint32_t magic = 0;
+  std::memcpy(&meta_pgno, reinterpret_cast<const char*>(start), sizeof meta_pgno);
+  std::memcpy(&meta_flags, reinterpret_cast<const char*>(start) + 10, sizeof meta_flags);
+  std::memcpy(&magic, reinterpret_cast<const char*>(start) + k_page_header, sizeof magic);
+  constexpr std::uint32_t k_magic = 0xBEEFC0DE;  // MDB_MAGIC
+  return meta_pgno == 0 && (meta_flags & k_meta_flag) != 0 && magic == k_magic ? reinterpret_cast<const char*>(start)
+                                                                                 : nullptr;
+}
 
 // Where data.mdb (dev, ino) is mapped in this process, from /proc/self/maps: LMDB does not say
 // (MDB_envinfo.me_mapaddr is only the fixed address of MDB_FIXEDMAP).
@@ -283,21 +347,7 @@ const char* map_address(MDB_env* env, dev_t dev, ino_t ino)
   }
   // Several (a forked child also holds its parent's map, as the isolated check does): the one
   // holding a key read through env. Only here is a page read before the walk.
-  const char* inside = nullptr;  // a key in env's own map
-  MDB_txn* txn = nullptr;
-  if (mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) == MDB_SUCCESS) {
-    MDB_dbi main = 0;
-    MDB_cursor* cursor = nullptr;
-    if (mdb_dbi_open(txn, nullptr, 0, &main) == MDB_SUCCESS && mdb_cursor_open(txn, main, &cursor) == MDB_SUCCESS) {
-      MDB_val key{};
-      MDB_val value{};
-      if (mdb_cursor_get(cursor, &key, &value, MDB_FIRST) == MDB_SUCCESS) {
-        inside = static_cast<const char*>(key.mv_data);
-      }
-      mdb_cursor_close(cursor);
-    }
-    mdb_txn_abort(txn);
-  }
+  const char* inside = first_main_key(env);  // a key in env's own map
   for (const auto& [start, end] : mappings) {
     if (inside == nullptr ||
         (reinterpret_cast<std::uintptr_t>(inside) >= start && reinterpret_cast<std::uintptr_t>(inside) < end)) {

@@ -130,7 +130,12 @@ void Store::Impl::check_file_size()
                     std::to_string(needed),
                   MDB_INVALID);
   }
-  map_base = map_address(env, data_dev, data_ino);
+  // open_env reads the tables right after (or did before a remap): reading the main table's first
+  // page here reads no page that a lookup would not.
+  map_base = map_address_from_a_page(env);
+  if (map_base == nullptr) {
+    map_base = map_address(env, data_dev, data_ino);
+  }
   map_bytes = info.me_mapsize;
   checked_end = std::min(size, info.me_mapsize);
   keep_slack();

@@ -32,4 +32,17 @@ if grep -E 'openat\(.*lib(nettle|crypto|xxhash)' "$dir/trace" | grep -v ENOENT; 
   echo "FAIL: a warm start loaded a hash library (above)"
   failed=1
 fi
+# The hit alone ("hit": no check of loaded libraries afterwards): the store's map is found without
+# reading /proc/self/maps, and the toolkit's include folders are not opened for their stamps (a
+# program without includes: its key holds no toolkit fingerprint).
+strace -f -o "$dir/hit_trace" -e trace=openat "$start" hit "$dir/cache/deeper" warm.cu "$source" ||
+  { echo "FAIL: the warm hit run failed"; failed=1; }
+if grep -E 'openat\(.*/proc/self/maps' "$dir/hit_trace"; then
+  echo "FAIL: a warm hit read /proc/self/maps (above)"
+  failed=1
+fi
+if grep -E 'openat\(.*include.*O_PATH' "$dir/hit_trace"; then
+  echo "FAIL: a warm hit of a program without includes checked the toolkit's folders (above)"
+  failed=1
+fi
 exit $failed

@@ -188,8 +188,14 @@ BOOST_AUTO_TEST_CASE(every_input_of_the_key_changes_the_direct_inputs)
   other.nvrtc_identity = "13.1";
   variants.push_back(kjit::cache::direct_inputs(base, arch, kjit::cache::direct_context(other)));
   other = context;
-  other.toolkit_headers = "fingerprint";
+  other.toolkit_include_names = {"include"};
   variants.push_back(kjit::cache::direct_inputs(base, arch, kjit::cache::direct_context(other)));
+  // The toolkit headers' fingerprint is in neither its key nor its direct inputs: a program that
+  // names no disk header reads no toolkit header (key.cpp).
+  other = context;
+  other.toolkit_headers = std::string("fingerprint");
+  BOOST_TEST(kjit::cache::direct_context(other) == text);
+  BOOST_TEST(kjit::cache::make_key(base, arch, other).hex() == kjit::cache::make_key(base, arch, context).hex());
   variants.push_back(kjit::cache::direct_inputs(base, kjit::Arch::parse("sm_80"), text));
   for (int field = 0; field < 5; ++field) {
     kjit::Program program = base;

@@ -90,7 +90,23 @@ BOOST_AUTO_TEST_CASE(the_store_map_is_found_among_the_process_mappings)
   // (as addresses: Boost.Test compares two const char* as C strings)
   BOOST_TEST(reinterpret_cast<std::uintptr_t>(among_two) == reinterpret_cast<std::uintptr_t>(alone));
   BOOST_TEST(reinterpret_cast<std::uintptr_t>(among_two) != reinterpret_cast<std::uintptr_t>(second));
+  // Found from a page of the env's own map too, without /proc/self/maps (what a store open uses).
+  const char* from_a_page = kjit::store::map_address_from_a_page(env);
+  BOOST_TEST(reinterpret_cast<std::uintptr_t>(from_a_page) == reinterpret_cast<std::uintptr_t>(alone));
   ::munmap(second, static_cast<std::size_t>(st.st_size));
+  mdb_env_close(env);
+}
+
+// A store with no key yet has no page to find the map from: map_address() is asked instead.
+BOOST_AUTO_TEST_CASE(an_empty_store_has_no_page_to_find_its_map_from)
+{
+  const std::string dir = tmp.path() + "/empty";
+  BOOST_REQUIRE(!kjit::util::create_directories(dir, 0700));
+  MDB_env* env = nullptr;
+  BOOST_REQUIRE(mdb_env_create(&env) == MDB_SUCCESS);
+  mdb_env_set_mapsize(env, std::size_t(1) << 24);
+  BOOST_REQUIRE(mdb_env_open(env, dir.c_str(), MDB_NOTLS, 0600) == MDB_SUCCESS);
+  BOOST_TEST(kjit::store::map_address_from_a_page(env) == static_cast<const char*>(nullptr));
   mdb_env_close(env);
 }
 

@@ -1,0 +1,85 @@
+// The toolkit headers' fingerprint is in the keys of programs that may name a disk header only:
+// a hit of a program without one checks no toolkit folder, and a program that includes a toolkit
+// header still misses when that header changes.
+#include <boost/test/unit_test.hpp>
+
+#include "cache/toolkit_headers.hpp"
+#include "fixture.hpp"
+
+#include <cstdio>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_arch = kjit::Arch::parse("sm_90");
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(toolkit_in_keys, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(a_hit_of_a_program_without_includes_checks_no_toolkit_stamp)
+{
+  const kjit::Program program = small_program("plain");
+  {
+    kjit::Cache first(config);
+    first.get(program, k_arch);  // compiled and stored
+  }
+  const std::uint64_t before = kjit::cache::toolkit_stamp_checks();
+  kjit::Cache second(config);
+  second.get(program, k_arch);
+  BOOST_TEST(second.stats().disk_hits == 1u);
+  BOOST_TEST(kjit::cache::toolkit_stamp_checks() == before);  // NVRTC reads no toolkit header for it
+  BOOST_TEST(second.prepare(program, k_arch).options_txt().find("toolkit-headers:") == std::string::npos);
+  BOOST_TEST(kjit::cache::toolkit_stamp_checks() == before);
+
+  // A program that includes a toolkit header: its key holds the fingerprint, checked once.
+  kjit::Program with = program;
+  with.source = "#include <cuda_fp16.h>\n" + with.source;
+  BOOST_TEST(second.prepare(with, k_arch).options_txt().find("toolkit-headers: ") != std::string::npos);
+  BOOST_TEST(kjit::cache::toolkit_stamp_checks() == before + 1);
+  BOOST_TEST(second.prepare(with, k_arch).options_txt().find("toolkit-headers: ") != std::string::npos);
+  BOOST_TEST(kjit::cache::toolkit_stamp_checks() == before + 1);  // once per cache
+}
+
+BOOST_AUTO_TEST_CASE(a_toolkit_header_change_misses_only_the_programs_that_may_include_it)
+{
+  // A toolkit of our own: this toolkit's libraries, a header tree of our own. In other processes:
+  // NVRTC is loaded once per process, from one toolkit.
+  const std::string root = tmp.path() + "/tk";
+  put(root + "/include/kjit_tk.h", "#define TK 1\n");
+  struct Unlink {  // before the fixture's cleanup, which chmods what it removes (through links too)
+    std::string link;
+    ~Unlink() { std::ignore = ::unlink(link.c_str()); }
+  } const lib{root + "/lib64"};
+  const std::string toolkit = kjit::current_config().cuda_home.empty() ? "/usr/local/cuda" : kjit::current_config().cuda_home;
+  BOOST_TEST_REQUIRE(::symlink((toolkit + "/lib64").c_str(), lib.link.c_str()) == 0);
+  const std::string includes = tmp.path() + "/includes.cu";
+  write_text(includes, "#include <kjit_tk.h>\nextern \"C\" __global__ void k(int* p) { p[0] = TK; }\n");
+  const std::string free = tmp.path() + "/free.cu";
+  write_text(free, small_program("free").source);
+  settle();
+  const std::string env = "KJIT_CUDA_HOME='" + root + "'";
+  const auto probe = [&](const std::string& file) { return probe_cache(config.cache_dir, file, "sm_90", env); };
+
+  const std::string compiled = probe(includes);
+  BOOST_TEST(output_has_line(compiled, "compiles: 1"), compiled);
+  BOOST_TEST(output_has_line(probe(free), "compiles: 1"));
+  const std::string hit = probe(includes);
+  BOOST_TEST(output_has_line(hit, "disk_hits: 1"), hit);
+
+  // Replaced as a package manager does (a new file renamed over the old one).
+  put(root + "/include/kjit_tk.h.new", "#define TK 2\n");
+  BOOST_TEST_REQUIRE(std::rename((root + "/include/kjit_tk.h.new").c_str(), (root + "/include/kjit_tk.h").c_str()) == 0);
+  settle();
+  const std::string changed = probe(includes);
+  BOOST_TEST(output_has_line(changed, "compiles: 1"), changed);
+  BOOST_TEST(output_has_line(changed, "disk_hits: 0"), changed);
+  const std::string still = probe(free);  // reads no toolkit header: its key is the same
+  BOOST_TEST(output_has_line(still, "disk_hits: 1"), still);
+  BOOST_TEST(output_has_line(still, "compiles: 0"), still);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
