@@ -158,6 +158,7 @@ struct Cache::Impl {
   std::set<util::Sha256> used;       // keys served by a hit since the last flush
   std::size_t size_estimate = 0;     // bytes of records + mirror, from a full count and this process's writes
   bool size_counted = false;
+  std::size_t blob_table_bytes = 0;  // the header blobs' pages when size_estimate was last updated
   std::size_t queued_mirror_bytes = 0;  // what queued mirror folders will take (mirror_entry's guess)
   // Notes that `key` served a hit (memory only; flush_uses() writes it).
   void note_use(const util::Sha256& key);

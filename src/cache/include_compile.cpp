@@ -437,6 +437,10 @@ Binary compile_with_includes(const Config& config, const Program& program, const
     }
     try {
       Binary binary = rtc::compile(config, nvrtc_program, arch);
+      if (folder && (deps::binary_holds(binary.ptx, root) || deps::binary_holds(binary.cubin, root))) {
+        resolver.copies_named();  // the next round compiles from the disk
+        continue;
+      }
       binary.log = without(binary.log, root);
       check_absent(absent_in_cwd);
       return binary;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <set>
 #include <cerrno>
 #include <ctime>
@@ -365,6 +366,7 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
     }
     remaining = allocated_bytes(config.cache_dir + "/programs") + cache::lead_bytes(*store, false).total;
     store->for_each(store::Table::entries, [&](std::string_view, std::string_view value) { remaining += value.size(); });
+    store->for_each(store::Table::blobs, [&](std::string_view, std::string_view value) { remaining += value.size(); });
     return 0;
   }
   // Records this build can't read (another format, what an older kjit left; damaged ones) are
@@ -388,6 +390,21 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
   // The rows that lead to an entry (direct rows, manifests) go with it (entry_leads.hpp).
   const cache::LeadBytes leads = cache::lead_bytes(*store, true);
   std::size_t total = allocated_bytes(config.cache_dir + "/programs") + leads.total;
+  // Header blobs (stored once, shared): counted in the total; an entry's removal frees those whose
+  // last reference it holds (Store::erase releases them), so each is charged as its users go.
+  std::map<std::string, std::size_t, std::less<>> blob_size;          // blob key → stored bytes
+  std::map<std::string, std::vector<std::string>, std::less<>> entry_blobs;  // entry key → its blob keys
+  std::map<std::string, std::size_t, std::less<>> blob_users;         // blob key → entries using it
+  store->for_each(store::Table::blobs, [&](std::string_view key, std::string_view value) {
+    blob_size.emplace(std::string(key), value.size());
+    total += value.size();
+  });
+  store->for_each(store::Table::blob_refs, [&](std::string_view key, std::string_view) {
+    if (key.size() > 32) {
+      entry_blobs[std::string(key.substr(32))].emplace_back(key.substr(0, 32));
+      ++blob_users[std::string(key.substr(0, 32))];
+    }
+  });
   for (const Row& row : rows) {
     const std::string hex = hex_of(row.raw_key);
     const auto lead = leads.per_entry.find(row.raw_key);
@@ -410,6 +427,14 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
       break;
     }
     total -= r.bytes;
+    if (const auto blobs = entry_blobs.find(r.row->raw_key); blobs != entry_blobs.end()) {
+      for (const std::string& blob : blobs->second) {
+        const auto size = blob_size.find(blob);
+        if (--blob_users[blob] == 0 && size != blob_size.end()) {
+          total -= std::min(total, size->second);
+        }
+      }
+    }
     removed.push_back(r.row);
   }
   if (!removed.empty()) {

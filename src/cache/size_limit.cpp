@@ -74,19 +74,24 @@ void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_by
     std::lock_guard lock(use_mutex);
     // The mirror folder is written later, on the mirror's thread: a full count waits for it, a
     // write adds mirror_entry()'s guess. evict_to() counts what is there.
+    // Header blobs are rows of their own (stored once, shared): what a write added to them is
+    // the growth of their table's pages (one mdb_stat), counted with the record.
+    const std::size_t blob_bytes = store->table_bytes(store::Table::blobs);
     if (!size_counted) {
       std::size_t remaining = 0;
       evict_to(SIZE_MAX, remaining);  // counts, removes nothing
       size_estimate = remaining;
       size_counted = true;
     } else {
-      size_estimate += record_bytes + queued_mirror_bytes;
+      size_estimate += record_bytes + queued_mirror_bytes + (blob_bytes > blob_table_bytes ? blob_bytes - blob_table_bytes : 0);
     }
+    blob_table_bytes = blob_bytes;
     queued_mirror_bytes = 0;
     if (size_estimate > config.max_size) {
       std::size_t remaining = 0;
       const std::size_t removed = evict_to(config.max_size / 10 * 9, remaining);
       size_estimate = remaining;
+      blob_table_bytes = store->table_bytes(store::Table::blobs);
       if (config.verbose) {
         log::line("evicted " + std::to_string(removed) + " least recently used entries (KJIT_MAX_SIZE)");
       }

@@ -395,17 +395,56 @@ bool define_body_starts_with_slash(const std::string& text, std::size_t at)
   return slash_token(text, skip(at));
 }
 
+// Whether the directive whose name starts at `at` (just after its '#') is #define, #include or
+// #include_next: the only lines whose text an #include's macro expansion may take. `next` is
+// where to go on: after an #include's <header-name> (a name, never formed), else `at`.
+bool expanded_directive(const std::string& text, std::size_t at, std::size_t& next)
+{
+  next = at;
+  const auto skip = [&](std::size_t i) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) {
+      ++i;
+    }
+    return i;
+  };
+  at = skip(at);
+  if (text.compare(at, 6, "define") == 0) {
+    return true;
+  }
+  if (text.compare(at, 7, "include") != 0) {
+    return false;
+  }
+  at += 7;
+  while (at < text.size() && word_char(text[at])) {
+    ++at;  // include_next
+  }
+  at = skip(at);
+  const std::size_t close = at < text.size() && text[at] == '<' ? text.find_first_of(">\n", at) : std::string::npos;
+  next = close != std::string::npos && text[close] == '>' && text[at + 1] != '/' ? close : next;
+  return true;
+}
+
 } // namespace
 
 bool may_form_absolute_name(const std::string& text)
 {
   char previous = '\n';  // the last character outside comments, strings and white space
+  bool expanded = false;  // inside a #define or an #include line: text a computed include may expand
   for (std::size_t at = 0; at < text.size(); ++at) {
     const char ch = text[at];
     // The first character of a line that is not blank ('#': a #define may start there); once per
     // line, not once per leading blank (quadratic in a long run of them).
-    if (previous == '\n' && ch == '#' && define_body_starts_with_slash(text, at)) {
-      return true;
+    if (previous == '\n' && ch == '#') {
+      if (define_body_starts_with_slash(text, at)) {
+        return true;
+      }
+      std::size_t next = at;
+      expanded = expanded_directive(text, at + 1, next);
+      if (next != at + 1) {
+        at = next;  // an #include <…>'s name: not formed by macros
+        previous = '>';
+        continue;
+      }
     }
     if (ch == '/' && at + 1 < text.size() && (text[at + 1] == '/' || text[at + 1] == '*')) {
       const bool line = text[at + 1] == '/';
@@ -417,7 +456,9 @@ bool may_form_absolute_name(const std::string& text)
       continue;
     }
     if (ch == '\n') {
-      previous = at > 0 && text[at - 1] == '\\' ? previous : '\n';
+      const bool spliced = at > 0 && text[at - 1] == '\\';
+      previous = spliced ? previous : '\n';
+      expanded = expanded && spliced;
       continue;
     }
     if (ch == ' ' || ch == '\t' || ch == '\\' || ch == '\r' || ch == '\f' || ch == '\v') {
@@ -438,6 +479,9 @@ bool may_form_absolute_name(const std::string& text)
     }
     if (slash_token(text, at) && (previous == '(' || previous == ',' || previous == '<')) {
       return true;  // a macro argument, or an angle name, starting with '/'
+    }
+    if (expanded && slash_token(text, at) && word_char(previous)) {
+      return true;  // after a name that may expand to nothing: "P(EMPTY /abs/x.h)", "EMPTY/abs"
     }
     previous = ch;
   }

@@ -42,8 +42,9 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
 // Whether macros of `text` could form an absolute header name in a computed #include (one only
 // NVRTC expands, which then opens that name on disk itself): a string literal starting with '/',
 // a '/' right after '(', ',' or '<' (a macro argument or an angle name starting with it), or a
-// #define whose body starts with '/', each '/' followed by a name's character or '.'. Comments are
-// skipped. Not caught: a path whose '/' comes after macros expanding to nothing ("(E /usr/x.h)").
+// #define whose body starts with '/', or, in a #define or #include line, a '/' right after a name
+// (a macro that may expand to nothing: "P(EMPTY /usr/x.h)", "EMPTY/usr"); each '/' followed by a
+// name's character or '.'. Comments are skipped; code outside those lines (division) never counts.
 bool may_form_absolute_name(const std::string& text);
 
 // Object-like macros from -D options ("-DNAME=V", "-D NAME=V", "--define-macro=NAME=V", "--define-macro

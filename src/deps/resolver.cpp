@@ -134,6 +134,28 @@ bool text_names_program(const std::string& text)
   return text.find("__BASE_FILE__") != std::string::npos;
 }
 
+bool binary_holds(const std::string& binary, const std::string& path)
+{
+  if (path.empty()) {
+    return false;
+  }
+  if (binary.find(path) != std::string::npos) {
+    return true;
+  }
+  std::string bytes;  // "47, 116, 109, 112"
+  for (const char ch : path) {
+    bytes += (bytes.empty() ? "" : ", ") + std::to_string(static_cast<unsigned char>(ch));
+  }
+  return binary.find(bytes) != std::string::npos;
+}
+
+void Resolver::copies_named()
+{
+  if (m_unfaithful.empty()) {
+    m_unfaithful = "the binary names a file through a macro kjit does not read (such as a toolkit header's __FILE__)";
+  }
+}
+
 bool program_names_files(const Program& program)
 {
   return options_name_files(program.options) || any_program_text(program, text_names_files);
@@ -605,7 +627,9 @@ void Resolver::check_formed_names()
       where = where.empty() && may_form_absolute_name(content) ? name : where;
     }
     for (const auto& [name, value] : m_defines) {
-      where = where.empty() && may_form_absolute_name("(" + value) ? "-D" + name : where;
+      // A value is a macro argument and a #define body ("EMPTY /abs/x.h": after a name).
+      const bool forms = may_form_absolute_name("(" + value) || may_form_absolute_name("#define " + name + " " + value);
+      where = where.empty() && forms ? "-D" + name : where;
     }
   }
   for (; m_formed_checked < m_result.headers.size() && where.empty(); ++m_formed_checked) {

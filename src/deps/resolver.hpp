@@ -70,6 +70,11 @@ bool text_uses_time(const std::string& text);
 // text_uses_time() of the source or of an in-memory header.
 bool program_uses_time(const Program& program);
 
+// Whether `binary` (PTX, a cubin) holds `path`: as raw bytes, or as PTX writes a string's bytes
+// ("47, 116, 109, 112": a $str initializer). What tells that a binary names a file through a
+// macro kjit reads nothing of (a toolkit header's __FILE__ in _CCCL_ASSERT).
+bool binary_holds(const std::string& binary, const std::string& path);
+
 // A folder where an include was looked for: a file appearing there could change what is found.
 struct ProbedDir {
   std::string path;
@@ -118,6 +123,10 @@ public:
   // (the source, an in-memory header or a header added uses the time: text_uses_time()); empty
   // otherwise. Such a program is compiled from the disk, like `--no-cache`, and never stored.
   const std::string& unfaithful() const { return m_unfaithful; }
+  // The binary of a compile from the private folder names a copy there (binary_holds()):
+  // something kjit did not read (a toolkit macro's __FILE__) names a file, so the copies had no
+  // #line and the key has no names. unfaithful() says so: compiled from the disk, never cached.
+  void copies_named();
   // Notes a name NVRTC asked for (for the checks of unfaithful()).
   void check_name(const std::string& dir, const std::string& name);
   // check_name() for a name an #include (or NVRTC) asks for: an absolute one is unfaithful too.

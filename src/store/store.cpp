@@ -685,6 +685,27 @@ std::size_t Store::count(Table table) const
     std::size_t(0));
 }
 
+std::size_t Store::table_bytes(Table table) const
+{
+  const int t = static_cast<int>(table);
+  Impl& impl = *m_impl;
+  return impl.guarded(
+    [&] {
+      return impl.read(
+        [&](MDB_txn* txn) {
+          if (!impl.has_table[t]) {
+            return std::size_t(0);
+          }
+          MDB_stat stat{};
+          impl.check(mdb_stat(txn, impl.dbis[t], &stat), "mdb_stat");
+          return static_cast<std::size_t>(stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages) *
+                 stat.ms_psize;
+        },
+        std::size_t(0));
+    },
+    std::size_t(0));
+}
+
 void Store::clear(Table table)
 {
   m_committer->settle();

@@ -158,6 +158,8 @@ public:
   // deletes their `blob_refs` rows and every blob no other entry refers to (same transaction).
   void erase(Table table, const std::vector<std::string>& keys);
   std::size_t count(Table table) const;
+  // The bytes of the pages `table` takes (branch, leaf, overflow): one mdb_stat, no walk.
+  std::size_t table_bytes(Table table) const;
   // Empties `table`; emptying `entries` empties `blobs` and `blob_refs` too.
   void clear(Table table);
 

@@ -247,11 +247,14 @@ BOOST_AUTO_TEST_CASE(what_may_form_an_absolute_name)
 {
   using kjit::deps::may_form_absolute_name;
   for (const char* text : {"#define P(x) S(/abs/x)\n", "#define R /usr\n", "#define R(x) /usr/x\n", "X(a, /opt/x.h)",
-                           "#define A <\\\n/usr/x.h>\n", "const char* s = \"/tmp/x\";", "F( /..)"}) {
+                           "#define A <\\\n/usr/x.h>\n", "const char* s = \"/tmp/x\";", "F( /..)",
+                           "#include P(EMPTY /abs/x.h)\n", "#define W EMPTY/abs/x.h\n", "#define W(x) S(x E \\\n /abs)\n"}) {
     BOOST_TEST(may_form_absolute_name(text), text);
   }
   for (const char* text : {"_DEFINE_BINARY(/)\n", "MAKE(/, divides)", "x = a / b; y = (a)/b;", "// (/usr/x)\n",
-                           "/* \"/usr\" */ f(1'000, 2)", "c = '/'; d = '\"'; e = (/=", "#define D 1 / 2\n"}) {
+                           "/* \"/usr\" */ f(1'000, 2)", "c = '/'; d = '\"'; e = (/=", "#define D 1 / 2\n",
+                           "#include <cuda/std/cstddef>\n#include_next <a/b.h>\n", "x = a /b; y = a/b;\n#if A/B\n#endif\n",
+                           "#define D 1\nint f() { return a/b; }\n"}) {
     BOOST_TEST(!may_form_absolute_name(text), text);
   }
 }

@@ -195,4 +195,40 @@ BOOST_AUTO_TEST_CASE(the_limit_is_five_gib_unless_set)
   }
 }
 
+// Headers are stored once, in the blob table, shared by the entries that use them: KJIT_MAX_SIZE
+// counts them too. Many programs each with its own large header keep the cache near the limit.
+// Failed before: the blobs were not counted, so 12 entries of a 40 KB-record limit kept ≈ 12
+// headers of 64 KB each.
+BOOST_AUTO_TEST_CASE(header_blobs_are_counted_against_the_limit)
+{
+  config.mirror = false;
+  config.max_size = 160 * 1024;
+  std::uint64_t seed = 88172645463325252ULL;
+  for (int i = 0; i < 12; ++i) {
+    std::string header = "#define V" + std::to_string(i) + " " + std::to_string(i) + "\n// ";
+    for (int c = 0; c < 128 * 1024; ++c) {  // hardly compressible: 64 KB or more stored
+      seed ^= seed << 13;
+      seed ^= seed >> 7;
+      seed ^= seed << 17;
+      header += static_cast<char>('a' + seed % 26);
+      header += c % 100 == 99 ? "\n// " : "";
+    }
+    const std::string dir = tmp.path() + "/p" + std::to_string(i);
+    put(dir + "/big.h", header + "\n");
+    put(dir + "/k.cu", "#include \"big.h\"\nextern \"C\" __global__ void k(int* o) { *o = V" + std::to_string(i) +
+                           "; }\n");
+    settle();
+    kjit::Cache cache(config);
+    kjit::Program program = kjit::program_from_file(dir + "/k.cu");
+    cache.get(program, k_arch);
+  }
+  const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+  std::size_t blobs = 0;
+  std::size_t records = 0;
+  store->for_each(kjit::store::Table::blobs, [&](std::string_view, std::string_view value) { blobs += value.size(); });
+  store->for_each(kjit::store::Table::entries, [&](std::string_view, std::string_view value) { records += value.size(); });
+  BOOST_TEST(records + blobs <= config.max_size, records << " bytes of records, " << blobs << " of header blobs");
+  BOOST_TEST(records + blobs >= config.max_size / 4);  // the latest entries are still there
+}
+
 BOOST_AUTO_TEST_SUITE_END()
