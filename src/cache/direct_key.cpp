@@ -34,9 +34,44 @@ bool starts_with(const std::string& text, std::string_view prefix)
   return text.compare(0, prefix.size(), prefix) == 0;
 }
 
-bool mentions_include(const std::string& text)
+// The length of the line splice at `at` of `text` (a backslash, or its trigraph ??/, then a
+// newline, \r\n too), or 0 for none.
+std::size_t splice_at(std::string_view text, std::size_t at)
 {
-  return text.find("include") != std::string::npos;
+  std::size_t next = at;
+  if (text[at] == '\\') {
+    next = at + 1;
+  } else if (text.compare(at, 3, "?\?/") == 0) {
+    next = at + 3;
+  } else {
+    return 0;
+  }
+  if (next < text.size() && text[next] == '\r') {
+    ++next;
+  }
+  return next < text.size() && text[next] == '\n' ? next + 1 - at : 0;
+}
+
+// Whether `text` names "include" (#include, #include_next, __has_include, -include…), also split
+// by line splices (`#inc\<newline>lude <x.h>` is an include to NVRTC).
+bool mentions_include(std::string_view text)
+{
+  if (text.find("include") != std::string_view::npos) {
+    return true;
+  }
+  if (text.find('\\') == std::string_view::npos && text.find("?\?/") == std::string_view::npos) {
+    return false;
+  }
+  std::string joined;
+  joined.reserve(text.size());
+  for (std::size_t at = 0; at < text.size();) {
+    if (const std::size_t splice = splice_at(text, at); splice != 0) {
+      at += splice;
+    } else {
+      joined += text[at++];
+    }
+  }
+  return joined.find("include") != std::string::npos;
 }
 
 } // namespace
@@ -44,10 +79,11 @@ bool mentions_include(const std::string& text)
 bool direct_options(const Program& program)
 {
   for (const std::string& option : program.options) {
-    for (std::string_view prefix : {"-I", "--include-path", "--pre-include", "-include"}) {
-      if (starts_with(option, prefix)) {
-        return false;
-      }
+    // -I, --include-path, -include, --pre-include, and a -D value that probes a header
+    // (-DHAS=__has_include(<x.h>) in an #if): NVRTC reads or stats disk files for them. PCH
+    // options read a file or folder of their own.
+    if (starts_with(option, "-I") || mentions_include(option) || option.find("pch") != std::string::npos) {
+      return false;
     }
   }
   return true;

@@ -206,6 +206,10 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   }
   for (const auto& [name, value] : m_defines) {
     m_scan.values[name].insert(value);
+    if (value.find("include") != std::string::npos && m_unfaithful.empty()) {
+      // -DHAS=__has_include("x.h") probes files from an #if kjit never sees it in: not followed.
+      m_unfaithful = "the -D value of " + name + " names include (" + value + "): NVRTC probes files kjit does not follow";
+    }
   }
   const std::string base = context.source_dir.empty() ? context.cwd : context.source_dir;
   const auto slash = program.name.rfind('/');

@@ -82,4 +82,56 @@ BOOST_AUTO_TEST_CASE(a_toolkit_header_change_misses_only_the_programs_that_may_i
   BOOST_TEST(output_has_line(still, "compiles: 0"), still);
 }
 
+BOOST_AUTO_TEST_CASE(a_spliced_include_of_a_toolkit_header_keeps_the_fingerprint)
+{
+  // "#inc\<newline>lude <kjit_tk.h>" is an include to NVRTC (a line splice): its key must hold the
+  // toolkit headers' fingerprint. Before, the program counted as naming no header: the header's
+  // change was served the old binary (TK 1 where an uncached compile gives 2).
+  const std::string root = tmp.path() + "/tk";
+  put(root + "/include/kjit_tk.h", "#define TK 1\n");
+  struct Unlink {
+    std::string link;
+    ~Unlink() { std::ignore = ::unlink(link.c_str()); }
+  } const lib{root + "/lib64"};
+  const std::string toolkit = kjit::current_config().cuda_home.empty() ? "/usr/local/cuda" : kjit::current_config().cuda_home;
+  BOOST_TEST_REQUIRE(::symlink((toolkit + "/lib64").c_str(), lib.link.c_str()) == 0);
+  const std::string spliced = tmp.path() + "/spliced.cu";
+  write_text(spliced, "#inc\\\nlude <kjit_tk.h>\nextern \"C\" __global__ void k(int* p) { p[0] = TK; }\n");
+  settle();
+  const std::string env = "KJIT_CUDA_HOME='" + root + "'";
+  BOOST_TEST(output_has_line(probe_cache(config.cache_dir, spliced, "sm_90", env), "compiles: 1"));
+  BOOST_TEST(output_has_line(probe_cache(config.cache_dir, spliced, "sm_90", env), "disk_hits: 1"));
+  put(root + "/include/kjit_tk.h.new", "#define TK 2\n");
+  BOOST_TEST_REQUIRE(std::rename((root + "/include/kjit_tk.h.new").c_str(), (root + "/include/kjit_tk.h").c_str()) == 0);
+  settle();
+  const std::string changed = probe_cache(config.cache_dir, spliced, "sm_90", env);
+  BOOST_TEST(output_has_line(changed, "compiles: 1"), changed);
+  BOOST_TEST(output_has_line(changed, "disk_hits: 0"), changed);
+}
+
+BOOST_AUTO_TEST_CASE(a_define_that_probes_a_header_is_not_a_program_without_includes)
+{
+  // -DHAS=__has_include("val.h") in an #if: NVRTC looks for val.h beside the program. Before, the
+  // program counted as naming no header (the option is no -I/-include): removing val.h was served
+  // the binary compiled while it existed.
+  const std::string file = tmp.path() + "/probe.cu";
+  write_text(file, "#if HAS\nextern \"C\" __global__ void k(int* p) { p[0] = 11; }\n"
+                   "#else\nextern \"C\" __global__ void k(int* p) { p[0] = 22; }\n#endif\n");
+  put(tmp.path() + "/val.h", "#define V 1\n");
+  settle();
+  kjit::Program program = kjit::program_from_file(file);
+  program.options.push_back("-DHAS=__has_include(\"val.h\")");
+  const auto compiled = [&](kjit::Cache& cache) { return cache.get(program, k_arch)->ptx; };
+  {
+    kjit::Cache first(config);
+    BOOST_TEST(compiled(first).find("11;") != std::string::npos);
+  }
+  BOOST_TEST_REQUIRE(::unlink((tmp.path() + "/val.h").c_str()) == 0);
+  settle();
+  kjit::Cache second(config);
+  const std::string now = compiled(second);
+  BOOST_TEST(now.find("22;") != std::string::npos, now);
+  BOOST_TEST(second.prepare(program, k_arch).options_txt().find("toolkit-headers: ") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
