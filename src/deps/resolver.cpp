@@ -204,6 +204,15 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   if (program_uses_time(program)) {
     time_used();
   }
+  for (const auto& option : program.options) {
+    // ptxas reads -Xptxas=--options-file=F (-optf) itself, NVRTC --use-pch=F and --pch-dir=D:
+    // files no key holds.
+    for (const char* word : {"options-file", "optf", "use-pch", "pch-dir"}) {
+      if (option.find(word) != std::string::npos && m_unfaithful.empty()) {
+        m_unfaithful = "the option '" + option + "' makes the compiler read a file kjit does not hash";
+      }
+    }
+  }
   for (const auto& [name, value] : m_defines) {
     m_scan.values[name].insert(value);
     if (value.find("include") != std::string::npos && m_unfaithful.empty()) {

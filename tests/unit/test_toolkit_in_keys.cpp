@@ -134,4 +134,28 @@ BOOST_AUTO_TEST_CASE(a_define_that_probes_a_header_is_not_a_program_without_incl
   BOOST_TEST(second.prepare(program, k_arch).options_txt().find("toolkit-headers: ") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(a_ptxas_options_file_is_never_served_from_the_cache)
+{
+  // ptxas reads -Xptxas=--options-file=F itself: no key holds F. Before, editing F (here its
+  // register limit) was served the cubin made with the old F.
+  const std::string options = tmp.path() + "/ptxas.txt";
+  put(options, "--maxrregcount=24\n");
+  kjit::Program program = small_program("optf");
+  program.source = "extern \"C\" __global__ void k(float* p) { float a[64];\n"
+                   "  for (int i = 0; i < 64; ++i) a[i] = p[i] * p[i + 1];\n"
+                   "  float s = 0; for (int i = 0; i < 64; ++i) s += a[(i * 7) % 64] * p[i];\n  p[0] = s; }\n";
+  program.options.push_back("-Xptxas=--options-file=" + options);
+  std::string before;
+  {
+    kjit::Cache first(config);
+    before = first.get(program, k_arch)->cubin;
+  }
+  put(options, "--maxrregcount=128\n");
+  settle();
+  kjit::Cache second(config);
+  const std::string now = second.get(program, k_arch)->cubin;
+  BOOST_TEST(second.stats().compiles == 1u);
+  BOOST_TEST((now != before));  // 72 registers instead of 24
+}
+
 BOOST_AUTO_TEST_SUITE_END()
