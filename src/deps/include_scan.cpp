@@ -336,7 +336,11 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
       } else {
         const std::string macro = identifier(line, at);
         const auto value = macros.find(macro);
-        if (!macro.empty() && value != macros.end() && header_name(value->second, 0, directive.name, directive.quoted)) {
+        // A macro's "name" is followed as written; its <name> is not: the compiler expands the
+        // macros among its tokens (<ROOT/x.h> with ROOT /abs is the absolute /abs/x.h, which NVRTC
+        // opens on disk itself), so the compiler's answer decides, as for any computed include.
+        if (!macro.empty() && value != macros.end() && header_name(value->second, 0, directive.name, directive.quoted) &&
+            directive.quoted) {
           directive.macro = true;
           found.push_back(directive);
         } else {
@@ -366,21 +370,44 @@ bool slash_token(const std::string& text, std::size_t at)
   return at + 1 < text.size() && text[at] == '/' && (word_char(text[at + 1]) || text[at + 1] == '.');
 }
 
+// Past the blanks at `at` of a directive line: spaces, tabs, /* comments */ and line splices
+// ("# /**/ define" is a #define).
+std::size_t skip_blank(const std::string& text, std::size_t at)
+{
+  while (at < text.size()) {
+    if (text[at] == ' ' || text[at] == '\t') {
+      ++at;
+    } else if (text.compare(at, 2, "/*") == 0) {
+      const std::size_t end = text.find("*/", at + 2);
+      at = end == std::string::npos ? text.size() : end + 2;
+    } else if (text.compare(at, 2, "\\\n") == 0) {
+      at += 2;
+    } else if (text.compare(at, 3, "\\\r\n") == 0) {
+      at += 3;
+    } else {
+      break;
+    }
+  }
+  return at;
+}
+
+// The length of the directive introducer at `at`: 1 for '#', 2 for its digraph "%:", else 0.
+std::size_t introducer_at(const std::string& text, std::size_t at)
+{
+  return text[at] == '#' ? 1 : text.compare(at, 2, "%:") == 0 ? 2 : 0;
+}
+
 // Whether the line at `at` is "#define NAME body" or "#define NAME(params) body" with a body
 // starting with '/'.
 bool define_body_starts_with_slash(const std::string& text, std::size_t at)
 {
-  const auto skip = [&](std::size_t i) {
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) {
-      ++i;
-    }
-    return i;
-  };
+  const auto skip = [&](std::size_t i) { return skip_blank(text, i); };
   at = skip(at);
-  if (at >= text.size() || text[at] != '#') {
+  const std::size_t introducer = at < text.size() ? introducer_at(text, at) : 0;
+  if (introducer == 0) {
     return false;
   }
-  at = skip(at + 1);
+  at = skip(at + introducer);
   if (text.compare(at, 6, "define") != 0) {
     return false;
   }
@@ -401,12 +428,7 @@ bool define_body_starts_with_slash(const std::string& text, std::size_t at)
 bool expanded_directive(const std::string& text, std::size_t at, std::size_t& next)
 {
   next = at;
-  const auto skip = [&](std::size_t i) {
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) {
-      ++i;
-    }
-    return i;
-  };
+  const auto skip = [&](std::size_t i) { return skip_blank(text, i); };
   at = skip(at);
   if (text.compare(at, 6, "define") == 0) {
     return true;
@@ -434,13 +456,13 @@ bool may_form_absolute_name(const std::string& text)
     const char ch = text[at];
     // The first character of a line that is not blank ('#': a #define may start there); once per
     // line, not once per leading blank (quadratic in a long run of them).
-    if (previous == '\n' && ch == '#') {
+    if (const std::size_t introducer = previous == '\n' ? introducer_at(text, at) : 0; introducer != 0) {
       if (define_body_starts_with_slash(text, at)) {
         return true;
       }
       std::size_t next = at;
-      expanded = expanded_directive(text, at + 1, next);
-      if (next != at + 1) {
+      expanded = expanded_directive(text, at + introducer, next);
+      if (next != at + introducer) {
         at = next;  // an #include <…>'s name: not formed by macros
         previous = '>';
         continue;

@@ -66,7 +66,8 @@ BOOST_AUTO_TEST_CASE(finds_includes_in_all_their_forms)
   for (const auto& directive : found) {
     names.push_back(directive.name + (directive.conditional ? "?" : "") + (directive.quoted ? "q" : "a"));
   }
-  const std::vector<std::string> expected{"a.hq", "b/c.ha", "d.h?q", "e.hq", "g.ha", "f.h?a", "continued.hq"};
+  // A macro's <name> is left to the compiler (computed: the macros among its tokens are expanded there).
+  const std::vector<std::string> expected{"a.hq", "b/c.ha", "d.h?q", "e.hq", "a", "f.h?a", "continued.hq"};
   BOOST_TEST(names == expected, boost::test_tools::per_element());
   BOOST_TEST(found[6].line == 13);
 }

@@ -106,4 +106,26 @@ BOOST_AUTO_TEST_CASE(a_toolkit_macro_naming_the_file_names_the_users_file)
   same_as_plain(config, d + "/src/k.cu", options, "641");  // the hit
 }
 
+// A macro's <name> is expanded by the compiler: <ROOT/h.h> with ROOT an absolute folder, or
+// <EMPTY/abs/h.h> in a "%:define" or "# /**/ define" line, is an absolute name NVRTC opens on disk.
+// Failed before: the scanner followed <ROOT/h.h> as written, and missed the two other #defines;
+// the second run was served the first value.
+BOOST_AUTO_TEST_CASE(a_macro_angle_name_expanded_to_an_absolute_name_is_not_served_stale)
+{
+  const std::string d = tmp.path() + "/angle";
+  const std::vector<std::string> defines{"#define ROOT " + d + "/abs\n#define X <ROOT/h.h>\n",
+                                         "#define EMPTY\n%:define X <EMPTY" + d + "/abs/h.h>\n",
+                                         "#define EMPTY\n# /**/ define X <EMPTY" + d + "/abs/h.h>\n"};
+  int value = 621;
+  for (std::size_t i = 0; i < defines.size(); ++i) {
+    const std::string src = d + "/src/k" + std::to_string(i) + ".cu";
+    put(src, defines[i] + "#include X\nextern \"C\" __global__ void k(int* o) { *o = V; }\n");
+    for (int round = 0; round < 2; ++round, ++value) {
+      put(d + "/abs/h.h", "#define V " + std::to_string(value) + "\n");
+      settle();
+      same_as_plain(config, src, {}, std::to_string(value));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
