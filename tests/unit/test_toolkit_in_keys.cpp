@@ -16,6 +16,21 @@ namespace {
 
 const kjit::Arch k_arch = kjit::Arch::parse("sm_90");
 
+// A toolkit of our own under `root`: this toolkit's libraries (a link, removed before the
+// fixture's cleanup, which chmods what it removes through links too) and include/kjit_tk.h.
+struct OwnToolkit {
+  std::string root;
+  explicit OwnToolkit(std::string folder) : root(std::move(folder))
+  {
+    put(root + "/include/kjit_tk.h", "#define TK 1\n");
+    const std::string toolkit = kjit::current_config().cuda_home.empty() ? "/usr/local/cuda" : kjit::current_config().cuda_home;
+    BOOST_TEST_REQUIRE(::symlink((toolkit + "/lib64").c_str(), (root + "/lib64").c_str()) == 0);
+  }
+  ~OwnToolkit() { std::ignore = ::unlink((root + "/lib64").c_str()); }
+  OwnToolkit(const OwnToolkit&) = delete;
+  OwnToolkit& operator=(const OwnToolkit&) = delete;
+};
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(toolkit_in_keys, CacheFixture)
@@ -48,14 +63,8 @@ BOOST_AUTO_TEST_CASE(a_toolkit_header_change_misses_only_the_programs_that_may_i
 {
   // A toolkit of our own: this toolkit's libraries, a header tree of our own. In other processes:
   // NVRTC is loaded once per process, from one toolkit.
-  const std::string root = tmp.path() + "/tk";
-  put(root + "/include/kjit_tk.h", "#define TK 1\n");
-  struct Unlink {  // before the fixture's cleanup, which chmods what it removes (through links too)
-    std::string link;
-    ~Unlink() { std::ignore = ::unlink(link.c_str()); }
-  } const lib{root + "/lib64"};
-  const std::string toolkit = kjit::current_config().cuda_home.empty() ? "/usr/local/cuda" : kjit::current_config().cuda_home;
-  BOOST_TEST_REQUIRE(::symlink((toolkit + "/lib64").c_str(), lib.link.c_str()) == 0);
+  const OwnToolkit own(tmp.path() + "/tk");
+  const std::string& root = own.root;
   const std::string includes = tmp.path() + "/includes.cu";
   write_text(includes, "#include <kjit_tk.h>\nextern \"C\" __global__ void k(int* p) { p[0] = TK; }\n");
   const std::string free = tmp.path() + "/free.cu";
@@ -87,14 +96,8 @@ BOOST_AUTO_TEST_CASE(a_spliced_include_of_a_toolkit_header_keeps_the_fingerprint
   // "#inc\<newline>lude <kjit_tk.h>" is an include to NVRTC (a line splice): its key must hold the
   // toolkit headers' fingerprint. Before, the program counted as naming no header: the header's
   // change was served the old binary (TK 1 where an uncached compile gives 2).
-  const std::string root = tmp.path() + "/tk";
-  put(root + "/include/kjit_tk.h", "#define TK 1\n");
-  struct Unlink {
-    std::string link;
-    ~Unlink() { std::ignore = ::unlink(link.c_str()); }
-  } const lib{root + "/lib64"};
-  const std::string toolkit = kjit::current_config().cuda_home.empty() ? "/usr/local/cuda" : kjit::current_config().cuda_home;
-  BOOST_TEST_REQUIRE(::symlink((toolkit + "/lib64").c_str(), lib.link.c_str()) == 0);
+  const OwnToolkit own(tmp.path() + "/tk");
+  const std::string& root = own.root;
   const std::string spliced = tmp.path() + "/spliced.cu";
   write_text(spliced, "#inc\\\nlude <kjit_tk.h>\nextern \"C\" __global__ void k(int* p) { p[0] = TK; }\n");
   settle();
