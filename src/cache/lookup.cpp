@@ -216,17 +216,22 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   // The commit and its fdatasync run on the store's writer thread: the caller has its binary now.
   // Its report takes no lock a caller of the store may hold (Store::put_later).
   commits.begin();
-  store->put_later(std::move(rows), [this, lock = std::move(lock)](const StoreError* error) mutable {
-    if (error != nullptr) {
-      // The caller still got its binary (and the memory tier keeps it): a store that can't be
-      // written costs later processes a compile, nothing more.
-      count(&CacheStats::store_errors);
-      cache::warn_once(std::string("cannot store compiled kernels: ") + error->what() +
-                       "; they are kept in memory only");
-    }
-    lock.reset();  // durable (or failed): a process waiting for this key reads the store now
-    commits.end();
-  });
+  try {
+    store->put_later(std::move(rows), [this, lock = std::move(lock)](const StoreError* error) mutable {
+      if (error != nullptr) {
+        // The caller still got its binary (and the memory tier keeps it): a store that can't be
+        // written costs later processes a compile, nothing more.
+        count(&CacheStats::store_errors);
+        cache::warn_once(std::string("cannot store compiled kernels: ") + error->what() +
+                         "; they are kept in memory only");
+      }
+      lock.reset();  // durable (or failed): a process waiting for this key reads the store now
+      commits.end();
+    });
+  } catch (...) {
+    commits.end();  // never queued: stats() and the destruction wait for nothing
+    throw;
+  }
   // Queued after the commit: the mirror's thread writes the folder once the store has the entry
   // (and skips it if the commit failed).
   mirror_entry(key, entry);

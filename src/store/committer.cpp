@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <optional>
 #include <set>
+#include <system_error>
 #include <tuple>
 #include <unistd.h>
 
@@ -93,24 +94,37 @@ Committer::~Committer()
 
 void Committer::queue(std::function<void()> commit, std::function<void(const StoreError*)> done)
 {
-  if (m_pid != ::getpid()) {
-    try {
-      commit();  // the Store refuses this in a child: done() hears why
-      done(nullptr);
-    } catch (const StoreError& e) {
-      done(&e);
+  if (m_pid == ::getpid()) {
+    std::lock_guard lock(m_mutex);
+    if (!m_thread) {
+      try {
+        m_thread = std::make_unique<std::thread>([this] { run(); });
+        m_thread_id = m_thread->get_id();
+      } catch (const std::system_error&) {
+        // No thread can start (the process is at its thread limit): committed here below.
+      }
     }
+    if (m_thread) {
+      m_jobs.push_back({std::move(commit), std::move(done)});
+      m_outstanding.begin();  // once queued (the thread takes it after this lock): never counted in vain
+      ++m_queued;
+      m_wake.notify_one();
+      return;
+    }
+  }
+  // A forked child (the Store refuses the write: done() hears why), or no thread: nothing was
+  // ever queued, so committing here keeps the order.
+  try {
+    commit();
+  } catch (const StoreError& e) {
+    done(&e);
+    return;
+  } catch (const std::exception& e) {
+    const StoreError failure(e.what(), 0);
+    done(&failure);
     return;
   }
-  m_outstanding.begin();
-  std::lock_guard lock(m_mutex);
-  if (!m_thread) {
-    m_thread = std::make_unique<std::thread>([this] { run(); });
-    m_thread_id = m_thread->get_id();
-  }
-  m_jobs.push_back({std::move(commit), std::move(done)});
-  ++m_queued;
-  m_wake.notify_one();
+  done(nullptr);
 }
 
 void Committer::settle() const noexcept

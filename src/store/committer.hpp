@@ -46,7 +46,8 @@ public:
   Committer& operator=(const Committer&) = delete;
 
   // Queues `commit` (one write transaction; it may throw StoreError) and returns at once; the
-  // thread runs it, then `done` with nullptr or what it threw. In a forked child both run here.
+  // thread runs it, then `done` with nullptr or what it threw. In a forked child, or when no
+  // thread can be started, both run here (before queue() returns).
   void queue(std::function<void()> commit, std::function<void(const StoreError*)> done);
   // Returns once every commit queued before the call has been run (their `done` may still be
   // running). At once on the committer's own thread and in a forked child.

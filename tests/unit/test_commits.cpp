@@ -11,6 +11,7 @@
 #include <future>
 #include <lmdb.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -163,6 +164,91 @@ BOOST_AUTO_TEST_CASE(a_process_exiting_right_after_a_miss_leaves_its_entry)
   BOOST_TEST_REQUIRE(WIFEXITED(status));
   BOOST_TEST(WEXITSTATUS(status) == 0);
   found_on_disk(config, "exited");
+}
+
+
+// A child forked while the parent's commit waits exits at once (its exit handler skips the
+// parent's queue) and the parent's entry still reaches the disk.
+BOOST_AUTO_TEST_CASE(a_child_forked_during_a_commit_neither_waits_for_it_nor_loses_it)
+{
+  auto* cache = new kjit::Cache(config);
+  warm_up(*cache);
+  WriteLockHolder holder(config, 3);
+  BOOST_TEST(cache->get(small_program("parent_pending"), k_sm90) != nullptr);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(40);
+    bool got = false;
+    try {
+      std::ignore = cache->stats();
+      try { std::ignore = cache->get(small_program("child_prog"), k_sm90); } catch (const kjit::StoreError&) {}
+      kjit::Cache own(config);
+      got = own.get(small_program("child_prog"), k_sm90) != nullptr &&
+            own.get(small_program("parent_pending"), k_sm90) != nullptr;
+    } catch (...) {
+      ::_exit(4);
+    }
+    std::exit(got ? 0 : 3);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  delete cache;
+  found_on_disk(config, "parent_pending");
+}
+
+// exit() called by a thread other than main (main still running) waits for the commit.
+BOOST_AUTO_TEST_CASE(exit_from_another_thread_leaves_the_entry)
+{
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(40);
+    auto* cache = new kjit::Cache(config);
+    warm_up(*cache);
+    WriteLockHolder holder(config, 2);
+    BOOST_TEST(cache->get(small_program("thread_exit"), k_sm90) != nullptr);
+    std::thread([] { std::exit(0); }).detach();
+    for (;;) ::pause();
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  found_on_disk(config, "thread_exit");
+}
+
+// A process that cannot start the writer thread (at its thread limit) commits on the caller's
+// thread: before, get() threw "Resource temporarily unavailable", the entry was lost and the
+// Cache's destruction (and exit) waited forever for a commit never queued.
+BOOST_AUTO_TEST_CASE(a_process_that_cannot_start_a_thread_still_stores_its_binary)
+{
+  config.mirror = false;  // the mirror's own thread is not this test's subject
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(60);  // a hang ends as SIGALRM
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, std::size_t{1} << 48);  // more than the address space: no thread starts
+    if (pthread_setattr_default_np(&attr) != 0) {
+      ::_exit(5);
+    }
+    int code = 3;
+    try {
+      kjit::Cache cache(config);
+      if (cache.get(small_program("threadless"), k_sm90) != nullptr) {
+        code = cache.stats().store_errors == 0 ? 0 : 6;
+      }
+    } catch (...) {
+      code = 4;
+    }
+    ::_exit(code);  // the Cache was destroyed above
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  found_on_disk(config, "threadless");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
