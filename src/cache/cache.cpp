@@ -1,6 +1,7 @@
 // Cache lookups: memory tier → LMDB → compile (single-flight across threads and processes).
 #include "cache/cache_impl.hpp"
 
+#include "cache/direct_key.hpp"
 #include "cache/toolchain.hpp"
 #include "config/config_internal.hpp"
 #include "config/log.hpp"
@@ -109,10 +110,7 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
   std::memcpy(prepared.m_direct, direct.data(), sizeof prepared.m_direct);
   // Without the word "include" anywhere (#include, %:include, __has_include) and no pre-include,
   // there is nothing to resolve: no manifest to read.
-  bool may_include = !search.pre_includes.empty() || program.source.find("include") != std::string::npos;
-  for (const auto& [name, content] : program.headers) {
-    may_include = may_include || content.find("include") != std::string::npos;
-  }
+  const bool may_include = !search.pre_includes.empty() || cache::mentions_include(program);
   // A program whose source or in-memory header uses the time (__TIME__…) gets a provisional key
   // too, never looked up: it is compiled each time and never stored (Resolver::unfaithful()).
   if (may_include || deps::program_uses_time(program)) {

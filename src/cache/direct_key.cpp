@@ -89,17 +89,22 @@ bool direct_options(const Program& program)
   return true;
 }
 
-bool direct_eligible(const Program& program)
+bool mentions_include(const Program& program)
 {
-  if (!direct_options(program) || mentions_include(program.source)) {
-    return false;
+  if (mentions_include(program.source)) {
+    return true;
   }
   for (const auto& [name, content] : program.headers) {
     if (mentions_include(content)) {
-      return false;
+      return true;
     }
   }
-  return true;
+  return false;
+}
+
+bool direct_eligible(const Program& program)
+{
+  return direct_options(program) && !mentions_include(program);
 }
 
 std::string direct_context(const KeyContext& context)

@@ -24,6 +24,9 @@ bool direct_eligible(const Program& program);
 // were direct_eligible() when stored, and eligibility depends on nothing else: a lookup scans
 // the texts for "include" only when neither knows them.
 bool direct_options(const Program& program);
+// Whether the source or an in-memory header of `program` holds the word "include" (#include,
+// %:include, __has_include…), also when a line splice cuts it (`#inc\<newline>lude`).
+bool mentions_include(const Program& program);
 
 // The toolchain part of the inputs: every field of `context` that make_key() puts in the key of
 // a direct_eligible() program (so not the toolkit headers' fingerprint), and the record format,

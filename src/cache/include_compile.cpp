@@ -2,6 +2,7 @@
 #include "cache/include_compile.hpp"
 
 #include "cache/cache_dir.hpp"
+#include "cache/direct_key.hpp"
 #include "cache/cache_impl.hpp"
 #include "config/log.hpp"
 #include "rtc/compiler.hpp"
@@ -307,12 +308,8 @@ void check_absent(const std::vector<std::string>& paths)
 
 bool may_read_files(const Program& program, const deps::SearchContext& context, deps::Resolver& resolver)
 {
-  bool may = !context.include_dirs.empty() || !context.pre_includes.empty() || !resolver.result().headers.empty() ||
-             program.source.find("include") != std::string::npos;
-  for (const auto& [name, content] : program.headers) {
-    may = may || content.find("include") != std::string::npos;
-  }
-  return may;
+  return !context.include_dirs.empty() || !context.pre_includes.empty() || !resolver.result().headers.empty() ||
+         cache::mentions_include(program);
 }
 
 } // namespace

@@ -187,6 +187,12 @@ private:
   // The stamp says data.mdb is as a sound process left it (if `trust_stamp`), or else
   // check(true) walks it (and stamps it when sound). Returns the walk's report.
   CheckReport walk_or_trust(bool trust_stamp);
+  struct TableSize {
+    std::size_t entries = 0;
+    std::size_t bytes = 0;  // branch, leaf and overflow pages
+  };
+  // One mdb_stat of `table` (zero when it is missing), without waiting for the queue.
+  TableSize table_size(Table table) const;
   // put() without waiting for the queue (the writer thread's commits).
   void write_rows(const std::vector<Row>& rows);
   std::unique_ptr<Impl> m_impl;

@@ -151,4 +151,14 @@ bool output_has_line(const std::string& output, const std::string& line)
   return ("\n" + output).find("\n" + line + "\n") != std::string::npos;
 }
 
+std::string raw_key(const kjit::PreparedProgram& prepared)
+{
+  const std::string hex = prepared.key();
+  std::string bytes;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  return bytes;
+}
+
 } // namespace kjit::test

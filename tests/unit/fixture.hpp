@@ -63,4 +63,7 @@ std::string probe_cache(const std::string& cache_dir, const std::string& file, c
 // Whether `output` has `line` as a whole line.
 bool output_has_line(const std::string& output, const std::string& line);
 
+// The entry key of `prepared` as the store's LMDB key (its 32 bytes, the hex key decoded).
+std::string raw_key(const kjit::PreparedProgram& prepared);
+
 } // namespace kjit::test

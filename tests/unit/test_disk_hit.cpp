@@ -21,12 +21,7 @@ const kjit::Arch k_sm90 = kjit::Arch::parse("sm_90");
 // The entry key of `program` in `cache` as the LMDB key (32 raw bytes).
 std::string stored_key(kjit::Cache& cache, const kjit::Program& program)
 {
-  const std::string hex = cache.prepare(program, k_sm90).key();
-  std::string bytes;
-  for (std::size_t i = 0; i < hex.size(); i += 2) {
-    bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  }
-  return bytes;
+  return raw_key(cache.prepare(program, k_sm90));
 }
 
 // `cubin` with section 1's file offset moved past the end: the ELF header and the tables' ranges

@@ -22,12 +22,7 @@ const kjit::Arch k_arch = kjit::Arch::parse("sm_90");
 // The raw 32-byte key of `program` once it is stored (the hex key decoded).
 std::string raw_key(kjit::Cache& cache, const kjit::Program& program)
 {
-  const std::string hex = cache.prepare(program, k_arch).key();
-  std::string raw;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-    raw += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  }
-  return raw;
+  return kjit::test::raw_key(cache.prepare(program, k_arch));
 }
 
 bool stored(const kjit::Config& config, const kjit::Program& program)

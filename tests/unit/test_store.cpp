@@ -14,16 +14,6 @@ using namespace kjit::test;
 
 namespace {
 
-std::string raw_key(const kjit::PreparedProgram& prepared)
-{
-  std::string bytes;
-  const std::string hex = prepared.key();
-  for (std::size_t i = 0; i < hex.size(); i += 2) {
-    bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  }
-  return bytes;
-}
-
 // Compiles one program into a fresh cache, damages its record with `damage`, and checks a new
 // cache detects it, quarantines it, recompiles, and then serves the repaired entry.
 void check_damage_is_repaired(const kjit::Config& config,

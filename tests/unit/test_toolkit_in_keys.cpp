@@ -112,6 +112,21 @@ BOOST_AUTO_TEST_CASE(a_spliced_include_of_a_toolkit_header_keeps_the_fingerprint
   BOOST_TEST(output_has_line(changed, "disk_hits: 0"), changed);
 }
 
+BOOST_AUTO_TEST_CASE(a_spliced_include_of_a_user_header_hits_in_the_next_process)
+{
+  // "#inc\<newline>lude "val.h"": the entry is stored with val.h in its key; the lookup must read
+  // its manifest too. Before, prepare() looked for the plain word "include" only: every process
+  // compiled the program again (slow, never stale).
+  const std::string file = tmp.path() + "/user_spliced.cu";
+  write_text(file, "#inc\\\nlude \"val.h\"\nextern \"C\" __global__ void k(int* p) { p[0] = V; }\n");
+  put(tmp.path() + "/val.h", "#define V 5\n");
+  settle();
+  BOOST_TEST(output_has_line(probe_cache(config.cache_dir, file, "sm_90", ""), "compiles: 1"));
+  const std::string again = probe_cache(config.cache_dir, file, "sm_90", "");
+  BOOST_TEST(output_has_line(again, "disk_hits: 1"), again);
+  BOOST_TEST(output_has_line(again, "compiles: 0"), again);
+}
+
 BOOST_AUTO_TEST_CASE(a_define_that_probes_a_header_is_not_a_program_without_includes)
 {
   // -DHAS=__has_include("val.h") in an #if: NVRTC looks for val.h beside the program. Before, the
