@@ -91,15 +91,7 @@ bool direct_options(const Program& program)
 
 bool mentions_include(const Program& program)
 {
-  if (mentions_include(program.source)) {
-    return true;
-  }
-  for (const auto& [name, content] : program.headers) {
-    if (mentions_include(content)) {
-      return true;
-    }
-  }
-  return false;
+  return deps::any_program_text(program, [](const std::string& text) { return mentions_include(text); });
 }
 
 bool direct_eligible(const Program& program)

@@ -61,7 +61,22 @@ std::string line_of(const std::string& text, int line)
   return out;
 }
 
-// Whether `test` holds for the program's source or for one of its in-memory headers.
+// The reason an option makes the compiler read a file no key holds, or empty: ptxas reads
+// -Xptxas=--options-file=F (-optf) itself, NVRTC --use-pch=F and --pch-dir=D.
+std::string file_reading_option(const std::vector<std::string>& options)
+{
+  for (const auto& option : options) {
+    for (const char* word : {"options-file", "optf", "use-pch", "pch-dir"}) {
+      if (option.find(word) != std::string::npos) {
+        return "the option '" + option + "' makes the compiler read a file kjit does not hash";
+      }
+    }
+  }
+  return {};
+}
+
+} // namespace
+
 bool any_program_text(const Program& program, bool (*test)(const std::string&))
 {
   if (test(program.source)) {
@@ -74,8 +89,6 @@ bool any_program_text(const Program& program, bool (*test)(const std::string&))
   }
   return false;
 }
-
-} // namespace
 
 bool device_debug(const std::vector<std::string>& options)
 {
@@ -204,14 +217,8 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   if (program_uses_time(program)) {
     time_used();
   }
-  for (const auto& option : program.options) {
-    // ptxas reads -Xptxas=--options-file=F (-optf) itself, NVRTC --use-pch=F and --pch-dir=D:
-    // files no key holds.
-    for (const char* word : {"options-file", "optf", "use-pch", "pch-dir"}) {
-      if (option.find(word) != std::string::npos && m_unfaithful.empty()) {
-        m_unfaithful = "the option '" + option + "' makes the compiler read a file kjit does not hash";
-      }
-    }
+  if (m_unfaithful.empty()) {
+    m_unfaithful = file_reading_option(program.options);
   }
   for (const auto& [name, value] : m_defines) {
     m_scan.values[name].insert(value);

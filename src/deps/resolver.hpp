@@ -69,6 +69,8 @@ bool has_word(const std::string& text, std::string_view word);
 bool text_uses_time(const std::string& text);
 // text_uses_time() of the source or of an in-memory header.
 bool program_uses_time(const Program& program);
+// Whether `test` holds for the program's source or for one of its in-memory headers.
+bool any_program_text(const Program& program, bool (*test)(const std::string&));
 
 // Whether `binary` (PTX, a cubin) holds `path`: as raw bytes, or as PTX writes a string's bytes
 // ("47, 116, 109, 112": a $str initializer). What tells that a binary names a file through a
