@@ -251,15 +251,14 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
   const bool provisional = impl.is_provisional(key);
   if (auto found = provisional ? std::nullopt : impl.memory.find(key)) {
     const double saved = found->binary ? found->binary->timings.total_ms : 0.0;
-    impl.count(&CacheStats::memory_hits, &CacheStats::compile_ms_saved, saved);
-    impl.note_use(key);
-    if (found->failure) {
-      impl.count(&CacheStats::failed_hits);
-    }
+    impl.count_hit(key, &CacheStats::memory_hits, saved, found->failure != nullptr);
     if (impl.config.verbose) {
       impl.verbose("hit memory", prepared, 0.0);
     }
-    return unwrap(*found);
+    if (found->failure) {
+      throw CompileError(*found->failure);
+    }
+    return std::move(found->binary);  // moved out: no second reference count
   }
 
   std::promise<cache::Result> promise;

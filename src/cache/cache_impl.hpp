@@ -23,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <unistd.h>
 
 namespace kjit {
@@ -154,14 +155,17 @@ struct Cache::Impl {
                                              Source& source);
 
   // size_limit.cpp: last use, recorded in batches, and eviction by it (docs/configuration.md).
-  std::mutex use_mutex;
-  std::set<util::Sha256> used;       // keys served by a hit since the last flush
+  std::mutex use_mutex;              // the size count (not `used`: stats_mutex guards it)
+  std::unordered_set<util::Sha256, util::DigestHash> used;  // keys served by a hit since the last flush
   std::size_t size_estimate = 0;     // bytes of records + mirror, from a full count and this process's writes
   bool size_counted = false;
   std::size_t blob_table_bytes = 0;  // the header blobs' pages when size_estimate was last updated
   std::size_t queued_mirror_bytes = 0;  // what queued mirror folders will take (mirror_entry's guess)
   // Notes that `key` served a hit (memory only; flush_uses() writes it).
   void note_use(const util::Sha256& key);
+  // count(counter, compile_ms_saved, saved_ms), failed_hits if `failed`, and note_use(key) under
+  // one lock: the memory tier's hit path takes no other.
+  void count_hit(const util::Sha256& key, std::uint64_t CacheStats::*counter, double saved_ms, bool failed);
   // Writes the last use of the keys noted since the last flush, in one transaction, skipping
   // those whose recorded use is less than an hour old. Never throws.
   void flush_uses() noexcept;

@@ -6,7 +6,6 @@
 
 #include "util/hash.hpp"
 
-#include <cstring>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -39,14 +38,6 @@ public:
   std::size_t size() const;
 
 private:
-  struct KeyHash {
-    std::size_t operator()(const util::Sha256& key) const noexcept
-    {
-      std::size_t h;
-      std::memcpy(&h, key.data(), sizeof h);  // already uniformly distributed
-      return h;
-    }
-  };
   struct Node {
     util::Sha256 key;
     Result result;
@@ -60,7 +51,7 @@ private:
   std::size_t m_limit;
   std::size_t m_bytes = 0;
   std::list<Node> m_lru;  // front = most recent
-  std::unordered_map<util::Sha256, std::list<Node>::iterator, KeyHash> m_index;
+  std::unordered_map<util::Sha256, std::list<Node>::iterator, util::DigestHash> m_index;
 };
 
 } // namespace kjit::cache

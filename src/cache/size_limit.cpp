@@ -33,17 +33,29 @@ std::int64_t recorded_use(const store::Store& store, std::string_view raw_key)
 void Cache::Impl::note_use(const util::Sha256& key)
 {
   if (store) {
-    std::lock_guard lock(use_mutex);
+    std::lock_guard lock(stats_mutex);
+    used.insert(key);
+  }
+}
+
+void Cache::Impl::count_hit(const util::Sha256& key, std::uint64_t CacheStats::*counter, double saved_ms, bool failed)
+{
+  std::lock_guard lock(stats_mutex);
+  stats.*counter += 1;
+  stats.compile_ms_saved += saved_ms;
+  stats.failed_hits += failed ? 1 : 0;
+  if (store) {
     used.insert(key);
   }
 }
 
 void Cache::Impl::flush_uses() noexcept
 {
-  std::set<util::Sha256> taken;
+  std::set<util::Sha256> taken;  // sorted: the rows go to the store in key order
   {
-    std::lock_guard lock(use_mutex);
-    taken.swap(used);
+    std::lock_guard lock(stats_mutex);
+    taken.insert(used.begin(), used.end());
+    used.clear();
   }
   if (taken.empty() || !store || !store->writable() || creator != ::getpid()) {
     return;

@@ -29,7 +29,7 @@ Writer::~Writer()
     std::lock_guard lock(m_mutex);
     m_stop = true;
   }
-  m_wake.notify_all();
+  m_wake->notify_all();
   if (m_thread && m_thread->joinable()) {
     m_thread->join();
   }
@@ -50,7 +50,7 @@ void Writer::write(std::string hex_key, store::Entry entry)
   std::lock_guard lock(m_mutex);
   start_locked();
   m_jobs.push_back({Job::Kind::write, std::move(hex_key), std::move(entry)});
-  m_wake.notify_one();
+  m_wake->notify_one();
 }
 
 void Writer::removed(const std::vector<std::string>& hex_keys)
@@ -62,7 +62,7 @@ void Writer::removed(const std::vector<std::string>& hex_keys)
                                 [&](const Job& job) { return job.kind == Job::Kind::write && gone.count(job.hex_key) != 0; }),
                  m_jobs.end());
     // A job under way finishes first: then the folder removed below stays removed.
-    m_idle.wait(lock, [this] { return !m_busy || ::getpid() != m_pid; });
+    m_idle->wait(lock, [this] { return !m_busy || ::getpid() != m_pid; });
   }
   for (const std::string& hex : hex_keys) {
     remove_entry(m_cache_dir, hex);
@@ -75,14 +75,14 @@ void Writer::removed(const std::vector<std::string>& hex_keys)
   if (m_jobs.empty() || m_jobs.back().kind != Job::Kind::tidy) {
     m_jobs.push_back({Job::Kind::tidy, {}, {}});
   }
-  m_wake.notify_one();
+  m_wake->notify_one();
 }
 
 void Writer::discard()
 {
   std::unique_lock lock(m_mutex);
   m_jobs.clear();
-  m_idle.wait(lock, [this] { return !m_busy || ::getpid() != m_pid; });
+  m_idle->wait(lock, [this] { return !m_busy || ::getpid() != m_pid; });
 }
 
 void Writer::flush()
@@ -91,14 +91,14 @@ void Writer::flush()
   if (::getpid() != m_pid) {
     return;
   }
-  m_idle.wait(lock, [this] { return m_jobs.empty() && !m_busy; });
+  m_idle->wait(lock, [this] { return m_jobs.empty() && !m_busy; });
 }
 
 void Writer::run()
 {
   std::unique_lock lock(m_mutex);
   for (;;) {
-    m_wake.wait(lock, [this] { return m_stop || !m_jobs.empty(); });
+    m_wake->wait(lock, [this] { return m_stop || !m_jobs.empty(); });
     if (m_jobs.empty()) {
       return;  // stopping, nothing left
     }
@@ -115,7 +115,7 @@ void Writer::run()
     }
     lock.lock();
     m_busy = false;
-    m_idle.notify_all();
+    m_idle->notify_all();
   }
 }
 

@@ -3,8 +3,8 @@
 
 #include "mirror/mirror.hpp"
 #include "store/entry.hpp"
+#include "util/fork_safe.hpp"
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -59,8 +59,8 @@ private:
   std::string m_cache_dir;
   WriterSource m_source;
   std::mutex m_mutex;
-  std::condition_variable m_wake;
-  std::condition_variable m_idle;
+  util::ForkSafeCondition m_wake;  // a fork()ed child leaves both alone (util/fork_safe.hpp)
+  util::ForkSafeCondition m_idle;
   std::deque<Job> m_jobs;
   bool m_busy = false;
   bool m_stop = false;

@@ -40,7 +40,6 @@ Server::~Server()
   if (::getpid() != m_pid) {
     // The parent's thread, absent here: joining it would wait for ever, destroying it terminates.
     new std::thread(std::move(m_writer));  // NOLINT: left alone on purpose
-    std::ignore = m_queue_changed.release();
     return;
   }
   {

@@ -4,9 +4,9 @@
 
 #include "remote/redis.hpp"
 #include "remote/url.hpp"
+#include "util/fork_safe.hpp"
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -89,9 +89,7 @@ private:
   RedisClient m_reader;  // the lookup connection (guarded by m_read_mutex); its url() is the server's
 
   std::mutex m_queue_mutex;
-  // Held by pointer: a fork()ed child leaks it, since destroying a condition variable the parent's
-  // thread was waiting on (copied into the child) blocks for ever in pthread_cond_destroy.
-  std::unique_ptr<std::condition_variable> m_queue_changed = std::make_unique<std::condition_variable>();
+  util::ForkSafeCondition m_queue_changed;  // a fork()ed child leaves it alone (util/fork_safe.hpp)
   std::deque<UploadItem> m_queue;
   std::vector<Renewal> m_renewals;  // held leases, until their release is written
   bool m_busy = false;  // the upload thread is writing an item it took off the queue

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <optional>
+#include <pthread.h>
 #include <set>
 #include <system_error>
 #include <tuple>
@@ -47,7 +48,7 @@ void Outstanding::end() noexcept
 {
   std::lock_guard lock(m_mutex);
   --m_count;
-  m_idle.notify_all();  // under the lock: a waiter may destroy this as soon as it sees zero
+  m_idle->notify_all();  // under the lock: a waiter may destroy this as soon as it sees zero
 }
 
 void Outstanding::wait() const noexcept
@@ -56,7 +57,7 @@ void Outstanding::wait() const noexcept
     return;  // a forked child: the mutex may have been copied locked
   }
   std::unique_lock lock(m_mutex);
-  m_idle.wait(lock, [this] { return m_count == 0; });
+  m_idle->wait(lock, [this] { return m_count == 0; });
 }
 
 Committer::Committer()
@@ -66,6 +67,9 @@ Committer::Committer()
     live_mutex();
     live();
     std::atexit(drain_at_exit);
+    // A child forked while another thread held the mutex would copy it locked, and its exit
+    // (drain_at_exit) or a Store's destruction would wait for ever.
+    ::pthread_atfork([] { live_mutex().lock(); }, [] { live_mutex().unlock(); }, [] { live_mutex().unlock(); });
   });
   std::lock_guard lock(live_mutex());
   live().insert(this);
@@ -85,7 +89,7 @@ Committer::~Committer()
   {
     std::lock_guard lock(m_mutex);
     m_stop = true;
-    m_wake.notify_all();
+    m_wake->notify_all();
   }
   if (m_thread) {
     m_thread->join();
@@ -108,7 +112,7 @@ void Committer::queue(std::function<void()> commit, std::function<void(const Sto
       m_jobs.push_back({std::move(commit), std::move(done)});
       m_outstanding.begin();  // once queued (the thread takes it after this lock): never counted in vain
       ++m_queued;
-      m_wake.notify_one();
+      m_wake->notify_one();
       return;
     }
   }
@@ -137,7 +141,7 @@ void Committer::settle() const noexcept
     return;
   }
   const std::uint64_t target = m_queued;
-  m_settled.wait(lock, [&] { return m_committed >= target; });
+  m_settled->wait(lock, [&] { return m_committed >= target; });
 }
 
 void Committer::drain() noexcept
@@ -166,7 +170,7 @@ void Committer::run()
 {
   std::unique_lock lock(m_mutex);
   for (;;) {
-    m_wake.wait(lock, [this] { return m_stop || !m_jobs.empty(); });
+    m_wake->wait(lock, [this] { return m_stop || !m_jobs.empty(); });
     if (m_jobs.empty()) {
       return;  // stopped, nothing left
     }
@@ -183,7 +187,7 @@ void Committer::run()
     }
     lock.lock();
     ++m_committed;
-    m_settled.notify_all();
+    m_settled->notify_all();
     lock.unlock();
     try {
       job.done(failure ? &*failure : nullptr);

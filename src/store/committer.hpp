@@ -3,7 +3,8 @@
 
 #include <kjit/error.hpp>
 
-#include <condition_variable>
+#include "util/fork_safe.hpp"
+
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -30,7 +31,7 @@ public:
 
 private:
   mutable std::mutex m_mutex;
-  mutable std::condition_variable m_idle;
+  util::ForkSafeCondition m_idle;  // a fork()ed child leaves these alone (util/fork_safe.hpp)
   std::uint64_t m_count = 0;
   pid_t m_pid = ::getpid();
 };
@@ -65,8 +66,8 @@ private:
   void run();
 
   mutable std::mutex m_mutex;
-  std::condition_variable m_wake;
-  mutable std::condition_variable m_settled;
+  util::ForkSafeCondition m_wake;
+  util::ForkSafeCondition m_settled;
   std::deque<Job> m_jobs;
   std::uint64_t m_queued = 0;
   std::uint64_t m_committed = 0;

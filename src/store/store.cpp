@@ -124,6 +124,12 @@ Store::Store(std::unique_ptr<Impl> impl, std::string path, bool writable)
 
 Store::~Store()
 {
+  if (m_impl->pid != ::getpid()) {
+    // A fork()ed child's copy: walk_ahead()'s thread is the parent's, and its future would wait
+    // for it for ever. Left alone, as the LMDB environment is (Impl::close_env).
+    new std::future<std::pair<std::uint64_t, bool>>(std::move(m_impl->ahead));  // NOLINT: leaked
+    return;
+  }
   m_committer.reset();  // its queued commits first: the stamp below names data.mdb after them
   {
     std::lock_guard lock(m_impl->ahead_mutex);

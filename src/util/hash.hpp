@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -11,6 +12,18 @@ namespace kjit::util {
 
 using Sha256 = std::array<std::uint8_t, 32>;
 using Checksum = std::array<std::uint8_t, 16>;
+
+// Hashes a digest for unordered containers: its first bytes, already uniformly distributed.
+struct DigestHash {
+  template <std::size_t N>
+  std::size_t operator()(const std::array<std::uint8_t, N>& digest) const noexcept
+  {
+    static_assert(N >= sizeof(std::size_t));
+    std::size_t h;
+    std::memcpy(&h, digest.data(), sizeof h);
+    return h;
+  }
+};
 
 // Incremental SHA-256. Not thread-safe; one per thread or per use.
 class Sha256Hasher {

@@ -198,6 +198,32 @@ BOOST_AUTO_TEST_CASE(a_child_forked_during_a_commit_neither_waits_for_it_nor_los
   found_on_disk(config, "parent_pending");
 }
 
+// A forked child that destroys a Cache its parent made (as a static's destructor at exit() does
+// with the default cache) exits: the parent's store and mirror threads, idle on their condition
+// variables at fork(), are not the child's to wait for. Before, the child hung for ever in
+// pthread_cond_destroy (glibc still counted the parent's waiting threads in the child's copy).
+BOOST_AUTO_TEST_CASE(a_forked_child_destroying_its_parents_cache_exits)
+{
+  config.mirror = true;
+  auto* cache = new kjit::Cache(config);
+  BOOST_TEST(cache->get(small_program("before_fork"), k_sm90) != nullptr);  // starts both threads
+  cache->flush_mirror();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both threads back to waiting
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(20);  // a hang ends as SIGALRM
+    delete cache;
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  BOOST_TEST(cache->get(small_program("after_fork"), k_sm90) != nullptr);  // the parent's threads still work
+  delete cache;
+  found_on_disk(config, "after_fork");
+}
+
 // exit() called by a thread other than main (main still running) waits for the commit.
 BOOST_AUTO_TEST_CASE(exit_from_another_thread_leaves_the_entry)
 {
