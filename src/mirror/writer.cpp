@@ -35,11 +35,42 @@ Writer::~Writer()
   }
 }
 
-void Writer::start_locked()
+void Writer::dispatch(std::unique_lock<std::mutex>& lock)
 {
   if (!m_thread) {
-    m_thread = std::make_unique<std::thread>([this] { run(); });
+    try {
+      m_thread = std::make_unique<std::thread>([this] { run(); });
+    } catch (const std::system_error&) {
+      // No thread can be started (EAGAIN): written here, now, unless another caller is already
+      // running the queue (it takes these too).
+      while (!m_busy && run_one(lock)) {
+      }
+      return;
+    }
   }
+  m_wake->notify_one();
+}
+
+bool Writer::run_one(std::unique_lock<std::mutex>& lock)
+{
+  if (m_jobs.empty()) {
+    return false;
+  }
+  Job job = std::move(m_jobs.front());
+  m_jobs.pop_front();
+  m_busy = true;
+  lock.unlock();
+  try {
+    do_job(job);
+  } catch (...) {
+    if (m_source.failed) {
+      m_source.failed(job.hex_key, std::make_error_code(std::errc::not_enough_memory));
+    }
+  }
+  lock.lock();
+  m_busy = false;
+  m_idle->notify_all();
+  return true;
 }
 
 void Writer::write(std::string hex_key, store::Entry entry)
@@ -47,10 +78,9 @@ void Writer::write(std::string hex_key, store::Entry entry)
   if (::getpid() != m_pid) {
     return;
   }
-  std::lock_guard lock(m_mutex);
-  start_locked();
+  std::unique_lock lock(m_mutex);
   m_jobs.push_back({Job::Kind::write, std::move(hex_key), std::move(entry)});
-  m_wake->notify_one();
+  dispatch(lock);
 }
 
 void Writer::removed(const std::vector<std::string>& hex_keys)
@@ -70,12 +100,11 @@ void Writer::removed(const std::vector<std::string>& hex_keys)
   if (::getpid() != m_pid) {
     return;
   }
-  std::lock_guard lock(m_mutex);
-  start_locked();
+  std::unique_lock lock(m_mutex);
   if (m_jobs.empty() || m_jobs.back().kind != Job::Kind::tidy) {
     m_jobs.push_back({Job::Kind::tidy, {}, {}});
   }
-  m_wake->notify_one();
+  dispatch(lock);
 }
 
 void Writer::discard()
@@ -99,23 +128,9 @@ void Writer::run()
   std::unique_lock lock(m_mutex);
   for (;;) {
     m_wake->wait(lock, [this] { return m_stop || !m_jobs.empty(); });
-    if (m_jobs.empty()) {
+    if (!run_one(lock)) {
       return;  // stopping, nothing left
     }
-    Job job = std::move(m_jobs.front());
-    m_jobs.pop_front();
-    m_busy = true;
-    lock.unlock();
-    try {
-      do_job(job);
-    } catch (...) {
-      if (m_source.failed) {
-        m_source.failed(job.hex_key, std::make_error_code(std::errc::not_enough_memory));
-      }
-    }
-    lock.lock();
-    m_busy = false;
-    m_idle->notify_all();
   }
 }
 

@@ -27,7 +27,8 @@ struct WriterSource {
 
 // Thread-safe. One thread, started on the first job; the destructor finishes every queued job
 // (the mirror is complete when the Cache goes away) and never throws. After fork() the child
-// never touches the parent's thread: its queued jobs are dropped.
+// never touches the parent's thread: its queued jobs are dropped. A process that cannot start a
+// thread (at its limit) runs the jobs on the caller's thread instead.
 class Writer {
 public:
   Writer(std::string cache_dir, WriterSource source);
@@ -53,7 +54,11 @@ private:
     store::Entry entry;
   };
   void run();
-  void start_locked();
+  // Hands the queued jobs to the thread (started here on the first job), or runs them on the
+  // caller's thread when no thread can be started. Caller holds `lock` on m_mutex.
+  void dispatch(std::unique_lock<std::mutex>& lock);
+  // Takes the first job and runs it without the lock; false when none is queued.
+  bool run_one(std::unique_lock<std::mutex>& lock);
   void do_job(Job& job);
 
   std::string m_cache_dir;

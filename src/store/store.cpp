@@ -22,6 +22,7 @@
 #include <set>
 #include <sys/statvfs.h>
 #include <sys/stat.h>
+#include <system_error>
 #include <unistd.h>
 
 namespace kjit::store {
@@ -395,10 +396,14 @@ void Store::walk_ahead()
   }
   std::lock_guard lock(m_impl->ahead_mutex);
   if (!m_impl->ahead.valid()) {
-    m_impl->ahead = std::async(std::launch::async, [this] {
-      const std::uint64_t seen = m_impl->generation.load();
-      return std::make_pair(seen, walk_or_trust(true).ok);  // a damaged store is replaced here
-    });
+    try {
+      m_impl->ahead = std::async(std::launch::async, [this] {
+        const std::uint64_t seen = m_impl->generation.load();
+        return std::make_pair(seen, walk_or_trust(true).ok);  // a damaged store is replaced here
+      });
+    } catch (const std::system_error&) {
+      // No thread can be started: walk_before_first_write() walks on the caller's thread.
+    }
   }
 }
 

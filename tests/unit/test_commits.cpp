@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <lmdb.h>
 #include <poll.h>
@@ -275,6 +276,44 @@ BOOST_AUTO_TEST_CASE(a_process_that_cannot_start_a_thread_still_stores_its_binar
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
   BOOST_TEST(WEXITSTATUS(status) == 0);
   found_on_disk(config, "threadless");
+}
+
+// The same with the mirror on: its writer thread cannot start either, so the entry's folder is
+// written on the caller's thread. Before, get() threw std::system_error ("Resource temporarily
+// unavailable") out of the mirror's queue although the binary was compiled and stored.
+BOOST_AUTO_TEST_CASE(a_process_that_cannot_start_a_thread_still_mirrors_its_binary)
+{
+  config.mirror = true;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(60);  // a hang ends as SIGALRM
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, std::size_t{1} << 48);  // more than the address space: no thread starts
+    if (pthread_setattr_default_np(&attr) != 0) {
+      ::_exit(5);
+    }
+    int code = 3;
+    try {
+      kjit::Cache cache(config);
+      if (cache.get(small_program("threadless_mirror"), k_sm90) != nullptr) {
+        code = cache.stats().store_errors == 0 ? 0 : 6;
+      }
+    } catch (...) {
+      code = 4;
+    }
+    ::_exit(code);  // the Cache was destroyed above
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  found_on_disk(config, "threadless_mirror");
+  std::size_t cubins = 0;
+  for (const auto& file : std::filesystem::recursive_directory_iterator(config.cache_dir + "/programs")) {
+    cubins += file.path().extension() == ".cubin" ? 1 : 0;
+  }
+  BOOST_TEST(cubins == 1u);  // the child's entry folder (found_on_disk's hit writes none)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
