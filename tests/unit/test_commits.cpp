@@ -115,6 +115,36 @@ int miss_then_end(const kjit::Config& config, const std::string& tag, bool destr
   return status;
 }
 
+// Compiles `tag` in a forked child that cannot start any thread (a default stack larger than the
+// address space), with a Cache of its own destroyed before it exits; returns the child's wait
+// status: exit 0 when get() returned the binary with no store error.
+int miss_without_threads(const kjit::Config& config, const std::string& tag)
+{
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(60);  // a hang ends as SIGALRM
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, std::size_t{1} << 48);  // more than the address space: no thread starts
+    if (pthread_setattr_default_np(&attr) != 0) {
+      ::_exit(5);
+    }
+    int code = 3;
+    try {
+      kjit::Cache cache(config);
+      if (cache.get(small_program(tag), k_sm90) != nullptr) {
+        code = cache.stats().store_errors == 0 ? 0 : 6;
+      }
+    } catch (...) {
+      code = 4;
+    }
+    ::_exit(code);  // the Cache was destroyed above
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(commits, CacheFixture)
@@ -251,28 +281,7 @@ BOOST_AUTO_TEST_CASE(exit_from_another_thread_leaves_the_entry)
 BOOST_AUTO_TEST_CASE(a_process_that_cannot_start_a_thread_still_stores_its_binary)
 {
   config.mirror = false;  // the mirror's own thread is not this test's subject
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::alarm(60);  // a hang ends as SIGALRM
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, std::size_t{1} << 48);  // more than the address space: no thread starts
-    if (pthread_setattr_default_np(&attr) != 0) {
-      ::_exit(5);
-    }
-    int code = 3;
-    try {
-      kjit::Cache cache(config);
-      if (cache.get(small_program("threadless"), k_sm90) != nullptr) {
-        code = cache.stats().store_errors == 0 ? 0 : 6;
-      }
-    } catch (...) {
-      code = 4;
-    }
-    ::_exit(code);  // the Cache was destroyed above
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
+  const int status = miss_without_threads(config, "threadless");
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
   BOOST_TEST(WEXITSTATUS(status) == 0);
   found_on_disk(config, "threadless");
@@ -284,28 +293,7 @@ BOOST_AUTO_TEST_CASE(a_process_that_cannot_start_a_thread_still_stores_its_binar
 BOOST_AUTO_TEST_CASE(a_process_that_cannot_start_a_thread_still_mirrors_its_binary)
 {
   config.mirror = true;
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::alarm(60);  // a hang ends as SIGALRM
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, std::size_t{1} << 48);  // more than the address space: no thread starts
-    if (pthread_setattr_default_np(&attr) != 0) {
-      ::_exit(5);
-    }
-    int code = 3;
-    try {
-      kjit::Cache cache(config);
-      if (cache.get(small_program("threadless_mirror"), k_sm90) != nullptr) {
-        code = cache.stats().store_errors == 0 ? 0 : 6;
-      }
-    } catch (...) {
-      code = 4;
-    }
-    ::_exit(code);  // the Cache was destroyed above
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
+  const int status = miss_without_threads(config, "threadless_mirror");
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
   BOOST_TEST(WEXITSTATUS(status) == 0);
   found_on_disk(config, "threadless_mirror");
