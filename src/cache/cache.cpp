@@ -284,8 +284,10 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
   cache::Result result;
   try {
     result = impl.load_or_compile(key, prepared, source);
-    if (!provisional) {
-      impl.memory.insert(key, result);
+    if (!provisional && source == Source::disk) {
+      impl.memory.admit(key, result);  // kept from its second disk hit on (memory_tier.hpp)
+    } else if (!provisional) {
+      impl.memory.insert(key, result);  // a compile's (or a lower tier's) result is used again
     }
     promise.set_value(result);
   } catch (...) {

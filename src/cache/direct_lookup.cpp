@@ -38,8 +38,9 @@ Cache::Impl::Direct Cache::Impl::direct_lookup(const Program& program, const Arc
   util::Sha256 entry_key = key.value_or(util::Sha256{});
   std::optional<store::Entry> entry = load_entry(entry_key, program.name, resolved, key ? nullptr : &out);
   if (out.in_memory && !is_provisional(entry_key)) {
-    // Looked up again: the row led to the memory tier. Its inputs are kept from now on (a
-    // program looked up once keeps none: 4 KiB more per kernel of a bulk warm start).
+    // The row led to the memory tier (an entry a compile or another path put there). Its inputs
+    // are kept from now on (a program looked up once keeps none: 4 KiB more per kernel of a bulk
+    // warm start).
     memory_hit(entry_key, std::move(*out.in_memory));
     direct.insert(out.fast, std::move(out.inputs), entry_key);
     return out;
@@ -54,7 +55,12 @@ Cache::Impl::Direct Cache::Impl::direct_lookup(const Program& program, const Arc
   cache::Result result = cache::result_of(std::move(*entry));
   source = Source::disk;
   verbose("hit disk", program.name, resolved, entry_key, watch.elapsed_ms());
-  memory.insert(entry_key, result);
+  if (memory.admit(entry_key, result)) {
+    // Its second disk hit: the binary and the inputs are kept from now on, so the next lookup is
+    // a memory hit without the store (a program looked up once keeps neither: ≈ 9 KiB of heap
+    // per kernel of a bulk warm start).
+    direct.insert(out.fast, std::move(out.inputs), entry_key);
+  }
   out.hit = std::move(result);
   return out;
 }

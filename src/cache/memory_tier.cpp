@@ -1,6 +1,8 @@
 // LRU bookkeeping for the memory tier.
 #include "cache/memory_tier.hpp"
 
+#include <cstring>
+
 namespace kjit::cache {
 
 std::size_t Result::bytes() const
@@ -33,6 +35,43 @@ void MemoryTier::insert(const util::Sha256& key, Result result)
 {
   const std::size_t bytes = result.bytes();
   std::lock_guard lock(m_mutex);
+  insert_locked(key, std::move(result), bytes);
+}
+
+bool MemoryTier::admit(const util::Sha256& key, Result result)
+{
+  const std::size_t bytes = result.bytes();
+  std::lock_guard lock(m_mutex);
+  if (bytes > m_limit || !seen_before(key)) {
+    return false;  // (a tier of limit 0 makes no doorkeeper)
+  }
+  insert_locked(key, std::move(result), bytes);
+  return true;
+}
+
+bool MemoryTier::seen_before(const util::Sha256& key)
+{
+  if (m_doorkeeper.empty() || m_marks == k_doorkeeper_marks) {
+    m_doorkeeper.assign(k_doorkeeper_bits / 64, 0);
+    m_marks = 0;
+  }
+  // Two bit positions from bytes 8..15 of the key (SHA-256: uniform; DigestHash uses bytes 0..7).
+  std::uint32_t halves[2];
+  std::memcpy(halves, key.data() + 8, sizeof halves);
+  bool seen = true;
+  for (const std::uint32_t half : halves) {
+    const std::size_t bit = half % k_doorkeeper_bits;
+    std::uint64_t& word = m_doorkeeper[bit / 64];
+    const std::uint64_t mask = std::uint64_t(1) << (bit % 64);
+    seen = seen && (word & mask) != 0;
+    word |= mask;
+  }
+  m_marks += seen ? 0 : 1;
+  return seen;
+}
+
+void MemoryTier::insert_locked(const util::Sha256& key, Result result, std::size_t bytes)
+{
   drop(key);
   if (bytes > m_limit) {
     return;
@@ -71,6 +110,8 @@ void MemoryTier::clear()
   m_lru.clear();
   m_index.clear();
   m_bytes = 0;
+  m_doorkeeper.clear();
+  m_marks = 0;
 }
 
 std::size_t MemoryTier::bytes() const

@@ -1,4 +1,5 @@
 // The in-process memory tier: bounded by bytes, least recently used out first, shared by all threads.
+// Compiles go in at once; a disk hit only on its key's second disk hit (admit(), the doorkeeper).
 #pragma once
 
 #include <kjit/binary.hpp>
@@ -6,6 +7,7 @@
 
 #include "util/hash.hpp"
 
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -31,6 +33,10 @@ public:
   // Inserts or replaces, then evicts least recently used entries beyond the limit. An entry
   // bigger than the whole limit is not kept.
   void insert(const util::Sha256& key, Result result);
+  // A disk hit: inserted (and true returned) only if `key` was offered before, else only marked
+  // in the doorkeeper. A program looked up once in a bulk warm start keeps no copy (≈ 5 KiB of
+  // heap and its page faults each); one looked up again is kept from its second disk hit on.
+  bool admit(const util::Sha256& key, Result result);
   // Drops the entries of `keys` (those not held are ignored).
   void erase(const std::vector<util::Sha256>& keys);
   void clear();
@@ -46,6 +52,20 @@ private:
 
   // Removes the entry of `key` if held. Caller holds m_mutex.
   void drop(const util::Sha256& key);
+  // insert() with m_mutex held.
+  void insert_locked(const util::Sha256& key, Result result, std::size_t bytes);
+
+  // TinyLFU's doorkeeper: a Bloom filter of the keys offered once (k_doorkeeper_bits bits, two
+  // bits per key taken from the key's own bytes, cleared after k_doorkeeper_marks marks so its
+  // false positives stay below ≈ 1.5 %). A false positive only admits a key early; a key marked
+  // just before a clear is admitted on its third disk hit. No per-key allocation: its 32 KiB are
+  // made on the first admit().
+  static constexpr std::size_t k_doorkeeper_bits = std::size_t(1) << 18;
+  static constexpr std::size_t k_doorkeeper_marks = std::size_t(1) << 14;
+  // Whether `key` was marked before; marks it. Caller holds m_mutex.
+  bool seen_before(const util::Sha256& key);
+  std::vector<std::uint64_t> m_doorkeeper;
+  std::size_t m_marks = 0;
 
   mutable std::mutex m_mutex;
   std::size_t m_limit;

@@ -81,8 +81,10 @@ BOOST_AUTO_TEST_CASE(the_memory_limit_bounds_what_the_memory_tier_keeps)
   {
     config.memory_limit = std::size_t(1) << 30;
     kjit::Cache cache(config);
+    cache.get(small_program("limit"), k_sm90);  // a disk hit: marked
+    cache.get(small_program("limit"), k_sm90);  // the second: kept
     cache.get(small_program("limit"), k_sm90);
-    cache.get(small_program("limit"), k_sm90);
+    BOOST_TEST(cache.stats().disk_hits == 2u);
     BOOST_TEST(cache.stats().memory_hits == 1u);
   }
   {
@@ -91,8 +93,9 @@ BOOST_AUTO_TEST_CASE(the_memory_limit_bounds_what_the_memory_tier_keeps)
     config.memory_limit = one + one / 2;
     kjit::Cache cache(config);
     cache.get(small_program("limit"), k_sm90);
-    cache.get(small_program("limit_b"), k_sm90);
-    cache.get(small_program("limit"), k_sm90);
+    cache.get(small_program("limit"), k_sm90);    // its second disk hit: kept
+    cache.get(small_program("limit_b"), k_sm90);  // compiled, kept: "limit" leaves
+    cache.get(small_program("limit"), k_sm90);    // a disk hit again, kept: "limit_b" leaves
     BOOST_TEST(cache.stats().memory_hits == 0u);
     cache.get(small_program("limit"), k_sm90);
     BOOST_TEST(cache.stats().memory_hits == 1u);
