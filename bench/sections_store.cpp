@@ -52,6 +52,14 @@ void warm_fresh_process(Report& report, const Options& options)
     spawn_self({"--child-warm", folder.path(), std::to_string(count)}, &output);
     const std::string n = std::to_string(count);
     report.note("warm, LMDB", n + " kernels: open", field(output, "open_us"), "us");
+    if (count == 1) {
+      // A process's first lookup pays for first touches (code and data pages, lazy bindings): the
+      // subject of section [9], which measures it against the floor; no per-lookup target here.
+      report.note("warm, LMDB", n + " kernels: per kernel, open included", field(output, "total_us"), "us");
+      report.note("warm, LMDB", n + " kernels: the process's first lookup", field(output, "p50_us"), "us");
+      report.require("warm, LMDB", n + " kernels: hits", field(output, "disk_hits"), "count", count);
+      continue;
+    }
     report.check("warm, LMDB", n + " kernels: per kernel, open included", field(output, "total_us") / count, "us", 10.0);
     report.check("warm, LMDB", n + " kernels: lookup p50", field(output, "p50_us"), "us", 7.0);
     if (count == most) {
