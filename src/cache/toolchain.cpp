@@ -20,19 +20,31 @@ namespace kjit::cache {
 
 namespace {
 
-// "path size mtime inode" of a file, or "path missing"; `present` says which.
-std::string file_identity(const std::string& path, bool* present = nullptr)
+// "path size mtime inode" of a file, or "path missing"; `present` says which. One stat, unless
+// find_toolkit() stat()ed the file just before (`seen`).
+std::string file_identity(const std::string& path, bool* present = nullptr, const rtc::FileSeen& seen = {})
 {
-  struct stat st {};
-  const bool found = !path.empty() && ::stat(path.c_str(), &st) == 0;
+  rtc::FileSeen now = seen;
+  if (now.state == rtc::FileSeen::State::not_seen) {
+    struct stat st {};
+    const bool found = !path.empty() && ::stat(path.c_str(), &st) == 0;
+    now.state = found ? rtc::FileSeen::State::present : rtc::FileSeen::State::missing;
+    if (found) {
+      now.size = st.st_size;
+      now.mtime_sec = st.st_mtim.tv_sec;
+      now.mtime_nsec = st.st_mtim.tv_nsec;
+      now.inode = st.st_ino;
+    }
+  }
+  const bool found = now.state == rtc::FileSeen::State::present;
   if (present != nullptr) {
     *present = found;
   }
   if (!found) {
     return path + " missing";
   }
-  return path + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
-         std::to_string(st.st_mtim.tv_nsec) + " " + std::to_string(st.st_ino);
+  return path + " " + std::to_string(now.size) + " " + std::to_string(now.mtime_sec) + "." +
+         std::to_string(now.mtime_nsec) + " " + std::to_string(now.inode);
 }
 
 struct Versions {
@@ -193,12 +205,15 @@ std::optional<KeyContext> remembered_toolchain(const store::Store& store)
 
 namespace {
 
-// toolchain_file_identity(), also saying whether the NVRTC library file is there (one stat each).
-std::string file_identities(const rtc::Toolkit& toolkit, bool& has_nvrtc)
+// toolchain_file_identity(), also saying whether the NVRTC library file is there (one stat each;
+// none for the files a fresh find_toolkit() already stat()ed, `fresh`).
+std::string file_identities(const rtc::Toolkit& toolkit, bool& has_nvrtc, bool fresh)
 {
-  return "nvrtc " + file_identity(toolkit.nvrtc_path, &has_nvrtc) + "\nbuiltins " +
-         file_identity(toolkit.nvrtc_builtins_path) + "\nnvjitlink " + file_identity(toolkit.nvjitlink_path) +
-         "\nheaders " + file_identity(toolkit.root + "/version.json") + "\n";
+  const rtc::FileSeen none;
+  return "nvrtc " + file_identity(toolkit.nvrtc_path, &has_nvrtc, fresh ? toolkit.nvrtc_seen : none) +
+         "\nbuiltins " + file_identity(toolkit.nvrtc_builtins_path, nullptr, fresh ? toolkit.nvrtc_builtins_seen : none) +
+         "\nnvjitlink " + file_identity(toolkit.nvjitlink_path) + "\nheaders " +
+         file_identity(toolkit.root + "/version.json") + "\n";
 }
 
 } // namespace
@@ -206,7 +221,7 @@ std::string file_identities(const rtc::Toolkit& toolkit, bool& has_nvrtc)
 std::string toolchain_file_identity(const rtc::Toolkit& toolkit)
 {
   bool has_nvrtc = false;
-  return file_identities(toolkit, has_nvrtc);
+  return file_identities(toolkit, has_nvrtc, false);
 }
 
 KeyContext toolchain_context(const Config& config, store::Store* store)
@@ -216,7 +231,7 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   context.toolkit_include_dirs = toolkit.include_dirs;
   context.toolkit_include_names = relative_to_root(toolkit);
   bool has_nvrtc = false;
-  const std::string identity = file_identities(toolkit, has_nvrtc);
+  const std::string identity = file_identities(toolkit, has_nvrtc, true);  // found just now
   if (store != nullptr && !has_nvrtc) {
     // No NVRTC here: the keys of the toolchain that made the store's entries (hits only; a miss
     // fails with the ToolchainError of the missing library).

@@ -36,18 +36,60 @@ constexpr std::uint64_t UsageTotals::*k_counts[] = {
   &UsageTotals::remote_bytes_read, &UsageTotals::remote_bytes_written,
 };
 
-// Version 2 adds the remote counts after the compiles; version 1 lines (older kjit) still count.
-std::string line_of(const UsageTotals& t)
+// Appends the decimal digits of `value`.
+void append_count(std::string& out, std::uint64_t value)
 {
-  char line[384];
-  std::snprintf(line, sizeof line,
-                "kjit-usage 2 %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
-                " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %.3f %.3f\n",
-                t.processes, t.memory_hits, t.disk_hits, t.bundle_hits, t.misses, t.compiles, t.remote_hits,
-                t.remote_misses, t.remote_errors, t.remote_bytes_read, t.remote_bytes_written, t.compile_ms_saved,
-                t.compile_ms_spent);
+  char digits[20];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value != 0);
+  while (n > 0) {
+    out += digits[--n];
+  }
+}
+
+// Appends `ms` as "%.3f" does for the times a process can reach (rounded to the microsecond);
+// printf only for the others. A warm process writes this line at exit, and printf's
+// floating-point code is ≈ 3 pages of libc that nothing else of a hit touches (docs/benchmarks.md).
+void append_ms(std::string& out, double ms)
+{
+  if (!(ms >= 0 && ms < 1e12)) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.3f", ms);
+    out += text;
+    return;
+  }
+  const auto thousandths = static_cast<std::uint64_t>(std::llround(ms * 1000));
+  append_count(out, thousandths / 1000);
+  out += '.';
+  const auto fraction = static_cast<unsigned>(thousandths % 1000);
+  out += static_cast<char>('0' + fraction / 100);
+  out += static_cast<char>('0' + fraction / 10 % 10);
+  out += static_cast<char>('0' + fraction % 10);
+}
+
+} // namespace
+
+// Version 2 adds the remote counts after the compiles; version 1 lines (older kjit) still count.
+std::string usage_line(const UsageTotals& t)
+{
+  std::string line = "kjit-usage 2";
+  line.reserve(160);
+  for (const auto count : k_counts) {
+    line += ' ';
+    append_count(line, t.*count);
+  }
+  line += ' ';
+  append_ms(line, t.compile_ms_saved);
+  line += ' ';
+  append_ms(line, t.compile_ms_spent);
+  line += '\n';
   return line;
 }
+
+namespace {
 
 // One line's counts, or nullopt for a torn or foreign line.
 std::optional<UsageTotals> parse_line(const std::string& line)
@@ -150,14 +192,14 @@ void append_usage(const std::string& cache_dir, const CacheStats& s) noexcept
     }
     if (st.st_size > k_compact_above && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
       // Sum the log into one line, in place (same file, so appenders keep their descriptor).
-      const std::string summed = line_of(sum_lines(read_all(fd.get())));
+      const std::string summed = usage_line(sum_lines(read_all(fd.get())));
       if (::ftruncate(fd.get(), 0) == 0) {
         std::ignore = write_all(fd.get(), summed);
       }
       std::ignore = ::flock(fd.get(), LOCK_UN);
     }
     if (::flock(fd.get(), LOCK_SH) == 0) {
-      std::ignore = write_all(fd.get(), line_of(t));  // one write below PIPE_BUF: never interleaved
+      std::ignore = write_all(fd.get(), usage_line(t));  // one write below PIPE_BUF: never interleaved
       std::ignore = ::flock(fd.get(), LOCK_UN);
     }
   } catch (...) {

@@ -20,6 +20,10 @@ void append_usage(const std::string& cache_dir, const CacheStats& stats) noexcep
 // The sum of the log's lines (zeros without a log). Unreadable lines are skipped. Never throws.
 UsageTotals read_usage(const std::string& cache_dir) noexcept;
 
+// One line of the log: "kjit-usage 2", the counts of `totals` in the order of UsageTotals, then
+// the saved and spent compile times with three decimals ("%.3f"), and a newline.
+std::string usage_line(const UsageTotals& totals);
+
 // Empties the log.
 std::error_code zero_usage(const std::string& cache_dir);
 

@@ -14,10 +14,20 @@ namespace kjit::rtc {
 
 namespace {
 
-bool exists(const std::string& path)
+bool exists(const std::string& path, FileSeen* seen = nullptr)
 {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
+  const bool found = ::stat(path.c_str(), &st) == 0;
+  if (seen != nullptr) {
+    seen->state = found ? FileSeen::State::present : FileSeen::State::missing;
+    if (found) {
+      seen->size = st.st_size;
+      seen->mtime_sec = st.st_mtim.tv_sec;
+      seen->mtime_nsec = st.st_mtim.tv_nsec;
+      seen->inode = st.st_ino;
+    }
+  }
+  return found;
 }
 
 std::string pick_root(const Config& config)
@@ -35,14 +45,15 @@ std::string pick_root(const Config& config)
 
 // libnvrtc opens libnvrtc-builtins.so.<major>.<minor> by name; find the file next to it: the
 // build's version first (one stat), else whichever the folder holds (a readdir).
-std::string find_builtins(const std::string& library_dir)
+std::string find_builtins(const std::string& library_dir, FileSeen& seen)
 {
   const std::string prefix = "libnvrtc-builtins.so.";
   const std::string expected =
     library_dir + "/" + prefix + std::to_string(KJIT_CUDA_MAJOR) + "." + std::to_string(KJIT_CUDA_MINOR);
-  if (exists(expected)) {
+  if (exists(expected, &seen)) {
     return expected;
   }
+  seen = {};  // the file found below (if any) was not stat()ed
   DIR* dir = ::opendir(library_dir.c_str());
   if (dir == nullptr) {
     return {};
@@ -77,15 +88,25 @@ Toolkit find_toolkit(const Config& config)
   }
   const std::string nvrtc_name = "libnvrtc.so." + std::to_string(KJIT_CUDA_MAJOR);
   toolkit.library_dir = toolkit.root + "/lib64";
+  FileSeen first;  // the first candidate's stat: what a missing library's path is (lib64)
   for (const char* sub : {"/lib64", "/lib", "/targets/x86_64-linux/lib", "/targets/sbsa-linux/lib"}) {
-    if (exists(toolkit.root + sub + "/" + nvrtc_name)) {
+    FileSeen seen;
+    const bool found = exists(toolkit.root + sub + "/" + nvrtc_name, &seen);
+    if (first.state == FileSeen::State::not_seen) {
+      first = seen;
+    }
+    if (found) {
       toolkit.library_dir = toolkit.root + sub;
+      toolkit.nvrtc_seen = seen;
       break;
     }
   }
+  if (toolkit.nvrtc_seen.state == FileSeen::State::not_seen) {
+    toolkit.nvrtc_seen = first;  // missing at <root>/lib64, the path used below
+  }
   toolkit.nvrtc_path = toolkit.library_dir + "/" + nvrtc_name;
   toolkit.nvjitlink_path = toolkit.library_dir + "/libnvJitLink.so." + std::to_string(KJIT_CUDA_MAJOR);
-  toolkit.nvrtc_builtins_path = find_builtins(toolkit.library_dir);
+  toolkit.nvrtc_builtins_path = find_builtins(toolkit.library_dir, toolkit.nvrtc_builtins_seen);
   return toolkit;
 }
 

@@ -9,6 +9,16 @@
 
 namespace kjit::rtc {
 
+// What one stat() of a file saw, kept so that the toolchain's file identity, made right after
+// find_toolkit(), does not stat the same files again (cache::toolchain_context).
+struct FileSeen {
+  enum class State { not_seen, missing, present } state = State::not_seen;
+  long long size = 0;
+  long long mtime_sec = 0;
+  long long mtime_nsec = 0;
+  unsigned long long inode = 0;
+};
+
 struct Toolkit {
   std::string root;                      // e.g. /usr/local/cuda
   std::vector<std::string> include_dirs; // <root>/include and <root>/include/cccl if present
@@ -16,6 +26,8 @@ struct Toolkit {
   std::string nvrtc_path;                // <library_dir>/libnvrtc.so.<major>
   std::string nvrtc_builtins_path;       // <library_dir>/libnvrtc-builtins.so.<major>.<minor>, may be empty
   std::string nvjitlink_path;            // <library_dir>/libnvJitLink.so.<major>
+  FileSeen nvrtc_seen;                   // nvrtc_path when find_toolkit() ran (not_seen if not stat()ed)
+  FileSeen nvrtc_builtins_seen;          // nvrtc_builtins_path, likewise
 };
 
 // Resolves the toolkit: config.cuda_home, then $CUDA_HOME, then $CUDA_PATH, then the build's.

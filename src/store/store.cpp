@@ -47,16 +47,33 @@ bool is_permission_error(int rc)
   return rc == EACCES || rc == EROFS || rc == EPERM;
 }
 
-bool on_read_only_filesystem(const std::string& dir)
+bool on_read_only_filesystem(const std::string& dir, int dir_fd)
 {
   struct statvfs info {};
-  return ::statvfs(dir.c_str(), &info) == 0 && (info.f_flag & ST_RDONLY) != 0;
+  const int rc = dir_fd >= 0 ? ::fstatvfs(dir_fd, &info) : ::statvfs(dir.c_str(), &info);
+  return rc == 0 && (info.f_flag & ST_RDONLY) != 0;
 }
 
 std::string canonical(const std::string& dir)
 {
   char buffer[PATH_MAX];
   return ::realpath(dir.c_str(), buffer) != nullptr ? std::string(buffer) : dir;
+}
+
+// The path of the open folder `fd` (of `dir`), as realpath() would give it: the kernel's name for
+// it, one readlink where realpath() reads every component of the path again.
+std::string canonical(const std::string& dir, int fd)
+{
+  char buffer[PATH_MAX];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t size = ::readlink(link.c_str(), buffer, sizeof buffer);
+  const std::string_view name(buffer, size > 0 ? static_cast<std::size_t>(size) : 0);
+  constexpr std::string_view deleted = " (deleted)";
+  if (size <= 0 || static_cast<std::size_t>(size) == sizeof buffer || name.front() != '/' ||
+      (name.size() >= deleted.size() && name.substr(name.size() - deleted.size()) == deleted)) {
+    return canonical(dir);  // no /proc, or a name the kernel marks: as before
+  }
+  return std::string(name);
 }
 
 void warn_once(const std::string& message)
@@ -204,8 +221,13 @@ CheckReport Store::walk_or_trust(bool trust_stamp)
 std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& options)
 {
   const int folder_mode = options.access == Access::group ? 02770 : 0700;
-  std::error_code mkdir_error = util::create_directories(dir, folder_mode);
-  const std::string path = canonical(dir);
+  // A folder given by its descriptor exists (the Cache made, opened and checked it): no stat for
+  // create_directories, and its path from the descriptor (the registry's key, as realpath says).
+  std::error_code mkdir_error;
+  if (options.dir_fd < 0) {
+    mkdir_error = util::create_directories(dir, folder_mode);
+  }
+  const std::string path = options.dir_fd >= 0 ? canonical(dir, options.dir_fd) : canonical(dir);
   std::unique_lock lock(g_registry_mutex);
   const auto registry_key = std::make_pair(path, ::getpid());
   for (auto it = g_registry.find(registry_key); it != g_registry.end(); it = g_registry.find(registry_key)) {
@@ -242,7 +264,7 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   if (options.inspect_only) {
     modes.erase(modes.begin());
   }
-  if (on_read_only_filesystem(impl->lmdb_path)) {
+  if (on_read_only_filesystem(impl->lmdb_path, impl->dir_fd)) {
     modes.push_back(Mode::read_only_no_lock);
   }
   for (std::size_t i = 0;; ++i) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A warm start does only what a hit needs: a fresh process that gets a cached kernel's cubin makes
-# no folder (no mkdir of the cache, store or parent folders that exist) and loads no compiler and
-# no hash library.
+# no folder (no mkdir of the cache, store or parent folders that exist), loads no compiler and
+# no hash library, stats each NVRTC library once and does not resolve the store folder's path again.
 # Traced with strace (skipped, exit 77, where strace is missing or may not trace).
 # Usage: warm_syscalls.sh KJIT_BENCH_START
 set -u
@@ -35,7 +35,7 @@ fi
 # The hit alone ("hit": no check of loaded libraries afterwards): the store's map is found without
 # reading /proc/self/maps, and the toolkit's include folders are not opened for their stamps (a
 # program without includes: its key holds no toolkit fingerprint).
-strace -f -o "$dir/hit_trace" -e trace=openat "$start" hit "$dir/cache/deeper" warm.cu "$source" ||
+strace -f -o "$dir/hit_trace" -e trace=openat,stat,newfstatat,readlink,statfs,fstatfs "$start" hit "$dir/cache/deeper" warm.cu "$source" ||
   { echo "FAIL: the warm hit run failed"; failed=1; }
 if grep -E 'openat\(.*/proc/self/maps' "$dir/hit_trace"; then
   echo "FAIL: a warm hit read /proc/self/maps (above)"
@@ -43,6 +43,21 @@ if grep -E 'openat\(.*/proc/self/maps' "$dir/hit_trace"; then
 fi
 if grep -E 'openat\(.*include.*O_PATH' "$dir/hit_trace"; then
   echo "FAIL: a warm hit of a program without includes checked the toolkit's folders (above)"
+  failed=1
+fi
+# The toolchain's file identity uses the stats of toolkit discovery: each library stat-ed once.
+for library in libnvrtc.so libnvrtc-builtins.so; do
+  count=$(grep -E '(stat|statat)\(.*/'"$library"'\.' "$dir/hit_trace" | grep -vc ENOENT)
+  if [ "$count" -gt 1 ]; then
+    grep -E '(stat|statat)\(.*/'"$library"'\.' "$dir/hit_trace"
+    echo "FAIL: a warm hit stat-ed $library $count times (above)"
+    failed=1
+  fi
+done
+# The store folder is opened by the cache folder's checked descriptor and named from it: not
+# resolved again component by component (realpath), nor its filesystem asked by a /proc path.
+if grep -E 'readlink\("[^"]*/store"|statfs\("/proc/self/fd' "$dir/hit_trace"; then
+  echo "FAIL: a warm hit resolved the store folder's path again (above)"
   failed=1
 fi
 exit $failed

@@ -200,6 +200,40 @@ BOOST_AUTO_TEST_CASE(lookup_counts_are_summed_across_caches_and_processes)
   BOOST_TEST(cache.usage().misses == 0u);
 }
 
+// The usage line is formatted without printf (src/cache/usage_log.cpp); it must stay the line
+// "kjit-usage 2 %llu … %.3f %.3f\n" that `kjit stats` (and older kjit versions) read.
+BOOST_AUTO_TEST_CASE(usage_lines_are_the_printf_format)
+{
+  kjit::UsageTotals t;
+  t.processes = 1;
+  t.memory_hits = 0;
+  t.disk_hits = 18446744073709551615u;
+  t.bundle_hits = 10;
+  t.misses = 99;
+  t.compiles = 1000;
+  t.remote_hits = 7;
+  t.remote_misses = 123456789;
+  t.remote_errors = 3;
+  t.remote_bytes_read = 4096;
+  t.remote_bytes_written = 1u << 31;
+  for (const double ms : {0.0, 0.0004, 0.0016, 0.25, 1.5, 9.9996, 47.123456, 1234.5678, 99999.9994, 3.6e9, 2e12,
+                          -1.0}) {
+    t.compile_ms_saved = ms;
+    t.compile_ms_spent = ms * 3;
+    char expected[400];
+    std::snprintf(expected, sizeof expected,
+                  "kjit-usage 2 %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %.3f %.3f\n",
+                  static_cast<unsigned long long>(t.processes), static_cast<unsigned long long>(t.memory_hits),
+                  static_cast<unsigned long long>(t.disk_hits), static_cast<unsigned long long>(t.bundle_hits),
+                  static_cast<unsigned long long>(t.misses), static_cast<unsigned long long>(t.compiles),
+                  static_cast<unsigned long long>(t.remote_hits), static_cast<unsigned long long>(t.remote_misses),
+                  static_cast<unsigned long long>(t.remote_errors),
+                  static_cast<unsigned long long>(t.remote_bytes_read),
+                  static_cast<unsigned long long>(t.remote_bytes_written), t.compile_ms_saved, t.compile_ms_spent);
+    BOOST_TEST(kjit::cache::usage_line(t) == std::string(expected), ms);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(setting_values_say_where_each_value_came_from)
 {
   ::setenv("KJIT_MEMORY_LIMIT", "64MiB", 1);

@@ -7,8 +7,11 @@
 #include "store/record.hpp"
 #include "store/store.hpp"
 #include "util/hash.hpp"
+#include "util/unique_handle.hpp"
 
 #include <algorithm>
+#include <fcntl.h>
+#include <unistd.h>
 
 using namespace kjit::test;
 
@@ -256,6 +259,25 @@ BOOST_AUTO_TEST_CASE(one_environment_per_path_per_process)
   auto store_a = kjit::store::Store::open(a.store_path(), config.store_map_size);
   auto store_b = kjit::store::Store::open(b.store_path() + "/../store", config.store_map_size);
   BOOST_TEST(store_a.get() == store_b.get());
+}
+
+// Store::open names a store given by its descriptor from the descriptor (one readlink, not
+// realpath): still the real path, so it is the one environment of that path in the process.
+BOOST_AUTO_TEST_CASE(a_store_opened_by_its_descriptor_is_the_one_of_its_real_path)
+{
+  kjit::Cache cache(config);
+  cache.get(small_program("by_descriptor"), kjit::Arch::parse("sm_90"));
+  const std::string link = config.cache_dir + "/store-link";
+  BOOST_TEST_REQUIRE(::symlink(cache.store_path().c_str(), link.c_str()) == 0);
+  kjit::util::UniqueFd fd(::open(link.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  BOOST_TEST_REQUIRE(static_cast<bool>(fd));
+  kjit::store::Store::OpenOptions options;
+  options.initial_map_size = config.store_map_size;
+  options.dir_fd = fd.get();
+  auto by_descriptor = kjit::store::Store::open(link, options);
+  auto by_path = kjit::store::Store::open(cache.store_path(), config.store_map_size);
+  BOOST_TEST(by_descriptor.get() == by_path.get());
+  BOOST_TEST(by_descriptor->path() == cache.store_path());
 }
 
 BOOST_AUTO_TEST_CASE(network_filesystems_are_detected_and_avoided)
