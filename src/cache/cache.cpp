@@ -272,7 +272,7 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
       impl.in_flight.emplace(key, promise.get_future().share());
     }
   }
-  if (future.valid()) {  // another thread is on it: counted as a memory hit, like a later lookup
+  if (future.valid()) {  // another thread is on it: its result, shared, counted as a memory hit
     const cache::Result shared = future.get();
     impl.count(&CacheStats::memory_hits, &CacheStats::compile_ms_saved,
                shared.binary ? shared.binary->timings.total_ms : 0.0);

@@ -51,13 +51,16 @@ void Cache::Impl::count_hit(const util::Sha256& key, std::uint64_t CacheStats::*
 
 void Cache::Impl::flush_uses() noexcept
 {
-  std::set<util::Sha256> taken;  // sorted: the rows go to the store in key order
+  if (!store || !store->writable() || creator != ::getpid()) {
+    return;  // (a fork()ed child: a thread of the parent may have held stats_mutex at fork())
+  }
+  std::unordered_set<util::Sha256, util::DigestHash> noted;
   {
     std::lock_guard lock(stats_mutex);
-    taken.insert(used.begin(), used.end());
-    used.clear();
+    noted.swap(used);  // hits on other threads wait for a swap, not for a copy
   }
-  if (taken.empty() || !store || !store->writable() || creator != ::getpid()) {
+  const std::set<util::Sha256> taken(noted.begin(), noted.end());  // the rows go in key order
+  if (taken.empty()) {
     return;
   }
   try {

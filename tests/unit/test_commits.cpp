@@ -6,6 +6,7 @@
 
 #include <kjit/compile.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -253,6 +254,39 @@ BOOST_AUTO_TEST_CASE(a_forked_child_destroying_its_parents_cache_exits)
   BOOST_TEST(cache->get(small_program("after_fork"), k_sm90) != nullptr);  // the parent's threads still work
   delete cache;
   found_on_disk(config, "after_fork");
+}
+
+// The same while another thread of the parent is getting kernels: its hits take the Cache's
+// statistics mutex, which a fork() can copy locked; the child's destruction of the Cache took it
+// again (writing the last uses) and hung (3 forks in 11 here).
+BOOST_AUTO_TEST_CASE(a_forked_child_destroying_its_parents_cache_while_hits_run_exits)
+{
+  config.mirror = false;
+  auto* cache = new kjit::Cache(config);
+  const kjit::PreparedProgram prepared = cache->prepare(small_program("fork_hits"), k_sm90);
+  cache->get(prepared);  // compiled: in the memory tier
+  std::atomic<bool> stop{false};
+  std::thread hitter([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      cache->get(prepared);
+    }
+  });
+  int hung = 0;
+  for (int i = 0; i < 200 && hung == 0; ++i) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::alarm(2);  // a hang ends as SIGALRM
+      delete cache;
+      ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    hung += WIFSIGNALED(status) ? 1 : 0;
+  }
+  stop = true;
+  hitter.join();
+  delete cache;
+  BOOST_TEST(hung == 0);
 }
 
 // exit() called by a thread other than main (main still running) waits for the commit.
