@@ -55,13 +55,20 @@ void append_count(std::string& out, std::uint64_t value)
 // floating-point code is ≈ 3 pages of libc that nothing else of a hit touches (docs/benchmarks.md).
 void append_ms(std::string& out, double ms)
 {
-  if (!(ms >= 0 && ms < 1e12)) {
+  if (!(ms >= 0 && ms < 1e12) || std::signbit(ms)) {
     char text[64];
     std::snprintf(text, sizeof text, "%.3f", ms);
     out += text;
     return;
   }
-  const auto thousandths = static_cast<std::uint64_t>(std::llround(ms * 1000));
+  // Rounded as printf rounds the exact value (ties to even): ms * 1000 is exact in x87's 64-bit
+  // mantissa (53 + 10 bits), where a double product is rounded before llround sees it.
+  const long double exact = static_cast<long double>(ms) * 1000;
+  auto thousandths = static_cast<std::uint64_t>(exact);
+  const long double rest = exact - static_cast<long double>(thousandths);
+  if (rest > 0.5L || (rest == 0.5L && thousandths % 2 == 1)) {
+    ++thousandths;
+  }
   append_count(out, thousandths / 1000);
   out += '.';
   const auto fraction = static_cast<unsigned>(thousandths % 1000);

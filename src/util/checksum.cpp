@@ -10,7 +10,6 @@
 #include <immintrin.h>  // the AVX2 intrinsics xxhash.h uses (declared for any target)
 #if __has_include(<sys/platform/x86.h>)
 #include <sys/platform/x86.h>  // glibc 2.33+: the CPU features the dynamic loader already read
-#define KJIT_GLIBC_CPU_FEATURES 1
 #endif
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
@@ -24,13 +23,15 @@ namespace kjit::util {
 namespace {
 
 // Asked of glibc, which read the CPU's features when the process started: __builtin_cpu_supports
-// links libgcc's cpuinfo.o into libkjit, whose constructor runs ≈ 20 CPUID instructions in every
+// links libgcc's cpuinfo.o into libkjit, whose constructor runs 14 CPUID/XGETBV instructions in every
 // process that loads libkjit, and CPUID traps to the hypervisor in a virtual machine (10–14 µs
 // each on the development VM: ≈ 0.2 ms of a warm start; docs/benchmarks.md).
 bool has_avx2()
 {
-#ifdef KJIT_GLIBC_CPU_FEATURES
+#if defined(CPU_FEATURE_ACTIVE)  // glibc 2.34+
   static const bool avx2 = CPU_FEATURE_ACTIVE(AVX2);
+#elif defined(CPU_FEATURE_USABLE)  // glibc 2.33's name for it
+  static const bool avx2 = CPU_FEATURE_USABLE(AVX2);
 #else
   static const bool avx2 = __builtin_cpu_supports("avx2");
 #endif

@@ -7,6 +7,7 @@
 #include "store/record.hpp"
 #include "store/store.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -232,6 +233,43 @@ BOOST_AUTO_TEST_CASE(usage_lines_are_the_printf_format)
                   static_cast<unsigned long long>(t.remote_bytes_written), t.compile_ms_saved, t.compile_ms_spent);
     BOOST_TEST(kjit::cache::usage_line(t) == std::string(expected), ms);
   }
+}
+
+// Times on a rounding boundary: printf rounds the exact value, ties to even. The hand-made line
+// rounded ms * 1000 as a double, then half away from zero: 1.0005 gave "1.001", 0.0625 "0.063"
+// (≈ half of all times that end in 500 ns were one thousandth off).
+BOOST_AUTO_TEST_CASE(usage_line_times_round_as_printf_does)
+{
+  kjit::UsageTotals t;
+  const auto printed = [](const kjit::UsageTotals& u) {
+    char text[400];
+    std::snprintf(text, sizeof text, "kjit-usage 2 0 0 0 0 0 0 0 0 0 0 0 %.3f %.3f\n", u.compile_ms_saved,
+                  u.compile_ms_spent);
+    return std::string(text);
+  };
+  for (const double ms : {0.0625, 0.3125, 1.0005, 230866.5415, 603117363553.0494}) {
+    t.compile_ms_saved = ms;
+    BOOST_TEST(kjit::cache::usage_line(t) == printed(t), ms);
+  }
+  int differ = 0;
+  for (std::uint64_t ns = 500; ns < 2000000000u; ns += 999000) {  // x.xxx5 ms: a time of N ns is N / 1e6
+    t.compile_ms_saved = static_cast<double>(ns) / 1e6;
+    differ += kjit::cache::usage_line(t) != printed(t) ? 1 : 0;
+  }
+  for (double base = 1e-3; base < 1e12; base *= 1.37) {  // the doubles beside x.xxx5, up to 1e12 ms
+    double ms = std::nextafter(std::floor(base * 1000) / 1000 + 0.0005, 0.0);
+    for (int i = 0; i < 3; ++i, ms = std::nextafter(ms, 1e13)) {
+      t.compile_ms_saved = ms;
+      differ += kjit::cache::usage_line(t) != printed(t) ? 1 : 0;
+    }
+  }
+  std::uint64_t seed = 1;
+  for (int i = 0; i < 200000; ++i) {  // any time below 1e6 ms
+    seed = seed * 6364136223846793005u + 1442695040888963407u;
+    t.compile_ms_saved = static_cast<double>(seed >> 11) / 9007199254740992.0 * 1e6;
+    differ += kjit::cache::usage_line(t) != printed(t) ? 1 : 0;
+  }
+  BOOST_TEST(differ == 0);
 }
 
 BOOST_AUTO_TEST_CASE(setting_values_say_where_each_value_came_from)
