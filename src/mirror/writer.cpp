@@ -37,6 +37,9 @@ Writer::~Writer()
 
 void Writer::dispatch(std::unique_lock<std::mutex>& lock)
 {
+  if (!m_thread && m_busy) {
+    return;  // a caller is running the queue (no thread could start): it takes this job too
+  }
   if (!m_thread) {
     try {
       m_thread = std::make_unique<std::thread>([this] { run(); });

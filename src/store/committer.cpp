@@ -16,16 +16,26 @@ namespace {
 // Live committers, drained when the process exits (a Cache never destroyed still leaves its
 // entries). Never destroyed: a Store closed during static destruction (the default cache) still
 // finds them.
-std::mutex& live_mutex()
+std::mutex*& live_mutex_pointer()
 {
   static auto* mutex = new std::mutex;
-  return *mutex;
+  return mutex;
+}
+
+std::set<Committer*>*& live_pointer()
+{
+  static auto* committers = new std::set<Committer*>;
+  return committers;
+}
+
+std::mutex& live_mutex()
+{
+  return *live_mutex_pointer();
 }
 
 std::set<Committer*>& live()
 {
-  static auto* committers = new std::set<Committer*>;
-  return *committers;
+  return *live_pointer();
 }
 
 void drain_at_exit()
@@ -69,7 +79,13 @@ Committer::Committer()
     std::atexit(drain_at_exit);
     // A child forked while another thread held the mutex would copy it locked, and its exit
     // (drain_at_exit) or a Store's destruction would wait for ever.
-    ::pthread_atfork([] { live_mutex().lock(); }, [] { live_mutex().unlock(); }, [] { live_mutex().unlock(); });
+    // Nothing is locked at fork() (a prepare handler waiting for the mutex would deadlock with
+    // drain_at_exit): the child gets a fresh mutex and an empty set instead of copies that another
+    // thread may have held or been changing; the parent's committers are not its to drain.
+    ::pthread_atfork(nullptr, nullptr, [] {
+      live_mutex_pointer() = new std::mutex;          // NOLINT: the copy is leaked
+      live_pointer() = new std::set<Committer*>;      // NOLINT: the copy is leaked
+    });
   });
   std::lock_guard lock(live_mutex());
   live().insert(this);

@@ -19,6 +19,7 @@
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <pthread.h>
 #include <set>
 #include <sys/statvfs.h>
 #include <sys/stat.h>
@@ -31,9 +32,26 @@ namespace {
 
 // One environment per file per process: a Store is registered while it lives, and its environment
 // is closed and unregistered under the mutex (an expired entry means "being closed": open() waits).
-std::mutex g_registry_mutex;
-std::condition_variable g_registry_closed;
-std::map<std::pair<std::string, pid_t>, std::weak_ptr<Store>> g_registry;
+// Never destroyed, and fresh in a fork()ed child: the copies may be held or waited on by a parent's
+// thread (a Store being opened or closed at fork()), and the child's entries are keyed by its pid.
+struct Registry {
+  std::mutex mutex;
+  std::condition_variable closed;
+  std::map<std::pair<std::string, pid_t>, std::weak_ptr<Store>> stores;
+};
+Registry*& registry_pointer()
+{
+  static Registry* registry = [] {
+    ::pthread_atfork(nullptr, nullptr, [] { registry_pointer() = new Registry; });  // NOLINT: the copy leaks
+    return new Registry;
+  }();
+  return registry;
+}
+
+Registry& registry()
+{
+  return *registry_pointer();
+}
 
 // Limits of a check in a child process: a walk of a 1 GiB store takes about a second (see
 // docs/reliability.md); the child may map the store once more plus this much memory.
@@ -228,13 +246,14 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
     mkdir_error = util::create_directories(dir, folder_mode);
   }
   const std::string path = options.dir_fd >= 0 ? canonical(dir, options.dir_fd) : canonical(dir);
-  std::unique_lock lock(g_registry_mutex);
+  Registry& stores = registry();
+  std::unique_lock lock(stores.mutex);
   const auto registry_key = std::make_pair(path, ::getpid());
-  for (auto it = g_registry.find(registry_key); it != g_registry.end(); it = g_registry.find(registry_key)) {
+  for (auto it = stores.stores.find(registry_key); it != stores.stores.end(); it = stores.stores.find(registry_key)) {
     if (auto existing = it->second.lock()) {
       return existing;
     }
-    g_registry_closed.wait(lock);  // its last reference is being dropped: wait for the close
+    stores.closed.wait(lock);  // its last reference is being dropped: wait for the close
   }
   if (mkdir_error && !is_permission_error(mkdir_error.value())) {
     throw StoreError("cannot create the store folder " + dir + ": " + mkdir_error.message(), mkdir_error.value());
@@ -295,15 +314,20 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   const bool unclean = impl->stale_readers > 0;
   Store* raw = new Store(std::move(impl), path, writable);
   auto store = std::shared_ptr<Store>(raw, [registry_key](Store* s) {
-    std::lock_guard lock(g_registry_mutex);
-    delete s;  // closes the environment while no open() can start another
-    const auto it = g_registry.find(registry_key);
-    if (it != g_registry.end() && it->second.expired()) {
-      g_registry.erase(it);
+    if (registry_key.second != ::getpid()) {
+      delete s;  // a fork()ed child's copy: not in this process's registry (~Store leaves it alone)
+      return;
     }
-    g_registry_closed.notify_all();
+    Registry& stores = registry();
+    std::lock_guard lock(stores.mutex);
+    delete s;  // closes the environment while no open() can start another
+    const auto it = stores.stores.find(registry_key);
+    if (it != stores.stores.end() && it->second.expired()) {
+      stores.stores.erase(it);
+    }
+    stores.closed.notify_all();
   });
-  g_registry[registry_key] = store;
+  stores.stores[registry_key] = store;
   lock.unlock();
   if (unclean) {
     // Readers of killed processes were found: a process died inside the store. Walk it once,

@@ -1,0 +1,264 @@
+// fork() and exit() around kjit's own threads: a fork() while exit() waits for a commit, a walk that
+// forks on the store's writer thread during exit(), a child forked while another thread closes or
+// opens a store, and the mirror writer after a failed thread start (docs/reliability.md).
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+#include "mirror/writer.hpp"
+#include "store/store.hpp"
+
+#include <kjit/compile.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <lmdb.h>
+#include <mutex>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_sm90 = kjit::Arch::parse("sm_90");
+
+class WriteLockHolder {
+public:
+  WriteLockHolder(const std::string& store_dir, std::size_t map_size, int hold_s)
+  {
+    BOOST_TEST_REQUIRE(::pipe(m_ready) == 0);
+    BOOST_TEST_REQUIRE(::pipe(m_release) == 0);
+    m_pid = ::fork();
+    if (m_pid == 0) {
+      MDB_env* env = nullptr;
+      MDB_txn* txn = nullptr;
+      const bool held = mdb_env_create(&env) == MDB_SUCCESS && mdb_env_set_maxdbs(env, 16) == MDB_SUCCESS &&
+                        mdb_env_set_mapsize(env, map_size) == MDB_SUCCESS &&
+                        mdb_env_open(env, store_dir.c_str(), MDB_NOTLS, 0600) == MDB_SUCCESS &&
+                        mdb_txn_begin(env, nullptr, 0, &txn) == MDB_SUCCESS;
+      std::ignore = ::write(m_ready[1], held ? "h" : "x", 1);
+      pollfd wait{m_release[0], POLLIN, 0};
+      std::ignore = ::poll(&wait, 1, hold_s * 1000);
+      ::_exit(0);
+    }
+    char byte = 0;
+    BOOST_TEST_REQUIRE(::read(m_ready[0], &byte, 1) == 1);
+    BOOST_TEST_REQUIRE(byte == 'h');
+  }
+  pid_t m_pid = -1;
+  int m_ready[2] = {-1, -1};
+  int m_release[2] = {-1, -1};
+};
+
+int wait_status(pid_t child)
+{
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(fork_safety, CacheFixture)
+
+// fork() from another thread while exit() drains a commit. The compile lock's prepare handler
+// (registered after the committers' one) takes g_held_mutex, then the committers' handler waits for
+// live_mutex, held by drain_at_exit, which waits for the commit's `done`, whose ~CompileLock waits
+// for g_held_mutex: deadlock. (With a prepare handler that locked the registry of committers.)
+BOOST_AUTO_TEST_CASE(fork_from_another_thread_during_the_exit_drain)
+{
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(20);
+    auto* cache = new kjit::Cache(config);
+    BOOST_TEST_REQUIRE(cache->get(small_program("warm_up"), k_sm90) != nullptr);
+    WriteLockHolder holder(config.cache_dir + "/store", config.store_map_size, 2);  // the commit waits 2 s
+    BOOST_TEST_REQUIRE(cache->get(small_program("during_exit"), k_sm90) != nullptr);
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // exit() is draining by now
+      const pid_t grandchild = ::fork();  // e.g. an application thread starting a subprocess
+      if (grandchild == 0) {
+        ::_exit(0);
+      }
+      ::waitpid(grandchild, nullptr, 0);
+    }).detach();
+    std::exit(0);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status << (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? " (SIGALRM: hung)" : ""));
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+}
+
+// no application fork at all. A write not preceded by walk_ahead() (a bundle or remote hit
+// promoted by persist(), tiers.cpp:113) walks on the committer thread: check() -> run_isolated()
+// -> fork(), whose committers' prepare handler waits for live_mutex. If exit() is already in
+// drain_at_exit (holding live_mutex, waiting for that very commit): deadlock. The sleep in a
+// prepare handler of our own only widens the window (a thread descheduled before fork()).
+BOOST_AUTO_TEST_CASE(exit_right_after_a_write_that_walks_on_the_committer_thread)
+{
+  const int rounds = 6;
+  int hung = 0;
+  for (int i = 0; i < rounds; ++i) {
+    const std::string dir = tmp.path() + "/s" + std::to_string(i);
+    {
+      auto first = kjit::store::Store::open(dir, config.store_map_size);
+      first->put({{kjit::store::Table::meta, "seed", "x"}});
+    }
+    {
+      // Another process writes it after the stamp: the next process must walk it before writing.
+      const pid_t writer = ::fork();
+      if (writer == 0) {
+        auto other = kjit::store::Store::open(dir, config.store_map_size);
+        other->put({{kjit::store::Table::meta, "other", "y"}});
+        ::_exit(0);  // no stamp
+      }
+      wait_status(writer);
+    }
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::alarm(10);
+      if (i % 2 == 1) {
+        ::pthread_atfork([] { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr, nullptr);
+      }
+      auto store = kjit::store::Store::open(dir, config.store_map_size);
+      const std::uint64_t before = store->walks();
+      store->put_later({{kjit::store::Table::meta, "k", "v"}}, [](const kjit::StoreError*) {});
+      (void)before;
+      std::exit(0);
+    }
+    const int status = wait_status(child);
+    const bool this_hung = WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+    BOOST_TEST_MESSAGE("round " << i << (i % 2 == 1 ? " (widened)" : "") << ": " << (this_hung ? "HUNG" : "exited"));
+    hung += this_hung ? 1 : 0;
+  }
+  BOOST_TEST(hung == 0);
+}
+
+// the Store registry at fork(): thread A drops a Store's last reference (its deleter holds
+// g_registry_mutex while ~Store drains a commit), thread B opens the same store (waits on
+// g_registry_closed). A child forked then hangs when it destroys a Cache of its parent (the
+// deleter locks the copied, locked g_registry_mutex) or merely calls exit() (the static
+// g_registry_closed is destroyed with B counted as a waiter).
+BOOST_AUTO_TEST_CASE(a_child_forked_while_a_store_closes)
+{
+  for (int variant = 0; variant < 3; ++variant) {
+    kjit::test::TempDir other_dir;
+    kjit::Config other = config;
+    other.cache_dir = other_dir.path() + "/cache";
+    auto* other_cache = new kjit::Cache(other);
+    BOOST_TEST_REQUIRE(other_cache->get(small_program("o"), k_sm90) != nullptr);
+    const std::string dir = tmp.path() + "/reg" + std::to_string(variant);
+    {
+      auto s = kjit::store::Store::open(dir, config.store_map_size);
+      s->put({{kjit::store::Table::meta, "seed", "x"}});
+    }
+    auto store = kjit::store::Store::open(dir, config.store_map_size);
+    WriteLockHolder holder(dir, config.store_map_size, 2);
+    store->put_later({{kjit::store::Table::meta, "k", "v"}}, [](const kjit::StoreError*) {});
+    std::thread closer([&] { store.reset(); });  // ~Store waits for the commit: 2 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::thread opener([&] { std::ignore = kjit::store::Store::open(dir, config.store_map_size); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::alarm(5);
+      if (variant == 0) {
+        delete other_cache;
+        ::_exit(0);
+      }
+      if (variant == 2) {  // a Cache of the child's own (as the StoreError for a parent's store advises)
+        kjit::test::TempDir own_dir;
+        kjit::Config own = config;
+        own.cache_dir = own_dir.path() + "/cache";
+        kjit::Cache cache(own);
+        ::_exit(cache.writable() ? 0 : 3);
+      }
+      std::exit(0);
+    }
+    const int status = wait_status(child);
+    closer.join();
+    opener.join();
+    delete other_cache;
+    BOOST_TEST(WIFEXITED(status), "variant " << variant << " status " << status
+                                             << (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? " (SIGALRM: hung)" : ""));
+  }
+}
+
+// the writer's caller-thread fallback and a thread started later run two jobs at once, and
+// m_busy (one flag) then says "idle" while the thread's job is still under way: flush() returns
+// before every queued job is done. (Thread creation fails for the first write, EAGAIN, and works
+// for the next: a process at its thread limit a moment ago.)
+BOOST_AUTO_TEST_CASE(flush_returns_while_a_job_is_under_way_after_a_failed_thread_start)
+{
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(20);
+    std::mutex m;
+    std::condition_variable cv;
+    int stage = 0;  // 1: main's job is in stored(); 2: the thread's job is in stored(); 3: release it
+    std::atomic<bool> thread_job_done{false};
+    const std::string k1(64, '1');
+    const std::string k2(64, '2');
+    kjit::mirror::WriterSource source;
+    source.stored = [&](const std::string& hex) {
+      std::unique_lock lock(m);
+      if (hex == k1) {
+        stage = 1;
+        cv.notify_all();
+        cv.wait_for(lock, std::chrono::seconds(2), [&] { return stage >= 2; });  // (with a fix, k2 runs after k1 here)
+      } else {
+        stage = 2;
+        cv.notify_all();
+        cv.wait_for(lock, std::chrono::seconds(2), [&] { return stage >= 3; });
+        thread_job_done = true;
+      }
+      return true;
+    };
+    source.has_blob = [](const std::string&) { return true; };
+    source.rows = [] { return std::vector<kjit::mirror::IndexRow>{}; };
+    std::filesystem::create_directories(tmp.path() + "/mirror/programs");
+    kjit::mirror::Writer writer(tmp.path() + "/mirror", source);
+    kjit::store::Entry entry;
+    entry.program_name = "p";
+    entry.binary.arch = "sm_90";
+    std::thread other([&] {  // started before the limit
+      {
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return stage >= 1; });
+      }
+      pthread_attr_t normal;
+      pthread_attr_init(&normal);
+      pthread_attr_setstacksize(&normal, std::size_t{8} << 20);
+      pthread_setattr_default_np(&normal);  // threads can start again
+      writer.write(k2, entry);              // starts the writer's thread, which takes k2
+    });
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, std::size_t{1} << 48);
+    if (pthread_setattr_default_np(&attr) != 0) {
+      ::_exit(5);
+    }
+    writer.write(k1, entry);  // no thread: k1 runs here, and waits in stored() until k2 runs
+    other.join();
+    writer.flush();  // "Returns once every queued job is done"
+    const bool early = !thread_job_done.load();
+    {
+      std::lock_guard lock(m);
+      stage = 3;
+    }
+    cv.notify_all();
+    ::_exit(early ? 7 : 0);  // 7: flush() returned while k2's job was still under way
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
+  BOOST_TEST(WEXITSTATUS(status) == 0, "exit " << WEXITSTATUS(status) << " (7: flush() returned early)");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
