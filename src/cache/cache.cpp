@@ -21,6 +21,17 @@
 
 namespace kjit {
 
+CacheStats Cache::Impl::stats_now() const
+{
+  std::lock_guard lock(stats_mutex);
+  CacheStats now = stats;
+  const cache::MemoryTier::Hits tier = memory.hits();  // the memory hits of prepared programs
+  now.memory_hits += tier.hits;
+  now.failed_hits += tier.failed;
+  now.compile_ms_saved += tier.ms_saved;
+  return now;
+}
+
 void Cache::Impl::count(std::uint64_t CacheStats::*counter, double CacheStats::*ms, double value, std::uint64_t by)
 {
   std::lock_guard lock(stats_mutex);
@@ -249,9 +260,7 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
   };
 
   const bool provisional = impl.is_provisional(key);
-  if (auto found = provisional ? std::nullopt : impl.memory.find(key)) {
-    const double saved = found->binary ? found->binary->timings.total_ms : 0.0;
-    impl.count_hit(key, &CacheStats::memory_hits, saved, found->failure != nullptr);
+  if (auto found = provisional ? std::nullopt : impl.memory.find_hit(key, impl.store != nullptr)) {
     if (impl.config.verbose) {
       impl.verbose("hit memory", prepared, 0.0);
     }
@@ -311,8 +320,7 @@ std::vector<int> Cache::supported_archs()
 CacheStats Cache::stats() const
 {
   m_impl->commits.wait();  // the reports of commits still under way (store_errors)
-  std::lock_guard lock(m_impl->stats_mutex);
-  CacheStats stats = m_impl->stats;
+  CacheStats stats = m_impl->stats_now();
   stats.stores_replaced = m_impl->store ? m_impl->store->replacements() : 0;
   stats.remote_bytes_written = m_impl->remote != nullptr ? m_impl->remote->bytes_written() : 0;
   return stats;
@@ -352,6 +360,7 @@ void Cache::clear()
   }
   std::lock_guard lock(m_impl->stats_mutex);
   m_impl->stats = CacheStats{};
+  m_impl->memory.reset_hits();
 }
 
 std::size_t Cache::rebuild_mirror(std::size_t* skipped)

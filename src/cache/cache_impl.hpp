@@ -91,6 +91,8 @@ struct Cache::Impl {
   // the destruction (this is destroyed first) wait for them.
   store::Outstanding commits;
 
+  // `stats` with the memory tier's own hit counts (MemoryTier::find_hit) added.
+  CacheStats stats_now() const;
   void count(std::uint64_t CacheStats::*counter, double CacheStats::*ms = nullptr, double value = 0,
              std::uint64_t by = 1);
   const cache::KeyContext& key_context();
@@ -164,7 +166,8 @@ struct Cache::Impl {
   // Notes that `key` served a hit (memory only; flush_uses() writes it).
   void note_use(const util::Sha256& key);
   // count(counter, compile_ms_saved, saved_ms), failed_hits if `failed`, and note_use(key) under
-  // one lock: the memory tier's hit path takes no other.
+  // one lock (the direct index's memory hit; a prepared program's is counted by
+  // MemoryTier::find_hit, under the tier's lock alone).
   void count_hit(const util::Sha256& key, std::uint64_t CacheStats::*counter, double saved_ms, bool failed);
   // Writes the last use of the keys noted since the last flush, in one transaction, skipping
   // those whose recorded use is less than an hour old. Never throws.

@@ -31,6 +31,47 @@ std::optional<Result> MemoryTier::find(const util::Sha256& key)
   return it->second->result;
 }
 
+std::optional<Result> MemoryTier::find_hit(const util::Sha256& key, bool note_use)
+{
+  std::lock_guard lock(m_mutex);
+  const auto it = m_index.find(key);
+  if (it == m_index.end()) {
+    return std::nullopt;
+  }
+  m_lru.splice(m_lru.begin(), m_lru, it->second);
+  const Result& result = it->second->result;
+  m_hits.hits += 1;
+  m_hits.failed += result.failure ? 1 : 0;
+  m_hits.ms_saved += result.binary ? result.binary->timings.total_ms : 0.0;
+  if (note_use) {
+    m_used.insert(key);
+  }
+  return result;
+}
+
+MemoryTier::Hits MemoryTier::hits() const
+{
+  std::lock_guard lock(m_mutex);
+  return m_hits;
+}
+
+void MemoryTier::reset_hits()
+{
+  std::lock_guard lock(m_mutex);
+  m_hits = Hits{};
+}
+
+void MemoryTier::take_used(std::unordered_set<util::Sha256, util::DigestHash>& into)
+{
+  std::lock_guard lock(m_mutex);
+  if (into.empty()) {
+    into.swap(m_used);
+    return;
+  }
+  into.insert(m_used.begin(), m_used.end());
+  m_used.clear();
+}
+
 void MemoryTier::insert(const util::Sha256& key, Result result)
 {
   const std::size_t bytes = result.bytes();

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace kjit::cache {
@@ -30,6 +31,19 @@ public:
 
   // The entry for `key`, now the most recently used, or nullopt.
   std::optional<Result> find(const util::Sha256& key);
+  // find() for a lookup served by the tier: counts the hit (and, if `note_use`, the key's use for
+  // the size limit) under the tier's own lock, so a memory hit takes no other lock.
+  std::optional<Result> find_hit(const util::Sha256& key, bool note_use);
+  // The hits find_hit() counted since the last reset_hits().
+  struct Hits {
+    std::uint64_t hits = 0;
+    std::uint64_t failed = 0;  // hits that were a remembered compile error
+    double ms_saved = 0;       // the compile time of the binaries served
+  };
+  Hits hits() const;
+  void reset_hits();
+  // Moves the keys find_hit() noted since the last call into `into`.
+  void take_used(std::unordered_set<util::Sha256, util::DigestHash>& into);
   // Inserts or replaces, then evicts least recently used entries beyond the limit. An entry
   // bigger than the whole limit is not kept.
   void insert(const util::Sha256& key, Result result);
@@ -68,6 +82,8 @@ private:
   std::size_t m_marks = 0;
 
   mutable std::mutex m_mutex;
+  Hits m_hits;
+  std::unordered_set<util::Sha256, util::DigestHash> m_used;
   std::size_t m_limit;
   std::size_t m_bytes = 0;
   std::list<Node> m_lru;  // front = most recent

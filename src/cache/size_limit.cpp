@@ -59,6 +59,7 @@ void Cache::Impl::flush_uses() noexcept
     std::lock_guard lock(stats_mutex);
     noted.swap(used);  // hits on other threads wait for a swap, not for a copy
   }
+  memory.take_used(noted);  // the memory hits of prepared programs
   const std::set<util::Sha256> taken(noted.begin(), noted.end());  // the rows go in key order
   if (taken.empty()) {
     return;

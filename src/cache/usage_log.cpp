@@ -250,7 +250,7 @@ Cache::Impl::~Impl()
       remote->flush();  // the uploads' bytes count
       stats.remote_bytes_written = remote->bytes_written();
     }
-    cache::append_usage(dir.path, stats);
+    cache::append_usage(dir.path, stats_now());
   }
   flush_uses();  // the last uses of this process's hits, in one transaction
 }

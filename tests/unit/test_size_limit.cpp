@@ -90,6 +90,44 @@ BOOST_AUTO_TEST_CASE(hits_are_recorded_when_the_cache_goes_away_not_one_write_ea
   BOOST_TEST(kjit::cache::recorded_use(*store, raw) == used);
 }
 
+// A prepared program's memory hits are counted by the memory tier under its own lock (one lock per
+// hit): stats(), the compile time saved, remembered errors, the usage log and the last-use rows
+// see them all, and Cache::clear() zeroes them.
+BOOST_AUTO_TEST_CASE(a_prepared_programs_memory_hits_are_counted_and_recorded)
+{
+  const kjit::Program program = small_program("prepared_hits");
+  const kjit::Program bad{"bad_prepared.cu", "__global__ void k(int* p) { *p = undefined_name; }\n", {}, {}, {}};
+  std::string raw;
+  {
+    kjit::Cache cache(config);
+    const kjit::PreparedProgram prepared = cache.prepare(program, k_arch);
+    const auto compiled = cache.get(prepared);  // a compile, kept in the memory tier at once
+    raw = raw_key(prepared);
+    const kjit::PreparedProgram failing = cache.prepare(bad, k_arch);
+    BOOST_CHECK_THROW(cache.get(failing), kjit::CompileError);
+    for (int i = 0; i < 5; ++i) {
+      BOOST_TEST(cache.get(prepared) == compiled);
+    }
+    BOOST_CHECK_THROW(cache.get(failing), kjit::CompileError);
+    const kjit::CacheStats stats = cache.stats();
+    BOOST_TEST(stats.memory_hits == 6u);
+    BOOST_TEST(stats.failed_hits == 1u);
+    BOOST_TEST(stats.compile_ms_saved >= 5 * compiled->timings.total_ms * 0.999);
+    BOOST_TEST(stats.compile_ms_saved > 0);
+  }
+  const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+  BOOST_TEST(kjit::cache::recorded_use(*store, raw) > 0);  // noted by the memory hits alone
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.usage().memory_hits == 6u);
+  const kjit::PreparedProgram prepared = cache.prepare(program, k_arch);
+  cache.get(prepared);
+  cache.get(prepared);
+  cache.get(prepared);  // disk, disk (admitted), memory
+  BOOST_TEST(cache.stats().memory_hits == 1u);
+  cache.clear();
+  BOOST_TEST(cache.stats().memory_hits == 0u);
+}
+
 // An entry's last use goes with it: a record quarantined on a hit and Cache::clear leave no
 // `used <key>` row behind.
 BOOST_AUTO_TEST_CASE(quarantine_and_clear_remove_the_last_use)
