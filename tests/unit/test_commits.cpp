@@ -146,6 +146,21 @@ int miss_without_threads(const kjit::Config& config, const std::string& tag)
   return status;
 }
 
+// Forks a child that destroys `cache`, its parent's (as exit() does with the default cache), and
+// exits; returns the child's wait status (SIGALRM after `alarm_s` seconds if the destruction hangs).
+int child_destroying(kjit::Cache* cache, unsigned alarm_s)
+{
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(alarm_s);
+    delete cache;
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(commits, CacheFixture)
@@ -241,14 +256,7 @@ BOOST_AUTO_TEST_CASE(a_forked_child_destroying_its_parents_cache_exits)
   BOOST_TEST(cache->get(small_program("before_fork"), k_sm90) != nullptr);  // starts both threads
   cache->flush_mirror();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both threads back to waiting
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::alarm(20);  // a hang ends as SIGALRM
-    delete cache;
-    ::_exit(0);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
+  const int status = child_destroying(cache, 20);
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
   BOOST_TEST(WEXITSTATUS(status) == 0);
   BOOST_TEST(cache->get(small_program("after_fork"), k_sm90) != nullptr);  // the parent's threads still work
@@ -273,15 +281,7 @@ BOOST_AUTO_TEST_CASE(a_forked_child_destroying_its_parents_cache_while_hits_run_
   });
   int hung = 0;
   for (int i = 0; i < 200 && hung == 0; ++i) {
-    const pid_t child = ::fork();
-    if (child == 0) {
-      ::alarm(2);  // a hang ends as SIGALRM
-      delete cache;
-      ::_exit(0);
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    hung += WIFSIGNALED(status) ? 1 : 0;
+    hung += WIFSIGNALED(child_destroying(cache, 2)) ? 1 : 0;
   }
   stop = true;
   hitter.join();
