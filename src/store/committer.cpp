@@ -1,6 +1,7 @@
 // The Store's writer thread, the wait for its queue, and the drain of every queue at process exit.
 #include "store/committer.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <optional>
 #include <pthread.h>
@@ -15,27 +16,29 @@ namespace {
 
 // Live committers, drained when the process exits (a Cache never destroyed still leaves its
 // entries). Never destroyed: a Store closed during static destruction (the default cache) still
-// finds them.
-std::mutex*& live_mutex_pointer()
-{
-  static auto* mutex = new std::mutex;
-  return mutex;
-}
-
-std::set<Committer*>*& live_pointer()
-{
-  static auto* committers = new std::set<Committer*>;
-  return committers;
-}
+// finds them. Made when libkjit is loaded, and made afresh in a fork()ed child: the copies may have
+// been held or changed by another thread of the parent, and the parent's committers are not the
+// child's to drain. Nothing is locked at fork() (a prepare handler waiting for the mutex deadlocked
+// with drain_at_exit), and nothing here goes through a function-static guard, which a fork() during
+// its initialization would leave "in progress" in the child.
+struct Live {
+  std::mutex mutex;
+  std::set<Committer*> committers;
+};
+std::atomic<Live*> g_live{nullptr};
+const int g_live_made = [] {
+  g_live.store(new Live);
+  return ::pthread_atfork(nullptr, nullptr, [] { g_live.store(new Live); });  // NOLINT: the copy leaks
+}();
 
 std::mutex& live_mutex()
 {
-  return *live_mutex_pointer();
+  return g_live.load(std::memory_order_acquire)->mutex;
 }
 
 std::set<Committer*>& live()
 {
-  return *live_pointer();
+  return g_live.load(std::memory_order_acquire)->committers;
 }
 
 void drain_at_exit()
@@ -73,20 +76,7 @@ void Outstanding::wait() const noexcept
 Committer::Committer()
 {
   static std::once_flag once;
-  std::call_once(once, [] {
-    live_mutex();
-    live();
-    std::atexit(drain_at_exit);
-    // A child forked while another thread held the mutex would copy it locked, and its exit
-    // (drain_at_exit) or a Store's destruction would wait for ever.
-    // Nothing is locked at fork() (a prepare handler waiting for the mutex would deadlock with
-    // drain_at_exit): the child gets a fresh mutex and an empty set instead of copies that another
-    // thread may have held or been changing; the parent's committers are not its to drain.
-    ::pthread_atfork(nullptr, nullptr, [] {
-      live_mutex_pointer() = new std::mutex;          // NOLINT: the copy is leaked
-      live_pointer() = new std::set<Committer*>;      // NOLINT: the copy is leaked
-    });
-  });
+  std::call_once(once, [] { std::atexit(drain_at_exit); });
   std::lock_guard lock(live_mutex());
   live().insert(this);
 }

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -32,25 +33,24 @@ namespace {
 
 // One environment per file per process: a Store is registered while it lives, and its environment
 // is closed and unregistered under the mutex (an expired entry means "being closed": open() waits).
-// Never destroyed, and fresh in a fork()ed child: the copies may be held or waited on by a parent's
-// thread (a Store being opened or closed at fork()), and the child's entries are keyed by its pid.
+// Never destroyed; made when libkjit is loaded and made afresh in a fork()ed child: the copies may
+// be held or waited on by a parent's thread (a Store being opened or closed at fork()), and the
+// child's entries are keyed by its pid. No function-static guard: a fork() during its
+// initialization would leave it "in progress" in the child for ever.
 struct Registry {
   std::mutex mutex;
   std::condition_variable closed;
   std::map<std::pair<std::string, pid_t>, std::weak_ptr<Store>> stores;
 };
-Registry*& registry_pointer()
-{
-  static Registry* registry = [] {
-    ::pthread_atfork(nullptr, nullptr, [] { registry_pointer() = new Registry; });  // NOLINT: the copy leaks
-    return new Registry;
-  }();
-  return registry;
-}
+std::atomic<Registry*> g_registry{nullptr};
+const int g_registry_made = [] {
+  g_registry.store(new Registry);
+  return ::pthread_atfork(nullptr, nullptr, [] { g_registry.store(new Registry); });  // NOLINT: the copy leaks
+}();
 
 Registry& registry()
 {
-  return *registry_pointer();
+  return *g_registry.load(std::memory_order_acquire);
 }
 
 // Limits of a check in a child process: a walk of a 1 GiB store takes about a second (see
