@@ -25,11 +25,20 @@ CacheStats Cache::Impl::stats_now() const
 {
   std::lock_guard lock(stats_mutex);
   CacheStats now = stats;
-  const cache::MemoryTier::Hits tier = memory.hits();  // the memory hits of prepared programs
+  const cache::MemoryTier::Hits tier = memory.hits();  // the memory tier's hits
   now.memory_hits += tier.hits;
   now.failed_hits += tier.failed;
   now.compile_ms_saved += tier.ms_saved;
   return now;
+}
+
+void Cache::Impl::keep(const util::Sha256& key, const cache::Result& result, Source source)
+{
+  if (source == Source::disk) {
+    memory.admit(key, result);  // kept from its second disk hit on (memory_tier.hpp)
+  } else {
+    memory.insert(key, result);  // a compile's (or a lower tier's) result is used again
+  }
 }
 
 void Cache::Impl::count(std::uint64_t CacheStats::*counter, double CacheStats::*ms, double value, std::uint64_t by)
@@ -293,10 +302,8 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
   cache::Result result;
   try {
     result = impl.load_or_compile(key, prepared, source);
-    if (!provisional && source == Source::disk) {
-      impl.memory.admit(key, result);  // kept from its second disk hit on (memory_tier.hpp)
-    } else if (!provisional) {
-      impl.memory.insert(key, result);  // a compile's (or a lower tier's) result is used again
+    if (!provisional) {
+      impl.keep(key, result, source);
     }
     promise.set_value(result);
   } catch (...) {

@@ -91,8 +91,11 @@ struct Cache::Impl {
   // the destruction (this is destroyed first) wait for them.
   store::Outstanding commits;
 
-  // `stats` with the memory tier's own hit counts (MemoryTier::find_hit) added.
+  // `stats` with the memory tier's own hit counts (MemoryTier::find_hit, count_hit) added.
   CacheStats stats_now() const;
+  // Puts `result`, found or made by a lookup from `source`, in the memory tier: a disk hit is
+  // admitted (kept from its second disk hit on), anything else inserted.
+  void keep(const util::Sha256& key, const cache::Result& result, Source source);
   void count(std::uint64_t CacheStats::*counter, double CacheStats::*ms = nullptr, double value = 0,
              std::uint64_t by = 1);
   const cache::KeyContext& key_context();
@@ -163,12 +166,9 @@ struct Cache::Impl {
   bool size_counted = false;
   std::size_t blob_table_bytes = 0;  // the header blobs' pages when size_estimate was last updated
   std::size_t queued_mirror_bytes = 0;  // what queued mirror folders will take (mirror_entry's guess)
-  // Notes that `key` served a hit (memory only; flush_uses() writes it).
+  // Notes that `key` served a disk hit (memory only; flush_uses() writes it; the memory tier
+  // notes its own hits).
   void note_use(const util::Sha256& key);
-  // count(counter, compile_ms_saved, saved_ms), failed_hits if `failed`, and note_use(key) under
-  // one lock (the direct index's memory hit; a prepared program's is counted by
-  // MemoryTier::find_hit, under the tier's lock alone).
-  void count_hit(const util::Sha256& key, std::uint64_t CacheStats::*counter, double saved_ms, bool failed);
   // Writes the last use of the keys noted since the last flush, in one transaction, skipping
   // those whose recorded use is less than an hour old. Never throws.
   void flush_uses() noexcept;

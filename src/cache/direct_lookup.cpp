@@ -22,7 +22,7 @@ Cache::Impl::Direct Cache::Impl::direct_lookup(const Program& program, const Arc
   out.inputs = direct_inputs(program, resolved);
   out.fast = util::checksum(out.inputs);
   const auto memory_hit = [&](const util::Sha256& key, cache::Result found) {
-    count_hit(key, &CacheStats::memory_hits, found.binary ? found.binary->timings.total_ms : 0.0, found.failure != nullptr);
+    memory.count_hit(key, found, store != nullptr);
     source = Source::memory;
     verbose("hit memory", program.name, resolved, key, 0.0);
     out.hit = std::move(found);

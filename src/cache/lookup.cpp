@@ -289,11 +289,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     if (auto entry = load_predicted(p, real_key, source)) {
       verbose("hit (headers found at another place)", p, watch.elapsed_ms());
       cache::Result result = cache::result_of(std::move(*entry));
-      if (source == Source::disk) {
-        memory.admit(real_key, result);  // a disk hit: kept from its second one (memory_tier.hpp)
-      } else {
-        memory.insert(real_key, result);
-      }
+      keep(real_key, result, source);
       return result;
     }
   }

@@ -39,14 +39,24 @@ std::optional<Result> MemoryTier::find_hit(const util::Sha256& key, bool note_us
     return std::nullopt;
   }
   m_lru.splice(m_lru.begin(), m_lru, it->second);
-  const Result& result = it->second->result;
+  count_hit_locked(key, it->second->result, note_use);
+  return it->second->result;
+}
+
+void MemoryTier::count_hit(const util::Sha256& key, const Result& result, bool note_use)
+{
+  std::lock_guard lock(m_mutex);
+  count_hit_locked(key, result, note_use);
+}
+
+void MemoryTier::count_hit_locked(const util::Sha256& key, const Result& result, bool note_use)
+{
   m_hits.hits += 1;
   m_hits.failed += result.failure ? 1 : 0;
   m_hits.ms_saved += result.binary ? result.binary->timings.total_ms : 0.0;
   if (note_use) {
     m_used.insert(key);
   }
-  return result;
 }
 
 MemoryTier::Hits MemoryTier::hits() const
@@ -64,10 +74,6 @@ void MemoryTier::reset_hits()
 void MemoryTier::take_used(std::unordered_set<util::Sha256, util::DigestHash>& into)
 {
   std::lock_guard lock(m_mutex);
-  if (into.empty()) {
-    into.swap(m_used);
-    return;
-  }
   into.insert(m_used.begin(), m_used.end());
   m_used.clear();
 }

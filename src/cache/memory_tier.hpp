@@ -34,6 +34,8 @@ public:
   // find() for a lookup served by the tier: counts the hit (and, if `note_use`, the key's use for
   // the size limit) under the tier's own lock, so a memory hit takes no other lock.
   std::optional<Result> find_hit(const util::Sha256& key, bool note_use);
+  // Counts a hit served with `result`, found by find() (the direct index's way), as find_hit() does.
+  void count_hit(const util::Sha256& key, const Result& result, bool note_use);
   // The hits find_hit() counted since the last reset_hits().
   struct Hits {
     std::uint64_t hits = 0;
@@ -68,6 +70,8 @@ private:
   void drop(const util::Sha256& key);
   // insert() with m_mutex held.
   void insert_locked(const util::Sha256& key, Result result, std::size_t bytes);
+  // count_hit() with m_mutex held.
+  void count_hit_locked(const util::Sha256& key, const Result& result, bool note_use);
 
   // TinyLFU's doorkeeper: a Bloom filter of the keys offered once (k_doorkeeper_bits bits, two
   // bits per key taken from the key's own bytes, cleared after k_doorkeeper_marks marks so its

@@ -38,17 +38,6 @@ void Cache::Impl::note_use(const util::Sha256& key)
   }
 }
 
-void Cache::Impl::count_hit(const util::Sha256& key, std::uint64_t CacheStats::*counter, double saved_ms, bool failed)
-{
-  std::lock_guard lock(stats_mutex);
-  stats.*counter += 1;
-  stats.compile_ms_saved += saved_ms;
-  stats.failed_hits += failed ? 1 : 0;
-  if (store) {
-    used.insert(key);
-  }
-}
-
 void Cache::Impl::flush_uses() noexcept
 {
   if (!store || !store->writable() || creator != ::getpid()) {
@@ -59,7 +48,7 @@ void Cache::Impl::flush_uses() noexcept
     std::lock_guard lock(stats_mutex);
     noted.swap(used);  // hits on other threads wait for a swap, not for a copy
   }
-  memory.take_used(noted);  // the memory hits of prepared programs
+  memory.take_used(noted);  // the memory hits (MemoryTier::find_hit, count_hit)
   const std::set<util::Sha256> taken(noted.begin(), noted.end());  // the rows go in key order
   if (taken.empty()) {
     return;

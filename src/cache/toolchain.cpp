@@ -14,7 +14,6 @@
 #include <map>
 #include <mutex>
 #include <sstream>
-#include <sys/stat.h>
 
 namespace kjit::cache {
 
@@ -24,18 +23,7 @@ namespace {
 // find_toolkit() stat()ed the file just before (`seen`).
 std::string file_identity(const std::string& path, bool* present = nullptr, const rtc::FileSeen& seen = {})
 {
-  rtc::FileSeen now = seen;
-  if (now.state == rtc::FileSeen::State::not_seen) {
-    struct stat st {};
-    const bool found = !path.empty() && ::stat(path.c_str(), &st) == 0;
-    now.state = found ? rtc::FileSeen::State::present : rtc::FileSeen::State::missing;
-    if (found) {
-      now.size = st.st_size;
-      now.mtime_sec = st.st_mtim.tv_sec;
-      now.mtime_nsec = st.st_mtim.tv_nsec;
-      now.inode = st.st_ino;
-    }
-  }
+  const rtc::FileSeen now = seen.state == rtc::FileSeen::State::not_seen ? rtc::stat_file(path) : seen;
   const bool found = now.state == rtc::FileSeen::State::present;
   if (present != nullptr) {
     *present = found;

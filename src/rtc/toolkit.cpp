@@ -16,19 +16,31 @@ namespace {
 
 bool exists(const std::string& path, FileSeen* seen = nullptr)
 {
-  struct stat st {};
-  const bool found = ::stat(path.c_str(), &st) == 0;
-  if (seen != nullptr) {
-    seen->state = found ? FileSeen::State::present : FileSeen::State::missing;
-    if (found) {
-      seen->size = st.st_size;
-      seen->mtime_sec = st.st_mtim.tv_sec;
-      seen->mtime_nsec = st.st_mtim.tv_nsec;
-      seen->inode = st.st_ino;
-    }
+  if (seen == nullptr) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
   }
-  return found;
+  *seen = stat_file(path);
+  return seen->state == FileSeen::State::present;
 }
+
+} // namespace
+
+FileSeen stat_file(const std::string& path)
+{
+  FileSeen seen;
+  struct stat st {};
+  seen.state = !path.empty() && ::stat(path.c_str(), &st) == 0 ? FileSeen::State::present : FileSeen::State::missing;
+  if (seen.state == FileSeen::State::present) {
+    seen.size = st.st_size;
+    seen.mtime_sec = st.st_mtim.tv_sec;
+    seen.mtime_nsec = st.st_mtim.tv_nsec;
+    seen.inode = st.st_ino;
+  }
+  return seen;
+}
+
+namespace {
 
 std::string pick_root(const Config& config)
 {

@@ -19,6 +19,9 @@ struct FileSeen {
   unsigned long long inode = 0;
 };
 
+// One stat() of `path` (missing for an empty path).
+FileSeen stat_file(const std::string& path);
+
 struct Toolkit {
   std::string root;                      // e.g. /usr/local/cuda
   std::vector<std::string> include_dirs; // <root>/include and <root>/include/cccl if present

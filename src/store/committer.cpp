@@ -1,10 +1,8 @@
 // The Store's writer thread, the wait for its queue, and the drain of every queue at process exit.
 #include "store/committer.hpp"
 
-#include <atomic>
 #include <cstdlib>
 #include <optional>
-#include <pthread.h>
 #include <set>
 #include <system_error>
 #include <tuple>
@@ -16,29 +14,22 @@ namespace {
 
 // Live committers, drained when the process exits (a Cache never destroyed still leaves its
 // entries). Never destroyed: a Store closed during static destruction (the default cache) still
-// finds them. Made when libkjit is loaded, and made afresh in a fork()ed child: the copies may have
-// been held or changed by another thread of the parent, and the parent's committers are not the
-// child's to drain. Nothing is locked at fork() (a prepare handler waiting for the mutex deadlocked
-// with drain_at_exit), and nothing here goes through a function-static guard, which a fork() during
-// its initialization would leave "in progress" in the child.
+// finds them. Fresh in a fork()ed child (util::ForkFresh): the parent's committers are not the
+// child's to drain, and a prepare handler locking the mutex deadlocked with drain_at_exit.
 struct Live {
   std::mutex mutex;
   std::set<Committer*> committers;
 };
-std::atomic<Live*> g_live{nullptr};
-const int g_live_made = [] {
-  g_live.store(new Live);
-  return ::pthread_atfork(nullptr, nullptr, [] { g_live.store(new Live); });  // NOLINT: the copy leaks
-}();
+const util::ForkFresh<Live> g_live;
 
 std::mutex& live_mutex()
 {
-  return g_live.load(std::memory_order_acquire)->mutex;
+  return g_live->mutex;
 }
 
 std::set<Committer*>& live()
 {
-  return g_live.load(std::memory_order_acquire)->committers;
+  return g_live->committers;
 }
 
 void drain_at_exit()

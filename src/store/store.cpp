@@ -8,6 +8,7 @@
 #include "store/isolated.hpp"
 #include "store/store_impl.hpp"
 #include "util/file.hpp"
+#include "util/fork_safe.hpp"
 #include "util/stopwatch.hpp"
 
 #include <cerrno>
@@ -16,11 +17,9 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <atomic>
 #include <ctime>
 #include <map>
 #include <mutex>
-#include <pthread.h>
 #include <set>
 #include <sys/statvfs.h>
 #include <sys/stat.h>
@@ -33,24 +32,19 @@ namespace {
 
 // One environment per file per process: a Store is registered while it lives, and its environment
 // is closed and unregistered under the mutex (an expired entry means "being closed": open() waits).
-// Never destroyed; made when libkjit is loaded and made afresh in a fork()ed child: the copies may
-// be held or waited on by a parent's thread (a Store being opened or closed at fork()), and the
-// child's entries are keyed by its pid. No function-static guard: a fork() during its
-// initialization would leave it "in progress" in the child for ever.
+// Never destroyed, and fresh in a fork()ed child (util::ForkFresh): a parent's thread may have held
+// or waited on the copies (a Store being opened or closed at fork()); the child's entries are keyed
+// by its pid.
 struct Registry {
   std::mutex mutex;
   std::condition_variable closed;
   std::map<std::pair<std::string, pid_t>, std::weak_ptr<Store>> stores;
 };
-std::atomic<Registry*> g_registry{nullptr};
-const int g_registry_made = [] {
-  g_registry.store(new Registry);
-  return ::pthread_atfork(nullptr, nullptr, [] { g_registry.store(new Registry); });  // NOLINT: the copy leaks
-}();
+const util::ForkFresh<Registry> g_registry;
 
 Registry& registry()
 {
-  return *g_registry.load(std::memory_order_acquire);
+  return *g_registry;
 }
 
 // Limits of a check in a child process: a walk of a 1 GiB store takes about a second (see

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "write_lock.hpp"
 
 #include <kjit/compile.hpp>
 
@@ -11,8 +12,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
-#include <lmdb.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <thread>
@@ -23,56 +22,6 @@ using namespace kjit::test;
 namespace {
 
 const kjit::Arch k_sm90 = kjit::Arch::parse("sm_90");
-
-// Another process holding LMDB's write lock on the cache's store (as a process in the middle of a
-// long commit would) until release() or `hold_s` seconds.
-class WriteLockHolder {
-public:
-  WriteLockHolder(const kjit::Config& config, int hold_s)
-  {
-    BOOST_TEST_REQUIRE(::pipe(m_ready) == 0);
-    BOOST_TEST_REQUIRE(::pipe(m_release) == 0);
-    m_pid = ::fork();
-    BOOST_TEST_REQUIRE(m_pid >= 0);
-    if (m_pid == 0) {
-      MDB_env* env = nullptr;
-      MDB_txn* txn = nullptr;
-      const bool held = mdb_env_create(&env) == MDB_SUCCESS && mdb_env_set_maxdbs(env, 16) == MDB_SUCCESS &&
-                        mdb_env_set_mapsize(env, config.store_map_size) == MDB_SUCCESS &&
-                        mdb_env_open(env, (config.cache_dir + "/store").c_str(), MDB_NOTLS, 0600) == MDB_SUCCESS &&
-                        mdb_txn_begin(env, nullptr, 0, &txn) == MDB_SUCCESS;
-      std::ignore = ::write(m_ready[1], held ? "h" : "x", 1);
-      pollfd wait{m_release[0], POLLIN, 0};
-      std::ignore = ::poll(&wait, 1, hold_s * 1000);
-      ::_exit(0);  // the lock goes with the process
-    }
-    char byte = 0;
-    BOOST_TEST_REQUIRE(::read(m_ready[0], &byte, 1) == 1);
-    BOOST_TEST_REQUIRE(byte == 'h');
-  }
-  ~WriteLockHolder()
-  {
-    release();
-    for (int fd : {m_ready[0], m_ready[1], m_release[0], m_release[1]}) {
-      ::close(fd);
-    }
-  }
-  // Whether the holder still holds the lock (has not ended).
-  bool holding() const { return m_pid > 0 && ::waitpid(m_pid, nullptr, WNOHANG) == 0; }
-  void release()
-  {
-    if (m_pid > 0) {
-      std::ignore = ::write(m_release[1], "r", 1);
-      ::waitpid(m_pid, nullptr, 0);
-      m_pid = -1;
-    }
-  }
-
-private:
-  int m_ready[2] = {-1, -1};
-  int m_release[2] = {-1, -1};
-  pid_t m_pid = -1;
-};
 
 // A first miss in `cache`: its store opened and walked, the toolchain recorded, and the first
 // write's count for KJIT_MAX_SIZE made (it reads the store, so it waits for the commit).
@@ -111,9 +60,7 @@ int miss_then_end(const kjit::Config& config, const std::string& tag, bool destr
       ::_exit(4);
     }
   }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return status;
+  return wait_status(child);
 }
 
 // Compiles `tag` in a forked child that cannot start any thread (a default stack larger than the
@@ -141,9 +88,7 @@ int miss_without_threads(const kjit::Config& config, const std::string& tag)
     }
     ::_exit(code);  // the Cache was destroyed above
   }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return status;
+  return wait_status(child);
 }
 
 // Forks a child that destroys `cache`, its parent's (as exit() does with the default cache), and
@@ -156,9 +101,7 @@ int child_destroying(kjit::Cache* cache, unsigned alarm_s)
     delete cache;
     ::_exit(0);
   }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return status;
+  return wait_status(child);
 }
 
 } // namespace
@@ -237,8 +180,7 @@ BOOST_AUTO_TEST_CASE(a_child_forked_during_a_commit_neither_waits_for_it_nor_los
     }
     std::exit(got ? 0 : 3);
   }
-  int status = 0;
-  ::waitpid(child, &status, 0);
+  const int status = wait_status(child);
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
   BOOST_TEST(WEXITSTATUS(status) == 0);
   delete cache;
@@ -302,8 +244,7 @@ BOOST_AUTO_TEST_CASE(exit_from_another_thread_leaves_the_entry)
     std::thread([] { std::exit(0); }).detach();
     for (;;) ::pause();
   }
-  int status = 0;
-  ::waitpid(child, &status, 0);
+  const int status = wait_status(child);
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
   BOOST_TEST(WEXITSTATUS(status) == 0);
   found_on_disk(config, "thread_exit");
