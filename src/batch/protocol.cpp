@@ -3,9 +3,12 @@
 
 #include <kjit/error.hpp>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -35,7 +38,7 @@ public:
   std::uint32_t u32()
   {
     if (m_frame.size() - m_at < 4) {
-      throw Error("malformed worker message");
+      throw MalformedFrame("malformed worker message");
     }
     std::uint32_t value = 0;
     std::memcpy(&value, m_frame.data() + m_at, sizeof value);
@@ -47,7 +50,7 @@ public:
   {
     const std::uint32_t size = u32();
     if (m_frame.size() - m_at < size) {
-      throw Error("malformed worker message");
+      throw MalformedFrame("malformed worker message");
     }
     std::string out = m_frame.substr(m_at, size);
     m_at += size;
@@ -158,7 +161,7 @@ std::string encode_error(const std::exception& error)
 Binary decode_response(const std::string& frame)
 {
   if (frame.empty()) {
-    throw Error("malformed worker message");
+    throw MalformedFrame("malformed worker message");
   }
   const auto kind = static_cast<Kind>(frame[0]);
   const std::string body = frame.substr(1);
@@ -178,7 +181,7 @@ Binary decode_response(const std::string& frame)
     double timings[4] = {};
     const std::size_t at = body.size() - sizeof timings;
     if (body.size() < sizeof timings) {
-      throw Error("malformed worker message");
+      throw MalformedFrame("malformed worker message");
     }
     std::memcpy(timings, body.data() + at, sizeof timings);
     binary.timings = {timings[0], timings[1], timings[2], timings[3]};
@@ -202,37 +205,49 @@ Binary decode_response(const std::string& frame)
   }
   case Kind::error: throw Error(in.text());
   }
-  throw Error("malformed worker message");
+  throw MalformedFrame("malformed worker message");
 }
 
-bool write_frame(int fd, const std::string& payload)
+std::int64_t steady_ms() noexcept
 {
-  std::string frame;
-  put(frame, payload);
-  std::size_t done = 0;
-  while (done < frame.size()) {
-    // send() on a socket cannot raise SIGPIPE; fall back to write() for pipes and files.
-    ssize_t n = ::send(fd, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == ENOTSOCK) {
-      n = ::write(fd, frame.data() + done, frame.size() - done);
-    }
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 namespace {
 
-bool read_exact(int fd, char* out, std::size_t size)
+// Waits until `fd` is ready for `events` or `deadline_ms` passes (false, and `timed_out` set).
+// An interrupted poll() waits again for what is left, never for the whole time.
+bool wait_ready(int fd, short events, std::int64_t deadline_ms, bool* timed_out)
+{
+  if (deadline_ms == k_no_deadline) {
+    return true;
+  }
+  for (;;) {
+    const std::int64_t left = deadline_ms - steady_ms();
+    if (left <= 0) {
+      if (timed_out != nullptr) {
+        *timed_out = true;
+      }
+      return false;
+    }
+    pollfd ready{fd, events, 0};
+    const int polled = ::poll(&ready, 1, static_cast<int>(std::min<std::int64_t>(left, 1 << 30)));
+    if (polled > 0) {
+      return true;  // readable, writable, or closed: the read or write says which
+    }
+    if (polled < 0 && errno != EINTR) {
+      return false;
+    }
+  }
+}
+
+bool read_exact(int fd, char* out, std::size_t size, std::int64_t deadline_ms, bool* timed_out)
 {
   std::size_t done = 0;
   while (done < size) {
+    if (!wait_ready(fd, POLLIN, deadline_ms, timed_out)) {
+      return false;
+    }
     const ssize_t n = ::read(fd, out + done, size - done);
     if (n < 0 && errno == EINTR) {
       continue;
@@ -247,15 +262,49 @@ bool read_exact(int fd, char* out, std::size_t size)
 
 } // namespace
 
-std::optional<std::string> read_frame(int fd)
+bool write_frame(int fd, const std::string& payload, std::int64_t deadline_ms, bool* timed_out)
+{
+  std::string frame;
+  put(frame, payload);
+  // With a deadline, each send takes what the socket holds now (a peer that stops reading leaves
+  // it full) and the next waits for room within what is left of the time.
+  const int flags = MSG_NOSIGNAL | (deadline_ms == k_no_deadline ? 0 : MSG_DONTWAIT);
+  std::size_t done = 0;
+  while (done < frame.size()) {
+    if (!wait_ready(fd, POLLOUT, deadline_ms, timed_out)) {
+      return false;
+    }
+    // send() on a socket cannot raise SIGPIPE; fall back to write() for pipes and files.
+    ssize_t n = ::send(fd, frame.data() + done, frame.size() - done, flags);
+    if (n < 0 && errno == ENOTSOCK) {
+      n = ::write(fd, frame.data() + done, frame.size() - done);
+    }
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) {
+      continue;
+    }
+    if (n <= 0) {
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+std::optional<std::string> read_frame(int fd, std::int64_t deadline_ms, bool* timed_out)
 {
   std::uint32_t size = 0;
-  if (!read_exact(fd, reinterpret_cast<char*>(&size), sizeof size) || size > k_max_frame) {
+  if (!read_exact(fd, reinterpret_cast<char*>(&size), sizeof size, deadline_ms, timed_out) || size > k_max_frame) {
     return std::nullopt;
   }
-  std::string payload(size, '\0');
-  if (!read_exact(fd, payload.data(), size)) {
-    return std::nullopt;
+  // Grown as the bytes arrive: a length that promises more than comes costs no more memory.
+  constexpr std::size_t k_chunk = 1u << 20;
+  std::string payload;
+  while (payload.size() < size) {
+    const std::size_t at = payload.size();
+    payload.resize(at + std::min<std::size_t>(k_chunk, size - at));
+    if (!read_exact(fd, payload.data() + at, payload.size() - at, deadline_ms, timed_out)) {
+      return std::nullopt;
+    }
   }
   return payload;
 }

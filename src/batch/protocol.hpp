@@ -4,6 +4,7 @@
 
 #include <kjit/arch.hpp>
 #include <kjit/binary.hpp>
+#include <kjit/error.hpp>
 #include <kjit/program.hpp>
 
 #include <cstdint>
@@ -27,16 +28,29 @@ std::string encode_request(const Program& program, const Arch& arch, bool pch, c
 // Throws kjit::Error for a malformed request.
 void decode_request(const std::string& frame, Program& program, std::string& arch, bool& pch, std::string& cuda_home);
 
+// A frame that does not decode: the stream it came from can't be trusted any more.
+struct MalformedFrame : Error {
+  using Error::Error;
+};
+
 // A successful compile, or the error compile() threw (rethrown with its type by decode_response).
 std::string encode_binary(const Binary& binary);
 std::string encode_error(const std::exception& error);
 // The Binary of a success; rethrows a CompileError/OptionError/ArchError/ToolchainError/Error
-// for an error frame; kjit::Error for a malformed frame.
+// for an error frame; MalformedFrame for a frame that does not decode.
 Binary decode_response(const std::string& frame);
 
-// Writes one frame; false if the pipe broke.
-bool write_frame(int fd, const std::string& payload);
-// Reads one frame; nothing at end of file or on a broken/short frame.
-std::optional<std::string> read_frame(int fd);
+// Milliseconds on the steady clock: the deadlines below.
+std::int64_t steady_ms() noexcept;
+constexpr std::int64_t k_no_deadline = -1;
+
+// Writes one frame by `deadline_ms` (k_no_deadline: however long it takes); false if the pipe
+// broke or the deadline passed first (`timed_out` is then set, when given).
+bool write_frame(int fd, const std::string& payload, std::int64_t deadline_ms = k_no_deadline,
+                 bool* timed_out = nullptr);
+// Reads one frame by `deadline_ms`, the whole of it (a peer that sends part of a frame and stops
+// does not hold the reader past it); nothing at end of file, on a broken/short frame or when the
+// deadline passed (`timed_out` is then set, when given). Signals do not restart the wait.
+std::optional<std::string> read_frame(int fd, std::int64_t deadline_ms = k_no_deadline, bool* timed_out = nullptr);
 
 } // namespace kjit::batch

@@ -14,11 +14,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <poll.h>
 #include <spawn.h>
 #include <tuple>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -186,13 +184,7 @@ Binary Worker::compile(const Program& program, const Arch& arch, const std::stri
     // that is no worker at all (exits, says nothing, answers unframed) is not one either.
     std::string answer;
     try {
-      const double limit = k_hello_timeout_s;  // the item's limit is for the compile, however short
-      // A partial frame must not block the read past the limit either.
-      timeval receive{static_cast<time_t>(limit), static_cast<suseconds_t>((limit - static_cast<time_t>(limit)) * 1e6)};
-      std::ignore = ::setsockopt(m_socket, SOL_SOCKET, SO_RCVTIMEO, &receive, sizeof receive);
-      answer = exchange(hello(false), what, limit);
-      receive = timeval{};
-      std::ignore = ::setsockopt(m_socket, SOL_SOCKET, SO_RCVTIMEO, &receive, sizeof receive);
+      answer = exchange(hello(false), what, k_hello_timeout_s);  // the item's limit is for the compile, however short
     } catch (const WorkerLost& e) {
       throw WorkerMismatch(m_path + " is not a compile worker of this kjit (no answer to \"" + hello(false) +
                            "\": " + e.what() + ")");
@@ -208,25 +200,31 @@ Binary Worker::compile(const Program& program, const Arch& arch, const std::stri
     }
     m_greeted = true;
   }
-  return decode_response(exchange(encode_request(program, arch, pch, cuda_home), what, timeout_s));
+  const std::string response = exchange(encode_request(program, arch, pch, cuda_home), what, timeout_s);
+  try {
+    return decode_response(response);
+  } catch (const MalformedFrame& e) {
+    // What follows on the socket may be anything, even a stale answer to another item.
+    lose(what + " broke the protocol (" + e.what() + ")");
+  }
 }
 
 std::string Worker::exchange(const std::string& request, const std::string& what, double timeout_s)
 {
-  if (!write_frame(m_socket, request)) {
-    lose(what + " stopped reading");
+  // One deadline for sending the request and reading the whole answer: a worker that stops
+  // reading, or stops in the middle of a frame, is killed at it like one that says nothing.
+  const std::int64_t deadline_ms =
+    timeout_s <= 0 ? k_no_deadline : steady_ms() + static_cast<std::int64_t>(timeout_s * 1000.0);
+  const std::string limit = "timed out after " + std::to_string(timeout_s) + " s and was killed";
+  bool timed_out = false;
+  if (!write_frame(m_socket, request, deadline_ms, &timed_out)) {
+    lose(what + (timed_out ? " " + limit : " stopped reading"));
   }
-  pollfd ready{m_socket, POLLIN, 0};
-  const int timeout_ms = timeout_s <= 0 ? -1 : static_cast<int>(timeout_s * 1000.0);
-  int polled = 0;
-  do {
-    polled = ::poll(&ready, 1, timeout_ms);
-  } while (polled < 0 && errno == EINTR);
-  if (polled == 0) {
-    lose(what + " timed out after " + std::to_string(timeout_s) + " s and was killed");
-  }
-  auto response = read_frame(m_socket);
+  auto response = read_frame(m_socket, deadline_ms, &timed_out);
   if (!response) {
+    if (timed_out) {
+      lose(what + " " + limit);
+    }
     ::usleep(1000);  // let the exit status settle
     lose(what + " ended without an answer");
   }

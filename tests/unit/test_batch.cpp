@@ -8,8 +8,13 @@
 
 #include <kjit/error.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
+#include <pthread.h>
+#include <thread>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using kjit::test::CacheFixture;
 using kjit::test::small_program;
@@ -126,6 +131,89 @@ BOOST_AUTO_TEST_CASE(a_hanging_worker_is_killed_at_the_time_limit)
   BOOST_TEST(results[0].binary == nullptr);
   BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
   BOOST_TEST(results[1].binary != nullptr, results[1].message);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_that_stops_mid_answer_is_killed_at_the_time_limit)
+{
+  // A frame that says 64 bytes and brings 3: waiting for the rest must not outlast the limit.
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 1;
+  options.timeout_s = 1;
+  options.worker_path = flaky_worker(tmp.path(), "printf '\\100\\000\\000\\000abc'; exec sleep 60");
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = cache.get_many(items_for({"s1", "s2"}, {"sm_80"}), options);
+  BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(30)));
+  BOOST_TEST(results[0].binary == nullptr);
+  BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
+  BOOST_TEST(results[1].binary != nullptr, results[1].message);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_that_reads_nothing_is_killed_at_the_time_limit)
+{
+  // A request larger than the socket's buffer to a worker that never reads it: the send waits no
+  // longer than the limit either.
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 1;
+  options.timeout_s = 1;
+  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60");
+  auto items = items_for({"r1", "r2"}, {"sm_80"});
+  items[0].program.source += "// " + std::string(8u << 20, 'x') + "\n";
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = cache.get_many(items, options);
+  BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(30)));
+  BOOST_TEST(results[0].binary == nullptr);
+  BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
+  BOOST_TEST(results[1].binary != nullptr, results[1].message);
+}
+
+BOOST_AUTO_TEST_CASE(the_time_limit_holds_while_signals_interrupt_the_wait)
+{
+  // A host whose profiler or timer signals the batch's thread often (a handler without
+  // SA_RESTART: each one interrupts poll()) must not restart the limit with every signal.
+  struct sigaction action = {};
+  struct sigaction previous = {};
+  action.sa_handler = [](int) {};
+  ::sigaction(SIGUSR2, &action, &previous);
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 1;
+  options.timeout_s = 1;
+  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60");
+  std::atomic<bool> done{false};
+  const pthread_t batch_thread = ::pthread_self();
+  std::thread signaller([&] {
+    while (!done) {
+      ::pthread_kill(batch_thread, SIGUSR2);
+      ::usleep(50000);  // the signal's rate, not a synchronisation
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = cache.get_many(items_for({"i1", "i2"}, {"sm_80"}), options);
+  done = true;
+  signaller.join();
+  ::sigaction(SIGUSR2, &previous, nullptr);
+  BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(30)));
+  BOOST_TEST(results[0].binary == nullptr);
+  BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
+  BOOST_TEST(results[1].binary != nullptr, results[1].message);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_that_answers_garbage_fails_only_its_item_and_is_replaced)
+{
+  // After a malformed answer the stream can't be trusted (what follows may be a stale frame, even
+  // another item's binary): the worker is lost, the next item gets a fresh one.
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 1;
+  options.worker_path = flaky_worker(tmp.path(), "printf '\\001\\000\\000\\000\\011'");
+  const auto results = cache.get_many(items_for({"g1", "g2", "g3"}, {"sm_80"}), options);
+  BOOST_TEST(results[0].binary == nullptr);
+  BOOST_TEST(results[0].message.find("malformed") != std::string::npos, results[0].message);
+  BOOST_TEST(results[1].binary != nullptr, results[1].message);
+  BOOST_TEST(results[2].binary != nullptr, results[2].message);
+  BOOST_TEST(cache.get(small_program("g1"), kjit::Arch::parse("sm_80")) != nullptr);  // not remembered as failed
 }
 
 BOOST_AUTO_TEST_CASE(variants_sharing_options_use_pch_and_give_the_same_code)
