@@ -33,7 +33,13 @@ const DispatchEntry* BuiltScript::State::find(const std::vector<std::uint64_t>& 
   }
   const auto it = std::lower_bound(table.entries.begin(), table.entries.end(), key,
                                    [](const DispatchEntry& e, const std::vector<std::uint64_t>& k) { return e.key < k; });
-  return it != table.entries.end() && it->key == key ? &*it : nullptr;
+  if (it == table.entries.end() || it->key != key) {
+    return nullptr;
+  }
+  // A row made when another schedule built (the hash covers neither the headers found on the
+  // include path nor the toolkit): never served, the key is tuned again.
+  const bool servable = it->choice < record.schedules.size() && record.schedules[it->choice].built;
+  return servable ? &*it : nullptr;
 }
 
 void BuiltScript::State::save_table()

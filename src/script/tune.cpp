@@ -83,6 +83,8 @@ DispatchEntry BuiltScript::State::tune(const std::vector<std::uint64_t>& key)
     table = script::TableRecord{};  // none, or made elsewhere: replaced by this environment's
     table.fingerprint = fingerprint();
   }
+  // A row for the key that find() did not serve (its schedule no longer builds) is replaced.
+  std::erase_if(table.entries, [&](const DispatchEntry& row) { return row.key == key; });
   table.entries.push_back(entry);
   save_table();
   return entry;

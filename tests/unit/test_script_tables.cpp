@@ -180,4 +180,40 @@ BOOST_AUTO_TEST_CASE(a_damaged_table_record_reads_as_none_and_is_tuned_again)
   BOOST_TEST(built.table().at(0).how == "cost");
 }
 
+// The script hash does not cover headers found on the include path (nor the toolkit): a stored
+// row may name a schedule that no longer builds. It is not served (before: choose() returned it
+// and dispatch() a null binary); the key is tuned again among the schedules that built.
+BOOST_AUTO_TEST_CASE(a_stored_row_naming_a_schedule_that_no_longer_builds_is_tuned_again)
+{
+  const std::string include = tmp.path() + "/include";
+  kjit::test::put(include + "/limits.cuh", "#define BLOCK_LIMIT 1024\n");
+  kjit::Script script = macro_script();
+  script.source = "#include \"limits.cuh\"\nstatic_assert(BLOCK < BLOCK_LIMIT, \"too large\");\n" + script.source;
+  script.options = {"-I" + include};
+  std::string hash;
+  {
+    kjit::Cache cache(config);
+    kjit::BuiltScript built = script.build(cache, test_batch());
+    hash = built.hash();
+    built.set_table({{{512}, 2, "", {}}}, kjit::current_fingerprint(built.arch()));  // BLOCK 128
+    BOOST_TEST(built.choose({500}) == 2u);
+  }
+  kjit::test::settle();
+  kjit::test::put(include + "/limits.cuh", "#define BLOCK_LIMIT 100\n");  // BLOCK 128 no longer builds
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = script.build(cache, test_batch());
+  BOOST_TEST_REQUIRE(built.hash() == hash);
+  BOOST_TEST_REQUIRE(!built.schedules()[2].built);
+  kjit::TuningOptions tuning;
+  tuning.cost = [](const kjit::ScheduleInfo& schedule, const std::vector<std::uint64_t>&) {
+    return schedule.index == 1 ? 1.0 : 2.0;
+  };
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({500}) == 1u);
+  BOOST_TEST(built.dispatch({500}) != nullptr);
+  const auto table = built.table();
+  BOOST_TEST_REQUIRE(table.size() == 1u);  // the row replaced, not doubled
+  BOOST_TEST(table[0].choice == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
