@@ -95,10 +95,13 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
         // A refused lease (a full server, an ACL without SET) only means no single flight: the
         // upload, refused the same way, says so. Lookups go on.
         reply = server.ask({"SET", lease_key, token, "NX", "PX", ttl}, error, Server::OnError::answer);
-        if (!reply || reply->kind == Reply::Kind::error) {
+        // Only nil says another node holds it; anything but OK and nil (an error, or an answer no
+        // Redis gives) is no lease: waiting for it would cost every compile the whole bound.
+        const bool taken = reply && reply->kind == Reply::Kind::status && reply->text == "OK";
+        if (!reply || (!taken && reply->kind != Reply::Kind::nil)) {
           return answer;
         }
-        if (reply->kind == Reply::Kind::status) {
+        if (taken) {
           // Taken. The holder may have uploaded and released between our GET and SET.
           Lease lease(&server, lease_key, token);
           reply = server.ask({"GET", record_key}, error);

@@ -195,6 +195,12 @@ void* RedisClient::receive(const std::vector<std::string_view>& args, std::int64
       return reply;
     }
     const redisReader& reader = *context->reader;
+    if (reader.ridx > 0) {
+      // Inside an array (its elements are being read): no command kjit sends is answered with
+      // one, and its elements, each parsed as it comes, would pass the size checks below while
+      // each cost ≈ 60 bytes here.
+      drop("the server answered " + std::string(args.front()) + " with an array, which no Redis does; not read");
+    }
     const std::size_t pending = reader.len - reader.pos;
     declared = std::max(declared, declared_length(reader.buf + reader.pos, pending));
     if (pending > k_max_reply_bytes || declared > static_cast<long long>(k_max_reply_bytes)) {

@@ -248,6 +248,74 @@ BOOST_AUTO_TEST_CASE(a_trickling_server_costs_one_timeout)
   BOOST_TEST(error.find("no answer to GET within the 1000 ms timeout") != std::string::npos, error);
 }
 
+// A server answering garbage that hiredis parses as many small values (an array of 16 M integers,
+// 64 MiB on the wire, under 16 KiB unread at any time, so the size checks never see it) is not
+// read on: no command kjit sends is answered with an array, and each element would cost the
+// client ≈ 60 bytes of memory (before: ≈ 1 GiB held while it was read).
+BOOST_AUTO_TEST_CASE(a_server_answering_a_huge_array_is_not_read)
+{
+  constexpr std::size_t k_elements = 16u << 20;
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  std::thread garbage([listener] {
+    const int peer = ::accept(listener, nullptr, nullptr);
+    char request[256];
+    if (peer < 0 || ::recv(peer, request, sizeof request, 0) <= 0) {
+      return;
+    }
+    const std::string header = "*" + std::to_string(k_elements) + "\r\n";
+    bool open = ::send(peer, header.data(), header.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(header.size());
+    std::string chunk;
+    for (int i = 0; i < 16384; ++i) {
+      chunk += ":1\r\n";
+    }
+    for (std::size_t sent = 0; sent < k_elements && open; sent += 16384) {
+      open = ::send(peer, chunk.data(), chunk.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(chunk.size());
+    }
+    ::close(peer);
+  });
+  kjit::remote::RedisClient client(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+  kjit::remote::Reply reply;
+  std::string failure;
+  try {
+    reply = client.command({"GET", "k"});
+  } catch (const kjit::remote::RedisFailure& e) {
+    failure = e.what();
+  }
+  ::shutdown(listener, SHUT_RDWR);
+  garbage.join();
+  ::close(listener);
+  BOOST_TEST(failure.find("an array") != std::string::npos, failure);
+}
+
+// A server that answers every command with something no Redis answers to SET NX (here the
+// integer 0) has not given the lease to another node: the caller compiles at once rather than
+// poll for the whole wait bound (before: each compile waited it out, 20 s by default).
+BOOST_AUTO_TEST_CASE(a_lease_answered_with_garbage_is_no_lease_and_no_wait)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  std::thread garbage([listener] {
+    const int peer = ::accept(listener, nullptr, nullptr);
+    char request[4096];
+    while (peer >= 0 && ::recv(peer, request, sizeof request, 0) > 0) {
+      if (::send(peer, ":0\r\n", 4, MSG_NOSIGNAL) != 4) {
+        break;
+      }
+    }
+    if (peer >= 0) {
+      ::close(peer);
+    }
+  });
+  auto server = std::make_unique<kjit::remote::Server>(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+  const kjit::remote::LeaseAnswer answer = kjit::remote::acquire_lease(*server, "kjit:v5:k", "kjit:lease:v5:k", 3000);
+  server.reset();  // closes the connection: the fake server's loop ends
+  garbage.join();
+  ::close(listener);
+  BOOST_TEST((answer.kind == kjit::remote::LeaseAnswer::Kind::none));
+  BOOST_TEST(!answer.timed_out);
+}
+
 // A fork()ed child that closes the parent's server (the default cache is rebuilt in a child, or
 // exit() destroys it) neither joins the parent's upload thread, which it lacks (before: it hung
 // for ever in pthread_join), nor waits in flush() for a queue nobody writes.
