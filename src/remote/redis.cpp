@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <mutex>
 #include <optional>
 #include <poll.h>
@@ -124,6 +125,11 @@ void RedisClient::connect()
   connection->context = api.connect(m_url.host.c_str(), m_url.port, timeval_of(k_connect_timeout_ms));
   if (connection->context == nullptr || connection->context->err != 0) {
     throw RedisFailure(connection->context == nullptr ? "cannot allocate a connection" : connection->context->errstr);
+  }
+  // hiredis 0.14 opens the socket without SOCK_CLOEXEC: without this, every program the process
+  // starts (get_many's workers, the host's children) would hold the connection open.
+  if (const int flags = ::fcntl(connection->context->fd, F_GETFD); flags >= 0) {
+    ::fcntl(connection->context->fd, F_SETFD, flags | FD_CLOEXEC);
   }
   api.set_timeout(connection->context, timeval_of(k_io_timeout_ms));
   m_connection = std::move(connection);

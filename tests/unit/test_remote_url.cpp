@@ -7,10 +7,12 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -314,6 +316,53 @@ BOOST_AUTO_TEST_CASE(a_lease_answered_with_garbage_is_no_lease_and_no_wait)
   ::close(listener);
   BOOST_TEST((answer.kind == kjit::remote::LeaseAnswer::Kind::none));
   BOOST_TEST(!answer.timed_out);
+}
+
+namespace {
+
+// This process's descriptors that a program it starts would inherit (no FD_CLOEXEC).
+std::set<int> inheritable_fds()
+{
+  std::set<int> fds;
+  for (int fd = 0; fd < 1024; ++fd) {
+    const int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC) == 0) {
+      fds.insert(fd);
+    }
+  }
+  return fds;
+}
+
+} // namespace
+
+// The connection to a server is not inherited by what the process starts: get_many's compile
+// workers, or the host's own child processes (before: each worker held the parent's connection
+// to Redis open for as long as it lived, hiredis 0.14 opens it without SOCK_CLOEXEC).
+BOOST_AUTO_TEST_CASE(a_server_connection_is_not_inherited_by_child_processes)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  std::thread nil_server([listener] {
+    const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    char request[256];
+    if (peer >= 0 && ::recv(peer, request, sizeof request, 0) > 0) {
+      ::send(peer, "$-1\r\n", 5, MSG_NOSIGNAL);
+      ::recv(peer, request, sizeof request, 0);  // until the client closes
+    }
+    if (peer >= 0) {
+      ::close(peer);
+    }
+  });
+  const std::set<int> before = inheritable_fds();
+  std::set<int> after;
+  {
+    kjit::remote::RedisClient client(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+    BOOST_TEST((client.command({"GET", "k"}).kind == kjit::remote::Reply::Kind::nil));
+    after = inheritable_fds();
+  }
+  nil_server.join();
+  ::close(listener);
+  BOOST_TEST(before == after);
 }
 
 // A fork()ed child that closes the parent's server (the default cache is rebuilt in a child, or
