@@ -97,14 +97,19 @@ RedisUrl parse_url(std::string_view text, const std::string& variable)
     url.db = static_cast<int>(db);
     rest = rest.substr(0, slash);
   }
-  const auto colon = rest.rfind(':');
-  if (colon == std::string_view::npos) {
-    throw fail("no port");
+  // An IPv6 address in brackets, as in any URL: the brackets are not part of the name.
+  const bool bracketed = !rest.empty() && rest.front() == '[';
+  const auto colon = bracketed ? rest.find("]:") + 1 : rest.rfind(':');
+  if (colon == std::string_view::npos || (bracketed && colon == 0)) {
+    throw fail(bracketed && rest.find(']') == std::string_view::npos ? "an IPv6 address without its ']'" : "no port");
   }
-  url.host = std::string(rest.substr(0, colon));
+  url.host = std::string(bracketed ? rest.substr(1, colon - 2) : rest.substr(0, colon));
   const long port = number_in(rest.substr(colon + 1), 1, 65535);
   if (url.host.empty()) {
     throw fail("no host");
+  }
+  if (url.host.find_first_of("[]") != std::string::npos) {
+    throw fail("a '[' or ']' that does not enclose an IPv6 address");
   }
   if (port < 0) {
     throw fail("the port is not a number in 1..65535");

@@ -48,6 +48,20 @@ BOOST_AUTO_TEST_CASE(accepted_forms)
   BOOST_TEST(kjit::remote::parse_url("redis://:secret@h:1", "V").display() == "redis://:***@h:1/0");
 }
 
+// An IPv6 address is written in brackets, as in every URL (redis-cli -u, redis-py); before, the
+// brackets were taken as part of the host name, which no resolver knows: the URL was accepted and
+// every lookup failed ("Name or service not known").
+BOOST_AUTO_TEST_CASE(an_ipv6_address_is_written_in_brackets)
+{
+  const kjit::remote::RedisUrl url = kjit::remote::parse_url("redis://:pw@[::1]:6380/2", "V");
+  BOOST_TEST(url.host == "::1");
+  BOOST_TEST(url.port == 6380);
+  BOOST_TEST(url.db == 2);
+  for (const char* bad : {"redis://[::1]", "redis://[::1:6379", "redis://[]:1", "redis://x[::1]:1", "redis://[::1]x:1"}) {
+    BOOST_CHECK_THROW(kjit::remote::parse_url(bad, "V"), kjit::ConfigError);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(bad_urls_name_the_variable)
 {
   for (const char* bad : {"http://h:1", "redis://h", "redis://:1", "redis://h:0", "redis://h:65536", "redis://h:x",
