@@ -115,6 +115,7 @@ std::vector<BatchResult> Cache::get_many(const std::vector<BatchItem>& items, co
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   std::mutex progress_mutex;
+  std::exception_ptr stopped;  // what the progress callback threw (guarded by progress_mutex)
   const auto run = [&] {
     WorkerDelegate delegate(path, options.timeout_s);
     const rtc::ScopedCompileDelegate scope(&delegate);
@@ -132,8 +133,15 @@ std::vector<BatchResult> Cache::get_many(const std::vector<BatchItem>& items, co
       result.compiled = delegate.compiled;
       std::lock_guard lock(progress_mutex);
       ++done;
-      if (options.progress) {
-        options.progress(done, items.size());
+      if (options.progress && !stopped) {
+        try {
+          options.progress(done, items.size());
+        } catch (...) {
+          // On a batch thread it would end the process: the batch stops taking items instead,
+          // and the caller gets it once every thread has finished its item.
+          stopped = std::current_exception();
+          next = items.size();
+        }
       }
     }
   };
@@ -146,6 +154,9 @@ std::vector<BatchResult> Cache::get_many(const std::vector<BatchItem>& items, co
   }
   for (auto& thread : threads) {
     thread.join();
+  }
+  if (stopped) {
+    std::rethrow_exception(stopped);
   }
   return results;
 }

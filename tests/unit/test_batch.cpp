@@ -216,6 +216,23 @@ BOOST_AUTO_TEST_CASE(a_worker_that_answers_garbage_fails_only_its_item_and_is_re
   BOOST_TEST(cache.get(small_program("g1"), kjit::Arch::parse("sm_80")) != nullptr);  // not remembered as failed
 }
 
+BOOST_AUTO_TEST_CASE(an_exception_from_the_progress_callback_stops_the_batch_and_reaches_the_caller)
+{
+  // Called on the batch's threads: an exception there ended the host (std::terminate).
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 2;
+  options.worker_path = kjit::test::helper("KJIT_TEST_WORKER");
+  std::atomic<int> calls{0};
+  options.progress = [&](std::size_t, std::size_t) {
+    ++calls;
+    throw std::runtime_error("stop the batch");
+  };
+  BOOST_CHECK_EXCEPTION(cache.get_many(items_for({"x1", "x2", "x3", "x4"}, {"sm_80"}), options), std::runtime_error,
+                        [](const std::runtime_error& e) { return std::string(e.what()) == "stop the batch"; });
+  BOOST_TEST(calls <= 2);  // one per thread at most: no item is taken after it threw
+}
+
 BOOST_AUTO_TEST_CASE(variants_sharing_options_use_pch_and_give_the_same_code)
 {
   kjit::Cache cache(config);
