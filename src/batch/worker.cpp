@@ -213,8 +213,9 @@ std::string Worker::exchange(const std::string& request, const std::string& what
 {
   // One deadline for sending the request and reading the whole answer: a worker that stops
   // reading, or stops in the middle of a frame, is killed at it like one that says nothing.
-  const std::int64_t deadline_ms =
-    timeout_s <= 0 ? k_no_deadline : steady_ms() + static_cast<std::int64_t>(timeout_s * 1000.0);
+  // <= 0 (or not a number, or beyond any real wait): none.
+  const bool limited = timeout_s > 0 && timeout_s < 1e12;
+  const std::int64_t deadline_ms = limited ? steady_ms() + static_cast<std::int64_t>(timeout_s * 1000.0) : k_no_deadline;
   const std::string limit = "timed out after " + std::to_string(timeout_s) + " s and was killed";
   bool timed_out = false;
   if (!write_frame(m_socket, request, deadline_ms, &timed_out)) {
