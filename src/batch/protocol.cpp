@@ -69,6 +69,20 @@ std::string hello(bool from_worker)
   return std::string(from_worker ? "kjit-worker" : "kjit batch") + " protocol " + std::to_string(k_protocol_version);
 }
 
+std::string with_sequence(std::uint32_t sequence, const std::string& body)
+{
+  std::string out;
+  put_u32(out, sequence);
+  return out + body;
+}
+
+std::uint32_t take_sequence(std::string& frame)
+{
+  const std::uint32_t sequence = Reader(frame).u32();
+  frame.erase(0, sizeof sequence);
+  return sequence;
+}
+
 std::string encode_request(const Program& program, const Arch& arch, bool pch, const std::string& cuda_home)
 {
   std::string out;

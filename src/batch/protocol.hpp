@@ -14,12 +14,25 @@
 
 namespace kjit::batch {
 
+// A frame that does not decode: the stream it came from can't be trusted any more.
+struct MalformedFrame : Error {
+  using Error::Error;
+};
+
 // The first frame each way: the batch sends hello(false) ("kjit batch protocol N"), the worker
 // answers hello(true) ("kjit-worker protocol N"). A worker given anything else answers all the same
 // and exits; a batch whose worker answers otherwise (another version, a program that echoes)
 // compiles in-process rather than exchange frames the two sides read differently.
-constexpr std::uint32_t k_protocol_version = 1;
+// Version 2: each request and its answer carry the request's sequence number (with_sequence).
+constexpr std::uint32_t k_protocol_version = 2;
 std::string hello(bool from_worker);
+
+// After the hello, every frame is sequence:u32 followed by its body: the worker answers with the
+// sequence number of the request it answers, so an answer left from an earlier exchange (or sent
+// twice) is never taken for the next item's.
+std::string with_sequence(std::uint32_t sequence, const std::string& body);
+// The sequence number at the start of `frame`, removed from it; MalformedFrame if it has none.
+std::uint32_t take_sequence(std::string& frame);
 
 // frame = length:u32 bytes[length]; every string inside = length:u32 bytes.
 // `pch`: compile with NVRTC's automatic precompiled headers (the worker keeps them for the next
@@ -27,11 +40,6 @@ std::string hello(bool from_worker);
 std::string encode_request(const Program& program, const Arch& arch, bool pch, const std::string& cuda_home);
 // Throws kjit::Error for a malformed request.
 void decode_request(const std::string& frame, Program& program, std::string& arch, bool& pch, std::string& cuda_home);
-
-// A frame that does not decode: the stream it came from can't be trusted any more.
-struct MalformedFrame : Error {
-  using Error::Error;
-};
 
 // A successful compile, or the error compile() threw (rethrown with its type by decode_response).
 std::string encode_binary(const Binary& binary);

@@ -200,8 +200,12 @@ Binary Worker::compile(const Program& program, const Arch& arch, const std::stri
     }
     m_greeted = true;
   }
-  const std::string response = exchange(encode_request(program, arch, pch, cuda_home), what, timeout_s);
+  const std::uint32_t sequence = ++m_sequence;
+  std::string response = exchange(with_sequence(sequence, encode_request(program, arch, pch, cuda_home)), what, timeout_s);
   try {
+    if (take_sequence(response) != sequence) {
+      throw MalformedFrame("an answer to another request");
+    }
     return decode_response(response);
   } catch (const MalformedFrame& e) {
     // What follows on the socket may be anything, even a stale answer to another item.
@@ -239,9 +243,11 @@ int worker_main(int in, int out)
   if (!first || !write_frame(out, hello(true)) || *first != hello(false)) {
     return first ? 2 : 0;  // another protocol: our hello told the batch so
   }
-  while (const auto request = read_frame(in)) {
+  while (auto request = read_frame(in)) {
     std::string response;
+    std::uint32_t sequence = 0;
     try {
+      sequence = take_sequence(*request);
       Program program;
       std::string arch;
       bool pch = false;
@@ -270,7 +276,7 @@ int worker_main(int in, int out)
     } catch (const std::exception& e) {
       response = encode_error(e);
     }
-    if (!write_frame(out, response)) {
+    if (!write_frame(out, with_sequence(sequence, response))) {
       return 1;
     }
   }

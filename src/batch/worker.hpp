@@ -9,6 +9,7 @@
 
 #include "cache/cache_dir.hpp"
 
+#include <cstdint>
 #include <memory>
 
 #include <string>
@@ -55,6 +56,7 @@ private:
   std::unique_ptr<cache::TempFolder> m_tmp;  // the worker's TMPDIR
   std::string m_path;
   bool m_greeted = false;
+  std::uint32_t m_sequence = 0;  // of the last request sent
 };
 
 // The worker's loop: reads requests from `in`, compiles each with rtc::compile, writes results to

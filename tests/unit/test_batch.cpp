@@ -6,6 +6,8 @@
 
 #include "fixture.hpp"
 
+#include "batch/protocol.hpp"
+
 #include <kjit/error.hpp>
 
 #include <atomic>
@@ -32,14 +34,23 @@ std::vector<kjit::BatchItem> items_for(const std::vector<std::string>& tags, con
   return items;
 }
 
+// `payload` as one frame (length:u32, then the bytes).
+std::string framed(const std::string& payload)
+{
+  const auto size = static_cast<std::uint32_t>(payload.size());
+  return std::string(reinterpret_cast<const char*>(&size), sizeof size) + payload;
+}
+
 // A worker wrapper that misbehaves (`action`) on its first item the first time it starts (after
 // answering the hello, as a worker does), then runs the real worker.
 std::string flaky_worker(const std::string& dir, const std::string& action)
 {
   const std::string path = dir + "/flaky-worker";
-  kjit::test::write_text(path, "#!/bin/sh\nif mkdir '" + dir + "/started' 2>/dev/null; then head -c 25 >/dev/null; "
-                                 "printf '\\026\\000\\000\\000kjit-worker protocol 1'; " + action +
-                                 "; fi\nexec '" + kjit::test::helper("KJIT_TEST_WORKER") + "'\n");
+  kjit::test::write_text(dir + "/hello", framed(kjit::batch::hello(true)));
+  kjit::test::write_text(path, "#!/bin/sh\nif mkdir '" + dir + "/started' 2>/dev/null; then head -c " +
+                                 std::to_string(framed(kjit::batch::hello(false)).size()) + " >/dev/null; cat '" +
+                                 dir + "/hello'; " + action + "; fi\nexec '" +
+                                 kjit::test::helper("KJIT_TEST_WORKER") + "'\n");
   ::chmod(path.c_str(), 0755);
   return path;
 }
@@ -231,6 +242,32 @@ BOOST_AUTO_TEST_CASE(an_exception_from_the_progress_callback_stops_the_batch_and
   BOOST_CHECK_EXCEPTION(cache.get_many(items_for({"x1", "x2", "x3", "x4"}, {"sm_80"}), options), std::runtime_error,
                         [](const std::runtime_error& e) { return std::string(e.what()) == "stop the batch"; });
   BOOST_TEST(calls <= 2);  // one per thread at most: no item is taken after it threw
+}
+
+BOOST_AUTO_TEST_CASE(an_answer_to_another_item_is_never_taken_for_this_one)
+{
+  // A worker that answers one request twice (a bug, or bytes left from an earlier exchange): the
+  // second answer, well formed, must not be taken as the next item's (before: item 0's binary was
+  // returned and stored under item 1's key).
+  const auto items = items_for({"d1", "d2"}, {"sm_80"});
+  const kjit::Binary first = kjit::compile(items[0].program, items[0].arch);
+  const std::string answer = framed(kjit::batch::with_sequence(1, kjit::batch::encode_binary(first)));
+  kjit::test::write_text(tmp.path() + "/answers", framed(kjit::batch::hello(true)) + answer + answer);
+  const std::string path = tmp.path() + "/twice-worker";
+  kjit::test::write_text(path, "#!/bin/sh\nhead -c " + std::to_string(framed(kjit::batch::hello(false)).size()) +
+                                 " >/dev/null; cat '" + tmp.path() + "/answers'; exec sleep 60\n");
+  ::chmod(path.c_str(), 0755);
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 1;
+  options.timeout_s = 5;
+  options.worker_path = path;
+  const auto results = cache.get_many(items, options);
+  BOOST_TEST_REQUIRE(results[0].binary != nullptr, results[0].message);
+  BOOST_TEST(results[0].binary->kernels().at(0).name == "small_d1");
+  BOOST_TEST(results[1].binary == nullptr);
+  BOOST_TEST(results[1].message.find("an answer to another request") != std::string::npos, results[1].message);
+  BOOST_TEST(cache.get(items[1].program, items[1].arch)->kernels().at(0).name == "small_d2");
 }
 
 BOOST_AUTO_TEST_CASE(variants_sharing_options_use_pch_and_give_the_same_code)
