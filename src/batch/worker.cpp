@@ -63,6 +63,16 @@ std::string without_pch_lines(const std::string& log)
   return out;
 }
 
+// Waits for `pid` to end and reaps it; a signal to the waiting thread does not end the wait (it
+// would leave a zombie for the life of the process). Its status, or 0.
+int reap(pid_t pid)
+{
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
 // The environment for a worker: ours, with TMPDIR set to its private folder.
 std::vector<std::string> worker_environment(const std::string& tmpdir)
 {
@@ -143,7 +153,7 @@ void Worker::stop() noexcept
       ::usleep(2000);
       if (i == 49) {
         ::kill(-m_pid, SIGKILL);
-        std::ignore = ::waitpid(m_pid, &status, 0);
+        std::ignore = reap(m_pid);
       }
     }
     // What the worker left running in its group (a wrapper's children): the group id is not reused
@@ -163,7 +173,7 @@ void Worker::lose(const std::string& why)
       detail += ": worker " + describe_status(status);
     } else {
       ::kill(-m_pid, SIGKILL);
-      std::ignore = ::waitpid(m_pid, &status, 0);
+      std::ignore = reap(m_pid);
     }
     std::ignore = ::kill(-m_pid, SIGKILL);  // the rest of its group
     m_pid = -1;

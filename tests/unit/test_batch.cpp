@@ -16,6 +16,8 @@
 #include <pthread.h>
 #include <thread>
 #include <sys/stat.h>
+#include <dirent.h>
+#include <fstream>
 #include <unistd.h>
 
 using kjit::test::CacheFixture;
@@ -53,6 +55,26 @@ std::string flaky_worker(const std::string& dir, const std::string& action)
                                  kjit::test::helper("KJIT_TEST_WORKER") + "'\n");
   ::chmod(path.c_str(), 0755);
   return path;
+}
+
+// This process's children that ended and were not reaped.
+int zombie_children()
+{
+  int zombies = 0;
+  DIR* proc = ::opendir("/proc");
+  while (const dirent* entry = proc != nullptr ? ::readdir(proc) : nullptr) {
+    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
+    std::string pid, command, state;
+    int parent = 0;
+    // The command is in parentheses without spaces here (sh, sleep, kjit-worker).
+    if (stat >> pid >> command >> state >> parent && parent == ::getpid() && state == "Z") {
+      ++zombies;
+    }
+  }
+  if (proc != nullptr) {
+    ::closedir(proc);
+  }
+  return zombies;
 }
 
 } // namespace
@@ -209,6 +231,40 @@ BOOST_AUTO_TEST_CASE(the_time_limit_holds_while_signals_interrupt_the_wait)
   BOOST_TEST(results[0].binary == nullptr);
   BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
   BOOST_TEST(results[1].binary != nullptr, results[1].message);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_killed_while_signals_arrive_is_reaped)
+{
+  // The wait for a killed worker is interrupted by the host's signals like any other: it is
+  // waited for again (before: an interrupted waitpid() left the worker a zombie for the life of
+  // the process, about one time in two under a signal every 20 µs).
+  struct sigaction action = {};
+  struct sigaction previous = {};
+  action.sa_handler = [](int) {};
+  ::sigaction(SIGUSR2, &action, &previous);
+  const int zombies = zombie_children();
+  const pthread_t batch_thread = ::pthread_self();
+  std::atomic<bool> done{false};
+  std::thread signaller([&] {
+    while (!done) {
+      ::pthread_kill(batch_thread, SIGUSR2);
+      ::usleep(20);  // the signal's rate, not a synchronisation
+    }
+  });
+  for (int round = 0; round < 8; ++round) {
+    kjit::test::TempDir dir;
+    kjit::Cache cache(config);
+    kjit::BatchOptions options;
+    options.jobs = 1;
+    options.timeout_s = 0.2;
+    options.worker_path = flaky_worker(dir.path(), "exec sleep 60");
+    const auto results = cache.get_many(items_for({"k" + std::to_string(round)}, {"sm_80"}), options);
+    BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
+  }
+  done = true;
+  signaller.join();
+  ::sigaction(SIGUSR2, &previous, nullptr);
+  BOOST_TEST(zombie_children() == zombies);
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_that_answers_garbage_fails_only_its_item_and_is_replaced)
