@@ -330,6 +330,13 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
       o += "toolkit-headers: " + fingerprint + "\n";
     }
   }
+  // NVRTC reads NV_NVVM_VERSION itself (another NVVM: other PTX and cubin). Only when set, so
+  // every other key is as before.
+  for (std::size_t at = 0, end; at < context.compiler_environment.size(); at = end + 1) {
+    end = context.compiler_environment.find('\n', at);
+    end = end == std::string::npos ? context.compiler_environment.size() : end;
+    o += "nvrtc-environment: " + escape_line(context.compiler_environment.substr(at, end - at)) + "\n";
+  }
   o += "nvrtc: " + context.nvrtc_identity + "\n";
   o += "nvjitlink: " + context.nvjitlink_identity + "\n";
   o += "record-format: " + std::to_string(store::k_record_format) + "\n";  // in every key

@@ -289,6 +289,17 @@ std::uint64_t config_generation()
   return o.generation;
 }
 
+std::string compiler_environment()
+{
+  std::string out;
+  for (const char* variable : {"NV_NVVM_VERSION"}) {
+    if (const char* value = std::getenv(variable); value != nullptr) {
+      out += std::string(variable) + "=" + value + "\n";
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // Hides the password of a URL ("redis://user:secret@host" → "redis://user:***@host").
