@@ -92,6 +92,7 @@ Cache::Cache() : Cache(current_config()) {}
 
 Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
 {
+  check_config(config);  // a Config built by hand skipped the table's parsers
   if (!config.disable_cache) {
     if (config.cache_dir.empty()) {
       // Config{} is not current_config(): its folder is empty rather than the default one.

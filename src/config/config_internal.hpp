@@ -17,4 +17,9 @@ std::uint64_t config_generation();
 // when it is loaded; the other variables it reads change no output (measured: docs/configuration.md).
 std::string compiler_environment();
 
+// Checks the settings a Config was given directly (not through the table, whose parsers check
+// them): throws ConfigError naming the setting for an arch that does not parse, a compile lock
+// timeout that is not in (0, a day] (NaN waited forever), a map size under 32KiB.
+void check_config(const Config& config);
+
 } // namespace kjit
