@@ -88,5 +88,7 @@ std::string escape_line(const std::string& value);
 // (and a lookup of one never asks for it).
 KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context,
                   const std::vector<deps::DiskHeader>& includes = {});
+// How many key texts make_key() made in this process (a test checks what a miss repeats).
+std::uint64_t keys_made() noexcept;
 
 } // namespace kjit::cache
