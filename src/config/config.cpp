@@ -317,13 +317,17 @@ void check_config(const Config& config)
 
 std::string compiler_environment()
 {
-  std::string out;
-  for (const char* variable : {"NV_NVVM_VERSION"}) {
-    if (const char* value = std::getenv(variable); value != nullptr) {
-      out += std::string(variable) + "=" + value + "\n";
+  // Once per process, as NVRTC reads it once, when it is loaded: a later setenv() changes neither.
+  static const std::string once = [] {
+    std::string out;
+    for (const char* variable : {"NV_NVVM_VERSION"}) {
+      if (const char* value = std::getenv(variable); value != nullptr) {
+        out += std::string(variable) + "=" + value + "\n";
+      }
     }
-  }
-  return out;
+    return out;
+  }();
+  return once;
 }
 
 namespace {

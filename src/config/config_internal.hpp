@@ -12,7 +12,8 @@ namespace kjit {
 std::uint64_t config_generation();
 
 // The environment variables the compiler reads that change what it produces, as "NAME=value\n"
-// lines (those set, in a fixed order); empty when none is set. Part of every key (key.cpp).
+// lines (those set, in a fixed order); empty when none is set. Part of every key (key.cpp). Read
+// once per process, at the first call (NVRTC reads them once, when it is loaded).
 // NVRTC 13.0 reads NV_NVVM_VERSION (nvvm70 | nvvm-latest: another NVVM, other PTX and cubin) once,
 // when it is loaded; the other variables it reads change no output (measured: docs/configuration.md).
 std::string compiler_environment();
