@@ -107,6 +107,7 @@ BOOST_AUTO_TEST_CASE(a_miss_of_a_program_without_headers_makes_its_key_once)
   BOOST_TEST(std::string(kjit::to_string(cache.lookup(program, k_arch).source)) == "compiled");
   BOOST_TEST(kjit::cache::keys_made() - before == 1u);  // was 2
   const kjit::PreparedProgram prepared = cache.prepare(program, k_arch);
+  cache.stats();  // waits for the commit: the entry is in the store
   const kjit::EntryContents stored = cache.entry(prepared.key());
   BOOST_TEST(stored.program_txt == prepared.program_txt());
   BOOST_TEST(stored.options_txt == prepared.options_txt());

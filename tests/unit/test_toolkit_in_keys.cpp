@@ -191,12 +191,15 @@ BOOST_AUTO_TEST_CASE(the_nvvm_version_nvrtc_reads_from_the_environment_is_in_the
 
   // This process loaded NVRTC without it: its lookup (the direct path) must be this NVRTC's binary.
   const kjit::Program program = kjit::program_from_file(file);
-  kjit::Cache cache(config);
-  const kjit::Lookup found = cache.lookup(program, arch);
-  BOOST_TEST(std::string(kjit::to_string(found.source)) == "compiled");  // was disk: the nvvm-latest binary
-  BOOST_TEST((found.binary->ptx == kjit::compile(program, arch).ptx));
-  const std::string key = cache.prepare(program, arch).key();
-  BOOST_TEST(cache.prepare(program, arch).options_txt().find("nvrtc-environment") == std::string::npos);
+  std::string key;
+  {
+    kjit::Cache cache(config);
+    const kjit::Lookup found = cache.lookup(program, arch);
+    BOOST_TEST(std::string(kjit::to_string(found.source)) == "compiled");  // was disk: the nvvm-latest binary
+    BOOST_TEST((found.binary->ptx == kjit::compile(program, arch).ptx));
+    key = cache.prepare(program, arch).key();
+    BOOST_TEST(cache.prepare(program, arch).options_txt().find("nvrtc-environment") == std::string::npos);
+  }  // its commit is durable: the probes find it
 
   // Each setting finds its own entry (the SHA-256 path of another process).
   const std::string plain = probe_cache(config.cache_dir, file, "sm_80");
