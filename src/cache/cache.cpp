@@ -92,6 +92,7 @@ Cache::Cache() : Cache(current_config()) {}
 
 Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
 {
+  check_config(config);  // a Config built by hand skipped the table's parsers
   if (!config.disable_cache) {
     if (config.cache_dir.empty()) {
       // Config{} is not current_config(): its folder is empty rather than the default one.
@@ -158,6 +159,9 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
         m_impl->predicted.erase(m_impl->predicted.begin());
       }
     }
+  }
+  if (may_include || deps::program_uses_time(program)) {
+    m_impl->mark_disk_key(texts.digest);  // its key holds what the disk held now (get_prepared)
   }
   prepared.m_program_txt = std::move(texts.program_txt);
   prepared.m_options_txt = std::move(texts.options_txt);
@@ -238,8 +242,9 @@ std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepare
   try {
     util::Sha256 key;
     std::memcpy(key.data(), prepared.m_digest, key.size());
-    if (m_impl->is_provisional(key)) {
-      // Prepared before a manifest was known: a manifest made since may now validate it.
+    if (m_impl->is_provisional(key) || m_impl->maybe_disk_key(key)) {
+      // Prepared before a manifest was known (one made since may now validate it), or from disk
+      // headers, which may have been edited since: what is served is for the files on disk now.
       return get_once(prepare(prepared.program(), prepared.arch()), source);
     }
     return get_once(prepared, source);

@@ -17,6 +17,7 @@
 #include "store/entry.hpp"
 #include "store/store.hpp"
 
+#include <array>
 #include <atomic>
 #include <future>
 #include <map>
@@ -70,6 +71,21 @@ struct Cache::Impl {
   std::set<util::Sha256> unsaved_manifests;         // new resolutions, stored with the next commit
   std::set<util::Sha256> provisional;               // keys from an unvalidated prediction: never looked up
   std::atomic<bool> any_provisional{false};         // lets the hot path skip the lock
+  // Keys prepare() made from the disk (a manifest or a prediction): a lookup by a PreparedProgram
+  // with such a key prepares it again, so a header edited since is seen, as get(program) sees it.
+  // One bit per key (its first 16 bits), lock-free for the hot path: a key not marked was not
+  // made so; a marked one may have been (then it is prepared again: never a wrong binary).
+  std::array<std::atomic<std::uint64_t>, 1024> disk_keys{};
+  void mark_disk_key(const util::Sha256& key) noexcept
+  {
+    const unsigned bit = key[0] | (unsigned(key[1]) << 8);
+    disk_keys[bit / 64].fetch_or(std::uint64_t(1) << (bit % 64), std::memory_order_relaxed);
+  }
+  bool maybe_disk_key(const util::Sha256& key) const noexcept
+  {
+    const unsigned bit = key[0] | (unsigned(key[1]) << 8);
+    return (disk_keys[bit / 64].load(std::memory_order_relaxed) >> (bit % 64)) & 1u;
+  }
   // The prediction behind a provisional key, handed to its compile (so the headers are read,
   // hashed and scanned once); a few at most.
   std::map<util::Sha256, std::shared_ptr<deps::Resolver>> predicted;

@@ -108,6 +108,11 @@ std::string direct_context(const KeyContext& context)
   put_field(out, context.nvrtc_identity);
   put_field(out, context.nvjitlink_identity);
   put_field(out, std::to_string(store::k_record_format));
+  if (!context.compiler_environment.empty()) {
+    // Only when set: the inputs of everyone else (and the direct rows stored for them) stay as they
+    // were. The context is one length-prefixed field of the inputs, so a field more is unambiguous.
+    put_field(out, context.compiler_environment);
+  }
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "rtc/compile_options.hpp"
 #include "store/record.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -16,6 +17,8 @@
 namespace kjit::cache {
 
 namespace {
+
+std::atomic<std::uint64_t> g_keys_made{0};
 
 std::string current_dir()
 {
@@ -141,6 +144,11 @@ const std::string& ToolkitHeaders::value() const
   return m_state->value;
 }
 
+std::uint64_t keys_made() noexcept
+{
+  return g_keys_made.load(std::memory_order_relaxed);
+}
+
 std::vector<std::string> normalize_options(const std::vector<std::string>& options)
 {
   std::vector<std::string> out;
@@ -258,6 +266,7 @@ std::string escape_line(const std::string& value)
 KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context,
                   const std::vector<deps::DiskHeader>& includes)
 {
+  g_keys_made.fetch_add(1, std::memory_order_relaxed);
   KeyTexts key;
   std::string& p = key.program_txt;
   p.reserve(program.source.size() + 256 + 80 * program.headers.size());
@@ -329,6 +338,13 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
     if (const std::string& fingerprint = context.toolkit_headers.value(); !fingerprint.empty()) {
       o += "toolkit-headers: " + fingerprint + "\n";
     }
+  }
+  // NVRTC reads NV_NVVM_VERSION itself (another NVVM: other PTX and cubin). Only when set, so
+  // every other key is as before.
+  for (std::size_t at = 0, end; at < context.compiler_environment.size(); at = end + 1) {
+    end = context.compiler_environment.find('\n', at);
+    end = end == std::string::npos ? context.compiler_environment.size() : end;
+    o += "nvrtc-environment: " + escape_line(context.compiler_environment.substr(at, end - at)) + "\n";
   }
   o += "nvrtc: " + context.nvrtc_identity + "\n";
   o += "nvjitlink: " + context.nvjitlink_identity + "\n";

@@ -43,6 +43,9 @@ struct KeyContext {
   std::vector<std::string> toolkit_include_names;  // as the key names them: relative to the toolkit root
   std::string nvrtc_identity;      // "13.0 V13.0.88 CL-36424714"
   std::string nvjitlink_identity;  // "13.0"
+  // The compiler's environment settings that change its output ("NV_NVVM_VERSION=nvvm-latest\n"),
+  // read when the context is made (compiler_environment()); empty, and no key line, when none is set.
+  std::string compiler_environment;
   std::vector<int> supported_archs;  // nvrtcGetSupportedArchs, remembered with the versions
   ToolkitHeaders toolkit_headers;    // content fingerprint of the toolkit's include trees
 };
@@ -85,5 +88,7 @@ std::string escape_line(const std::string& value);
 // (and a lookup of one never asks for it).
 KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context,
                   const std::vector<deps::DiskHeader>& includes = {});
+// How many key texts make_key() made in this process (a test checks what a miss repeats).
+std::uint64_t keys_made() noexcept;
 
 } // namespace kjit::cache

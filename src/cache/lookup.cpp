@@ -3,6 +3,7 @@
 
 #include "cache/compile_lock.hpp"
 #include "cache/include_compile.hpp"
+#include "deps/resolver.hpp"
 #include "deps/search.hpp"
 #include "config/log.hpp"
 #include "rtc/compiler.hpp"
@@ -163,10 +164,21 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   // Compiled from the files on disk (see compile_with_includes): its key doesn't name what NVRTC
   // read, so storing it would serve it later for other files.
   cacheable = resolver.unfaithful().empty();
-  const cache::KeyTexts texts = cache::make_key(program, p.arch(), context, resolution.headers);
-  entry.program_txt = texts.program_txt;
-  entry.options_txt = texts.options_txt;
-  final_key = texts.digest;
+  // prepare()'s texts are those make_key() would make now when they hold no disk header and
+  // nothing of the process: the working directory enters only through headers, pre-includes and
+  // -lineinfo/-G's named-from line, and the key context is made once per Cache. A provisional
+  // key is not the hash of its texts.
+  if (!p.m_provisional && p.m_includes.empty() && resolution.headers.empty() && search.pre_includes.empty() &&
+      !deps::options_name_files(program.options)) {
+    entry.program_txt = p.m_program_txt;
+    entry.options_txt = p.m_options_txt;
+    std::memcpy(final_key.data(), p.m_digest, final_key.size());
+  } else {
+    cache::KeyTexts texts = cache::make_key(program, p.arch(), context, resolution.headers);
+    entry.program_txt = std::move(texts.program_txt);
+    entry.options_txt = std::move(texts.options_txt);
+    final_key = texts.digest;
+  }
   entry.headers = program.headers;
   for (const deps::DiskHeader& header : resolution.headers) {
     entry.headers.emplace(header.path.substr(1), header.content);

@@ -3,6 +3,7 @@
 
 #include "cache/cache_dir.hpp"
 #include "cache/toolkit_headers.hpp"
+#include "config/config_internal.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvjitlink_library.hpp"
 #include "rtc/nvrtc_library.hpp"
@@ -225,6 +226,7 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
     // fails with the ToolchainError of the missing library).
     if (auto remembered = remembered_toolchain(*store)) {
       remembered->toolkit_include_dirs = toolkit.include_dirs;
+      remembered->compiler_environment = compiler_environment();
       return *remembered;
     }
   }
@@ -260,6 +262,7 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   }
   context.nvrtc_identity = versions.nvrtc;
   context.nvjitlink_identity = versions.nvjitlink;
+  context.compiler_environment = compiler_environment();
   context.supported_archs = parse_archs(versions.archs);
   // The toolkit headers' fingerprint is found when the first key that holds it is made (a
   // program that may include a header): then the context is remembered with it.

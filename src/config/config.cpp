@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -206,10 +207,17 @@ std::size_t parse_size(std::string_view text, const std::string& variable)
     {"", 1},          {"B", 1},           {"K", 1u << 10},    {"KiB", 1u << 10}, {"M", 1u << 20},
     {"MiB", 1u << 20}, {"G", 1ull << 30}, {"GiB", 1ull << 30}, {"T", 1ull << 40}, {"TiB", 1ull << 40},
   };
-  if (digits == 0 || digits > 15) {
+  // Any size_t (kjit::option::max_size(SIZE_MAX) writes 20 digits); more is not a size.
+  std::size_t number = 0;
+  bool overflow = false;
+  for (std::size_t i = 0; i < digits; ++i) {
+    const auto digit = static_cast<std::size_t>(text[i] - '0');
+    overflow = overflow || number > (SIZE_MAX - digit) / 10;
+    number = overflow ? 0 : number * 10 + digit;
+  }
+  if (digits == 0 || overflow) {
     throw ConfigError(variable, "'" + std::string(text) + "' is not a size (e.g. 1048576, 64KiB, 256MiB, 2GiB)");
   }
-  const std::size_t number = std::stoull(std::string(text.substr(0, digits)));
   for (const auto& [name, scale] : k_units) {
     if (unit == name) {
       if (number > SIZE_MAX / scale) {
@@ -287,6 +295,39 @@ std::uint64_t config_generation()
   Overrides& o = overrides();
   std::lock_guard lock(o.mutex);
   return o.generation;
+}
+
+void check_config(const Config& config)
+{
+  try {
+    std::ignore = Arch::parse(config.arch);
+  } catch (const ArchError& e) {
+    throw ConfigError("arch", std::string("Config::arch: ") + e.what());
+  }
+  const double timeout = config.compile_lock_timeout_s;
+  if (!(timeout > 0.0 && timeout <= 86400.0)) {  // NaN fails too
+    throw ConfigError("compile_lock_timeout", "Config::compile_lock_timeout_s is " + std::to_string(timeout) +
+                                                " s: it must be > 0 and at most a day (86400)");
+  }
+  if (config.store_map_size < 32768) {
+    throw ConfigError("store_map_size", "Config::store_map_size is " + std::to_string(config.store_map_size) +
+                                          " bytes: it must be at least 32KiB");
+  }
+}
+
+std::string compiler_environment()
+{
+  // Once per process, as NVRTC reads it once, when it is loaded: a later setenv() changes neither.
+  static const std::string once = [] {
+    std::string out;
+    for (const char* variable : {"NV_NVVM_VERSION"}) {
+      if (const char* value = std::getenv(variable); value != nullptr) {
+        out += std::string(variable) + "=" + value + "\n";
+      }
+    }
+    return out;
+  }();
+  return once;
 }
 
 namespace {

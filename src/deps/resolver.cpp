@@ -566,6 +566,18 @@ void Resolver::follow(const std::string& text, const std::string& includer)
     }
     m_names.insert(directive.name);
     const IncludeKind kind = directive.next ? IncludeKind::next : directive.quoted ? IncludeKind::quoted : IncludeKind::angle;
+    if (kind == IncludeKind::quoted && m_memory_includers.count(includer) != 0 &&
+        m_program.headers.count(directive.name) == 0) {
+      // NVRTC looks for it next to the in-memory header, relative to the working directory, and
+      // opens what it finds there itself (strace, NVRTC 13.0), never kjit's copy: an edit during
+      // the compile would be built under the key of the bytes kjit read.
+      const std::string beside = join_path(dir_of(includer), directive.name);
+      // One that appears there later is seen by the closure, which predicts again.
+      if (m_unfaithful.empty() && is_file(beside)) {
+        m_unfaithful = "an in-memory header includes \"" + directive.name + "\", which NVRTC opens next to it on disk (" +
+                       beside + ") itself";
+      }
+    }
     std::string includer_dir = dir_of(includer);
     if (includer == m_main_path && m_context.source_dir.empty()) {
       includer_dir.clear();
@@ -599,7 +611,9 @@ void Resolver::predict()
 {
   follow(m_program.source, m_main_path);
   for (const auto& [name, content] : m_program.headers) {
-    follow(content, join_path(m_context.cwd, name));
+    const std::string at = join_path(m_context.cwd, name);
+    m_memory_includers.insert(at);
+    follow(content, at);
   }
   while (!m_pending.empty()) {
     const std::string path = m_pending.back();

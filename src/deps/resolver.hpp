@@ -208,6 +208,7 @@ private:
   std::set<std::string> m_closed_names;
   std::set<std::string> m_namesake_dirs;  // includers' folders whose toolkit namesakes are passed
   std::set<std::string> m_computed_dirs;  // see computed_dirs()
+  std::set<std::string> m_memory_includers;  // where the in-memory headers are (cwd/name)
 };
 
 } // namespace kjit::deps

@@ -71,9 +71,19 @@ BOOST_AUTO_TEST_CASE(sizes)
   BOOST_TEST(kjit::parse_size("64KiB", "X") == 65536u);
   BOOST_TEST(kjit::parse_size("256MiB", "X") == 256u << 20);
   BOOST_TEST(kjit::parse_size("2G", "X") == std::size_t(2) << 30);
-  for (const char* bad : {"", "MiB", "12 MiB", "-1", "1.5G", "10XB", "99999999999999999999"}) {
+  for (const char* bad : {"", "MiB", "12 MiB", "-1", "1.5G", "10XB", "99999999999999999999", "18446744073709551616",
+                          "000000000000000000000000000000000000000018446744073709551616", "16777216T"}) {
     BOOST_CHECK_THROW(kjit::parse_size(bad, "X"), kjit::ConfigError);
   }
+  // Every size_t is a size: the API writes its argument in full (max_size(SIZE_MAX) was refused as
+  // "not a size", and so was any value of 16 digits or more, 1 PiB and up).
+  BOOST_TEST(kjit::parse_size(std::to_string(SIZE_MAX), "X") == SIZE_MAX);
+  BOOST_TEST(kjit::parse_size("1125899906842624", "X") == std::size_t(1) << 50);
+  BOOST_TEST(kjit::parse_size("0000000000000000000064KiB", "X") == 65536u);
+  BOOST_CHECK_NO_THROW(kjit::option::max_size(SIZE_MAX));
+  BOOST_CHECK_NO_THROW(kjit::option::store_map_size(std::size_t(1) << 50));
+  BOOST_TEST(kjit::current_config().max_size == SIZE_MAX);
+  kjit::option::reset();
 }
 
 BOOST_AUTO_TEST_CASE(every_bad_environment_value_names_its_variable)

@@ -129,6 +129,39 @@ BOOST_AUTO_TEST_CASE(editing_a_header_recompiles_and_touching_it_does_not)
   BOOST_TEST(cache.stats().compiles == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_prepared_program_is_served_for_the_headers_on_disk_now)
+{
+  // get(prepared) served the key prepare() had made: after an edit of its header, the binary of
+  // the old header, from the memory tier or (memory_limit 0) the store, while get(program) and a
+  // prepared program whose entry was gone compiled the new one.
+  const std::string inc = tmp.path() + "/inc";
+  ::mkdir(inc.c_str(), 0700);
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  for (const std::size_t memory_limit : {std::size_t(256) << 20, std::size_t(0)}) {
+    write_aged(inc + "/params.h", "#define VALUE 1111\n");
+    kjit::Config with_limit = config;
+    with_limit.memory_limit = memory_limit;
+    kjit::Cache cache(with_limit);
+    const kjit::Program program = program_using(inc);
+    cache.get(program, arch);  // its manifest: the next prepare() is final
+    const auto prepared = cache.prepare(program, arch);
+    BOOST_TEST_REQUIRE(!prepared.provisional());
+    BOOST_TEST(cache.get(prepared)->ptx.find("1111") != std::string::npos);
+    write_aged(inc + "/params.h", "#define VALUE 2222\n");
+    BOOST_TEST(cache.get(prepared)->ptx.find("2222") != std::string::npos, memory_limit);  // was 1111
+    BOOST_TEST(cache.lookup(prepared).binary->ptx.find("2222") != std::string::npos, memory_limit);
+    write_aged(inc + "/params.h", "#define VALUE 1111\n");
+    BOOST_TEST(cache.get(prepared)->ptx.find("1111") != std::string::npos, memory_limit);
+  }
+  // A prepared program that reads no disk file stays a memory hit without any check.
+  kjit::Cache cache(config);
+  const auto plain = cache.prepare(small_program("prepared_plain"), arch);
+  cache.get(plain);
+  const std::uint64_t stats_before = cache.stats().header_stats;
+  BOOST_TEST(std::string(kjit::to_string(cache.lookup(plain).source)) == "memory");
+  BOOST_TEST(cache.stats().header_stats == stats_before);
+}
+
 BOOST_AUTO_TEST_CASE(a_new_header_earlier_in_the_path_shadows_the_old_one)
 {
   const std::string first = tmp.path() + "/first";

@@ -705,6 +705,74 @@ BOOST_AUTO_TEST_CASE(review11_file_names_as_written_relative_to_the_working_dire
   BOOST_REQUIRE(::chdir(here) == 0);
 }
 
+// NVRTC looks for a quoted include of an in-memory header ("sub/h.h" including "x.h") next to it,
+// relative to the working directory, and opens that file itself (strace: "sub/x.h"), never kjit's
+// copy. Here x.h is edited while the compile runs (when kjit reads z.h, which only NVRTC's second
+// round asks for): it was stored under the key of the bytes kjit read, and served for them later
+// (101 for 100). Included from a disk header, x.h's copy is what NVRTC reads (the guard).
+BOOST_AUTO_TEST_CASE(review12_an_in_memory_headers_neighbour_on_disk_is_read_by_nvrtc_itself)
+{
+  const std::string d = tmp.path() + "/memory";
+  put(d + "/sub/y.h", "#include \"x.h\"\n");
+  put(d + "/z.h", "#define Z 0\n");
+  struct Cwd {
+    char here[4096] = {};
+    explicit Cwd(const std::string& to) { BOOST_REQUIRE(::getcwd(here, sizeof here) != nullptr && ::chdir(to.c_str()) == 0); }
+    ~Cwd() { std::ignore = ::chdir(here); }
+  } cwd(d);
+  for (const bool in_memory : {true, false}) {
+    kjit::Program program{"k.cu",
+                          std::string("#include \"sub/") + (in_memory ? "h" : "y") + ".h\"\n#define F(x) #x\n#include F(z.h)\n" +
+                            "extern \"C\" __global__ void k(int* o) { *o = V + Z; }\n",
+                          {}, {}, {}};
+    if (in_memory) {
+      program.headers["sub/h.h"] = "#include \"x.h\"\n";
+    }
+    config.cache_dir = tmp.path() + "/memory-cache" + std::to_string(in_memory);
+    put(d + "/sub/x.h", "#define V 100\n");
+    settle();
+    kjit::deps::set_read_hook([&](const std::string& path) {
+      if (path == d + "/z.h") {
+        write_text(d + "/sub/x.h", "#define V 101\n");
+      }
+    });
+    {
+      kjit::Cache cache(config);
+      cache.get(program, k_arch);
+    }
+    kjit::deps::set_read_hook({});
+    write_text(d + "/sub/x.h", "#define V 100\n");  // back to what kjit hashed
+    settle();
+    kjit::Cache cache(config);
+    BOOST_TEST(value_in(kjit::rtc::compile(config, program, k_arch).ptx) == "100");
+    const std::string got = value_in(cache.get(program, k_arch)->ptx);
+    BOOST_TEST(got == "100", "in memory " << in_memory << ": " << got);  // was 101
+  }
+  // Not there when kjit looked (x.h is found through -I), made during the compile: NVRTC took it.
+  ::unlink((d + "/sub/x.h").c_str());
+  put(d + "/inc/x.h", "#define V 200\n");
+  settle();
+  kjit::Program program{"k.cu", "#include \"sub/h.h\"\n#define F(x) #x\n#include F(z.h)\n"
+                                "extern \"C\" __global__ void k(int* o) { *o = V + Z; }\n",
+                        {{"sub/h.h", "#include \"x.h\"\n"}}, {"-Iinc"}, {}};
+  config.cache_dir = tmp.path() + "/memory-cache-appearing";
+  kjit::deps::set_read_hook([&](const std::string& path) {
+    if (path == d + "/z.h") {
+      write_text(d + "/sub/x.h", "#define V 201\n");
+    }
+  });
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST(value_in(cache.get(program, k_arch)->ptx) == "201");  // compiled again: x.h is beside it now
+  }
+  kjit::deps::set_read_hook({});
+  ::unlink((d + "/sub/x.h").c_str());  // the state kjit saw
+  settle();
+  kjit::Cache cache(config);
+  BOOST_TEST(value_in(kjit::rtc::compile(config, program, k_arch).ptx) == "200");
+  BOOST_TEST(value_in(cache.get(program, k_arch)->ptx) == "200");  // was 201
+}
+
 // Item 2: NVRTC opens an absolute include name on disk itself (and what that file includes from
 // its folder), never the private copy: such a program is compiled from the disk, not cached.
 BOOST_AUTO_TEST_CASE(item2_an_absolute_include_name_is_not_served_stale)

@@ -4,6 +4,7 @@
 
 #include "fixture.hpp"
 
+#include "cache/key.hpp"
 #include "deps/resolver.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/toolkit.hpp"
@@ -93,6 +94,41 @@ BOOST_AUTO_TEST_CASE(a_header_appearing_in_the_watched_source_folder_changes_the
   BOOST_TEST(cache.get(program, k_arch)->ptx.find("2222") != std::string::npos);
   kjit::Cache fresh(config);
   BOOST_TEST(fresh.get(program, k_arch)->ptx.find("2222") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_miss_of_a_program_without_headers_makes_its_key_once)
+{
+  // prepare() made the key texts; the compile made them again from the same program, arch,
+  // context and (no) headers. Now it takes prepare()'s, and the entry is stored under them.
+  kjit::Cache cache(config);
+  cache.get(small_program("key_once_0"), k_arch);  // the key context
+  const kjit::Program program = small_program("key_once_1");
+  const std::uint64_t before = kjit::cache::keys_made();
+  BOOST_TEST(std::string(kjit::to_string(cache.lookup(program, k_arch).source)) == "compiled");
+  BOOST_TEST(kjit::cache::keys_made() - before == 1u);  // was 2
+  const kjit::PreparedProgram prepared = cache.prepare(program, k_arch);
+  cache.stats();  // waits for the commit: the entry is in the store
+  const kjit::EntryContents stored = cache.entry(prepared.key());
+  BOOST_TEST(stored.program_txt == prepared.program_txt());
+  BOOST_TEST(stored.options_txt == prepared.options_txt());
+
+  // What still makes them again after the compile: disk headers (the compile may have read
+  // others than prepare() knew), -lineinfo (the working directory is in the key: the one of the
+  // compile), each found under the key of what was compiled.
+  const std::string inc = tmp.path() + "/inc";
+  put(inc + "/v.h", "#define V 7\n");
+  settle();
+  kjit::Program with_header = small_program("key_once_2");
+  with_header.source = "#include <v.h>\n" + with_header.source;
+  with_header.options.push_back("-I" + inc);
+  kjit::Program line_info = small_program("key_once_3");
+  line_info.options.push_back("-lineinfo");
+  for (const kjit::Program& other : {with_header, line_info}) {
+    const std::uint64_t start = kjit::cache::keys_made();
+    BOOST_TEST(std::string(kjit::to_string(cache.lookup(other, k_arch).source)) == "compiled");
+    BOOST_TEST(kjit::cache::keys_made() - start >= 2u);
+    BOOST_TEST(std::string(kjit::to_string(cache.lookup(other, k_arch).source)) == "memory");
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

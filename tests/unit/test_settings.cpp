@@ -4,6 +4,7 @@
 
 #include "fixture.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -220,6 +221,40 @@ BOOST_AUTO_TEST_CASE(a_cache_is_not_used_across_fork_but_the_default_cache_reope
   // The parent's cache still works after the child is gone.
   cache.get(small_program("fork_c"), k_sm90);
   BOOST_TEST(cache.stats().compiles == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_config_given_directly_is_checked_like_the_environment)
+{
+  // A Config built by hand skips the table's parsers. Before, a bad arch was an ArchError at the
+  // first get(), a NaN lock timeout waited for another process's compile forever (and a
+  // negative one never waited), a map size of 0 was taken: no error at all.
+  const auto setting_of = [](const kjit::Config& bad) -> std::string {
+    try {
+      kjit::Cache cache(bad);
+    } catch (const kjit::ConfigError& e) {
+      return e.variable();
+    }
+    return "no error";
+  };
+  for (const char* arch : {"garbage", "", "sm_9x"}) {
+    kjit::Config bad = config;
+    bad.arch = arch;
+    BOOST_TEST(setting_of(bad) == "arch");
+  }
+  for (const double timeout : {std::nan(""), -1.0, 0.0, 86401.0, HUGE_VAL}) {
+    kjit::Config bad = config;
+    bad.compile_lock_timeout_s = timeout;
+    BOOST_TEST(setting_of(bad) == "compile_lock_timeout", timeout);
+  }
+  kjit::Config bad = config;
+  bad.store_map_size = 0;
+  BOOST_TEST(setting_of(bad) == "store_map_size");
+  BOOST_TEST(!exists(config.cache_dir));  // refused before anything was made
+  kjit::Config good = config;
+  good.arch = "auto";
+  good.compile_lock_timeout_s = 86400;
+  good.store_map_size = 32768;
+  BOOST_TEST(setting_of(good) == "no error");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,6 +7,7 @@
 #include "fixture.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -174,6 +175,39 @@ BOOST_AUTO_TEST_CASE(a_ptxas_options_file_is_never_served_from_the_cache)
   const std::string now = second.get(program, k_arch)->cubin;
   BOOST_TEST(second.stats().compiles == 1u);
   BOOST_TEST((now != before));  // 72 registers instead of 24
+}
+
+BOOST_AUTO_TEST_CASE(the_nvvm_version_nvrtc_reads_from_the_environment_is_in_the_key)
+{
+  // NVRTC reads NV_NVVM_VERSION when it loads: nvvm-latest makes other PTX and cubins than the
+  // default (nvvm70 on sm_80; measured, NVRTC 13.0). Before, the key left it out, and a process
+  // without it was served the binary another process made with it (and the converse).
+  BOOST_TEST_REQUIRE(std::getenv("NV_NVVM_VERSION") == nullptr);
+  const kjit::Arch arch = kjit::Arch::parse("sm_80");
+  const std::string file = tmp.path() + "/divide.cu";
+  put(file, "extern \"C\" __global__ void divide(float* o, float a, float b) { *o = a / b; }\n");
+  const std::string latest = probe_cache(config.cache_dir, file, "sm_80", "NV_NVVM_VERSION=nvvm-latest");
+  BOOST_TEST_REQUIRE(output_has_line(latest, "compiles: 1"), latest);
+
+  // This process loaded NVRTC without it: its lookup (the direct path) must be this NVRTC's binary.
+  const kjit::Program program = kjit::program_from_file(file);
+  std::string key;
+  {
+    kjit::Cache cache(config);
+    const kjit::Lookup found = cache.lookup(program, arch);
+    BOOST_TEST(std::string(kjit::to_string(found.source)) == "compiled");  // was disk: the nvvm-latest binary
+    BOOST_TEST((found.binary->ptx == kjit::compile(program, arch).ptx));
+    key = cache.prepare(program, arch).key();
+    BOOST_TEST(cache.prepare(program, arch).options_txt().find("nvrtc-environment") == std::string::npos);
+  }  // its commit is durable: the probes find it
+
+  // Each setting finds its own entry (the SHA-256 path of another process).
+  const std::string plain = probe_cache(config.cache_dir, file, "sm_80");
+  BOOST_TEST(output_has_line(plain, "disk_hits: 1"), plain);
+  BOOST_TEST(output_has_line(plain, "key: " + key), plain);
+  const std::string again = probe_cache(config.cache_dir, file, "sm_80", "NV_NVVM_VERSION=nvvm-latest");
+  BOOST_TEST(output_has_line(again, "disk_hits: 1"), again);
+  BOOST_TEST(!output_has_line(again, "key: " + key), again);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
