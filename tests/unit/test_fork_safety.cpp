@@ -5,6 +5,7 @@
 
 #include "fixture.hpp"
 #include "write_lock.hpp"
+#include "cache/compile_lock.hpp"
 #include "mirror/writer.hpp"
 #include "store/store.hpp"
 
@@ -13,12 +14,14 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 using namespace kjit::test;
@@ -221,6 +224,50 @@ BOOST_AUTO_TEST_CASE(flush_returns_while_a_job_is_under_way_after_a_failed_threa
   ::waitpid(child, &status, 0);
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
   BOOST_TEST(WEXITSTATUS(status) == 0, "exit " << WEXITSTATUS(status) << " (7: flush() returned early)");
+}
+
+// Guards the compile lock's fork() child handler (compile_lock.hpp: "a fork()ed child closes its
+// copy of the descriptor at once"): a process killed while it compiles, whose child lives on (a
+// subprocess it started), leaves the key unlocked. The OFD lock belongs to the open file
+// description, which the child's copy kept open: without the handler every other process waited
+// KJIT_COMPILE_LOCK_TIMEOUT for a compile that would never end (a semantic mutant: docs/testing.md).
+BOOST_AUTO_TEST_CASE(a_compiler_killed_while_its_child_lives_leaves_the_key_unlocked)
+{
+  const kjit::util::Sha256 key = kjit::util::sha256("locked key");
+  int ready[2];
+  int release[2];
+  BOOST_TEST_REQUIRE(::pipe(ready) == 0);
+  BOOST_TEST_REQUIRE(::pipe(release) == 0);
+  const pid_t holder = ::fork();
+  BOOST_TEST_REQUIRE(holder >= 0);
+  if (holder == 0) {
+    ::alarm(20);
+    const kjit::cache::CompileLock lock(tmp.path(), key, 0.0);
+    if (!lock.held()) {
+      ::_exit(3);
+    }
+    if (::fork() == 0) {  // outlives its parent, until the test closes `release`
+      ::close(release[1]);
+      char byte = 0;
+      std::ignore = ::read(release[0], &byte, 1);
+      ::_exit(0);
+    }
+    std::ignore = ::write(ready[1], "h", 1);
+    for (;;) {
+      ::pause();  // killed while "compiling"
+    }
+  }
+  ::close(release[0]);
+  ::close(ready[1]);
+  char byte = 0;
+  BOOST_TEST_REQUIRE(::read(ready[0], &byte, 1) == 1);
+  ::close(ready[0]);
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+  const kjit::cache::CompileLock mine(tmp.path(), key, 0.0);  // no wait: held now or never
+  BOOST_TEST(mine.held());
+  BOOST_TEST(!mine.timed_out());
+  ::close(release[1]);  // the child exits
 }
 
 BOOST_AUTO_TEST_SUITE_END()
