@@ -239,6 +239,13 @@ BOOST_AUTO_TEST_CASE(import_never_replaces_a_good_entry_with_a_bad_one)
   BOOST_TEST((kept && *kept == good0));
   BOOST_TEST(target.disk_entries() == 3u);
   BOOST_TEST(target.verify(kjit::Repair::no).bad.empty());
+  // `kjit import` says so by its exit code, 1 (a script must not take a partial import for a
+  // whole one; exit 0 was a surviving semantic mutant: docs/testing.md).
+  const std::string binaries = helper("KJIT_TEST_BINARIES");
+  const std::string kjit = binaries.substr(binaries.find(' ') + 1);
+  std::string output;
+  BOOST_TEST(run("'" + kjit + "' import '" + bad + "' --cache-dir '" + tmp.path() + "/cli' 2>&1", output) == 1, output);
+  BOOST_TEST(output.find("kjit import: rejected ") != std::string::npos, output);
 }
 
 BOOST_AUTO_TEST_CASE(import_without_a_disk_tier_is_refused)
