@@ -40,26 +40,43 @@ BOOST_FIXTURE_TEST_SUITE(fork_safety, CacheFixture)
 // for g_held_mutex: deadlock. (With a prepare handler that locked the registry of committers.)
 BOOST_AUTO_TEST_CASE(fork_from_another_thread_during_the_exit_drain)
 {
+  int report[2];  // the grandchild's "ok"; EOF once it and every other holder are gone
+  BOOST_TEST_REQUIRE(::pipe(report) == 0);
   const pid_t child = ::fork();
   if (child == 0) {
     ::alarm(20);
+    ::close(report[0]);
     auto* cache = new kjit::Cache(config);
     BOOST_TEST_REQUIRE(cache->get(small_program("warm_up"), k_sm90) != nullptr);
     WriteLockHolder holder(config.cache_dir + "/store", config.store_map_size, 2);  // the commit waits 2 s
     BOOST_TEST_REQUIRE(cache->get(small_program("during_exit"), k_sm90) != nullptr);
-    std::thread([] {
+    const std::string own = tmp.path() + "/grandchild";
+    std::thread([own, out = report[1]] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // exit() is draining by now
       const pid_t grandchild = ::fork();  // e.g. an application thread starting a subprocess
       if (grandchild == 0) {
+        // A store of its own registers a committer: with the parent's registry of committers
+        // copied (not util::ForkFresh), locked by the drain at fork(), that waited for ever.
+        ::alarm(10);
+        kjit::store::Store::open(own, std::size_t(64) << 20)->put({{kjit::store::Table::meta, "k", "v"}});
+        std::ignore = ::write(out, "ok", 2);
         ::_exit(0);
       }
       ::waitpid(grandchild, nullptr, 0);
     }).detach();
     std::exit(0);
   }
+  ::close(report[1]);
   const int status = wait_status(child);
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status << (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? " (SIGALRM: hung)" : ""));
   BOOST_TEST(WEXITSTATUS(status) == 0);
+  std::string reported;
+  char buffer[16];
+  for (ssize_t got; (got = ::read(report[0], buffer, sizeof buffer)) > 0;) {
+    reported.append(buffer, static_cast<std::size_t>(got));
+  }
+  ::close(report[0]);
+  BOOST_TEST(reported == "ok");  // the grandchild opened and wrote its own store
 }
 
 // no application fork at all. A write not preceded by walk_ahead() (a bundle or remote hit
