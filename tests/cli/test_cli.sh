@@ -59,6 +59,12 @@ check "compile error shows the log" grep -q "oops" "$work/err"
 check "bad arch exits 1" exit_code 1 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_9x -o "$work/out_dir"
 check "bad arch is explained" grep -q "sm_9x" "$work/err"
 check "missing file exits 1" exit_code 1 "$kjit" compile "$work/none.cu" --arch sm_90
+# An error that is no kjit::Error (std::bad_alloc: a 2 GiB sparse source read under a 1 GiB
+# address space limit) still exits 1 and says so, never 0 (a semantic mutant: docs/testing.md).
+truncate -s 2G "$work/huge.cu"
+check "an unexpected error exits 1" exit_code 1 prlimit --as=$((1 << 30)) "$kjit" compile "$work/huge.cu" --arch sm_90
+check "an unexpected error is named" grep -q "kjit compile: unexpected error" "$work/err"
+rm -f "$work/huge.cu"
 
 # --- the cache ---
 check "second compile is a cache hit" exit_code 0 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"

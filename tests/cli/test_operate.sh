@@ -88,6 +88,8 @@ check "cat --source" exit_code 0 "$kjit" cat "$sm90" --source
 check "cat --source is the file" cmp -s "$work/out" "$root/examples/saxpy.cu"
 check "cat --ptx" exit_code 0 "$kjit" cat "$sm90" --ptx
 check "cat --ptx is PTX" grep -q "\.entry saxpy" "$work/out"
+# Output that cannot be written (a full disk) is a failure, not a silent truncation.
+check "cat --ptx into a full disk exits 1" exit_code 1 sh -c "exec '$kjit' cat '$sm90' --ptx >/dev/full"
 check "cat --cubin" exit_code 0 "$kjit" cat "$sm90" --cubin
 check "cat --cubin is the mirrored cubin" cmp -s "$work/out" "$KJIT_CACHE_DIR/programs/$sm90/module/kernel.sm_90.cubin"
 check "cat --program" exit_code 0 "$kjit" cat "$sm90" --program

@@ -46,6 +46,22 @@ BOOST_AUTO_TEST_CASE(option_spellings_in_one_or_two_words_are_one_key, *boost::u
   BOOST_TEST(key_with({"-I" + inc, "-DA=1"}) != joined);
 }
 
+// Guards the order of -D and -U in the key: "-DV=1111 -UV" leaves V undefined, "-UV -DV=1111"
+// defines it. A key that sorted or grouped them served one's binary for the other (semantic
+// mutants: docs/testing.md).
+BOOST_AUTO_TEST_CASE(the_order_of_defines_and_undefines_is_part_of_the_key)
+{
+  kjit::Program program = small_program("define_order");
+  program.source = "#ifndef V\n#define V 4242\n#endif\nextern \"C\" __global__ void k(int* out) { *out = V; }\n";
+  program.options = {"-DV=1111", "-UV"};
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.get(program, k_sm90)->ptx.find("4242") != std::string::npos);
+  program.options = {"-UV", "-DV=1111"};
+  BOOST_TEST(cache.get(program, k_sm90)->ptx.find("1111") != std::string::npos);
+  kjit::Cache later(config);  // by the SHA-256 key from the store, in another Cache
+  BOOST_TEST(later.get(program, k_sm90)->ptx.find("1111") != std::string::npos);
+}
+
 // The debug options are one option in two spellings; options that do not ask for debug info
 // (an unused macro) leave the cubin as it is.
 BOOST_AUTO_TEST_CASE(debug_options_reach_both_stages_and_nothing_else_does)

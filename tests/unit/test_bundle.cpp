@@ -9,6 +9,7 @@
 #include "store/store.hpp"
 
 #include <cstdlib>
+#include <filesystem>
 
 
 using namespace kjit::test;
@@ -238,6 +239,13 @@ BOOST_AUTO_TEST_CASE(import_never_replaces_a_good_entry_with_a_bad_one)
   BOOST_TEST((kept && *kept == good0));
   BOOST_TEST(target.disk_entries() == 3u);
   BOOST_TEST(target.verify(kjit::Repair::no).bad.empty());
+  // `kjit import` says so by its exit code, 1 (a script must not take a partial import for a
+  // whole one; exit 0 was a surviving semantic mutant: docs/testing.md).
+  const std::string binaries = helper("KJIT_TEST_BINARIES");
+  const std::string kjit = binaries.substr(binaries.find(' ') + 1);
+  std::string output;
+  BOOST_TEST(run("'" + kjit + "' import '" + bad + "' --cache-dir '" + tmp.path() + "/cli' 2>&1", output) == 1, output);
+  BOOST_TEST(output.find("kjit import: rejected ") != std::string::npos, output);
 }
 
 BOOST_AUTO_TEST_CASE(import_without_a_disk_tier_is_refused)
@@ -290,6 +298,30 @@ BOOST_AUTO_TEST_CASE(the_format_1_reference_bundle_still_reads)
     } else {
       BOOST_CHECK_THROW(kjit::bundle::Reader(damaged).verify_data(), kjit::BundleError);
     }
+  }
+}
+
+// Guards util::write_file_atomic (a temp file, then a rename), which writes bundles, index.txt and
+// the mirror's shared headers: an export that fails half way (a 1 KiB file size limit, as a full
+// disk) leaves the bundle already there whole and no temp file. Written in place instead, the old
+// bundle was truncated, then deleted (a semantic mutant: docs/testing.md).
+BOOST_AUTO_TEST_CASE(an_export_that_fails_half_way_leaves_the_old_bundle_whole)
+{
+  kjit::Cache(config).get(small_program("exported"), kjit::Arch::parse("sm_90"));
+  const std::string pack = tmp.path() + "/kernels.kjitpack";
+  kjit::Cache(config).export_bundle(pack);
+  const std::string before = read_text(pack);
+  BOOST_TEST_REQUIRE(before.size() > 2048u);  // more than the limit below lets through
+  const std::string binaries = helper("KJIT_TEST_BINARIES");
+  const std::string kjit = binaries.substr(binaries.find(' ') + 1);
+  std::string output;
+  // SIGXFSZ ignored (kept across exec): a write past the limit fails with EFBIG instead.
+  const int status = run("trap '' XFSZ; exec prlimit --fsize=1024 '" + kjit + "' export '" + pack + "' --cache-dir '" +
+                           config.cache_dir + "' 2>&1", output);
+  BOOST_TEST(status != 0, output);
+  BOOST_TEST(read_text(pack) == before);
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path())) {
+    BOOST_TEST(e.path().filename().string().find(".tmp.") == std::string::npos, e.path());
   }
 }
 

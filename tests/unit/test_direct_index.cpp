@@ -253,6 +253,28 @@ BOOST_AUTO_TEST_CASE(a_program_naming_a_header_is_never_kept_by_its_raw_inputs)
   BOOST_TEST(later.stats().compiles == 0u);
 }
 
+// Guards the memory tier against header edits (docs/includes.md: "A lookup stats each folder
+// and header"): a program that includes a disk header, found by its key, must never also be kept
+// in the memory index by its raw inputs, which hold no header. Kept there, the same Cache served
+// the binary of the header's old content after an edit (a semantic mutant: docs/testing.md).
+BOOST_AUTO_TEST_CASE(the_same_cache_sees_an_edited_header_next_to_the_source)
+{
+  const std::string dir = tmp.path() + "/src";
+  put(dir + "/value.h", "#define VALUE 1111\n");
+  settle();  // old enough for a manifest: the second lookup is a memory hit by the final key
+  kjit::Program program;
+  program.name = dir + "/edited.cu";
+  program.source = "#include \"value.h\"\nextern \"C\" __global__ void k(int* out) { *out = VALUE; }\n";
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.get(program, arch)->ptx.find("1111") != std::string::npos);
+  BOOST_TEST((cache.lookup(program, arch).source == kjit::Source::memory));
+  write_text(dir + "/value.h", "#define VALUE 22222\n");
+  const kjit::Lookup edited = cache.lookup(program, arch);
+  BOOST_TEST(edited.binary->ptx.find("22222") != std::string::npos);
+  BOOST_TEST((edited.source == kjit::Source::compiled));
+}
+
 
 // Direct rows hold a program's whole inputs (as much as its record): an entry removed by the size
 // limit or a prune takes its row along, or the store grows without bound under KJIT_MAX_SIZE.

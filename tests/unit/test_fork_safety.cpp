@@ -5,6 +5,7 @@
 
 #include "fixture.hpp"
 #include "write_lock.hpp"
+#include "cache/compile_lock.hpp"
 #include "mirror/writer.hpp"
 #include "store/store.hpp"
 
@@ -13,12 +14,14 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 using namespace kjit::test;
@@ -37,26 +40,43 @@ BOOST_FIXTURE_TEST_SUITE(fork_safety, CacheFixture)
 // for g_held_mutex: deadlock. (With a prepare handler that locked the registry of committers.)
 BOOST_AUTO_TEST_CASE(fork_from_another_thread_during_the_exit_drain)
 {
+  int report[2];  // the grandchild's "ok"; EOF once it and every other holder are gone
+  BOOST_TEST_REQUIRE(::pipe(report) == 0);
   const pid_t child = ::fork();
   if (child == 0) {
     ::alarm(20);
+    ::close(report[0]);
     auto* cache = new kjit::Cache(config);
     BOOST_TEST_REQUIRE(cache->get(small_program("warm_up"), k_sm90) != nullptr);
     WriteLockHolder holder(config.cache_dir + "/store", config.store_map_size, 2);  // the commit waits 2 s
     BOOST_TEST_REQUIRE(cache->get(small_program("during_exit"), k_sm90) != nullptr);
-    std::thread([] {
+    const std::string own = tmp.path() + "/grandchild";
+    std::thread([own, out = report[1]] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // exit() is draining by now
       const pid_t grandchild = ::fork();  // e.g. an application thread starting a subprocess
       if (grandchild == 0) {
+        // A store of its own registers a committer: with the parent's registry of committers
+        // copied (not util::ForkFresh), locked by the drain at fork(), that waited for ever.
+        ::alarm(10);
+        kjit::store::Store::open(own, std::size_t(64) << 20)->put({{kjit::store::Table::meta, "k", "v"}});
+        std::ignore = ::write(out, "ok", 2);
         ::_exit(0);
       }
       ::waitpid(grandchild, nullptr, 0);
     }).detach();
     std::exit(0);
   }
+  ::close(report[1]);
   const int status = wait_status(child);
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status << (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? " (SIGALRM: hung)" : ""));
   BOOST_TEST(WEXITSTATUS(status) == 0);
+  std::string reported;
+  char buffer[16];
+  for (ssize_t got; (got = ::read(report[0], buffer, sizeof buffer)) > 0;) {
+    reported.append(buffer, static_cast<std::size_t>(got));
+  }
+  ::close(report[0]);
+  BOOST_TEST(reported == "ok");  // the grandchild opened and wrote its own store
 }
 
 // no application fork at all. A write not preceded by walk_ahead() (a bundle or remote hit
@@ -221,6 +241,50 @@ BOOST_AUTO_TEST_CASE(flush_returns_while_a_job_is_under_way_after_a_failed_threa
   ::waitpid(child, &status, 0);
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
   BOOST_TEST(WEXITSTATUS(status) == 0, "exit " << WEXITSTATUS(status) << " (7: flush() returned early)");
+}
+
+// Guards the compile lock's fork() child handler (compile_lock.hpp: "a fork()ed child closes its
+// copy of the descriptor at once"): a process killed while it compiles, whose child lives on (a
+// subprocess it started), leaves the key unlocked. The OFD lock belongs to the open file
+// description, which the child's copy kept open: without the handler every other process waited
+// KJIT_COMPILE_LOCK_TIMEOUT for a compile that would never end (a semantic mutant: docs/testing.md).
+BOOST_AUTO_TEST_CASE(a_compiler_killed_while_its_child_lives_leaves_the_key_unlocked)
+{
+  const kjit::util::Sha256 key = kjit::util::sha256("locked key");
+  int ready[2];
+  int release[2];
+  BOOST_TEST_REQUIRE(::pipe(ready) == 0);
+  BOOST_TEST_REQUIRE(::pipe(release) == 0);
+  const pid_t holder = ::fork();
+  BOOST_TEST_REQUIRE(holder >= 0);
+  if (holder == 0) {
+    ::alarm(20);
+    const kjit::cache::CompileLock lock(tmp.path(), key, 0.0);
+    if (!lock.held()) {
+      ::_exit(3);
+    }
+    if (::fork() == 0) {  // outlives its parent, until the test closes `release`
+      ::close(release[1]);
+      char byte = 0;
+      std::ignore = ::read(release[0], &byte, 1);
+      ::_exit(0);
+    }
+    std::ignore = ::write(ready[1], "h", 1);
+    for (;;) {
+      ::pause();  // killed while "compiling"
+    }
+  }
+  ::close(release[0]);
+  ::close(ready[1]);
+  char byte = 0;
+  BOOST_TEST_REQUIRE(::read(ready[0], &byte, 1) == 1);
+  ::close(ready[0]);
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+  const kjit::cache::CompileLock mine(tmp.path(), key, 0.0);  // no wait: held now or never
+  BOOST_TEST(mine.held());
+  BOOST_TEST(!mine.timed_out());
+  ::close(release[1]);  // the child exits
 }
 
 BOOST_AUTO_TEST_SUITE_END()

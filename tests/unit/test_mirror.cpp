@@ -8,6 +8,8 @@
 
 #include <cstdlib>
 #include <dirent.h>
+#include <filesystem>
+#include <map>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -101,6 +103,17 @@ std::string cached_with_own_header(const kjit::Config& config, const std::string
   kjit::Cache cache(config);
   cache.get(program, arch);
   return cache.prepare(program, arch).key();
+}
+
+// Every file below `dir` (paths relative to it) with its content; folders as "<name>/".
+std::map<std::string, std::string> tree_of(const std::string& dir)
+{
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string name = e.path().string().substr(dir.size());
+    files[e.is_directory() ? name + "/" : name] = e.is_directory() ? "" : read_text(e.path().string());
+  }
+  return files;
 }
 
 } // namespace
@@ -302,6 +315,37 @@ BOOST_AUTO_TEST_CASE(a_store_moved_aside_takes_its_mirror_folders_along)
   BOOST_TEST(!exists(config.cache_dir + "/programs/" + key));
   BOOST_TEST(index_lines(config, key) == 0u);
   BOOST_TEST(files_in(config.cache_dir + "/programs/headers") == 0u);
+}
+
+// Guards the temp folder and rename of each entry folder (docs/cache-format.md, "a failed write
+// leaves nothing half-written"): `kjit mirror --rebuild` under a 1 KiB file size limit (as a full
+// disk) fails to write each file, and the folder already there stays whole. Written in place, the
+// rewrite left truncated files (a semantic mutant: docs/testing.md).
+BOOST_AUTO_TEST_CASE(a_rewrite_that_fails_half_way_leaves_the_old_folder_whole)
+{
+  const Sample sample(tmp.path());
+  std::string key;
+  {
+    kjit::Cache cache(config);
+    const auto binary = cache.get(sample.program, kjit::Arch::parse("sm_90"));
+    BOOST_TEST_REQUIRE(binary->cubin.size() > 2048u);  // more than the limit below lets through
+    key = cache.prepare(sample.program, kjit::Arch::parse("sm_90")).key();
+  }
+  const std::string dir = config.cache_dir + "/programs/" + key;
+  const auto before = tree_of(dir);
+  BOOST_TEST_REQUIRE(before.count("/module/kernel.sm_90.cubin") == 1u);
+  const std::string binaries = helper("KJIT_TEST_BINARIES");
+  const std::string kjit = binaries.substr(binaries.find(' ') + 1);
+  std::string output;
+  // SIGXFSZ ignored (kept across exec): a write past the limit fails with EFBIG instead.
+  const int status = run("trap '' XFSZ; exec prlimit --fsize=1024 '" + kjit + "' mirror --rebuild --cache-dir '" +
+                           config.cache_dir + "' 2>&1", output);
+  BOOST_TEST(status != 0, output);
+  BOOST_TEST(output.find("1 entries were not mirrored") != std::string::npos, output);
+  BOOST_TEST((tree_of(dir) == before));
+  for (const auto& e : std::filesystem::directory_iterator(config.cache_dir + "/programs")) {
+    BOOST_TEST(e.path().filename().string().rfind(".tmp-", 0) != 0, e.path());  // the temp folder went
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -170,4 +170,32 @@ BOOST_AUTO_TEST_CASE(a_stamp_naming_another_state_is_not_trusted)
   BOOST_TEST(walks_of_one_write(dir, "fourth") == 1u);
 }
 
+// Guards the commit's durability (docs/ARCHITECTURE.md: write transaction + fdatasync): a
+// process that compiles a kernel has LMDB write data.mdb's pages to the disk (fdatasync), not only
+// to the page cache, which a killed process leaves intact but a power loss does not. MDB_NOSYNC
+// kept every other test passing (a semantic mutant: docs/testing.md). Traced with strace, where it
+// can trace.
+BOOST_AUTO_TEST_CASE(a_commit_reaches_the_disk_by_fdatasync)
+{
+  std::string output;
+  if (run("strace -o /dev/null true 2>&1", output) != 0) {
+    BOOST_TEST_MESSAGE("no working strace: not checked");
+    return;
+  }
+  const std::string file = tmp.path() + "/synced.cu";
+  write_text(file, small_program("synced").source);
+  const std::string trace = tmp.path() + "/trace";
+  output = probe_cache(config.cache_dir, file, "sm_90", "strace -f -y -qq -o '" + trace + "' -e trace=fdatasync,fsync");
+  BOOST_TEST_REQUIRE(output_has_line(output, "compiles: 1"), output);
+  const std::string data = "/store/data.mdb>";
+  std::size_t synced = 0;
+  std::size_t at = 0;
+  const std::string traced = read_text(trace);
+  while ((at = traced.find(data, at)) != std::string::npos) {
+    ++synced;
+    at += data.size();
+  }
+  BOOST_TEST(synced > 0u, traced);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
