@@ -177,9 +177,18 @@ public:
   // process that wrote it after walking it) is not walked again.
   std::uint64_t walks() const noexcept;
 
+  // Whether this store's environment has the file with this identity (st_dev, st_ino) open now.
+  // For the registry of stores (one environment per file per process).
+  bool has_file(std::uint64_t dev, std::uint64_t ino) const;
+
   struct Impl;
 
 private:
+  // Before a write: if `path()` no longer leads to the data.mdb open here (the folder was deleted,
+  // replaced or renamed), the environment is closed and the one at `path()` opened (made if
+  // missing): writes never go to a file no other process will read. Throws StoreError if another
+  // Store of this process has that one open.
+  void follow_folder();
   Store(std::unique_ptr<Impl> impl, std::string path, bool writable);
   // Before this process's first write to an environment: check() it (isolated), replacing it if
   // damaged. A write copies pages LMDB finds through fields a damaged page may hold.

@@ -443,25 +443,59 @@ void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
   log::line("warning: the store " + path + " is damaged (" + why + "); " + moved +
             "; continuing with a fresh store (kernels are compiled again)");
   try {
-    std::ignore = util::create_directories(path, options.access == Access::group ? 02770 : 0700);
-    if (dir_fd >= 0) {
-      const int fresh = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      struct stat mine {};
-      if (fresh < 0 || ::fstat(fresh, &mine) != 0 || mine.st_uid != ::geteuid()) {
-        if (fresh >= 0) {
-          ::close(fresh);
-        }
-        throw StoreError("the fresh store folder " + path + " is not this user's", EPERM);
-      }
-      ::close(dir_fd);
-      dir_fd = fresh;
-      lmdb_path = "/proc/self/fd/" + std::to_string(dir_fd);
-    }
     mode = mode == Mode::read_only_no_lock ? Mode::read_only : mode;
+    open_folder();
     open_env(options.initial_map_size);
   } catch (const std::exception& e) {
     retired = true;
     log::line(std::string("warning: no fresh store could be opened in ") + path + ": " + e.what() +
+              "; continuing without it (compiled kernels are kept in memory only)");
+  }
+}
+
+void Store::Impl::open_folder()
+{
+  std::ignore = util::create_directories(path, options.access == Access::group ? 02770 : 0700);
+  if (dir_fd < 0) {
+    return;
+  }
+  const int fresh = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat mine {};
+  if (fresh < 0 || ::fstat(fresh, &mine) != 0 || mine.st_uid != ::geteuid()) {
+    if (fresh >= 0) {
+      ::close(fresh);
+    }
+    throw StoreError("the store folder " + path + " is not this user's", EPERM);
+  }
+  ::close(dir_fd);
+  dir_fd = fresh;
+  lmdb_path = "/proc/self/fd/" + std::to_string(dir_fd);
+}
+
+bool Store::Impl::moved_away() const
+{
+  if (retired || env == nullptr || mode != Mode::writable || options.inspect_only) {
+    return false;
+  }
+  struct stat st {};
+  if (::stat((path + "/data.mdb").c_str(), &st) != 0) {
+    return errno == ENOENT || errno == ENOTDIR;
+  }
+  return st.st_dev != data_dev || st.st_ino != data_ino;
+}
+
+void Store::Impl::follow_path() noexcept
+{
+  close_env();
+  ++generation;
+  const std::string why = "its folder was deleted, replaced or renamed while this process had it open";
+  try {
+    open_folder();
+    open_env(options.initial_map_size);
+    log::line("note: the store " + path + " was reopened: " + why);
+  } catch (const std::exception& e) {
+    retired = true;
+    log::line("warning: the store " + path + " was closed (" + why + ") and cannot be opened again: " + e.what() +
               "; continuing without it (compiled kernels are kept in memory only)");
   }
 }

@@ -117,6 +117,17 @@ struct Store::Impl {
   // After a commit that began on `before`: still sound if `before` was (no one else wrote between).
   void note_commit(const std::optional<FileState>& before) noexcept;
 
+  // (Re)makes the folder `path` and, when the store goes through a descriptor, opens it again
+  // (O_NOFOLLOW, this user's). Throws StoreError. Caller holds `guard` unique (or owns Impl).
+  void open_folder();
+  // True if `path` no longer leads to the data.mdb this environment has open (the folder was
+  // deleted, replaced or renamed): writes would be lost to every other process. One stat.
+  // Caller holds `guard`.
+  bool moved_away() const;
+  // Closes the environment and opens the one `path` leads to now (made if missing); retires the
+  // store if that fails. Caller holds `guard` unique and the registry's mutex (store.cpp).
+  void follow_path() noexcept;
+
   // Moves the damaged environment aside (if it is still the one opened here), warns once and opens
   // a fresh one; retires the store if that fails. `seen` is the generation the failing call used.
   void recover(const std::string& why, std::uint64_t seen) noexcept;
