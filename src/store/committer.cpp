@@ -66,8 +66,14 @@ void Outstanding::wait() const noexcept
 
 Committer::Committer()
 {
+  // quick_exit() runs at_quick_exit handlers and no atexit one: a host (or a library in it) that
+  // ends that way keeps its queued commits too. Both are registered once; whichever way the
+  // process ends, only one of them runs.
   static std::once_flag once;
-  std::call_once(once, [] { std::atexit(drain_at_exit); });
+  std::call_once(once, [] {
+    std::atexit(drain_at_exit);
+    std::at_quick_exit(drain_at_exit);
+  });
   std::lock_guard lock(live_mutex());
   live().insert(this);
 }

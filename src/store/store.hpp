@@ -127,8 +127,8 @@ public:
   // the rows (fdatasync included), then runs `done` there with nullptr or the StoreError put()
   // would have thrown. Commits run in queue order. Every other call of this Store (except from
   // `done`) first waits for the commits queued before it, so this process reads what it queued;
-  // the Store's destruction and process exit wait for them all (_exit() and kill lose those not
-  // yet committed). `done` must not wait for anything a caller of this Store may hold.
+  // the Store's destruction and process exit (exit(), quick_exit()) wait for them all (_exit()
+  // and kill lose those not yet committed). `done` must not wait for anything a caller of this Store may hold.
   void put_later(std::vector<Row> rows, std::function<void(const StoreError*)> done);
   // Commits put_later() has run so far.
   std::uint64_t later_commits() const noexcept;

@@ -39,23 +39,35 @@ void found_on_disk(const kjit::Config& config, const std::string& tag)
   BOOST_TEST(cache.stats().compiles == 0u);
 }
 
+// How miss_then_end() ends its child.
+enum class End {
+  destroy,     // the Cache destroyed, then _exit(): the destructor alone must have waited
+  exit,        // exit() with the Cache never destroyed: the atexit handler waits
+  quick_exit,  // quick_exit(): no atexit handler, no destructor; the at_quick_exit handler waits
+};
+
 // Compiles `tag` in a forked child (a Cache of its own) while another process holds the store's
-// write lock for two seconds, then ends the child at once: `destroy`ing the Cache, or by exit()
-// with the Cache never destroyed; returns the child's wait status.
-int miss_then_end(const kjit::Config& config, const std::string& tag, bool destroy)
+// write lock for two seconds, then ends the child at once as `end` says; returns the child's wait
+// status (SIGALRM if the end hangs).
+int miss_then_end(const kjit::Config& config, const std::string& tag, End end)
 {
   const pid_t child = ::fork();
   if (child == 0) {
+    ::alarm(60);
     try {
       auto* cache = new kjit::Cache(config);
       warm_up(*cache);
       WriteLockHolder holder(config, 2);  // the commit waits for it, so the end must too
       const bool got = cache->get(small_program(tag), k_sm90) != nullptr;
-      if (destroy) {
+      switch (end) {
+      case End::destroy:
         delete cache;
-        ::_exit(got ? 0 : 3);  // no exit handlers: the destructor alone must have waited
+        ::_exit(got ? 0 : 3);
+      case End::exit:
+        std::exit(got ? 0 : 3);
+      case End::quick_exit:
+        std::quick_exit(got ? 0 : 3);
       }
-      std::exit(got ? 0 : 3);  // the Cache is never destroyed: the exit handler waits
     } catch (...) {
       ::_exit(4);
     }
@@ -142,7 +154,7 @@ BOOST_AUTO_TEST_CASE(a_second_get_in_the_process_waits_for_the_commit_and_hits)
 
 BOOST_AUTO_TEST_CASE(a_cache_destroyed_right_after_a_miss_leaves_its_entry)
 {
-  const int status = miss_then_end(config, "destroyed", true);
+  const int status = miss_then_end(config, "destroyed", End::destroy);
   BOOST_TEST_REQUIRE(WIFEXITED(status));
   BOOST_TEST(WEXITSTATUS(status) == 0);
   found_on_disk(config, "destroyed");
@@ -150,12 +162,21 @@ BOOST_AUTO_TEST_CASE(a_cache_destroyed_right_after_a_miss_leaves_its_entry)
 
 BOOST_AUTO_TEST_CASE(a_process_exiting_right_after_a_miss_leaves_its_entry)
 {
-  const int status = miss_then_end(config, "exited", false);
+  const int status = miss_then_end(config, "exited", End::exit);
   BOOST_TEST_REQUIRE(WIFEXITED(status));
   BOOST_TEST(WEXITSTATUS(status) == 0);
   found_on_disk(config, "exited");
 }
 
+// quick_exit() runs at_quick_exit handlers only (no atexit, no destructors): a library's or the
+// host's own handlers, and kjit's, which waits for the queued commits as exit() does.
+BOOST_AUTO_TEST_CASE(a_process_quick_exiting_right_after_a_miss_leaves_its_entry)
+{
+  const int status = miss_then_end(config, "quick_exited", End::quick_exit);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  found_on_disk(config, "quick_exited");
+}
 
 // A child forked while the parent's commit waits exits at once (its exit handler skips the
 // parent's queue) and the parent's entry still reaches the disk.
