@@ -108,6 +108,9 @@ struct Store::Impl {
   // The map is full: grows it (bounded; at most once for threads that saw the same size). Throws
   // StoreError when it can't; a failed remap reopens the environment first.
   void grow(std::shared_lock<std::shared_mutex>& shared, std::size_t seen);
+  // grow() with `guard` held unique: first clears reader slots of killed processes (they pin the
+  // pages freed since their snapshot), and grows only if there were none.
+  void grow_locked(std::size_t seen);
   // The largest map the address-space limit leaves room for (half of what is free), at most 1 TiB.
   std::size_t growth_limit(std::size_t current) const;
   // Closes and opens the environment again (same files); retires the store if that fails.
