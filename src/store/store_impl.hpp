@@ -3,6 +3,7 @@
 #pragma once
 
 #include "store/blob_txn.hpp"
+#include "store/file_size_signal.hpp"
 #include "store/stamp.hpp"
 #include "store/store.hpp"
 
@@ -142,6 +143,7 @@ struct Store::Impl {
   template <typename Body>
   void write(Body&& body)
   {
+    const FileSizeSignalBlock no_sigxfsz;  // past ulimit -f: an error, not the host killed
     std::shared_lock shared(guard);
     if (retired || env == nullptr) {
       return;

@@ -312,6 +312,50 @@ BOOST_AUTO_TEST_CASE(a_reader_killed_inside_its_transaction_does_not_make_the_st
   BOOST_TEST(store->get(kjit::store::Table::meta, "value").value_or("").size() == 256u * 1024);
 }
 
+// A host under a file-size limit (ulimit -f) is never killed by SIGXFSZ for a write of kjit's: the
+// store's write fails with a StoreError that names the limit, a compiled binary is still returned,
+// and the mirror's files are skipped. Before, the store's first write past the limit killed the
+// process (SIGXFSZ's default action).
+BOOST_AUTO_TEST_CASE(a_file_size_limit_is_an_error_not_a_signal)
+{
+  const auto in_child = [](const std::function<int()>& body) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::alarm(60);
+      struct rlimit limit {std::size_t(1) << 20, std::size_t(1) << 20};
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+      int code = 3;
+      try {
+        code = body();
+      } catch (...) {
+        code = 4;
+      }
+      ::_exit(code);
+    }
+    return child_status(child);
+  };
+  const std::string dir = tmp.path() + "/store";
+  BOOST_TEST(in_child([&] {
+               auto store = kjit::store::Store::open(dir, std::size_t(1) << 26);
+               try {
+                 for (int i = 0; i < 10; ++i) {
+                   store->put(kjit::store::Table::meta, "k" + std::to_string(i), std::string(300 * 1024, 'a'));
+                 }
+               } catch (const kjit::StoreError& e) {
+                 return std::string(e.what()).find("ulimit -f") != std::string::npos ? 0 : 5;
+               }
+               return 6;  // all written: the limit did not apply
+             }) == 0);
+  BOOST_TEST(in_child([&] {
+               kjit::Cache cache(config);
+               kjit::Program program = small_program("file_size_limit");
+               program.source += "// " + std::string(std::size_t(3) << 20, 'x') + "\n";  // mirrored as source.cu
+               const bool got = cache.get(program, k_sm90) != nullptr;
+               cache.flush_mirror();
+               return got ? 0 : 7;
+             }) == 0);
+}
+
 BOOST_AUTO_TEST_CASE(children_do_not_inherit_the_store_file)
 {
   kjit::Cache cache(config);
