@@ -5,6 +5,8 @@
 #include "fixture.hpp"
 #include "write_lock.hpp"
 
+#include "store/store.hpp"
+
 #include <kjit/compile.hpp>
 
 #include <atomic>
@@ -13,6 +15,8 @@
 #include <filesystem>
 #include <future>
 #include <pthread.h>
+#include <csignal>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -176,6 +180,45 @@ BOOST_AUTO_TEST_CASE(a_process_quick_exiting_right_after_a_miss_leaves_its_entry
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
   BOOST_TEST(WEXITSTATUS(status) == 0);
   found_on_disk(config, "quick_exited");
+}
+
+// quick_exit() may be called from a signal handler (allowed when every at_quick_exit handler is
+// signal-safe). One that interrupts a thread inside the commits' lock or wait gives up the drain
+// for that process (as _exit() would) instead of waiting on what the interrupted thread holds:
+// the drain deadlocked there (11 runs of 20 with the signal at random moments).
+BOOST_AUTO_TEST_CASE(quick_exit_from_a_signal_handler_inside_a_wait_does_not_hang)
+{
+  const std::string dir = tmp.path() + "/store";
+  kjit::store::Store::open(dir, config.store_map_size)->put(kjit::store::Table::meta, "made", "1");
+  WriteLockHolder holder(dir, config.store_map_size, 30);  // the child's commit cannot land meanwhile
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(60);
+    auto store = kjit::store::Store::open(dir, config.store_map_size);
+    ::signal(SIGUSR1, [](int) { std::quick_exit(0); });
+    const pthread_t self = ::pthread_self();
+    const auto tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    std::thread([self, tid] {
+      // Once this thread sleeps (in kjit's wait for its commit, or for the commits' lock), the
+      // signal interrupts it there.
+      const std::string stat = "/proc/self/task/" + std::to_string(tid) + "/stat";
+      for (;;) {
+        const std::string text = read_text(stat);
+        const auto close = text.rfind(')');
+        if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'S') {
+          break;
+        }
+      }
+      ::pthread_kill(self, SIGUSR1);
+    }).detach();
+    store->put_later({{kjit::store::Table::meta, "queued", "1"}}, [](const kjit::StoreError*) {});
+    store->count(kjit::store::Table::meta);  // waits for the commit
+    ::_exit(5);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  BOOST_TEST(holder.holding());  // it ended at once, not once the write lock was free
 }
 
 // A child forked while the parent's commit waits exits at once (its exit handler skips the
