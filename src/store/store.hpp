@@ -1,5 +1,6 @@
-// The LMDB store: one environment per path per process, map growth, stale readers, read-only mode,
-// and damage that never reaches the host (a damaged environment is moved aside and replaced).
+// The LMDB store: one environment per file per process (found by data.mdb's identity), map
+// growth, stale readers, read-only mode, and damage that never reaches the host (a damaged
+// environment is moved aside and replaced).
 #pragma once
 
 #include "util/hash.hpp"
@@ -74,7 +75,9 @@ public:
     // read nothing); it is never moved aside or replaced.
     bool inspect_only = false;
   };
-  // Opens (creating if needed) the environment in `dir`. A folder that can't be written is opened
+  // Opens (creating if needed) the environment in `dir`; the Store of this process that already
+  // has the data.mdb found there open (by st_dev, st_ino: through any path) is returned instead.
+  // A folder that can't be written is opened
   // read-only (hits served, writes skipped); without the lock file only on a read-only
   // filesystem, where nobody can be writing. A damaged environment is replaced (see above).
   // Throws StoreError if no store can be opened (the message names KJIT_STORE_MAP_SIZE when the
