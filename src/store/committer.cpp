@@ -32,6 +32,18 @@ std::set<Committer*>& live()
   return g_live->committers;
 }
 
+// How deep this thread is inside a committer's lock or wait (Inside). A handler of quick_exit()
+// called from a signal handler runs on the interrupted thread: waiting on what it holds would
+// never end. initial-exec: no allocation on the first access from a signal handler.
+__attribute__((tls_model("initial-exec"))) thread_local int t_inside = 0;
+
+struct Inside {
+  Inside() noexcept { ++t_inside; }
+  ~Inside() { --t_inside; }
+  Inside(const Inside&) = delete;
+  Inside& operator=(const Inside&) = delete;
+};
+
 void drain_at_exit()
 {
   std::lock_guard lock(live_mutex());
@@ -40,16 +52,33 @@ void drain_at_exit()
   }
 }
 
+// quick_exit() may come from a signal handler (allowed when every at_quick_exit handler is
+// signal-safe). If it interrupted this thread inside a committer, the queued commits are given up,
+// as _exit() would; otherwise the commits are waited for, but not their reports (`done`), which
+// may take locks of the host's that the interrupted thread holds.
+void drain_at_quick_exit()
+{
+  if (t_inside != 0) {
+    return;
+  }
+  std::lock_guard lock(live_mutex());
+  for (Committer* committer : live()) {
+    committer->settle();
+  }
+}
+
 } // namespace
 
 void Outstanding::begin()
 {
+  const Inside inside;
   std::lock_guard lock(m_mutex);
   ++m_count;
 }
 
 void Outstanding::end() noexcept
 {
+  const Inside inside;
   std::lock_guard lock(m_mutex);
   --m_count;
   m_idle->notify_all();  // under the lock: a waiter may destroy this as soon as it sees zero
@@ -60,20 +89,29 @@ void Outstanding::wait() const noexcept
   if (m_pid != ::getpid()) {
     return;  // a forked child: the mutex may have been copied locked
   }
+  const Inside inside;
   std::unique_lock lock(m_mutex);
   m_idle->wait(lock, [this] { return m_count == 0; });
 }
 
 Committer::Committer()
 {
+  // quick_exit() runs at_quick_exit handlers and no atexit one: a host (or a library in it) that
+  // ends that way keeps its queued commits too. Both are registered once; whichever way the
+  // process ends, only one of them runs.
   static std::once_flag once;
-  std::call_once(once, [] { std::atexit(drain_at_exit); });
+  std::call_once(once, [] {
+    std::atexit(drain_at_exit);
+    std::at_quick_exit(drain_at_quick_exit);
+  });
+  const Inside inside;
   std::lock_guard lock(live_mutex());
   live().insert(this);
 }
 
 Committer::~Committer()
 {
+  const Inside inside;
   {
     std::lock_guard lock(live_mutex());
     live().erase(this);
@@ -96,6 +134,7 @@ Committer::~Committer()
 void Committer::queue(std::function<void()> commit, std::function<void(const StoreError*)> done)
 {
   if (m_pid == ::getpid()) {
+    const Inside inside;
     std::lock_guard lock(m_mutex);
     if (!m_thread) {
       try {
@@ -133,6 +172,7 @@ void Committer::settle() const noexcept
   if (m_pid != ::getpid()) {
     return;  // a forked child: no thread, and the mutex may have been copied locked
   }
+  const Inside inside;
   std::unique_lock lock(m_mutex);
   if (m_committed == m_queued || std::this_thread::get_id() == m_thread_id) {
     return;
@@ -159,12 +199,14 @@ void Committer::drain() noexcept
 
 std::uint64_t Committer::committed() const noexcept
 {
+  const Inside inside;
   std::lock_guard lock(m_mutex);
   return m_committed;
 }
 
 void Committer::run()
 {
+  const Inside inside;  // (this thread's own: a quick_exit() from `done` does not wait for itself)
   std::unique_lock lock(m_mutex);
   for (;;) {
     m_wake->wait(lock, [this] { return m_stop || !m_jobs.empty(); });

@@ -37,8 +37,8 @@ private:
 };
 
 // Runs queued commits one at a time, in queue order, on its own thread (started at the first
-// queue()). Process exit (exit(), a return from main) and the destructor wait for every queued
-// commit; _exit() and a kill lose the ones not yet run, as a kill during a commit would.
+// queue()). Process exit (exit(), a return from main, quick_exit()) and the destructor wait for
+// every queued commit; _exit() and a kill lose the ones not yet run, as a kill during a commit would.
 class Committer {
 public:
   Committer();

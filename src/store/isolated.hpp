@@ -19,8 +19,9 @@ enum class IsolatedOutcome {
   no_child,   // fork() failed: nothing was run
 };
 
-// Forks; the child applies the limits, runs `body` and _exits with its result without running
-// atexit handlers or destructors of the parent's objects. `body` must only use what it opens itself
+// Forks; the child applies the limits, runs `body` and _exits with its result (also sent through a
+// pipe: a host ignoring SIGCHLD gets no exit status) without running atexit handlers or
+// destructors of the parent's objects. `body` must only use what it opens itself
 // (never an LMDB environment of the parent). The parent waits up to `limits.seconds`.
 // `detail` receives a description of a non-ok outcome. Never throws.
 IsolatedOutcome run_isolated(const std::function<int()>& body, const IsolatedLimits& limits, std::string& detail);

@@ -5,12 +5,14 @@
 #include "store/blob_txn.hpp"
 #include "store/check.hpp"
 #include "store/committer.hpp"
+#include "store/file_size_signal.hpp"
 #include "store/isolated.hpp"
 #include "store/store_impl.hpp"
 #include "util/file.hpp"
 #include "util/fork_safe.hpp"
 #include "util/stopwatch.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
 #include <climits>
@@ -30,21 +32,47 @@ namespace kjit::store {
 
 namespace {
 
-// One environment per file per process: a Store is registered while it lives, and its environment
-// is closed and unregistered under the mutex (an expired entry means "being closed": open() waits).
-// Never destroyed, and fresh in a fork()ed child (util::ForkFresh): a parent's thread may have held
-// or waited on the copies (a Store being opened or closed at fork()); the child's entries are keyed
-// by its pid.
+// One environment per file per process (LMDB's rule: closing a second one drops the process's
+// fcntl locks on lock.mdb). A Store is registered while it lives and found by the identity of the
+// data.mdb it has open now (Store::has_file: a folder reached by another path, or renamed, is the
+// same store; recover() and follow_folder() change the file and so move the key with it). An
+// expired entry is a Store being destroyed, its environment not yet closed: its file is unknown,
+// so open() waits until every such close is done. Never destroyed, and fresh in a fork()ed child
+// (util::ForkFresh): a parent's thread may have held or waited on the copies.
 struct Registry {
   std::mutex mutex;
   std::condition_variable closed;
-  std::map<std::pair<std::string, pid_t>, std::weak_ptr<Store>> stores;
+  std::vector<std::pair<const Store*, std::weak_ptr<Store>>> stores;
 };
 const util::ForkFresh<Registry> g_registry;
 
 Registry& registry()
 {
   return *g_registry;
+}
+
+// The live Store (other than `self`) whose environment has the file (dev, ino) open, or null.
+// Waits for the closes in progress (but never for `self`'s own, nor, when `self` is being closed
+// itself, for any: its commits may be what another close waits for). Caller holds `lock`.
+std::shared_ptr<Store> find_open(Registry& stores, std::unique_lock<std::mutex>& lock, dev_t dev, ino_t ino,
+                                 const Store* self = nullptr)
+{
+  for (;;) {
+    bool closing = false;
+    bool self_closing = false;
+    for (const auto& [raw, weak] : stores.stores) {
+      std::shared_ptr<Store> store = weak.lock();
+      if (!store) {
+        (raw == self ? self_closing : closing) = true;
+      } else if (raw != self && store->has_file(static_cast<std::uint64_t>(dev), static_cast<std::uint64_t>(ino))) {
+        return store;
+      }
+    }
+    if (!closing || self_closing) {
+      return nullptr;
+    }
+    stores.closed.wait(lock);
+  }
 }
 
 // Limits of a check in a child process: a walk of a 1 GiB store takes about a second (see
@@ -130,6 +158,11 @@ std::string write_failure(const std::string& dir, const StoreError& e)
   if (e.code() == ENOSPC || ((e.code() == EIO || e.code() == EFBIG) && ::statvfs(dir.c_str(), &info) == 0 &&
                              info.f_bavail * info.f_frsize < (std::size_t(1) << 20))) {
     return "no space left on device (disk full) writing the store " + dir;
+  }
+  struct stat data {};
+  if ((e.code() == EIO || e.code() == EFBIG) && ::stat((dir + "/data.mdb").c_str(), &data) == 0 &&
+      near_file_size_limit(static_cast<unsigned long long>(data.st_size), 16ull << 20)) {
+    return "the file size limit (ulimit -f) stops data.mdb from growing, writing the store " + dir + " (" + e.what() + ")";
   }
   return e.what();
 }
@@ -242,12 +275,12 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   const std::string path = options.dir_fd >= 0 ? canonical(dir, options.dir_fd) : canonical(dir);
   Registry& stores = registry();
   std::unique_lock lock(stores.mutex);
-  const auto registry_key = std::make_pair(path, ::getpid());
-  for (auto it = stores.stores.find(registry_key); it != stores.stores.end(); it = stores.stores.find(registry_key)) {
-    if (auto existing = it->second.lock()) {
+  struct stat data {};
+  if (::fstatat(options.dir_fd >= 0 ? options.dir_fd : AT_FDCWD,
+                options.dir_fd >= 0 ? "data.mdb" : (path + "/data.mdb").c_str(), &data, 0) == 0) {
+    if (auto existing = find_open(stores, lock, data.st_dev, data.st_ino)) {
       return existing;
     }
-    stores.closed.wait(lock);  // its last reference is being dropped: wait for the close
   }
   if (mkdir_error && !is_permission_error(mkdir_error.value())) {
     throw StoreError("cannot create the store folder " + dir + ": " + mkdir_error.message(), mkdir_error.value());
@@ -304,24 +337,37 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
       }
     }
   }
+  if (!impl->retired) {
+    // The file was not there when looked for, or was replaced since: if it is one this process
+    // has open after all, the environment just opened is left open, unused (closing it would
+    // drop the other's locks).
+    if (auto existing = find_open(stores, lock, impl->data_dev, impl->data_ino)) {
+      impl->env = nullptr;  // NOLINT: leaked on purpose
+      return existing;
+    }
+  }
   const bool writable = impl->mode == Mode::writable;
   const bool unclean = impl->stale_readers > 0;
   Store* raw = new Store(std::move(impl), path, writable);
-  auto store = std::shared_ptr<Store>(raw, [registry_key](Store* s) {
-    if (registry_key.second != ::getpid()) {
+  const pid_t opener = ::getpid();
+  auto store = std::shared_ptr<Store>(raw, [opener](Store* s) {
+    if (opener != ::getpid()) {
       delete s;  // a fork()ed child's copy: not in this process's registry (~Store leaves it alone)
       return;
     }
+    // Its expired entry makes open() wait until the environment is closed. Not under the mutex:
+    // the commits it waits for may need it (follow_folder()).
+    delete s;
     Registry& stores = registry();
     std::lock_guard lock(stores.mutex);
-    delete s;  // closes the environment while no open() can start another
-    const auto it = stores.stores.find(registry_key);
-    if (it != stores.stores.end() && it->second.expired()) {
+    const auto it = std::find_if(stores.stores.begin(), stores.stores.end(),
+                                 [s](const auto& entry) { return entry.first == s && entry.second.expired(); });
+    if (it != stores.stores.end()) {
       stores.stores.erase(it);
     }
     stores.closed.notify_all();
   });
-  stores.stores[registry_key] = store;
+  stores.stores.emplace_back(raw, store);
   lock.unlock();
   if (unclean) {
     // Readers of killed processes were found: a process died inside the store. Walk it once,
@@ -465,6 +511,40 @@ void Store::walk_before_first_write()
   }
 }
 
+bool Store::has_file(std::uint64_t dev, std::uint64_t ino) const
+{
+  std::shared_lock shared(m_impl->guard);  // waits for a recover() or follow_path() in progress
+  return !m_impl->retired && m_impl->env != nullptr && static_cast<std::uint64_t>(m_impl->data_dev) == dev &&
+         static_cast<std::uint64_t>(m_impl->data_ino) == ino;
+}
+
+void Store::follow_folder()
+{
+  Impl& impl = *m_impl;
+  if (impl.pid != ::getpid()) {
+    return;  // a fork()ed child: the write is refused (Impl::begin)
+  }
+  {
+    std::shared_lock shared(impl.guard);
+    if (!impl.moved_away()) {
+      return;
+    }
+  }
+  Registry& stores = registry();
+  std::unique_lock lock(stores.mutex);  // no open() of the file meanwhile
+  struct stat now {};
+  if (::stat((impl.path + "/data.mdb").c_str(), &now) == 0 && find_open(stores, lock, now.st_dev, now.st_ino, this)) {
+    throw StoreError("the store folder " + impl.path +
+                       " was replaced while this process had it open, and the new one is open in another "
+                       "Store of this process: nothing more is written through this one",
+                     ESTALE);
+  }
+  std::unique_lock exclusive(impl.guard);
+  if (impl.moved_away()) {  // (another thread of this Store may have followed it already)
+    impl.follow_path();
+  }
+}
+
 void Store::put(const std::vector<Row>& rows)
 {
   m_committer->settle();
@@ -486,6 +566,7 @@ void Store::write_rows(const std::vector<Row>& rows)
   if (!m_writable || rows.empty()) {
     return;
   }
+  follow_folder();
   walk_before_first_write();
   Impl& impl = *m_impl;
   try {
@@ -550,6 +631,7 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
   std::string detail;
   const IsolatedOutcome outcome = run_isolated(
     [&] {
+      const FileSizeSignalBlock no_sigxfsz;  // a write past ulimit -f fails, never reads as damage
       std::size_t rows = 0;
       std::string why;
       const bool ok = walk_store(dir, map_size, false, rows, why) &&
@@ -692,6 +774,7 @@ void Store::erase(Table table, const std::vector<std::string>& keys)
   if (!m_writable || keys.empty()) {
     return;
   }
+  follow_folder();
   walk_before_first_write();
   Impl& impl = *m_impl;
   impl.guarded(
@@ -757,6 +840,7 @@ void Store::clear(Table table)
   if (!m_writable) {
     throw StoreError("the store " + m_path + " is read-only: nothing was cleared", EROFS);
   }
+  follow_folder();
   walk_before_first_write();
   Impl& impl = *m_impl;
   impl.guarded(
@@ -781,6 +865,7 @@ Store::BlobSweep Store::sweep_blobs()
   if (!m_writable || !m_impl->has_blob_tables()) {
     return report;
   }
+  follow_folder();
   walk_before_first_write();
   Impl& impl = *m_impl;
   impl.guarded(

@@ -1,5 +1,6 @@
-// The LMDB store: one environment per path per process, map growth, stale readers, read-only mode,
-// and damage that never reaches the host (a damaged environment is moved aside and replaced).
+// The LMDB store: one environment per file per process (found by data.mdb's identity), map
+// growth, stale readers, read-only mode, and damage that never reaches the host (a damaged
+// environment is moved aside and replaced).
 #pragma once
 
 #include "util/hash.hpp"
@@ -74,7 +75,9 @@ public:
     // read nothing); it is never moved aside or replaced.
     bool inspect_only = false;
   };
-  // Opens (creating if needed) the environment in `dir`. A folder that can't be written is opened
+  // Opens (creating if needed) the environment in `dir`; the Store of this process that already
+  // has the data.mdb found there open (by st_dev, st_ino: through any path) is returned instead.
+  // A folder that can't be written is opened
   // read-only (hits served, writes skipped); without the lock file only on a read-only
   // filesystem, where nobody can be writing. A damaged environment is replaced (see above).
   // Throws StoreError if no store can be opened (the message names KJIT_STORE_MAP_SIZE when the
@@ -127,8 +130,8 @@ public:
   // the rows (fdatasync included), then runs `done` there with nullptr or the StoreError put()
   // would have thrown. Commits run in queue order. Every other call of this Store (except from
   // `done`) first waits for the commits queued before it, so this process reads what it queued;
-  // the Store's destruction and process exit wait for them all (_exit() and kill lose those not
-  // yet committed). `done` must not wait for anything a caller of this Store may hold.
+  // the Store's destruction and process exit (exit(), quick_exit()) wait for them all (_exit()
+  // and kill lose those not yet committed). `done` must not wait for anything a caller of this Store may hold.
   void put_later(std::vector<Row> rows, std::function<void(const StoreError*)> done);
   // Commits put_later() has run so far.
   std::uint64_t later_commits() const noexcept;
@@ -177,9 +180,18 @@ public:
   // process that wrote it after walking it) is not walked again.
   std::uint64_t walks() const noexcept;
 
+  // Whether this store's environment has the file with this identity (st_dev, st_ino) open now.
+  // For the registry of stores (one environment per file per process).
+  bool has_file(std::uint64_t dev, std::uint64_t ino) const;
+
   struct Impl;
 
 private:
+  // Before a write: if `path()` no longer leads to the data.mdb open here (the folder was deleted,
+  // replaced or renamed), the environment is closed and the one at `path()` opened (made if
+  // missing): writes never go to a file no other process will read. Throws StoreError if another
+  // Store of this process has that one open.
+  void follow_folder();
   Store(std::unique_ptr<Impl> impl, std::string path, bool writable);
   // Before this process's first write to an environment: check() it (isolated), replacing it if
   // damaged. A write copies pages LMDB finds through fields a damaged page may hold.

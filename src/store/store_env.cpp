@@ -7,12 +7,14 @@
 // - data.mdb always covers the last used page: a shorter file (a copy taken mid-write, a full disk)
 //   would fault (SIGBUS) on first touch, so it is compared with the meta page before anything
 //   reads the map;
-// - stale reader slots of dead processes are cleared with mdb_reader_check;
+// - stale reader slots of dead processes are cleared with mdb_reader_check (at open, when the
+//   reader table is full, and before growing a full map: a stale slot pins every page freed since);
 // - an environment must be opened once per process and never used across fork().
 #include "store/store_impl.hpp"
 
 #include "config/log.hpp"
 #include "store/check.hpp"
+#include "store/file_size_signal.hpp"
 #include "store/isolated.hpp"
 #include "util/file.hpp"
 
@@ -151,6 +153,7 @@ void Store::Impl::keep_slack() noexcept
   if (mode != Mode::writable || env == nullptr) {
     return;
   }
+  const FileSizeSignalBlock no_sigxfsz;  // a tail past ulimit -f is simply not made
   int fd = -1;
   const auto needed = [&]() -> std::size_t {
     struct stat st {};
@@ -203,6 +206,7 @@ bool Store::Impl::inside_file(const void* data, std::size_t size)
 
 void Store::Impl::open_env(std::size_t map_size)
 {
+  const FileSizeSignalBlock no_sigxfsz;  // creating data.mdb writes its meta pages
   check(mdb_env_create(&env), "mdb_env_create");
   mdb_env_set_maxdbs(env, 16);
   mdb_env_set_maxreaders(env, 512);
@@ -364,34 +368,45 @@ void Store::Impl::grow(std::shared_lock<std::shared_mutex>& shared, std::size_t 
   shared.unlock();
   {
     std::unique_lock exclusive(guard);
-    if (retired || env == nullptr) {
-      shared.lock();
-      return;
-    }
-    MDB_envinfo info{};
-    mdb_env_info(env, &info);
-    if (info.me_mapsize <= seen) {  // threads that hit a full map together grow it once
-      const std::size_t limit = growth_limit(info.me_mapsize);
-      const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-      // Doubling, but at least 16 pages at a time (a tiny map would otherwise creep).
-      const std::size_t next = std::min(std::max(info.me_mapsize * 2, info.me_mapsize + 16 * page), limit);
-      if (next < info.me_mapsize + page) {
-        throw StoreError("the store " + path + " is full: its map of " + std::to_string(info.me_mapsize) +
-                           " bytes cannot grow within the address-space limit (ulimit -v) or the 1 TiB cap; "
-                           "set KJIT_STORE_MAP_SIZE or remove entries",
-                         MDB_MAP_FULL);
-      }
-      if (const int rc = mdb_env_set_mapsize(env, next / page * page); rc != MDB_SUCCESS) {
-        reopen_locked("growing the map to " + std::to_string(next) + " bytes failed: " + mdb_strerror(rc));
-        throw StoreError("cannot grow the map of the store " + path + " to " + std::to_string(next) +
-                           " bytes: " + mdb_strerror(rc) + "; the store was reopened at its old size "
-                           "(KJIT_STORE_MAP_SIZE, ulimit -v)",
-                         rc);
-      }
-      check_file_size();
-    }
-  }
+    grow_locked(seen);
+  }  // (the shared lock is taken again only once the unique one is gone: glibc refuses it inside)
   shared.lock();
+}
+
+void Store::Impl::grow_locked(std::size_t seen)
+{
+  if (retired || env == nullptr) {
+    return;
+  }
+  MDB_envinfo info{};
+  mdb_env_info(env, &info);
+  if (info.me_mapsize > seen) {
+    return;  // threads that hit a full map together grow it once
+  }
+  int dead = 0;
+  if (mode != Mode::read_only_no_lock && mdb_reader_check(env, &dead) == MDB_SUCCESS && dead > 0) {
+    // A reader killed inside its transaction held the oldest snapshot: every page freed since was
+    // kept. Its slot is cleared: the retry reuses those pages instead of growing the map.
+    return;
+  }
+  const std::size_t limit = growth_limit(info.me_mapsize);
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  // Doubling, but at least 16 pages at a time (a tiny map would otherwise creep).
+  const std::size_t next = std::min(std::max(info.me_mapsize * 2, info.me_mapsize + 16 * page), limit);
+  if (next < info.me_mapsize + page) {
+    throw StoreError("the store " + path + " is full: its map of " + std::to_string(info.me_mapsize) +
+                       " bytes cannot grow within the address-space limit (ulimit -v) or the 1 TiB cap; "
+                       "set KJIT_STORE_MAP_SIZE or remove entries",
+                     MDB_MAP_FULL);
+  }
+  if (const int rc = mdb_env_set_mapsize(env, next / page * page); rc != MDB_SUCCESS) {
+    reopen_locked("growing the map to " + std::to_string(next) + " bytes failed: " + mdb_strerror(rc));
+    throw StoreError("cannot grow the map of the store " + path + " to " + std::to_string(next) +
+                       " bytes: " + mdb_strerror(rc) + "; the store was reopened at its old size "
+                       "(KJIT_STORE_MAP_SIZE, ulimit -v)",
+                     rc);
+  }
+  check_file_size();
 }
 
 void Store::Impl::reopen_locked(const std::string& why) noexcept
@@ -443,25 +458,59 @@ void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
   log::line("warning: the store " + path + " is damaged (" + why + "); " + moved +
             "; continuing with a fresh store (kernels are compiled again)");
   try {
-    std::ignore = util::create_directories(path, options.access == Access::group ? 02770 : 0700);
-    if (dir_fd >= 0) {
-      const int fresh = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      struct stat mine {};
-      if (fresh < 0 || ::fstat(fresh, &mine) != 0 || mine.st_uid != ::geteuid()) {
-        if (fresh >= 0) {
-          ::close(fresh);
-        }
-        throw StoreError("the fresh store folder " + path + " is not this user's", EPERM);
-      }
-      ::close(dir_fd);
-      dir_fd = fresh;
-      lmdb_path = "/proc/self/fd/" + std::to_string(dir_fd);
-    }
     mode = mode == Mode::read_only_no_lock ? Mode::read_only : mode;
+    open_folder();
     open_env(options.initial_map_size);
   } catch (const std::exception& e) {
     retired = true;
     log::line(std::string("warning: no fresh store could be opened in ") + path + ": " + e.what() +
+              "; continuing without it (compiled kernels are kept in memory only)");
+  }
+}
+
+void Store::Impl::open_folder()
+{
+  std::ignore = util::create_directories(path, options.access == Access::group ? 02770 : 0700);
+  if (dir_fd < 0) {
+    return;
+  }
+  const int fresh = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat mine {};
+  if (fresh < 0 || ::fstat(fresh, &mine) != 0 || mine.st_uid != ::geteuid()) {
+    if (fresh >= 0) {
+      ::close(fresh);
+    }
+    throw StoreError("the store folder " + path + " is not this user's", EPERM);
+  }
+  ::close(dir_fd);
+  dir_fd = fresh;
+  lmdb_path = "/proc/self/fd/" + std::to_string(dir_fd);
+}
+
+bool Store::Impl::moved_away() const
+{
+  if (retired || env == nullptr || mode != Mode::writable || options.inspect_only) {
+    return false;
+  }
+  struct stat st {};
+  if (::stat((path + "/data.mdb").c_str(), &st) != 0) {
+    return errno == ENOENT || errno == ENOTDIR;
+  }
+  return st.st_dev != data_dev || st.st_ino != data_ino;
+}
+
+void Store::Impl::follow_path() noexcept
+{
+  close_env();
+  ++generation;
+  const std::string why = "its folder was deleted, replaced or renamed while this process had it open";
+  try {
+    open_folder();
+    open_env(options.initial_map_size);
+    log::line("note: the store " + path + " was reopened: " + why);
+  } catch (const std::exception& e) {
+    retired = true;
+    log::line("warning: the store " + path + " was closed (" + why + ") and cannot be opened again: " + e.what() +
               "; continuing without it (compiled kernels are kept in memory only)");
   }
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "store/blob_txn.hpp"
+#include "store/file_size_signal.hpp"
 #include "store/stamp.hpp"
 #include "store/store.hpp"
 
@@ -108,6 +109,9 @@ struct Store::Impl {
   // The map is full: grows it (bounded; at most once for threads that saw the same size). Throws
   // StoreError when it can't; a failed remap reopens the environment first.
   void grow(std::shared_lock<std::shared_mutex>& shared, std::size_t seen);
+  // grow() with `guard` held unique: first clears reader slots of killed processes (they pin the
+  // pages freed since their snapshot), and grows only if there were none.
+  void grow_locked(std::size_t seen);
   // The largest map the address-space limit leaves room for (half of what is free), at most 1 TiB.
   std::size_t growth_limit(std::size_t current) const;
   // Closes and opens the environment again (same files); retires the store if that fails.
@@ -116,6 +120,17 @@ struct Store::Impl {
 
   // After a commit that began on `before`: still sound if `before` was (no one else wrote between).
   void note_commit(const std::optional<FileState>& before) noexcept;
+
+  // (Re)makes the folder `path` and, when the store goes through a descriptor, opens it again
+  // (O_NOFOLLOW, this user's). Throws StoreError. Caller holds `guard` unique (or owns Impl).
+  void open_folder();
+  // True if `path` no longer leads to the data.mdb this environment has open (the folder was
+  // deleted, replaced or renamed): writes would be lost to every other process. One stat.
+  // Caller holds `guard`.
+  bool moved_away() const;
+  // Closes the environment and opens the one `path` leads to now (made if missing); retires the
+  // store if that fails. Caller holds `guard` unique and the registry's mutex (store.cpp).
+  void follow_path() noexcept;
 
   // Moves the damaged environment aside (if it is still the one opened here), warns once and opens
   // a fresh one; retires the store if that fails. `seen` is the generation the failing call used.
@@ -128,6 +143,7 @@ struct Store::Impl {
   template <typename Body>
   void write(Body&& body)
   {
+    const FileSizeSignalBlock no_sigxfsz;  // past ulimit -f: an error, not the host killed
     std::shared_lock shared(guard);
     if (retired || env == nullptr) {
       return;

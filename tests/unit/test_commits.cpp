@@ -5,6 +5,8 @@
 #include "fixture.hpp"
 #include "write_lock.hpp"
 
+#include "store/store.hpp"
+
 #include <kjit/compile.hpp>
 
 #include <atomic>
@@ -13,6 +15,8 @@
 #include <filesystem>
 #include <future>
 #include <pthread.h>
+#include <csignal>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -39,23 +43,35 @@ void found_on_disk(const kjit::Config& config, const std::string& tag)
   BOOST_TEST(cache.stats().compiles == 0u);
 }
 
+// How miss_then_end() ends its child.
+enum class End {
+  destroy,     // the Cache destroyed, then _exit(): the destructor alone must have waited
+  exit,        // exit() with the Cache never destroyed: the atexit handler waits
+  quick_exit,  // quick_exit(): no atexit handler, no destructor; the at_quick_exit handler waits
+};
+
 // Compiles `tag` in a forked child (a Cache of its own) while another process holds the store's
-// write lock for two seconds, then ends the child at once: `destroy`ing the Cache, or by exit()
-// with the Cache never destroyed; returns the child's wait status.
-int miss_then_end(const kjit::Config& config, const std::string& tag, bool destroy)
+// write lock for two seconds, then ends the child at once as `end` says; returns the child's wait
+// status (SIGALRM if the end hangs).
+int miss_then_end(const kjit::Config& config, const std::string& tag, End end)
 {
   const pid_t child = ::fork();
   if (child == 0) {
+    ::alarm(60);
     try {
       auto* cache = new kjit::Cache(config);
       warm_up(*cache);
       WriteLockHolder holder(config, 2);  // the commit waits for it, so the end must too
       const bool got = cache->get(small_program(tag), k_sm90) != nullptr;
-      if (destroy) {
+      switch (end) {
+      case End::destroy:
         delete cache;
-        ::_exit(got ? 0 : 3);  // no exit handlers: the destructor alone must have waited
+        ::_exit(got ? 0 : 3);
+      case End::exit:
+        std::exit(got ? 0 : 3);
+      case End::quick_exit:
+        std::quick_exit(got ? 0 : 3);
       }
-      std::exit(got ? 0 : 3);  // the Cache is never destroyed: the exit handler waits
     } catch (...) {
       ::_exit(4);
     }
@@ -142,7 +158,7 @@ BOOST_AUTO_TEST_CASE(a_second_get_in_the_process_waits_for_the_commit_and_hits)
 
 BOOST_AUTO_TEST_CASE(a_cache_destroyed_right_after_a_miss_leaves_its_entry)
 {
-  const int status = miss_then_end(config, "destroyed", true);
+  const int status = miss_then_end(config, "destroyed", End::destroy);
   BOOST_TEST_REQUIRE(WIFEXITED(status));
   BOOST_TEST(WEXITSTATUS(status) == 0);
   found_on_disk(config, "destroyed");
@@ -150,12 +166,60 @@ BOOST_AUTO_TEST_CASE(a_cache_destroyed_right_after_a_miss_leaves_its_entry)
 
 BOOST_AUTO_TEST_CASE(a_process_exiting_right_after_a_miss_leaves_its_entry)
 {
-  const int status = miss_then_end(config, "exited", false);
+  const int status = miss_then_end(config, "exited", End::exit);
   BOOST_TEST_REQUIRE(WIFEXITED(status));
   BOOST_TEST(WEXITSTATUS(status) == 0);
   found_on_disk(config, "exited");
 }
 
+// quick_exit() runs at_quick_exit handlers only (no atexit, no destructors): a library's or the
+// host's own handlers, and kjit's, which waits for the queued commits as exit() does.
+BOOST_AUTO_TEST_CASE(a_process_quick_exiting_right_after_a_miss_leaves_its_entry)
+{
+  const int status = miss_then_end(config, "quick_exited", End::quick_exit);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  found_on_disk(config, "quick_exited");
+}
+
+// quick_exit() may be called from a signal handler (allowed when every at_quick_exit handler is
+// signal-safe). One that interrupts a thread inside the commits' lock or wait gives up the drain
+// for that process (as _exit() would) instead of waiting on what the interrupted thread holds:
+// the drain deadlocked there (11 runs of 20 with the signal at random moments).
+BOOST_AUTO_TEST_CASE(quick_exit_from_a_signal_handler_inside_a_wait_does_not_hang)
+{
+  const std::string dir = tmp.path() + "/store";
+  kjit::store::Store::open(dir, config.store_map_size)->put(kjit::store::Table::meta, "made", "1");
+  WriteLockHolder holder(dir, config.store_map_size, 30);  // the child's commit cannot land meanwhile
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(60);
+    auto store = kjit::store::Store::open(dir, config.store_map_size);
+    ::signal(SIGUSR1, [](int) { std::quick_exit(0); });
+    const pthread_t self = ::pthread_self();
+    const auto tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    std::thread([self, tid] {
+      // Once this thread sleeps (in kjit's wait for its commit, or for the commits' lock), the
+      // signal interrupts it there.
+      const std::string stat = "/proc/self/task/" + std::to_string(tid) + "/stat";
+      for (;;) {
+        const std::string text = read_text(stat);
+        const auto close = text.rfind(')');
+        if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'S') {
+          break;
+        }
+      }
+      ::pthread_kill(self, SIGUSR1);
+    }).detach();
+    store->put_later({{kjit::store::Table::meta, "queued", "1"}}, [](const kjit::StoreError*) {});
+    store->count(kjit::store::Table::meta);  // waits for the commit
+    ::_exit(5);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  BOOST_TEST(holder.holding());  // it ended at once, not once the write lock was free
+}
 
 // A child forked while the parent's commit waits exits at once (its exit handler skips the
 // parent's queue) and the parent's entry still reaches the disk.

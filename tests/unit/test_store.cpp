@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "write_lock.hpp"
 
 #include "store/location.hpp"
 #include "store/record.hpp"
@@ -10,7 +11,9 @@
 #include "util/unique_handle.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace kjit::test;
@@ -278,6 +281,52 @@ BOOST_AUTO_TEST_CASE(a_store_opened_by_its_descriptor_is_the_one_of_its_real_pat
   auto by_path = kjit::store::Store::open(cache.store_path(), config.store_map_size);
   BOOST_TEST(by_descriptor.get() == by_path.get());
   BOOST_TEST(by_descriptor->path() == cache.store_path());
+}
+
+// LMDB allows one environment per file per process: a folder renamed while its store is open is
+// still that store (keyed by data.mdb's identity, not by the path).
+BOOST_AUTO_TEST_CASE(a_renamed_store_folder_is_still_the_one_environment)
+{
+  const std::string before = tmp.path() + "/before";
+  const std::string after = tmp.path() + "/after";
+  auto held = kjit::store::Store::open(before, config.store_map_size);
+  held->put(kjit::store::Table::meta, "k", "v");
+  BOOST_TEST_REQUIRE(::rename(before.c_str(), after.c_str()) == 0);
+  auto reopened = kjit::store::Store::open(after, config.store_map_size);
+  BOOST_TEST(reopened.get() == held.get());
+  BOOST_TEST(reopened->get(kjit::store::Table::meta, "k").value_or("") == "v");
+}
+
+// A store folder deleted and made again while this process holds its store: an open is the new
+// folder's, and the held store's next write goes there too, where other processes see it.
+BOOST_AUTO_TEST_CASE(a_store_folder_made_again_is_the_new_folders_store)
+{
+  const std::string dir = tmp.path() + "/again";
+  auto held = kjit::store::Store::open(dir, config.store_map_size);
+  held->put(kjit::store::Table::meta, "old", "1");
+  std::string output;
+  BOOST_TEST_REQUIRE(kjit::test::run("rm -rf '" + dir + "'", output) == 0);
+  held->put(kjit::store::Table::meta, "after", "2");  // notices the folder is gone: a fresh one
+  auto reopened = kjit::store::Store::open(dir, config.store_map_size);
+  BOOST_TEST(reopened.get() == held.get());
+  BOOST_TEST(!reopened->get(kjit::store::Table::meta, "old").has_value());
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {  // another process (its registry is its own)
+    auto store = kjit::store::Store::open(dir, config.store_map_size);
+    ::_exit(store->get(kjit::store::Table::meta, "after").value_or("") == "2" ? 0 : 1);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+
+  BOOST_TEST_REQUIRE(kjit::test::run("rm -rf '" + dir + "'", output) == 0);
+  auto fresh = kjit::store::Store::open(dir, config.store_map_size);  // before the held one writes
+  BOOST_TEST(fresh.get() != held.get());
+  fresh->put(kjit::store::Table::meta, "fresh", "3");
+  BOOST_TEST(fresh->get(kjit::store::Table::meta, "fresh").value_or("") == "3");
+  // The held store cannot move onto a file another Store of this process has open: its write fails
+  // (never lost silently in a deleted file).
+  BOOST_CHECK_THROW(held->put(kjit::store::Table::meta, "lost", "4"), kjit::StoreError);
 }
 
 BOOST_AUTO_TEST_CASE(network_filesystems_are_detected_and_avoided)

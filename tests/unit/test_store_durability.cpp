@@ -198,4 +198,26 @@ BOOST_AUTO_TEST_CASE(a_commit_reaches_the_disk_by_fdatasync)
   BOOST_TEST(synced > 0u, traced);
 }
 
+// A host that ignores SIGCHLD (a daemon's habit) has its children reaped by the kernel: waitpid()
+// then fails with ECHILD. The walk in a child process read that as a failed check and moved the
+// sound store aside (every entry lost, at every such process's first write).
+BOOST_AUTO_TEST_CASE(a_host_ignoring_sigchld_keeps_its_sound_store)
+{
+  const std::string dir = tmp.path() + "/store";
+  kjit::store::Store::open(dir, std::size_t(64) << 20)->put(kjit::store::Table::meta, "kept", "1");
+  const pid_t child = ::fork();
+  if (child_started(child)) {
+    ::alarm(60);
+    ::signal(SIGCHLD, SIG_IGN);
+    auto store = kjit::store::Store::open(dir, std::size_t(64) << 20);
+    const kjit::store::CheckReport report = store->check(true);
+    const bool kept = store->replacements() == 0 && store->get(kjit::store::Table::meta, "kept").value_or("") == "1";
+    ::_exit(report.ok ? (kept ? 0 : 2) : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

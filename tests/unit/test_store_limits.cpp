@@ -12,6 +12,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <fstream>
+#include <lmdb.h>
 #include <functional>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -283,6 +284,78 @@ BOOST_AUTO_TEST_CASE(rebuild_prunes_junk_and_temp_folders_of_killed_runs)
 
 // A child of the host (a compile worker, anything it runs) holds no descriptor of the store's
 // data file: LMDB leaves it inheritable.
+// A reader killed inside its read transaction leaves its slot, which pins every page freed after
+// its snapshot: a long-lived writer that only ever grew the map on MDB_MAP_FULL grew it (and
+// data.mdb) with every overwrite. It clears such slots (mdb_reader_check) before growing.
+BOOST_AUTO_TEST_CASE(a_reader_killed_inside_its_transaction_does_not_make_the_store_grow)
+{
+  const std::string dir = tmp.path() + "/store";
+  const std::size_t map = std::size_t(2) << 20;
+  auto store = kjit::store::Store::open(dir, map);
+  store->put(kjit::store::Table::meta, "value", std::string(256 * 1024, 'a'));
+  const pid_t reader = ::fork();
+  BOOST_TEST_REQUIRE(reader >= 0);
+  if (reader == 0) {
+    MDB_env* env = nullptr;
+    MDB_txn* txn = nullptr;
+    const bool open = mdb_env_create(&env) == MDB_SUCCESS && mdb_env_set_maxdbs(env, 16) == MDB_SUCCESS &&
+                      mdb_env_set_mapsize(env, map) == MDB_SUCCESS &&
+                      mdb_env_open(env, dir.c_str(), MDB_NOTLS | MDB_RDONLY, 0600) == MDB_SUCCESS &&
+                      mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) == MDB_SUCCESS;
+    ::_exit(open ? 0 : 1);  // its reader slot stays taken, by a process that is gone
+  }
+  BOOST_TEST_REQUIRE(child_status(reader) == 0);
+  for (int i = 0; i < 40; ++i) {
+    store->put(kjit::store::Table::meta, "value", std::string(256 * 1024, static_cast<char>('b' + i % 20)));
+  }
+  BOOST_TEST(store->map_size() <= map, store->map_size() << " bytes of map after 40 overwrites of 256 KiB");
+  BOOST_TEST(store->get(kjit::store::Table::meta, "value").value_or("").size() == 256u * 1024);
+}
+
+// A host under a file-size limit (ulimit -f) is never killed by SIGXFSZ for a write of kjit's: the
+// store's write fails with a StoreError that names the limit, a compiled binary is still returned,
+// and the mirror's files are skipped. Before, the store's first write past the limit killed the
+// process (SIGXFSZ's default action).
+BOOST_AUTO_TEST_CASE(a_file_size_limit_is_an_error_not_a_signal)
+{
+  const auto in_child = [](const std::function<int()>& body) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::alarm(60);
+      struct rlimit limit {std::size_t(1) << 20, std::size_t(1) << 20};
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+      int code = 3;
+      try {
+        code = body();
+      } catch (...) {
+        code = 4;
+      }
+      ::_exit(code);
+    }
+    return child_status(child);
+  };
+  const std::string dir = tmp.path() + "/store";
+  BOOST_TEST(in_child([&] {
+               auto store = kjit::store::Store::open(dir, std::size_t(1) << 26);
+               try {
+                 for (int i = 0; i < 10; ++i) {
+                   store->put(kjit::store::Table::meta, "k" + std::to_string(i), std::string(300 * 1024, 'a'));
+                 }
+               } catch (const kjit::StoreError& e) {
+                 return std::string(e.what()).find("ulimit -f") != std::string::npos ? 0 : 5;
+               }
+               return 6;  // all written: the limit did not apply
+             }) == 0);
+  BOOST_TEST(in_child([&] {
+               kjit::Cache cache(config);
+               kjit::Program program = small_program("file_size_limit");
+               program.source += "// " + std::string(std::size_t(3) << 20, 'x') + "\n";  // mirrored as source.cu
+               const bool got = cache.get(program, k_sm90) != nullptr;
+               cache.flush_mirror();
+               return got ? 0 : 7;
+             }) == 0);
+}
+
 BOOST_AUTO_TEST_CASE(children_do_not_inherit_the_store_file)
 {
   kjit::Cache cache(config);
