@@ -264,12 +264,14 @@ BOOST_AUTO_TEST_CASE(a_compiler_killed_while_its_child_lives_leaves_the_key_unlo
       ::_exit(3);
     }
     if (::fork() == 0) {  // outlives its parent, until the test closes `release`
+      // Says "ready" itself: fork() returns here after the child handlers ran, so the test never
+      // kills the holder before this copy of the descriptor had its chance to be closed.
       ::close(release[1]);
+      std::ignore = ::write(ready[1], "h", 1);
       char byte = 0;
       std::ignore = ::read(release[0], &byte, 1);
       ::_exit(0);
     }
-    std::ignore = ::write(ready[1], "h", 1);
     for (;;) {
       ::pause();  // killed while "compiling"
     }
