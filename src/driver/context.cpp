@@ -68,8 +68,8 @@ Context::State::~State()
 {
   modules.clear();  // unload while the context is still retained
   if (primary) {
-    if (const driver::DriverApi* api = driver::driver_api()) {
-      std::ignore = api->primary_ctx_release(device_handle);
+    if (const driver::DriverApi* api = driver::cleanup_api()) {
+      std::ignore = driver::note_cleanup(api->primary_ctx_release(device_handle));
     }
   }
   std::lock_guard lock(g_registry_mutex);

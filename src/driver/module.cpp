@@ -22,13 +22,13 @@ int function_attribute(const driver::DriverApi& api, CUfunction function, CUfunc
 
 Module::State::~State()
 {
-  const driver::DriverApi* api = driver::driver_api();
+  const driver::DriverApi* api = driver::cleanup_api();
   if (api == nullptr || module == nullptr) {
     return;
   }
   const driver::ScopedContext scope(context, driver::ScopedContext::OnFailure::ignore);
   if (scope.active()) {  // else the context is gone, and its modules with it
-    std::ignore = api->module_unload(module);
+    std::ignore = driver::note_cleanup(api->module_unload(module));
   }
 }
 
