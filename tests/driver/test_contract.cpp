@@ -184,6 +184,26 @@ BOOST_AUTO_TEST_CASE(dynamic_shared_memory_over_48_kib_raises_the_limit_once)
   check_balanced();
 }
 
+// The 48 KiB a launch gets without opting in is static and dynamic together: a kernel with static
+// shared memory can't take 48 KiB of dynamic without the raise (it was only raised over 48 KiB).
+BOOST_AUTO_TEST_CASE(dynamic_shared_memory_over_what_the_static_part_leaves_raises_the_limit)
+{
+  {
+    const kjit::Context context = kjit::Context::primary(0);
+    const kjit::Kernel kernel = load(context, {"big_edge.cu", k_big_shared, {}, {}, {}}).kernel("big");
+    kjit::DeviceBuffer out(context, 1024);
+    const unsigned fits = static_cast<unsigned>(kernel.attributes().max_dynamic_shared_bytes);
+    BOOST_TEST(fits < 48 * 1024u);
+    kernel.launch({{1}, {256}, fits}, out.pointer());
+    BOOST_TEST(fake().count("cuFuncSetAttribute") == 0, fake().log());
+    kernel.launch({{1}, {256}, 48 * 1024}, out.pointer());
+    kernel.launch({{1}, {256}, fits + 1}, out.pointer());
+    BOOST_TEST(fake().count("cuFuncSetAttribute 8 ") == 1, fake().log());
+    BOOST_TEST(fake().count("cuLaunchKernel big") == 3);
+  }
+  check_balanced();
+}
+
 BOOST_AUTO_TEST_CASE(driver_errors_are_cuda_errors_naming_the_object)
 {
   {
