@@ -43,7 +43,8 @@ public:
   static Context primary(int device = 0);
   // The calling thread's current context if it has one, else device 0's primary context.
   static Context current();
-  // An application-owned CUcontext (passed as void*); kjit neither retains nor destroys it.
+  // An application-owned CUcontext (passed as void*) on `device`; kjit neither retains nor
+  // destroys it. Throws CudaError for a null context or one on another device.
   static Context wrap(void* cu_context, int device);
 
   void* handle() const noexcept;

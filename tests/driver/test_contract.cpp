@@ -130,6 +130,23 @@ BOOST_AUTO_TEST_CASE(every_retain_and_push_is_undone_and_modules_unload_in_their
   BOOST_TEST(kjit::Context::primary(0).loaded_modules() == 0u);
 }
 
+// wrap() is told the device: a context of another device (or none) would give it the wrong arch
+// and device limits, and the driver's refusal would come later, naming neither.
+BOOST_AUTO_TEST_CASE(wrapping_a_context_with_another_devices_ordinal_or_no_context_is_refused)
+{
+  void* owned = fake().create_context(1);  // on device 1 (sm_80), current
+  try {
+    kjit::Context::wrap(owned, 0);
+    BOOST_ERROR("expected an Error");
+  } catch (const kjit::Error& e) {
+    BOOST_TEST(std::string(e.what()).find("device 1") != std::string::npos, e.what());
+  }
+  BOOST_CHECK_THROW(kjit::Context::wrap(nullptr, 0), kjit::Error);
+  BOOST_TEST(kjit::Context::wrap(owned, 1).compute_capability() == 80);
+  fake().destroy_context(owned);
+  check_balanced();
+}
+
 BOOST_AUTO_TEST_CASE(a_module_whose_context_is_gone_is_not_unloaded)
 {
   void* owned = fake().create_context(0);  // the application's own context, current
