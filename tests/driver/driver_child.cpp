@@ -2,12 +2,14 @@
 //   driver_child status   prints driver_status()
 //   driver_child global   keeps a Kernel, a Module's context and a DeviceBuffer in globals and exits
 //   driver_child static   the same in function-local statics made after the driver was loaded
+//   driver_child shut_down_first   the driver shuts down before a kernel and a buffer are destroyed
 //   driver_child arch     prints the arch `auto` resolves to
 #include <kjit/kjit.hpp>
 
 #include "../common/sample_kernels.hpp"
 
 #include <cstdio>
+#include <dlfcn.h>
 #include <cstring>
 #include <optional>
 
@@ -53,6 +55,13 @@ int main(int argc, char** argv)
       static kjit::DeviceBuffer buffer(kjit::Context::current(), 4096);
       kernel.launch({{1}, {32}}, 1.0f, buffer.pointer(), buffer.pointer(), 32);
       std::printf("launched\n");
+    } else if (std::strcmp(mode, "shut_down_first") == 0) {
+      const kjit::Kernel kernel = kjit::get_kernel({"early_saxpy.cu", kjit::test::k_saxpy, {}, {}, {}}, "saxpy");
+      kjit::DeviceBuffer buffer(kjit::Context::current(), 4096);
+      kernel.launch({{1}, {32}}, 1.0f, buffer.pointer(), buffer.pointer(), 32);
+      std::printf("launched\n");
+      // The driver shuts down while kjit objects still live (its handler ran before kjit's).
+      reinterpret_cast<void (*)()>(::dlsym(::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), "fake_cuda_shut_down"))();
     } else if (std::strcmp(mode, "arch") == 0) {
       std::printf("arch: %s\n", kjit::current_device_arch(kjit::supported_archs).str().c_str());
     }

@@ -56,4 +56,12 @@ BOOST_AUTO_TEST_CASE(statics_made_after_the_driver_loaded_unload_and_free_at_exi
   BOOST_TEST(count(calls, "\ncuModuleUnload M1 ctx=P0\n") == 2u, calls);
 }
 
+// A driver that shut down earlier than kjit's handler ran: the first cleanup call that meets
+// CUDA_ERROR_DEINITIALIZED is the last one.
+BOOST_AUTO_TEST_CASE(after_the_first_deinitialized_answer_no_destructor_calls_the_driver)
+{
+  const std::string calls = run_twice("shut_down_first");
+  BOOST_TEST(count(calls, "called after the driver shut down") == 2u, calls);  // one per run
+}
+
 BOOST_AUTO_TEST_SUITE_END()

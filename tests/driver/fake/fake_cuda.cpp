@@ -967,6 +967,12 @@ __attribute__((visibility("default"))) void* fake_cuda_create_stream()
   return handle;
 }
 
+// The driver's exit-time shutdown, now (as if it had registered it after kjit's handler).
+__attribute__((visibility("default"))) void fake_cuda_shut_down()
+{
+  shut_down();
+}
+
 // cuCtxSetCurrent, as the CUDA runtime uses it (nullptr pops nothing, it empties the top).
 __attribute__((visibility("default"))) void fake_cuda_set_current(void* context)
 {
