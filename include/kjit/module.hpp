@@ -43,7 +43,8 @@ public:
   static Context primary(int device = 0);
   // The calling thread's current context if it has one, else device 0's primary context.
   static Context current();
-  // An application-owned CUcontext (passed as void*); kjit neither retains nor destroys it.
+  // An application-owned CUcontext (passed as void*) on `device`; kjit neither retains nor
+  // destroys it. Throws CudaError for a null context or one on another device.
   static Context wrap(void* cu_context, int device);
 
   void* handle() const noexcept;
@@ -165,8 +166,9 @@ public:
 
   // Launches with typed arguments, checked against the kernel's parameters when the module was
   // loaded from a cubin: a wrong count or size throws LaunchError before the driver is called.
-  // A launch that asks for more than 48 KiB of dynamic shared memory raises the kernel's limit to
-  // the device's maximum first (once per kernel and context). Throws CudaError naming program,
+  // A launch that asks for more dynamic shared memory than the kernel's limit (48 KiB less its
+  // static shared memory, until raised) raises the limit to the device's maximum first (once per
+  // kernel and context; not after set_max_dynamic_shared_bytes). Throws CudaError naming program,
   // kernel and device when the driver fails.
   template <typename... Args>
   void launch(const LaunchConfig& config, const Args&... args) const

@@ -33,10 +33,12 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept
 
 DeviceBuffer::~DeviceBuffer()
 {
-  const driver::DriverApi* api = driver::driver_api();
+  const driver::DriverApi* api = driver::cleanup_api();
   if (m_pointer != 0 && api != nullptr) {
     const driver::ScopedContext scope(m_context.m_state->context, driver::ScopedContext::OnFailure::ignore);
-    std::ignore = api->mem_free(m_pointer);
+    if (driver::cleanup_api() != nullptr) {  // the scope may have found the driver shut down
+      std::ignore = driver::note_cleanup(api->mem_free(m_pointer));
+    }
   }
 }
 

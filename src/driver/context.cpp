@@ -68,8 +68,8 @@ Context::State::~State()
 {
   modules.clear();  // unload while the context is still retained
   if (primary) {
-    if (const driver::DriverApi* api = driver::driver_api()) {
-      std::ignore = api->primary_ctx_release(device_handle);
+    if (const driver::DriverApi* api = driver::cleanup_api()) {
+      std::ignore = driver::note_cleanup(api->primary_ctx_release(device_handle));
     }
   }
   std::lock_guard lock(g_registry_mutex);
@@ -125,8 +125,20 @@ Context Context::wrap(void* cu_context, int device)
 {
   const auto context = static_cast<CUcontext>(cu_context);
   const driver::DriverApi& api = driver::require_driver();
+  if (context == nullptr) {
+    throw CudaError("Context::wrap: a null CUcontext (use Context::current() or Context::primary())",
+                    CUDA_ERROR_INVALID_CONTEXT);
+  }
   CUdevice handle{};
   driver::check(api.device_get(&handle, device), [&] { return "cuDeviceGet(" + std::to_string(device) + ")"; });
+  // The device decides the arch and the limits kjit uses: it must be the context's own.
+  CUdevice own{};
+  driver::check(api.ctx_get_device(&own, context), [] { return std::string("cuCtxGetDevice of the wrapped context"); });
+  if (own != handle) {
+    throw CudaError("Context::wrap: the context is on device " + std::to_string(driver::ordinal_of(api, own)) +
+                      ", not on " + device_text(device),
+                    CUDA_ERROR_INVALID_DEVICE);
+  }
   return Context(find_or_register(context, [&] {
     auto state = std::make_shared<State>();
     state->context = context;

@@ -7,6 +7,8 @@
 #include <kjit/error.hpp>
 
 #include <dlfcn.h>
+#include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -17,6 +19,14 @@ namespace kjit::driver {
 namespace {
 
 using GetProcAddress = PFN_cuGetProcAddress_v12000;
+
+// Set once the process is exiting (see cleanup_api()).
+std::atomic<bool> g_exiting{false};
+
+void note_exit()
+{
+  g_exiting.store(true, std::memory_order_release);
+}
 
 struct State {
   std::optional<util::DynamicLibrary> library;  // never closed: see state()
@@ -100,6 +110,9 @@ void load(State& state)
     }
     return;
   }
+  // Registered after the driver registered its own exit-time shutdown (when it loaded or
+  // initialized), so it runs before that: objects destroyed later never reach the driver.
+  std::ignore = std::atexit(note_exit);
   if (const CUresult result = api.device_get_count(&status.device_count); result != CUDA_SUCCESS) {
     status.reason = std::string("cuDeviceGetCount failed: ") + describe_with(api, result);
     return;
@@ -135,6 +148,19 @@ const DriverApi* driver_api()
   return s.status.available ? &s.api : nullptr;
 }
 
+const DriverApi* cleanup_api()
+{
+  return g_exiting.load(std::memory_order_acquire) ? nullptr : driver_api();
+}
+
+CUresult note_cleanup(CUresult result)
+{
+  if (result == CUDA_ERROR_DEINITIALIZED) {
+    note_exit();
+  }
+  return result;
+}
+
 const char* describe(CUresult result)
 {
   return describe_with(state().api, result);
@@ -157,6 +183,9 @@ const char* describe_with(const DriverApi& api, CUresult result)
 const DriverApi& require_driver()
 {
   const DriverApi* api = driver_api();
+  if (api != nullptr && g_exiting.load(std::memory_order_acquire)) {
+    throw CudaError("the process is exiting: the CUDA driver shuts down", CUDA_ERROR_DEINITIALIZED);
+  }
   if (api == nullptr) {
     throw CudaError(driver_status().reason, CUDA_ERROR_NO_DEVICE);
   }
@@ -171,16 +200,18 @@ void throw_cuda_error(CUresult result, const std::string& what)
 ScopedContext::ScopedContext(CUcontext context, OnFailure on_failure)
 {
   if (on_failure == OnFailure::ignore) {
-    const DriverApi* api = driver_api();
+    const DriverApi* api = cleanup_api();
     CUcontext current = nullptr;
-    if (api == nullptr || api->ctx_get_current(&current) != CUDA_SUCCESS) {
+    if (api == nullptr || note_cleanup(api->ctx_get_current(&current)) != CUDA_SUCCESS) {
       return;
     }
+    m_api = api;
     m_pushed = current != context && api->ctx_push_current(context) == CUDA_SUCCESS;
     m_active = current == context || m_pushed;
     return;
   }
   const DriverApi& api = require_driver();
+  m_api = &api;
   CUcontext current = nullptr;
   check(api.ctx_get_current(&current), [] { return std::string("cuCtxGetCurrent"); });
   if (current != context) {
@@ -194,7 +225,7 @@ ScopedContext::~ScopedContext()
 {
   if (m_pushed) {
     CUcontext popped = nullptr;
-    std::ignore = driver_api()->ctx_pop_current(&popped);
+    std::ignore = m_api->ctx_pop_current(&popped);
   }
 }
 

@@ -73,7 +73,7 @@ void check(CUresult result, What&& what)
 class ScopedContext {
 public:
   // What to do when the context can't be made current: throw CudaError, or (in destructors)
-  // go on without it.
+  // go on without it (never calling the driver once the process is exiting: see cleanup_api).
   enum class OnFailure { throw_error, ignore };
   explicit ScopedContext(CUcontext context, OnFailure on_failure = OnFailure::throw_error);
   ~ScopedContext();
@@ -84,12 +84,22 @@ public:
   bool active() const noexcept { return m_active; }
 
 private:
+  const DriverApi* m_api = nullptr;  // the one that pushed, to pop with
   bool m_pushed = false;
   bool m_active = false;
 };
 
 // The driver's entry points once cuInit succeeded, or nullptr (see kjit::driver_status() for why).
 const DriverApi* driver_api();
+
+// For destructors: the driver's entry points, or nullptr once the process is exiting. The driver
+// shuts itself down during exit (CUDA_ERROR_DEINITIALIZED after that) before the globals built
+// before it loaded are destroyed; it frees their modules and memory itself, so they leave it alone.
+const DriverApi* cleanup_api();
+
+// Notes a cleanup call's result: CUDA_ERROR_DEINITIALIZED says the driver has shut down, and no
+// later cleanup calls it. Returns `result`.
+CUresult note_cleanup(CUresult result);
 
 // "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)" for `result`.
 const char* describe(CUresult result);

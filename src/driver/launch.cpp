@@ -12,9 +12,6 @@ namespace kjit {
 
 namespace {
 
-// Dynamic shared memory a launch gets without raising CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.
-constexpr unsigned k_default_dynamic_shared = 48 * 1024;
-
 std::string dim_text(const Dim3& d)
 {
   return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
@@ -127,10 +124,19 @@ void Kernel::launch_checked(const LaunchConfig& config, void** arguments) const
     return "launching " + m_name + " of " + m_module->program + " on " + m_module->device + " (" +
            geometry_text(config) + ")";
   };
-  if (config.shared_bytes > k_default_dynamic_shared) {
-    // Like Triton: raised once to the most the device allows, so later launches need no call.
+  // Without opting in a launch gets 48 KiB of shared memory, static and dynamic together: the
+  // kernel's limit (read once) is 48 KiB less its static part. Like Triton, a launch over it raises
+  // it once to the most the device allows, so later launches need no call.
+  const int known_limit = m_function->dynamic_shared_limit.load(std::memory_order_acquire);
+  if (config.shared_bytes > 0 && (known_limit < 0 || config.shared_bytes > static_cast<unsigned>(known_limit))) {
     std::lock_guard lock(m_function->mutex);
-    if (!m_function->shared_raised) {
+    int limit = m_function->dynamic_shared_limit.load(std::memory_order_relaxed);
+    if (limit < 0) {
+      driver::check(api.func_get_attribute(&limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, function),
+                    [&] { return "cuFuncGetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) for " + where(); });
+      m_function->dynamic_shared_limit.store(limit, std::memory_order_release);
+    }
+    if (config.shared_bytes > static_cast<unsigned>(limit) && !m_function->shared_raised) {
       const KernelAttributes limits = attributes();
       driver::check(api.func_set_attribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                            limits.max_dynamic_shared_optin_bytes),
@@ -139,6 +145,7 @@ void Kernel::launch_checked(const LaunchConfig& config, void** arguments) const
                              std::to_string(limits.max_dynamic_shared_optin_bytes) + ") for " + where();
                     });
       m_function->shared_raised = true;
+      m_function->dynamic_shared_limit.store(limits.max_dynamic_shared_optin_bytes, std::memory_order_release);
     }
   }
   if (is_cluster(config.cluster) || config.cooperative) {

@@ -22,13 +22,13 @@ int function_attribute(const driver::DriverApi& api, CUfunction function, CUfunc
 
 Module::State::~State()
 {
-  const driver::DriverApi* api = driver::driver_api();
+  const driver::DriverApi* api = driver::cleanup_api();
   if (api == nullptr || module == nullptr) {
     return;
   }
   const driver::ScopedContext scope(context, driver::ScopedContext::OnFailure::ignore);
   if (scope.active()) {  // else the context is gone, and its modules with it
-    std::ignore = api->module_unload(module);
+    std::ignore = driver::note_cleanup(api->module_unload(module));
   }
 }
 
@@ -125,6 +125,7 @@ void Kernel::set_max_dynamic_shared_bytes(int bytes) const
   std::lock_guard lock(m_function->mutex);
   set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes, "MAX_DYNAMIC_SHARED_SIZE_BYTES");
   m_function->shared_raised = true;  // the application's choice: launches leave it as it is
+  m_function->dynamic_shared_limit.store(bytes, std::memory_order_release);
 }
 
 void Kernel::set_preferred_shared_carveout(int percent) const

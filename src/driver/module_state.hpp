@@ -6,6 +6,7 @@
 
 #include <kjit/module.hpp>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <string>
@@ -19,7 +20,9 @@ struct Kernel::Function {
   CUfunction function = nullptr;
   const driver::KernelLayout* layout = nullptr;  // owned by the module; nullptr when unknown (PTX)
   std::mutex mutex;
-  bool shared_raised = false;  // MAX_DYNAMIC_SHARED_SIZE_BYTES set to the device's opt-in limit
+  bool shared_raised = false;  // MAX_DYNAMIC_SHARED_SIZE_BYTES set (the opt-in limit, or the application's)
+  // MAX_DYNAMIC_SHARED_SIZE_BYTES as last read or set; -1 until a launch asks for dynamic shared memory.
+  std::atomic<int> dynamic_shared_limit{-1};
 };
 
 struct Module::State {

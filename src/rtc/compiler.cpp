@@ -21,6 +21,12 @@ namespace {
 
 void check_supported(const Arch& arch)
 {
+  // Arch-specific targets (sm_90a) begin with 9.0, family ones (sm_100f) with 10.0; NVRTC fails on
+  // the others as on a compile error ("invalid or no value specified with --nv_arch flag").
+  if ((arch.variant() == 'a' && arch.number() < 90) || (arch.variant() == 'f' && arch.number() < 100)) {
+    throw ArchError("arch " + arch.str() + " does not exist: the '" + std::string(1, arch.variant()) + "' variant" +
+                    (arch.variant() == 'a' ? " (arch-specific) begins with sm_90a" : " (family) begins with sm_100f"));
+  }
   const std::vector<int> archs = supported_archs();
   if (std::find(archs.begin(), archs.end(), arch.number()) == archs.end()) {
     std::string list;

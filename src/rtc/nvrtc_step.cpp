@@ -3,6 +3,8 @@
 
 #include <kjit/error.hpp>
 
+#include <string_view>
+
 namespace kjit::rtc {
 
 namespace {
@@ -19,6 +21,30 @@ std::string program_log(nvrtcProgram handle)
     log.pop_back();
   }
   return log;
+}
+
+// Options for ptxas and NVVM (-Xptxas, -Xnvvm) pass through NVRTC, which reports their rejection
+// as a failed compile: "ptxas fatal   : Unknown option 'x'", "ptxas fatal   : Invalid value 'x' for
+// option 'y'", "libnvvm : error: -x is an unsupported option". The options are at fault, not the
+// program: an OptionError, which the cache does not remember as the program's compile error.
+bool options_rejected(const std::string& log)
+{
+  std::size_t start = 0;
+  while (start < log.size()) {
+    std::size_t end = log.find('\n', start);
+    end = end == std::string::npos ? log.size() : end;
+    const std::string_view line(log.data() + start, end - start);
+    if (line.rfind("ptxas fatal", 0) == 0 &&
+        (line.find(": Unknown option '") != std::string_view::npos ||
+         line.find(": Invalid value '") != std::string_view::npos)) {
+      return true;
+    }
+    if (line.rfind("libnvvm : error: ", 0) == 0 && line.find(" is an unsupported option") != std::string_view::npos) {
+      return true;
+    }
+    start = end + 1;
+  }
+  return false;
 }
 
 } // namespace
@@ -65,10 +91,10 @@ UniqueProgram run_nvrtc(const Program& program, const Arch& arch, const std::vec
   }
   const nvrtcResult result = api.compile_program(handle.get(), static_cast<int>(argv.size()), argv.data());
   log = program_log(handle.get());
-  if (result == NVRTC_ERROR_COMPILATION) {
+  if (result == NVRTC_ERROR_COMPILATION && !options_rejected(log)) {
     throw CompileError(program.name, arch.str(), log, options);
   }
-  if (result == NVRTC_ERROR_INVALID_OPTION) {
+  if (result == NVRTC_ERROR_INVALID_OPTION || result == NVRTC_ERROR_COMPILATION) {
     throw OptionError("NVRTC rejected the options of " + program.name + " (" + arch.str() + ")" +
                       (log.empty() ? "" : ":\n" + log));
   }

@@ -281,6 +281,22 @@ for command in list show cat stats verify prune clear mirror config doctor expor
   check "help $command shows its usage" grep -q "^usage: kjit $command" "$work/out"
 done
 check "help of an unknown command" exit_code 2 "$kjit" help frobnicate
+# Every command, both spellings (version took --help for an argument and exited 2).
+for command in compile explain warm script list show cat stats verify prune clear mirror export import config \
+  doctor cache version; do
+  check "$command --help" exit_code 0 "$kjit" "$command" --help
+  check "$command --help shows its usage" grep -q "^usage: kjit $command" "$work/out"
+  check "help $command (both spellings)" exit_code 0 "$kjit" help "$command"
+done
+check "help help" exit_code 0 "$kjit" help help
+check "help help lists the commands" grep -q "^usage: kjit <command>" "$work/out"
+# A missing argument is named as the usage names it, not by an option nobody can see.
+for command in compile explain warm show cat export import cache "script build" "script show"; do
+  # shellcheck disable=SC2086 # "script build" is two words
+  check "$command without its argument exits 2" exit_code 2 "$kjit" $command
+  check "$command without its argument names no hidden option" sh -c "! grep -q \"option '--\" '$work/err'"
+  check "$command without its argument prints usage" grep -q "^usage: kjit" "$work/err"
+done
 
 # --- found by review: FIFOs never block, exports never replace devices, damage is reported ---
 rv=$work/review

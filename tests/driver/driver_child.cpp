@@ -1,12 +1,15 @@
 // A separate process for the driver contract suite, since the driver is loaded once per process:
 //   driver_child status   prints driver_status()
 //   driver_child global   keeps a Kernel, a Module's context and a DeviceBuffer in globals and exits
+//   driver_child static   the same in function-local statics made after the driver was loaded
+//   driver_child shut_down_first   the driver shuts down before a kernel and a buffer are destroyed
 //   driver_child arch     prints the arch `auto` resolves to
 #include <kjit/kjit.hpp>
 
 #include "../common/sample_kernels.hpp"
 
 #include <cstdio>
+#include <dlfcn.h>
 #include <cstring>
 #include <optional>
 
@@ -15,6 +18,21 @@ namespace {
 // Constructed before main, so destroyed after every function-local static of kjit.
 std::optional<kjit::Kernel> g_kernel;
 std::optional<kjit::DeviceBuffer> g_buffer;
+
+// An application's global that uses the driver in its destructor, after the driver shut down.
+struct SynchronizeAtExit {
+  std::optional<kjit::Context> context;
+  ~SynchronizeAtExit()
+  {
+    try {
+      if (context) {
+        kjit::synchronize(*context);
+      }
+    } catch (const kjit::CudaError& e) {
+      std::printf("at exit: %s\n", e.what());
+    }
+  }
+} g_synchronize_at_exit;
 
 } // namespace
 
@@ -29,8 +47,21 @@ int main(int argc, char** argv)
     } else if (std::strcmp(mode, "global") == 0) {
       g_kernel = kjit::get_kernel({"global_saxpy.cu", kjit::test::k_saxpy, {}, {}, {}}, "saxpy");
       g_buffer.emplace(kjit::Context::current(), 4096);
+      g_synchronize_at_exit.context = kjit::Context::current();
       g_kernel->launch({{1}, {32}}, 1.0f, g_buffer->pointer(), g_buffer->pointer(), 32);
       std::printf("launched\n");
+    } else if (std::strcmp(mode, "static") == 0) {
+      static const kjit::Kernel kernel = kjit::get_kernel({"static_saxpy.cu", kjit::test::k_saxpy, {}, {}, {}}, "saxpy");
+      static kjit::DeviceBuffer buffer(kjit::Context::current(), 4096);
+      kernel.launch({{1}, {32}}, 1.0f, buffer.pointer(), buffer.pointer(), 32);
+      std::printf("launched\n");
+    } else if (std::strcmp(mode, "shut_down_first") == 0) {
+      const kjit::Kernel kernel = kjit::get_kernel({"early_saxpy.cu", kjit::test::k_saxpy, {}, {}, {}}, "saxpy");
+      kjit::DeviceBuffer buffer(kjit::Context::current(), 4096);
+      kernel.launch({{1}, {32}}, 1.0f, buffer.pointer(), buffer.pointer(), 32);
+      std::printf("launched\n");
+      // The driver shuts down while kjit objects still live (its handler ran before kjit's).
+      reinterpret_cast<void (*)()>(::dlsym(::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), "fake_cuda_shut_down"))();
     } else if (std::strcmp(mode, "arch") == 0) {
       std::printf("arch: %s\n", kjit::current_device_arch(kjit::supported_archs).str().c_str());
     }

@@ -130,6 +130,23 @@ BOOST_AUTO_TEST_CASE(every_retain_and_push_is_undone_and_modules_unload_in_their
   BOOST_TEST(kjit::Context::primary(0).loaded_modules() == 0u);
 }
 
+// wrap() is told the device: a context of another device (or none) would give it the wrong arch
+// and device limits, and the driver's refusal would come later, naming neither.
+BOOST_AUTO_TEST_CASE(wrapping_a_context_with_another_devices_ordinal_or_no_context_is_refused)
+{
+  void* owned = fake().create_context(1);  // on device 1 (sm_80), current
+  try {
+    kjit::Context::wrap(owned, 0);
+    BOOST_ERROR("expected an Error");
+  } catch (const kjit::Error& e) {
+    BOOST_TEST(std::string(e.what()).find("device 1") != std::string::npos, e.what());
+  }
+  BOOST_CHECK_THROW(kjit::Context::wrap(nullptr, 0), kjit::Error);
+  BOOST_TEST(kjit::Context::wrap(owned, 1).compute_capability() == 80);
+  fake().destroy_context(owned);
+  check_balanced();
+}
+
 BOOST_AUTO_TEST_CASE(a_module_whose_context_is_gone_is_not_unloaded)
 {
   void* owned = fake().create_context(0);  // the application's own context, current
@@ -180,6 +197,26 @@ BOOST_AUTO_TEST_CASE(dynamic_shared_memory_over_48_kib_raises_the_limit_once)
     // More than the device has is the driver's error, named.
     BOOST_CHECK_EXCEPTION(kernel.launch({{1}, {256}, 300 * 1024}, out.pointer()), kjit::CudaError,
                           [](const kjit::CudaError& e) { return std::strstr(e.what(), "big of big.cu") != nullptr; });
+  }
+  check_balanced();
+}
+
+// The 48 KiB a launch gets without opting in is static and dynamic together: a kernel with static
+// shared memory can't take 48 KiB of dynamic without the raise (it was only raised over 48 KiB).
+BOOST_AUTO_TEST_CASE(dynamic_shared_memory_over_what_the_static_part_leaves_raises_the_limit)
+{
+  {
+    const kjit::Context context = kjit::Context::primary(0);
+    const kjit::Kernel kernel = load(context, {"big_edge.cu", k_big_shared, {}, {}, {}}).kernel("big");
+    kjit::DeviceBuffer out(context, 1024);
+    const unsigned fits = static_cast<unsigned>(kernel.attributes().max_dynamic_shared_bytes);
+    BOOST_TEST(fits < 48 * 1024u);
+    kernel.launch({{1}, {256}, fits}, out.pointer());
+    BOOST_TEST(fake().count("cuFuncSetAttribute") == 0, fake().log());
+    kernel.launch({{1}, {256}, 48 * 1024}, out.pointer());
+    kernel.launch({{1}, {256}, fits + 1}, out.pointer());
+    BOOST_TEST(fake().count("cuFuncSetAttribute 8 ") == 1, fake().log());
+    BOOST_TEST(fake().count("cuLaunchKernel big") == 3);
   }
   check_balanced();
 }

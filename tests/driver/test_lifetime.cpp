@@ -1,35 +1,67 @@
-// Objects held in globals are destroyed after kjit's statics: the driver must still be there.
+// Objects kept until exit: the driver shuts down during exit, and kjit must not call it after that.
 #include <boost/test/unit_test.hpp>
 
 #include "../unit/fixture.hpp"
 
 BOOST_AUTO_TEST_SUITE(lifetime)
 
-BOOST_AUTO_TEST_CASE(globals_holding_kernels_and_buffers_exit_cleanly_cold_and_warm)
+namespace {
+
+// Runs driver_child `mode` cold then warm, each launching; returns the driver calls of both runs.
+// Each run's output must contain `expected`.
+std::string run_twice(const std::string& mode, const std::string& expected = "launched")
 {
   kjit::test::TempDir tmp;
   const std::string log = tmp.path() + "/calls.log";
   const std::string command = "KJIT_CACHE_DIR='" + tmp.path() + "/cache' KJIT_FAKE_CUDA_LOG='" + log + "' '" +
-                              kjit::test::helper("KJIT_TEST_DRIVER_CHILD") + "' global 2>&1";
+                              kjit::test::helper("KJIT_TEST_DRIVER_CHILD") + "' " + mode + " 2>&1";
   for (const char* run : {"cold", "warm"}) {
     std::string output;
     const int status = kjit::test::run(command, output);
     BOOST_TEST(status == 0, run << ": " << output);
     BOOST_TEST(output.find("launched") != std::string::npos, run << ": " << output);
+    BOOST_TEST(output.find(expected) != std::string::npos, run << ": " << output);
     BOOST_TEST(output.find("after the library was unloaded") == std::string::npos, run << ": " << output);
   }
-  // The globals' destructors reached the driver: the buffer freed, the module unloaded.
-  const std::string calls = kjit::test::read_text(log);
+  return kjit::test::read_text(log);
+}
+
+std::size_t count(const std::string& calls, const std::string& line)
+{
+  std::size_t n = 0;
+  for (std::size_t at = calls.find(line); at != std::string::npos; at = calls.find(line, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+} // namespace
+
+// Globals constructed before main are destroyed after the driver shut down at exit (its handler
+// was registered when it initialized, later than their destructors): they must not call it, and
+// a global's destructor that synchronizes gets a CudaError instead.
+BOOST_AUTO_TEST_CASE(globals_holding_kernels_and_buffers_exit_without_calling_the_shut_down_driver)
+{
+  const std::string calls = run_twice("global", "at exit: the process is exiting");
   BOOST_TEST(calls.find("VIOLATION") == std::string::npos, calls);
-  const auto count = [&](const std::string& line) {
-    std::size_t n = 0;
-    for (std::size_t at = calls.find(line); at != std::string::npos; at = calls.find(line, at + 1)) {
-      ++n;
-    }
-    return n;
-  };
-  BOOST_TEST(count("\ncuMemFree\n") == 2u, calls);
-  BOOST_TEST(count("\ncuModuleUnload M1 ctx=P0\n") == 2u, calls);
+  BOOST_TEST(count(calls, "\ncuLaunchKernel saxpy") == 2u, calls);
+}
+
+// Statics made after the driver was loaded are destroyed while it still runs: they clean up.
+BOOST_AUTO_TEST_CASE(statics_made_after_the_driver_loaded_unload_and_free_at_exit)
+{
+  const std::string calls = run_twice("static");
+  BOOST_TEST(calls.find("VIOLATION") == std::string::npos, calls);
+  BOOST_TEST(count(calls, "\ncuMemFree\n") == 2u, calls);
+  BOOST_TEST(count(calls, "\ncuModuleUnload M1 ctx=P0\n") == 2u, calls);
+}
+
+// A driver that shut down earlier than kjit's handler ran: the first cleanup call that meets
+// CUDA_ERROR_DEINITIALIZED is the last one.
+BOOST_AUTO_TEST_CASE(after_the_first_deinitialized_answer_no_destructor_calls_the_driver)
+{
+  const std::string calls = run_twice("shut_down_first");
+  BOOST_TEST(count(calls, "called after the driver shut down") == 2u, calls);  // one per run
 }
 
 BOOST_AUTO_TEST_SUITE_END()

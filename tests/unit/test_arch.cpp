@@ -3,7 +3,10 @@
 
 #include <algorithm>
 
+#include "fixture.hpp"
+
 #include <kjit/arch.hpp>
+#include <kjit/cache.hpp>
 #include <kjit/error.hpp>
 
 BOOST_AUTO_TEST_SUITE(arch)
@@ -35,6 +38,25 @@ BOOST_AUTO_TEST_CASE(rejects_bad_syntax)
 {
   for (const char* bad : {"", "sm90", "sm_", "sm_9", "sm_9000", "sm_90b", "gfx90a", "compute_", "sm_090", "AUTO"}) {
     BOOST_CHECK_THROW(kjit::Arch::parse(bad), kjit::ArchError);
+  }
+}
+
+// NVRTC takes sm_XYa from 9.0 and sm_XYf from 10.0 on; it failed on sm_80a like a compile error
+// ("invalid or no value specified with --nv_arch flag"), which the cache remembered as one.
+BOOST_FIXTURE_TEST_CASE(an_arch_variant_nvrtc_lacks_is_an_arch_error_the_cache_does_not_keep, kjit::test::CacheFixture)
+{
+  kjit::Cache cache(config);
+  for (const char* arch : {"sm_80a", "compute_89a", "sm_90f", "compute_75f"}) {
+    try {
+      cache.get(kjit::test::small_program("variant"), kjit::Arch::parse(arch));
+      BOOST_ERROR(arch << ": expected ArchError");
+    } catch (const kjit::ArchError& e) {
+      BOOST_TEST(std::string(e.what()).find(arch) != std::string::npos, e.what());
+    }
+  }
+  BOOST_TEST(cache.entries().empty());
+  for (const char* arch : {"sm_90a", "compute_90a", "sm_100f", "compute_120f"}) {
+    BOOST_TEST(cache.get(kjit::test::small_program("variant"), kjit::Arch::parse(arch)) != nullptr, arch);
   }
 }
 

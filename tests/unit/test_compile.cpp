@@ -78,6 +78,22 @@ BOOST_AUTO_TEST_CASE(unknown_option_and_unsupported_arch_have_their_own_errors)
   with_arch_option.options = {"-arch=sm_80"};
   BOOST_CHECK_THROW(kjit::compile(with_arch_option, kjit::Arch::parse("sm_90")), kjit::OptionError);
 
+  // Options for ptxas and NVVM pass through NVRTC, which reports their rejection as a failed
+  // compile: they were CompileErrors (and remembered by the cache as the program's).
+  for (const char* option : {"-Xptxas=-bogus", "--ptxas-options=--no-such", "-Xptxas=--maxrregcount=abc",
+                             "-Xnvvm=-bogus"}) {
+    kjit::Program passed_on = saxpy();
+    passed_on.options = {option};
+    try {
+      kjit::compile(passed_on, kjit::Arch::parse("sm_90"));
+      BOOST_ERROR(option << ": expected OptionError");
+    } catch (const kjit::OptionError& e) {
+      BOOST_TEST(std::string(e.what()).find("saxpy.cu") != std::string::npos, e.what());
+    } catch (const kjit::Error& e) {
+      BOOST_ERROR(option << ": " << e.what());
+    }
+  }
+
   try {
     kjit::compile(saxpy(), kjit::Arch::parse("sm_70"));
     BOOST_FAIL("expected ArchError");

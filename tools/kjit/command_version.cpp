@@ -1,5 +1,6 @@
 // kjit version: kjit's, NVRTC's and nvJitLink's versions and whether a driver is usable.
 #include "commands.hpp"
+#include "options.hpp"
 
 #include <kjit/kjit.hpp>
 
@@ -9,8 +10,9 @@ namespace kjit::cli {
 
 int command_version(const std::vector<std::string>& args)
 {
-  if (!args.empty()) {
-    throw UsageError{"takes no arguments", "usage: kjit version\n"};
+  po::variables_map vm;
+  if (!parse_arguments(args, "kjit version", po::options_description(), {}, {}, vm)) {
+    return 0;
   }
   std::cout << "kjit " << kjit::version() << "\n";
   try {

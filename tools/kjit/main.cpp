@@ -60,7 +60,7 @@ int main(int argc, char** argv)
     {"script", command_script},
   };
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
-      (std::strcmp(argv[1], "help") == 0 && argc == 2)) {
+      (std::strcmp(argv[1], "help") == 0 && (argc == 2 || (argc == 3 && std::strcmp(argv[2], "help") == 0)))) {
     (argc < 2 ? std::cerr : std::cout) << k_usage;
     return argc < 2 ? k_exit_usage : 0;
   }

@@ -29,6 +29,12 @@ inline bool parse_arguments(const std::vector<std::string>& args, const std::str
       return false;
     }
     po::notify(vm);
+  } catch (const po::required_option& e) {
+    // A positional argument is a hidden option: name it by its description, not by an --option
+    // the user can't see.
+    const std::string name = e.get_option_name().substr(e.get_option_name().find_first_not_of('-'));
+    const po::option_description* argument = hidden.find_nothrow(name, false);
+    throw UsageError{argument != nullptr ? "missing argument: " + argument->description() : e.what(), usage.str()};
   } catch (const po::error& e) {
     throw UsageError{e.what(), usage.str()};
   }

@@ -1,7 +1,7 @@
 // A fake libcuda.so.1 for the driver contract suite: models what the CUDA driver documents and kjit
 // relies on (versioned cuGetProcAddress, per-thread context stacks, primary-context reference
 // counts, module/context ownership, the 48 KiB dynamic shared memory limit, launch parameter
-// bytes) and records every call. Settings come from the environment, read once:
+// bytes, the shutdown at exit) and records every call. Settings come from the environment, read once:
 //   KJIT_FAKE_CUDA_VERSION  driver version (default 13000)    KJIT_FAKE_CUDA_DEVICES  (default 1)
 //   KJIT_FAKE_CUDA_CC       compute capability per device, e.g. 90,80 (default 90)   KJIT_FAKE_CUDA_MISSING  symbols not found
 //   KJIT_FAKE_CUDA_LOG      a file every call is appended to (for child processes)
@@ -72,6 +72,7 @@ struct Driver {
   std::mutex mutex;
   Settings settings;
   bool initialized = false;
+  bool shut_down = false;  // the exit-time shutdown ran: every call returns CUDA_ERROR_DEINITIALIZED
   bool unloaded = false;
   std::vector<std::unique_ptr<Context>> contexts;  // never freed: handles stay distinct
   std::map<Module*, std::unique_ptr<Module>> modules;
@@ -212,17 +213,40 @@ CUdeviceptr allocate(Driver& d, std::size_t bytes)
 
 #define LOCKED Driver& d = driver(); std::lock_guard lock(d.mutex)
 
+// A call after the driver shut down at exit: the driver answers CUDA_ERROR_DEINITIALIZED, and
+// kjit, which knows the process is exiting, should not have made it.
+CUresult after_shut_down(Driver& d, const char* function)
+{
+  const std::string name = std::strncmp(function, "fake_", 5) == 0 ? function + 5 : function;
+  return violation(d, name + " called after the driver shut down at exit", CUDA_ERROR_DEINITIALIZED);
+}
+
+// An entry point of the driver: locked, and refused once the driver has shut down.
+#define CALL LOCKED; if (d.shut_down) return after_shut_down(d, __func__)
+
+// The driver's own exit-time shutdown, registered when it initializes (as libcuda does: objects
+// destroyed at exit that were constructed before cuInit see CUDA_ERROR_DEINITIALIZED).
+void shut_down()
+{
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  d.shut_down = true;
+}
+
 CUresult CUDAAPI fake_cuInit(unsigned flags)
 {
-  LOCKED;
+  CALL;
   record(d, "cuInit " + std::to_string(flags));
+  if (!d.initialized) {
+    std::atexit(shut_down);
+  }
   d.initialized = true;
   return d.settings.devices == 0 ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI fake_cuDriverGetVersion(int* version)
 {
-  LOCKED;
+  CALL;
   record(d, "cuDriverGetVersion");
   *version = d.settings.version;
   return CUDA_SUCCESS;
@@ -230,7 +254,7 @@ CUresult CUDAAPI fake_cuDriverGetVersion(int* version)
 
 CUresult CUDAAPI fake_cuDeviceGetCount(int* count)
 {
-  LOCKED;
+  CALL;
   record(d, "cuDeviceGetCount");
   *count = d.settings.devices;
   return CUDA_SUCCESS;
@@ -238,7 +262,7 @@ CUresult CUDAAPI fake_cuDeviceGetCount(int* count)
 
 CUresult CUDAAPI fake_cuDeviceGet(CUdevice* device, int ordinal)
 {
-  LOCKED;
+  CALL;
   record(d, "cuDeviceGet " + std::to_string(ordinal));
   if (ordinal < 0 || ordinal >= d.settings.devices) return CUDA_ERROR_INVALID_DEVICE;
   *device = k_device_handle_base + ordinal;
@@ -247,7 +271,7 @@ CUresult CUDAAPI fake_cuDeviceGet(CUdevice* device, int ordinal)
 
 CUresult CUDAAPI fake_cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device)
 {
-  LOCKED;
+  CALL;
   record(d, "cuDeviceGetAttribute " + std::to_string(attribute) + " dev=" + std::to_string(device));
   if (!device_ok(d, device)) return violation(d, "cuDeviceGetAttribute of CUdevice " + std::to_string(device), CUDA_ERROR_INVALID_DEVICE);
   switch (attribute) {
@@ -264,7 +288,7 @@ CUresult CUDAAPI fake_cuDeviceGetAttribute(int* value, CUdevice_attribute attrib
 
 CUresult CUDAAPI fake_cuDeviceGetName(char* name, int length, CUdevice device)
 {
-  LOCKED;
+  CALL;
   record(d, "cuDeviceGetName dev=" + std::to_string(device));
   if (!device_ok(d, device)) return violation(d, "cuDeviceGetName of CUdevice " + std::to_string(device), CUDA_ERROR_INVALID_DEVICE);
   std::snprintf(name, static_cast<std::size_t>(length), "Fake GPU %d", device - k_device_handle_base);
@@ -291,7 +315,7 @@ CUresult CUDAAPI fake_cuGetErrorString(CUresult result, const char** text)
 
 CUresult CUDAAPI fake_cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device)
 {
-  LOCKED;
+  CALL;
   record(d, "cuDevicePrimaryCtxRetain dev=" + std::to_string(device));
   if (!device_ok(d, device)) return violation(d, "cuDevicePrimaryCtxRetain of CUdevice " + std::to_string(device), CUDA_ERROR_INVALID_DEVICE);
   Context& c = *d.contexts[static_cast<std::size_t>(device - k_device_handle_base)];
@@ -303,7 +327,7 @@ CUresult CUDAAPI fake_cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice devi
 
 CUresult CUDAAPI fake_cuDevicePrimaryCtxRelease(CUdevice device)
 {
-  LOCKED;
+  CALL;
   record(d, "cuDevicePrimaryCtxRelease dev=" + std::to_string(device));
   if (!device_ok(d, device)) return violation(d, "cuDevicePrimaryCtxRelease of CUdevice " + std::to_string(device) + " (not a device handle)", CUDA_ERROR_INVALID_DEVICE);
   Context& c = *d.contexts[static_cast<std::size_t>(device - k_device_handle_base)];
@@ -314,7 +338,7 @@ CUresult CUDAAPI fake_cuDevicePrimaryCtxRelease(CUdevice device)
 
 CUresult CUDAAPI fake_cuDevicePrimaryCtxGetState(CUdevice device, unsigned* flags, int* active)
 {
-  LOCKED;
+  CALL;
   record(d, "cuDevicePrimaryCtxGetState dev=" + std::to_string(device));
   if (!device_ok(d, device)) return violation(d, "cuDevicePrimaryCtxGetState of CUdevice " + std::to_string(device), CUDA_ERROR_INVALID_DEVICE);
   *flags = 0;
@@ -324,7 +348,7 @@ CUresult CUDAAPI fake_cuDevicePrimaryCtxGetState(CUdevice device, unsigned* flag
 
 CUresult CUDAAPI fake_cuCtxGetCurrent(CUcontext* context)
 {
-  LOCKED;
+  CALL;
   record(d, "cuCtxGetCurrent");
   *context = reinterpret_cast<CUcontext>(current(d));
   return CUDA_SUCCESS;
@@ -333,7 +357,7 @@ CUresult CUDAAPI fake_cuCtxGetCurrent(CUcontext* context)
 // cuCtxGetDevice_v2 (13000): the device of `context`, or of the current one when it is null.
 CUresult CUDAAPI fake_cuCtxGetDevice_v2(CUdevice* device, CUcontext context)
 {
-  LOCKED;
+  CALL;
   record(d, "cuCtxGetDevice_v2 ctx=" + context_name(d, context));
   Context* c = context != nullptr ? find_context(d, context) : current(d);
   if (c == nullptr || !c->alive) return violation(d, "cuCtxGetDevice_v2 of a context that is not alive", CUDA_ERROR_INVALID_CONTEXT);
@@ -348,7 +372,7 @@ CUresult CUDAAPI fake_cuCtxGetDevice_v1(CUdevice* device)
 
 CUresult CUDAAPI fake_cuCtxPushCurrent(CUcontext context)
 {
-  LOCKED;
+  CALL;
   record(d, "cuCtxPushCurrent ctx=" + context_name(d, context));
   Context* c = find_context(d, context);
   if (c == nullptr || !c->alive) return CUDA_ERROR_INVALID_CONTEXT;  // a documented error, not kjit's fault
@@ -359,7 +383,7 @@ CUresult CUDAAPI fake_cuCtxPushCurrent(CUcontext context)
 
 CUresult CUDAAPI fake_cuCtxPopCurrent(CUcontext* context)
 {
-  LOCKED;
+  CALL;
   record(d, "cuCtxPopCurrent");
   if (t_stack.empty()) return violation(d, "cuCtxPopCurrent with an empty stack", CUDA_ERROR_INVALID_CONTEXT);
   if (context != nullptr) *context = reinterpret_cast<CUcontext>(t_stack.back());
@@ -371,7 +395,7 @@ CUresult CUDAAPI fake_cuCtxPopCurrent(CUcontext* context)
 // cuCtxSynchronize_v2 (13000) takes the context; the 2000 version syncs the current one.
 CUresult CUDAAPI fake_cuCtxSynchronize_v2(CUcontext context)
 {
-  LOCKED;
+  CALL;
   record(d, "cuCtxSynchronize_v2 ctx=" + context_name(d, context));
   Context* c = context != nullptr ? find_context(d, context) : current(d);
   if (c == nullptr || !c->alive) return violation(d, "cuCtxSynchronize_v2 of a context that is not alive", CUDA_ERROR_INVALID_CONTEXT);
@@ -411,7 +435,7 @@ bool jit_options(Driver& d, unsigned count, CUjit_option* options, void** values
 CUresult CUDAAPI fake_cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned count, CUjit_option* options,
                                          void** values)
 {
-  LOCKED;
+  CALL;
   Context* c = current(d);
   if (c == nullptr || !c->alive) {
     record(d, "cuModuleLoadDataEx");
@@ -470,7 +494,7 @@ CUresult CUDAAPI fake_cuModuleLoadData(CUmodule* module, const void* image)
 
 CUresult CUDAAPI fake_cuModuleUnload(CUmodule module)
 {
-  LOCKED;
+  CALL;
   const auto it = d.modules.find(reinterpret_cast<Module*>(module));
   if (it == d.modules.end()) {
     record(d, "cuModuleUnload unknown");
@@ -486,7 +510,7 @@ CUresult CUDAAPI fake_cuModuleUnload(CUmodule module)
 
 CUresult CUDAAPI fake_cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name)
 {
-  LOCKED;
+  CALL;
   record(d, std::string("cuModuleGetFunction ") + name);
   const auto it = d.modules.find(reinterpret_cast<Module*>(module));
   if (it == d.modules.end()) return violation(d, "cuModuleGetFunction on a module that is not loaded", CUDA_ERROR_INVALID_HANDLE);
@@ -502,7 +526,7 @@ CUresult CUDAAPI fake_cuModuleGetFunction(CUfunction* function, CUmodule module,
 // As documented: either output may be NULL; a name the module lacks is CUDA_ERROR_NOT_FOUND.
 CUresult CUDAAPI fake_cuModuleGetGlobal(CUdeviceptr* pointer, size_t* bytes, CUmodule module, const char* name)
 {
-  LOCKED;
+  CALL;
   record(d, std::string("cuModuleGetGlobal ") + name);
   const auto it = d.modules.find(reinterpret_cast<Module*>(module));
   if (it == d.modules.end()) return violation(d, "cuModuleGetGlobal on a module that is not loaded", CUDA_ERROR_INVALID_HANDLE);
@@ -516,7 +540,7 @@ CUresult CUDAAPI fake_cuModuleGetGlobal(CUdeviceptr* pointer, size_t* bytes, CUm
 
 CUresult CUDAAPI fake_cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfunction function)
 {
-  LOCKED;
+  CALL;
   record(d, "cuFuncGetAttribute " + std::to_string(attribute));
   Function* f = find_function(d, function);
   if (f == nullptr) return violation(d, "cuFuncGetAttribute of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
@@ -536,7 +560,7 @@ CUresult CUDAAPI fake_cuFuncGetAttribute(int* value, CUfunction_attribute attrib
 
 CUresult CUDAAPI fake_cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute, int value)
 {
-  LOCKED;
+  CALL;
   record(d, "cuFuncSetAttribute " + std::to_string(attribute) + " " + std::to_string(value));
   Function* f = find_function(d, function);
   if (f == nullptr) return violation(d, "cuFuncSetAttribute of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
@@ -560,7 +584,7 @@ CUresult CUDAAPI fake_cuFuncSetAttribute(CUfunction function, CUfunction_attribu
 
 CUresult CUDAAPI fake_cuFuncGetParamInfo(CUfunction function, size_t index, size_t* offset, size_t* size)
 {
-  LOCKED;
+  CALL;
   record(d, "cuFuncGetParamInfo " + std::to_string(index));
   Function* f = find_function(d, function);
   if (f == nullptr) return violation(d, "cuFuncGetParamInfo of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
@@ -624,7 +648,7 @@ CUresult launch(Driver& d, const char* api, CUfunction function, const unsigned 
 CUresult CUDAAPI fake_cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned shared, CUstream stream, void** params, void** extra)
 {
-  LOCKED;
+  CALL;
   const unsigned grid[3] = {gx, gy, gz};
   const unsigned block[3] = {bx, by, bz};
   return launch(d, "cuLaunchKernel", function, grid, block, shared, stream, params, extra, nullptr, false);
@@ -633,7 +657,7 @@ CUresult CUDAAPI fake_cuLaunchKernel(CUfunction function, unsigned gx, unsigned 
 // Attributes kjit sets: a cluster dimension and cooperative; any other is a violation.
 CUresult CUDAAPI fake_cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction function, void** params, void** extra)
 {
-  LOCKED;
+  CALL;
   const unsigned grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
   const unsigned block[3] = {config->blockDimX, config->blockDimY, config->blockDimZ};
   unsigned cluster[3] = {0, 0, 0};
@@ -661,7 +685,7 @@ CUresult CUDAAPI fake_cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction 
 CUresult CUDAAPI fake_cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block, CUfunction function,
                                                        CUoccupancyB2DSize shared_for, size_t shared, int limit)
 {
-  LOCKED;
+  CALL;
   record(d, "cuOccupancyMaxPotentialBlockSize" + std::string(shared_for != nullptr ? " with a function" : ""));
   Function* f = find_function(d, function);
   if (f == nullptr) return violation(d, "occupancy of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
@@ -679,7 +703,7 @@ CUresult CUDAAPI fake_cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block
 
 CUresult CUDAAPI fake_cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction function, int block, size_t)
 {
-  LOCKED;
+  CALL;
   record(d, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   if (find_function(d, function) == nullptr) return violation(d, "occupancy of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
   *blocks = resident_blocks(block);
@@ -689,7 +713,7 @@ CUresult CUDAAPI fake_cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, C
 // The shared memory of one multiprocessor (228 KiB) split between `blocks` blocks, less the static part.
 CUresult CUDAAPI fake_cuOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, CUfunction function, int blocks, int block)
 {
-  LOCKED;
+  CALL;
   record(d, "cuOccupancyAvailableDynamicSMemPerBlock " + std::to_string(blocks) + " " + std::to_string(block));
   Function* f = find_function(d, function);
   if (f == nullptr) return violation(d, "occupancy of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
@@ -701,7 +725,7 @@ CUresult CUDAAPI fake_cuOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, CUf
 
 CUresult CUDAAPI fake_cuOccupancyMaxActiveClusters(int* clusters, CUfunction function, const CUlaunchConfig* config)
 {
-  LOCKED;
+  CALL;
   record(d, "cuOccupancyMaxActiveClusters");
   Function* f = find_function(d, function);
   if (f == nullptr) return violation(d, "occupancy of a function whose module is gone", CUDA_ERROR_INVALID_HANDLE);
@@ -720,7 +744,7 @@ CUresult CUDAAPI fake_cuOccupancyMaxActiveClusters(int* clusters, CUfunction fun
 
 CUresult CUDAAPI fake_cuMemAlloc(CUdeviceptr* pointer, size_t bytes)
 {
-  LOCKED;
+  CALL;
   record(d, "cuMemAlloc " + std::to_string(bytes));
   if (current(d) == nullptr || !current(d)->alive) return violation(d, "cuMemAlloc without a current context", CUDA_ERROR_INVALID_CONTEXT);
   *pointer = allocate(d, bytes);
@@ -729,7 +753,7 @@ CUresult CUDAAPI fake_cuMemAlloc(CUdeviceptr* pointer, size_t bytes)
 
 CUresult CUDAAPI fake_cuMemFree(CUdeviceptr pointer)
 {
-  LOCKED;
+  CALL;
   record(d, "cuMemFree");
   if (d.memory.erase(pointer) == 0) return violation(d, "cuMemFree of memory not allocated", CUDA_ERROR_INVALID_VALUE);
   return CUDA_SUCCESS;
@@ -737,7 +761,7 @@ CUresult CUDAAPI fake_cuMemFree(CUdeviceptr pointer)
 
 CUresult CUDAAPI fake_cuMemcpyHtoD(CUdeviceptr to, const void* from, size_t bytes)
 {
-  LOCKED;
+  CALL;
   record(d, "cuMemcpyHtoD " + std::to_string(bytes));
   const auto it = d.memory.find(to);
   if (it == d.memory.end() || it->second.size() < bytes) return CUDA_ERROR_INVALID_VALUE;
@@ -747,7 +771,7 @@ CUresult CUDAAPI fake_cuMemcpyHtoD(CUdeviceptr to, const void* from, size_t byte
 
 CUresult CUDAAPI fake_cuMemcpyDtoH(void* to, CUdeviceptr from, size_t bytes)
 {
-  LOCKED;
+  CALL;
   record(d, "cuMemcpyDtoH " + std::to_string(bytes));
   const auto it = d.memory.find(from);
   if (it == d.memory.end() || it->second.size() < bytes) return CUDA_ERROR_INVALID_VALUE;
@@ -825,7 +849,7 @@ extern "C" {
 __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
                                                                              cuuint64_t, CUdriverProcAddressQueryResult* found)
 {
-  LOCKED;
+  CALL;
   record(d, std::string("cuGetProcAddress ") + symbol + " " + std::to_string(version));
   *pfn = nullptr;
   if (found != nullptr) *found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
@@ -941,6 +965,12 @@ __attribute__((visibility("default"))) void* fake_cuda_create_stream()
   auto* handle = reinterpret_cast<CUstream>(new char);
   d.streams[handle] = "S" + std::to_string(d.streams.size() + 1);
   return handle;
+}
+
+// The driver's exit-time shutdown, now (as if it had registered it after kjit's handler).
+__attribute__((visibility("default"))) void fake_cuda_shut_down()
+{
+  shut_down();
 }
 
 // cuCtxSetCurrent, as the CUDA runtime uses it (nullptr pops nothing, it empties the top).
