@@ -261,7 +261,7 @@ int worker_main(int in, int out)
       Program program;
       std::string arch;
       bool pch = false;
-      Config config = current_config();
+      Config config;  // a compile reads only the toolkit: the asking Cache's, never this environment's settings
       decode_request(*request, program, arch, pch, config.cuda_home);
       if (pch) {
         program.options.push_back("-pch");  // NVRTC's automatic PCH, kept for this process's next compile

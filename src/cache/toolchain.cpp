@@ -254,7 +254,7 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
     for (int arch : kjit::supported_archs()) {
       archs += (archs.empty() ? "" : " ") + std::to_string(arch);
     }
-    versions = {rtc::nvrtc_build_identity(), rtc::nvjitlink_identity(), archs};
+    versions = {rtc::nvrtc_build_identity(config), rtc::nvjitlink_identity(), archs};
   }
   if (store != nullptr && !stored && (probed || store->writable())) {
     store->put({{store::Table::meta, meta_key, versions.nvrtc + "\n" + versions.nvjitlink + "\n" + versions.archs},

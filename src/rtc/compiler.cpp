@@ -144,7 +144,7 @@ std::string compile_ltoir(const Config& config, const Program& program, const Ar
   return nvrtc_output(handle.get(), NvrtcOutput::ltoir, program, arch);
 }
 
-std::string nvrtc_build_identity()
+std::string nvrtc_build_identity(const Config& config)
 {
   int major = 0;
   int minor = 0;
@@ -155,7 +155,7 @@ std::string nvrtc_build_identity()
   // Always here: a batch thread's worker would count the probe as its item's compile and blame its
   // time limit on it.
   const ScopedCompileDelegate in_process(nullptr);
-  const Binary binary = compile(current_config(), probe, arch);
+  const Binary binary = compile(config, probe, arch);
   // The PTX header names the build: "// Cuda compilation tools, release 13.0, V13.0.88" and
   // "// Compiler Build ID: CL-36424714".
   std::string identity = std::to_string(major) + "." + std::to_string(minor);

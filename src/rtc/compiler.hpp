@@ -47,8 +47,9 @@ std::string cubin_from_ltoir(const Program& program, const std::string& ltoir, c
 std::string compile_ltoir(const Config& config, const Program& program, const Arch& arch);
 
 // NVRTC's build identity ("13.0 V13.0.88 CL-36424714"): version plus the build read from the PTX
-// header of a tiny probe program. Loads NVRTC and compiles; only called on a miss.
-std::string nvrtc_build_identity();
+// header of a tiny probe program, compiled with `config` (the Cache's own: never the environment's,
+// whose settings a Cache given its Config does not read). Loads NVRTC and compiles; only called on a miss.
+std::string nvrtc_build_identity(const Config& config);
 // nvJitLink's version ("13.0"). Loads nvJitLink.
 std::string nvjitlink_identity();
 

@@ -1,8 +1,9 @@
 // A separate process for the cache tests: looks one program up and reports what it had to load.
-// Usage: cache_probe CACHE_DIR FILE ARCH [--as-nobody] [--threads N] [--start-file PATH]
+// Usage: cache_probe CACHE_DIR FILE ARCH [--as-nobody] [--threads N] [--start-file PATH] [--own-config]
 //   --threads N: N threads look the program up at once (default 1).
 //   --start-file PATH: prepare the program, then wait until PATH exists before looking it up, so
 //   several processes can be released together (PATH.ready.<pid> says it is prepared).
+//   --own-config: the Cache gets a Config the program made (its defaults), not the environment's.
 // Prints "key: value" lines: result, memory_hits, disk_hits, misses, compiles, nvrtc_loaded,
 // nvjitlink_loaded, writable, key, supported_archs.
 #include <kjit/kjit.hpp>
@@ -21,11 +22,12 @@
 int main(int argc, char** argv)
 {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: cache_probe CACHE_DIR FILE ARCH [--as-nobody] [--threads N] [--start-file PATH]\n");
+    std::fprintf(stderr, "usage: cache_probe CACHE_DIR FILE ARCH [--as-nobody] [--threads N] [--start-file PATH] [--own-config]\n");
     return 2;
   }
   int threads = 1;
   std::string start_file;
+  bool own_config = false;
   for (int i = 4; i < argc; ++i) {
     if (std::strcmp(argv[i], "--as-nobody") == 0 && ::geteuid() == 0) {
       if (::setgid(65534) != 0 || ::setuid(65534) != 0) {
@@ -36,10 +38,12 @@ int main(int argc, char** argv)
       threads = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--start-file") == 0 && i + 1 < argc) {
       start_file = argv[++i];
+    } else if (std::strcmp(argv[i], "--own-config") == 0) {
+      own_config = true;
     }
   }
   try {
-    kjit::Config config = kjit::current_config();
+    kjit::Config config = own_config ? kjit::Config{} : kjit::current_config();
     config.cache_dir = argv[1];
     kjit::Cache cache(config);
     const kjit::PreparedProgram prepared = cache.prepare(kjit::program_from_file(argv[2]), kjit::Arch::parse(argv[3]));

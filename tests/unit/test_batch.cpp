@@ -117,6 +117,23 @@ BOOST_AUTO_TEST_CASE(misses_compile_in_workers_and_each_key_is_stored_once)
   BOOST_TEST(fresh.stats().compiles == 0u);
 }
 
+// A worker compiles with the asking Cache's toolkit only, never the environment's settings: before,
+// it read current_config(), so a bad KJIT_* value it inherited failed every item of a Cache that
+// was given its own Config (a ConfigError per item) while the same Cache compiled in-process.
+BOOST_AUTO_TEST_CASE(workers_ignore_bad_settings_in_the_environment)
+{
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.worker_path = kjit::test::helper("KJIT_TEST_WORKER");
+  ::setenv("KJIT_MAX_SIZE", "not a size", 1);
+  const auto results = cache.get_many(items_for({"e1", "e2"}, {"sm_90"}), options);
+  ::unsetenv("KJIT_MAX_SIZE");
+  for (const auto& result : results) {
+    BOOST_TEST(result.binary != nullptr, result.message);
+    BOOST_TEST(result.compiled);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_compile_error_in_a_worker_keeps_its_type_and_log)
 {
   kjit::Cache cache(config);

@@ -257,4 +257,18 @@ BOOST_AUTO_TEST_CASE(a_config_given_directly_is_checked_like_the_environment)
   BOOST_TEST(setting_of(good) == "no error");
 }
 
+// A Cache given its own Config does not read the environment's settings, not even on its first
+// miss, which probes NVRTC's build. Before, that probe took current_config(): any bad KJIT_* value
+// (meant for another part of the host, or left over) made every miss of such a Cache a
+// ConfigError, in-process and in get_many's workers alike. Its own process: the probe runs once.
+BOOST_AUTO_TEST_CASE(a_cache_given_its_config_ignores_bad_settings_in_the_environment)
+{
+  const std::string file = tmp.path() + "/own.cu";
+  write_text(file, small_program("own").source);
+  const std::string output =
+    probe_cache(tmp.path() + "/own-cache", file, "sm_90 --own-config", "KJIT_MAX_SIZE='not a size'");
+  BOOST_TEST(output_has_line(output, "result: ok"), output);
+  BOOST_TEST(output_has_line(output, "compiles: 1"), output);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
