@@ -203,6 +203,7 @@ struct Cache::Impl {
   std::size_t evict_to(std::size_t bytes, std::size_t& remaining);
 
   // mirroring.cpp: the mirror, written by a background writer (null when off or not writable).
+  std::mutex dir_mutex;  // follow_cache_dir() of `dir`, on a write
   void open_mirror();
   // Queues the entry's mirror folder (off the caller's path); its headers must be loaded.
   void mirror_entry(const util::Sha256& key, const store::Entry& entry);

@@ -317,6 +317,28 @@ BOOST_AUTO_TEST_CASE(a_store_moved_aside_takes_its_mirror_folders_along)
   BOOST_TEST(files_in(config.cache_dir + "/programs/headers") == 0u);
 }
 
+// The whole cache folder deleted under a live Cache (rm -rf ~/.cache/kjit): the store follows its
+// path at the next write, and so does the mirror. It kept writing through a descriptor of the
+// deleted folder: every later mirror write failed ("No such file or directory").
+BOOST_AUTO_TEST_CASE(a_cache_folder_deleted_under_a_live_cache_is_mirrored_again)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  kjit::Cache cache(config);
+  BOOST_TEST_REQUIRE(cache.get(small_program("before_rm"), arch) != nullptr);
+  cache.flush_mirror();
+  std::string output;
+  BOOST_TEST_REQUIRE(run("rm -rf '" + config.cache_dir + "'", output) == 0);
+  BOOST_TEST_REQUIRE(cache.get(small_program("after_rm"), arch) != nullptr);
+  cache.flush_mirror();
+  const std::string key = cache.prepare(small_program("after_rm"), arch).key();
+  BOOST_TEST(exists(config.cache_dir + "/programs/" + key + "/program.txt"));
+  BOOST_TEST(index_lines(config, key) == 1u);
+  BOOST_TEST(cache.stats().mirror_errors == 0u);
+  struct stat st {};
+  BOOST_TEST_REQUIRE(::stat(config.cache_dir.c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 077) == 0u);  // made again as private as the first time
+}
+
 // Guards the temp folder and rename of each entry folder (docs/cache-format.md, "a failed write
 // leaves nothing half-written"): `kjit mirror --rebuild` under a 1 KiB file size limit (as a full
 // disk) fails to write each file, and the folder already there stays whole. Written in place, the
