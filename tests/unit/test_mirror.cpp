@@ -6,12 +6,16 @@
 
 #include "store/store.hpp"
 
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <chrono>
 #include <thread>
@@ -368,6 +372,33 @@ BOOST_AUTO_TEST_CASE(a_rewrite_that_fails_half_way_leaves_the_old_folder_whole)
   for (const auto& e : std::filesystem::directory_iterator(config.cache_dir + "/programs")) {
     BOOST_TEST(e.path().filename().string().rfind(".tmp-", 0) != 0, e.path());  // the temp folder went
   }
+}
+
+// A host that rebuilds the mirror through the API under a file-size limit (ulimit -f) is not
+// killed by SIGXFSZ: the files past it are not written and the entry is counted as skipped.
+// Before, the first file past the limit ended the process (the CLI test above ignores SIGXFSZ).
+BOOST_AUTO_TEST_CASE(a_rebuild_under_a_file_size_limit_is_not_a_signal)
+{
+  const Sample sample(tmp.path());
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST_REQUIRE(cache.get(sample.program, kjit::Arch::parse("sm_90"))->cubin.size() > 2048u);
+  }
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(60);
+    ::signal(SIGXFSZ, SIG_DFL);  // a host's (the test runner catches it)
+    struct rlimit limit {1024, 1024};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    std::size_t skipped = 0;
+    kjit::Cache(config).rebuild_mirror(&skipped);
+    ::_exit(skipped == 1 ? 0 : 2);
+  }
+  int status = 0;
+  BOOST_TEST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0),
+             (WIFSIGNALED(status) ? "killed by " + std::string(::strsignal(WTERMSIG(status))) : "exit " + std::to_string(WEXITSTATUS(status))));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
