@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "write_lock.hpp"
 
 #include "deps/include_scan.hpp"
 #include "deps/manifest.hpp"
@@ -16,7 +17,6 @@
 #include <cstring>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -379,10 +379,8 @@ BOOST_AUTO_TEST_CASE(a_header_past_the_file_size_limit_is_not_a_signal)
     }
     ::_exit(code);
   }
-  int status = 0;
-  BOOST_TEST_REQUIRE(::waitpid(child, &status, 0) == child);
-  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 1),
-             (WIFSIGNALED(status) ? "killed by " + std::string(::strsignal(WTERMSIG(status))) : "exit " + std::to_string(WEXITSTATUS(status))));
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 1), status_text(status));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

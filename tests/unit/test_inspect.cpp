@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "write_lock.hpp"
 
 #include "cache/usage_log.hpp"
 #include "store/record.hpp"
@@ -13,7 +14,6 @@
 #include <cstring>
 #include <ctime>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <tuple>
 #include <unistd.h>
 
@@ -232,10 +232,8 @@ BOOST_AUTO_TEST_CASE(a_usage_log_past_the_file_size_limit_is_not_a_signal)
     }
     ::_exit(0);
   }
-  int status = 0;
-  BOOST_TEST_REQUIRE(::waitpid(child, &status, 0) == child);
-  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0),
-             (WIFSIGNALED(status) ? "killed by " + std::string(::strsignal(WTERMSIG(status))) : "exit " + std::to_string(WEXITSTATUS(status))));
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), status_text(status));
   BOOST_TEST(read_text(log).size() == size);
 }
 

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "write_lock.hpp"
 
 #include "store/store.hpp"
 
@@ -15,7 +16,6 @@
 #include <sstream>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <chrono>
 #include <thread>
@@ -395,10 +395,8 @@ BOOST_AUTO_TEST_CASE(a_rebuild_under_a_file_size_limit_is_not_a_signal)
     kjit::Cache(config).rebuild_mirror(&skipped);
     ::_exit(skipped == 1 ? 0 : 2);
   }
-  int status = 0;
-  BOOST_TEST_REQUIRE(::waitpid(child, &status, 0) == child);
-  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0),
-             (WIFSIGNALED(status) ? "killed by " + std::string(::strsignal(WTERMSIG(status))) : "exit " + std::to_string(WEXITSTATUS(status))));
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), status_text(status));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

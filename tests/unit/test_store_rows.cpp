@@ -235,7 +235,8 @@ BOOST_AUTO_TEST_CASE(a_write_s_header_blobs_count_at_that_write)
   for (int i = 0; i < 2; ++i) {
     const std::string dir = tmp.path() + "/p" + std::to_string(i);
     big_header(dir, "big.h", i, i == 0 ? 1024 : 200 * 1024);
-    put(dir + "/k.cu", "#include \"big.h\"\nextern \"C\" __global__ void k(int* o) { *o = " + std::to_string(i) + "; }\n");
+    put(dir + "/k.cu",
+        "#include \"big.h\"\nextern \"C\" __global__ void k(int* o) { *o = " + std::to_string(i) + "; }\n");
   }
   settle();
   kjit::Cache cache(config);
@@ -245,7 +246,8 @@ BOOST_AUTO_TEST_CASE(a_write_s_header_blobs_count_at_that_write)
     BOOST_TEST_REQUIRE(cache.get(kjit::program_from_file(tmp.path() + "/p1/k.cu"), arch) != nullptr);
   }
   cache.stats();  // the commit and what follows it are done
-  const std::size_t stored = table_bytes(cache, kjit::store::Table::entries) + table_bytes(cache, kjit::store::Table::blobs);
+  const std::size_t stored =
+    table_bytes(cache, kjit::store::Table::entries) + table_bytes(cache, kjit::store::Table::blobs);
   BOOST_TEST(stored <= config.max_size, stored << " bytes stored under a limit of " << config.max_size);
 }
 
