@@ -4,7 +4,6 @@
 #include "cache/cache_dir.hpp"
 #include "config/log.hpp"
 #include "store/blobs.hpp"
-#include "store/file_size_signal.hpp"
 #include "store/record.hpp"
 
 #include <sys/stat.h>
@@ -106,7 +105,6 @@ void Cache::Impl::mirror_removed(const std::vector<std::string>& raw_keys)
   if (mirror_writer) {
     mirror_writer->removed(hex);
   } else if (dir.writable) {
-    const store::FileSizeSignalBlock no_sigxfsz;  // an index.txt past ulimit -f stays as it was
     // A mirror left from when it was on (KJIT_MIRROR=0 now): kept consistent as the writer's tidy
     // job keeps it: the folders, then the headers no entry uses and index.txt.
     for (const std::string& key : hex) {
