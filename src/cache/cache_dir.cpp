@@ -119,41 +119,55 @@ std::shared_ptr<util::UniqueFd> open_store_folder(int parent_fd, const std::stri
   return std::make_shared<util::UniqueFd>(std::move(fd));
 }
 
+// Creates the cache folder `path` (as configured: `shown`) if missing, checks its parents and
+// opens and checks it; `real` is set to its resolved path. Throws StoreError.
+util::UniqueFd open_checked_folder(const std::string& path, const std::string& shown, bool shared, std::string& real)
+{
+  const std::error_code created = util::create_directories(path, 0700);
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) {
+    throw StoreError("cannot create the cache folder " + shown + ": " +
+                       (created ? created.message() : std::string("it does not exist")),
+                     created ? created.value() : ENOENT);
+  }
+  real = resolved;
+  check_parents(real, shared);
+  util::UniqueFd fd(::open(real.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) {
+    const int error = errno;
+    throw StoreError("the cache folder " + shown + " cannot be opened as a folder: " + std::strerror(error), error);
+  }
+  if (!shared) {
+    if (st.st_uid != ::geteuid()) {
+      throw StoreError("refusing the cache folder " + shown + ": it belongs to uid " + std::to_string(st.st_uid) +
+                         ", not to you (uid " + std::to_string(::geteuid()) +
+                         "); another user could plant kernels there. Set KJIT_SHARED_CACHE=1 if it is meant to be shared.",
+                       EPERM);
+    }
+    if ((st.st_mode & 022) != 0) {
+      throw StoreError("refusing the cache folder " + shown + ": its mode " + octal(st.st_mode) +
+                         " lets group or others write kernels into it. chmod go-w it, or set KJIT_SHARED_CACHE=1 "
+                         "if it is meant to be shared.",
+                       EPERM);
+    }
+  }
+  return fd;
+}
+
 } // namespace
 
 CacheDir open_cache_dir(const Config& config)
 {
   CacheDir dir;
   dir.path = config.cache_dir;
-  const std::error_code created = util::create_directories(dir.path, 0700);
-  char resolved[PATH_MAX];
-  if (::realpath(dir.path.c_str(), resolved) == nullptr) {
-    throw StoreError("cannot create the cache folder " + dir.path + ": " +
-                       (created ? created.message() : std::string("it does not exist")),
-                     created ? created.value() : ENOENT);
-  }
-  const std::string real = resolved;
-  check_parents(real, config.shared_cache);
-  util::UniqueFd fd(::open(real.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  std::string real;
+  util::UniqueFd fd = open_checked_folder(dir.path, dir.path, config.shared_cache, real);
   struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0) {
-    const int error = errno;
-    throw StoreError("the cache folder " + dir.path + " cannot be opened as a folder: " + std::strerror(error), error);
-  }
-  if (!config.shared_cache) {
-    if (st.st_uid != ::geteuid()) {
-      throw StoreError("refusing the cache folder " + dir.path + ": it belongs to uid " + std::to_string(st.st_uid) +
-                         ", not to you (uid " + std::to_string(::geteuid()) +
-                         "); another user could plant kernels there. Set KJIT_SHARED_CACHE=1 if it is meant to be shared.",
-                       EPERM);
-    }
-    if ((st.st_mode & 022) != 0) {
-      throw StoreError("refusing the cache folder " + dir.path + ": its mode " + octal(st.st_mode) +
-                         " lets group or others write kernels into it. chmod go-w it, or set KJIT_SHARED_CACHE=1 "
-                         "if it is meant to be shared.",
-                       EPERM);
-    }
-  }
+  std::ignore = ::fstat(fd.get(), &st);
+  dir.real = real;
+  dir.dev = st.st_dev;
+  dir.ino = st.st_ino;
   dir.io_path = "/proc/self/fd/" + std::to_string(fd.get());
   dir.writable = ::faccessat(fd.get(), ".", W_OK, 0) == 0;
   dir.fd = std::make_shared<util::UniqueFd>(std::move(fd));
@@ -183,6 +197,26 @@ CacheDir open_cache_dir(const Config& config)
     dir.store_dir.clear();
   }
   return dir;
+}
+
+bool follow_cache_dir(CacheDir& dir, const Config& config)
+{
+  struct stat st {};
+  if (::stat(dir.real.c_str(), &st) == 0 ? st.st_dev == dir.dev && st.st_ino == dir.ino
+                                         : errno != ENOENT && errno != ENOTDIR) {
+    return false;
+  }
+  std::string real;
+  const util::UniqueFd fresh = open_checked_folder(dir.real, dir.path, config.shared_cache, real);
+  // Onto the descriptor number io_path names: every user of io_path (the mirror's thread too)
+  // goes to the new folder from its next call on, with no path to hand around again.
+  if (::fstat(fresh.get(), &st) != 0 || ::dup3(fresh.get(), dir.fd->get(), O_CLOEXEC) < 0) {
+    const int error = errno;
+    throw StoreError("cannot open the cache folder " + dir.path + " again: " + std::strerror(error), error);
+  }
+  dir.dev = st.st_dev;
+  dir.ino = st.st_ino;
+  return true;
 }
 
 std::string private_folder_problem(int fd, bool shared, bool strict)

@@ -7,11 +7,15 @@
 
 #include <memory>
 #include <string>
+#include <sys/types.h>
 
 namespace kjit::cache {
 
 struct CacheDir {
   std::string path;       // as configured, for messages
+  std::string real;       // resolved when it was checked: follow_cache_dir() looks there
+  dev_t dev = 0;          // the folder `fd` is open on
+  ino_t ino = 0;
   std::string io_path;    // /proc/self/fd/<n> of the checked folder: used for every access after the check
   std::shared_ptr<util::UniqueFd> fd;        // the checked cache folder
   std::string store_dir;                     // the store folder, for messages; empty: no disk tier
@@ -31,6 +35,11 @@ struct CacheDir {
 // /tmp/kjit-<uid>, created 0700 and refused — memory only — when it exists with another owner or a
 // looser mode).
 CacheDir open_cache_dir(const Config& config);
+
+// When the folder was deleted, replaced or renamed (dir.real no longer leads to it): makes and
+// checks it again as open_cache_dir() does and puts it under the same descriptor, so io_path
+// leads there; returns true. One stat when it is still there. Not thread-safe; throws StoreError.
+bool follow_cache_dir(CacheDir& dir, const Config& config);
 
 // Checks an existing folder opened as `fd`: the user's own (any owner when `shared`), writable by
 // nobody else (`shared`: the group may write); `strict`: no group/other bits at all (a node-local

@@ -40,6 +40,9 @@ std::size_t mirror_bytes(const std::string& cache_dir, const std::string& hex);
 // (0 when none is recorded).
 std::string used_key(std::string_view raw_key);
 std::int64_t recorded_use(const store::Store& store, std::string_view raw_key);
+// size_limit.cpp: the most the blob table's pages can grow by when a blob row of `bytes` (key and
+// raw content) is written: its encoding, rounded up to whole pages, plus a page split.
+std::size_t blob_growth_bound(std::size_t bytes);
 
 // Thrown inside the cache when a tracked header changed between prepare() and compile: the
 // program is prepared again. Never leaves the library.
@@ -181,6 +184,7 @@ struct Cache::Impl {
   std::size_t size_estimate = 0;     // bytes of records + mirror, from a full count and this process's writes
   bool size_counted = false;
   std::size_t blob_table_bytes = 0;  // the header blobs' pages when size_estimate was last updated
+  std::size_t unseen_blob_bound = 0;  // the most the writes since then can have added to them
   std::size_t queued_mirror_bytes = 0;  // what queued mirror folders will take (mirror_entry's guess)
   // Notes that `key` served a disk hit (memory only; flush_uses() writes it; the memory tier
   // notes its own hits).
@@ -188,15 +192,18 @@ struct Cache::Impl {
   // Writes the last use of the keys noted since the last flush, in one transaction, skipping
   // those whose recorded use is less than an hour old. Never throws.
   void flush_uses() noexcept;
-  // After an entry was written: flushes the uses and, with config.max_size, evicts the least
-  // recently used entries down to 90% of it once this process's count passes it. Never throws.
-  void after_write(const util::Sha256& key, std::size_t record_bytes) noexcept;
+  // After an entry was queued for writing (`record_bytes` of counted rows, header blobs that can
+  // grow their table by `blob_bound` at most): flushes the uses and, with config.max_size, evicts
+  // the least recently used entries down to 90% of it once this process's count passes it. Never
+  // throws.
+  void after_write(const util::Sha256& key, std::size_t record_bytes, std::size_t blob_bound) noexcept;
   // inspect.cpp: removes least recently used entries (last use, else creation) until the
   // entries (records + mirror) take at most `bytes`; returns how many were removed, and the
   // bytes left in `remaining`.
   std::size_t evict_to(std::size_t bytes, std::size_t& remaining);
 
   // mirroring.cpp: the mirror, written by a background writer (null when off or not writable).
+  std::mutex dir_mutex;  // follow_cache_dir() of `dir`, on a write
   void open_mirror();
   // Queues the entry's mirror folder (off the caller's path); its headers must be loaded.
   void mirror_entry(const util::Sha256& key, const store::Entry& entry);

@@ -220,10 +220,12 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
     rows.push_back(std::move(*manifest));
   }
   std::size_t row_bytes = 0;  // what KJIT_MAX_SIZE counts of the store (size_limit.cpp)
+  std::size_t blob_bound = 0;  // the most the header blobs' pages can grow by (size_limit.cpp)
   for (const store::Store::Row& row : rows) {
     const bool counted = row.table == store::Table::entries || row.table == store::Table::direct ||
                          row.table == store::Table::manifests;
     row_bytes += counted ? row.key.size() + row.value.size() : 0;
+    blob_bound += row.table == store::Table::blobs ? cache::blob_growth_bound(row.key.size() + row.value.size()) : 0;
   }
   // The commit and its fdatasync run on the store's writer thread: the caller has its binary now.
   // Its report takes no lock a caller of the store may hold (Store::put_later).
@@ -247,7 +249,7 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   // Queued after the commit: the mirror's thread writes the folder once the store has the entry
   // (and skips it if the commit failed).
   mirror_entry(key, entry);
-  after_write(key, row_bytes);  // KJIT_MAX_SIZE: checked on writes
+  after_write(key, row_bytes, blob_bound);  // KJIT_MAX_SIZE: checked on writes
 }
 
 cache::Result cache::result_of(store::Entry&& entry)

@@ -81,6 +81,17 @@ void Cache::Impl::mirror_entry(const util::Sha256& key, const store::Entry& entr
       std::lock_guard lock(use_mutex);
       queued_mirror_bytes += guess;
     }
+    try {
+      // The cache folder deleted under this process (rm -rf): made again, as the store's write
+      // makes its own folder again, or the mirror writes into the deleted one forever.
+      std::lock_guard lock(dir_mutex);
+      if (cache::follow_cache_dir(dir, config)) {
+        log::line("note: the cache folder " + dir.path + " was made again: it was deleted, replaced or renamed "
+                  "while this process had it open");
+      }
+    } catch (const std::exception& e) {
+      cache::warn_once(std::string("cannot mirror into the cache folder: ") + e.what());
+    }
     mirror_writer->write(util::to_hex(key), entry);
   }
 }

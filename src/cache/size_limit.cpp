@@ -5,6 +5,8 @@
 #include "config/log.hpp"
 
 #include <ctime>
+#include <tuple>
+#include <unistd.h>
 
 namespace kjit {
 
@@ -26,6 +28,14 @@ std::int64_t recorded_use(const store::Store& store, std::string_view raw_key)
 {
   const auto value = store.get(store::Table::meta, used_key(raw_key));
   return value ? std::atoll(value->c_str()) : 0;
+}
+
+std::size_t blob_growth_bound(std::size_t bytes)
+{
+  // LMDB's pages are the system's. The encoding (compressed, checksummed) of content that does not
+  // compress is a little longer than the content.
+  static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return (bytes + bytes / 64 + 512 + page - 1) / page * page + 2 * page;
 }
 
 } // namespace cache
@@ -69,7 +79,7 @@ void Cache::Impl::flush_uses() noexcept
   }
 }
 
-void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_bytes) noexcept
+void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_bytes, std::size_t blob_bound) noexcept
 {
   flush_uses();
   if (config.max_size == 0 || !store || !store->writable()) {
@@ -79,24 +89,38 @@ void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_by
     std::lock_guard lock(use_mutex);
     // The mirror folder is written later, on the mirror's thread: a full count waits for it, a
     // write adds mirror_entry()'s guess. evict_to() counts what is there.
-    // Header blobs are rows of their own (stored once, shared): what a write added to them is
-    // the growth of their table's pages (one mdb_stat), counted with the record.
-    const std::size_t blob_bytes = store->table_bytes(store::Table::blobs);
+    // Header blobs are rows of their own (stored once, shared): a write adds the growth of their
+    // table's pages (one mdb_stat), which shows only once its commit has landed on the store's
+    // writer thread. Waiting for that would make every miss wait for its commit; read before it,
+    // the growth was counted one write late, and a write that took the store over the limit
+    // evicted nothing. So the writes not seen yet count as the most they can add: while that
+    // keeps the count within the limit, none of them can pass it and nothing waits; else their
+    // commits are waited for (as an eviction waits anyway) and what they really added is counted.
     if (!size_counted) {
       std::size_t remaining = 0;
-      evict_to(SIZE_MAX, remaining);  // counts, removes nothing
+      evict_to(SIZE_MAX, remaining);  // counts (once the commits are in), removes nothing
       size_estimate = remaining;
       size_counted = true;
+      blob_table_bytes = store->table_bytes(store::Table::blobs);
+      unseen_blob_bound = 0;
     } else {
-      size_estimate += record_bytes + queued_mirror_bytes + (blob_bytes > blob_table_bytes ? blob_bytes - blob_table_bytes : 0);
+      size_estimate += record_bytes + queued_mirror_bytes;
+      unseen_blob_bound += blob_bound;
+      if (size_estimate + unseen_blob_bound > config.max_size) {
+        std::ignore = store->count(store::Table::blobs);  // returns once the queued commits are in
+        const std::size_t blob_bytes = store->table_bytes(store::Table::blobs);
+        size_estimate += blob_bytes > blob_table_bytes ? blob_bytes - blob_table_bytes : 0;
+        blob_table_bytes = blob_bytes;
+        unseen_blob_bound = 0;
+      }
     }
-    blob_table_bytes = blob_bytes;
     queued_mirror_bytes = 0;
     if (size_estimate > config.max_size) {
       std::size_t remaining = 0;
       const std::size_t removed = evict_to(config.max_size / 10 * 9, remaining);
       size_estimate = remaining;
       blob_table_bytes = store->table_bytes(store::Table::blobs);
+      unseen_blob_bound = 0;
       if (config.verbose) {
         log::line("evicted " + std::to_string(removed) + " least recently used entries (KJIT_MAX_SIZE)");
       }

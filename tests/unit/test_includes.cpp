@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "write_lock.hpp"
 
 #include "deps/include_scan.hpp"
 #include "deps/manifest.hpp"
@@ -12,6 +13,9 @@
 #include <algorithm>
 #include <chrono>
 #include <fcntl.h>
+#include <csignal>
+#include <cstring>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -348,6 +352,35 @@ BOOST_AUTO_TEST_CASE(damaged_manifests_are_ignored)
   damaged[damaged.size() - 3] ^= 1;
   BOOST_TEST(!kjit::deps::decode_manifest(damaged).has_value());
   BOOST_TEST(!kjit::deps::decode_manifest(encoded.substr(0, encoded.size() / 2)).has_value());
+}
+
+// A host under a file-size limit (ulimit -f) below a header's size is not killed by SIGXFSZ when
+// the header is copied into the compile's private include folder: the copy fails as any failed
+// write does (a kjit::Error). Before, the copy ended the process.
+BOOST_AUTO_TEST_CASE(a_header_past_the_file_size_limit_is_not_a_signal)
+{
+  const std::string dir = tmp.path() + "/limited";
+  BOOST_TEST_REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  write_aged(dir + "/params.h", "#define VALUE 7\n// " + std::string(8192, 'x') + "\n");
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(60);
+    ::signal(SIGXFSZ, SIG_DFL);  // a host's (the test runner catches it)
+    struct rlimit limit {4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    int code = 3;
+    try {
+      kjit::Cache cache(config);
+      code = cache.get(program_using(dir), kjit::Arch::parse("sm_90")) != nullptr ? 0 : 4;
+    } catch (const kjit::Error& e) {
+      code = std::string(e.what()).find("File too large") != std::string::npos ? 1 : 2;
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 1), status_text(status));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -3,14 +3,18 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "write_lock.hpp"
 
 #include "store/store.hpp"
 
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <chrono>
@@ -317,6 +321,28 @@ BOOST_AUTO_TEST_CASE(a_store_moved_aside_takes_its_mirror_folders_along)
   BOOST_TEST(files_in(config.cache_dir + "/programs/headers") == 0u);
 }
 
+// The whole cache folder deleted under a live Cache (rm -rf ~/.cache/kjit): the store follows its
+// path at the next write, and so does the mirror. It kept writing through a descriptor of the
+// deleted folder: every later mirror write failed ("No such file or directory").
+BOOST_AUTO_TEST_CASE(a_cache_folder_deleted_under_a_live_cache_is_mirrored_again)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  kjit::Cache cache(config);
+  BOOST_TEST_REQUIRE(cache.get(small_program("before_rm"), arch) != nullptr);
+  cache.flush_mirror();
+  std::string output;
+  BOOST_TEST_REQUIRE(run("rm -rf '" + config.cache_dir + "'", output) == 0);
+  BOOST_TEST_REQUIRE(cache.get(small_program("after_rm"), arch) != nullptr);
+  cache.flush_mirror();
+  const std::string key = cache.prepare(small_program("after_rm"), arch).key();
+  BOOST_TEST(exists(config.cache_dir + "/programs/" + key + "/program.txt"));
+  BOOST_TEST(index_lines(config, key) == 1u);
+  BOOST_TEST(cache.stats().mirror_errors == 0u);
+  struct stat st {};
+  BOOST_TEST_REQUIRE(::stat(config.cache_dir.c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 077) == 0u);  // made again as private as the first time
+}
+
 // Guards the temp folder and rename of each entry folder (docs/cache-format.md, "a failed write
 // leaves nothing half-written"): `kjit mirror --rebuild` under a 1 KiB file size limit (as a full
 // disk) fails to write each file, and the folder already there stays whole. Written in place, the
@@ -346,6 +372,31 @@ BOOST_AUTO_TEST_CASE(a_rewrite_that_fails_half_way_leaves_the_old_folder_whole)
   for (const auto& e : std::filesystem::directory_iterator(config.cache_dir + "/programs")) {
     BOOST_TEST(e.path().filename().string().rfind(".tmp-", 0) != 0, e.path());  // the temp folder went
   }
+}
+
+// A host that rebuilds the mirror through the API under a file-size limit (ulimit -f) is not
+// killed by SIGXFSZ: the files past it are not written and the entry is counted as skipped.
+// Before, the first file past the limit ended the process (the CLI test above ignores SIGXFSZ).
+BOOST_AUTO_TEST_CASE(a_rebuild_under_a_file_size_limit_is_not_a_signal)
+{
+  const Sample sample(tmp.path());
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST_REQUIRE(cache.get(sample.program, kjit::Arch::parse("sm_90"))->cubin.size() > 2048u);
+  }
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(60);
+    ::signal(SIGXFSZ, SIG_DFL);  // a host's (the test runner catches it)
+    struct rlimit limit {1024, 1024};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    std::size_t skipped = 0;
+    kjit::Cache(config).rebuild_mirror(&skipped);
+    ::_exit(skipped == 1 ? 0 : 2);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), status_text(status));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

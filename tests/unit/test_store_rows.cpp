@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "write_lock.hpp"
 
 #include "store/store.hpp"
 #include "util/hash.hpp"
@@ -40,6 +41,18 @@ kjit::Program noisy_program(const std::string& tag, int seed, std::size_t size)
   }
   program.source += "// " + noise + "\n";
   return program;
+}
+
+// A file `name` in `dir` of `size` bytes of hardly compressible comment (its blob is about as big).
+void big_header(const std::string& dir, const std::string& name, int seed, std::size_t size)
+{
+  std::string text = "// ";
+  for (std::uint32_t x = 2654435761u * static_cast<std::uint32_t>(seed + 1); text.size() < size;
+       x = x * 1664525u + 1013904223u) {
+    text += static_cast<char>('a' + (x >> 24) % 26);
+    text += text.size() % 100 == 99 ? "\n// " : "";
+  }
+  put(dir + "/" + name, text + "\n");
 }
 
 } // namespace
@@ -209,6 +222,33 @@ BOOST_AUTO_TEST_CASE(a_manifest_written_on_a_disk_hit_goes_with_its_entry)
   BOOST_REQUIRE(store->count(kjit::store::Table::manifests) == 2u);
   BOOST_TEST(cache.prune_to_size(0) == 1u);
   BOOST_TEST(store->count(kjit::store::Table::manifests) == 0u);
+}
+
+// The header blobs a write adds count against KJIT_MAX_SIZE at that write. They were counted one
+// write late (the blob table's size read before the commit, on the writer thread, had landed): a
+// write that took the store over the limit evicted nothing until the next write.
+BOOST_AUTO_TEST_CASE(a_write_s_header_blobs_count_at_that_write)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  config.max_size = 100 * 1024;
+  config.mirror = false;
+  for (int i = 0; i < 2; ++i) {
+    const std::string dir = tmp.path() + "/p" + std::to_string(i);
+    big_header(dir, "big.h", i, i == 0 ? 1024 : 200 * 1024);
+    put(dir + "/k.cu",
+        "#include \"big.h\"\nextern \"C\" __global__ void k(int* o) { *o = " + std::to_string(i) + "; }\n");
+  }
+  settle();
+  kjit::Cache cache(config);
+  BOOST_TEST_REQUIRE(cache.get(kjit::program_from_file(tmp.path() + "/p0/k.cu"), arch) != nullptr);  // counted in full
+  {
+    WriteLockHolder holder(config, 2);  // the commit lands after get() returns, as it may anyway
+    BOOST_TEST_REQUIRE(cache.get(kjit::program_from_file(tmp.path() + "/p1/k.cu"), arch) != nullptr);
+  }
+  cache.stats();  // the commit and what follows it are done
+  const std::size_t stored =
+    table_bytes(cache, kjit::store::Table::entries) + table_bytes(cache, kjit::store::Table::blobs);
+  BOOST_TEST(stored <= config.max_size, stored << " bytes stored under a limit of " << config.max_size);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

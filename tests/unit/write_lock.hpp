@@ -6,6 +6,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <cstring>
 #include <lmdb.h>
 #include <poll.h>
 #include <string>
@@ -78,6 +79,13 @@ inline int wait_status(pid_t child)
   int status = 0;
   ::waitpid(child, &status, 0);
   return status;
+}
+
+// A wait status in words, for a failed check ("exit 2", "killed by File size limit exceeded").
+inline std::string status_text(int status)
+{
+  return WIFSIGNALED(status) ? "killed by " + std::string(::strsignal(WTERMSIG(status)))
+                             : "exit " + std::to_string(WEXITSTATUS(status));
 }
 
 } // namespace kjit::test
