@@ -90,6 +90,9 @@ check "cat --ptx" exit_code 0 "$kjit" cat "$sm90" --ptx
 check "cat --ptx is PTX" grep -q "\.entry saxpy" "$work/out"
 # Output that cannot be written (a full disk) is a failure, not a silent truncation.
 check "cat --ptx into a full disk exits 1" exit_code 1 sh -c "exec '$kjit' cat '$sm90' --ptx >/dev/full"
+for command in list "show $sm90" stats config doctor version "help list"; do
+  check "$command into a full disk exits 1" exit_code 1 sh -c "exec '$kjit' $command >/dev/full"
+done
 check "cat --cubin" exit_code 0 "$kjit" cat "$sm90" --cubin
 check "cat --cubin is the mirrored cubin" cmp -s "$work/out" "$KJIT_CACHE_DIR/programs/$sm90/module/kernel.sm_90.cubin"
 check "cat --program" exit_code 0 "$kjit" cat "$sm90" --program

@@ -3,6 +3,7 @@
 
 #include <kjit/error.hpp>
 
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -45,6 +46,18 @@ operating a cache (all take --cache-dir DIR):
 Exit codes: 0 success, 1 the operation failed, 2 bad usage. Errors go to stderr.
 )";
 
+// A command's output that could not be written (a full disk, /dev/full, a closed descriptor) is a
+// failed operation, exit 1 as the usage says, not a success with the output lost.
+int written(const char* name, int status)
+{
+  std::cout.flush();
+  const bool ok = std::cout.good() && std::fflush(stdout) == 0 && std::ferror(stdout) == 0;
+  if (!ok) {
+    std::cerr << "kjit " << name << ": cannot write the output to standard output\n";
+  }
+  return ok || status != 0 ? status : kjit::cli::k_exit_failure;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -62,7 +75,7 @@ int main(int argc, char** argv)
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
       (std::strcmp(argv[1], "help") == 0 && (argc == 2 || (argc == 3 && std::strcmp(argv[2], "help") == 0)))) {
     (argc < 2 ? std::cerr : std::cout) << k_usage;
-    return argc < 2 ? k_exit_usage : 0;
+    return argc < 2 ? k_exit_usage : written("help", 0);
   }
   // kjit help COMMAND is kjit COMMAND --help.
   const bool help = std::strcmp(argv[1], "help") == 0;
@@ -73,7 +86,8 @@ int main(int argc, char** argv)
     return k_exit_usage;
   }
   try {
-    return command->second(help ? std::vector<std::string>{"--help"} : std::vector<std::string>(argv + 2, argv + argc));
+    return written(name,
+                   command->second(help ? std::vector<std::string>{"--help"} : std::vector<std::string>(argv + 2, argv + argc)));
   } catch (const UsageError& e) {
     std::cerr << "kjit " << name << ": " << e.message << "\n\n" << e.usage;
     return k_exit_usage;
