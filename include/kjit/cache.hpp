@@ -217,7 +217,9 @@ struct BatchOptions {
   // name expressions) are compiled next to each other with NVRTC's automatic precompiled headers
   // in the workers, when at least two share them. Off: every compile parses its headers again.
   bool pch = true;
-  // Called after each item (from the batch's threads, one call at a time): done, total.
+  // Called after each item (from the batch's threads, one call at a time): done, total. An
+  // exception it throws stops the batch (no item is started after it) and get_many() rethrows it
+  // once the batch's threads have finished.
   std::function<void(std::size_t, std::size_t)> progress;
 };
 

@@ -829,8 +829,8 @@ std::size_t Store::count(Table table) const
 
 std::size_t Store::table_bytes(Table table) const
 {
-  // No settle(): the size limit calls this right after queueing a commit and counts what a
-  // pending commit adds at the next write instead of waiting for it.
+  // No settle(): the size limit calls this right after queueing a commit, with a bound on what
+  // the pending commit adds; it counts() (which settles) first when that bound could pass the limit.
   return table_size(table).bytes;
 }
 
