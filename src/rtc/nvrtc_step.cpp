@@ -27,24 +27,25 @@ std::string program_log(nvrtcProgram handle)
 // as a failed compile: "ptxas fatal   : Unknown option 'x'", "ptxas fatal   : Invalid value 'x' for
 // option 'y'", "libnvvm : error: -x is an unsupported option". The options are at fault, not the
 // program: an OptionError, which the cache does not remember as the program's compile error.
+// Only the log's last line counts: ptxas and NVVM run after the front end succeeded, so their
+// rejection ends the log, while a front-end error ends it with "N errors detected in the
+// compilation of ..." (or "Compilation terminated."), whatever the program's own messages (a
+// static_assert's, a #pragma message) put in the lines before.
 bool options_rejected(const std::string& log)
 {
-  std::size_t start = 0;
-  while (start < log.size()) {
-    std::size_t end = log.find('\n', start);
-    end = end == std::string::npos ? log.size() : end;
-    const std::string_view line(log.data() + start, end - start);
-    if (line.rfind("ptxas fatal", 0) == 0 &&
-        (line.find(": Unknown option '") != std::string_view::npos ||
-         line.find(": Invalid value '") != std::string_view::npos)) {
-      return true;
-    }
-    if (line.rfind("libnvvm : error: ", 0) == 0 && line.find(" is an unsupported option") != std::string_view::npos) {
-      return true;
-    }
-    start = end + 1;
+  const std::size_t last = log.find_last_not_of("\n");
+  if (last == std::string::npos) {
+    return false;
   }
-  return false;
+  const std::size_t newline = log.rfind('\n', last);
+  const std::size_t start = newline == std::string::npos ? 0 : newline + 1;
+  const std::string_view line(log.data() + start, last + 1 - start);
+  if (line.rfind("ptxas fatal", 0) == 0 &&
+      (line.find(": Unknown option '") != std::string_view::npos ||
+       line.find(": Invalid value '") != std::string_view::npos)) {
+    return true;
+  }
+  return line.rfind("libnvvm : error: ", 0) == 0 && line.find(" is an unsupported option") != std::string_view::npos;
 }
 
 } // namespace

@@ -94,6 +94,23 @@ BOOST_AUTO_TEST_CASE(unknown_option_and_unsupported_arch_have_their_own_errors)
     }
   }
 
+  // A program's own error whose message looks like such a rejection (a static_assert's text with
+  // a newline, a #pragma message, a #warning before an #error) stays a CompileError: it was an
+  // OptionError, which the cache does not remember, so every get() compiled it again.
+  for (const char* source : {"static_assert(sizeof(int) == 3, \"bad\\nptxas fatal   : Unknown option 'x'\");\n",
+                             "#pragma message(\"x\\nlibnvvm : error: -x is an unsupported option\")\n#error no\n",
+                             "#warning ptxas fatal   : Invalid value 'x' for option 'y'\n#error no\n"}) {
+    kjit::Program own{"own_error.cu", source, {}, {}, {}};
+    try {
+      kjit::compile(own, kjit::Arch::parse("sm_90"));
+      BOOST_ERROR(source << ": expected CompileError");
+    } catch (const kjit::CompileError& e) {
+      BOOST_TEST(e.log().find("own_error.cu(") != std::string::npos, e.log());
+    } catch (const kjit::Error& e) {
+      BOOST_ERROR(source << ": " << e.what());
+    }
+  }
+
   try {
     kjit::compile(saxpy(), kjit::Arch::parse("sm_70"));
     BOOST_FAIL("expected ArchError");
