@@ -92,6 +92,8 @@ check "cat --ptx is PTX" grep -q "\.entry saxpy" "$work/out"
 check "cat --ptx into a full disk exits 1" exit_code 1 sh -c "exec '$kjit' cat '$sm90' --ptx >/dev/full"
 for command in list "show $sm90" stats config doctor version "help list"; do
   check "$command into a full disk exits 1" exit_code 1 sh -c "exec '$kjit' $command >/dev/full"
+  # For that reason, not another (doctor exits 1 on a cache or machine it finds at fault).
+  check "$command into a full disk says why" grep -q "cannot write the output" "$work/err"
 done
 check "cat --cubin" exit_code 0 "$kjit" cat "$sm90" --cubin
 check "cat --cubin is the mirrored cubin" cmp -s "$work/out" "$KJIT_CACHE_DIR/programs/$sm90/module/kernel.sm_90.cubin"
