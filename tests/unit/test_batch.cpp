@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <fstream>
 #include <unistd.h>
 
@@ -563,6 +564,55 @@ BOOST_AUTO_TEST_CASE(a_caller_cancelled_inside_the_progress_callback_unwinds_and
     void* result = nullptr;
     ::pthread_join(thread, &result);
     ::_exit(result == PTHREAD_CANCELED ? 0 : 5);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_caller_cancelled_while_its_worker_compiles_leaves_no_worker_behind)
+{
+  // pthread_cancel() of the thread in get_many() while it waits for its worker's answer: the
+  // unwinding kills and reaps the worker and closes its socket. In a child process.
+  const std::string fifo = tmp.path() + "/compiling";
+  BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string worker = flaky_worker(tmp.path(), "echo x >'" + fifo + "'; exec sleep 60");
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGABRT, SIG_DFL);  // reported as the child's end, not caught by the test framework
+    const int compiling = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+    const int fds = open_fds();
+    struct Batch {
+      kjit::Config config;
+      std::string worker;
+    } batch{config, worker};
+    const auto body = [](void* argument) -> void* {
+      auto& b = *static_cast<Batch*>(argument);
+      kjit::Cache cache(b.config);
+      kjit::BatchOptions options;
+      options.jobs = 1;
+      options.timeout_s = 0;  // none: only the cancellation ends the wait
+      options.worker_path = b.worker;
+      std::ignore = cache.get_many(items_for({"v1"}, {"sm_80"}), options);
+      return nullptr;
+    };
+    pthread_t thread;
+    if (compiling < 0 || ::pthread_create(&thread, nullptr, body, &batch) != 0) {
+      ::_exit(3);
+    }
+    char c = 0;
+    if (::read(compiling, &c, 1) != 1) {
+      ::_exit(4);
+    }
+    ::pthread_cancel(thread);
+    void* result = nullptr;
+    ::pthread_join(thread, &result);
+    int status = 0;
+    const bool reaped = ::waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD;  // no child left at all
+    ::_exit(result != PTHREAD_CANCELED ? 5 : !reaped ? 6 : open_fds() != fds ? 7 : 0);
   }
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
