@@ -48,15 +48,31 @@ std::string framed(const std::string& payload)
 }
 
 // A worker wrapper that misbehaves (`action`) on its first item the first time it starts (after
-// answering the hello, as a worker does), then runs the real worker.
-std::string flaky_worker(const std::string& dir, const std::string& action)
+// answering the hello, as a worker does), then runs `then` (the real worker when empty).
+std::string flaky_worker(const std::string& dir, const std::string& action, const std::string& then = "")
 {
   const std::string path = dir + "/flaky-worker";
   kjit::test::write_text(dir + "/hello", framed(kjit::batch::hello(true)));
   kjit::test::write_text(path, "#!/bin/sh\nif mkdir '" + dir + "/started' 2>/dev/null; then head -c " +
                                  std::to_string(framed(kjit::batch::hello(false)).size()) + " >/dev/null; cat '" +
                                  dir + "/hello'; " + action + "; fi\nexec '" +
-                                 kjit::test::helper("KJIT_TEST_WORKER") + "'\n");
+                                 (then.empty() ? kjit::test::helper("KJIT_TEST_WORKER") : then) + "'\n");
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+// A worker that answers its first request with `item`'s binary (compiled here beforehand), written
+// with the hello, before the request is even read: a replacement worker in a test of a short time
+// limit needs no compile within it (a real one, loading NVRTC and compiling on a loaded machine,
+// took more than 1 s about one run in fifteen).
+std::string answering_worker(const std::string& dir, const kjit::BatchItem& item)
+{
+  const kjit::Binary binary = kjit::compile(item.program, item.arch);
+  kjit::test::write_text(dir + "/answer", framed(kjit::batch::hello(true)) +
+                                            framed(kjit::batch::with_sequence(1, kjit::batch::encode_binary(binary))));
+  const std::string path = dir + "/answering-worker";
+  kjit::test::write_text(path, "#!/bin/sh\nhead -c " + std::to_string(framed(kjit::batch::hello(false)).size()) +
+                                 " >/dev/null; cat '" + dir + "/answer'; exec sleep 60\n");
   ::chmod(path.c_str(), 0755);
   return path;
 }
@@ -189,12 +205,13 @@ BOOST_AUTO_TEST_CASE(a_crashing_worker_fails_only_its_item_and_is_replaced)
 BOOST_AUTO_TEST_CASE(a_hanging_worker_is_killed_at_the_time_limit)
 {
   kjit::Cache cache(config);
+  const auto items = items_for({"h1", "h2"}, {"sm_80"});
   kjit::BatchOptions options;
   options.jobs = 1;
   options.timeout_s = 1;
-  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60");
+  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60", answering_worker(tmp.path(), items[1]));
   const auto start = std::chrono::steady_clock::now();
-  const auto results = cache.get_many(items_for({"h1", "h2"}, {"sm_80"}), options);
+  const auto results = cache.get_many(items, options);
   BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(30)));
   BOOST_TEST(results[0].binary == nullptr);
   BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
@@ -205,12 +222,14 @@ BOOST_AUTO_TEST_CASE(a_worker_that_stops_mid_answer_is_killed_at_the_time_limit)
 {
   // A frame that says 64 bytes and brings 3: waiting for the rest must not outlast the limit.
   kjit::Cache cache(config);
+  const auto items = items_for({"s1", "s2"}, {"sm_80"});
   kjit::BatchOptions options;
   options.jobs = 1;
   options.timeout_s = 1;
-  options.worker_path = flaky_worker(tmp.path(), "printf '\\100\\000\\000\\000abc'; exec sleep 60");
+  options.worker_path = flaky_worker(tmp.path(), "printf '\\100\\000\\000\\000abc'; exec sleep 60",
+                                     answering_worker(tmp.path(), items[1]));
   const auto start = std::chrono::steady_clock::now();
-  const auto results = cache.get_many(items_for({"s1", "s2"}, {"sm_80"}), options);
+  const auto results = cache.get_many(items, options);
   BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(30)));
   BOOST_TEST(results[0].binary == nullptr);
   BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
@@ -225,9 +244,9 @@ BOOST_AUTO_TEST_CASE(a_worker_that_reads_nothing_is_killed_at_the_time_limit)
   kjit::BatchOptions options;
   options.jobs = 1;
   options.timeout_s = 1;
-  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60");
   auto items = items_for({"r1", "r2"}, {"sm_80"});
   items[0].program.source += "// " + std::string(8u << 20, 'x') + "\n";
+  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60", answering_worker(tmp.path(), items[1]));
   const auto start = std::chrono::steady_clock::now();
   const auto results = cache.get_many(items, options);
   BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(30)));
@@ -245,10 +264,11 @@ BOOST_AUTO_TEST_CASE(the_time_limit_holds_while_signals_interrupt_the_wait)
   action.sa_handler = [](int) {};
   ::sigaction(SIGUSR2, &action, &previous);
   kjit::Cache cache(config);
+  const auto items = items_for({"i1", "i2"}, {"sm_80"});
   kjit::BatchOptions options;
   options.jobs = 1;
   options.timeout_s = 1;
-  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60");
+  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60", answering_worker(tmp.path(), items[1]));
   std::atomic<bool> done{false};
   const pthread_t batch_thread = ::pthread_self();
   std::thread signaller([&] {
@@ -258,7 +278,7 @@ BOOST_AUTO_TEST_CASE(the_time_limit_holds_while_signals_interrupt_the_wait)
     }
   });
   const auto start = std::chrono::steady_clock::now();
-  const auto results = cache.get_many(items_for({"i1", "i2"}, {"sm_80"}), options);
+  const auto results = cache.get_many(items, options);
   done = true;
   signaller.join();
   ::sigaction(SIGUSR2, &previous, nullptr);
