@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cxxabi.h>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -136,6 +137,8 @@ std::vector<BatchResult> Cache::get_many(const std::vector<BatchItem>& items, co
       if (options.progress && !stopped) {
         try {
           options.progress(done, items.size());
+        } catch (abi::__forced_unwind&) {
+          throw;  // pthread_cancel() of the caller inside the callback: caught here, glibc aborts
         } catch (...) {
           // On a batch thread it would end the process: the batch stops taking items instead,
           // and the caller gets it once every thread has finished its item.
@@ -146,6 +149,23 @@ std::vector<BatchResult> Cache::get_many(const std::vector<BatchItem>& items, co
     }
   };
   std::vector<std::thread> threads;
+  // However this thread leaves early (a thread that cannot be started, pthread_cancel() of the
+  // caller), the batch's threads stop taking items and are joined first: a joinable std::thread
+  // destroyed would end the process.
+  struct JoinAll {
+    std::vector<std::thread>& threads;
+    std::atomic<std::size_t>& next;
+    std::size_t end;
+    ~JoinAll()
+    {
+      next = end;
+      for (auto& thread : threads) {
+        if (thread.joinable()) {
+          thread.join();
+        }
+      }
+    }
+  } join_all{threads, next, items.size()};
   for (unsigned t = 1; t < jobs; ++t) {
     threads.emplace_back(run);
   }

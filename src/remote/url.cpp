@@ -54,7 +54,10 @@ std::string RedisUrl::display() const
   if (!user.empty() || !password.empty()) {
     out += user + (password.empty() ? "" : ":***") + "@";
   }
-  out += server();
+  // An IPv6 address in brackets, as the URL is written: "::1:6379" reads as a host named "::1:6379".
+  // (server() stays as it is: it names the server in the key placement every node computes.)
+  out += host.find(':') == std::string::npos ? server()
+                                             : "[" + host + "]:" + std::to_string(port) + "/" + std::to_string(db);
   return readonly ? out + "?readonly" : out;
 }
 

@@ -11,12 +11,16 @@
 #include <kjit/error.hpp>
 
 #include <atomic>
+#include <cerrno>
+#include <tuple>
 #include <chrono>
 #include <csignal>
 #include <pthread.h>
 #include <thread>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <fstream>
 #include <unistd.h>
 
@@ -44,15 +48,31 @@ std::string framed(const std::string& payload)
 }
 
 // A worker wrapper that misbehaves (`action`) on its first item the first time it starts (after
-// answering the hello, as a worker does), then runs the real worker.
-std::string flaky_worker(const std::string& dir, const std::string& action)
+// answering the hello, as a worker does), then runs `then` (the real worker when empty).
+std::string flaky_worker(const std::string& dir, const std::string& action, const std::string& then = "")
 {
   const std::string path = dir + "/flaky-worker";
   kjit::test::write_text(dir + "/hello", framed(kjit::batch::hello(true)));
   kjit::test::write_text(path, "#!/bin/sh\nif mkdir '" + dir + "/started' 2>/dev/null; then head -c " +
                                  std::to_string(framed(kjit::batch::hello(false)).size()) + " >/dev/null; cat '" +
                                  dir + "/hello'; " + action + "; fi\nexec '" +
-                                 kjit::test::helper("KJIT_TEST_WORKER") + "'\n");
+                                 (then.empty() ? kjit::test::helper("KJIT_TEST_WORKER") : then) + "'\n");
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+// A worker that answers its first request with `item`'s binary (compiled here beforehand), written
+// with the hello, before the request is even read: a replacement worker in a test of a short time
+// limit needs no compile within it (a real one, loading NVRTC and compiling on a loaded machine,
+// took more than 1 s about one run in fifteen).
+std::string answering_worker(const std::string& dir, const kjit::BatchItem& item)
+{
+  const kjit::Binary binary = kjit::compile(item.program, item.arch);
+  kjit::test::write_text(dir + "/answer", framed(kjit::batch::hello(true)) +
+                                            framed(kjit::batch::with_sequence(1, kjit::batch::encode_binary(binary))));
+  const std::string path = dir + "/answering-worker";
+  kjit::test::write_text(path, "#!/bin/sh\nhead -c " + std::to_string(framed(kjit::batch::hello(false)).size()) +
+                                 " >/dev/null; cat '" + dir + "/answer'; exec sleep 60\n");
   ::chmod(path.c_str(), 0755);
   return path;
 }
@@ -75,6 +95,20 @@ int zombie_children()
     ::closedir(proc);
   }
   return zombies;
+}
+
+// This process's open file descriptors.
+int open_fds()
+{
+  int count = 0;
+  DIR* fds = ::opendir("/proc/self/fd");
+  while (const dirent* entry = fds != nullptr ? ::readdir(fds) : nullptr) {
+    count += entry->d_name[0] != '.' ? 1 : 0;
+  }
+  if (fds != nullptr) {
+    ::closedir(fds);
+  }
+  return count - 1;  // less the one opendir() holds
 }
 
 } // namespace
@@ -171,12 +205,13 @@ BOOST_AUTO_TEST_CASE(a_crashing_worker_fails_only_its_item_and_is_replaced)
 BOOST_AUTO_TEST_CASE(a_hanging_worker_is_killed_at_the_time_limit)
 {
   kjit::Cache cache(config);
+  const auto items = items_for({"h1", "h2"}, {"sm_80"});
   kjit::BatchOptions options;
   options.jobs = 1;
   options.timeout_s = 1;
-  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60");
+  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60", answering_worker(tmp.path(), items[1]));
   const auto start = std::chrono::steady_clock::now();
-  const auto results = cache.get_many(items_for({"h1", "h2"}, {"sm_80"}), options);
+  const auto results = cache.get_many(items, options);
   BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(30)));
   BOOST_TEST(results[0].binary == nullptr);
   BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
@@ -187,12 +222,14 @@ BOOST_AUTO_TEST_CASE(a_worker_that_stops_mid_answer_is_killed_at_the_time_limit)
 {
   // A frame that says 64 bytes and brings 3: waiting for the rest must not outlast the limit.
   kjit::Cache cache(config);
+  const auto items = items_for({"s1", "s2"}, {"sm_80"});
   kjit::BatchOptions options;
   options.jobs = 1;
   options.timeout_s = 1;
-  options.worker_path = flaky_worker(tmp.path(), "printf '\\100\\000\\000\\000abc'; exec sleep 60");
+  options.worker_path = flaky_worker(tmp.path(), "printf '\\100\\000\\000\\000abc'; exec sleep 60",
+                                     answering_worker(tmp.path(), items[1]));
   const auto start = std::chrono::steady_clock::now();
-  const auto results = cache.get_many(items_for({"s1", "s2"}, {"sm_80"}), options);
+  const auto results = cache.get_many(items, options);
   BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(30)));
   BOOST_TEST(results[0].binary == nullptr);
   BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
@@ -207,9 +244,9 @@ BOOST_AUTO_TEST_CASE(a_worker_that_reads_nothing_is_killed_at_the_time_limit)
   kjit::BatchOptions options;
   options.jobs = 1;
   options.timeout_s = 1;
-  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60");
   auto items = items_for({"r1", "r2"}, {"sm_80"});
   items[0].program.source += "// " + std::string(8u << 20, 'x') + "\n";
+  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60", answering_worker(tmp.path(), items[1]));
   const auto start = std::chrono::steady_clock::now();
   const auto results = cache.get_many(items, options);
   BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(30)));
@@ -227,10 +264,11 @@ BOOST_AUTO_TEST_CASE(the_time_limit_holds_while_signals_interrupt_the_wait)
   action.sa_handler = [](int) {};
   ::sigaction(SIGUSR2, &action, &previous);
   kjit::Cache cache(config);
+  const auto items = items_for({"i1", "i2"}, {"sm_80"});
   kjit::BatchOptions options;
   options.jobs = 1;
   options.timeout_s = 1;
-  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60");
+  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60", answering_worker(tmp.path(), items[1]));
   std::atomic<bool> done{false};
   const pthread_t batch_thread = ::pthread_self();
   std::thread signaller([&] {
@@ -240,7 +278,7 @@ BOOST_AUTO_TEST_CASE(the_time_limit_holds_while_signals_interrupt_the_wait)
     }
   });
   const auto start = std::chrono::steady_clock::now();
-  const auto results = cache.get_many(items_for({"i1", "i2"}, {"sm_80"}), options);
+  const auto results = cache.get_many(items, options);
   done = true;
   signaller.join();
   ::sigaction(SIGUSR2, &previous, nullptr);
@@ -415,6 +453,192 @@ BOOST_AUTO_TEST_CASE(without_a_worker_the_batch_runs_in_process)
     BOOST_TEST(result.compiled);
   }
   BOOST_TEST(cache.disk_entries() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_of_protocol_1_left_installed_is_a_warning_and_the_batch_runs_in_process)
+{
+  // A kjit-worker of the previous kjit next to a newer libkjit answers the hello with its own
+  // ("kjit-worker protocol 1") and exits: the batch must not send it version-2 frames.
+  kjit::test::write_text(tmp.path() + "/hello1", framed("kjit-worker protocol 1"));
+  const std::string path = tmp.path() + "/old-worker";
+  kjit::test::write_text(path, "#!/bin/sh\nhead -c " + std::to_string(framed(kjit::batch::hello(false)).size()) +
+                                 " >/dev/null; cat '" + tmp.path() + "/hello1'; exit 2\n");
+  ::chmod(path.c_str(), 0755);
+  const int fds = open_fds();
+  const int zombies = zombie_children();
+  {
+    kjit::Cache cache(config);
+    kjit::BatchOptions options;
+    options.jobs = 2;
+    options.worker_path = path;
+    const auto results = cache.get_many(items_for({"o1", "o2", "o3"}, {"sm_80"}), options);
+    for (const auto& result : results) {
+      BOOST_TEST(result.binary != nullptr, result.message);
+      BOOST_TEST(result.compiled);
+    }
+  }
+  BOOST_TEST(open_fds() == fds);
+  BOOST_TEST(zombie_children() == zombies);
+}
+
+BOOST_AUTO_TEST_CASE(a_progress_callback_may_run_another_batch_on_the_same_cache)
+{
+  // Re-entrancy: the callback runs on a batch thread that has a worker of its own (its compile
+  // delegate): a batch started from it uses its own threads and workers, and the outer batch goes
+  // on once it returns.
+  kjit::Cache cache(config);
+  kjit::BatchOptions inner;
+  inner.jobs = 2;
+  inner.worker_path = kjit::test::helper("KJIT_TEST_WORKER");
+  kjit::BatchOptions outer = inner;
+  std::vector<kjit::BatchResult> nested;
+  outer.progress = [&](std::size_t done, std::size_t) {
+    if (done == 1) {
+      nested = cache.get_many(items_for({"q1", "q2", "r1"}, {"sm_80"}), inner);  // r1: the outer's too
+    }
+  };
+  const auto results = cache.get_many(items_for({"r1", "r2", "r3"}, {"sm_80"}), outer);
+  for (const auto& result : results) {
+    BOOST_TEST(result.binary != nullptr, result.message);
+  }
+  BOOST_TEST_REQUIRE(nested.size() == 3u);
+  for (const auto& result : nested) {
+    BOOST_TEST(result.binary != nullptr, result.message);
+  }
+  BOOST_TEST(cache.stats().compiles == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(no_descriptor_or_child_is_left_by_a_worker_lost_on_any_path)
+{
+  // Each way a worker is lost (crash, garbage, a stale answer, a cut answer, one that stops
+  // reading, a mismatched hello): the batch closes its socket and reaps it.
+  const int fds = open_fds();
+  const int zombies = zombie_children();
+  int round = 0;
+  for (const char* action : {"kill -SEGV $$", "printf '\\001\\000\\000\\000\\011'",
+                             "printf '\\005\\000\\000\\000\\007\\000\\000\\000\\001'",
+                             "printf '\\100\\000\\000\\000abc'; exit 0", "exec 0<&-; exit 0"}) {
+    kjit::test::TempDir dir;
+    kjit::Cache cache(config);
+    kjit::BatchOptions options;
+    options.jobs = 1;
+    options.worker_path = flaky_worker(dir.path(), action);
+    const auto results = cache.get_many(items_for({"z" + std::to_string(round++)}, {"sm_80"}), options);
+    BOOST_TEST(results[0].binary == nullptr, action);
+    BOOST_TEST(!results[0].message.empty(), action);
+  }
+  BOOST_TEST(open_fds() == fds);
+  BOOST_TEST(zombie_children() == zombies);
+  int status = 0;
+  BOOST_TEST(::waitpid(-1, &status, WNOHANG) <= 0);  // no child of ours ended unreaped
+}
+
+BOOST_AUTO_TEST_CASE(a_caller_cancelled_inside_the_progress_callback_unwinds_and_the_batch_threads_end)
+{
+  // pthread_cancel() of the thread in get_many() while its progress callback waits (a progress
+  // bar's write() is a cancellation point): the unwinding must pass the catch that keeps a
+  // callback's exceptions (glibc aborts a cancellation that is caught and not rethrown) and must
+  // join the batch's other threads (a joinable std::thread destroyed calls std::terminate).
+  // In a child process: before, the whole process was aborted.
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGABRT, SIG_DFL);  // reported as the child's end, not caught by the test framework
+    int in_callback[2];
+    int never[2];
+    if (::pipe(in_callback) != 0 || ::pipe(never) != 0) {
+      ::_exit(3);
+    }
+    struct Batch {
+      kjit::Config config;
+      int in_callback;
+      int never;
+      pthread_t caller;
+    } batch{config, in_callback[1], never[0], {}};
+    const auto body = [](void* argument) -> void* {
+      auto& b = *static_cast<Batch*>(argument);
+      b.caller = ::pthread_self();
+      kjit::Cache cache(b.config);
+      kjit::BatchOptions options;
+      options.jobs = 2;
+      options.worker_path = kjit::test::helper("KJIT_TEST_WORKER");
+      options.progress = [&b](std::size_t, std::size_t) {
+        if (::pthread_equal(::pthread_self(), b.caller)) {
+          char c = 0;
+          std::ignore = ::write(b.in_callback, "x", 1);
+          std::ignore = ::read(b.never, &c, 1);  // until cancelled
+        }
+      };
+      std::ignore = cache.get_many(items_for({"w1", "w2", "w3", "w4"}, {"sm_80"}), options);
+      return nullptr;
+    };
+    pthread_t thread;
+    if (::pthread_create(&thread, nullptr, body, &batch) != 0) {
+      ::_exit(3);
+    }
+    char c = 0;
+    if (::read(in_callback[0], &c, 1) != 1) {
+      ::_exit(4);
+    }
+    ::pthread_cancel(thread);
+    void* result = nullptr;
+    ::pthread_join(thread, &result);
+    ::_exit(result == PTHREAD_CANCELED ? 0 : 5);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_caller_cancelled_while_its_worker_compiles_leaves_no_worker_behind)
+{
+  // pthread_cancel() of the thread in get_many() while it waits for its worker's answer: the
+  // unwinding kills and reaps the worker and closes its socket. In a child process.
+  const std::string fifo = tmp.path() + "/compiling";
+  BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string worker = flaky_worker(tmp.path(), "echo x >'" + fifo + "'; exec sleep 60");
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGABRT, SIG_DFL);  // reported as the child's end, not caught by the test framework
+    const int compiling = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+    const int fds = open_fds();
+    struct Batch {
+      kjit::Config config;
+      std::string worker;
+    } batch{config, worker};
+    const auto body = [](void* argument) -> void* {
+      auto& b = *static_cast<Batch*>(argument);
+      kjit::Cache cache(b.config);
+      kjit::BatchOptions options;
+      options.jobs = 1;
+      options.timeout_s = 0;  // none: only the cancellation ends the wait
+      options.worker_path = b.worker;
+      std::ignore = cache.get_many(items_for({"v1"}, {"sm_80"}), options);
+      return nullptr;
+    };
+    pthread_t thread;
+    if (compiling < 0 || ::pthread_create(&thread, nullptr, body, &batch) != 0) {
+      ::_exit(3);
+    }
+    char c = 0;
+    if (::read(compiling, &c, 1) != 1) {
+      ::_exit(4);
+    }
+    ::pthread_cancel(thread);
+    void* result = nullptr;
+    ::pthread_join(thread, &result);
+    int status = 0;
+    const bool reaped = ::waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD;  // no child left at all
+    ::_exit(result != PTHREAD_CANCELED ? 5 : !reaped ? 6 : open_fds() != fds ? 7 : 0);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

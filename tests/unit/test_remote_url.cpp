@@ -57,6 +57,8 @@ BOOST_AUTO_TEST_CASE(an_ipv6_address_is_written_in_brackets)
   BOOST_TEST(url.host == "::1");
   BOOST_TEST(url.port == 6380);
   BOOST_TEST(url.db == 2);
+  BOOST_TEST(url.display() == "redis://:***@[::1]:6380/2");  // as written: warnings and `kjit doctor` name it
+  BOOST_TEST(kjit::remote::parse_url("redis://[::1]:6380/2", "V").server() == "::1:6380/2");  // the placement's name
   for (const char* bad : {"redis://[::1]", "redis://[::1:6379", "redis://[]:1", "redis://x[::1]:1", "redis://[::1]x:1"}) {
     BOOST_CHECK_THROW(kjit::remote::parse_url(bad, "V"), kjit::ConfigError);
   }
