@@ -7,6 +7,7 @@
 #include "deps/search.hpp"
 #include "config/log.hpp"
 #include "rtc/compiler.hpp"
+#include "rtc/nvrtc_library.hpp"
 #include "store/blobs.hpp"
 #include "store/record.hpp"
 #include "util/file.hpp"
@@ -164,6 +165,15 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   // Compiled from the files on disk (see compile_with_includes): its key doesn't name what NVRTC
   // read, so storing it would serve it later for other files.
   cacheable = resolver.unfaithful().empty();
+  // NVRTC takes the compiler environment when it loads, the key when the key context is made: a
+  // setenv() between the two (NV_NVVM_VERSION) compiles other code than the key names. Not stored.
+  if (const auto loaded_with = rtc::nvrtc_environment();
+      compiled && cacheable && loaded_with && *loaded_with != context.compiler_environment) {
+    cacheable = false;
+    const std::string setting = loaded_with->empty() ? "no NV_NVVM_VERSION" : loaded_with->substr(0, loaded_with->find('\n'));
+    log::line(program.name + ": NVRTC was loaded with " + setting +
+              ", not the setting this Cache's keys were made with; compiled and not cached");
+  }
   // prepare()'s texts are those make_key() would make now when they hold no disk header and
   // nothing of the process: the working directory enters only through headers, pre-includes and
   // -lineinfo/-G's named-from line, and the key context is made once per Cache. A provisional

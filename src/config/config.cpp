@@ -315,18 +315,21 @@ void check_config(const Config& config)
   }
 }
 
+std::string compiler_environment_now()
+{
+  std::string out;
+  for (const char* variable : {"NV_NVVM_VERSION"}) {
+    if (const char* value = std::getenv(variable); value != nullptr) {
+      out += std::string(variable) + "=" + value + "\n";
+    }
+  }
+  return out;
+}
+
 std::string compiler_environment()
 {
   // Once per process, as NVRTC reads it once, when it is loaded: a later setenv() changes neither.
-  static const std::string once = [] {
-    std::string out;
-    for (const char* variable : {"NV_NVVM_VERSION"}) {
-      if (const char* value = std::getenv(variable); value != nullptr) {
-        out += std::string(variable) + "=" + value + "\n";
-      }
-    }
-    return out;
-  }();
+  static const std::string once = compiler_environment_now();
   return once;
 }
 

@@ -17,6 +17,8 @@ std::uint64_t config_generation();
 // NVRTC 13.0 reads NV_NVVM_VERSION (nvvm70 | nvvm-latest: another NVVM, other PTX and cubin) once,
 // when it is loaded; the other variables it reads change no output (measured: docs/configuration.md).
 std::string compiler_environment();
+// The same lines as the environment holds them now (what NVRTC takes if it loads now).
+std::string compiler_environment_now();
 
 // Checks the settings a Config was given directly (not through the table, whose parsers check
 // them): throws ConfigError naming the setting for an arch that does not parse, a compile lock

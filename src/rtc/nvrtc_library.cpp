@@ -1,6 +1,7 @@
 // Lazy, once-per-process loading of libnvrtc (and its builtins library).
 #include "rtc/nvrtc_library.hpp"
 
+#include "config/config_internal.hpp"
 #include "config/log.hpp"
 #include "rtc/library_loader.hpp"
 #include "rtc/toolkit.hpp"
@@ -14,6 +15,7 @@ namespace {
 
 struct Loaded {
   std::string path;
+  std::string environment;  // compiler_environment_now() when NVRTC was loaded: what it compiles with
   std::optional<util::DynamicLibrary> builtins;
   util::DynamicLibrary library;
   NvrtcApi api{};
@@ -33,7 +35,9 @@ std::unique_ptr<Loaded> load(const Toolkit& toolkit)
       log::line("warning: cannot preload " + toolkit.nvrtc_builtins_path + ": " + error);
     }
   }
-  auto loaded = std::unique_ptr<Loaded>(new Loaded{toolkit.nvrtc_path, std::move(builtins), open_toolchain_library(toolkit.nvrtc_path, "NVRTC"), {}});
+  std::string environment = compiler_environment_now();
+  auto loaded = std::unique_ptr<Loaded>(new Loaded{toolkit.nvrtc_path, std::move(environment), std::move(builtins),
+                                                   open_toolchain_library(toolkit.nvrtc_path, "NVRTC"), {}});
   NvrtcApi& api = loaded->api;
   SymbolBinder(loaded->library)(api.version, "nvrtcVersion")(api.get_num_supported_archs, "nvrtcGetNumSupportedArchs")(
     api.get_supported_archs, "nvrtcGetSupportedArchs")(api.get_error_string, "nvrtcGetErrorString")(
@@ -69,6 +73,14 @@ const NvrtcApi& nvrtc_for(const Config& config)
 bool nvrtc_is_loaded() noexcept
 {
   return g_loaded.loaded();
+}
+
+std::optional<std::string> nvrtc_environment()
+{
+  if (!g_loaded.loaded()) {
+    return std::nullopt;
+  }
+  return g_loaded.get([]() -> std::unique_ptr<Loaded> { return nullptr; }).environment;  // loaded: never built
 }
 
 } // namespace kjit::rtc

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <nvrtc.h>
+#include <optional>
+#include <string>
 
 #include <kjit/config.hpp>
 
@@ -36,5 +38,9 @@ const NvrtcApi& nvrtc();
 const NvrtcApi& nvrtc_for(const Config& config);
 
 bool nvrtc_is_loaded() noexcept;
+
+// The compiler environment (config's compiler_environment_now()) NVRTC was loaded with, which it
+// compiles with for the life of the process; nullopt while it is not loaded.
+std::optional<std::string> nvrtc_environment();
 
 } // namespace kjit::rtc

@@ -1,9 +1,12 @@
 // A separate process for the cache tests: looks one program up and reports what it had to load.
 // Usage: cache_probe CACHE_DIR FILE ARCH [--as-nobody] [--threads N] [--start-file PATH] [--own-config]
+//                    [--setenv NAME=VALUE]
 //   --threads N: N threads look the program up at once (default 1).
 //   --start-file PATH: prepare the program, then wait until PATH exists before looking it up, so
 //   several processes can be released together (PATH.ready.<pid> says it is prepared).
 //   --own-config: the Cache gets a Config the program made (its defaults), not the environment's.
+//   --setenv NAME=VALUE: set in the environment after prepare() (the Cache's key context made),
+//   before the lookup (that may load NVRTC).
 // Prints "key: value" lines: result, memory_hits, disk_hits, misses, compiles, nvrtc_loaded,
 // nvjitlink_loaded, writable, key, supported_archs.
 #include <kjit/kjit.hpp>
@@ -22,12 +25,14 @@
 int main(int argc, char** argv)
 {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: cache_probe CACHE_DIR FILE ARCH [--as-nobody] [--threads N] [--start-file PATH] [--own-config]\n");
+    std::fprintf(stderr, "usage: cache_probe CACHE_DIR FILE ARCH [--as-nobody] [--threads N] [--start-file PATH]\n"
+                         "                   [--own-config] [--setenv NAME=VALUE]\n");
     return 2;
   }
   int threads = 1;
   std::string start_file;
   bool own_config = false;
+  std::string late_variable;
   for (int i = 4; i < argc; ++i) {
     if (std::strcmp(argv[i], "--as-nobody") == 0 && ::geteuid() == 0) {
       if (::setgid(65534) != 0 || ::setuid(65534) != 0) {
@@ -40,6 +45,8 @@ int main(int argc, char** argv)
       start_file = argv[++i];
     } else if (std::strcmp(argv[i], "--own-config") == 0) {
       own_config = true;
+    } else if (std::strcmp(argv[i], "--setenv") == 0 && i + 1 < argc) {
+      late_variable = argv[++i];
     }
   }
   try {
@@ -52,6 +59,9 @@ int main(int argc, char** argv)
       if (ready != nullptr) {
         std::fclose(ready);
       }
+    }
+    if (const auto equals = late_variable.find('='); equals != std::string::npos) {
+      ::setenv(late_variable.substr(0, equals).c_str(), late_variable.substr(equals + 1).c_str(), 1);
     }
     while (!start_file.empty() && ::access(start_file.c_str(), F_OK) != 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));

@@ -210,4 +210,24 @@ BOOST_AUTO_TEST_CASE(the_nvvm_version_nvrtc_reads_from_the_environment_is_in_the
   BOOST_TEST(!output_has_line(again, "key: " + key), again);
 }
 
+// NVRTC takes NV_NVVM_VERSION when it loads; the key takes it when the Cache's key context is made.
+// A host that sets it between the two (after a hit, before its first miss) compiles with nvvm-latest
+// under a key without it. Before, that binary was stored, and a process without the variable was
+// served it (disk hit); now such a compile is not cached.
+BOOST_AUTO_TEST_CASE(a_compile_with_another_nvvm_version_than_its_key_is_not_cached)
+{
+  BOOST_TEST_REQUIRE(std::getenv("NV_NVVM_VERSION") == nullptr);
+  const std::string first = tmp.path() + "/first.cu";
+  put(first, "extern \"C\" __global__ void first(float* o) { *o = 1.0f; }\n");
+  const std::string remembered = probe_cache(config.cache_dir, first, "sm_80");  // the store knows the toolchain
+  BOOST_TEST_REQUIRE(output_has_line(remembered, "compiles: 1"), remembered);
+  const std::string file = tmp.path() + "/divide.cu";
+  put(file, "extern \"C\" __global__ void divide(float* o, float a, float b) { *o = a / b; }\n");
+  const std::string late = probe_cache(config.cache_dir, file, "sm_80 --setenv NV_NVVM_VERSION=nvvm-latest");
+  BOOST_TEST_REQUIRE(output_has_line(late, "compiles: 1"), late);
+  const std::string plain = probe_cache(config.cache_dir, file, "sm_80");
+  BOOST_TEST(output_has_line(plain, "compiles: 1"), plain);  // was disk_hits: 1, the nvvm-latest binary
+  BOOST_TEST(output_has_line(plain, "disk_hits: 0"), plain);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
