@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace kjit::test;
@@ -327,6 +328,31 @@ BOOST_AUTO_TEST_CASE(a_store_folder_made_again_is_the_new_folders_store)
   // The held store cannot move onto a file another Store of this process has open: its write fails
   // (never lost silently in a deleted file).
   BOOST_CHECK_THROW(held->put(kjit::store::Table::meta, "lost", "4"), kjit::StoreError);
+}
+
+// A Store being destroyed waits for its queued commits, which wait for its write lock, held by
+// another process for as long as it likes. An open() of another store does not wait for that
+// close: it waited for every close in progress (the registry could not tell whose file it was).
+BOOST_AUTO_TEST_CASE(opening_a_store_does_not_wait_for_the_close_of_another)
+{
+  const std::string closing_dir = tmp.path() + "/closing";
+  const std::string other_dir = tmp.path() + "/other";
+  kjit::store::Store::open(other_dir, config.store_map_size)->put(kjit::store::Table::meta, "made", "1");
+  auto closing = kjit::store::Store::open(closing_dir, config.store_map_size);
+  closing->put(kjit::store::Table::meta, "made", "1");
+  WriteLockHolder holder(closing_dir, config.store_map_size, 60);
+  closing->put_later({{kjit::store::Table::meta, "queued", "1"}}, [](const kjit::StoreError*) {});
+  const std::weak_ptr<kjit::store::Store> watched = closing;
+  std::thread closer([store = std::move(closing)]() mutable { store.reset(); });  // waits for the commit
+  while (!watched.expired()) {
+    std::this_thread::yield();  // (the closer has begun the close)
+  }
+  auto other = kjit::store::Store::open(other_dir, config.store_map_size);
+  BOOST_TEST(holder.holding());  // opened at once, not once the other process let go
+  BOOST_TEST(other->get(kjit::store::Table::meta, "made").value_or("") == "1");
+  holder.release();
+  closer.join();
+  BOOST_TEST(kjit::store::Store::open(closing_dir, config.store_map_size)->get(kjit::store::Table::meta, "queued").value_or("") == "1");
 }
 
 BOOST_AUTO_TEST_CASE(network_filesystems_are_detected_and_avoided)
