@@ -223,7 +223,7 @@ Store::~Store()
   }
   // The stamp, if data.mdb is still as this process last knew it sound (after its own commits):
   // the next process's first write then needs no walk.
-  std::shared_lock shared(impl.guard);
+  std::shared_lock shared = impl.shared_guard();
   const std::optional<FileState> now = impl.state_now();
   std::lock_guard lock(impl.sound_mutex);
   if (now && impl.sound == now && impl.stamped != now) {
@@ -252,7 +252,7 @@ CheckReport Store::walk_or_trust(bool trust_stamp)
   std::optional<FileState> before;
   std::string dir;
   {
-    std::shared_lock shared(impl.guard);
+    std::shared_lock shared = impl.shared_guard();
     before = impl.state_now();
     dir = impl.lmdb_path;
   }
@@ -269,7 +269,7 @@ CheckReport Store::walk_or_trust(bool trust_stamp)
   if (!report.ok) {
     return report;  // replaced by a fresh store (or retired)
   }
-  std::shared_lock shared(impl.guard);
+  std::shared_lock shared = impl.shared_guard();
   const std::optional<FileState> after = impl.state_now();
   if (before && after == before) {  // nothing wrote while the walk ran
     std::lock_guard lock(impl.sound_mutex);
@@ -385,7 +385,7 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
       std::lock_guard lock(stores.mutex);
       if (const auto it = entry_of(false); it != stores.stores.end()) {
         const Impl& impl = *s->m_impl;
-        std::shared_lock shared(impl.guard);  // (a recover() in progress ends first)
+        std::shared_lock shared = impl.shared_guard();  // (a recover() in progress ends first)
         it->has_file = !impl.retired && impl.env != nullptr;
         it->dev = static_cast<std::uint64_t>(impl.data_dev);
         it->ino = static_cast<std::uint64_t>(impl.data_ino);
@@ -418,7 +418,7 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
 
 std::size_t Store::map_size() const
 {
-  std::shared_lock shared(m_impl->guard);
+  std::shared_lock shared = m_impl->shared_guard();
   if (m_impl->retired || m_impl->env == nullptr) {
     return 0;
   }
@@ -429,13 +429,13 @@ std::size_t Store::map_size() const
 
 std::string Store::io_path() const
 {
-  std::shared_lock shared(m_impl->guard);
+  std::shared_lock shared = m_impl->shared_guard();
   return m_impl->lmdb_path;
 }
 
 std::uint64_t Store::replacements() const noexcept
 {
-  std::shared_lock shared(m_impl->guard);
+  std::shared_lock shared = m_impl->shared_guard();
   return m_impl->replaced;
 }
 
@@ -546,7 +546,7 @@ void Store::walk_before_first_write()
 
 bool Store::has_file(std::uint64_t dev, std::uint64_t ino) const
 {
-  std::shared_lock shared(m_impl->guard);  // waits for a recover() or follow_path() in progress
+  std::shared_lock shared = m_impl->shared_guard();  // waits for a recover() or follow_path() in progress
   return !m_impl->retired && m_impl->env != nullptr && static_cast<std::uint64_t>(m_impl->data_dev) == dev &&
          static_cast<std::uint64_t>(m_impl->data_ino) == ino;
 }
@@ -558,7 +558,7 @@ void Store::follow_folder()
     return;  // a fork()ed child: the write is refused (Impl::begin)
   }
   {
-    std::shared_lock shared(impl.guard);
+    std::shared_lock shared = impl.shared_guard();
     if (!impl.moved_away()) {
       return;
     }
@@ -645,7 +645,7 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
   std::uint64_t seen = 0;
   std::size_t map_size = 0;
   {
-    std::shared_lock shared(impl.guard);
+    std::shared_lock shared = impl.shared_guard();
     if (impl.retired || impl.env == nullptr) {
       return false;
     }
@@ -699,7 +699,7 @@ CheckReport Store::check(bool repair)
   std::size_t map_size = 0;
   bool no_lock = false;
   {
-    std::shared_lock shared(impl.guard);
+    std::shared_lock shared = impl.shared_guard();
     if (impl.retired || impl.env == nullptr) {
       report.detail = "no store";
       return report;
