@@ -291,6 +291,7 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   }
   const std::string path = options.dir_fd >= 0 ? canonical(dir, options.dir_fd) : canonical(dir);
   Registry& stores = registry();
+  const HoldsForCommits holds;  // the registry, which a commit following its folder needs
   std::unique_lock lock(stores.mutex);
   struct stat data {};
   if (::fstatat(options.dir_fd >= 0 ? options.dir_fd : AT_FDCWD,
@@ -382,6 +383,7 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
       });
     };
     {
+      const HoldsForCommits holds;  // the registry
       std::lock_guard lock(stores.mutex);
       if (const auto it = entry_of(false); it != stores.stores.end()) {
         const Impl& impl = *s->m_impl;
@@ -564,6 +566,7 @@ void Store::follow_folder()
     }
   }
   Registry& stores = registry();
+  const HoldsForCommits holds;  // the registry, and then the guard
   std::unique_lock lock(stores.mutex);  // no open() of the file meanwhile
   struct stat now {};
   if (::stat((impl.path + "/data.mdb").c_str(), &now) == 0 && find_open(stores, lock, impl.path, now.st_dev, now.st_ino, this)) {

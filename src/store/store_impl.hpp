@@ -3,6 +3,7 @@
 #pragma once
 
 #include "store/blob_txn.hpp"
+#include "store/committer.hpp"
 #include "store/file_size_signal.hpp"
 #include "store/stamp.hpp"
 #include "store/store.hpp"
@@ -155,6 +156,7 @@ struct Store::Impl {
   void write(Body&& body)
   {
     const FileSizeSignalBlock no_sigxfsz;  // past ulimit -f: an error, not the host killed
+    const HoldsForCommits holds;  // LMDB's write lock, which every queued commit needs
     std::shared_lock shared = shared_guard();
     if (retired || env == nullptr) {
       return;
