@@ -53,7 +53,8 @@ void drain_at_exit()
 }
 
 // quick_exit() may come from a signal handler (allowed when every at_quick_exit handler is
-// signal-safe). If it interrupted this thread inside a committer, the queued commits are given up,
+// signal-safe). If it interrupted this thread inside a committer, or holding what a commit may
+// wait for (HoldsForCommits), the queued commits are given up,
 // as _exit() would; otherwise the commits are waited for, but not their reports (`done`), which
 // may take locks of the host's that the interrupted thread holds.
 void drain_at_quick_exit()
@@ -68,6 +69,10 @@ void drain_at_quick_exit()
 }
 
 } // namespace
+
+HoldsForCommits::HoldsForCommits() noexcept { ++t_inside; }
+
+HoldsForCommits::~HoldsForCommits() { --t_inside; }
 
 void Outstanding::begin()
 {

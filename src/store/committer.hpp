@@ -16,6 +16,18 @@
 
 namespace kjit::store {
 
+// While one lives, this thread holds something a queued commit may wait for (LMDB's write lock in
+// a write transaction, the registry of stores): a quick_exit() from a signal handler that
+// interrupts this thread gives up the drain of queued commits (as _exit() would) instead of
+// waiting for ever on what the interrupted thread holds. Nests. Never throws.
+class HoldsForCommits {
+public:
+  HoldsForCommits() noexcept;
+  ~HoldsForCommits();
+  HoldsForCommits(const HoldsForCommits&) = delete;
+  HoldsForCommits& operator=(const HoldsForCommits&) = delete;
+};
+
 // Counts work begun and not yet ended, in the process that made it; wait() blocks until none is
 // left (at once in a forked child, where nothing that began in the parent can end).
 class Outstanding {

@@ -36,13 +36,25 @@ namespace {
 // fcntl locks on lock.mdb). A Store is registered while it lives and found by the identity of the
 // data.mdb it has open now (Store::has_file: a folder reached by another path, or renamed, is the
 // same store; recover() and follow_folder() change the file and so move the key with it). An
-// expired entry is a Store being destroyed, its environment not yet closed: its file is unknown,
-// so open() waits until every such close is done. Never destroyed, and fresh in a fork()ed child
-// (util::ForkFresh): a parent's thread may have held or waited on the copies.
+// expired entry is a Store being destroyed, its environment not yet closed: its deleter notes the
+// file it has open (`closing`) before the close, and open() waits for the closes of that file or
+// of that path (a recover() or follow_folder() during the close opens a new file there), and for
+// those not noted yet; never for the close of another store (which waits for its commits: another
+// process may hold that store's write lock for as long as it likes). Never destroyed, and fresh in
+// a fork()ed child (util::ForkFresh): a parent's thread may have held or waited on the copies.
+struct Registered {
+  const Store* raw;
+  std::weak_ptr<Store> store;
+  std::string path;
+  bool closing = false;  // expired, and the file below noted
+  bool has_file = false;
+  std::uint64_t dev = 0;
+  std::uint64_t ino = 0;
+};
 struct Registry {
   std::mutex mutex;
   std::condition_variable closed;
-  std::vector<std::pair<const Store*, std::weak_ptr<Store>>> stores;
+  std::vector<Registered> stores;
 };
 const util::ForkFresh<Registry> g_registry;
 
@@ -52,19 +64,24 @@ Registry& registry()
 }
 
 // The live Store (other than `self`) whose environment has the file (dev, ino) open, or null.
-// Waits for the closes in progress (but never for `self`'s own, nor, when `self` is being closed
-// itself, for any: its commits may be what another close waits for). Caller holds `lock`.
-std::shared_ptr<Store> find_open(Registry& stores, std::unique_lock<std::mutex>& lock, dev_t dev, ino_t ino,
-                                 const Store* self = nullptr)
+// Waits for the closes in progress of that file or of `path` (see Registry; but never for
+// `self`'s own, nor, when `self` is being closed itself, for any: its commits may be what another
+// close waits for). Caller holds `lock`.
+std::shared_ptr<Store> find_open(Registry& stores, std::unique_lock<std::mutex>& lock, const std::string& path,
+                                 dev_t dev, ino_t ino, const Store* self = nullptr)
 {
+  const auto file_dev = static_cast<std::uint64_t>(dev);
+  const auto file_ino = static_cast<std::uint64_t>(ino);
   for (;;) {
     bool closing = false;
     bool self_closing = false;
-    for (const auto& [raw, weak] : stores.stores) {
-      std::shared_ptr<Store> store = weak.lock();
+    for (const Registered& entry : stores.stores) {
+      std::shared_ptr<Store> store = entry.store.lock();
       if (!store) {
-        (raw == self ? self_closing : closing) = true;
-      } else if (raw != self && store->has_file(static_cast<std::uint64_t>(dev), static_cast<std::uint64_t>(ino))) {
+        const bool this_file = !entry.closing || entry.path == path ||
+                               (entry.has_file && entry.dev == file_dev && entry.ino == file_ino);
+        (entry.raw == self ? self_closing : closing) |= entry.raw == self || this_file;
+      } else if (entry.raw != self && store->has_file(file_dev, file_ino)) {
         return store;
       }
     }
@@ -206,7 +223,7 @@ Store::~Store()
   }
   // The stamp, if data.mdb is still as this process last knew it sound (after its own commits):
   // the next process's first write then needs no walk.
-  std::shared_lock shared(impl.guard);
+  std::shared_lock shared = impl.shared_guard();
   const std::optional<FileState> now = impl.state_now();
   std::lock_guard lock(impl.sound_mutex);
   if (now && impl.sound == now && impl.stamped != now) {
@@ -235,7 +252,7 @@ CheckReport Store::walk_or_trust(bool trust_stamp)
   std::optional<FileState> before;
   std::string dir;
   {
-    std::shared_lock shared(impl.guard);
+    std::shared_lock shared = impl.shared_guard();
     before = impl.state_now();
     dir = impl.lmdb_path;
   }
@@ -252,7 +269,7 @@ CheckReport Store::walk_or_trust(bool trust_stamp)
   if (!report.ok) {
     return report;  // replaced by a fresh store (or retired)
   }
-  std::shared_lock shared(impl.guard);
+  std::shared_lock shared = impl.shared_guard();
   const std::optional<FileState> after = impl.state_now();
   if (before && after == before) {  // nothing wrote while the walk ran
     std::lock_guard lock(impl.sound_mutex);
@@ -274,11 +291,12 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   }
   const std::string path = options.dir_fd >= 0 ? canonical(dir, options.dir_fd) : canonical(dir);
   Registry& stores = registry();
+  const HoldsForCommits holds;  // the registry, which a commit following its folder needs
   std::unique_lock lock(stores.mutex);
   struct stat data {};
   if (::fstatat(options.dir_fd >= 0 ? options.dir_fd : AT_FDCWD,
                 options.dir_fd >= 0 ? "data.mdb" : (path + "/data.mdb").c_str(), &data, 0) == 0) {
-    if (auto existing = find_open(stores, lock, data.st_dev, data.st_ino)) {
+    if (auto existing = find_open(stores, lock, path, data.st_dev, data.st_ino)) {
       return existing;
     }
   }
@@ -341,7 +359,7 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
     // The file was not there when looked for, or was replaced since: if it is one this process
     // has open after all, the environment just opened is left open, unused (closing it would
     // drop the other's locks).
-    if (auto existing = find_open(stores, lock, impl->data_dev, impl->data_ino)) {
+    if (auto existing = find_open(stores, lock, path, impl->data_dev, impl->data_ino)) {
       impl->env = nullptr;  // NOLINT: leaked on purpose
       return existing;
     }
@@ -355,19 +373,36 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
       delete s;  // a fork()ed child's copy: not in this process's registry (~Store leaves it alone)
       return;
     }
-    // Its expired entry makes open() wait until the environment is closed. Not under the mutex:
-    // the commits it waits for may need it (follow_folder()).
-    delete s;
+    // Its expired entry makes open() wait until the environment is closed, for this file and
+    // path only: noted here, before the close. Not under the mutex: the commits it waits for
+    // may need it (follow_folder()).
     Registry& stores = registry();
+    const auto entry_of = [&stores, s](bool noted) {
+      return std::find_if(stores.stores.begin(), stores.stores.end(), [s, noted](const Registered& entry) {
+        return entry.raw == s && entry.store.expired() && (noted || !entry.closing);
+      });
+    };
+    {
+      const HoldsForCommits holds;  // the registry
+      std::lock_guard lock(stores.mutex);
+      if (const auto it = entry_of(false); it != stores.stores.end()) {
+        const Impl& impl = *s->m_impl;
+        std::shared_lock shared = impl.shared_guard();  // (a recover() in progress ends first)
+        it->has_file = !impl.retired && impl.env != nullptr;
+        it->dev = static_cast<std::uint64_t>(impl.data_dev);
+        it->ino = static_cast<std::uint64_t>(impl.data_ino);
+        it->closing = true;
+      }
+      stores.closed.notify_all();  // an open() of another store waits no more
+    }
+    delete s;
     std::lock_guard lock(stores.mutex);
-    const auto it = std::find_if(stores.stores.begin(), stores.stores.end(),
-                                 [s](const auto& entry) { return entry.first == s && entry.second.expired(); });
-    if (it != stores.stores.end()) {
+    if (const auto it = entry_of(true); it != stores.stores.end()) {
       stores.stores.erase(it);
     }
     stores.closed.notify_all();
   });
-  stores.stores.emplace_back(raw, store);
+  stores.stores.push_back(Registered{raw, store, path});
   lock.unlock();
   if (unclean) {
     // Readers of killed processes were found: a process died inside the store. Walk it once,
@@ -385,7 +420,7 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
 
 std::size_t Store::map_size() const
 {
-  std::shared_lock shared(m_impl->guard);
+  std::shared_lock shared = m_impl->shared_guard();
   if (m_impl->retired || m_impl->env == nullptr) {
     return 0;
   }
@@ -396,13 +431,13 @@ std::size_t Store::map_size() const
 
 std::string Store::io_path() const
 {
-  std::shared_lock shared(m_impl->guard);
+  std::shared_lock shared = m_impl->shared_guard();
   return m_impl->lmdb_path;
 }
 
 std::uint64_t Store::replacements() const noexcept
 {
-  std::shared_lock shared(m_impl->guard);
+  std::shared_lock shared = m_impl->shared_guard();
   return m_impl->replaced;
 }
 
@@ -513,7 +548,7 @@ void Store::walk_before_first_write()
 
 bool Store::has_file(std::uint64_t dev, std::uint64_t ino) const
 {
-  std::shared_lock shared(m_impl->guard);  // waits for a recover() or follow_path() in progress
+  std::shared_lock shared = m_impl->shared_guard();  // waits for a recover() or follow_path() in progress
   return !m_impl->retired && m_impl->env != nullptr && static_cast<std::uint64_t>(m_impl->data_dev) == dev &&
          static_cast<std::uint64_t>(m_impl->data_ino) == ino;
 }
@@ -525,15 +560,16 @@ void Store::follow_folder()
     return;  // a fork()ed child: the write is refused (Impl::begin)
   }
   {
-    std::shared_lock shared(impl.guard);
+    std::shared_lock shared = impl.shared_guard();
     if (!impl.moved_away()) {
       return;
     }
   }
   Registry& stores = registry();
+  const HoldsForCommits holds;  // the registry, and then the guard
   std::unique_lock lock(stores.mutex);  // no open() of the file meanwhile
   struct stat now {};
-  if (::stat((impl.path + "/data.mdb").c_str(), &now) == 0 && find_open(stores, lock, now.st_dev, now.st_ino, this)) {
+  if (::stat((impl.path + "/data.mdb").c_str(), &now) == 0 && find_open(stores, lock, impl.path, now.st_dev, now.st_ino, this)) {
     throw StoreError("the store folder " + impl.path +
                        " was replaced while this process had it open, and the new one is open in another "
                        "Store of this process: nothing more is written through this one",
@@ -612,7 +648,7 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
   std::uint64_t seen = 0;
   std::size_t map_size = 0;
   {
-    std::shared_lock shared(impl.guard);
+    std::shared_lock shared = impl.shared_guard();
     if (impl.retired || impl.env == nullptr) {
       return false;
     }
@@ -666,7 +702,7 @@ CheckReport Store::check(bool repair)
   std::size_t map_size = 0;
   bool no_lock = false;
   {
-    std::shared_lock shared(impl.guard);
+    std::shared_lock shared = impl.shared_guard();
     if (impl.retired || impl.env == nullptr) {
       report.detail = "no store";
       return report;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "store/blob_txn.hpp"
+#include "store/committer.hpp"
 #include "store/file_size_signal.hpp"
 #include "store/stamp.hpp"
 #include "store/store.hpp"
@@ -17,6 +18,7 @@
 #include <shared_mutex>
 #include <string>
 #include <sys/types.h>
+#include <unistd.h>
 
 namespace kjit::store {
 
@@ -40,6 +42,16 @@ struct Store::Impl {
   bool has_table[k_table_count] = {};
   mutable std::shared_mutex guard;  // txns hold it shared; map changes and reopening hold it unique
   pid_t pid = 0;
+  // `guard` held shared; not taken in a fork()ed child (its only thread), whose copy may have been
+  // taken while a parent's thread held it unique (follow_path(), grow(), recover()): that thread
+  // is not there to let it go, and the child's calls are refused (check_process()) or read fields.
+  std::shared_lock<std::shared_mutex> shared_guard() const
+  {
+    if (pid != ::getpid()) {
+      return std::shared_lock<std::shared_mutex>(guard, std::defer_lock);
+    }
+    return std::shared_lock<std::shared_mutex>(guard);
+  }
   std::string path;       // for messages and the registry
   std::string lmdb_path;  // what LMDB opens: /proc/self/fd/<dir_fd> when a checked descriptor was given
   int dir_fd = -1;        // owned (a dup of OpenOptions::dir_fd), closed with the Impl
@@ -144,7 +156,8 @@ struct Store::Impl {
   void write(Body&& body)
   {
     const FileSizeSignalBlock no_sigxfsz;  // past ulimit -f: an error, not the host killed
-    std::shared_lock shared(guard);
+    const HoldsForCommits holds;  // LMDB's write lock, which every queued commit needs
+    std::shared_lock shared = shared_guard();
     if (retired || env == nullptr) {
       return;
     }
@@ -178,7 +191,7 @@ struct Store::Impl {
   Result read(Body&& body, Result missing) const
   {
     auto* self = const_cast<Impl*>(this);
-    std::shared_lock shared(self->guard);
+    std::shared_lock shared = self->shared_guard();
     if (retired || env == nullptr) {
       return missing;
     }

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace kjit::test;
@@ -327,6 +329,108 @@ BOOST_AUTO_TEST_CASE(a_store_folder_made_again_is_the_new_folders_store)
   // The held store cannot move onto a file another Store of this process has open: its write fails
   // (never lost silently in a deleted file).
   BOOST_CHECK_THROW(held->put(kjit::store::Table::meta, "lost", "4"), kjit::StoreError);
+}
+
+// A Store being destroyed waits for its queued commits, which wait for its write lock, held by
+// another process for as long as it likes. An open() of another store does not wait for that
+// close: it waited for every close in progress (the registry could not tell whose file it was).
+BOOST_AUTO_TEST_CASE(opening_a_store_does_not_wait_for_the_close_of_another)
+{
+  const std::string closing_dir = tmp.path() + "/closing";
+  const std::string other_dir = tmp.path() + "/other";
+  kjit::store::Store::open(other_dir, config.store_map_size)->put(kjit::store::Table::meta, "made", "1");
+  auto closing = kjit::store::Store::open(closing_dir, config.store_map_size);
+  closing->put(kjit::store::Table::meta, "made", "1");
+  WriteLockHolder holder(closing_dir, config.store_map_size, 60);
+  closing->put_later({{kjit::store::Table::meta, "queued", "1"}}, [](const kjit::StoreError*) {});
+  const std::weak_ptr<kjit::store::Store> watched = closing;
+  std::thread closer([store = std::move(closing)]() mutable { store.reset(); });  // waits for the commit
+  while (!watched.expired()) {
+    std::this_thread::yield();  // (the closer has begun the close)
+  }
+  auto other = kjit::store::Store::open(other_dir, config.store_map_size);
+  BOOST_TEST(holder.holding());  // opened at once, not once the other process let go
+  BOOST_TEST(other->get(kjit::store::Table::meta, "made").value_or("") == "1");
+  holder.release();
+  closer.join();
+  BOOST_TEST(kjit::store::Store::open(closing_dir, config.store_map_size)->get(kjit::store::Table::meta, "queued").value_or("") == "1");
+}
+
+// A child forked while a thread of its parent follows a store's folder (the store's guard held
+// unique, here for as long as another process holds lock.mdb's lock, as one opening that store
+// does): the child's calls of that store end (refused), instead of waiting for ever on the copy of
+// a lock no thread of the child holds.
+BOOST_AUTO_TEST_CASE(a_child_forked_while_its_parent_follows_the_folder_does_not_hang)
+{
+  const std::string dir = tmp.path() + "/followed";
+  auto store = kjit::store::Store::open(dir, config.store_map_size);
+  store->put(kjit::store::Table::meta, "made", "1");
+  std::string output;
+  BOOST_TEST_REQUIRE(run("rm -rf '" + dir + "' && mkdir '" + dir + "' && : > '" + dir + "/lock.mdb'", output) == 0);
+  struct stat lock_file {};
+  BOOST_TEST_REQUIRE(::stat((dir + "/lock.mdb").c_str(), &lock_file) == 0);
+  int ready[2];
+  int release[2];
+  BOOST_TEST_REQUIRE(::pipe(ready) == 0);
+  BOOST_TEST_REQUIRE(::pipe(release) == 0);
+  const pid_t holder = ::fork();
+  BOOST_TEST_REQUIRE(holder >= 0);
+  if (holder == 0) {  // holds lock.mdb's first byte, as a process in LMDB's first open does
+    const int fd = ::open((dir + "/lock.mdb").c_str(), O_RDWR | O_CLOEXEC);
+    struct flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    lock.l_len = 1;
+    const bool held = fd >= 0 && ::fcntl(fd, F_SETLK, &lock) == 0;
+    std::ignore = ::write(ready[1], held ? "h" : "x", 1);
+    pollfd wait{release[0], POLLIN, 0};
+    std::ignore = ::poll(&wait, 1, 60000);
+    ::_exit(0);
+  }
+  char byte = 0;
+  BOOST_TEST_REQUIRE(::read(ready[0], &byte, 1) == 1);
+  BOOST_TEST_REQUIRE(byte == 'h');
+  std::thread writer([&] {
+    try {
+      store->put(kjit::store::Table::meta, "after", "1");  // follows the folder: waits in its open
+    } catch (const kjit::StoreError&) {
+    }
+  });
+  // Until the writer waits for that lock (a blocked request on lock.mdb's inode in /proc/locks).
+  const std::string inode = ":" + std::to_string(lock_file.st_ino) + " ";
+  for (;;) {
+    const std::string locks = read_text("/proc/locks");
+    std::size_t at = 0;
+    bool waiting = false;
+    while (!waiting && (at = locks.find("-> ", at)) != std::string::npos) {
+      const std::size_t end = locks.find('\n', at);
+      waiting = locks.substr(at, end - at).find(inode) != std::string::npos;
+      at = end;
+    }
+    if (waiting) {
+      break;
+    }
+    std::this_thread::yield();
+  }
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(60);  // a hang ends as SIGALRM
+    try {
+      std::ignore = store->get(kjit::store::Table::meta, "made");
+    } catch (const kjit::StoreError&) {
+    }
+    std::ignore = store->replacements();
+    ::_exit(0);
+  }
+  const int status = wait_status(child);
+  std::ignore = ::write(release[1], "r", 1);
+  writer.join();
+  ::waitpid(holder, nullptr, 0);
+  for (int fd : {ready[0], ready[1], release[0], release[1]}) {
+    ::close(fd);
+  }
+  BOOST_TEST(WIFEXITED(status), "status " << status);
 }
 
 BOOST_AUTO_TEST_CASE(network_filesystems_are_detected_and_avoided)
