@@ -3,7 +3,7 @@
 
 #include <kjit/error.hpp>
 
-#include "store/file_size_signal.hpp"
+#include "util/file_size_signal.hpp"
 #include "util/file.hpp"
 
 #include <algorithm>
@@ -51,7 +51,7 @@ void write_bundle(const std::string& path, std::vector<Record> records, const st
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     throw BundleError("cannot write the bundle " + path + ": it exists and is not a regular file", path);
   }
-  const store::FileSizeSignalBlock no_sigxfsz;  // past ulimit -f: a BundleError, not the process killed
+  const util::FileSizeSignalBlock no_sigxfsz;  // past ulimit -f: a BundleError, not the process killed
   if (const std::error_code error = util::write_file_atomic(path, file, 0644)) {
     throw BundleError("cannot write the bundle " + path + ": " + error.message(), path);
   }

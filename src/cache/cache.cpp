@@ -11,7 +11,7 @@
 #include "script/script_mirror.hpp"
 #include "rtc/compiler.hpp"
 #include "store/blobs.hpp"
-#include "store/file_size_signal.hpp"
+#include "util/file_size_signal.hpp"
 #include "store/record.hpp"
 #include "util/stopwatch.hpp"
 
@@ -384,7 +384,7 @@ std::size_t Cache::rebuild_mirror(std::size_t* skipped)
     m_impl->mirror_writer->flush();  // `kjit mirror`: what this process queued is written first
   }
   if (m_impl->store && m_impl->dir.writable) {
-    const store::FileSizeSignalBlock no_sigxfsz;  // a file past ulimit -f is skipped, never kills the host
+    const util::FileSizeSignalBlock no_sigxfsz;  // a file past ulimit -f is skipped, never kills the host
     // The keys first, then one short read per entry: no read transaction stays open while files
     // are written (the store may grow meanwhile).
     std::vector<std::string> keys;

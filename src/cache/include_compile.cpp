@@ -8,7 +8,7 @@
 #include "rtc/compiler.hpp"
 #include "rtc/nvjitlink_library.hpp"
 #include "rtc/nvrtc_library.hpp"
-#include "store/file_size_signal.hpp"
+#include "util/file_size_signal.hpp"
 #include "util/file.hpp"
 
 #include <kjit/error.hpp>
@@ -183,7 +183,7 @@ public:
   {
     // A fresh private folder: exclusive create, no fsync (it lives for one compile).
     const std::string path = this->path() + real;
-    const store::FileSizeSignalBlock no_sigxfsz;  // a copy past ulimit -f fails (EFBIG), never kills the host
+    const util::FileSizeSignalBlock no_sigxfsz;  // a copy past ulimit -f fails (EFBIG), never kills the host
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     std::size_t done = 0;
     while (fd >= 0 && done < content.size()) {

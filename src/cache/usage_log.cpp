@@ -2,7 +2,7 @@
 #include "cache/usage_log.hpp"
 
 #include "cache/cache_impl.hpp"
-#include "store/file_size_signal.hpp"
+#include "util/file_size_signal.hpp"
 #include "util/unique_handle.hpp"
 
 #include <cerrno>
@@ -195,7 +195,7 @@ void append_usage(const std::string& cache_dir, const CacheStats& s) noexcept
       return;
     }
     // A log past ulimit -f: the line is lost, the host (often at its exit) is not killed.
-    const store::FileSizeSignalBlock no_sigxfsz;
+    const util::FileSizeSignalBlock no_sigxfsz;
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
       return;

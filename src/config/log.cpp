@@ -1,5 +1,6 @@
 // The replaceable log sink.
 #include "config/log.hpp"
+#include "util/file_size_signal.hpp"
 
 #include <kjit/config.hpp>
 
@@ -40,7 +41,10 @@ void line(std::string_view text)
     sink()(text);
     return;
   }
+  // stderr may be a file under ulimit -f (a host's log): past the limit, the line is lost, not the host.
+  const util::FileSizeSignalBlock no_sigxfsz;
   std::fprintf(stderr, "kjit: %.*s\n", static_cast<int>(text.size()), text.data());
+  std::fflush(stderr);
 }
 
 } // namespace log

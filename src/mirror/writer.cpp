@@ -1,7 +1,7 @@
 // The mirror writer's queue and thread.
 #include "mirror/writer.hpp"
 
-#include "store/file_size_signal.hpp"
+#include "util/file_size_signal.hpp"
 #include "util/file.hpp"
 
 #include <algorithm>
@@ -140,7 +140,7 @@ void Writer::run()
 
 void Writer::do_job(Job& job)
 {
-  const store::FileSizeSignalBlock no_sigxfsz;  // a file past ulimit -f fails (EFBIG), never kills the host
+  const util::FileSizeSignalBlock no_sigxfsz;  // a file past ulimit -f fails (EFBIG), never kills the host
   if (job.kind == Job::Kind::tidy) {
     sweep_headers(m_cache_dir, m_source.has_blob);
     if (const std::error_code error = write_index(m_cache_dir, m_source.rows()); error && m_source.failed) {

@@ -5,7 +5,7 @@
 #include "store/blob_txn.hpp"
 #include "store/check.hpp"
 #include "store/committer.hpp"
-#include "store/file_size_signal.hpp"
+#include "util/file_size_signal.hpp"
 #include "store/isolated.hpp"
 #include "store/store_impl.hpp"
 #include "util/file.hpp"
@@ -178,7 +178,7 @@ std::string write_failure(const std::string& dir, const StoreError& e)
   }
   struct stat data {};
   if ((e.code() == EIO || e.code() == EFBIG) && ::stat((dir + "/data.mdb").c_str(), &data) == 0 &&
-      near_file_size_limit(static_cast<unsigned long long>(data.st_size), 16ull << 20)) {
+      util::near_file_size_limit(static_cast<unsigned long long>(data.st_size), 16ull << 20)) {
     return "the file size limit (ulimit -f) stops data.mdb from growing, writing the store " + dir + " (" + e.what() + ")";
   }
   return e.what();
@@ -667,7 +667,7 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
   std::string detail;
   const IsolatedOutcome outcome = run_isolated(
     [&] {
-      const FileSizeSignalBlock no_sigxfsz;  // a write past ulimit -f fails, never reads as damage
+      const util::FileSizeSignalBlock no_sigxfsz;  // a write past ulimit -f fails, never reads as damage
       std::size_t rows = 0;
       std::string why;
       const bool ok = walk_store(dir, map_size, false, rows, why) &&

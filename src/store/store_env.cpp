@@ -14,7 +14,7 @@
 
 #include "config/log.hpp"
 #include "store/check.hpp"
-#include "store/file_size_signal.hpp"
+#include "util/file_size_signal.hpp"
 #include "store/isolated.hpp"
 #include "util/file.hpp"
 
@@ -153,7 +153,7 @@ void Store::Impl::keep_slack() noexcept
   if (mode != Mode::writable || env == nullptr) {
     return;
   }
-  const FileSizeSignalBlock no_sigxfsz;  // a tail past ulimit -f is simply not made
+  const util::FileSizeSignalBlock no_sigxfsz;  // a tail past ulimit -f is simply not made
   int fd = -1;
   const auto needed = [&]() -> std::size_t {
     struct stat st {};
@@ -206,7 +206,7 @@ bool Store::Impl::inside_file(const void* data, std::size_t size)
 
 void Store::Impl::open_env(std::size_t map_size)
 {
-  const FileSizeSignalBlock no_sigxfsz;  // creating data.mdb writes its meta pages
+  const util::FileSizeSignalBlock no_sigxfsz;  // creating data.mdb writes its meta pages
   check(mdb_env_create(&env), "mdb_env_create");
   mdb_env_set_maxdbs(env, 16);
   mdb_env_set_maxreaders(env, 512);

@@ -4,7 +4,7 @@
 
 #include "store/blob_txn.hpp"
 #include "store/committer.hpp"
-#include "store/file_size_signal.hpp"
+#include "util/file_size_signal.hpp"
 #include "store/stamp.hpp"
 #include "store/store.hpp"
 
@@ -155,7 +155,7 @@ struct Store::Impl {
   template <typename Body>
   void write(Body&& body)
   {
-    const FileSizeSignalBlock no_sigxfsz;  // past ulimit -f: an error, not the host killed
+    const util::FileSizeSignalBlock no_sigxfsz;  // past ulimit -f: an error, not the host killed
     const HoldsForCommits holds;  // LMDB's write lock, which every queued commit needs
     std::shared_lock shared = shared_guard();
     if (retired || env == nullptr) {

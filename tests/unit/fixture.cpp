@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <csignal>
 #include <ftw.h>
 #include <netinet/in.h>
 #include <stdexcept>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -144,6 +146,14 @@ std::string probe_cache(const std::string& cache_dir, const std::string& file, c
   std::string output;
   run(env + " '" + helper("KJIT_TEST_CACHE_PROBE") + "' '" + cache_dir + "' '" + file + "' " + arch + " 2>&1", output);
   return output;
+}
+
+void limit_file_size_in_child(std::size_t bytes)
+{
+  ::alarm(60);
+  ::signal(SIGXFSZ, SIG_DFL);
+  const struct rlimit limit {bytes, bytes};
+  ::setrlimit(RLIMIT_FSIZE, &limit);
 }
 
 bool output_has_line(const std::string& output, const std::string& line)

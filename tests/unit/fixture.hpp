@@ -60,6 +60,11 @@ namespace kjit::test {
 std::string probe_cache(const std::string& cache_dir, const std::string& file, const std::string& arch,
                         const std::string& env = "");
 
+// In a fork()ed child: becomes a host with a file-size limit of `bytes` (ulimit -f) that leaves
+// SIGXFSZ's default action, killing, in place (the test runner catches the signal), with an alarm
+// so that a hang ends the child. A write of kjit's past the limit must be an error, not a signal.
+void limit_file_size_in_child(std::size_t bytes);
+
 // Whether `output` has `line` as a whole line.
 bool output_has_line(const std::string& output, const std::string& line);
 

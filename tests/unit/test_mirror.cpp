@@ -387,10 +387,7 @@ BOOST_AUTO_TEST_CASE(a_rebuild_under_a_file_size_limit_is_not_a_signal)
   const pid_t child = ::fork();
   BOOST_TEST_REQUIRE(child >= 0);
   if (child == 0) {
-    ::alarm(60);
-    ::signal(SIGXFSZ, SIG_DFL);  // a host's (the test runner catches it)
-    struct rlimit limit {1024, 1024};
-    ::setrlimit(RLIMIT_FSIZE, &limit);
+    limit_file_size_in_child(1024);
     std::size_t skipped = 0;
     kjit::Cache(config).rebuild_mirror(&skipped);
     ::_exit(skipped == 1 ? 0 : 2);

@@ -321,9 +321,7 @@ BOOST_AUTO_TEST_CASE(a_file_size_limit_is_an_error_not_a_signal)
   const auto in_child = [](const std::function<int()>& body) {
     const pid_t child = ::fork();
     if (child == 0) {
-      ::alarm(60);
-      struct rlimit limit {std::size_t(1) << 20, std::size_t(1) << 20};
-      ::setrlimit(RLIMIT_FSIZE, &limit);
+      limit_file_size_in_child(std::size_t(1) << 20);
       int code = 3;
       try {
         code = body();

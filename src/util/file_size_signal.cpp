@@ -1,11 +1,11 @@
 // SIGXFSZ blocked around kjit's writes, and taken back if they raised it.
-#include "store/file_size_signal.hpp"
+#include "util/file_size_signal.hpp"
 
 #include <ctime>
 #include <pthread.h>
 #include <sys/resource.h>
 
-namespace kjit::store {
+namespace kjit::util {
 
 namespace {
 
@@ -46,4 +46,4 @@ bool near_file_size_limit(unsigned long long size, unsigned long long margin)
   return ::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && size + margin >= limit.rlim_cur;
 }
 
-} // namespace kjit::store
+} // namespace kjit::util

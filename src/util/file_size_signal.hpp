@@ -3,7 +3,7 @@
 
 #include <csignal>
 
-namespace kjit::store {
+namespace kjit::util {
 
 // While it lives, SIGXFSZ is blocked on this thread: a write or ftruncate past RLIMIT_FSIZE fails
 // with EFBIG (or is short: LMDB says EIO) instead of ending the process, whose default action for
@@ -24,4 +24,4 @@ private:
 // True when RLIMIT_FSIZE is set and a file of `size` bytes is within `margin` of it.
 bool near_file_size_limit(unsigned long long size, unsigned long long margin);
 
-} // namespace kjit::store
+} // namespace kjit::util
