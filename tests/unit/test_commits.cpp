@@ -233,27 +233,8 @@ BOOST_AUTO_TEST_CASE(quick_exit_from_a_signal_handler_holding_what_a_commit_need
   const std::string moved = tmp.path() + "/moved";
   const std::string locked = tmp.path() + "/locked";
   std::string output;
-  BOOST_TEST_REQUIRE(run("mkdir '" + locked + "' && : > '" + locked + "/lock.mdb'", output) == 0);
-  struct stat lock_file {};
-  BOOST_TEST_REQUIRE(::stat((locked + "/lock.mdb").c_str(), &lock_file) == 0);
-  int ready[2];
-  BOOST_TEST_REQUIRE(::pipe(ready) == 0);
-  const pid_t holder = ::fork();  // holds lock.mdb's first byte, as a process in LMDB's first open does
-  BOOST_TEST_REQUIRE(holder >= 0);
-  if (holder == 0) {
-    const int fd = ::open((locked + "/lock.mdb").c_str(), O_RDWR | O_CLOEXEC);
-    struct flock lock {};
-    lock.l_type = F_WRLCK;
-    lock.l_whence = SEEK_SET;
-    lock.l_len = 1;
-    const bool held = fd >= 0 && ::fcntl(fd, F_SETLK, &lock) == 0;
-    std::ignore = ::write(ready[1], held ? "h" : "x", 1);
-    ::sleep(60);  // (killed below)
-    ::_exit(0);
-  }
-  char byte = 0;
-  BOOST_TEST_REQUIRE(::read(ready[0], &byte, 1) == 1);
-  BOOST_TEST_REQUIRE(byte == 'h');
+  BOOST_TEST_REQUIRE(run("mkdir '" + locked + "'", output) == 0);
+  FirstOpenHolder holder(locked);
   const pid_t child = ::fork();
   BOOST_TEST_REQUIRE(child >= 0);
   if (child == 0) {
@@ -266,20 +247,9 @@ BOOST_AUTO_TEST_CASE(quick_exit_from_a_signal_handler_holding_what_a_commit_need
     }
     ::signal(SIGUSR1, [](int) { std::quick_exit(0); });
     const pthread_t self = ::pthread_self();
-    const std::string inode = ":" + std::to_string(lock_file.st_ino) + " ";
+    const ino_t inode = holder.inode();
     std::thread([self, inode, store] {
-      for (;;) {  // until the open below waits for the lock (a blocked request in /proc/locks)
-        const std::string locks = read_text("/proc/locks");
-        std::size_t at = 0;
-        bool waiting = false;
-        while (!waiting && (at = locks.find("-> ", at)) != std::string::npos) {
-          const std::size_t end = locks.find('\n', at);
-          waiting = locks.substr(at, end - at).find(inode) != std::string::npos;
-          at = end;
-        }
-        if (waiting) {
-          break;
-        }
+      while (!lock_request_waits(inode)) {  // until the open below waits for the lock
         std::this_thread::yield();
       }
       store->put_later({{kjit::store::Table::meta, "queued", "1"}}, [](const kjit::StoreError*) {});
@@ -289,10 +259,7 @@ BOOST_AUTO_TEST_CASE(quick_exit_from_a_signal_handler_holding_what_a_commit_need
     ::_exit(5);
   }
   const int status = wait_status(child);
-  ::kill(holder, SIGKILL);
-  ::waitpid(holder, nullptr, 0);
-  ::close(ready[0]);
-  ::close(ready[1]);
+  holder.release();
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
   BOOST_TEST(WEXITSTATUS(status) == 0);
 }

@@ -366,30 +366,8 @@ BOOST_AUTO_TEST_CASE(a_child_forked_while_its_parent_follows_the_folder_does_not
   auto store = kjit::store::Store::open(dir, config.store_map_size);
   store->put(kjit::store::Table::meta, "made", "1");
   std::string output;
-  BOOST_TEST_REQUIRE(run("rm -rf '" + dir + "' && mkdir '" + dir + "' && : > '" + dir + "/lock.mdb'", output) == 0);
-  struct stat lock_file {};
-  BOOST_TEST_REQUIRE(::stat((dir + "/lock.mdb").c_str(), &lock_file) == 0);
-  int ready[2];
-  int release[2];
-  BOOST_TEST_REQUIRE(::pipe(ready) == 0);
-  BOOST_TEST_REQUIRE(::pipe(release) == 0);
-  const pid_t holder = ::fork();
-  BOOST_TEST_REQUIRE(holder >= 0);
-  if (holder == 0) {  // holds lock.mdb's first byte, as a process in LMDB's first open does
-    const int fd = ::open((dir + "/lock.mdb").c_str(), O_RDWR | O_CLOEXEC);
-    struct flock lock {};
-    lock.l_type = F_WRLCK;
-    lock.l_whence = SEEK_SET;
-    lock.l_len = 1;
-    const bool held = fd >= 0 && ::fcntl(fd, F_SETLK, &lock) == 0;
-    std::ignore = ::write(ready[1], held ? "h" : "x", 1);
-    pollfd wait{release[0], POLLIN, 0};
-    std::ignore = ::poll(&wait, 1, 60000);
-    ::_exit(0);
-  }
-  char byte = 0;
-  BOOST_TEST_REQUIRE(::read(ready[0], &byte, 1) == 1);
-  BOOST_TEST_REQUIRE(byte == 'h');
+  BOOST_TEST_REQUIRE(run("rm -rf '" + dir + "' && mkdir '" + dir + "'", output) == 0);
+  FirstOpenHolder holder(dir);
   std::thread writer([&] {
     try {
       store->put(kjit::store::Table::meta, "after", "1");  // follows the folder: waits in its open
@@ -397,19 +375,7 @@ BOOST_AUTO_TEST_CASE(a_child_forked_while_its_parent_follows_the_folder_does_not
     }
   });
   // Until the writer waits for that lock (a blocked request on lock.mdb's inode in /proc/locks).
-  const std::string inode = ":" + std::to_string(lock_file.st_ino) + " ";
-  for (;;) {
-    const std::string locks = read_text("/proc/locks");
-    std::size_t at = 0;
-    bool waiting = false;
-    while (!waiting && (at = locks.find("-> ", at)) != std::string::npos) {
-      const std::size_t end = locks.find('\n', at);
-      waiting = locks.substr(at, end - at).find(inode) != std::string::npos;
-      at = end;
-    }
-    if (waiting) {
-      break;
-    }
+  while (!lock_request_waits(holder.inode())) {
     std::this_thread::yield();
   }
   const pid_t child = ::fork();
@@ -424,12 +390,8 @@ BOOST_AUTO_TEST_CASE(a_child_forked_while_its_parent_follows_the_folder_does_not
     ::_exit(0);
   }
   const int status = wait_status(child);
-  std::ignore = ::write(release[1], "r", 1);
+  holder.release();
   writer.join();
-  ::waitpid(holder, nullptr, 0);
-  for (int fd : {ready[0], ready[1], release[0], release[1]}) {
-    ::close(fd);
-  }
   BOOST_TEST(WIFEXITED(status), "status " << status);
 }
 
