@@ -5,7 +5,6 @@
 #include "config/log.hpp"
 
 #include <ctime>
-#include <tuple>
 #include <unistd.h>
 
 namespace kjit {
@@ -107,7 +106,7 @@ void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_by
       size_estimate += record_bytes + queued_mirror_bytes;
       unseen_blob_bound += blob_bound;
       if (size_estimate + unseen_blob_bound > config.max_size) {
-        std::ignore = store->count(store::Table::blobs);  // returns once the queued commits are in
+        store->settle();  // the queued commits in: what they added is on the store
         const std::size_t blob_bytes = store->table_bytes(store::Table::blobs);
         size_estimate += blob_bytes > blob_table_bytes ? blob_bytes - blob_table_bytes : 0;
         blob_table_bytes = blob_bytes;

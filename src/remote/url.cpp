@@ -56,8 +56,7 @@ std::string RedisUrl::display() const
   }
   // An IPv6 address in brackets, as the URL is written: "::1:6379" reads as a host named "::1:6379".
   // (server() stays as it is: it names the server in the key placement every node computes.)
-  out += host.find(':') == std::string::npos ? server()
-                                             : "[" + host + "]:" + std::to_string(port) + "/" + std::to_string(db);
+  out += host.find(':') == std::string::npos ? server() : "[" + host + "]" + server().substr(host.size());
   return readonly ? out + "?readonly" : out;
 }
 

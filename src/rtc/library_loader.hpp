@@ -55,7 +55,9 @@ public:
     }
     return *m_value.load(std::memory_order_relaxed);
   }
-  bool loaded() const noexcept { return m_value.load(std::memory_order_acquire) != nullptr; }
+  // The value once built, else nullptr.
+  const T* value() const noexcept { return m_value.load(std::memory_order_acquire); }
+  bool loaded() const noexcept { return value() != nullptr; }
 
 private:
   std::atomic<const T*> m_value{nullptr};

@@ -77,10 +77,8 @@ bool nvrtc_is_loaded() noexcept
 
 std::optional<std::string> nvrtc_environment()
 {
-  if (!g_loaded.loaded()) {
-    return std::nullopt;
-  }
-  return g_loaded.get([]() -> std::unique_ptr<Loaded> { return nullptr; }).environment;  // loaded: never built
+  const Loaded* loaded = g_loaded.value();
+  return loaded != nullptr ? std::optional<std::string>(loaded->environment) : std::nullopt;
 }
 
 } // namespace kjit::rtc

@@ -32,17 +32,11 @@ std::set<Committer*>& live()
   return g_live->committers;
 }
 
-// How deep this thread is inside a committer's lock or wait (Inside). A handler of quick_exit()
-// called from a signal handler runs on the interrupted thread: waiting on what it holds would
-// never end. initial-exec: no allocation on the first access from a signal handler.
+// How deep this thread is inside a committer's lock or wait, or holding what a commit needs
+// (HoldsForCommits). A handler of quick_exit() called from a signal handler runs on the
+// interrupted thread: waiting on what it holds would never end. initial-exec: no allocation on
+// the first access from a signal handler.
 __attribute__((tls_model("initial-exec"))) thread_local int t_inside = 0;
-
-struct Inside {
-  Inside() noexcept { ++t_inside; }
-  ~Inside() { --t_inside; }
-  Inside(const Inside&) = delete;
-  Inside& operator=(const Inside&) = delete;
-};
 
 void drain_at_exit()
 {
@@ -76,14 +70,14 @@ HoldsForCommits::~HoldsForCommits() { --t_inside; }
 
 void Outstanding::begin()
 {
-  const Inside inside;
+  const HoldsForCommits inside;
   std::lock_guard lock(m_mutex);
   ++m_count;
 }
 
 void Outstanding::end() noexcept
 {
-  const Inside inside;
+  const HoldsForCommits inside;
   std::lock_guard lock(m_mutex);
   --m_count;
   m_idle->notify_all();  // under the lock: a waiter may destroy this as soon as it sees zero
@@ -94,7 +88,7 @@ void Outstanding::wait() const noexcept
   if (m_pid != ::getpid()) {
     return;  // a forked child: the mutex may have been copied locked
   }
-  const Inside inside;
+  const HoldsForCommits inside;
   std::unique_lock lock(m_mutex);
   m_idle->wait(lock, [this] { return m_count == 0; });
 }
@@ -109,14 +103,14 @@ Committer::Committer()
     std::atexit(drain_at_exit);
     std::at_quick_exit(drain_at_quick_exit);
   });
-  const Inside inside;
+  const HoldsForCommits inside;
   std::lock_guard lock(live_mutex());
   live().insert(this);
 }
 
 Committer::~Committer()
 {
-  const Inside inside;
+  const HoldsForCommits inside;
   {
     std::lock_guard lock(live_mutex());
     live().erase(this);
@@ -139,7 +133,7 @@ Committer::~Committer()
 void Committer::queue(std::function<void()> commit, std::function<void(const StoreError*)> done)
 {
   if (m_pid == ::getpid()) {
-    const Inside inside;
+    const HoldsForCommits inside;
     std::lock_guard lock(m_mutex);
     if (!m_thread) {
       try {
@@ -177,7 +171,7 @@ void Committer::settle() const noexcept
   if (m_pid != ::getpid()) {
     return;  // a forked child: no thread, and the mutex may have been copied locked
   }
-  const Inside inside;
+  const HoldsForCommits inside;
   std::unique_lock lock(m_mutex);
   if (m_committed == m_queued || std::this_thread::get_id() == m_thread_id) {
     return;
@@ -204,14 +198,14 @@ void Committer::drain() noexcept
 
 std::uint64_t Committer::committed() const noexcept
 {
-  const Inside inside;
+  const HoldsForCommits inside;
   std::lock_guard lock(m_mutex);
   return m_committed;
 }
 
 void Committer::run()
 {
-  const Inside inside;  // (this thread's own: a quick_exit() from `done` does not wait for itself)
+  const HoldsForCommits inside;  // (this thread's own: a quick_exit() from `done` does not wait for itself)
   std::unique_lock lock(m_mutex);
   for (;;) {
     m_wake->wait(lock, [this] { return m_stop || !m_jobs.empty(); });

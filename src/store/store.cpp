@@ -581,6 +581,17 @@ void Store::follow_folder()
   }
 }
 
+void Store::before_write()
+{
+  follow_folder();
+  walk_before_first_write();
+}
+
+void Store::settle() const noexcept
+{
+  m_committer->settle();
+}
+
 void Store::put(const std::vector<Row>& rows)
 {
   m_committer->settle();
@@ -602,8 +613,7 @@ void Store::write_rows(const std::vector<Row>& rows)
   if (!m_writable || rows.empty()) {
     return;
   }
-  follow_folder();
-  walk_before_first_write();
+  before_write();
   Impl& impl = *m_impl;
   try {
     impl.guarded(
@@ -810,8 +820,7 @@ void Store::erase(Table table, const std::vector<std::string>& keys)
   if (!m_writable || keys.empty()) {
     return;
   }
-  follow_folder();
-  walk_before_first_write();
+  before_write();
   Impl& impl = *m_impl;
   impl.guarded(
     [&] {
@@ -876,8 +885,7 @@ void Store::clear(Table table)
   if (!m_writable) {
     throw StoreError("the store " + m_path + " is read-only: nothing was cleared", EROFS);
   }
-  follow_folder();
-  walk_before_first_write();
+  before_write();
   Impl& impl = *m_impl;
   impl.guarded(
     [&] {
@@ -901,8 +909,7 @@ Store::BlobSweep Store::sweep_blobs()
   if (!m_writable || !m_impl->has_blob_tables()) {
     return report;
   }
-  follow_folder();
-  walk_before_first_write();
+  before_write();
   Impl& impl = *m_impl;
   impl.guarded(
     [&] {

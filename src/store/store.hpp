@@ -135,6 +135,8 @@ public:
   void put_later(std::vector<Row> rows, std::function<void(const StoreError*)> done);
   // Commits put_later() has run so far.
   std::uint64_t later_commits() const noexcept;
+  // Returns once the commits put_later() queued so far are in (at once in a forked child).
+  void settle() const noexcept;
   // Starts, in the background, the walk this process's first put() needs (see check()), so that it
   // runs while the caller compiles; put() waits for it. No-op once walked, or when read-only.
   void walk_ahead();
@@ -187,7 +189,9 @@ public:
   struct Impl;
 
 private:
-  // Before a write: if `path()` no longer leads to the data.mdb open here (the folder was deleted,
+  // Before each write: follow_folder(), then walk_before_first_write().
+  void before_write();
+  // If `path()` no longer leads to the data.mdb open here (the folder was deleted,
   // replaced or renamed), the environment is closed and the one at `path()` opened (made if
   // missing): writes never go to a file no other process will read. Throws StoreError if another
   // Store of this process has that one open.

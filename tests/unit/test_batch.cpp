@@ -111,6 +111,38 @@ int open_fds()
   return count - 1;  // less the one opendir() holds
 }
 
+// While it lives, this thread gets SIGUSR2 every `period_us`, handled without SA_RESTART (as a
+// host's profiler or timer signals do): each one interrupts the system call it waits in.
+class SignalStorm {
+public:
+  explicit SignalStorm(unsigned period_us) : m_target(::pthread_self())
+  {
+    struct sigaction action = {};
+    action.sa_handler = [](int) {};
+    ::sigaction(SIGUSR2, &action, &m_previous);
+    m_thread = std::thread([this, period_us] {
+      while (!m_done) {
+        ::pthread_kill(m_target, SIGUSR2);
+        ::usleep(period_us);  // the signal's rate, not a synchronisation
+      }
+    });
+  }
+  SignalStorm(const SignalStorm&) = delete;
+  SignalStorm& operator=(const SignalStorm&) = delete;
+  ~SignalStorm()
+  {
+    m_done = true;
+    m_thread.join();
+    ::sigaction(SIGUSR2, &m_previous, nullptr);
+  }
+
+private:
+  pthread_t m_target;
+  struct sigaction m_previous = {};
+  std::atomic<bool> m_done{false};
+  std::thread m_thread;
+};
+
 // The batch's first item was ended by the time limit (long before its worker's 60 s were up) and
 // the second was compiled by the worker that replaced it.
 void check_first_timed_out(const std::vector<kjit::BatchResult>& results, std::chrono::steady_clock::time_point start)
@@ -261,29 +293,18 @@ BOOST_AUTO_TEST_CASE(the_time_limit_holds_while_signals_interrupt_the_wait)
 {
   // A host whose profiler or timer signals the batch's thread often (a handler without
   // SA_RESTART: each one interrupts poll()) must not restart the limit with every signal.
-  struct sigaction action = {};
-  struct sigaction previous = {};
-  action.sa_handler = [](int) {};
-  ::sigaction(SIGUSR2, &action, &previous);
   kjit::Cache cache(config);
   const auto items = items_for({"i1", "i2"}, {"sm_80"});
   kjit::BatchOptions options;
   options.jobs = 1;
   options.timeout_s = 1;
   options.worker_path = flaky_worker(tmp.path(), "exec sleep 60", answering_worker(tmp.path(), items[1]));
-  std::atomic<bool> done{false};
-  const pthread_t batch_thread = ::pthread_self();
-  std::thread signaller([&] {
-    while (!done) {
-      ::pthread_kill(batch_thread, SIGUSR2);
-      ::usleep(50000);  // the signal's rate, not a synchronisation
-    }
-  });
   const auto start = std::chrono::steady_clock::now();
-  const auto results = cache.get_many(items, options);
-  done = true;
-  signaller.join();
-  ::sigaction(SIGUSR2, &previous, nullptr);
+  std::vector<kjit::BatchResult> results;
+  {
+    const SignalStorm storm(50000);
+    results = cache.get_many(items, options);
+  }
   check_first_timed_out(results, start);
 }
 
@@ -292,32 +313,20 @@ BOOST_AUTO_TEST_CASE(a_worker_killed_while_signals_arrive_is_reaped)
   // The wait for a killed worker is interrupted by the host's signals like any other: it is
   // waited for again (before: an interrupted waitpid() left the worker a zombie for the life of
   // the process, about one time in two under a signal every 20 µs).
-  struct sigaction action = {};
-  struct sigaction previous = {};
-  action.sa_handler = [](int) {};
-  ::sigaction(SIGUSR2, &action, &previous);
   const int zombies = zombie_children();
-  const pthread_t batch_thread = ::pthread_self();
-  std::atomic<bool> done{false};
-  std::thread signaller([&] {
-    while (!done) {
-      ::pthread_kill(batch_thread, SIGUSR2);
-      ::usleep(20);  // the signal's rate, not a synchronisation
+  {
+    const SignalStorm storm(20);
+    for (int round = 0; round < 8; ++round) {
+      kjit::test::TempDir dir;
+      kjit::Cache cache(config);
+      kjit::BatchOptions options;
+      options.jobs = 1;
+      options.timeout_s = 0.2;
+      options.worker_path = flaky_worker(dir.path(), "exec sleep 60");
+      const auto results = cache.get_many(items_for({"k" + std::to_string(round)}, {"sm_80"}), options);
+      BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
     }
-  });
-  for (int round = 0; round < 8; ++round) {
-    kjit::test::TempDir dir;
-    kjit::Cache cache(config);
-    kjit::BatchOptions options;
-    options.jobs = 1;
-    options.timeout_s = 0.2;
-    options.worker_path = flaky_worker(dir.path(), "exec sleep 60");
-    const auto results = cache.get_many(items_for({"k" + std::to_string(round)}, {"sm_80"}), options);
-    BOOST_TEST(results[0].message.find("timed out") != std::string::npos, results[0].message);
   }
-  done = true;
-  signaller.join();
-  ::sigaction(SIGUSR2, &previous, nullptr);
   BOOST_TEST(zombie_children() == zombies);
 }
 

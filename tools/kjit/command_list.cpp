@@ -209,7 +209,7 @@ int command_cat(const std::vector<std::string>& args)
     throw Error("the entry " + c.info.key + " has no cubin (" + c.info.arch + ")");
   }
   std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
-  return std::cout.flush() ? 0 : k_exit_failure;
+  return 0;  // output that could not be written: exit 1 (main.cpp, written())
 }
 
 } // namespace kjit::cli
