@@ -16,6 +16,7 @@
 #include <chrono>
 #include <csignal>
 #include <pthread.h>
+#include <optional>
 #include <thread>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -143,10 +144,26 @@ private:
   std::thread m_thread;
 };
 
-// The batch's first item was ended by the time limit (long before its worker's 60 s were up) and
-// the second was compiled by the worker that replaced it.
-void check_first_timed_out(const std::vector<kjit::BatchResult>& results, std::chrono::steady_clock::time_point start)
+// A batch of two items, one job, a 1 s limit, whose first worker runs `script` (it never answers
+// in time; `signal_period_us`: under a SignalStorm): the first item is ended by the time limit
+// (long before the worker's 60 s are up) and the second compiled by the worker that replaced it.
+void check_first_times_out(const kjit::Config& config, const std::string& dir, const std::vector<kjit::BatchItem>& items,
+                           const std::string& script, unsigned signal_period_us = 0)
 {
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 1;
+  options.timeout_s = 1;
+  options.worker_path = flaky_worker(dir, script, answering_worker(dir, items[1]));
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<kjit::BatchResult> results;
+  {
+    std::optional<SignalStorm> storm;
+    if (signal_period_us != 0) {
+      storm.emplace(signal_period_us);
+    }
+    results = cache.get_many(items, options);
+  }
   BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(30)));
   BOOST_TEST_REQUIRE(results.size() == 2u);
   BOOST_TEST(results[0].binary == nullptr);
@@ -247,65 +264,30 @@ BOOST_AUTO_TEST_CASE(a_crashing_worker_fails_only_its_item_and_is_replaced)
 
 BOOST_AUTO_TEST_CASE(a_hanging_worker_is_killed_at_the_time_limit)
 {
-  kjit::Cache cache(config);
-  const auto items = items_for({"h1", "h2"}, {"sm_80"});
-  kjit::BatchOptions options;
-  options.jobs = 1;
-  options.timeout_s = 1;
-  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60", answering_worker(tmp.path(), items[1]));
-  const auto start = std::chrono::steady_clock::now();
-  const auto results = cache.get_many(items, options);
-  check_first_timed_out(results, start);
+  check_first_times_out(config, tmp.path(), items_for({"h1", "h2"}, {"sm_80"}), "exec sleep 60");
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_that_stops_mid_answer_is_killed_at_the_time_limit)
 {
   // A frame that says 64 bytes and brings 3: waiting for the rest must not outlast the limit.
-  kjit::Cache cache(config);
-  const auto items = items_for({"s1", "s2"}, {"sm_80"});
-  kjit::BatchOptions options;
-  options.jobs = 1;
-  options.timeout_s = 1;
-  options.worker_path = flaky_worker(tmp.path(), "printf '\\100\\000\\000\\000abc'; exec sleep 60",
-                                     answering_worker(tmp.path(), items[1]));
-  const auto start = std::chrono::steady_clock::now();
-  const auto results = cache.get_many(items, options);
-  check_first_timed_out(results, start);
+  check_first_times_out(config, tmp.path(), items_for({"s1", "s2"}, {"sm_80"}),
+                        "printf '\\100\\000\\000\\000abc'; exec sleep 60");
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_that_reads_nothing_is_killed_at_the_time_limit)
 {
   // A request larger than the socket's buffer to a worker that never reads it: the send waits no
   // longer than the limit either.
-  kjit::Cache cache(config);
-  kjit::BatchOptions options;
-  options.jobs = 1;
-  options.timeout_s = 1;
   auto items = items_for({"r1", "r2"}, {"sm_80"});
   items[0].program.source += "// " + std::string(8u << 20, 'x') + "\n";
-  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60", answering_worker(tmp.path(), items[1]));
-  const auto start = std::chrono::steady_clock::now();
-  const auto results = cache.get_many(items, options);
-  check_first_timed_out(results, start);
+  check_first_times_out(config, tmp.path(), items, "exec sleep 60");
 }
 
 BOOST_AUTO_TEST_CASE(the_time_limit_holds_while_signals_interrupt_the_wait)
 {
   // A host whose profiler or timer signals the batch's thread often (a handler without
   // SA_RESTART: each one interrupts poll()) must not restart the limit with every signal.
-  kjit::Cache cache(config);
-  const auto items = items_for({"i1", "i2"}, {"sm_80"});
-  kjit::BatchOptions options;
-  options.jobs = 1;
-  options.timeout_s = 1;
-  options.worker_path = flaky_worker(tmp.path(), "exec sleep 60", answering_worker(tmp.path(), items[1]));
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<kjit::BatchResult> results;
-  {
-    const SignalStorm storm(50000);
-    results = cache.get_many(items, options);
-  }
-  check_first_timed_out(results, start);
+  check_first_times_out(config, tmp.path(), items_for({"i1", "i2"}, {"sm_80"}), "exec sleep 60", 50000);
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_killed_while_signals_arrive_is_reaped)
