@@ -10,6 +10,7 @@
 #include "mirror/mirror.hpp"
 #include "script/script_mirror.hpp"
 #include "rtc/compiler.hpp"
+#include "rtc/option_spelling.hpp"
 #include "store/blobs.hpp"
 #include "util/file_size_signal.hpp"
 #include "store/record.hpp"
@@ -117,8 +118,10 @@ Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
 
 Cache::~Cache() = default;
 
-PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
+PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
 {
+  std::optional<Program> storage;
+  const Program& program = rtc::as_nvrtc_reads(given, storage);  // keyed and resolved as NVRTC reads it
   PreparedProgram prepared;
   prepared.m_program = program;
   prepared.m_arch = rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch);
@@ -200,8 +203,10 @@ Lookup Cache::lookup(const PreparedProgram& prepared)
   return result;
 }
 
-std::shared_ptr<const Binary> Cache::get_program(const Program& program, const Arch& arch, Source& source)
+std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arch& arch, Source& source)
 {
+  std::optional<Program> storage;
+  const Program& program = rtc::as_nvrtc_reads(given, storage);  // found by the options NVRTC reads
   std::optional<Impl::Direct> direct;
   // -lineinfo and -G name the working directory in the binary, which the raw inputs leave out:
   // such a program is found by its key (which holds it, key.cpp), never directly.
