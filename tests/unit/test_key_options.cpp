@@ -1,5 +1,5 @@
 // Options as NVRTC reads them: a cached result equals plain NVRTC given the same option strings,
-// whatever white space they carry.
+// whatever white space they carry, and a pre-include is the in-memory header NVRTC takes.
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
@@ -150,6 +150,27 @@ BOOST_AUTO_TEST_CASE(options_with_white_space_are_the_options_nvrtc_reads)
   spaced.options = {"-DV=7", " -arch=compute_90"};
   BOOST_CHECK_THROW(cache.get(spaced, k_arch), kjit::OptionError);
   BOOST_CHECK_THROW(kjit::compile(spaced, k_arch), kjit::OptionError);
+}
+
+// NVRTC takes an in-memory header named as a pre-include before any file (plain NVRTC: the
+// in-memory one, with pre.h in the working directory). kjit gave NVRTC the path of the working
+// directory's file, and the binary was that file's.
+BOOST_AUTO_TEST_CASE(a_pre_include_named_as_an_in_memory_header_is_the_in_memory_header)
+{
+  const std::string d = tmp.path() + "/memory";
+  put(d + "/pre.h", "#define V 1\n");
+  put(d + "/inc/pre.h", "#define V 2\n");
+  settle();
+  InDir in(d);
+  for (const std::vector<std::string>& options :
+       std::vector<std::vector<std::string>>{{"-include=pre.h"}, {"-Iinc", "--pre-include", "pre.h"}}) {
+    const kjit::Program program{"k.cu", k_kernel, {{"pre.h", "#define V 3\n"}}, options, {}};
+    BOOST_TEST(plain(config, program) == "3");
+    kjit::Cache cache(config);
+    BOOST_TEST(cached(cache, program) == "3");
+    kjit::Cache fresh(config);
+    BOOST_TEST(cached(fresh, program) == "3");
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
