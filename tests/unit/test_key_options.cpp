@@ -152,6 +152,19 @@ BOOST_AUTO_TEST_CASE(options_with_white_space_are_the_options_nvrtc_reads)
   BOOST_CHECK_THROW(kjit::compile(spaced, k_arch), kjit::OptionError);
 }
 
+// -std= and --std= are one option to NVRTC (the same binaries, -G too): one key, not a compile
+// more for the other spelling.
+BOOST_AUTO_TEST_CASE(std_with_one_or_two_dashes_is_one_key)
+{
+  kjit::Cache cache(config);
+  const kjit::Program one{"k.cu", k_kernel, {}, {"-DV=7", "-std=c++17"}, {}};
+  kjit::Program two = one;
+  two.options[1] = "--std=c++17";
+  BOOST_TEST(cache.prepare(one, k_arch).key() == cache.prepare(two, k_arch).key());
+  two.options[1] = "--std=c++14";
+  BOOST_TEST(cache.prepare(one, k_arch).key() != cache.prepare(two, k_arch).key());
+}
+
 // NVRTC takes an in-memory header named as a pre-include before any file (plain NVRTC: the
 // in-memory one, with pre.h in the working directory). kjit gave NVRTC the path of the working
 // directory's file, and the binary was that file's.
