@@ -164,8 +164,10 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
       }
     }
   }
-  if (may_include || deps::program_uses_time(program)) {
-    m_impl->mark_disk_key(texts.digest);  // its key holds what the disk held now (get_prepared)
+  // Its key holds what the disk held now, or (-lineinfo, -G: the named-from line) the working
+  // directory now: get_prepared() prepares it again, for the files and folder of that moment.
+  if (may_include || deps::program_uses_time(program) || deps::options_name_files(program.options)) {
+    m_impl->mark_disk_key(texts.digest);
   }
   prepared.m_program_txt = std::move(texts.program_txt);
   prepared.m_options_txt = std::move(texts.options_txt);
