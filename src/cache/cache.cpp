@@ -165,10 +165,10 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
     }
   }
   // Its key holds what the disk held now, or (-lineinfo, -G: the named-from line) the working
-  // directory now: get_prepared() prepares it again, for the files and folder of that moment.
-  if (may_include || deps::program_uses_time(program) || deps::options_name_files(program.options)) {
-    m_impl->mark_disk_key(texts.digest);
-  }
+  // directory now: get_prepared() prepares it again, for the files and folder of that moment. Kept
+  // in the prepared program, not in this Cache: another Cache served its key as it was.
+  prepared.m_from_disk =
+    may_include || deps::program_uses_time(program) || deps::options_name_files(program.options);
   prepared.m_program_txt = std::move(texts.program_txt);
   prepared.m_options_txt = std::move(texts.options_txt);
   std::memcpy(prepared.m_digest, texts.digest.data(), sizeof prepared.m_digest);
@@ -250,7 +250,7 @@ std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepare
   try {
     util::Sha256 key;
     std::memcpy(key.data(), prepared.m_digest, key.size());
-    if (m_impl->is_provisional(key) || m_impl->maybe_disk_key(key)) {
+    if (prepared.m_from_disk || m_impl->is_provisional(key)) {
       // Prepared before a manifest was known (one made since may now validate it), or from disk
       // headers, which may have been edited since: what is served is for the files on disk now.
       return get_once(prepare(prepared.program(), prepared.arch()), source);
