@@ -190,6 +190,7 @@ private:
   std::string m_options_txt;
   unsigned char m_digest[32] = {};
   bool m_provisional = false;
+  bool m_from_disk = false;  // its key holds disk headers or the working directory: prepared again by get()
 };
 
 // One (program, arch) pair of a batch.

@@ -10,6 +10,7 @@
 #include "mirror/mirror.hpp"
 #include "script/script_mirror.hpp"
 #include "rtc/compiler.hpp"
+#include "rtc/option_spelling.hpp"
 #include "store/blobs.hpp"
 #include "util/file_size_signal.hpp"
 #include "store/record.hpp"
@@ -117,8 +118,10 @@ Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
 
 Cache::~Cache() = default;
 
-PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
+PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
 {
+  std::optional<Program> storage;
+  const Program& program = rtc::as_nvrtc_reads(given, storage);  // keyed and resolved as NVRTC reads it
   PreparedProgram prepared;
   prepared.m_program = program;
   prepared.m_arch = rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch);
@@ -161,9 +164,11 @@ PreparedProgram Cache::prepare(const Program& program, const Arch& arch)
       }
     }
   }
-  if (may_include || deps::program_uses_time(program)) {
-    m_impl->mark_disk_key(texts.digest);  // its key holds what the disk held now (get_prepared)
-  }
+  // Its key holds what the disk held now, or (-lineinfo, -G: the named-from line) the working
+  // directory now: get_prepared() prepares it again, for the files and folder of that moment. Kept
+  // in the prepared program, not in this Cache: another Cache served its key as it was.
+  prepared.m_from_disk =
+    may_include || deps::program_uses_time(program) || deps::options_name_files(program.options);
   prepared.m_program_txt = std::move(texts.program_txt);
   prepared.m_options_txt = std::move(texts.options_txt);
   std::memcpy(prepared.m_digest, texts.digest.data(), sizeof prepared.m_digest);
@@ -200,8 +205,10 @@ Lookup Cache::lookup(const PreparedProgram& prepared)
   return result;
 }
 
-std::shared_ptr<const Binary> Cache::get_program(const Program& program, const Arch& arch, Source& source)
+std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arch& arch, Source& source)
 {
+  std::optional<Program> storage;
+  const Program& program = rtc::as_nvrtc_reads(given, storage);  // found by the options NVRTC reads
   std::optional<Impl::Direct> direct;
   // -lineinfo and -G name the working directory in the binary, which the raw inputs leave out:
   // such a program is found by its key (which holds it, key.cpp), never directly.
@@ -243,7 +250,7 @@ std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepare
   try {
     util::Sha256 key;
     std::memcpy(key.data(), prepared.m_digest, key.size());
-    if (m_impl->is_provisional(key) || m_impl->maybe_disk_key(key)) {
+    if (prepared.m_from_disk || m_impl->is_provisional(key)) {
       // Prepared before a manifest was known (one made since may now validate it), or from disk
       // headers, which may have been edited since: what is served is for the files on disk now.
       return get_once(prepare(prepared.program(), prepared.arch()), source);

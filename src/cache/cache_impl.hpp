@@ -17,7 +17,6 @@
 #include "store/entry.hpp"
 #include "store/store.hpp"
 
-#include <array>
 #include <atomic>
 #include <future>
 #include <map>
@@ -74,30 +73,6 @@ struct Cache::Impl {
   std::set<util::Sha256> unsaved_manifests;         // new resolutions, stored with the next commit
   std::set<util::Sha256> provisional;               // keys from an unvalidated prediction: never looked up
   std::atomic<bool> any_provisional{false};         // lets the hot path skip the lock
-  // Keys prepare() made from the disk (a manifest or a prediction): a lookup by a PreparedProgram
-  // with such a key prepares it again, so a header edited since is seen, as get(program) sees it.
-  // One bit per key's first 16 bits, lock-free for the hot path: a key whose bit is clear was not
-  // made so. A set bit is confirmed in disk_key_set (manifest_mutex): it is shared with every other
-  // key of those 16 bits, and a program without headers whose key shares it (one in 13 once 5000
-  // programs with headers were prepared) was prepared again on each lookup.
-  std::array<std::atomic<std::uint64_t>, 1024> disk_keys{};
-  std::unordered_set<util::Sha256, util::DigestHash> disk_key_set;  // manifest_mutex
-  void mark_disk_key(const util::Sha256& key)
-  {
-    const unsigned bit = key[0] | (unsigned(key[1]) << 8);
-    std::lock_guard lock(manifest_mutex);
-    disk_key_set.insert(key);
-    disk_keys[bit / 64].fetch_or(std::uint64_t(1) << (bit % 64), std::memory_order_relaxed);
-  }
-  bool maybe_disk_key(const util::Sha256& key)
-  {
-    const unsigned bit = key[0] | (unsigned(key[1]) << 8);
-    if (((disk_keys[bit / 64].load(std::memory_order_relaxed) >> (bit % 64)) & 1u) == 0) {
-      return false;
-    }
-    std::lock_guard lock(manifest_mutex);
-    return disk_key_set.count(key) != 0;
-  }
   // The prediction behind a provisional key, handed to its compile (so the headers are read,
   // hashed and scanned once); a few at most.
   std::map<util::Sha256, std::shared_ptr<deps::Resolver>> predicted;

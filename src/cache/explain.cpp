@@ -172,14 +172,14 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
     explanation.hit = true;
     return explanation;
   }
-  const cache::KeyRoots roots = cache::key_roots(program);
+  const cache::KeyRoots roots = cache::key_roots(prepared.program());
   const KeyFields now = parse(prepared.program_txt(), prepared.options_txt(), roots);
   // Not validated by a manifest: say which header or part of the resolution context is why.
   std::vector<std::string> context_changes;
   if (m_impl->is_provisional(key)) {
     util::Sha256 direct;
     std::memcpy(direct.data(), prepared.m_direct, direct.size());
-    const deps::SearchContext search = deps::search_context(program, m_impl->key_context().toolkit_include_dirs);
+    const deps::SearchContext search = deps::search_context(prepared.program(), m_impl->key_context().toolkit_include_dirs);
     context_changes = m_impl->manifest_changes(direct, search.text());
   }
   std::vector<std::string> candidates;

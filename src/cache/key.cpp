@@ -169,6 +169,9 @@ std::vector<std::string> normalize_options(const std::vector<std::string>& optio
       out.push_back("-U" + options[++i]);
     } else if (starts_with(option, "--undefine-macro=")) {
       out.push_back("-U" + option.substr(17));
+    } else if (starts_with(option, "-std=")) {
+      // One option to NVRTC (the same binaries, -G too); --std= is CompileOptions::render()'s.
+      out.push_back("-" + option);
     } else {
       out.push_back(option);
     }

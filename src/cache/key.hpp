@@ -72,7 +72,8 @@ std::string local_places(const KeyRoots& roots, std::string text);
 // what a record keeps, so compile.sh names the folders actually used.
 std::vector<std::string> absolute_include_options(const std::vector<std::string>& options);
 
-// Options in canonical form: "-I dir" → "-I/abs/dir", "--define-macro=X" → "-DX", relative
+// Options in canonical form: "-I dir" → "-I/abs/dir", "--define-macro=X" → "-DX", "-std=" →
+// "--std=", relative
 // include folders made absolute and normalized. Order is kept (it matters to the compiler).
 std::vector<std::string> normalize_options(const std::vector<std::string>& options);
 

@@ -231,9 +231,12 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   const auto slash = program.name.rfind('/');
   m_main_path = join_path(base, slash == std::string::npos ? program.name : program.name.substr(slash + 1));
   for (const auto& name : context.pre_includes) {
-    // NVRTC looks for a pre-include in the working directory first, then in the -I folders.
+    // NVRTC looks for a pre-include in the working directory first, then in the -I folders; an
+    // in-memory header of that name comes before both (found: none, so NVRTC gets the name).
     std::string found;
-    for (const auto& candidate : user_candidates(context, name, IncludeKind::quoted, context.cwd)) {
+    for (const auto& candidate : program.headers.count(name) != 0
+                                   ? std::vector<std::string>{}
+                                   : user_candidates(context, name, IncludeKind::quoted, context.cwd)) {
       if (is_file(candidate)) {
         found = candidate;
         break;

@@ -157,7 +157,8 @@ public:
   const std::string& main_path() const { return m_main_path; }
   const SearchContext& context() const { return m_context; }
   Resolution& result() { return m_result; }
-  // The resolved path of each pre-include (empty where no user file was found).
+  // The resolved path of each pre-include (empty where no user file was found, or an in-memory
+  // header has its name).
   const std::vector<std::string>& pre_include_paths() const { return m_pre_paths; }
 
 private:

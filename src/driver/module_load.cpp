@@ -97,7 +97,10 @@ Module Context::load(const PreparedProgram& prepared, const Binary& binary) cons
   request.options.name = prepared.program().name;
   request.bytes = use_ptx ? std::string_view(binary.ptx) : std::string_view(binary.cubin);
   request.image_name = request.options.name + " (" + binary.arch + ")";
-  request.key = prepared.key() + (use_ptx ? ":ptx" : ":cubin");
+  // By the image, not the prepared key alone: get(prepared) returns the binary of the headers (and
+  // working directory) now, whose key is not prepared.key() after an edit; the old key led to the
+  // module of the old binary.
+  request.key = content_key(request.bytes, request.options, request.lowered_names);
   request.lowered_names = binary.lowered_names;
   return load_request(request);
 }

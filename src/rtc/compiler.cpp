@@ -6,6 +6,7 @@
 #include "rtc/link_step.hpp"
 #include "rtc/nvjitlink_library.hpp"
 #include "rtc/nvrtc_step.hpp"
+#include "rtc/option_spelling.hpp"
 #include "rtc/toolkit.hpp"
 #include "util/stopwatch.hpp"
 
@@ -80,8 +81,10 @@ Arch resolve_arch(const Arch& arch)
   return current_device_arch(kjit::supported_archs);
 }
 
-Binary compile(const Config& config, const Program& program, const Arch& requested)
+Binary compile(const Config& config, const Program& given, const Arch& requested)
 {
+  std::optional<Program> storage;
+  const Program& program = as_nvrtc_reads(given, storage);  // checked as NVRTC reads it (" -arch=…")
   if (CompileDelegate* delegate = t_delegate) {
     const ScopedCompileDelegate direct(nullptr);  // the delegate may compile in-process
     return delegate->compile(config, program, requested);

@@ -259,4 +259,36 @@ BOOST_AUTO_TEST_CASE(jit_options_are_read_from_nvrtc_options)
   BOOST_CHECK_THROW(kjit::load_options_of({"-maxrregcount"}), kjit::OptionError);
 }
 
+BOOST_AUTO_TEST_CASE(a_prepared_program_loads_the_binary_it_is_given_after_an_edit)
+{
+  {
+    // The module was found by the prepared program's key alone: after an edit of its header,
+    // get(prepared) returned the new binary but load(prepared, it) the module of the old one.
+    const std::string inc = tmp.path() + "/inc";
+    kjit::test::put(inc + "/v.h", "#define V 1\n");
+    kjit::test::settle();
+    const kjit::Context context = kjit::Context::primary(0);
+    kjit::Cache cache(kjit::current_config());
+    const kjit::Arch arch = kjit::Arch::parse("sm_90");
+    const kjit::Program program{"edited.cu", "#include <v.h>\nextern \"C\" __global__ void k(int* o) { *o = V; }\n",
+                                {}, {"-I" + inc}, {}};
+    cache.get(program, arch);  // its manifest: the prepared key is final
+    const auto prepared = cache.prepare(program, arch);
+    BOOST_TEST_REQUIRE(!prepared.provisional());
+    const auto original = cache.get(prepared);
+    const kjit::Module first = context.load(prepared, *original);
+    kjit::test::put(inc + "/v.h", "#define V 2\n");
+    kjit::test::settle();
+    const auto edited = cache.get(prepared);
+    BOOST_TEST_REQUIRE(edited->cubin != original->cubin);  // the binary of V 2
+    const kjit::Module second = context.load(prepared, *edited);
+    BOOST_TEST(second.handle() != first.handle());  // was the first binary's module
+    BOOST_TEST(fake().count(" cubin -> M") == 2, fake().log());
+    // The same binary again: the module this context has.
+    BOOST_TEST(context.load(prepared, *cache.get(prepared)).handle() == second.handle());
+    BOOST_TEST(fake().count(" cubin -> M") == 2, fake().log());
+  }
+  check_clean();
+}
+
 BOOST_AUTO_TEST_SUITE_END()

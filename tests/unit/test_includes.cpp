@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fcntl.h>
+#include <optional>
 #include <csignal>
 #include <cstring>
 #include <sys/resource.h>
@@ -164,6 +165,30 @@ BOOST_AUTO_TEST_CASE(a_prepared_program_is_served_for_the_headers_on_disk_now)
   const std::uint64_t stats_before = cache.stats().header_stats;
   BOOST_TEST(std::string(kjit::to_string(cache.lookup(plain).source)) == "memory");
   BOOST_TEST(cache.stats().header_stats == stats_before);
+}
+
+BOOST_AUTO_TEST_CASE(a_prepared_program_is_served_for_the_headers_on_disk_now_by_another_cache)
+{
+  // Which keys prepare() made from the disk was known only to the Cache that prepared them:
+  // another Cache (of the same folder) took the key as it was and served the old header's binary
+  // from the store, while get(program) compiled the new one.
+  const std::string inc = tmp.path() + "/inc";
+  ::mkdir(inc.c_str(), 0700);
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  write_aged(inc + "/params.h", "#define VALUE 1111\n");
+  const kjit::Program program = program_using(inc);
+  std::optional<kjit::PreparedProgram> prepared;
+  {
+    kjit::Cache first(config);
+    first.get(program, arch);  // its manifest: the next prepare() is final
+    prepared.emplace(first.prepare(program, arch));
+    BOOST_TEST_REQUIRE(!prepared->provisional());
+  }
+  write_aged(inc + "/params.h", "#define VALUE 2222\n");
+  kjit::Cache second(config);
+  BOOST_TEST(second.get(*prepared)->ptx.find("2222") != std::string::npos);  // was 1111
+  BOOST_TEST(second.lookup(*prepared).binary->ptx.find("2222") != std::string::npos);
+  BOOST_TEST(second.get(program, arch)->ptx.find("2222") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(a_new_header_earlier_in_the_path_shadows_the_old_one)

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -418,6 +419,30 @@ BOOST_AUTO_TEST_CASE(the_working_directory_is_named_as_nvrtc_names_it)
     }
   }
   ::setenv("PWD", saved.c_str(), 1);
+}
+
+// A prepared program whose binary names the working directory (-lineinfo, -G) is served for the
+// working directory now, as get(program) is. Before, its key (made with the folder of prepare())
+// was looked up as it was, after a chdir too: the binary named the other folder.
+BOOST_AUTO_TEST_CASE(a_prepared_program_naming_the_working_directory_is_served_for_the_one_now)
+{
+  put(tmp.path() + "/a/.keep", "");
+  put(tmp.path() + "/b/.keep", "");
+  kjit::Cache cache(config);
+  for (const char* option : {"-lineinfo", "-G"}) {
+    const kjit::Program program{"k.cu", "extern \"C\" __global__ void k(int* o) { *o = 1; }\n", {}, {option}, {}};
+    std::optional<kjit::PreparedProgram> prepared;
+    {
+      InDir in(tmp.path() + "/a");
+      prepared.emplace(cache.prepare(program, k_sm80));
+      BOOST_TEST(cache.get(*prepared)->ptx == kjit::rtc::compile(config, program, k_sm80).ptx);
+    }
+    InDir in(tmp.path() + "/b");
+    const kjit::Binary want = kjit::rtc::compile(config, program, k_sm80);
+    BOOST_TEST(cache.get(*prepared)->ptx == want.ptx, option);
+    BOOST_TEST(cache.get(program, k_sm80)->ptx == want.ptx, option);
+    BOOST_TEST(cache.lookup(*prepared).binary->ptx == want.ptx, option);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,69 @@
+// Trimming and splitting program options as NVRTC does, so that keys and include resolution see
+// the options NVRTC acts on.
+#include "rtc/option_spelling.hpp"
+
+namespace kjit::rtc {
+
+namespace {
+
+bool is_space(char ch) noexcept
+{
+  return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\v' || ch == '\f' || ch == '\r';
+}
+
+// "-I", "-D", "-U" followed by a space: NVRTC skips the spaces (only spaces: "-I\tinc" is the
+// folder "\tinc") and reads the rest as the option's value, as if given apart ("-I =x" is "=x").
+bool short_with_space(const std::string& option) noexcept
+{
+  return option.size() > 2 && option[0] == '-' && (option[1] == 'I' || option[1] == 'D' || option[1] == 'U') &&
+         option[2] == ' ';
+}
+
+} // namespace
+
+bool spelled_otherwise(const std::vector<std::string>& options) noexcept
+{
+  for (const std::string& option : options) {
+    if (!option.empty() && (is_space(option.front()) || is_space(option.back()) || short_with_space(option))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
+{
+  std::vector<std::string> out;
+  out.reserve(options.size());
+  for (const std::string& option : options) {
+    std::size_t begin = 0;
+    std::size_t end = option.size();
+    while (begin < end && is_space(option[begin])) {
+      ++begin;
+    }
+    while (end > begin && is_space(option[end - 1])) {
+      --end;
+    }
+    std::string trimmed = option.substr(begin, end - begin);
+    if (short_with_space(trimmed)) {
+      const std::size_t value = trimmed.find_first_not_of(' ', 2);  // not npos: trimmed ends in no space
+      out.push_back(trimmed.substr(0, 2));
+      out.push_back(trimmed.substr(value));
+    } else {
+      out.push_back(std::move(trimmed));
+    }
+  }
+  return out;
+}
+
+const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& storage)
+{
+  if (!spelled_otherwise(program.options)) {
+    return program;
+  }
+  storage.emplace(program);
+  storage->options = as_nvrtc_reads(program.options);
+  return *storage;
+}
+
+} // namespace kjit::rtc

@@ -1,0 +1,27 @@
+// Program options as NVRTC reads them: every part of kjit that looks at an option sees that.
+#pragma once
+
+#include <kjit/program.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kjit::rtc {
+
+// Whether NVRTC reads `options` otherwise than written: white space (" \t\n\v\f\r") at either end
+// of one (NVRTC trims it: "-include=pre.h " is pre.h, " -Iinc" the folder inc), or spaces after
+// -I, -D or -U ("-I inc" is "-I" "inc"). Cheap: a look at each option's ends.
+bool spelled_otherwise(const std::vector<std::string>& options) noexcept;
+
+// The options as NVRTC reads them (measured, NVRTC 13.0): each trimmed, "-I dir", "-D X=1" and
+// "-U X" split in two. The binaries are the same byte for byte (-G and -lineinfo too).
+std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options);
+
+// `program` when NVRTC reads its options as written, else a copy in `storage` with them as NVRTC
+// reads them. Before this, an option kjit did not recognise for its white space reached NVRTC,
+// which read files no key held (a pre-include, an -I folder) or named the working directory in
+// the binary (-lineinfo) of a program looked up without it.
+const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& storage);
+
+} // namespace kjit::rtc

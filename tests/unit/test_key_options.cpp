@@ -1,0 +1,189 @@
+// Options as NVRTC reads them: a cached result equals plain NVRTC given the same option strings,
+// whatever white space they carry, and a pre-include is the in-memory header NVRTC takes.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "rtc/compiler.hpp"
+
+#include <cstring>
+#include <unistd.h>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_arch = kjit::Arch::parse("compute_80");
+
+// Runs in `dir` as the working directory, then goes back.
+class InDir {
+public:
+  explicit InDir(const std::string& dir)
+  {
+    BOOST_TEST_REQUIRE(::getcwd(m_back, sizeof m_back) != nullptr);
+    BOOST_TEST_REQUIRE(::chdir(dir.c_str()) == 0);
+  }
+  ~InDir() { static_cast<void>(::chdir(m_back)); }
+  InDir(const InDir&) = delete;
+  InDir& operator=(const InDir&) = delete;
+
+private:
+  char m_back[4096] = {};
+};
+
+// The value the kernel stores ("mov.u32 %r1, N;"), or the error's first line.
+std::string value_in(const std::string& ptx)
+{
+  const char* marker = "mov.u32 \t%r1, ";
+  const auto at = ptx.find(marker);
+  if (at == std::string::npos) {
+    return "?";
+  }
+  const auto start = at + std::strlen(marker);
+  return ptx.substr(start, ptx.find(';', start) - start);
+}
+
+std::string plain(const kjit::Config& config, const kjit::Program& program)
+{
+  try {
+    return value_in(kjit::rtc::compile(config, program, k_arch).ptx);
+  } catch (const kjit::Error& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+std::string cached(kjit::Cache& cache, const kjit::Program& program)
+{
+  try {
+    return value_in(cache.get(program, k_arch)->ptx);
+  } catch (const kjit::Error& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+// After each edit of `header`, a new Cache and the first one both give plain NVRTC's value.
+void edits_are_seen_(const kjit::Config& config, const kjit::Program& program, const std::string& header)
+{
+  kjit::Cache first(config);
+  for (int value = 1; value <= 3; ++value) {
+    put(header, "#define V " + std::to_string(value) + "\n");
+    settle();
+    kjit::Cache fresh(config);
+    const std::string want = plain(config, program);
+    BOOST_TEST(want == std::to_string(value));
+    BOOST_TEST(cached(fresh, program) == want);
+    BOOST_TEST(cached(first, program) == want);
+  }
+}
+
+const char* k_kernel = "extern \"C\" __global__ void k(int* o) { *o = V; }\n";
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(key_options, CacheFixture)
+
+// NVRTC trims white space (" \t\n\v\f\r") off both ends of each option: "-include=pre.h " reads
+// pre.h. kjit looked for "pre.h " (none), passed the option on, and NVRTC read pre.h on disk
+// itself: an edit of it was served the first binary.
+BOOST_AUTO_TEST_CASE(a_pre_include_with_white_space_around_it_is_the_file_nvrtc_reads)
+{
+  const std::string d = tmp.path() + "/pre";
+  const std::string pre = d + "/pre.h";
+  int n = 0;
+  for (const std::vector<std::string>& options : std::vector<std::vector<std::string>>{
+         {"-include=" + pre + " "}, {" --pre-include=" + pre}, {"--pre-include", " " + pre + "\t"}, {"-include", pre + "\n"}}) {
+    config.cache_dir = tmp.path() + "/cache" + std::to_string(++n);
+    const kjit::Program program{d + "/k.cu", k_kernel, {}, options, {}};
+    edits_are_seen_(config, program, pre);
+  }
+}
+
+// " -Iinc" is the folder inc to NVRTC; kjit took it for another option and passed it on, so NVRTC
+// read inc's headers itself. "-I inc" (a space after -I) is inc too: kjit refused it.
+BOOST_AUTO_TEST_CASE(an_include_folder_with_white_space_around_it_is_the_folder_nvrtc_reads)
+{
+  const std::string d = tmp.path() + "/folder";
+  const std::string source = "#include <x.h>\n" + std::string(k_kernel);
+  int n = 0;
+  for (const std::vector<std::string>& options : std::vector<std::vector<std::string>>{
+         {" -I" + d + "/inc"}, {"-I" + d + "/inc\n"}, {"--include-path", "\t" + d + "/inc "}, {"-I " + d + "/inc"}}) {
+    config.cache_dir = tmp.path() + "/cache" + std::to_string(++n);
+    const kjit::Program program{d + "/k.cu", source, {}, options, {}};
+    edits_are_seen_(config, program, d + "/inc/x.h");
+  }
+}
+
+// "-lineinfo " is -lineinfo to NVRTC: the PTX names the source by the working directory. kjit
+// missed it, found the program by its raw inputs (which hold no working directory) and served
+// the binary made in another folder.
+BOOST_AUTO_TEST_CASE(line_info_with_white_space_is_looked_up_with_the_working_directory)
+{
+  put(tmp.path() + "/a/.keep", "");
+  put(tmp.path() + "/b/.keep", "");
+  const kjit::Program program{"k.cu", "extern \"C\" __global__ void k(int* o) { *o = 1; }\n", {}, {"-lineinfo "}, {}};
+  const auto file_of = [](const std::string& ptx) {
+    const auto at = ptx.find(".file");
+    return at == std::string::npos ? std::string("none") : ptx.substr(at, ptx.find('\n', at) - at);
+  };
+  kjit::Cache cache(config);
+  for (const char* dir : {"/a", "/b", "/a"}) {
+    InDir in(tmp.path() + dir);
+    const std::string want = file_of(kjit::rtc::compile(config, program, k_arch).ptx);
+    BOOST_TEST(want.find(tmp.path() + dir + "/k.cu") != std::string::npos);
+    BOOST_TEST(file_of(cache.get(program, k_arch)->ptx) == want);
+    kjit::Cache fresh(config);
+    BOOST_TEST(file_of(fresh.get(program, k_arch)->ptx) == want);
+  }
+}
+
+// The same options with white space are the same key (NVRTC reads them alike), and " -arch=…"
+// is refused as "-arch=…" is (NVRTC would read it as the arch).
+BOOST_AUTO_TEST_CASE(options_with_white_space_are_the_options_nvrtc_reads)
+{
+  kjit::Cache cache(config);
+  const kjit::Program program{"k.cu", k_kernel, {}, {"-DV=7"}, {}};
+  kjit::Program spaced = program;
+  spaced.options = {" -DV=7\n"};
+  BOOST_TEST(cache.prepare(program, k_arch).key() == cache.prepare(spaced, k_arch).key());
+  spaced.options = {"-D V=7"};
+  BOOST_TEST(cache.prepare(program, k_arch).key() == cache.prepare(spaced, k_arch).key());
+  spaced.options = {"-DV=7", " -arch=compute_90"};
+  BOOST_CHECK_THROW(cache.get(spaced, k_arch), kjit::OptionError);
+  BOOST_CHECK_THROW(kjit::compile(spaced, k_arch), kjit::OptionError);
+}
+
+// -std= and --std= are one option to NVRTC (the same binaries, -G too): one key, not a compile
+// more for the other spelling.
+BOOST_AUTO_TEST_CASE(std_with_one_or_two_dashes_is_one_key)
+{
+  kjit::Cache cache(config);
+  const kjit::Program one{"k.cu", k_kernel, {}, {"-DV=7", "-std=c++17"}, {}};
+  kjit::Program two = one;
+  two.options[1] = "--std=c++17";
+  BOOST_TEST(cache.prepare(one, k_arch).key() == cache.prepare(two, k_arch).key());
+  two.options[1] = "--std=c++14";
+  BOOST_TEST(cache.prepare(one, k_arch).key() != cache.prepare(two, k_arch).key());
+}
+
+// NVRTC takes an in-memory header named as a pre-include before any file (plain NVRTC: the
+// in-memory one, with pre.h in the working directory). kjit gave NVRTC the path of the working
+// directory's file, and the binary was that file's.
+BOOST_AUTO_TEST_CASE(a_pre_include_named_as_an_in_memory_header_is_the_in_memory_header)
+{
+  const std::string d = tmp.path() + "/memory";
+  put(d + "/pre.h", "#define V 1\n");
+  put(d + "/inc/pre.h", "#define V 2\n");
+  settle();
+  InDir in(d);
+  for (const std::vector<std::string>& options :
+       std::vector<std::vector<std::string>>{{"-include=pre.h"}, {"-Iinc", "--pre-include", "pre.h"}}) {
+    const kjit::Program program{"k.cu", k_kernel, {{"pre.h", "#define V 3\n"}}, options, {}};
+    BOOST_TEST(plain(config, program) == "3");
+    kjit::Cache cache(config);
+    BOOST_TEST(cached(cache, program) == "3");
+    kjit::Cache fresh(config);
+    BOOST_TEST(cached(fresh, program) == "3");
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
