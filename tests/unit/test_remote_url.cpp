@@ -8,6 +8,7 @@
 #include <atomic>
 #include <map>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -379,6 +380,107 @@ BOOST_AUTO_TEST_CASE(a_server_connection_is_not_inherited_by_child_processes)
   nil_server.join();
   ::close(listener);
   BOOST_TEST(before == after);
+}
+
+namespace {
+
+// The sockets this process has open, as /proc names them ("socket:[inode]").
+std::set<std::string> open_sockets()
+{
+  std::set<std::string> sockets;
+  for (int fd = 0; fd < 1024; ++fd) {
+    char target[64] = {};
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    if (::readlink(link.c_str(), target, sizeof target - 1) > 0 && std::string(target).rfind("socket:", 0) == 0) {
+      sockets.insert(target);
+    }
+  }
+  return sockets;
+}
+
+} // namespace
+
+// Nor is a connection while it is being opened: a program another thread starts during the connect
+// (here it waits for a full backlog) does not get the socket (before: hiredis 0.14 creates it
+// without SOCK_CLOEXEC, and kjit set FD_CLOEXEC once connected, so the child kept it open).
+BOOST_AUTO_TEST_CASE(a_connection_being_opened_is_not_inherited_by_child_processes)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  ::listen(listener, 0);  // one connection completes, never accepted; the next ones wait
+  const int filler = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  BOOST_REQUIRE(::connect(filler, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  const std::set<std::string> before = open_sockets();
+  std::atomic<bool> done{false};
+  std::string failure;
+  std::thread connecting([&] {
+    kjit::remote::RedisClient client(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+    try {
+      client.command({"PING"});
+    } catch (const kjit::remote::RedisFailure& e) {
+      failure = e.what();
+    }
+    done = true;
+  });
+  std::string socket;
+  while (socket.empty() && !done) {
+    for (const std::string& name : open_sockets()) {
+      socket = before.count(name) == 0 ? name : socket;
+    }
+  }
+  std::string child_fds;
+  if (!socket.empty()) {
+    kjit::test::run("ls -l /proc/self/fd", child_fds);  // fork and exec while it connects
+  }
+  connecting.join();
+  ::close(filler);
+  ::close(listener);
+  BOOST_TEST_REQUIRE(!socket.empty());
+  BOOST_TEST_REQUIRE(child_fds.find(" -> ") != std::string::npos, child_fds);  // the child listed its descriptors
+  BOOST_TEST(child_fds.find(socket) == std::string::npos, child_fds);
+  BOOST_TEST(!failure.empty());
+}
+
+// A host whose standard input is closed gets its connection on descriptor 0; closing the client
+// closes it there too (before: hiredis 0.14's redisFree() closes only descriptors above 0, and
+// the connection stayed open, held by no one, for the life of the process).
+BOOST_AUTO_TEST_CASE(a_connection_on_descriptor_0_is_closed_with_its_client)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  std::thread nil_server([listener] {
+    const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    char request[256];
+    if (peer >= 0 && ::recv(peer, request, sizeof request, 0) > 0) {
+      ::send(peer, "$-1\r\n", 5, MSG_NOSIGNAL);
+    }
+    if (peer >= 0) {
+      ::close(peer);
+    }
+  });
+  const int saved_stdin = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
+  ::close(0);
+  bool on_0 = false;
+  {
+    kjit::remote::RedisClient client(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+    BOOST_TEST((client.command({"GET", "k"}).kind == kjit::remote::Reply::Kind::nil));
+    char target[64] = {};
+    on_0 = ::readlink("/proc/self/fd/0", target, sizeof target - 1) > 0 && std::string(target).rfind("socket:", 0) == 0;
+  }
+  const bool still_open = ::fcntl(0, F_GETFD) >= 0;
+  if (still_open) {
+    ::close(0);
+  }
+  ::dup2(saved_stdin, 0);
+  ::close(saved_stdin);
+  nil_server.join();
+  ::close(listener);
+  BOOST_TEST_REQUIRE(on_0);
+  BOOST_TEST(!still_open);
 }
 
 // A fork()ed child that closes the parent's server (the default cache is rebuilt in a child, or
