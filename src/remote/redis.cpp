@@ -34,8 +34,6 @@ struct Hiredis {
   std::string error;
   decltype(&::redisConnectFd) connect_fd = nullptr;
   decltype(&::redisSetTimeout) set_timeout = nullptr;
-  decltype(&::redisAppendCommandArgv) append_argv = nullptr;
-  decltype(&::redisBufferWrite) buffer_write = nullptr;
   decltype(&::redisBufferRead) buffer_read = nullptr;
   decltype(&::redisGetReplyFromReader) reply_from_reader = nullptr;
   decltype(&::freeReplyObject) free_reply = nullptr;
@@ -58,8 +56,6 @@ const Hiredis& hiredis()
     }
     if (h.library && !(h.library->bind(h.connect_fd, "redisConnectFd") &&
                        h.library->bind(h.set_timeout, "redisSetTimeout") &&
-                       h.library->bind(h.append_argv, "redisAppendCommandArgv") &&
-                       h.library->bind(h.buffer_write, "redisBufferWrite") &&
                        h.library->bind(h.buffer_read, "redisBufferRead") &&
                        h.library->bind(h.reply_from_reader, "redisGetReplyFromReader") &&
                        h.library->bind(h.free_reply, "freeReplyObject") && h.library->bind(h.free_context, "redisFree"))) {
@@ -154,6 +150,24 @@ util::UniqueFd connect_socket(const RedisUrl& url)
   throw RedisFailure(why);
 }
 
+// `args` as a Redis request (an array of bulk strings, binary-safe).
+std::string encoded(const std::vector<std::string_view>& args)
+{
+  std::size_t size = 16;
+  for (std::string_view arg : args) {
+    size += arg.size() + 24;
+  }
+  std::string out;
+  out.reserve(size);
+  out += "*" + std::to_string(args.size()) + "\r\n";
+  for (std::string_view arg : args) {
+    out += "$" + std::to_string(arg.size()) + "\r\n";
+    out += arg;
+    out += "\r\n";
+  }
+  return out;
+}
+
 } // namespace
 
 std::int64_t now_ms() noexcept
@@ -163,7 +177,6 @@ std::int64_t now_ms() noexcept
 
 struct RedisClient::Connection {
   redisContext* context = nullptr;
-  std::int64_t timeout_ms = k_io_timeout_ms;  // the socket's send and receive timeouts as set
   ~Connection()
   {
     if (context != nullptr) {
@@ -225,31 +238,27 @@ void RedisClient::drop(const std::string& why)
 
 void RedisClient::send(const std::vector<std::string_view>& args, std::int64_t deadline_ms)
 {
-  const Hiredis& api = hiredis();
-  redisContext* context = m_connection->context;
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lengths;
-  for (std::string_view arg : args) {
-    argv.push_back(arg.data());
-    lengths.push_back(arg.size());
-  }
-  if (api.append_argv(context, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
-    drop(context->errstr);
-  }
-  for (int done = 0; done == 0;) {
-    // Each write may block for what is left of the command's time, no longer.
+  // Written here with MSG_NOSIGNAL, not by hiredis (redisBufferWrite): its write() into a
+  // connection the server closed since the last command (a restart, its idle timeout) raised
+  // SIGPIPE, which ends a host that keeps the default action, once a request took two writes.
+  const std::string request = encoded(args);
+  const int fd = m_connection->context->fd;
+  for (std::size_t done = 0; done < request.size();) {
+    // Each wait is for what is left of the command's time, no longer.
+    pollfd ready{fd, POLLOUT, 0};
     const std::int64_t left = deadline_ms - now_ms();
-    if (left <= 0) {
+    const int polled = left > 0 ? ::poll(&ready, 1, static_cast<int>(left)) : 0;
+    if (polled == 0) {
       drop(timed_out("cannot send ", args.front()));
     }
-    if (left < m_connection->timeout_ms || m_connection->timeout_ms < k_io_timeout_ms / 2) {
-      api.set_timeout(context, timeval_of(left));
-      m_connection->timeout_ms = left;
+    if (polled < 0 && errno != EINTR) {
+      drop(std::strerror(errno));
     }
-    if (api.buffer_write(context, &done) != REDIS_OK) {
-      const bool timeout = context->err == REDIS_ERR_IO && std::string_view(context->errstr) == std::strerror(EAGAIN);
-      drop(timeout ? timed_out("cannot send ", args.front()) : context->errstr);
+    const ssize_t sent = polled > 0 ? ::send(fd, request.data() + done, request.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+    if (sent < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      drop(std::strerror(errno));
     }
+    done += sent > 0 ? static_cast<std::size_t>(sent) : 0;
   }
 }
 

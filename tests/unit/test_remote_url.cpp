@@ -6,6 +6,8 @@
 #include <kjit/error.hpp>
 
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -481,6 +483,70 @@ BOOST_AUTO_TEST_CASE(a_connection_on_descriptor_0_is_closed_with_its_client)
   ::close(listener);
   BOOST_TEST_REQUIRE(on_0);
   BOOST_TEST(!still_open);
+}
+
+namespace {
+
+// Whether this host's TCP socket bound to 127.0.0.1:`port` is in CLOSE_WAIT (its peer closed).
+bool in_close_wait(int port)
+{
+  char local[32];
+  std::snprintf(local, sizeof local, "0100007F:%04X", port);
+  std::ifstream table("/proc/net/tcp");
+  std::string slot, address, remote, state, rest;
+  while (table >> slot >> address >> remote >> state && std::getline(table, rest)) {
+    if (address == local && state == "08") {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+// A server that closed the connection since the last command (a restart, its idle timeout) is a
+// failure of the next command, however large: never a SIGPIPE, which ends a host that keeps the
+// default action (before: a write of 4 MiB into the closed connection raised it; from about
+// 512 KiB here, a large kernel's record).
+BOOST_AUTO_TEST_CASE(a_write_to_a_closed_connection_raises_no_sigpipe)
+{
+  static std::atomic<int> sigpipes{0};
+  struct sigaction counting = {};
+  counting.sa_handler = [](int) { ++sigpipes; };
+  struct sigaction previous = {};
+  ::sigaction(SIGPIPE, &counting, &previous);
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  int client_port = 0;
+  std::thread closing_server([listener, &client_port] {
+    sockaddr_in peer_address{};
+    socklen_t size = sizeof peer_address;
+    const int peer = ::accept4(listener, reinterpret_cast<sockaddr*>(&peer_address), &size, SOCK_CLOEXEC);
+    char request[256];
+    if (peer >= 0 && ::recv(peer, request, sizeof request, 0) > 0) {
+      ::send(peer, "+PONG\r\n", 7, MSG_NOSIGNAL);
+    }
+    client_port = ntohs(peer_address.sin_port);
+    if (peer >= 0) {
+      ::close(peer);
+    }
+  });
+  kjit::remote::RedisClient client(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+  BOOST_TEST((client.command({"PING"}).kind == kjit::remote::Reply::Kind::status));
+  closing_server.join();
+  while (!in_close_wait(client_port)) {
+    std::this_thread::yield();  // until the server's close has reached the client
+  }
+  std::string failure;
+  try {
+    client.command({"SET", "k", std::string(4u << 20, 'x')});
+  } catch (const kjit::remote::RedisFailure& e) {
+    failure = e.what();
+  }
+  ::close(listener);
+  ::sigaction(SIGPIPE, &previous, nullptr);
+  BOOST_TEST(sigpipes.load() == 0);
+  BOOST_TEST(!failure.empty());
 }
 
 // A fork()ed child that closes the parent's server (the default cache is rebuilt in a child, or
