@@ -228,6 +228,35 @@ BOOST_AUTO_TEST_CASE(workers_ignore_bad_settings_in_the_environment)
   }
 }
 
+// NVRTC reads NV_NVVM_VERSION when it loads, and a worker loads its own. A host that sets it after
+// its Cache's key context was made (keys without it) gets from its workers the code of the
+// setting its keys name (before: the worker inherited nvvm-latest and its binary was stored under
+// the key without it, then served to every process without the setting).
+BOOST_AUTO_TEST_CASE(a_worker_compiles_with_the_nvvm_version_of_the_caches_keys)
+{
+  BOOST_TEST_REQUIRE(std::getenv("NV_NVVM_VERSION") == nullptr);
+  const kjit::BatchItem item{{"divide.cu", "extern \"C\" __global__ void divide(float* o, float a, float b) { *o = a / b; }\n",
+                              {}, {}, {}},
+                             kjit::Arch::parse("sm_80")};
+  const std::string plain_ptx = kjit::compile(item.program, item.arch).ptx;  // this process's NVRTC: without it
+  kjit::BatchOptions options;
+  options.worker_path = kjit::test::helper("KJIT_TEST_WORKER");
+  std::vector<kjit::BatchResult> results;
+  {
+    kjit::Cache cache(config);
+    std::ignore = cache.prepare(item.program, item.arch);  // the key context: no NV_NVVM_VERSION
+    ::setenv("NV_NVVM_VERSION", "nvvm-latest", 1);
+    results = cache.get_many({item}, options);
+    ::unsetenv("NV_NVVM_VERSION");
+  }
+  BOOST_TEST_REQUIRE(results.at(0).binary != nullptr, results.at(0).message);
+  BOOST_TEST(results[0].compiled);
+  BOOST_TEST((results[0].binary->ptx == plain_ptx));
+  kjit::Cache later(config);
+  const kjit::Lookup found = later.lookup(item.program, item.arch);
+  BOOST_TEST((found.binary->ptx == plain_ptx));  // what the store holds under the key
+}
+
 BOOST_AUTO_TEST_CASE(a_compile_error_in_a_worker_keeps_its_type_and_log)
 {
   kjit::Cache cache(config);
