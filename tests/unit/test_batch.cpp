@@ -17,6 +17,9 @@
 #include <csignal>
 #include <pthread.h>
 #include <optional>
+#include <set>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <thread>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -550,6 +553,78 @@ BOOST_AUTO_TEST_CASE(no_descriptor_or_child_is_left_by_a_worker_lost_on_any_path
   BOOST_TEST(zombie_children() == zombies);
   int status = 0;
   BOOST_TEST(::waitpid(-1, &status, WNOHANG) <= 0);  // no child of ours ended unreaped
+}
+
+namespace {
+
+// The descriptors of process `pid` as "fd -> target".
+std::set<std::string> descriptors_of(const std::string& pid)
+{
+  std::set<std::string> out;
+  for (int fd = 0; fd < 1024; ++fd) {
+    char target[256] = {};
+    if (::readlink(("/proc/" + pid + "/fd/" + std::to_string(fd)).c_str(), target, sizeof target - 1) > 0) {
+      out.insert(std::to_string(fd) + " -> " + target);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+// A worker holds nothing of its host's kjit: not the store, the compile lock of the key it compiles,
+// the remote server's connection (a lookup just used it), or another worker's socket; only its
+// socket on 0 and 1, and what the host itself left inheritable.
+BOOST_AUTO_TEST_CASE(a_worker_inherits_no_descriptor_of_the_host_s_kjit)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  std::thread nil_server([listener] {
+    const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    char request[4096];
+    while (peer >= 0 && ::recv(peer, request, sizeof request, 0) > 0 && ::send(peer, "$-1\r\n", 5, MSG_NOSIGNAL) == 5) {
+    }
+    if (peer >= 0) {
+      ::close(peer);
+    }
+  });
+  std::set<std::string> inherited;  // what any child of this process gets
+  for (const std::string& entry : descriptors_of("self")) {
+    const int flags = ::fcntl(std::atoi(entry.c_str()), F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC) == 0) {
+      inherited.insert(entry);
+    }
+  }
+  const std::string path = tmp.path() + "/pid-worker";
+  kjit::test::write_text(path, "#!/bin/sh\necho $$ >'" + tmp.path() + "/pid'\nexec '" +
+                                 kjit::test::helper("KJIT_TEST_WORKER") + "'\n");
+  ::chmod(path.c_str(), 0755);
+  std::set<std::string> worker_fds;
+  std::vector<kjit::BatchResult> results;
+  {
+    kjit::Config remote = config;
+    remote.remote_cache = "redis://127.0.0.1:" + std::to_string(port) + "?readonly";
+    kjit::Cache cache(remote);
+    kjit::BatchOptions options;
+    options.jobs = 1;
+    options.worker_path = path;
+    options.progress = [&](std::size_t done, std::size_t) {
+      if (done == 1) {  // the worker lives on for the next item
+        std::string pid = kjit::test::read_text(tmp.path() + "/pid");
+        worker_fds = descriptors_of(pid.substr(0, pid.find('\n')));
+      }
+    };
+    results = cache.get_many(items_for({"i1", "i2"}, {"sm_80"}), options);
+  }
+  nil_server.join();
+  ::close(listener);
+  for (const auto& result : results) {
+    BOOST_TEST(result.binary != nullptr, result.message);
+  }
+  BOOST_TEST(worker_fds.size() >= 3u);
+  for (const std::string& entry : worker_fds) {
+    BOOST_TEST((std::atoi(entry.c_str()) <= 2 || inherited.count(entry) != 0), entry);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_caller_cancelled_inside_the_progress_callback_unwinds_and_the_batch_threads_end)
