@@ -6,6 +6,7 @@
 #include "config/config_internal.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvrtc_library.hpp"
+#include "util/no_cancellation.hpp"
 
 #include <kjit/config.hpp>
 #include <kjit/error.hpp>
@@ -164,6 +165,8 @@ Worker::~Worker()
 
 void Worker::stop() noexcept
 {
+  // Called by destructors: a pending cancellation acting in its close() or waits would terminate.
+  const util::NoCancellation no_cancellation;
   if (m_socket >= 0) {
     ::close(m_socket);  // a healthy worker sees end of input and exits
     m_socket = -1;

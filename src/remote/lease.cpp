@@ -2,6 +2,7 @@
 #include "remote/lease.hpp"
 
 #include "remote/server.hpp"
+#include "util/no_cancellation.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -66,6 +67,7 @@ void Lease::release() noexcept
 LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const std::string& lease_key,
                           std::int64_t wait_ms) noexcept
 {
+  const util::NoCancellation no_cancellation;  // its naps are cancellation points
   LeaseAnswer answer;
   try {
     const std::string token = new_token();

@@ -4,6 +4,7 @@
 #include "config/log.hpp"
 #include "remote/server.hpp"
 #include "store/record.hpp"
+#include "util/no_cancellation.hpp"
 
 static_assert(kjit::remote::k_max_upload_bytes < kjit::remote::k_max_reply_bytes, "an uploaded record must be readable");
 
@@ -70,6 +71,7 @@ const Server& RemoteTier::server_for(const util::Sha256& key) const noexcept
 
 cache::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
 {
+  const util::NoCancellation no_cancellation;  // its warning's write()
   cache::TierAnswer answer;
   answer.kind = cache::TierAnswer::Kind::failure;
   try {

@@ -2,6 +2,7 @@
 #include "remote/server.hpp"
 
 #include "config/log.hpp"
+#include "util/no_cancellation.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -37,6 +38,7 @@ Server::Server(RedisUrl url) : m_name("remote " + url.display()), m_reader(std::
 
 Server::~Server()
 {
+  const util::NoCancellation no_cancellation;  // pthread_join() is a cancellation point
   if (::getpid() != m_pid) {
     // The parent's thread, absent here: joining it would wait for ever, destroying it terminates.
     new std::thread(std::move(m_writer));  // NOLINT: left alone on purpose
@@ -59,6 +61,7 @@ bool Server::circuit_open() const noexcept
 
 void Server::fail(const std::string& why) noexcept
 {
+  const util::NoCancellation no_cancellation;  // the warning's write()
   m_closed_until.store(now_ms() + k_breaker_ms);
   if (!m_warned.exchange(true)) {
     log::line("warning: " + m_name + ": " + why + "; lookups compile locally, the server is asked again in " +
@@ -68,6 +71,8 @@ void Server::fail(const std::string& why) noexcept
 
 std::optional<Reply> Server::ask(const std::vector<std::string_view>& args, std::string& error, OnError on_error) noexcept
 {
+  // A command is finished (within its timeout) before a cancellation of the asking thread acts.
+  const util::NoCancellation no_cancellation;
   const auto not_asked = [&] {
     error = "not asked (the server failed less than " + std::to_string(k_breaker_ms / 1000) + " s ago)";
     return std::nullopt;
@@ -145,6 +150,7 @@ void Server::keep_alive(const std::string& key, const std::string& token, std::i
 
 void Server::flush() noexcept
 {
+  const util::NoCancellation no_cancellation;  // the wait
   if (::getpid() != m_pid) {
     return;
   }

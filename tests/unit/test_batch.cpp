@@ -735,4 +735,46 @@ BOOST_AUTO_TEST_CASE(a_caller_cancelled_while_its_worker_compiles_leaves_no_work
   BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
 }
 
+// A cancellation requested while no cancellation point is near (here by the progress callback of
+// the last item, on the caller's own thread) acts at the next one: it must not be in the worker's
+// stop (close, waitpid, usleep), which runs in destructors, where the unwinding would call
+// std::terminate (before: the child aborted), but the caller's own next one after the batch.
+BOOST_AUTO_TEST_CASE(a_cancellation_pending_when_the_batch_ends_cancels_the_caller_alone)
+{
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGABRT, SIG_DFL);  // reported as the child's end, not caught by the test framework
+    kjit::Cache cache(config);  // destroyed after the thread ends (a cancellation in ~Cache is not the subject)
+    struct Batch {
+      kjit::Cache& cache;
+      std::string worker;
+    } batch{cache, kjit::test::helper("KJIT_TEST_WORKER")};
+    const auto body = [](void* argument) -> void* {
+      auto& b = *static_cast<Batch*>(argument);
+      kjit::BatchOptions options;
+      options.jobs = 1;
+      options.worker_path = b.worker;
+      options.progress = [](std::size_t, std::size_t) { ::pthread_cancel(::pthread_self()); };
+      std::ignore = b.cache.get_many(items_for({"w1"}, {"sm_80"}), options);
+      ::pthread_testcancel();  // the host's next cancellation point
+      return nullptr;
+    };
+    pthread_t thread;
+    if (::pthread_create(&thread, nullptr, body, &batch) != 0) {
+      ::_exit(3);
+    }
+    void* result = nullptr;
+    ::pthread_join(thread, &result);
+    int status = 0;
+    const bool reaped = ::waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD;
+    ::_exit(result != PTHREAD_CANCELED ? 5 : !reaped ? 6 : 0);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,6 +7,9 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
+#include <pthread.h>
+#include <tuple>
 #include <fstream>
 #include <map>
 #include <set>
@@ -547,6 +550,72 @@ BOOST_AUTO_TEST_CASE(a_write_to_a_closed_connection_raises_no_sigpipe)
   ::sigaction(SIGPIPE, &previous, nullptr);
   BOOST_TEST(sigpipes.load() == 0);
   BOOST_TEST(!failure.empty());
+}
+
+// pthread_cancel() of a thread waiting for the server's answer (a lookup of a host's thread)
+// neither ends the process nor leaves that answer to be read as the next command's: the command
+// finishes (bounded by its timeout), the thread is cancelled after it. Before, the unwinding
+// reached Server::ask(), which is noexcept: std::terminate. In a child process.
+BOOST_AUTO_TEST_CASE(a_thread_cancelled_while_it_waits_for_the_server_ends_alone)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGABRT, SIG_DFL);  // reported as the child's end, not caught by the test framework
+    int asked[2];
+    if (::pipe2(asked, O_CLOEXEC) != 0) {
+      ::_exit(3);
+    }
+    std::atomic<bool> cancelled{false};
+    // Answers each GET with its key's name, the first only once its asker was cancelled.
+    std::thread fake([&] {
+      for (int peer; (peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+        char request[256];
+        for (ssize_t n; (n = ::recv(peer, request, sizeof request - 1, 0)) > 0;) {
+          request[n] = '\0';
+          const bool first = std::strstr(request, "first") != nullptr;
+          if (first) {
+            std::ignore = ::write(asked[1], "x", 1);
+            while (!cancelled) {
+              std::this_thread::yield();
+            }
+          }
+          const char* answer = first ? "$5\r\nfirst\r\n" : "$6\r\nsecond\r\n";
+          ::send(peer, answer, std::strlen(answer), MSG_NOSIGNAL);
+        }
+        ::close(peer);
+      }
+    });
+    kjit::remote::Server server(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+    const auto body = [](void* argument) -> void* {
+      std::string error;
+      std::ignore = static_cast<kjit::remote::Server*>(argument)->ask({"GET", "first"}, error);
+      ::pthread_testcancel();  // the host's next cancellation point
+      return nullptr;
+    };
+    pthread_t thread;
+    char c = 0;
+    if (::pthread_create(&thread, nullptr, body, &server) != 0 || ::read(asked[0], &c, 1) != 1) {
+      ::_exit(4);
+    }
+    ::pthread_cancel(thread);
+    cancelled = true;
+    void* result = nullptr;
+    ::pthread_join(thread, &result);
+    std::string error;
+    const auto next = server.ask({"GET", "second"}, error);
+    ::shutdown(listener, SHUT_RDWR);
+    fake.detach();
+    ::_exit(result != PTHREAD_CANCELED ? 5 : !next || next->text != "second" ? 6 : 0);
+  }
+  ::close(listener);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
 }
 
 // A fork()ed child that closes the parent's server (the default cache is rebuilt in a child, or
