@@ -109,14 +109,17 @@ void Server::enqueue(UploadItem item) noexcept
       if (m_stopping || ::getpid() != m_pid) {
         return;
       }
-      if (m_queue.size() >= k_max_queued) {
+      const std::size_t size = item.record ? item.record->size() : 0;
+      if (m_queue.size() >= k_max_queued || (size > 0 && m_queued_bytes + size > k_max_queued_bytes)) {
         if (item.lease_key.empty()) {
           return;
         }
         item.record.reset();  // the record stays local; the lease is still released
       }
       start_writer();
+      const std::size_t bytes = item.record ? item.record->size() : 0;
       m_queue.push_back(std::move(item));
+      m_queued_bytes += bytes;
     }
     m_queue_changed->notify_all();
   } catch (const std::exception&) {
@@ -232,6 +235,7 @@ void Server::write_loop()
     }
     const UploadItem item = std::move(m_queue.front());
     m_queue.pop_front();
+    m_queued_bytes -= item.record ? item.record->size() : 0;
     m_busy = true;
     lock.unlock();
     if (!circuit_open()) {

@@ -21,6 +21,8 @@ namespace kjit::remote {
 
 constexpr int k_breaker_ms = 30000;        // after a failure, the server is not asked for this long
 constexpr std::size_t k_max_queued = 256;  // uploads waiting beyond this are dropped (their leases are still released)
+// Records waiting beyond this many bytes are dropped too: 256 records of up to 16 MiB would be 4 GiB.
+constexpr std::size_t k_max_queued_bytes = 64u << 20;
 
 // What the upload thread does for one key: SET the record (if any), then release the lease (if any).
 struct UploadItem {
@@ -56,7 +58,8 @@ public:
                            OnError on_error = OnError::fail) noexcept;
 
   // Queues `item` for the upload thread (started on first use). A record is dropped when the
-  // queue is full or the server is being closed; a lease release is kept if it can be.
+  // queue is full (k_max_queued items or k_max_queued_bytes) or the server is being closed; a
+  // lease release is kept if it can be.
   void enqueue(UploadItem item) noexcept;
   // Keeps this node's lease `key` (value `token`) alive while it compiles: the upload thread sets
   // its expiry back to `ttl_ms` every third of it, while it still holds `token`, until its release
@@ -66,6 +69,8 @@ public:
   void flush() noexcept;
   // Bytes of records this server accepted.
   std::uint64_t bytes_written() const noexcept { return m_bytes_written.load(); }
+  // Bytes of records waiting in the queue (at most k_max_queued_bytes).
+  std::size_t queued_bytes() const noexcept { return m_queued_bytes.load(); }
 
 private:
   struct Renewal {
@@ -91,6 +96,7 @@ private:
   std::mutex m_queue_mutex;
   util::ForkSafeCondition m_queue_changed;  // a fork()ed child leaves it alone (util/fork_safe.hpp)
   std::deque<UploadItem> m_queue;
+  std::atomic<std::size_t> m_queued_bytes{0};  // of the records in m_queue (changed under m_queue_mutex)
   std::vector<Renewal> m_renewals;  // held leases, until their release is written
   bool m_busy = false;  // the upload thread is writing an item it took off the queue
   bool m_stopping = false;

@@ -618,6 +618,28 @@ BOOST_AUTO_TEST_CASE(a_thread_cancelled_while_it_waits_for_the_server_ends_alone
   BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
 }
 
+// The upload queue holds at most k_max_queued_bytes of records, not 256 records of up to 16 MiB
+// each (4 GiB): a server that takes uploads more slowly than large kernels are compiled costs a
+// bounded amount of memory (before: every record queued was kept, 160 MiB here). The server here
+// takes the connection and never reads: the first SET waits for its deadline meanwhile.
+BOOST_AUTO_TEST_CASE(the_upload_queue_is_bounded_in_bytes)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  std::size_t most = 0;
+  {
+    kjit::remote::Server server(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+    const std::string record(4u << 20, 'r');
+    for (int i = 0; i < 40; ++i) {
+      server.enqueue({"k" + std::to_string(i), record, "", ""});
+      most = std::max(most, server.queued_bytes());
+    }
+  }  // its first SET times out, the breaker drops the rest
+  ::close(listener);
+  BOOST_TEST(most <= kjit::remote::k_max_queued_bytes);
+  BOOST_TEST(most >= 4u * (4u << 20));  // records were queued, up to the bound
+}
+
 // A fork()ed child that closes the parent's server (the default cache is rebuilt in a child, or
 // exit() destroys it) neither joins the parent's upload thread, which it lacks (before: it hung
 // for ever in pthread_join), nor waits in flush() for a queue nobody writes.
