@@ -29,6 +29,21 @@ std::string new_token()
          std::to_string(++counter);
 }
 
+// GET `record_key`: its value, nil for a value of another type, or nullopt (the server failed).
+std::optional<Reply> record(Server& server, const std::string& record_key, std::string& error)
+{
+  std::optional<Reply> reply = server.ask({"GET", record_key}, error, Server::OnError::answer);
+  if (reply && is_wrong_type(*reply)) {
+    return Reply{};
+  }
+  if (reply && reply->kind == Reply::Kind::error) {
+    error = reply->text;
+    server.fail("the server refused GET: " + reply->text);
+    return std::nullopt;
+  }
+  return reply;
+}
+
 } // namespace
 
 Lease::Lease(Server* server, std::string key, std::string token) noexcept
@@ -77,8 +92,9 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
     std::int64_t nap_ms = 10;
     std::string error;
     for (;;) {
-      // The record first: the holder uploads it before releasing the lease.
-      std::optional<Reply> reply = server.ask({"GET", record_key}, error);
+      // The record first: the holder uploads it before releasing the lease. A value of another
+      // type there is no record (this node compiles, its upload replaces it), not a server fault.
+      std::optional<Reply> reply = record(server, record_key, error);
       if (!reply) {
         return answer;
       }
@@ -106,7 +122,7 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
         if (taken) {
           // Taken. The holder may have uploaded and released between our GET and SET.
           Lease lease(&server, lease_key, token);
-          reply = server.ask({"GET", record_key}, error);
+          reply = record(server, record_key, error);
           if (reply && reply->kind == Reply::Kind::string) {
             answer.kind = LeaseAnswer::Kind::record;
             answer.bytes = std::move(reply->text);

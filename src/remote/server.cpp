@@ -34,6 +34,11 @@ std::chrono::steady_clock::time_point steady_at(std::int64_t ms)
 
 } // namespace
 
+bool is_wrong_type(const Reply& reply) noexcept
+{
+  return reply.kind == Reply::Kind::error && reply.text.rfind("WRONGTYPE", 0) == 0;
+}
+
 Server::Server(RedisUrl url) : m_name("remote " + url.display()), m_reader(std::move(url)), m_pid(::getpid()) {}
 
 Server::~Server()

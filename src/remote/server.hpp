@@ -32,6 +32,10 @@ struct UploadItem {
   std::string token;      // the lease's value, released only if it still holds it
 };
 
+// Whether `reply` is Redis's answer to a command on a key that holds another type (a hash, a
+// list…): a fault of that key's value, not of the server.
+bool is_wrong_type(const Reply& reply) noexcept;
+
 class Server {
 public:
   explicit Server(RedisUrl url);
