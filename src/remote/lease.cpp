@@ -44,6 +44,16 @@ std::optional<Reply> record(Server& server, const std::string& record_key, std::
   return reply;
 }
 
+// Whether the lease `lease_key` another holds has no expiry: kjit takes every lease with one, so
+// such a value was planted (or PERSISTed) and would hold every node off this key for good, each
+// lookup waiting the whole bound. (An error reply, PTTL not allowed: not known, so no.)
+bool held_for_good(Server& server, const std::string& lease_key)
+{
+  std::string error;
+  const std::optional<Reply> reply = server.ask({"PTTL", lease_key}, error, Server::OnError::answer);
+  return reply && reply->kind == Reply::Kind::integer && reply->integer == -1;
+}
+
 } // namespace
 
 Lease::Lease(Server* server, std::string key, std::string token) noexcept
@@ -117,6 +127,9 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
         // Redis gives) is no lease: waiting for it would cost every compile the whole bound.
         const bool taken = reply && reply->kind == Reply::Kind::status && reply->text == "OK";
         if (!reply || (!taken && reply->kind != Reply::Kind::nil)) {
+          return answer;
+        }
+        if (!taken && held_for_good(server, lease_key)) {
           return answer;
         }
         if (taken) {
