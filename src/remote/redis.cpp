@@ -127,6 +127,7 @@ util::UniqueFd connect_socket(const RedisUrl& url)
         if (polled >= 0 || errno != EINTR) {
           break;
         }
+        polled = 0;  // a signal: wait for what is left (none left: timed out)
       }
       socklen_t size = sizeof error;
       if (polled <= 0) {
