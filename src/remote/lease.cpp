@@ -2,7 +2,6 @@
 #include "remote/lease.hpp"
 
 #include "remote/server.hpp"
-#include "util/no_cancellation.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -90,9 +89,8 @@ void Lease::release() noexcept
 }
 
 LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const std::string& lease_key,
-                          std::int64_t wait_ms) noexcept
+                          std::int64_t wait_ms)
 {
-  const util::NoCancellation no_cancellation;  // its naps are cancellation points
   LeaseAnswer answer;
   try {
     const std::string token = new_token();
@@ -151,6 +149,7 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
         answer.timed_out = true;
         return answer;
       }
+      // A pthread_cancel() of this thread acts here (each command holds it off till its answer).
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min(nap_ms, deadline - now_ms() + 1)));
       nap_ms = std::min<std::int64_t>(nap_ms * 2, 100);
     }

@@ -108,7 +108,7 @@ cache::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
   return answer;
 }
 
-LeaseAnswer RemoteTier::lease(const util::Sha256& key, std::int64_t wait_ms) noexcept
+LeaseAnswer RemoteTier::lease(const util::Sha256& key, std::int64_t wait_ms)
 {
   try {
     return acquire_lease(pick(key), redis_key(key), lease_key(key), wait_ms);

@@ -640,6 +640,61 @@ BOOST_AUTO_TEST_CASE(the_upload_queue_is_bounded_in_bytes)
   BOOST_TEST(most >= 4u * (4u << 20));  // records were queued, up to the bound
 }
 
+// A thread cancelled while it waits for another node's lease (up to KJIT_COMPILE_LOCK_TIMEOUT, as
+// long as a day) is cancelled in that wait, between two polls, not after the whole bound (the
+// bound here is an hour; the child's alarm ends it after 60 s). In a child process.
+BOOST_AUTO_TEST_CASE(a_thread_cancelled_while_it_waits_for_a_lease_ends_in_the_wait)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(60);
+    int polled[2];
+    if (::pipe2(polled, O_CLOEXEC) != 0) {
+      ::_exit(3);
+    }
+    // Another node holds every lease (SET NX: nil; PTTL: an hour left); no record appears.
+    std::thread fake([&] {
+      const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      char request[4096];
+      for (ssize_t n; peer >= 0 && (n = ::recv(peer, request, sizeof request - 1, 0)) > 0;) {
+        request[n] = '\0';
+        const bool pttl = std::strstr(request, "PTTL") != nullptr;
+        const char* answer = pttl ? ":3600000\r\n" : "$-1\r\n";
+        ::send(peer, answer, std::strlen(answer), MSG_NOSIGNAL);
+        if (pttl) {
+          std::ignore = ::write(polled[1], "x", 1);  // the waiter has seen the lease held
+        }
+      }
+    });
+    kjit::remote::Server server(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+    const auto body = [](void* argument) -> void* {
+      std::ignore = kjit::remote::acquire_lease(*static_cast<kjit::remote::Server*>(argument), "kjit:v6:k",
+                                                "kjit:lease:v6:k", 3600 * 1000);
+      return nullptr;
+    };
+    pthread_t thread;
+    char c = 0;
+    if (::pthread_create(&thread, nullptr, body, &server) != 0 || ::read(polled[0], &c, 1) != 1) {
+      ::_exit(4);
+    }
+    ::pthread_cancel(thread);
+    void* result = nullptr;
+    ::pthread_join(thread, &result);
+    ::shutdown(listener, SHUT_RDWR);
+    fake.detach();
+    ::_exit(result != PTHREAD_CANCELED ? 5 : 0);
+  }
+  ::close(listener);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
+}
+
 // A fork()ed child that closes the parent's server (the default cache is rebuilt in a child, or
 // exit() destroys it) neither joins the parent's upload thread, which it lacks (before: it hung
 // for ever in pthread_join), nor waits in flush() for a queue nobody writes.
