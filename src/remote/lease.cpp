@@ -31,16 +31,8 @@ std::string new_token()
 // GET `record_key`: its value, nil for a value of another type, or nullopt (the server failed).
 std::optional<Reply> record(Server& server, const std::string& record_key, std::string& error)
 {
-  std::optional<Reply> reply = server.ask({"GET", record_key}, error, Server::OnError::answer);
-  if (reply && is_wrong_type(*reply)) {
-    return Reply{};
-  }
-  if (reply && reply->kind == Reply::Kind::error) {
-    error = reply->text;
-    server.fail("the server refused GET: " + reply->text);
-    return std::nullopt;
-  }
-  return reply;
+  std::optional<Reply> reply = server.ask({"GET", record_key}, error, Server::OnError::fail_but_wrong_type);
+  return reply && is_wrong_type(*reply) ? Reply{} : reply;
 }
 
 // Whether the lease `lease_key` another holds has no expiry: kjit takes every lease with one, so

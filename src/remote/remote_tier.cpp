@@ -77,14 +77,11 @@ cache::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
   try {
     Server& server = pick(key);
     const std::string name = redis_key(key);
-    std::optional<Reply> reply = server.ask({"GET", name}, answer.why, Server::OnError::answer);
+    std::optional<Reply> reply = server.ask({"GET", name}, answer.why, Server::OnError::fail_but_wrong_type);
     if (!reply) {
       return answer;
     }
-    if (reply->kind == Reply::Kind::error && !is_wrong_type(*reply)) {
-      answer.why = reply->text;
-      server.fail("the server refused GET: " + reply->text);
-    } else if (reply->kind == Reply::Kind::string) {
+    if (reply->kind == Reply::Kind::string) {
       answer.kind = cache::TierAnswer::Kind::record;
       answer.bytes = std::move(reply->text);
     } else if (reply->kind == Reply::Kind::too_large || reply->kind == Reply::Kind::error) {

@@ -92,7 +92,8 @@ std::optional<Reply> Server::ask(const std::vector<std::string_view>& args, std:
       return not_asked();
     }
     Reply reply = m_reader.command(args);
-    if (reply.kind == Reply::Kind::error && on_error == OnError::fail) {
+    if (reply.kind == Reply::Kind::error &&
+        (on_error == OnError::fail || (on_error == OnError::fail_but_wrong_type && !is_wrong_type(reply)))) {
       error = reply.text;
       fail("the server refused " + std::string(args.front()) + ": " + reply.text);
       return std::nullopt;

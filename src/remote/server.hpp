@@ -53,8 +53,9 @@ public:
   // After a failure: stops asking for k_breaker_ms and warns once per outage.
   void fail(const std::string& why) noexcept;
 
-  // What an error reply means to the caller of ask().
-  enum class OnError { fail, answer };
+  // What an error reply means to the caller of ask(). fail_but_wrong_type: fail, but WRONGTYPE
+  // (a fault of one key's value) is answered.
+  enum class OnError { fail, answer, fail_but_wrong_type };
   // One command on the lookup connection (serialised). Returns nullopt, after fail(), when the
   // circuit is open, the server can't be reached or (OnError::fail) it answers an error; `error`
   // then says why. With OnError::answer an error reply is returned (a refused lease, say).
