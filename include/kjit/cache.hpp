@@ -212,7 +212,9 @@ struct BatchOptions {
   double timeout_s = 600;    // per compile in a worker; the worker is killed past it (<= 0: none)
   // The kjit-worker executable. Empty: kjit-worker next to the running executable. When it
   // can't be started the batch compiles in-process (one compile at a time: NVRTC is serial).
-  // Workers inherit the environment and find the toolkit from it (KJIT_CUDA_HOME, CUDA_HOME).
+  // Workers inherit the environment but for TMPDIR (a folder of their own) and NV_NVVM_VERSION
+  // (the Cache's, as its keys name it), and compile with the Cache's toolkit (Config::cuda_home;
+  // when empty, CUDA_HOME or CUDA_PATH, as for the Cache), never by their own KJIT_* settings.
   std::string worker_path;
   // Items with the same arch, options and in-memory headers (e.g. variants that differ only in
   // name expressions) are compiled next to each other with NVRTC's automatic precompiled headers

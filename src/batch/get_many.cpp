@@ -4,12 +4,14 @@
 #include <kjit/error.hpp>
 
 #include "batch/worker.hpp"
+#include "cache/cache_impl.hpp"
 #include "config/log.hpp"
 #include "rtc/compiler.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cxxabi.h>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -33,14 +35,19 @@ std::string default_worker_path()
 // One batch thread's compiler: its worker process, replaced when lost; in-process without one.
 class WorkerDelegate : public rtc::CompileDelegate {
 public:
-  WorkerDelegate(std::string path, double timeout_s) : m_path(std::move(path)), m_timeout_s(timeout_s) {}
+  // `compiler_environment` gives the Cache's key context's lines (asked when a worker starts: the
+  // key of the item it compiles was made by then).
+  WorkerDelegate(std::string path, double timeout_s, std::function<std::string()> compiler_environment)
+    : m_path(std::move(path)), m_timeout_s(timeout_s), m_compiler_environment(std::move(compiler_environment))
+  {
+  }
 
   Binary compile(const Config& config, const Program& program, const Arch& arch) override
   {
     compiled = true;
     if (!m_worker && !m_in_process) {
       try {
-        m_worker = std::make_unique<batch::Worker>(m_path);
+        m_worker = std::make_unique<batch::Worker>(m_path, m_compiler_environment());
       } catch (const Error& e) {
         log::line(std::string("warning: ") + e.what() + "; compiling in-process");
         m_in_process = true;
@@ -68,6 +75,7 @@ public:
 private:
   std::string m_path;
   double m_timeout_s;
+  std::function<std::string()> m_compiler_environment;
   std::unique_ptr<batch::Worker> m_worker;
   bool m_in_process = false;
 };
@@ -118,7 +126,8 @@ std::vector<BatchResult> Cache::get_many(const std::vector<BatchItem>& items, co
   std::mutex progress_mutex;
   std::exception_ptr stopped;  // what the progress callback threw (guarded by progress_mutex)
   const auto run = [&] {
-    WorkerDelegate delegate(path, options.timeout_s);
+    // The worker compiles with the NV_NVVM_VERSION this Cache's keys name, not the process's now.
+    WorkerDelegate delegate(path, options.timeout_s, [this] { return m_impl->key_context().compiler_environment; });
     const rtc::ScopedCompileDelegate scope(&delegate);
     for (std::size_t n = next++; n < items.size(); n = next++) {
       const std::size_t i = order[n];

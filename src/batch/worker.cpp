@@ -3,8 +3,10 @@
 
 #include "batch/protocol.hpp"
 #include "cache/cache_dir.hpp"
+#include "config/config_internal.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvrtc_library.hpp"
+#include "util/no_cancellation.hpp"
 
 #include <kjit/config.hpp>
 #include <kjit/error.hpp>
@@ -73,13 +75,33 @@ int reap(pid_t pid)
   return status;
 }
 
-// The environment for a worker: ours, with TMPDIR set to its private folder.
-std::vector<std::string> worker_environment(const std::string& tmpdir)
+// The environment for a worker: ours, with TMPDIR set to its private folder and the compiler's
+// variables as `compiler_environment` names them. NVRTC reads those when the worker loads it: a
+// setenv() of the host since its Cache made its keys would compile other code than the keys name.
+std::vector<std::string> worker_environment(const std::string& tmpdir, const std::string& compiler_environment)
 {
+  const auto replaced = [](const char* entry) {
+    if (std::strncmp(entry, "TMPDIR=", 7) == 0) {
+      return true;
+    }
+    for (const char* variable : k_compiler_environment_variables) {
+      const std::size_t length = std::strlen(variable);
+      if (std::strncmp(entry, variable, length) == 0 && entry[length] == '=') {
+        return true;
+      }
+    }
+    return false;
+  };
   std::vector<std::string> env;
   for (char** entry = environ; *entry != nullptr; ++entry) {
-    if (std::strncmp(*entry, "TMPDIR=", 7) != 0) {
+    if (!replaced(*entry)) {
       env.emplace_back(*entry);
+    }
+  }
+  for (std::size_t at = 0, end; at < compiler_environment.size(); at = end + 1) {
+    end = std::min(compiler_environment.find('\n', at), compiler_environment.size());
+    if (end > at) {
+      env.push_back(compiler_environment.substr(at, end - at));
     }
   }
   env.push_back("TMPDIR=" + tmpdir);
@@ -88,20 +110,20 @@ std::vector<std::string> worker_environment(const std::string& tmpdir)
 
 } // namespace
 
-Worker::Worker(const std::string& path)
+Worker::Worker(const std::string& path, const std::string& compiler_environment)
 {
   // The worker's temporary files (NVRTC's automatic PCH folders, kjit's include copies) go to a
   // folder of its own, removed when it ends: a worker killed for its time limit leaves nothing.
   m_tmp = std::make_unique<cache::TempFolder>("kjit-worker-", "a folder for a compile worker");
   try {
-    start(path);
+    start(path, compiler_environment);
   } catch (...) {
     stop();
     throw;
   }
 }
 
-void Worker::start(const std::string& path)
+void Worker::start(const std::string& path, const std::string& compiler_environment)
 {
   m_path = path;
   int fds[2];
@@ -118,7 +140,7 @@ void Worker::start(const std::string& path)
   posix_spawn_file_actions_adddup2(&actions, fds[1], 0);  // dup2 clears CLOEXEC on 0 and 1
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
-  const std::vector<std::string> env = worker_environment(m_tmp->path());
+  const std::vector<std::string> env = worker_environment(m_tmp->path(), compiler_environment);
   std::vector<char*> envp;
   for (const std::string& entry : env) {
     envp.push_back(const_cast<char*>(entry.c_str()));
@@ -143,6 +165,8 @@ Worker::~Worker()
 
 void Worker::stop() noexcept
 {
+  // Called by destructors: a pending cancellation acting in its close() or waits would terminate.
+  const util::NoCancellation no_cancellation;
   if (m_socket >= 0) {
     ::close(m_socket);  // a healthy worker sees end of input and exits
     m_socket = -1;

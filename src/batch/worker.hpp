@@ -30,9 +30,11 @@ struct WorkerMismatch : Error {
 
 class Worker {
 public:
-  // Starts `path` with stdin and stdout on a socket and TMPDIR set to a private folder (removed
-  // when the worker ends); throws Error if it can't be started.
-  explicit Worker(const std::string& path);
+  // Starts `path` with stdin and stdout on a socket, TMPDIR set to a private folder (removed when
+  // the worker ends) and the variables NVRTC reads when it loads set as `compiler_environment`
+  // says (the asking Cache's key context's lines, "NAME=value\n"; those it does not name unset),
+  // not as the process's environment holds them now; throws Error if it can't be started.
+  Worker(const std::string& path, const std::string& compiler_environment);
   // Closes the socket and reaps the process (killing it if it still runs). Never throws.
   ~Worker();
   Worker(const Worker&) = delete;
@@ -46,7 +48,7 @@ public:
                 bool pch = false);
 
 private:
-  void start(const std::string& path);
+  void start(const std::string& path, const std::string& compiler_environment);
   // Sends one frame and returns the answer; WorkerLost as compile().
   std::string exchange(const std::string& request, const std::string& what, double timeout_s);
   [[noreturn]] void lose(const std::string& why);

@@ -318,7 +318,7 @@ void check_config(const Config& config)
 std::string compiler_environment_now()
 {
   std::string out;
-  for (const char* variable : {"NV_NVVM_VERSION"}) {
+  for (const char* variable : k_compiler_environment_variables) {
     if (const char* value = std::getenv(variable); value != nullptr) {
       out += std::string(variable) + "=" + value + "\n";
     }

@@ -17,6 +17,8 @@ std::uint64_t config_generation();
 // NVRTC 13.0 reads NV_NVVM_VERSION (nvvm70 | nvvm-latest: another NVVM, other PTX and cubin) once,
 // when it is loaded; the other variables it reads change no output (measured: docs/configuration.md).
 std::string compiler_environment();
+// The variables compiler_environment() reads (a compile worker is given the Cache's values).
+inline constexpr const char* k_compiler_environment_variables[] = {"NV_NVVM_VERSION"};
 // The same lines as the environment holds them now (what NVRTC takes if it loads now).
 std::string compiler_environment_now();
 

@@ -28,6 +28,23 @@ std::string new_token()
          std::to_string(++counter);
 }
 
+// GET `record_key`: its value, nil for a value of another type, or nullopt (the server failed).
+std::optional<Reply> record(Server& server, const std::string& record_key, std::string& error)
+{
+  std::optional<Reply> reply = server.ask({"GET", record_key}, error, Server::OnError::fail_but_wrong_type);
+  return reply && is_wrong_type(*reply) ? Reply{} : reply;
+}
+
+// Whether the lease `lease_key` another holds has no expiry: kjit takes every lease with one, so
+// such a value was planted (or PERSISTed) and would hold every node off this key for good, each
+// lookup waiting the whole bound. (An error reply, PTTL not allowed: not known, so no.)
+bool held_for_good(Server& server, const std::string& lease_key)
+{
+  std::string error;
+  const std::optional<Reply> reply = server.ask({"PTTL", lease_key}, error, Server::OnError::answer);
+  return reply && reply->kind == Reply::Kind::integer && reply->integer == -1;
+}
+
 } // namespace
 
 Lease::Lease(Server* server, std::string key, std::string token) noexcept
@@ -64,7 +81,7 @@ void Lease::release() noexcept
 }
 
 LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const std::string& lease_key,
-                          std::int64_t wait_ms) noexcept
+                          std::int64_t wait_ms)
 {
   LeaseAnswer answer;
   try {
@@ -75,8 +92,9 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
     std::int64_t nap_ms = 10;
     std::string error;
     for (;;) {
-      // The record first: the holder uploads it before releasing the lease.
-      std::optional<Reply> reply = server.ask({"GET", record_key}, error);
+      // The record first: the holder uploads it before releasing the lease. A value of another
+      // type there is no record (this node compiles, its upload replaces it), not a server fault.
+      std::optional<Reply> reply = record(server, record_key, error);
       if (!reply) {
         return answer;
       }
@@ -101,10 +119,13 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
         if (!reply || (!taken && reply->kind != Reply::Kind::nil)) {
           return answer;
         }
+        if (!taken && held_for_good(server, lease_key)) {
+          return answer;
+        }
         if (taken) {
           // Taken. The holder may have uploaded and released between our GET and SET.
           Lease lease(&server, lease_key, token);
-          reply = server.ask({"GET", record_key}, error);
+          reply = record(server, record_key, error);
           if (reply && reply->kind == Reply::Kind::string) {
             answer.kind = LeaseAnswer::Kind::record;
             answer.bytes = std::move(reply->text);
@@ -120,6 +141,7 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
         answer.timed_out = true;
         return answer;
       }
+      // A pthread_cancel() of this thread acts here (each command holds it off till its answer).
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min(nap_ms, deadline - now_ms() + 1)));
       nap_ms = std::min<std::int64_t>(nap_ms * 2, 100);
     }

@@ -2,6 +2,7 @@
 #include "remote/redis.hpp"
 
 #include "util/dynamic_library.hpp"
+#include "util/unique_handle.hpp"
 
 #include <hiredis/hiredis.h>
 
@@ -12,8 +13,14 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <mutex>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <optional>
 #include <poll.h>
+#include <sys/socket.h>
+#include <tuple>
+#include <unistd.h>
 
 namespace kjit::remote {
 
@@ -25,10 +32,8 @@ namespace {
 struct Hiredis {
   std::optional<util::DynamicLibrary> library;
   std::string error;
-  decltype(&::redisConnectWithTimeout) connect = nullptr;
+  decltype(&::redisConnectFd) connect_fd = nullptr;
   decltype(&::redisSetTimeout) set_timeout = nullptr;
-  decltype(&::redisAppendCommandArgv) append_argv = nullptr;
-  decltype(&::redisBufferWrite) buffer_write = nullptr;
   decltype(&::redisBufferRead) buffer_read = nullptr;
   decltype(&::redisGetReplyFromReader) reply_from_reader = nullptr;
   decltype(&::freeReplyObject) free_reply = nullptr;
@@ -49,10 +54,8 @@ const Hiredis& hiredis()
         break;
       }
     }
-    if (h.library && !(h.library->bind(h.connect, "redisConnectWithTimeout") &&
+    if (h.library && !(h.library->bind(h.connect_fd, "redisConnectFd") &&
                        h.library->bind(h.set_timeout, "redisSetTimeout") &&
-                       h.library->bind(h.append_argv, "redisAppendCommandArgv") &&
-                       h.library->bind(h.buffer_write, "redisBufferWrite") &&
                        h.library->bind(h.buffer_read, "redisBufferRead") &&
                        h.library->bind(h.reply_from_reader, "redisGetReplyFromReader") &&
                        h.library->bind(h.free_reply, "freeReplyObject") && h.library->bind(h.free_context, "redisFree"))) {
@@ -93,6 +96,79 @@ std::string timed_out(const char* what, std::string_view verb)
   return std::string(what) + std::string(verb) + " within the " + std::to_string(k_io_timeout_ms) + " ms timeout";
 }
 
+// A socket connected to `url`'s server within k_connect_timeout_ms (every address of its host in
+// turn, within that one time), close-on-exec from its creation: hiredis 0.14 creates its socket
+// without SOCK_CLOEXEC, so a program another thread started during its connect kept the
+// connection open. Blocking once connected, like hiredis's own. Throws RedisFailure.
+util::UniqueFd connect_socket(const RedisUrl& url)
+{
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int status = ::getaddrinfo(url.host.c_str(), std::to_string(url.port).c_str(), &hints, &found); status != 0) {
+    throw RedisFailure("cannot resolve " + url.host + ": " + ::gai_strerror(status));
+  }
+  const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(found, ::freeaddrinfo);
+  const std::int64_t deadline_ms = now_ms() + k_connect_timeout_ms;
+  std::string why = "no address";
+  for (const addrinfo* address = found; address != nullptr; address = address->ai_next) {
+    util::UniqueFd fd(::socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, address->ai_protocol));
+    if (!fd) {
+      why = std::strerror(errno);
+      continue;
+    }
+    int error = ::connect(fd.get(), address->ai_addr, address->ai_addrlen) == 0 ? 0 : errno;
+    if (error == EINPROGRESS) {
+      pollfd ready{fd.get(), POLLOUT, 0};
+      int polled = 0;
+      for (std::int64_t left; (left = deadline_ms - now_ms()) > 0;) {
+        polled = ::poll(&ready, 1, static_cast<int>(left));
+        if (polled >= 0 || errno != EINTR) {
+          break;
+        }
+        polled = 0;  // a signal: wait for what is left (none left: timed out)
+      }
+      socklen_t size = sizeof error;
+      if (polled <= 0) {
+        error = polled == 0 ? ETIMEDOUT : errno;
+      } else if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &size) != 0) {
+        error = errno;
+      }
+    }
+    if (error == 0) {
+      const int one = 1;
+      std::ignore = ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // as hiredis does
+      std::ignore = ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+      return fd;
+    }
+    why = error == ETIMEDOUT ? "Connection timed out within the " + std::to_string(k_connect_timeout_ms) + " ms timeout"
+                             : std::strerror(error);
+    if (now_ms() >= deadline_ms) {
+      break;
+    }
+  }
+  throw RedisFailure(why);
+}
+
+// `args` as a Redis request (an array of bulk strings, binary-safe).
+std::string encoded(const std::vector<std::string_view>& args)
+{
+  std::size_t size = 16;
+  for (std::string_view arg : args) {
+    size += arg.size() + 24;
+  }
+  std::string out;
+  out.reserve(size);
+  out += "*" + std::to_string(args.size()) + "\r\n";
+  for (std::string_view arg : args) {
+    out += "$" + std::to_string(arg.size()) + "\r\n";
+    out += arg;
+    out += "\r\n";
+  }
+  return out;
+}
+
 } // namespace
 
 std::int64_t now_ms() noexcept
@@ -102,11 +178,14 @@ std::int64_t now_ms() noexcept
 
 struct RedisClient::Connection {
   redisContext* context = nullptr;
-  std::int64_t timeout_ms = k_io_timeout_ms;  // the socket's send and receive timeouts as set
   ~Connection()
   {
     if (context != nullptr) {
+      const int fd = context->fd;
       hiredis().free_context(context);
+      if (fd == 0) {
+        ::close(fd);  // hiredis 0.14 closes only descriptors above 0 (a host with stdin closed)
+      }
     }
   }
 };
@@ -121,15 +200,15 @@ void RedisClient::connect()
   if (!api.library) {
     throw RedisFailure("cannot load hiredis (install libhiredis): " + api.error);
   }
+  util::UniqueFd fd = connect_socket(m_url);
   auto connection = std::make_unique<Connection>();
-  connection->context = api.connect(m_url.host.c_str(), m_url.port, timeval_of(k_connect_timeout_ms));
-  if (connection->context == nullptr || connection->context->err != 0) {
-    throw RedisFailure(connection->context == nullptr ? "cannot allocate a connection" : connection->context->errstr);
+  connection->context = api.connect_fd(fd.get());
+  if (connection->context == nullptr) {
+    throw RedisFailure("cannot allocate a connection");  // the socket is closed by `fd`
   }
-  // hiredis 0.14 opens the socket without SOCK_CLOEXEC: without this, every program the process
-  // starts (get_many's workers, the host's children) would hold the connection open.
-  if (const int flags = ::fcntl(connection->context->fd, F_GETFD); flags >= 0) {
-    ::fcntl(connection->context->fd, F_SETFD, flags | FD_CLOEXEC);
+  std::ignore = fd.release();  // the context's now
+  if (connection->context->err != 0) {
+    throw RedisFailure(connection->context->errstr);
   }
   api.set_timeout(connection->context, timeval_of(k_io_timeout_ms));
   m_connection = std::move(connection);
@@ -160,31 +239,27 @@ void RedisClient::drop(const std::string& why)
 
 void RedisClient::send(const std::vector<std::string_view>& args, std::int64_t deadline_ms)
 {
-  const Hiredis& api = hiredis();
-  redisContext* context = m_connection->context;
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lengths;
-  for (std::string_view arg : args) {
-    argv.push_back(arg.data());
-    lengths.push_back(arg.size());
-  }
-  if (api.append_argv(context, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
-    drop(context->errstr);
-  }
-  for (int done = 0; done == 0;) {
-    // Each write may block for what is left of the command's time, no longer.
+  // Written here with MSG_NOSIGNAL, not by hiredis (redisBufferWrite): its write() into a
+  // connection the server closed since the last command (a restart, its idle timeout) raised
+  // SIGPIPE, which ends a host that keeps the default action, once a request took two writes.
+  const std::string request = encoded(args);
+  const int fd = m_connection->context->fd;
+  for (std::size_t done = 0; done < request.size();) {
+    // Each wait is for what is left of the command's time, no longer.
+    pollfd ready{fd, POLLOUT, 0};
     const std::int64_t left = deadline_ms - now_ms();
-    if (left <= 0) {
+    const int polled = left > 0 ? ::poll(&ready, 1, static_cast<int>(left)) : 0;
+    if (polled == 0) {
       drop(timed_out("cannot send ", args.front()));
     }
-    if (left < m_connection->timeout_ms || m_connection->timeout_ms < k_io_timeout_ms / 2) {
-      api.set_timeout(context, timeval_of(left));
-      m_connection->timeout_ms = left;
+    if (polled < 0 && errno != EINTR) {
+      drop(std::strerror(errno));
     }
-    if (api.buffer_write(context, &done) != REDIS_OK) {
-      const bool timeout = context->err == REDIS_ERR_IO && std::string_view(context->errstr) == std::strerror(EAGAIN);
-      drop(timeout ? timed_out("cannot send ", args.front()) : context->errstr);
+    const ssize_t sent = polled > 0 ? ::send(fd, request.data() + done, request.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+    if (sent < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      drop(std::strerror(errno));
     }
+    done += sent > 0 ? static_cast<std::size_t>(sent) : 0;
   }
 }
 

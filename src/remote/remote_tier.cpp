@@ -4,6 +4,7 @@
 #include "config/log.hpp"
 #include "remote/server.hpp"
 #include "store/record.hpp"
+#include "util/no_cancellation.hpp"
 
 static_assert(kjit::remote::k_max_upload_bytes < kjit::remote::k_max_reply_bytes, "an uploaded record must be readable");
 
@@ -70,23 +71,27 @@ const Server& RemoteTier::server_for(const util::Sha256& key) const noexcept
 
 cache::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
 {
+  const util::NoCancellation no_cancellation;  // its warning's write()
   cache::TierAnswer answer;
   answer.kind = cache::TierAnswer::Kind::failure;
   try {
     Server& server = pick(key);
     const std::string name = redis_key(key);
-    std::optional<Reply> reply = server.ask({"GET", name}, answer.why);
+    std::optional<Reply> reply = server.ask({"GET", name}, answer.why, Server::OnError::fail_but_wrong_type);
     if (!reply) {
       return answer;
     }
     if (reply->kind == Reply::Kind::string) {
       answer.kind = cache::TierAnswer::Kind::record;
       answer.bytes = std::move(reply->text);
-    } else if (reply->kind == Reply::Kind::too_large) {
-      // Planted or damaged: no record is that large. Not read; the compile's upload replaces it.
-      answer.why = "the value under " + name + " is over " + std::to_string(k_max_reply_bytes) + " bytes" +
-                   (reply->integer > 0 ? " (" + std::to_string(reply->integer) + ")" : std::string()) +
-                   ", more than a record can be; not read";
+    } else if (reply->kind == Reply::Kind::too_large || reply->kind == Reply::Kind::error) {
+      // Planted or damaged: no record is that large, or anything but a string. Not read; this key
+      // only (the server answers the others), and the compile's upload replaces it.
+      answer.why = reply->kind == Reply::Kind::error
+                     ? "the value under " + name + " is not a string (" + reply->text + ")"
+                     : "the value under " + name + " is over " + std::to_string(k_max_reply_bytes) + " bytes" +
+                         (reply->integer > 0 ? " (" + std::to_string(reply->integer) + ")" : std::string()) +
+                         ", more than a record can be; not read";
       std::lock_guard lock(m_warned_mutex);
       if (m_warned_keys.insert(key).second) {
         log::line("warning: " + server.name() + ": " + answer.why + ", treated as a miss");
@@ -100,7 +105,7 @@ cache::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
   return answer;
 }
 
-LeaseAnswer RemoteTier::lease(const util::Sha256& key, std::int64_t wait_ms) noexcept
+LeaseAnswer RemoteTier::lease(const util::Sha256& key, std::int64_t wait_ms)
 {
   try {
     return acquire_lease(pick(key), redis_key(key), lease_key(key), wait_ms);

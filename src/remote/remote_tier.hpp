@@ -39,7 +39,8 @@ public:
   cache::TierAnswer get(const util::Sha256& key) noexcept override;
   // Fleet-wide single flight for `key` (see acquire_lease): this node compiles (a held lease), or
   // another node's record arrived while waiting at most `wait_ms`, or none (compile anyway).
-  LeaseAnswer lease(const util::Sha256& key, std::int64_t wait_ms) noexcept;
+  // Never throws, but a pthread_cancel() acts in its wait (acquire_lease).
+  LeaseAnswer lease(const util::Sha256& key, std::int64_t wait_ms);
   // Queues `record` (a self-contained record, HeaderStorage::inline_content) for a SET on the
   // upload thread, then the release of `lease`. The record is dropped when read-only, over
   // k_max_upload_bytes or while the circuit is open.

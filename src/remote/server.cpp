@@ -2,6 +2,7 @@
 #include "remote/server.hpp"
 
 #include "config/log.hpp"
+#include "util/no_cancellation.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -33,10 +34,16 @@ std::chrono::steady_clock::time_point steady_at(std::int64_t ms)
 
 } // namespace
 
+bool is_wrong_type(const Reply& reply) noexcept
+{
+  return reply.kind == Reply::Kind::error && reply.text.rfind("WRONGTYPE", 0) == 0;
+}
+
 Server::Server(RedisUrl url) : m_name("remote " + url.display()), m_reader(std::move(url)), m_pid(::getpid()) {}
 
 Server::~Server()
 {
+  const util::NoCancellation no_cancellation;  // pthread_join() is a cancellation point
   if (::getpid() != m_pid) {
     // The parent's thread, absent here: joining it would wait for ever, destroying it terminates.
     new std::thread(std::move(m_writer));  // NOLINT: left alone on purpose
@@ -59,6 +66,7 @@ bool Server::circuit_open() const noexcept
 
 void Server::fail(const std::string& why) noexcept
 {
+  const util::NoCancellation no_cancellation;  // the warning's write()
   m_closed_until.store(now_ms() + k_breaker_ms);
   if (!m_warned.exchange(true)) {
     log::line("warning: " + m_name + ": " + why + "; lookups compile locally, the server is asked again in " +
@@ -68,6 +76,8 @@ void Server::fail(const std::string& why) noexcept
 
 std::optional<Reply> Server::ask(const std::vector<std::string_view>& args, std::string& error, OnError on_error) noexcept
 {
+  // A command is finished (within its timeout) before a cancellation of the asking thread acts.
+  const util::NoCancellation no_cancellation;
   const auto not_asked = [&] {
     error = "not asked (the server failed less than " + std::to_string(k_breaker_ms / 1000) + " s ago)";
     return std::nullopt;
@@ -82,7 +92,8 @@ std::optional<Reply> Server::ask(const std::vector<std::string_view>& args, std:
       return not_asked();
     }
     Reply reply = m_reader.command(args);
-    if (reply.kind == Reply::Kind::error && on_error == OnError::fail) {
+    if (reply.kind == Reply::Kind::error &&
+        (on_error == OnError::fail || (on_error == OnError::fail_but_wrong_type && !is_wrong_type(reply)))) {
       error = reply.text;
       fail("the server refused " + std::string(args.front()) + ": " + reply.text);
       return std::nullopt;
@@ -104,14 +115,17 @@ void Server::enqueue(UploadItem item) noexcept
       if (m_stopping || ::getpid() != m_pid) {
         return;
       }
-      if (m_queue.size() >= k_max_queued) {
+      const std::size_t size = item.record ? item.record->size() : 0;
+      if (m_queue.size() >= k_max_queued || (size > 0 && m_queued_bytes + size > k_max_queued_bytes)) {
         if (item.lease_key.empty()) {
           return;
         }
         item.record.reset();  // the record stays local; the lease is still released
       }
       start_writer();
+      const std::size_t bytes = item.record ? item.record->size() : 0;
       m_queue.push_back(std::move(item));
+      m_queued_bytes += bytes;
     }
     m_queue_changed->notify_all();
   } catch (const std::exception&) {
@@ -145,6 +159,7 @@ void Server::keep_alive(const std::string& key, const std::string& token, std::i
 
 void Server::flush() noexcept
 {
+  const util::NoCancellation no_cancellation;  // the wait
   if (::getpid() != m_pid) {
     return;
   }
@@ -226,6 +241,7 @@ void Server::write_loop()
     }
     const UploadItem item = std::move(m_queue.front());
     m_queue.pop_front();
+    m_queued_bytes -= item.record ? item.record->size() : 0;
     m_busy = true;
     lock.unlock();
     if (!circuit_open()) {

@@ -21,6 +21,8 @@ namespace kjit::remote {
 
 constexpr int k_breaker_ms = 30000;        // after a failure, the server is not asked for this long
 constexpr std::size_t k_max_queued = 256;  // uploads waiting beyond this are dropped (their leases are still released)
+// Records waiting beyond this many bytes are dropped too: 256 records of up to 16 MiB would be 4 GiB.
+constexpr std::size_t k_max_queued_bytes = 64u << 20;
 
 // What the upload thread does for one key: SET the record (if any), then release the lease (if any).
 struct UploadItem {
@@ -29,6 +31,10 @@ struct UploadItem {
   std::string lease_key;  // "" for none
   std::string token;      // the lease's value, released only if it still holds it
 };
+
+// Whether `reply` is Redis's answer to a command on a key that holds another type (a hash, a
+// list…): a fault of that key's value, not of the server.
+bool is_wrong_type(const Reply& reply) noexcept;
 
 class Server {
 public:
@@ -47,8 +53,9 @@ public:
   // After a failure: stops asking for k_breaker_ms and warns once per outage.
   void fail(const std::string& why) noexcept;
 
-  // What an error reply means to the caller of ask().
-  enum class OnError { fail, answer };
+  // What an error reply means to the caller of ask(). fail_but_wrong_type: fail, but WRONGTYPE
+  // (a fault of one key's value) is answered.
+  enum class OnError { fail, answer, fail_but_wrong_type };
   // One command on the lookup connection (serialised). Returns nullopt, after fail(), when the
   // circuit is open, the server can't be reached or (OnError::fail) it answers an error; `error`
   // then says why. With OnError::answer an error reply is returned (a refused lease, say).
@@ -56,7 +63,8 @@ public:
                            OnError on_error = OnError::fail) noexcept;
 
   // Queues `item` for the upload thread (started on first use). A record is dropped when the
-  // queue is full or the server is being closed; a lease release is kept if it can be.
+  // queue is full (k_max_queued items or k_max_queued_bytes) or the server is being closed; a
+  // lease release is kept if it can be.
   void enqueue(UploadItem item) noexcept;
   // Keeps this node's lease `key` (value `token`) alive while it compiles: the upload thread sets
   // its expiry back to `ttl_ms` every third of it, while it still holds `token`, until its release
@@ -66,6 +74,8 @@ public:
   void flush() noexcept;
   // Bytes of records this server accepted.
   std::uint64_t bytes_written() const noexcept { return m_bytes_written.load(); }
+  // Bytes of records waiting in the queue (at most k_max_queued_bytes).
+  std::size_t queued_bytes() const noexcept { return m_queued_bytes.load(); }
 
 private:
   struct Renewal {
@@ -91,6 +101,7 @@ private:
   std::mutex m_queue_mutex;
   util::ForkSafeCondition m_queue_changed;  // a fork()ed child leaves it alone (util/fork_safe.hpp)
   std::deque<UploadItem> m_queue;
+  std::atomic<std::size_t> m_queued_bytes{0};  // of the records in m_queue (changed under m_queue_mutex)
   std::vector<Renewal> m_renewals;  // held leases, until their release is written
   bool m_busy = false;  // the upload thread is writing an item it took off the queue
   bool m_stopping = false;

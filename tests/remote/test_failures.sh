@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The remote tier when its server fails (issue 14), against real redis-servers on 127.0.0.1: killed
-# mid-run and restarted, slow (DEBUG SLEEP), full (maxmemory, noeviction), damaged values, a huge
-# value, a wrong or missing password, a percent-encoded one. Callers are always served, nothing damaged is served, one clear warning
+# mid-run and restarted, slow (DEBUG SLEEP), full (maxmemory, noeviction), damaged values, a value
+# of another type, a huge value, a wrong or missing password, a percent-encoded one. Callers are always served, nothing damaged is served, one clear warning
 # each, and the password is never printed. Exits 77 (skipped) when redis-server can't start.
 # Usage: test_failures.sh KJIT
 set -u
@@ -84,6 +84,22 @@ check "… compiles the 2 damaged ones" grep -q "^2 compiled, 1 cached, 0 failed
 check "… one warning each (got $(warnings))" test "$(warnings)" = 2
 KJIT_CACHE_DIR=$work/bad-b exit_code 0 "$kjit" stats --json
 check "… counted as remote errors" grep -q '"remote_errors": 2' "$work/out"
+
+# --- a value of another type (a hash) under one key: that key is compiled, with one warning, and its
+#     upload replaces it; the node's other lookups still reach the server (before: GET's WRONGTYPE
+#     opened the breaker, every later lookup of the process compiled, and the upload was dropped) ---
+kernels 3 type
+KJIT_CACHE_DIR=$work/type-a exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
+KJIT_CACHE_DIR=$work/type-a exit_code 0 "$kjit" compile "${files[0]}" --arch sm_80 -o "$work"
+key=kjit:v$fmt:$(grep -m1 -oE '^(compiled|cache hit) [0-9a-f]{64}$' "$work/out" | grep -oE '[0-9a-f]{64}')
+rcli del "$key" >/dev/null
+rcli hset "$key" field value >/dev/null
+KJIT_CACHE_DIR=$work/type-b check "a node offered a hash under the first key" \
+  exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80 --jobs 1
+check "… compiles that one and gets the others from the server" grep -q "^1 compiled, 2 cached, 0 failed" "$work/out"
+check "… with one warning (got $(warnings))" test "$(warnings)" = 1
+check "… that names the wrong type" grep -q "WRONGTYPE" "$work/err"
+check "… and the upload replaces it" test "$(rcli type "$key")" = string
 
 # --- a huge value under a kjit key (256 MiB): not read whole (at most a record's size), one warning,
 #     compiled, and the upload replaces it ---

@@ -125,6 +125,17 @@ check "… then compiles" grep -q "^compiled $key" "$work/out"
 check "… with one warning naming the bound" test "$(grep -c "waited 1.* s (KJIT_COMPILE_LOCK_TIMEOUT)" "$work/err")" = 1
 rcli del "kjit:lease:v$fmt:$key" >/dev/null
 
+# --- a lease without an expiry (no kjit node takes one: planted, or PERSISTed) holds no node off:
+#     every node compiled at once, with no wait and no warning (before: each waited the whole bound,
+#     on every node, for as long as the value stayed) ---
+rcli del "kjit:v$fmt:$key" >/dev/null
+rcli set "kjit:lease:v$fmt:$key" "no expiry" >/dev/null
+KJIT_CACHE_DIR=$work/f2 KJIT_COMPILE_LOCK_TIMEOUT=1s check "a node finds a lease without an expiry" \
+  exit_code 0 "$kjit" compile "${files[0]}" --arch sm_80 -o "$work"
+check "… compiles" grep -q "^compiled $key" "$work/out"
+check "… without waiting for it" bash -c "! grep -q 'waited' '$work/err'"
+rcli del "kjit:lease:v$fmt:$key" >/dev/null
+
 # --- a waiter is served the holder's upload ---
 rcli rename "kjit:v$fmt:$key" saved >/dev/null
 rcli set "kjit:lease:v$fmt:$key" "busy node" PX 60000 >/dev/null

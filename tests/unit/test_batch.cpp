@@ -17,6 +17,9 @@
 #include <csignal>
 #include <pthread.h>
 #include <optional>
+#include <set>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <thread>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -226,6 +229,35 @@ BOOST_AUTO_TEST_CASE(workers_ignore_bad_settings_in_the_environment)
     BOOST_TEST(result.binary != nullptr, result.message);
     BOOST_TEST(result.compiled);
   }
+}
+
+// NVRTC reads NV_NVVM_VERSION when it loads, and a worker loads its own. A host that sets it after
+// its Cache's key context was made (keys without it) gets from its workers the code of the
+// setting its keys name (before: the worker inherited nvvm-latest and its binary was stored under
+// the key without it, then served to every process without the setting).
+BOOST_AUTO_TEST_CASE(a_worker_compiles_with_the_nvvm_version_of_the_caches_keys)
+{
+  BOOST_TEST_REQUIRE(std::getenv("NV_NVVM_VERSION") == nullptr);
+  const kjit::BatchItem item{{"divide.cu", "extern \"C\" __global__ void divide(float* o, float a, float b) { *o = a / b; }\n",
+                              {}, {}, {}},
+                             kjit::Arch::parse("sm_80")};
+  const std::string plain_ptx = kjit::compile(item.program, item.arch).ptx;  // this process's NVRTC: without it
+  kjit::BatchOptions options;
+  options.worker_path = kjit::test::helper("KJIT_TEST_WORKER");
+  std::vector<kjit::BatchResult> results;
+  {
+    kjit::Cache cache(config);
+    std::ignore = cache.prepare(item.program, item.arch);  // the key context: no NV_NVVM_VERSION
+    ::setenv("NV_NVVM_VERSION", "nvvm-latest", 1);
+    results = cache.get_many({item}, options);
+    ::unsetenv("NV_NVVM_VERSION");
+  }
+  BOOST_TEST_REQUIRE(results.at(0).binary != nullptr, results.at(0).message);
+  BOOST_TEST(results[0].compiled);
+  BOOST_TEST((results[0].binary->ptx == plain_ptx));
+  kjit::Cache later(config);
+  const kjit::Lookup found = later.lookup(item.program, item.arch);
+  BOOST_TEST((found.binary->ptx == plain_ptx));  // what the store holds under the key
 }
 
 BOOST_AUTO_TEST_CASE(a_compile_error_in_a_worker_keeps_its_type_and_log)
@@ -523,6 +555,78 @@ BOOST_AUTO_TEST_CASE(no_descriptor_or_child_is_left_by_a_worker_lost_on_any_path
   BOOST_TEST(::waitpid(-1, &status, WNOHANG) <= 0);  // no child of ours ended unreaped
 }
 
+namespace {
+
+// The descriptors of process `pid` as "fd -> target".
+std::set<std::string> descriptors_of(const std::string& pid)
+{
+  std::set<std::string> out;
+  for (int fd = 0; fd < 1024; ++fd) {
+    char target[256] = {};
+    if (::readlink(("/proc/" + pid + "/fd/" + std::to_string(fd)).c_str(), target, sizeof target - 1) > 0) {
+      out.insert(std::to_string(fd) + " -> " + target);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+// A worker holds nothing of its host's kjit: not the store, the compile lock of the key it compiles,
+// the remote server's connection (a lookup just used it), or another worker's socket; only its
+// socket on 0 and 1, and what the host itself left inheritable.
+BOOST_AUTO_TEST_CASE(a_worker_inherits_no_descriptor_of_the_host_s_kjit)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  std::thread nil_server([listener] {
+    const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    char request[4096];
+    while (peer >= 0 && ::recv(peer, request, sizeof request, 0) > 0 && ::send(peer, "$-1\r\n", 5, MSG_NOSIGNAL) == 5) {
+    }
+    if (peer >= 0) {
+      ::close(peer);
+    }
+  });
+  std::set<std::string> inherited;  // what any child of this process gets
+  for (const std::string& entry : descriptors_of("self")) {
+    const int flags = ::fcntl(std::atoi(entry.c_str()), F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC) == 0) {
+      inherited.insert(entry);
+    }
+  }
+  const std::string path = tmp.path() + "/pid-worker";
+  kjit::test::write_text(path, "#!/bin/sh\necho $$ >'" + tmp.path() + "/pid'\nexec '" +
+                                 kjit::test::helper("KJIT_TEST_WORKER") + "'\n");
+  ::chmod(path.c_str(), 0755);
+  std::set<std::string> worker_fds;
+  std::vector<kjit::BatchResult> results;
+  {
+    kjit::Config remote = config;
+    remote.remote_cache = "redis://127.0.0.1:" + std::to_string(port) + "?readonly";
+    kjit::Cache cache(remote);
+    kjit::BatchOptions options;
+    options.jobs = 1;
+    options.worker_path = path;
+    options.progress = [&](std::size_t done, std::size_t) {
+      if (done == 1) {  // the worker lives on for the next item
+        std::string pid = kjit::test::read_text(tmp.path() + "/pid");
+        worker_fds = descriptors_of(pid.substr(0, pid.find('\n')));
+      }
+    };
+    results = cache.get_many(items_for({"i1", "i2"}, {"sm_80"}), options);
+  }
+  nil_server.join();
+  ::close(listener);
+  for (const auto& result : results) {
+    BOOST_TEST(result.binary != nullptr, result.message);
+  }
+  BOOST_TEST(worker_fds.size() >= 3u);
+  for (const std::string& entry : worker_fds) {
+    BOOST_TEST((std::atoi(entry.c_str()) <= 2 || inherited.count(entry) != 0), entry);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_caller_cancelled_inside_the_progress_callback_unwinds_and_the_batch_threads_end)
 {
   // pthread_cancel() of the thread in get_many() while its progress callback waits (a progress
@@ -623,6 +727,48 @@ BOOST_AUTO_TEST_CASE(a_caller_cancelled_while_its_worker_compiles_leaves_no_work
     int status = 0;
     const bool reaped = ::waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD;  // no child left at all
     ::_exit(result != PTHREAD_CANCELED ? 5 : !reaped ? 6 : open_fds() != fds ? 7 : 0);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
+}
+
+// A cancellation requested while no cancellation point is near (here by the progress callback of
+// the last item, on the caller's own thread) acts at the next one: it must not be in the worker's
+// stop (close, waitpid, usleep), which runs in destructors, where the unwinding would call
+// std::terminate (before: the child aborted), but the caller's own next one after the batch.
+BOOST_AUTO_TEST_CASE(a_cancellation_pending_when_the_batch_ends_cancels_the_caller_alone)
+{
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGABRT, SIG_DFL);  // reported as the child's end, not caught by the test framework
+    kjit::Cache cache(config);  // destroyed after the thread ends (a cancellation in ~Cache is not the subject)
+    struct Batch {
+      kjit::Cache& cache;
+      std::string worker;
+    } batch{cache, kjit::test::helper("KJIT_TEST_WORKER")};
+    const auto body = [](void* argument) -> void* {
+      auto& b = *static_cast<Batch*>(argument);
+      kjit::BatchOptions options;
+      options.jobs = 1;
+      options.worker_path = b.worker;
+      options.progress = [](std::size_t, std::size_t) { ::pthread_cancel(::pthread_self()); };
+      std::ignore = b.cache.get_many(items_for({"w1"}, {"sm_80"}), options);
+      ::pthread_testcancel();  // the host's next cancellation point
+      return nullptr;
+    };
+    pthread_t thread;
+    if (::pthread_create(&thread, nullptr, body, &batch) != 0) {
+      ::_exit(3);
+    }
+    void* result = nullptr;
+    ::pthread_join(thread, &result);
+    int status = 0;
+    const bool reaped = ::waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD;
+    ::_exit(result != PTHREAD_CANCELED ? 5 : !reaped ? 6 : 0);
   }
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {

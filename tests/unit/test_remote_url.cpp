@@ -6,8 +6,14 @@
 #include <kjit/error.hpp>
 
 #include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <pthread.h>
+#include <tuple>
+#include <fstream>
 #include <map>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -379,6 +385,314 @@ BOOST_AUTO_TEST_CASE(a_server_connection_is_not_inherited_by_child_processes)
   nil_server.join();
   ::close(listener);
   BOOST_TEST(before == after);
+}
+
+namespace {
+
+// The sockets this process has open, as /proc names them ("socket:[inode]").
+std::set<std::string> open_sockets()
+{
+  std::set<std::string> sockets;
+  for (int fd = 0; fd < 1024; ++fd) {
+    char target[64] = {};
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    if (::readlink(link.c_str(), target, sizeof target - 1) > 0 && std::string(target).rfind("socket:", 0) == 0) {
+      sockets.insert(target);
+    }
+  }
+  return sockets;
+}
+
+} // namespace
+
+// Nor is a connection while it is being opened: a program another thread starts during the connect
+// (here it waits for a full backlog) does not get the socket (before: hiredis 0.14 creates it
+// without SOCK_CLOEXEC, and kjit set FD_CLOEXEC once connected, so the child kept it open).
+BOOST_AUTO_TEST_CASE(a_connection_being_opened_is_not_inherited_by_child_processes)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  ::listen(listener, 0);  // one connection completes, never accepted; the next ones wait
+  const int filler = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  BOOST_REQUIRE(::connect(filler, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  const std::set<std::string> before = open_sockets();
+  std::atomic<bool> done{false};
+  std::string failure;
+  std::thread connecting([&] {
+    kjit::remote::RedisClient client(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+    try {
+      client.command({"PING"});
+    } catch (const kjit::remote::RedisFailure& e) {
+      failure = e.what();
+    }
+    done = true;
+  });
+  std::string socket;
+  while (socket.empty() && !done) {
+    for (const std::string& name : open_sockets()) {
+      socket = before.count(name) == 0 ? name : socket;
+    }
+  }
+  std::string child_fds;
+  if (!socket.empty()) {
+    kjit::test::run("ls -l /proc/self/fd", child_fds);  // fork and exec while it connects
+  }
+  connecting.join();
+  ::close(filler);
+  ::close(listener);
+  BOOST_TEST_REQUIRE(!socket.empty());
+  BOOST_TEST_REQUIRE(child_fds.find(" -> ") != std::string::npos, child_fds);  // the child listed its descriptors
+  BOOST_TEST(child_fds.find(socket) == std::string::npos, child_fds);
+  BOOST_TEST(!failure.empty());
+}
+
+// A host whose standard input is closed gets its connection on descriptor 0; closing the client
+// closes it there too (before: hiredis 0.14's redisFree() closes only descriptors above 0, and
+// the connection stayed open, held by no one, for the life of the process).
+BOOST_AUTO_TEST_CASE(a_connection_on_descriptor_0_is_closed_with_its_client)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  std::thread nil_server([listener] {
+    const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    char request[256];
+    if (peer >= 0 && ::recv(peer, request, sizeof request, 0) > 0) {
+      ::send(peer, "$-1\r\n", 5, MSG_NOSIGNAL);
+    }
+    if (peer >= 0) {
+      ::close(peer);
+    }
+  });
+  const int saved_stdin = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
+  ::close(0);
+  bool on_0 = false;
+  {
+    kjit::remote::RedisClient client(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+    BOOST_TEST((client.command({"GET", "k"}).kind == kjit::remote::Reply::Kind::nil));
+    char target[64] = {};
+    on_0 = ::readlink("/proc/self/fd/0", target, sizeof target - 1) > 0 && std::string(target).rfind("socket:", 0) == 0;
+  }
+  const bool still_open = ::fcntl(0, F_GETFD) >= 0;
+  if (still_open) {
+    ::close(0);
+  }
+  ::dup2(saved_stdin, 0);
+  ::close(saved_stdin);
+  nil_server.join();
+  ::close(listener);
+  BOOST_TEST_REQUIRE(on_0);
+  BOOST_TEST(!still_open);
+}
+
+namespace {
+
+// Whether this host's TCP socket bound to 127.0.0.1:`port` is in CLOSE_WAIT (its peer closed).
+bool in_close_wait(int port)
+{
+  char local[32];
+  std::snprintf(local, sizeof local, "0100007F:%04X", port);
+  std::ifstream table("/proc/net/tcp");
+  std::string slot, address, remote, state, rest;
+  while (table >> slot >> address >> remote >> state && std::getline(table, rest)) {
+    if (address == local && state == "08") {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+// A server that closed the connection since the last command (a restart, its idle timeout) is a
+// failure of the next command, however large: never a SIGPIPE, which ends a host that keeps the
+// default action (before: a write of 4 MiB into the closed connection raised it; from about
+// 512 KiB here, a large kernel's record).
+BOOST_AUTO_TEST_CASE(a_write_to_a_closed_connection_raises_no_sigpipe)
+{
+  static std::atomic<int> sigpipes{0};
+  struct sigaction counting = {};
+  counting.sa_handler = [](int) { ++sigpipes; };
+  struct sigaction previous = {};
+  ::sigaction(SIGPIPE, &counting, &previous);
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  int client_port = 0;
+  std::thread closing_server([listener, &client_port] {
+    sockaddr_in peer_address{};
+    socklen_t size = sizeof peer_address;
+    const int peer = ::accept4(listener, reinterpret_cast<sockaddr*>(&peer_address), &size, SOCK_CLOEXEC);
+    char request[256];
+    if (peer >= 0 && ::recv(peer, request, sizeof request, 0) > 0) {
+      ::send(peer, "+PONG\r\n", 7, MSG_NOSIGNAL);
+    }
+    client_port = ntohs(peer_address.sin_port);
+    if (peer >= 0) {
+      ::close(peer);
+    }
+  });
+  kjit::remote::RedisClient client(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+  BOOST_TEST((client.command({"PING"}).kind == kjit::remote::Reply::Kind::status));
+  closing_server.join();
+  while (!in_close_wait(client_port)) {
+    std::this_thread::yield();  // until the server's close has reached the client
+  }
+  std::string failure;
+  try {
+    client.command({"SET", "k", std::string(4u << 20, 'x')});
+  } catch (const kjit::remote::RedisFailure& e) {
+    failure = e.what();
+  }
+  ::close(listener);
+  ::sigaction(SIGPIPE, &previous, nullptr);
+  BOOST_TEST(sigpipes.load() == 0);
+  BOOST_TEST(!failure.empty());
+}
+
+// pthread_cancel() of a thread waiting for the server's answer (a lookup of a host's thread)
+// neither ends the process nor leaves that answer to be read as the next command's: the command
+// finishes (bounded by its timeout), the thread is cancelled after it. Before, the unwinding
+// reached Server::ask(), which is noexcept: std::terminate. In a child process.
+BOOST_AUTO_TEST_CASE(a_thread_cancelled_while_it_waits_for_the_server_ends_alone)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGABRT, SIG_DFL);  // reported as the child's end, not caught by the test framework
+    int asked[2];
+    if (::pipe2(asked, O_CLOEXEC) != 0) {
+      ::_exit(3);
+    }
+    std::atomic<bool> cancelled{false};
+    // Answers each GET with its key's name, the first only once its asker was cancelled.
+    std::thread fake([&] {
+      for (int peer; (peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+        char request[256];
+        for (ssize_t n; (n = ::recv(peer, request, sizeof request - 1, 0)) > 0;) {
+          request[n] = '\0';
+          const bool first = std::strstr(request, "first") != nullptr;
+          if (first) {
+            std::ignore = ::write(asked[1], "x", 1);
+            while (!cancelled) {
+              std::this_thread::yield();
+            }
+          }
+          const char* answer = first ? "$5\r\nfirst\r\n" : "$6\r\nsecond\r\n";
+          ::send(peer, answer, std::strlen(answer), MSG_NOSIGNAL);
+        }
+        ::close(peer);
+      }
+    });
+    kjit::remote::Server server(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+    const auto body = [](void* argument) -> void* {
+      std::string error;
+      std::ignore = static_cast<kjit::remote::Server*>(argument)->ask({"GET", "first"}, error);
+      ::pthread_testcancel();  // the host's next cancellation point
+      return nullptr;
+    };
+    pthread_t thread;
+    char c = 0;
+    if (::pthread_create(&thread, nullptr, body, &server) != 0 || ::read(asked[0], &c, 1) != 1) {
+      ::_exit(4);
+    }
+    ::pthread_cancel(thread);
+    cancelled = true;
+    void* result = nullptr;
+    ::pthread_join(thread, &result);
+    std::string error;
+    const auto next = server.ask({"GET", "second"}, error);
+    ::shutdown(listener, SHUT_RDWR);
+    fake.detach();
+    ::_exit(result != PTHREAD_CANCELED ? 5 : !next || next->text != "second" ? 6 : 0);
+  }
+  ::close(listener);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
+}
+
+// The upload queue holds at most k_max_queued_bytes of records, not 256 records of up to 16 MiB
+// each (4 GiB): a server that takes uploads more slowly than large kernels are compiled costs a
+// bounded amount of memory (before: every record queued was kept, 160 MiB here). The server here
+// takes the connection and never reads: the first SET waits for its deadline meanwhile.
+BOOST_AUTO_TEST_CASE(the_upload_queue_is_bounded_in_bytes)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  std::size_t most = 0;
+  {
+    kjit::remote::Server server(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+    const std::string record(4u << 20, 'r');
+    for (int i = 0; i < 40; ++i) {
+      server.enqueue({"k" + std::to_string(i), record, "", ""});
+      most = std::max(most, server.queued_bytes());
+    }
+  }  // its first SET times out, the breaker drops the rest
+  ::close(listener);
+  BOOST_TEST(most <= kjit::remote::k_max_queued_bytes);
+  BOOST_TEST(most >= 4u * (4u << 20));  // records were queued, up to the bound
+}
+
+// A thread cancelled while it waits for another node's lease (up to KJIT_COMPILE_LOCK_TIMEOUT, as
+// long as a day) is cancelled in that wait, between two polls, not after the whole bound (the
+// bound here is an hour; the child's alarm ends it after 60 s). In a child process.
+BOOST_AUTO_TEST_CASE(a_thread_cancelled_while_it_waits_for_a_lease_ends_in_the_wait)
+{
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(60);
+    int polled[2];
+    if (::pipe2(polled, O_CLOEXEC) != 0) {
+      ::_exit(3);
+    }
+    // Another node holds every lease (SET NX: nil; PTTL: an hour left); no record appears.
+    std::thread fake([&] {
+      const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      char request[4096];
+      for (ssize_t n; peer >= 0 && (n = ::recv(peer, request, sizeof request - 1, 0)) > 0;) {
+        request[n] = '\0';
+        const bool pttl = std::strstr(request, "PTTL") != nullptr;
+        const char* answer = pttl ? ":3600000\r\n" : "$-1\r\n";
+        ::send(peer, answer, std::strlen(answer), MSG_NOSIGNAL);
+        if (pttl) {
+          std::ignore = ::write(polled[1], "x", 1);  // the waiter has seen the lease held
+        }
+      }
+    });
+    kjit::remote::Server server(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+    const auto body = [](void* argument) -> void* {
+      std::ignore = kjit::remote::acquire_lease(*static_cast<kjit::remote::Server*>(argument), "kjit:v6:k",
+                                                "kjit:lease:v6:k", 3600 * 1000);
+      return nullptr;
+    };
+    pthread_t thread;
+    char c = 0;
+    if (::pthread_create(&thread, nullptr, body, &server) != 0 || ::read(polled[0], &c, 1) != 1) {
+      ::_exit(4);
+    }
+    ::pthread_cancel(thread);
+    void* result = nullptr;
+    ::pthread_join(thread, &result);
+    ::shutdown(listener, SHUT_RDWR);
+    fake.detach();
+    ::_exit(result != PTHREAD_CANCELED ? 5 : 0);
+  }
+  ::close(listener);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
 }
 
 // A fork()ed child that closes the parent's server (the default cache is rebuilt in a child, or

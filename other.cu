@@ -1,0 +1,1 @@
+extern "C" __global__ void other(int* p) { p[0] = 8; }

@@ -1,0 +1,1 @@
+extern "C" __global__ void wt(int* p) { p[0] = 7; }
