@@ -1,1 +1,0 @@
-extern "C" __global__ void wt(int* p) { p[0] = 7; }
