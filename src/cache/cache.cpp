@@ -12,8 +12,9 @@
 #include "rtc/compiler.hpp"
 #include "rtc/option_spelling.hpp"
 #include "store/blobs.hpp"
-#include "util/file_size_signal.hpp"
 #include "store/record.hpp"
+#include "util/file_size_signal.hpp"
+#include "util/no_cancellation.hpp"
 #include "util/stopwatch.hpp"
 
 #include <cerrno>
@@ -116,7 +117,14 @@ Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
   m_impl->open_mirror();
 }
 
-Cache::~Cache() = default;
+// The destructor writes the usage log and the last uses, closes the store and joins threads: all
+// cancellation points, and a pthread_cancel() acting in one would unwind through a noexcept
+// destructor (std::terminate). A pending cancellation acts at the thread's next point after it.
+Cache::~Cache()
+{
+  const util::NoCancellation hold;
+  m_impl.reset();
+}
 
 PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
 {

@@ -7,7 +7,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <pthread.h>
+#include <sys/wait.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 using namespace kjit::test;
@@ -263,6 +267,41 @@ BOOST_AUTO_TEST_CASE(the_default_cache_follows_the_options)
   kjit::clear_cache();
   BOOST_TEST(kjit::default_cache().disk_entries() == 0u);
   kjit::option::reset();
+}
+
+// A Cache destroyed on a thread whose cancellation is pending: its destructor (usage log, last
+// uses, the store's close, joined threads) is full of cancellation points, and a cancellation
+// unwinding through it ended the process with std::terminate ("exception not rethrown"). It acts
+// at the thread's next cancellation point after the destructor, which has done all its work.
+BOOST_AUTO_TEST_CASE(a_cache_destroyed_with_a_cancellation_pending_finishes_then_the_thread_is_cancelled)
+{
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGABRT, SIG_DFL);  // reported as the child's end, not caught by the test framework
+    const auto body = [](void* argument) -> void* {
+      {
+        kjit::Cache cache(*static_cast<kjit::Config*>(argument));
+        std::ignore = cache.get(small_program("cancelled"), kjit::Arch::parse("sm_90"));
+        ::pthread_cancel(::pthread_self());  // pending: no cancellation point until the destructor
+      }
+      ::pthread_testcancel();
+      return nullptr;
+    };
+    pthread_t thread;
+    if (::pthread_create(&thread, nullptr, body, &config) != 0) {
+      ::_exit(3);
+    }
+    void* result = nullptr;
+    ::pthread_join(thread, &result);
+    ::_exit(result != PTHREAD_CANCELED ? 5 : 0);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
+  BOOST_TEST(!read_text(config.cache_dir + "/usage.log").empty(), "the destructor wrote the usage log");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
