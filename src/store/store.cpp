@@ -197,8 +197,8 @@ std::string names_key(std::string_view program_name, std::string_view key_digest
   return names_prefix(program_name) + std::string(key_digest);
 }
 
-Store::Store(std::unique_ptr<Impl> impl, std::string path, bool writable)
-  : m_impl(std::move(impl)), m_path(std::move(path)), m_writable(writable), m_committer(std::make_unique<Committer>())
+Store::Store(std::unique_ptr<Impl> impl, bool writable)
+  : m_impl(std::move(impl)), m_writable(writable), m_committer(std::make_unique<Committer>())
 {
 }
 
@@ -297,6 +297,11 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   if (::fstatat(options.dir_fd >= 0 ? options.dir_fd : AT_FDCWD,
                 options.dir_fd >= 0 ? "data.mdb" : (path + "/data.mdb").c_str(), &data, 0) == 0) {
     if (auto existing = find_open(stores, lock, path, data.st_dev, data.st_ino)) {
+      if (existing->m_impl->renamed_to(path)) {
+        for (Registered& entry : stores.stores) {
+          entry.path = entry.raw == existing.get() ? path : entry.path;
+        }
+      }
       return existing;
     }
   }
@@ -366,7 +371,7 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   }
   const bool writable = impl->mode == Mode::writable;
   const bool unclean = impl->stale_readers > 0;
-  Store* raw = new Store(std::move(impl), path, writable);
+  Store* raw = new Store(std::move(impl), writable);
   const pid_t opener = ::getpid();
   auto store = std::shared_ptr<Store>(raw, [opener](Store* s) {
     if (opener != ::getpid()) {
@@ -427,6 +432,12 @@ std::size_t Store::map_size() const
   MDB_envinfo info{};
   mdb_env_info(m_impl->env, &info);
   return info.me_mapsize;
+}
+
+std::string Store::path() const
+{
+  std::shared_lock shared = m_impl->shared_guard();
+  return m_impl->path;
 }
 
 std::string Store::io_path() const
@@ -644,7 +655,7 @@ void Store::write_rows(const std::vector<Row>& rows)
   } catch (const Damaged&) {
     throw;
   } catch (const StoreError& e) {
-    throw StoreError(write_failure(impl.path, e), e.code());
+    throw StoreError(write_failure(path(), e), e.code());
   }
 }
 
@@ -657,6 +668,7 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
   Impl& impl = *m_impl;
   std::uint64_t seen = 0;
   std::size_t map_size = 0;
+  std::string dir;
   {
     std::shared_lock shared = impl.shared_guard();
     if (impl.retired || impl.env == nullptr) {
@@ -664,10 +676,10 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
     }
     seen = impl.generation.load();
     map_size = impl.map_bytes;
+    dir = impl.lmdb_path;
   }
   const std::string row_key = std::string(key) + ":" + std::to_string(::time(nullptr));
   const std::string row = reason + "\n" + std::string(bytes);
-  const std::string dir = impl.lmdb_path;
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return false;
@@ -711,6 +723,7 @@ CheckReport Store::check(bool repair)
   std::uint64_t seen = 0;
   std::size_t map_size = 0;
   bool no_lock = false;
+  std::string dir;
   {
     std::shared_lock shared = impl.shared_guard();
     if (impl.retired || impl.env == nullptr) {
@@ -720,6 +733,7 @@ CheckReport Store::check(bool repair)
     seen = impl.generation.load();
     map_size = impl.map_bytes;
     no_lock = impl.mode == Mode::read_only_no_lock;
+    dir = impl.lmdb_path;
   }
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
@@ -728,7 +742,6 @@ CheckReport Store::check(bool repair)
   }
   util::UniqueFd read_end(pipe_fds[0]);
   util::UniqueFd write_end(pipe_fds[1]);
-  const std::string dir = impl.lmdb_path;
   const util::Stopwatch watch;
   std::string detail;
   const IsolatedOutcome outcome = run_isolated(
@@ -883,7 +896,7 @@ void Store::clear(Table table)
 {
   m_committer->settle();
   if (!m_writable) {
-    throw StoreError("the store " + m_path + " is read-only: nothing was cleared", EROFS);
+    throw StoreError("the store " + path() + " is read-only: nothing was cleared", EROFS);
   }
   before_write();
   Impl& impl = *m_impl;

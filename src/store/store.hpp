@@ -76,7 +76,8 @@ public:
     bool inspect_only = false;
   };
   // Opens (creating if needed) the environment in `dir`; the Store of this process that already
-  // has the data.mdb found there open (by st_dev, st_ino: through any path) is returned instead.
+  // has the data.mdb found there open (by st_dev, st_ino: through any path) is returned instead,
+  // and `dir` becomes its path() when its own no longer leads there (its folder was renamed).
   // A folder that can't be written is opened
   // read-only (hits served, writes skipped); without the lock file only on a read-only
   // filesystem, where nobody can be writing. A damaged environment is replaced (see above).
@@ -93,7 +94,9 @@ public:
   ~Store();
 
   bool writable() const noexcept { return m_writable; }
-  const std::string& path() const noexcept { return m_path; }
+  // The store's folder (canonical): where it was opened, or the name it was last opened by after
+  // its folder was renamed (see open()).
+  std::string path() const;
   // The path that reaches the checked folder itself (/proc/self/fd/<n> when opened with dir_fd):
   // for files beside the environment, such as compile.lock.
   std::string io_path() const;
@@ -196,7 +199,7 @@ private:
   // missing): writes never go to a file no other process will read. Throws StoreError if another
   // Store of this process has that one open.
   void follow_folder();
-  Store(std::unique_ptr<Impl> impl, std::string path, bool writable);
+  Store(std::unique_ptr<Impl> impl, bool writable);
   // Before this process's first write to an environment: check() it (isolated), replacing it if
   // damaged. A write copies pages LMDB finds through fields a damaged page may hold.
   void walk_before_first_write();
@@ -212,7 +215,6 @@ private:
   // put() without waiting for the queue (the writer thread's commits).
   void write_rows(const std::vector<Row>& rows);
   std::unique_ptr<Impl> m_impl;
-  std::string m_path;
   bool m_writable;
   std::unique_ptr<Committer> m_committer;  // put_later()'s thread
 };

@@ -487,16 +487,41 @@ void Store::Impl::open_folder()
   lmdb_path = "/proc/self/fd/" + std::to_string(dir_fd);
 }
 
+bool Store::Impl::lost_from(const std::string& dir) const
+{
+  struct stat st {};
+  if (::stat((dir + "/data.mdb").c_str(), &st) != 0) {
+    return errno == ENOENT || errno == ENOTDIR;
+  }
+  return st.st_dev != data_dev || st.st_ino != data_ino;
+}
+
 bool Store::Impl::moved_away() const
 {
   if (retired || env == nullptr || mode != Mode::writable || options.inspect_only) {
     return false;
   }
-  struct stat st {};
-  if (::stat((path + "/data.mdb").c_str(), &st) != 0) {
-    return errno == ENOENT || errno == ENOTDIR;
+  return lost_from(path);
+}
+
+bool Store::Impl::renamed_to(const std::string& dir)
+{
+  const auto renamed = [&] { return !retired && env != nullptr && dir != path && lost_from(path); };
+  {
+    std::shared_lock shared = shared_guard();
+    if (!renamed()) {
+      return false;  // the common case: opened again by its own name
+    }
   }
-  return st.st_dev != data_dev || st.st_ino != data_ino;
+  std::unique_lock exclusive(guard);
+  if (!renamed()) {
+    return false;
+  }
+  if (lmdb_path == path) {
+    lmdb_path = dir;  // (through a descriptor, LMDB's path follows the folder by itself)
+  }
+  path = dir;
+  return true;
 }
 
 void Store::Impl::follow_path() noexcept

@@ -52,7 +52,9 @@ struct Store::Impl {
     }
     return std::shared_lock<std::shared_mutex>(guard);
   }
-  std::string path;       // for messages and the registry
+  // For messages and the registry. Changed (with lmdb_path, a copy of it unless dir_fd is used)
+  // only with the registry's mutex and `guard` unique held (renamed_to()): either one reads it.
+  std::string path;
   std::string lmdb_path;  // what LMDB opens: /proc/self/fd/<dir_fd> when a checked descriptor was given
   int dir_fd = -1;        // owned (a dup of OpenOptions::dir_fd), closed with the Impl
   Mode mode = Mode::writable;
@@ -136,10 +138,18 @@ struct Store::Impl {
   // (Re)makes the folder `path` and, when the store goes through a descriptor, opens it again
   // (O_NOFOLLOW, this user's). Throws StoreError. Caller holds `guard` unique (or owns Impl).
   void open_folder();
+  // True if `dir` no longer leads to the data.mdb this environment has open (it is gone, or
+  // another file). One stat. Caller holds `guard`.
+  bool lost_from(const std::string& dir) const;
   // True if `path` no longer leads to the data.mdb this environment has open (the folder was
   // deleted, replaced or renamed): writes would be lost to every other process. One stat.
   // Caller holds `guard`.
   bool moved_away() const;
+  // The environment's folder was opened as `dir`, another name of its data.mdb: if `path` no
+  // longer leads there (the folder was renamed to `dir`), `dir` becomes its path, where writes go
+  // from now on (else follow_folder() would make a new store at the old name). Caller holds the
+  // registry's mutex, not `guard`. Returns whether it did.
+  bool renamed_to(const std::string& dir);
   // Closes the environment and opens the one `path` leads to now (made if missing); retires the
   // store if that fails. Caller holds `guard` unique and the registry's mutex (store.cpp).
   void follow_path() noexcept;

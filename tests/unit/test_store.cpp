@@ -299,6 +299,40 @@ BOOST_AUTO_TEST_CASE(a_renamed_store_folder_is_still_the_one_environment)
   BOOST_TEST(reopened->get(kjit::store::Table::meta, "k").value_or("") == "v");
 }
 
+// Opened by its new name, the renamed store is that name's: the next write lands there, read back
+// through both handles and by another process, and the old name is not made again. Before, the
+// write followed the old name (a new empty store there) and neither handle saw the rows any more.
+BOOST_AUTO_TEST_CASE(a_renamed_store_opened_by_its_new_name_writes_there)
+{
+  const std::string before = tmp.path() + "/before";
+  const std::string after = tmp.path() + "/after";
+  auto held = kjit::store::Store::open(before, config.store_map_size);
+  held->put(kjit::store::Table::meta, "k", "v");
+  BOOST_TEST_REQUIRE(::rename(before.c_str(), after.c_str()) == 0);
+  auto reopened = kjit::store::Store::open(after, config.store_map_size);
+  BOOST_TEST_REQUIRE(reopened.get() == held.get());
+  BOOST_TEST(held->path() == after);
+  held->put(kjit::store::Table::meta, "written", "1");
+  reopened->put_later({{kjit::store::Table::meta, "queued", "2"}}, [](const kjit::StoreError*) {});
+  for (const auto& store : {held, reopened}) {
+    BOOST_TEST(store->get(kjit::store::Table::meta, "k").value_or("") == "v");
+    BOOST_TEST(store->get(kjit::store::Table::meta, "written").value_or("") == "1");
+    BOOST_TEST(store->get(kjit::store::Table::meta, "queued").value_or("") == "2");
+  }
+  BOOST_TEST(!exists(before));
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {  // another process (its registry is its own)
+    auto store = kjit::store::Store::open(after, config.store_map_size);
+    ::_exit(store->get(kjit::store::Table::meta, "written").value_or("") == "1" &&
+                store->get(kjit::store::Table::meta, "queued").value_or("") == "2"
+              ? 0
+              : 1);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
+}
+
 // A store folder deleted and made again while this process holds its store: an open is the new
 // folder's, and the held store's next write goes there too, where other processes see it.
 BOOST_AUTO_TEST_CASE(a_store_folder_made_again_is_the_new_folders_store)
