@@ -35,7 +35,9 @@ namespace {
 // One environment per file per process (LMDB's rule: closing a second one drops the process's
 // fcntl locks on lock.mdb). A Store is registered while it lives and found by the identity of the
 // data.mdb it has open now (Store::has_file: a folder reached by another path, or renamed, is the
-// same store; recover() and follow_folder() change the file and so move the key with it). An
+// same store; recover() and follow_folder() change the file and so move the key with it, under
+// the registry's mutex, so that an open() meanwhile never opens a second environment on either
+// file, and never onto a file another Store of this process has open). An
 // expired entry is a Store being destroyed, its environment not yet closed: its deleter notes the
 // file it has open (`closing`) before the close, and open() waits for the closes of that file or
 // of that path (a recover() or follow_folder() during the close opens a new file there), and for
@@ -200,6 +202,16 @@ std::string names_key(std::string_view program_name, std::string_view key_digest
 Store::Store(std::unique_ptr<Impl> impl, bool writable)
   : m_impl(std::move(impl)), m_writable(writable), m_committer(std::make_unique<Committer>())
 {
+  m_impl->owner = this;
+}
+
+void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
+{
+  Registry& stores = registry();
+  const HoldsForCommits holds;  // the registry, and then the guard
+  std::unique_lock lock(stores.mutex);
+  recover_locked(why, seen,
+                 [&](dev_t dev, ino_t ino) { return find_open(stores, lock, path, dev, ino, owner) != nullptr; });
 }
 
 Store::~Store()
@@ -348,7 +360,9 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
                          e.code());
       }
       impl->generation = 1;
-      impl->recover(e.what(), 1);  // moved aside, a fresh one opened (or retired)
+      impl->recover_locked(e.what(), 1, [&](dev_t dev, ino_t ino) {  // moved aside, a fresh one opened (or retired)
+        return find_open(stores, lock, path, dev, ino) != nullptr;
+      });
       if (impl->retired) {
         throw StoreError(std::string("the store ") + path + " is damaged and no fresh one can be made: " + e.what(),
                          e.code());

@@ -426,7 +426,8 @@ void Store::Impl::reopen_locked(const std::string& why) noexcept
   }
 }
 
-void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
+void Store::Impl::recover_locked(const std::string& why, std::uint64_t seen,
+                                 const std::function<bool(dev_t, ino_t)>& open_elsewhere) noexcept
 {
   std::unique_lock exclusive(guard);
   if (generation.load() != seen || retired) {
@@ -460,6 +461,9 @@ void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
   try {
     mode = mode == Mode::read_only_no_lock ? Mode::read_only : mode;
     open_folder();
+    if (::stat((lmdb_path + "/data.mdb").c_str(), &st) == 0 && open_elsewhere(st.st_dev, st.st_ino)) {
+      throw StoreError("the store there now is open in another Store of this process", ESTALE);
+    }
     open_env(options.initial_map_size);
   } catch (const std::exception& e) {
     retired = true;

@@ -11,6 +11,7 @@
 #include <kjit/error.hpp>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <lmdb.h>
 #include <mutex>
@@ -55,6 +56,7 @@ struct Store::Impl {
   // For messages and the registry. Changed (with lmdb_path, a copy of it unless dir_fd is used)
   // only with the registry's mutex and `guard` unique held (renamed_to()): either one reads it.
   std::string path;
+  const Store* owner = nullptr;  // the Store this is the Impl of (null while Store::open() makes it)
   std::string lmdb_path;  // what LMDB opens: /proc/self/fd/<dir_fd> when a checked descriptor was given
   int dir_fd = -1;        // owned (a dup of OpenOptions::dir_fd), closed with the Impl
   Mode mode = Mode::writable;
@@ -156,7 +158,14 @@ struct Store::Impl {
 
   // Moves the damaged environment aside (if it is still the one opened here), warns once and opens
   // a fresh one; retires the store if that fails. `seen` is the generation the failing call used.
+  // Under the registry's mutex (store.cpp), as follow_folder(): an open() of the folder meanwhile
+  // finds the damaged or the fresh file in this Store, never opens a second environment on it.
   void recover(const std::string& why, std::uint64_t seen) noexcept;
+  // recover() with the registry's mutex held by the caller. `open_elsewhere(dev, ino)`: whether
+  // another Store of this process has that file open; the file the folder leads to then is not
+  // opened here (a second environment on it), the store is retired instead.
+  void recover_locked(const std::string& why, std::uint64_t seen,
+                      const std::function<bool(dev_t, ino_t)>& open_elsewhere) noexcept;
 
   static MDB_val val(std::string_view bytes) { return MDB_val{bytes.size(), const_cast<char*>(bytes.data())}; }
   static std::string_view view(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }

@@ -365,6 +365,41 @@ BOOST_AUTO_TEST_CASE(a_store_folder_made_again_is_the_new_folders_store)
   BOOST_CHECK_THROW(held->put(kjit::store::Table::meta, "lost", "4"), kjit::StoreError);
 }
 
+// A store found damaged after its folder was deleted and made again, and opened there by another
+// Store of this process, is not replaced by the file that other one has open (a second environment
+// on it: closing one drops the process's locks on lock.mdb, and another process then takes the
+// store as unused and resets its lock file under the first one's readers).
+BOOST_AUTO_TEST_CASE(a_damaged_store_is_not_replaced_by_the_file_another_store_has_open)
+{
+  const std::string dir = tmp.path() + "/again";
+  BOOST_TEST_REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  kjit::util::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  kjit::store::Store::OpenOptions options;
+  options.initial_map_size = config.store_map_size;
+  options.dir_fd = fd.get();  // as a Cache opens it: the deleted folder stays its folder
+  auto held = kjit::store::Store::open(dir, options);
+  held->put(kjit::store::Table::meta, "old", "1");
+  std::string output;
+  BOOST_TEST_REQUIRE(run("rm -rf '" + dir + "'", output) == 0);
+  auto fresh = kjit::store::Store::open(dir, config.store_map_size);
+  fresh->put(kjit::store::Table::meta, "fresh", "2");
+  BOOST_TEST(!held->check(true).ok);  // its files are gone: the walk fails, the store is replaced
+  held.reset();  // closes whatever environment it has
+  const pid_t child = ::fork();  // LMDB's shared lock on lock.mdb must still be this process's
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    const int lock_fd = ::open((dir + "/lock.mdb").c_str(), O_RDWR);
+    struct flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    lock.l_len = 1;
+    ::_exit(lock_fd >= 0 && ::fcntl(lock_fd, F_SETLK, &lock) != 0 ? 0 : 7);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
+  BOOST_TEST(fresh->get(kjit::store::Table::meta, "fresh").value_or("") == "2");
+}
+
 // A Store being destroyed waits for its queued commits, which wait for its write lock, held by
 // another process for as long as it likes. An open() of another store does not wait for that
 // close: it waited for every close in progress (the registry could not tell whose file it was).

@@ -8,9 +8,11 @@
 #include "store/store.hpp"
 #include "util/hash.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <lmdb.h>
 #include <functional>
@@ -39,6 +41,17 @@ std::size_t virtual_size()
   std::size_t pages = 0;
   statm >> pages;
   return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// How many descriptors of this process are open on the file `path` names.
+std::size_t descriptors_of(const std::string& path)
+{
+  std::size_t n = 0;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    n += std::filesystem::read_symlink(fd.path(), error) == path ? 1 : 0;
+  }
+  return n;
 }
 
 } // namespace
@@ -142,6 +155,37 @@ BOOST_AUTO_TEST_CASE(dropping_the_last_reference_while_another_thread_opens_keep
     const int status = child_status(child);
     BOOST_TEST_REQUIRE(status == 0, "round " << round);
     BOOST_TEST(!second->get(kjit::store::Table::meta, "absent").has_value());
+  }
+}
+
+// A damaged store replaced (moved aside, a fresh one opened: recover()) while another thread opens
+// it: the open finds the replacing store, never opens a second environment on the fresh file
+// (LMDB's rule; the open took the file as unused, as the first opener of lock.mdb, and its
+// environment was left open, leaked, on every such race).
+BOOST_AUTO_TEST_CASE(a_store_replaced_while_another_thread_opens_it_keeps_one_environment)
+{
+  for (int round = 0; round < 100; ++round) {
+    const std::string dir = tmp.path() + "/replaced" + std::to_string(round);
+    auto store = kjit::store::Store::open(dir, config.store_map_size);
+    const std::size_t one = descriptors_of(dir + "/data.mdb");  // one environment's (LMDB opens two)
+    BOOST_TEST_REQUIRE(one > 0u);
+    store->put(kjit::store::Table::meta, "row", std::string(std::size_t(64) << 10, 'x'));
+    BOOST_TEST_REQUIRE(::truncate((dir + "/data.mdb").c_str(), 2 * 4096) == 0);  // its walk fails
+    std::atomic<bool> replaced{false};
+    std::thread opener([&] {
+      while (!replaced) {
+        try {
+          std::ignore = kjit::store::Store::open(dir, config.store_map_size);
+        } catch (const kjit::StoreError&) {
+        }
+      }
+    });
+    BOOST_TEST_REQUIRE(!store->check(true).ok);  // moved aside, a fresh store opened
+    replaced = true;
+    opener.join();
+    const std::size_t open = descriptors_of(dir + "/data.mdb");
+    BOOST_TEST_REQUIRE(open == one, "round " << round << ": " << open << " descriptors");
+    BOOST_TEST_REQUIRE(kjit::store::Store::open(dir, config.store_map_size).get() == store.get());
   }
 }
 
