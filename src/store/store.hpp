@@ -61,8 +61,9 @@ struct CheckReport {
 //
 // Damage: a store whose structure is damaged (LMDB reports MDB_CORRUPTED, MDB_PAGE_NOTFOUND,
 // MDB_INVALID…, data.mdb is shorter than its last page, a value lies outside the file, a check
-// fails) is renamed to `<dir>.damaged-<unix time>-<pid>`, one warning is logged, and the call goes on
-// with a fresh empty store in `dir`: a read misses, a write goes to the fresh store.
+// fails) is renamed to `<dir>.damaged-<unix time>-<pid>` (then `-2`, `-3`… in the same second),
+// one warning is logged, and the call goes on with a fresh empty store in `dir`: a read misses, a
+// write goes to the fresh store.
 // Other failures (a full disk, I/O errors) throw StoreError.
 class Store {
 public:

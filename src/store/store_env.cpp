@@ -451,10 +451,15 @@ void Store::Impl::recover_locked(const std::string& why, std::uint64_t seen,
                                           folder.st_dev == named.st_dev && folder.st_ino == named.st_ino);
   if (same_folder && ::stat((lmdb_path + "/data.mdb").c_str(), &st) == 0 && st.st_dev == data_dev &&
       st.st_ino == data_ino) {
-    const std::string aside =
-      path + ".damaged-" + std::to_string(::time(nullptr)) + "-" + std::to_string(::getpid());
-    moved = ::rename(path.c_str(), aside.c_str()) == 0 ? "moved aside to " + aside
-                                                        : "could not be moved aside: " + std::string(std::strerror(errno));
+    // A replacement earlier in the same second took the plain name: "-2", "-3"… after it.
+    const std::string base = path + ".damaged-" + std::to_string(::time(nullptr)) + "-" + std::to_string(::getpid());
+    std::string aside = base;
+    int rc = ::rename(path.c_str(), aside.c_str());
+    for (int n = 2; rc != 0 && (errno == ENOTEMPTY || errno == EEXIST) && n < 100; ++n) {
+      aside = base + "-" + std::to_string(n);
+      rc = ::rename(path.c_str(), aside.c_str());
+    }
+    moved = rc == 0 ? "moved aside to " + aside : "could not be moved aside: " + std::string(std::strerror(errno));
   }
   log::line("warning: the store " + path + " is damaged (" + why + "); " + moved +
             "; continuing with a fresh store (kernels are compiled again)");

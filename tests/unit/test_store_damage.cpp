@@ -12,6 +12,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
@@ -123,6 +124,27 @@ BOOST_AUTO_TEST_CASE(a_truncated_data_file_is_moved_aside_instead_of_a_sigbus)
   BOOST_TEST(serves_all(config, cubins) == 0);  // was 135 (SIGBUS)
   BOOST_TEST(damaged_folders(config.cache_dir).size() == 1u);
   BOOST_TEST(serves_all(config, cubins) == 0);  // the fresh store now serves them
+}
+
+// A store replaced twice within one second by one process (the first one's name aside is taken):
+// the second damaged store is moved aside too, under a name of its own, and a fresh one serves.
+// Before, the rename failed (Directory not empty), the damaged file was opened again and the store
+// retired: memory only until the process ended.
+BOOST_AUTO_TEST_CASE(a_store_damaged_again_within_the_second_is_moved_aside_too)
+{
+  const std::string dir = tmp.path() + "/store";
+  auto store = kjit::store::Store::open(dir, config.store_map_size);
+  store->put(kjit::store::Table::meta, "row", std::string(std::size_t(64) << 10, 'x'));
+  const std::time_t now = ::time(nullptr);
+  for (std::time_t second = now; second < now + 5; ++second) {  // as left by a replacement then
+    put(dir + ".damaged-" + std::to_string(second) + "-" + std::to_string(::getpid()) + "/data.mdb", "earlier");
+  }
+  BOOST_TEST_REQUIRE(::truncate((dir + "/data.mdb").c_str(), 2 * 4096) == 0);
+  BOOST_TEST(!store->check(true).ok);
+  BOOST_TEST(store->replacements() == 1u);
+  store->put(kjit::store::Table::meta, "after", "1");
+  BOOST_TEST(store->get(kjit::store::Table::meta, "after").value_or("") == "1");
+  BOOST_TEST(!store->get(kjit::store::Table::meta, "row").has_value());
 }
 
 BOOST_AUTO_TEST_CASE(zeroed_meta_pages_are_moved_aside_instead_of_failing_every_call)
