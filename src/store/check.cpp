@@ -363,6 +363,19 @@ bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std:
   if (!open_env(e, dir, map_size, MDB_RDONLY | (no_lock ? MDB_NOLOCK : 0), why)) {
     return false;
   }
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(e.env, nullptr, MDB_RDONLY, &txn);
+  for (int adopted = 0; rc == MDB_MAP_RESIZED && adopted < 16; ++adopted) {
+    // Another process grew the store past this map since the open: adopted, as the Store does.
+    rc = mdb_env_set_mapsize(e.env, 0);
+    rc = rc == MDB_SUCCESS ? mdb_txn_begin(e.env, nullptr, MDB_RDONLY, &txn) : rc;
+  }
+  if (rc != MDB_SUCCESS) {
+    why = std::string("mdb_txn_begin: ") + mdb_strerror(rc);
+    return false;
+  }
+  // Measured once the snapshot is taken: another process may have committed since the open, and
+  // the newest last page (which the file covers) bounds every page of the snapshot.
   int fd = -1;
   struct stat st {};
   mdb_env_get_fd(e.env, &fd);
@@ -372,18 +385,12 @@ bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std:
   std::uint32_t psize = 0;
   std::ignore = ::pread(fd, &psize, sizeof psize, 40);
   const char* base = map_address(e.env, st.st_dev, st.st_ino);
-  if (base == nullptr) {
-    why = "data.mdb is not mapped";
+  if (base == nullptr || psize < 512 || static_cast<std::size_t>(st.st_size) < (info.me_last_pgno + 1) * std::size_t(psize)) {
+    why = base == nullptr ? "data.mdb is not mapped" : "data.mdb shorter than its last page";
+    mdb_txn_abort(txn);
     return false;
   }
   Walker walker{base, std::min<std::size_t>(st.st_size, info.me_mapsize), psize};
-
-  MDB_txn* txn = nullptr;
-  int rc = mdb_txn_begin(e.env, nullptr, MDB_RDONLY, &txn);
-  if (rc != MDB_SUCCESS) {
-    why = std::string("mdb_txn_begin: ") + mdb_strerror(rc);
-    return false;
-  }
   std::vector<std::string> tables;
   MDB_dbi main = 0;
   bool ok = walk_free_pages(txn, walker, info.me_last_pgno, why) && mdb_dbi_open(txn, nullptr, 0, &main) == MDB_SUCCESS &&
@@ -415,6 +422,10 @@ bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::stri
   }
   MDB_txn* txn = nullptr;
   int rc = mdb_txn_begin(e.env, nullptr, 0, &txn);
+  for (int adopted = 0; rc == MDB_MAP_RESIZED && adopted < 16; ++adopted) {
+    rc = mdb_env_set_mapsize(e.env, 0);  // grown by another process since the open: adopted
+    rc = rc == MDB_SUCCESS ? mdb_txn_begin(e.env, nullptr, 0, &txn) : rc;
+  }
   MDB_dbi entries = 0, quarantine = 0, blobs = 0, refs = 0, meta = 0;
   if (rc == MDB_SUCCESS) {
     rc = mdb_dbi_open(txn, "entries", MDB_CREATE, &entries);

@@ -25,7 +25,8 @@ const char* map_address(MDB_env* env, dev_t dev, ino_t ino);
 // not aligned to, a damaged page): then map_address() says.
 const char* map_address_from_a_page(MDB_env* env);
 
-// Opens its own environment on `dir` (read-only; `no_lock` without the lock file) and reads every
+// Opens its own environment on `dir` (read-only; `no_lock` without the lock file; map growth by
+// other processes adopted, as the Store does) and reads every
 // key and value of every table and every list of the free-page table, checking that each value lies
 // inside data.mdb, that large values sit on well-formed overflow pages and that free pages exist. Returns true with `rows` counted, or false with `why`.
 // May crash or loop on a damaged file: run it isolated.
