@@ -228,6 +228,15 @@ void Store::Impl::open_env(std::size_t map_size)
                          " bytes): " + std::strerror(rc) + "; lower KJIT_STORE_MAP_SIZE or raise the address-space limit (ulimit -v)",
                        rc);
     }
+    if (is_structural(rc) && mode != Mode::read_only_no_lock && data_sound_without_lock(map_size)) {
+      // LMDB checks lock.mdb before data.mdb: a lock file it can't use (damaged, or of another
+      // LMDB build) while another process has the store open. The first opener once all have
+      // closed makes it again; the data is not moved aside for it.
+      throw StoreError("the lock file " + path + "/lock.mdb is not one this LMDB can use (" + mdb_strerror(rc) +
+                         ": damaged, or made by another LMDB build while a process of it has the store open); "
+                         "the store is left as it is and not used",
+                       rc);
+    }
     check(rc, "mdb_env_open");
     int fd = -1;
     mdb_env_get_fd(env, &fd);
@@ -312,6 +321,19 @@ void Store::Impl::open_env(std::size_t map_size)
     close_env();
     throw;
   }
+}
+
+bool Store::Impl::data_sound_without_lock(std::size_t map_size) const
+{
+  std::string detail;
+  const std::string dir = lmdb_path;
+  return run_isolated(
+           [&] {
+             std::size_t rows = 0;
+             std::string why;
+             return walk_store(dir, map_size, true, rows, why) ? 0 : 1;
+           },
+           IsolatedLimits{30.0, map_size + (std::size_t(1) << 30)}, detail) == IsolatedOutcome::ok;
 }
 
 MDB_txn* Store::Impl::begin(unsigned flags, std::shared_lock<std::shared_mutex>& shared)

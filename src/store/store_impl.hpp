@@ -108,6 +108,9 @@ struct Store::Impl {
   // Throws Damaged for a damaged file, StoreError otherwise. Caller holds `guard` unique (or owns Impl).
   void open_env(std::size_t map_size);
   void close_env() noexcept;
+  // Whether data.mdb walks sound (isolated) without the lock file: after an open that failed with
+  // a structural code, whether it was lock.mdb that LMDB refused.
+  bool data_sound_without_lock(std::size_t map_size) const;
   // Throws Damaged if data.mdb is shorter than the environment's last page. Caller holds `guard`.
   void check_file_size();
   // Writable stores keep data.mdb a sparse 256–512 KiB longer than its last page (see store_env.cpp).

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "write_lock.hpp"
 
 #include "cache/compile_lock.hpp"
 #include "store/record.hpp"
@@ -16,6 +17,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
+#include <lmdb.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -145,6 +147,34 @@ BOOST_AUTO_TEST_CASE(a_store_damaged_again_within_the_second_is_moved_aside_too)
   store->put(kjit::store::Table::meta, "after", "1");
   BOOST_TEST(store->get(kjit::store::Table::meta, "after").value_or("") == "1");
   BOOST_TEST(!store->get(kjit::store::Table::meta, "row").has_value());
+}
+
+// lock.mdb in a format this LMDB does not use (made by another LMDB build, or damaged) while
+// another process has the store open: the store is not opened, but its sound data.mdb is left as
+// it is (the first opener once all have closed makes lock.mdb again). Before, the open took it for
+// a damaged store (MDB_VERSION_MISMATCH, MDB_INVALID) and moved it aside: the cache lost, and the
+// other process's store with it.
+BOOST_AUTO_TEST_CASE(a_lock_file_of_another_lmdb_build_does_not_move_the_store_aside)
+{
+  const std::string dir = tmp.path() + "/store";
+  kjit::store::Store::open(dir, config.store_map_size)->put(kjit::store::Table::meta, "kept", "1");
+  const std::string lock_file = dir + "/lock.mdb";
+  HoldingProcess other(  // another process with the store open (LMDB's shared lock on lock.mdb)
+    [&] {
+      MDB_env* env = nullptr;
+      return mdb_env_create(&env) == MDB_SUCCESS && mdb_env_set_maxdbs(env, 16) == MDB_SUCCESS &&
+             mdb_env_open(env, dir.c_str(), MDB_NOTLS | MDB_RDONLY, 0600) == MDB_SUCCESS;
+    },
+    60);
+  for (const std::uint32_t format : {0x12345678u, 0u}) {  // another lock format; then zeroed
+    const std::string bytes(reinterpret_cast<const char*>(&format), sizeof format);
+    overwrite(lock_file, format == 0 ? 0 : 4, format == 0 ? std::string(4096, '\0') : bytes);
+    BOOST_CHECK_THROW(kjit::store::Store::open(dir, config.store_map_size), kjit::StoreError);
+    BOOST_TEST(damaged_folders(tmp.path()).empty());
+  }
+  other.release();
+  auto store = kjit::store::Store::open(dir, config.store_map_size);  // the first opener: lock.mdb made again
+  BOOST_TEST(store->get(kjit::store::Table::meta, "kept").value_or("") == "1");
 }
 
 BOOST_AUTO_TEST_CASE(zeroed_meta_pages_are_moved_aside_instead_of_failing_every_call)
