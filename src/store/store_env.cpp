@@ -37,6 +37,10 @@ namespace {
 
 constexpr std::size_t k_max_map = std::size_t(1) << 40;  // growth stops at 1 TiB whatever the limits
 constexpr std::size_t k_slack = std::size_t(512) << 10;  // sparse tail kept past the last page
+constexpr unsigned k_max_readers = 512;
+// The size LMDB 0.9 gives lock.mdb for k_max_readers: MDB_txninfo (192 bytes on 64-bit, with its
+// first reader slot) and the other slots, 64 bytes each (cache-line padded).
+constexpr std::size_t k_lock_bytes = 192 + (k_max_readers - 1) * std::size_t(64);
 
 std::size_t virtual_size()
 {
@@ -209,7 +213,7 @@ void Store::Impl::open_env(std::size_t map_size)
   const util::FileSizeSignalBlock no_sigxfsz;  // creating data.mdb writes its meta pages
   check(mdb_env_create(&env), "mdb_env_create");
   mdb_env_set_maxdbs(env, 16);
-  mdb_env_set_maxreaders(env, 512);
+  mdb_env_set_maxreaders(env, k_max_readers);
   mdb_env_set_mapsize(env, map_size);
   // MDB_NOMETASYNC: one fsync per commit instead of two; a crash may undo the last commit (a lost
   // cache entry, recompiled later) but never corrupts the store.
@@ -222,6 +226,9 @@ void Store::Impl::open_env(std::size_t map_size)
     data_ino = before.st_ino;
   }
   try {
+    if (mode == Mode::writable) {
+      allocate_lock_file();
+    }
     const int rc = mdb_env_open(env, lmdb_path.c_str(), flags, file_mode());
     if (rc == ENOMEM) {
       throw StoreError("cannot map the store " + path + " (" + std::to_string(map_size) +
@@ -320,6 +327,31 @@ void Store::Impl::open_env(std::size_t map_size)
   } catch (...) {
     close_env();
     throw;
+  }
+}
+
+void Store::Impl::allocate_lock_file() const
+{
+  const std::string file = lmdb_path + "/lock.mdb";
+  struct stat st {};
+  const bool exists = ::stat(file.c_str(), &st) == 0;
+  if (exists && static_cast<std::size_t>(st.st_blocks) * 512 >= static_cast<std::size_t>(st.st_size) &&
+      static_cast<std::size_t>(st.st_size) >= k_lock_bytes) {
+    return;  // the common case: one stat
+  }
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, file_mode());
+  if (fd < 0) {
+    return;  // LMDB's open says why
+  }
+  // fallocate(2) itself, not posix_fallocate(): its emulation writes bytes other processes own.
+  const off_t size = std::max<off_t>(exists ? st.st_size : 0, static_cast<off_t>(k_lock_bytes));
+  const int error = ::fallocate(fd, 0, 0, size) == 0 ? 0 : errno;
+  ::close(fd);
+  // A lock file of full size was made and used before: the pages LMDB writes when it opens are
+  // there already (a reader slot never used before may not be: a sparse file of an older kjit).
+  const bool pages_written_at_open = !exists || static_cast<std::size_t>(st.st_size) < k_lock_bytes;
+  if ((error == ENOSPC || error == EDQUOT) && pages_written_at_open) {
+    throw StoreError("no space left on device (disk full) for the lock file of the store " + path, error);
   }
 }
 

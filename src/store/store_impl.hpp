@@ -108,6 +108,11 @@ struct Store::Impl {
   // Throws Damaged for a damaged file, StoreError otherwise. Caller holds `guard` unique (or owns Impl).
   void open_env(std::size_t map_size);
   void close_env() noexcept;
+  // LMDB makes lock.mdb with ftruncate (no blocks on the disk) and writes it through its map: on a
+  // full disk a write into a page without a block is a SIGBUS, not an error. The blocks are
+  // allocated first (missing, short or sparse: else one stat). Throws StoreError when a full disk
+  // leaves pages that LMDB's open writes without blocks (a missing or short file).
+  void allocate_lock_file() const;
   // Whether data.mdb walks sound (isolated) without the lock file: after an open that failed with
   // a structural code, whether it was lock.mdb that LMDB refused.
   bool data_sound_without_lock(std::size_t map_size) const;

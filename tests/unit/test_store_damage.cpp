@@ -296,6 +296,44 @@ BOOST_AUTO_TEST_CASE(a_full_disk_still_serves_the_compiled_binary)
   BOOST_TEST(store_warnings == 1u);
 }
 
+// A store made on a full disk: LMDB makes lock.mdb with ftruncate (no blocks) and writes it
+// through its map, where a full disk is a SIGBUS, not an error. The blocks are allocated first:
+// the open fails with a StoreError and the host is served from memory. Before, the host died
+// (SIGBUS) in the Cache's constructor.
+BOOST_AUTO_TEST_CASE(a_store_made_on_a_full_disk_is_an_error_not_a_sigbus)
+{
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
+    return;
+  }
+  const std::string mount_point = tmp.path() + "/full";
+  BOOST_TEST_REQUIRE(::mkdir(mount_point.c_str(), 0700) == 0);
+  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=256k") != 0) {
+    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here");
+    return;
+  }
+  std::string output;
+  run("dd if=/dev/zero of='" + mount_point + "/filler' bs=4k 2>/dev/null", output);  // fills the disk
+  config.cache_dir = mount_point + "/cache";
+  const int status = in_child(
+    [&] {
+      try {
+        std::ignore = kjit::store::Store::open(mount_point + "/store", config.store_map_size);
+        return 2;
+      } catch (const kjit::StoreError& e) {
+        if (std::string(e.what()).find("no space left on device") == std::string::npos) {
+          std::fprintf(stderr, "child: %s\n", e.what());
+          return 3;
+        }
+      }
+      kjit::Cache cache(config);
+      return cache.get(small_program("full"), k_sm90)->cubin.empty() ? 4 : 0;
+    },
+    60);
+  ::umount2(mount_point.c_str(), MNT_DETACH);
+  BOOST_TEST(status == 0);  // was 135 (SIGBUS)
+}
+
 BOOST_AUTO_TEST_CASE(a_stopped_compile_lock_holder_delays_others_a_bounded_time)
 {
   kjit::Cache cache(config);
