@@ -413,18 +413,18 @@ bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std:
   return ok;
 }
 
-bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::string_view key, std::string_view bytes,
-                         std::string_view row_key, std::string_view row, std::size_t keep, std::string& why)
+namespace {
+
+// The quarantine's write transaction on `env`: begun, written, committed (or aborted). Returns
+// LMDB's code.
+int quarantine_txn(MDB_env* env, std::string_view key, std::string_view bytes, std::string_view row_key,
+                   std::string_view row, std::size_t keep)
 {
-  Env e;
-  if (!open_env(e, dir, map_size, MDB_NOMETASYNC, why)) {
-    return false;
-  }
   MDB_txn* txn = nullptr;
-  int rc = mdb_txn_begin(e.env, nullptr, 0, &txn);
+  int rc = mdb_txn_begin(env, nullptr, 0, &txn);
   for (int adopted = 0; rc == MDB_MAP_RESIZED && adopted < 16; ++adopted) {
-    rc = mdb_env_set_mapsize(e.env, 0);  // grown by another process since the open: adopted
-    rc = rc == MDB_SUCCESS ? mdb_txn_begin(e.env, nullptr, 0, &txn) : rc;
+    rc = mdb_env_set_mapsize(env, 0);  // grown by another process since the open: adopted
+    rc = rc == MDB_SUCCESS ? mdb_txn_begin(env, nullptr, 0, &txn) : rc;
   }
   MDB_dbi entries = 0, quarantine = 0, blobs = 0, refs = 0, meta = 0;
   if (rc == MDB_SUCCESS) {
@@ -493,11 +493,31 @@ bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::stri
   if (txn != nullptr) {
     rc = rc == MDB_SUCCESS ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
   }
+  return rc;
+}
+
+} // namespace
+
+int quarantine_in_place(const std::string& dir, std::size_t map_size, std::string_view key, std::string_view bytes,
+                        std::string_view row_key, std::string_view row, std::size_t keep, std::string& why)
+{
+  Env e;
+  if (!open_env(e, dir, map_size, MDB_NOMETASYNC, why)) {
+    return MDB_INVALID;
+  }
+  int rc = quarantine_txn(e.env, key, bytes, row_key, row, keep);
+  for (int grown = 0; rc == MDB_MAP_FULL && grown < 8; ++grown) {
+    // The map grows only when full: the quarantine row may not fit. Grown here, within the
+    // child's address-space limit (this map once more, plus 1 GiB); the Store adopts it.
+    MDB_envinfo info{};
+    mdb_env_info(e.env, &info);
+    rc = mdb_env_set_mapsize(e.env, info.me_mapsize + std::min(info.me_mapsize, std::size_t(512) << 20));
+    rc = rc == MDB_SUCCESS ? quarantine_txn(e.env, key, bytes, row_key, row, keep) : rc;
+  }
   if (rc != MDB_SUCCESS) {
     why = std::string("quarantine: ") + mdb_strerror(rc);
-    return false;
   }
-  return true;
+  return rc;
 }
 
 } // namespace kjit::store

@@ -34,8 +34,9 @@ bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std:
 
 // In a fresh writable environment on `dir`: if `entries[key]` still holds exactly `bytes`, writes
 // the quarantine row, trims the quarantine table to `keep` rows and deletes the entry, in one
-// transaction. Returns true unless LMDB failed (`why`).
-bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::string_view key, std::string_view bytes,
-                         std::string_view row_key, std::string_view row, std::size_t keep, std::string& why);
+// transaction (growing the map when it is full). Returns MDB_SUCCESS, or LMDB's code (MDB_INVALID
+// when the environment could not be opened) with `why`.
+int quarantine_in_place(const std::string& dir, std::size_t map_size, std::string_view key, std::string_view bytes,
+                        std::string_view row_key, std::string_view row, std::size_t keep, std::string& why);
 
 } // namespace kjit::store

@@ -706,23 +706,33 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
       const util::FileSizeSignalBlock no_sigxfsz;  // a write past ulimit -f fails, never reads as damage
       std::size_t rows = 0;
       std::string why;
-      const bool ok = walk_store(dir, map_size, false, rows, why) &&
-                      quarantine_in_place(dir, map_size, key, bytes, row_key, row, k_quarantine_rows, why);
+      if (!walk_store(dir, map_size, false, rows, why)) {
+        why = "d" + why;
+      } else if (const int rc = quarantine_in_place(dir, map_size, key, bytes, row_key, row, k_quarantine_rows, why);
+                 rc != MDB_SUCCESS) {
+        why = (is_structural(rc) ? "d" : "w") + why;  // w: the store walked sound, the write failed
+      } else {
+        return 0;
+      }
       std::ignore = ::write(write_end.get(), why.data(), why.size());
-      return ok ? 0 : 1;
+      return 1;
     },
     IsolatedLimits{k_check_seconds, map_size + k_check_memory}, detail);
   write_end.reset();
   char buffer[512];
   const ssize_t got = ::read(read_end.get(), buffer, sizeof buffer);
-  if (got > 0) {
-    detail = std::string(buffer, static_cast<std::size_t>(got)) + (detail.empty() ? "" : " (" + detail + ")");
+  const bool write_failed = got > 0 && buffer[0] == 'w';
+  if (got > 1) {
+    detail = std::string(buffer + 1, static_cast<std::size_t>(got - 1)) + (detail.empty() ? "" : " (" + detail + ")");
   }
   if (outcome == IsolatedOutcome::ok) {
     return true;
   }
-  if (outcome == IsolatedOutcome::no_child) {
-    return false;  // left as it is: it is recognized (and never served) on every read
+  if (outcome == IsolatedOutcome::no_child || (outcome == IsolatedOutcome::failed && write_failed)) {
+    // Left as it is (a full disk, an I/O error: the store walked sound): the record is
+    // recognized, and never served, on every read.
+    warn_once("a damaged record in " + path() + " could not be moved aside: " + detail);
+    return false;
   }
   impl.recover("a damaged record (" + reason + ") and the check of the store around it: " + detail, seen);
   return true;

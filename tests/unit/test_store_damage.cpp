@@ -334,6 +334,37 @@ BOOST_AUTO_TEST_CASE(a_store_made_on_a_full_disk_is_an_error_not_a_sigbus)
   BOOST_TEST(status == 0);  // was 135 (SIGBUS)
 }
 
+// A damaged record found on a full disk: its quarantine can't be written, so the record is left
+// in place (recognized, never served, on every read) and the rest of the store with it. Before,
+// the failed write counted as damage around the record: the whole store was moved aside.
+BOOST_AUTO_TEST_CASE(a_quarantine_on_a_full_disk_leaves_the_store_in_place)
+{
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
+    return;
+  }
+  const std::string mount_point = tmp.path() + "/full";
+  BOOST_TEST_REQUIRE(::mkdir(mount_point.c_str(), 0700) == 0);
+  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here");
+    return;
+  }
+  {
+    auto store = kjit::store::Store::open(mount_point + "/store", std::size_t(4) << 20);
+    const std::string key(32, 'k');
+    const std::string damaged(std::size_t(40) << 10, 'd');
+    store->put(kjit::store::Table::meta, "kept", "1");
+    store->put(kjit::store::Table::entries, key, damaged);
+    std::string output;
+    run("dd if=/dev/zero of='" + mount_point + "/filler' bs=4k 2>/dev/null", output);  // fills the disk
+    BOOST_TEST(!store->quarantine(key, damaged, "test"));
+    BOOST_TEST(store->replacements() == 0u);
+    BOOST_TEST(store->get(kjit::store::Table::meta, "kept").value_or("") == "1");
+    BOOST_TEST(damaged_folders(mount_point).empty());
+  }
+  ::umount2(mount_point.c_str(), MNT_DETACH);
+}
+
 BOOST_AUTO_TEST_CASE(a_stopped_compile_lock_holder_delays_others_a_bounded_time)
 {
   kjit::Cache cache(config);

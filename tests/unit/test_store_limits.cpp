@@ -241,6 +241,24 @@ BOOST_AUTO_TEST_CASE(a_late_quarantine_leaves_a_record_stored_meanwhile)
   BOOST_TEST(store->count(kjit::store::Table::quarantine) == 1u);
 }
 
+// A damaged record quarantined while the map has no room for its quarantine row (the map grows
+// only when full): the quarantine grows the map, and only that record leaves the store. Before,
+// the quarantine's write failed (MDB_MAP_FULL), which counted as damage around the record: the
+// whole store was moved aside.
+BOOST_AUTO_TEST_CASE(a_quarantine_in_a_full_map_moves_only_the_record_aside)
+{
+  auto store = kjit::store::Store::open(config.cache_dir + "/store", std::size_t(64) << 10);
+  const std::string key(32, 'k');
+  const std::string damaged(std::size_t(40) << 10, 'd');
+  store->put(kjit::store::Table::meta, "kept", "1");
+  store->put(kjit::store::Table::entries, key, damaged);
+  BOOST_TEST(store->quarantine(key, damaged, "test"));
+  BOOST_TEST(store->replacements() == 0u);
+  BOOST_TEST(store->count(kjit::store::Table::quarantine) == 1u);
+  BOOST_TEST(!store->get(kjit::store::Table::entries, key).has_value());
+  BOOST_TEST(store->get(kjit::store::Table::meta, "kept").value_or("") == "1");
+}
+
 BOOST_AUTO_TEST_CASE(the_quarantine_table_is_trimmed)
 {
   auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
