@@ -357,10 +357,12 @@ const char* map_address(MDB_env* env, dev_t dev, ino_t ino)
   return nullptr;
 }
 
-bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std::size_t& rows, std::string& why)
+bool walk_store(const std::string& dir, bool no_lock, std::size_t& rows, std::string& why)
 {
   Env e;
-  if (!open_env(e, dir, map_size, MDB_RDONLY | (no_lock ? MDB_NOLOCK : 0), why)) {
+  // A map of what data.mdb holds (LMDB raises a smaller one to that), not of the Store's map: a
+  // host near its address-space limit has room for this one only.
+  if (!open_env(e, dir, 1, MDB_RDONLY | (no_lock ? MDB_NOLOCK : 0), why)) {
     return false;
   }
   MDB_txn* txn = nullptr;

@@ -706,7 +706,7 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
       const util::FileSizeSignalBlock no_sigxfsz;  // a write past ulimit -f fails, never reads as damage
       std::size_t rows = 0;
       std::string why;
-      if (!walk_store(dir, map_size, false, rows, why)) {
+      if (!walk_store(dir, false, rows, why)) {
         why = "d" + why;
       } else if (const int rc = quarantine_in_place(dir, map_size, key, bytes, row_key, row, k_quarantine_rows, why);
                  rc != MDB_SUCCESS) {
@@ -772,7 +772,7 @@ CheckReport Store::check(bool repair)
     [&] {
       std::size_t rows = 0;
       std::string why;
-      const bool ok = walk_store(dir, map_size, no_lock, rows, why);
+      const bool ok = walk_store(dir, no_lock, rows, why);
       const std::string message = ok ? std::to_string(rows) : why;
       std::ignore = ::write(write_end.get(), message.data(), message.size());
       return ok ? 0 : 1;

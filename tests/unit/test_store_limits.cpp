@@ -93,6 +93,32 @@ BOOST_AUTO_TEST_CASE(a_map_that_cannot_grow_under_ulimit_v_is_survived)
   BOOST_TEST(child_status(child) == 0);  // was 139 (SIGSEGV)
 }
 
+// A host under an address-space limit (ulimit -v) with less room left than its store's map: the
+// walk before its first write maps what data.mdb holds, not the whole map again, and the sound store
+// is written. Before, the walk's child could not map it (ENOMEM), which counted as damage: the
+// store was moved aside, by every such process whose first write found the stamp stale.
+BOOST_AUTO_TEST_CASE(a_walk_under_an_address_space_limit_does_not_move_the_store_aside)
+{
+  const std::string dir = config.cache_dir + "/store";
+  kjit::store::Store::open(dir, config.store_map_size)->put(kjit::store::Table::meta, "kept", "1");
+  BOOST_TEST_REQUIRE(::unlink((dir + "/checked").c_str()) == 0);  // the next first write walks it
+  const pid_t child = ::fork();
+  if (child == 0) {
+    auto store = kjit::store::Store::open(dir, std::size_t(1) << 30);
+    const rlim_t limit = virtual_size() + (std::size_t(256) << 20);  // less than the map
+    struct rlimit as {limit, limit};
+    ::setrlimit(RLIMIT_AS, &as);
+    try {
+      store->put(kjit::store::Table::meta, "written", "1");
+    } catch (const kjit::StoreError&) {
+      ::_exit(3);
+    }
+    const bool kept = store->get(kjit::store::Table::meta, "kept").value_or("") == "1";
+    ::_exit(store->walks() != 1 ? 4 : store->replacements() != 0 ? 5 : kept ? 0 : 6);
+  }
+  BOOST_TEST(child_status(child) == 0);  // was 5 (moved aside)
+}
+
 BOOST_AUTO_TEST_CASE(growth_is_bounded_by_the_address_space_limit)
 {
   const pid_t child = ::fork();
