@@ -2,6 +2,7 @@
 #include "store/check.hpp"
 
 #include "store/blob_txn.hpp"
+#include "store/store_impl.hpp"
 #include "util/file.hpp"
 
 #include <cstdint>
@@ -38,7 +39,8 @@ struct Env {
   }
 };
 
-bool open_env(Env& e, const std::string& dir, std::size_t map_size, unsigned flags, std::string& why)
+// Returns MDB_SUCCESS, mdb_env_open()'s code, or MDB_INVALID when data.mdb is too short for its pages.
+int open_env(Env& e, const std::string& dir, std::size_t map_size, unsigned flags, std::string& why)
 {
   int rc = mdb_env_create(&e.env);
   if (rc == MDB_SUCCESS) {
@@ -49,7 +51,7 @@ bool open_env(Env& e, const std::string& dir, std::size_t map_size, unsigned fla
   }
   if (rc != MDB_SUCCESS) {
     why = std::string("mdb_env_open: ") + mdb_strerror(rc);
-    return false;
+    return rc;
   }
   // The file must cover the last page before the map is read at all.
   int fd = -1;
@@ -59,24 +61,24 @@ bool open_env(Env& e, const std::string& dir, std::size_t map_size, unsigned fla
   mdb_env_get_fd(e.env, &fd);
   if (::fstat(fd, &st) != 0 || st.st_size < 2 * 512) {
     why = "data.mdb too short";
-    return false;
+    return MDB_INVALID;
   }
   std::uint32_t psize = 0;
   if (::pread(fd, &psize, sizeof psize, 40) != sizeof psize || psize < 512 || psize > 65536) {
     why = "bad page size in meta page";
-    return false;
+    return MDB_INVALID;
   }
   if (static_cast<std::size_t>(st.st_size) < 2 * std::size_t(psize)) {
     why = "data.mdb shorter than its meta pages";
-    return false;
+    return MDB_INVALID;
   }
   mdb_env_info(e.env, &info);
   mdb_env_stat(e.env, &stat);
   if (static_cast<std::size_t>(st.st_size) < (info.me_last_pgno + 1) * std::size_t(psize)) {
     why = "data.mdb shorter than its last page";
-    return false;
+    return MDB_INVALID;
   }
-  return true;
+  return MDB_SUCCESS;
 }
 
 struct Walker {
@@ -357,13 +359,13 @@ const char* map_address(MDB_env* env, dev_t dev, ino_t ino)
   return nullptr;
 }
 
-bool walk_store(const std::string& dir, bool no_lock, std::size_t& rows, std::string& why)
+Walk walk_store(const std::string& dir, bool no_lock, std::size_t& rows, std::string& why)
 {
   Env e;
   // A map of what data.mdb holds (LMDB raises a smaller one to that), not of the Store's map: a
   // host near its address-space limit has room for this one only.
-  if (!open_env(e, dir, 1, MDB_RDONLY | (no_lock ? MDB_NOLOCK : 0), why)) {
-    return false;
+  if (const int rc = open_env(e, dir, 1, MDB_RDONLY | (no_lock ? MDB_NOLOCK : 0), why); rc != MDB_SUCCESS) {
+    return is_structural(rc) ? Walk::damaged : Walk::not_run;  // no memory, no descriptor…: no verdict
   }
   MDB_txn* txn = nullptr;
   int rc = mdb_txn_begin(e.env, nullptr, MDB_RDONLY, &txn);
@@ -374,7 +376,7 @@ bool walk_store(const std::string& dir, bool no_lock, std::size_t& rows, std::st
   }
   if (rc != MDB_SUCCESS) {
     why = std::string("mdb_txn_begin: ") + mdb_strerror(rc);
-    return false;
+    return is_structural(rc) ? Walk::damaged : Walk::not_run;  // a full reader table…: no verdict
   }
   // Measured once the snapshot is taken: another process may have committed since the open, and
   // the newest last page (which the file covers) bounds every page of the snapshot.
@@ -390,7 +392,7 @@ bool walk_store(const std::string& dir, bool no_lock, std::size_t& rows, std::st
   if (base == nullptr || psize < 512 || static_cast<std::size_t>(st.st_size) < (info.me_last_pgno + 1) * std::size_t(psize)) {
     why = base == nullptr ? "data.mdb is not mapped" : "data.mdb shorter than its last page";
     mdb_txn_abort(txn);
-    return false;
+    return Walk::damaged;
   }
   Walker walker{base, std::min<std::size_t>(st.st_size, info.me_mapsize), psize};
   std::vector<std::string> tables;
@@ -412,7 +414,7 @@ bool walk_store(const std::string& dir, bool no_lock, std::size_t& rows, std::st
   }
   mdb_txn_abort(txn);
   rows = walker.rows + (walker.sum == 0xFFFFFFFFu ? 1 : 0);  // keeps the reads from being optimized out
-  return ok;
+  return ok ? Walk::sound : Walk::damaged;
 }
 
 namespace {
@@ -504,8 +506,8 @@ int quarantine_in_place(const std::string& dir, std::size_t map_size, std::strin
                         std::string_view row_key, std::string_view row, std::size_t keep, std::string& why)
 {
   Env e;
-  if (!open_env(e, dir, map_size, MDB_NOMETASYNC, why)) {
-    return MDB_INVALID;
+  if (const int rc = open_env(e, dir, map_size, MDB_NOMETASYNC, why); rc != MDB_SUCCESS) {
+    return rc;
   }
   int rc = quarantine_txn(e.env, key, bytes, row_key, row, keep);
   for (int grown = 0; rc == MDB_MAP_FULL && grown < 8; ++grown) {

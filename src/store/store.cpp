@@ -706,8 +706,8 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
       const util::FileSizeSignalBlock no_sigxfsz;  // a write past ulimit -f fails, never reads as damage
       std::size_t rows = 0;
       std::string why;
-      if (!walk_store(dir, false, rows, why)) {
-        why = "d" + why;
+      if (const Walk walk = walk_store(dir, false, rows, why); walk != Walk::sound) {
+        why = (walk == Walk::damaged ? "d" : "w") + why;  // w: left in place, as a failed write is
       } else if (const int rc = quarantine_in_place(dir, map_size, key, bytes, row_key, row, k_quarantine_rows, why);
                  rc != MDB_SUCCESS) {
         why = (is_structural(rc) ? "d" : "w") + why;  // w: the store walked sound, the write failed
@@ -772,24 +772,31 @@ CheckReport Store::check(bool repair)
     [&] {
       std::size_t rows = 0;
       std::string why;
-      const bool ok = walk_store(dir, no_lock, rows, why);
-      const std::string message = ok ? std::to_string(rows) : why;
+      const Walk walk = walk_store(dir, no_lock, rows, why);
+      // The first byte says what the walk found: s(ound, then the rows), d(amaged), or n(ot run).
+      const std::string message = walk == Walk::sound ? "s" + std::to_string(rows) : (walk == Walk::damaged ? "d" : "n") + why;
       std::ignore = ::write(write_end.get(), message.data(), message.size());
-      return ok ? 0 : 1;
+      return walk == Walk::sound ? 0 : 1;
     },
     IsolatedLimits{k_check_seconds, map_size + k_check_memory}, detail);
   write_end.reset();
   report.ms = watch.elapsed_ms();
   char buffer[512];
   const ssize_t got = ::read(read_end.get(), buffer, sizeof buffer);
-  const std::string message = got > 0 ? std::string(buffer, static_cast<std::size_t>(got)) : std::string();
+  const char found = got > 0 ? buffer[0] : 'd';
+  const std::string message = got > 1 ? std::string(buffer + 1, static_cast<std::size_t>(got - 1)) : std::string();
   report.ok = outcome == IsolatedOutcome::ok;
   if (report.ok) {
     report.rows = std::strtoull(message.c_str(), nullptr, 10);
     report.detail = "walked " + message + " rows";
   } else {
     report.detail = message.empty() ? detail : message + (detail.empty() ? "" : " (" + detail + ")");
-    if (repair && outcome != IsolatedOutcome::no_child) {
+    // A walk that could not run (no memory to map the store, as a child that can't be started)
+    // says nothing about the store: left as it is.
+    const bool not_run = outcome == IsolatedOutcome::no_child || (outcome == IsolatedOutcome::failed && found == 'n');
+    if (not_run) {
+      report.detail = "not checked: " + report.detail;
+    } else if (repair) {
       impl.recover("its check failed: " + report.detail, seen);
     }
   }

@@ -310,7 +310,7 @@ void Store::Impl::open_env(std::size_t map_size)
           [&] {
             std::size_t rows = 0;
             std::string why;
-            return walk_store(dir, false, rows, why) ? 0 : 1;
+            return walk_store(dir, false, rows, why) == Walk::sound ? 0 : 1;
           },
           IsolatedLimits{30.0, map_size + (std::size_t(1) << 30)}, detail);
         if (outcome != IsolatedOutcome::ok && outcome != IsolatedOutcome::no_child) {
@@ -363,7 +363,7 @@ bool Store::Impl::data_sound_without_lock(std::size_t map_size) const
            [&] {
              std::size_t rows = 0;
              std::string why;
-             return walk_store(dir, true, rows, why) ? 0 : 1;
+             return walk_store(dir, true, rows, why) == Walk::sound ? 0 : 1;
            },
            IsolatedLimits{30.0, map_size + (std::size_t(1) << 30)}, detail) == IsolatedOutcome::ok;
 }
