@@ -365,8 +365,8 @@ BOOST_AUTO_TEST_CASE(a_store_folder_made_again_is_the_new_folders_store)
   BOOST_CHECK_THROW(held->put(kjit::store::Table::meta, "lost", "4"), kjit::StoreError);
 }
 
-// A store found damaged after its folder was deleted and made again, and opened there by another
-// Store of this process, is not replaced by the file that other one has open (a second environment
+// A store found damaged after its folder was moved away and made again, and opened there by
+// another Store of this process, is not replaced by the file that other one has open (a second environment
 // on it: closing one drops the process's locks on lock.mdb, and another process then takes the
 // store as unused and resets its lock file under the first one's readers).
 BOOST_AUTO_TEST_CASE(a_damaged_store_is_not_replaced_by_the_file_another_store_has_open)
@@ -379,11 +379,12 @@ BOOST_AUTO_TEST_CASE(a_damaged_store_is_not_replaced_by_the_file_another_store_h
   options.dir_fd = fd.get();  // as a Cache opens it: the deleted folder stays its folder
   auto held = kjit::store::Store::open(dir, options);
   held->put(kjit::store::Table::meta, "old", "1");
-  std::string output;
-  BOOST_TEST_REQUIRE(run("rm -rf '" + dir + "'", output) == 0);
+  const std::string away = tmp.path() + "/away";
+  BOOST_TEST_REQUIRE(::rename(dir.c_str(), away.c_str()) == 0);
   auto fresh = kjit::store::Store::open(dir, config.store_map_size);
   fresh->put(kjit::store::Table::meta, "fresh", "2");
-  BOOST_TEST(!held->check(true).ok);  // its files are gone: the walk fails, the store is replaced
+  BOOST_TEST_REQUIRE(::truncate((away + "/data.mdb").c_str(), 2 * 4096) == 0);  // the held one's
+  BOOST_TEST(!held->check(true).ok);  // damaged: replaced (by the file at its path, before)
   held.reset();  // closes whatever environment it has
   const pid_t child = ::fork();  // LMDB's shared lock on lock.mdb must still be this process's
   BOOST_TEST_REQUIRE(child >= 0);
