@@ -537,7 +537,7 @@ bool Store::visit_chained(Table first, std::string_view key,
 
 void Store::walk_ahead()
 {
-  if (!m_writable || m_impl->walked.load() == m_impl->generation.load()) {
+  if (!m_writable || m_impl->walked.load() == m_impl->generation.load() || m_impl->pid != ::getpid()) {
     return;
   }
   std::lock_guard lock(m_impl->ahead_mutex);
@@ -676,8 +676,8 @@ void Store::write_rows(const std::vector<Row>& rows)
 bool Store::quarantine(std::string_view key, std::string_view bytes, const std::string& reason)
 {
   m_committer->settle();
-  if (!m_writable) {
-    return false;
+  if (!m_writable || m_impl->pid != ::getpid()) {
+    return false;  // (a fork()ed child's copy: refused, as every write is)
   }
   Impl& impl = *m_impl;
   std::uint64_t seen = 0;
@@ -743,6 +743,11 @@ CheckReport Store::check(bool repair)
   // No wait for the queue: the walk before the first write runs this beside the writer thread.
   CheckReport report;
   Impl& impl = *m_impl;
+  if (impl.pid != ::getpid()) {
+    // A fork()ed child's copy: refused (a parent's thread may hold the guard its repair takes).
+    report.detail = "the store at " + impl.path + " was opened before fork(); open a new cache in the child";
+    return report;
+  }
   ++impl.walks;
   std::uint64_t seen = 0;
   std::size_t map_size = 0;

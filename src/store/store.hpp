@@ -56,8 +56,8 @@ struct CheckReport {
 };
 
 // Thread-safe. Every call is one short LMDB transaction. Raw LMDB types stay in src/store/.
-// After fork() the child must not use a Store opened by its parent (calls throw StoreError);
-// the default cache reopens one by itself.
+// After fork() the child must not use a Store opened by its parent (calls throw StoreError;
+// check() and quarantine(), which never throw, do nothing); the default cache reopens one by itself.
 //
 // Damage: a store whose structure is damaged (LMDB reports MDB_CORRUPTED, MDB_PAGE_NOTFOUND,
 // MDB_INVALID…, data.mdb is shorter than its last page, a value lies outside the file, a check
