@@ -745,6 +745,7 @@ CheckReport Store::check(bool repair)
   Impl& impl = *m_impl;
   if (impl.pid != ::getpid()) {
     // A fork()ed child's copy: refused (a parent's thread may hold the guard its repair takes).
+    report.not_checked = true;
     report.detail = "the store at " + impl.path + " was opened before fork(); open a new cache in the child";
     return report;
   }
@@ -800,6 +801,7 @@ CheckReport Store::check(bool repair)
     // says nothing about the store: left as it is.
     const bool not_run = outcome == IsolatedOutcome::no_child || (outcome == IsolatedOutcome::failed && found == 'n');
     if (not_run) {
+      report.not_checked = true;
       report.detail = "not checked: " + report.detail;
     } else if (repair) {
       impl.recover("its check failed: " + report.detail, seen);

@@ -50,6 +50,7 @@ enum class Access {
 // What a structure check of a store (walk in a child process) found.
 struct CheckReport {
   bool ok = false;
+  bool not_checked = false;  // the walk could not run (no child, no memory to map the store): no verdict
   std::string detail;     // why not, or what was walked
   std::size_t rows = 0;   // rows walked (0 when the child reports nothing)
   double ms = 0;          // wall time of the check, fork to exit
