@@ -448,7 +448,7 @@ bool Cache::check_store(std::string& report)
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.1f ms", check.ms);
   report = m_impl->store->path() + ": " + check.detail + " in " + ms +
-           (check.ok                                ? std::string()
+           (check.ok || check.not_checked ? std::string()
             : m_impl->config.inspect_only ? std::string("; left as it is (kjit verify --repair replaces it)")
                                           : std::string("; moved aside and replaced by a fresh store"));
   return check.ok;

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <string_view>
 #include <cstdio>
 #include <ftw.h>
 #include <mutex>
@@ -199,12 +200,22 @@ CacheDir open_cache_dir(const Config& config)
   return dir;
 }
 
-bool follow_cache_dir(CacheDir& dir, const Config& config)
+bool follow_cache_dir(CacheDir& dir, const Config& config, const std::string& store_path)
 {
   struct stat st {};
   if (::stat(dir.real.c_str(), &st) == 0 ? st.st_dev == dir.dev && st.st_ino == dir.ino
                                          : errno != ENOENT && errno != ENOTDIR) {
     return false;
+  }
+  constexpr std::string_view store = "/store";
+  if (dir.store_dir == dir.real + std::string(store) && store_path != dir.store_dir && store_path.size() > store.size() &&
+      std::string_view(store_path).substr(store_path.size() - store.size()) == store) {
+    const std::string renamed = store_path.substr(0, store_path.size() - store.size());
+    if (::stat(renamed.c_str(), &st) == 0 && st.st_dev == dir.dev && st.st_ino == dir.ino) {
+      dir.real = renamed;
+      dir.store_dir = store_path;
+      return false;
+    }
   }
   std::string real;
   const util::UniqueFd fresh = open_checked_folder(dir.real, dir.path, config.shared_cache, real);

@@ -38,8 +38,11 @@ CacheDir open_cache_dir(const Config& config);
 
 // When the folder was deleted, replaced or renamed (dir.real no longer leads to it): makes and
 // checks it again as open_cache_dir() does and puts it under the same descriptor, so io_path
-// leads there; returns true. One stat when it is still there. Not thread-safe; throws StoreError.
-bool follow_cache_dir(CacheDir& dir, const Config& config);
+// leads there; returns true. But when the store inside it is now `store_path` (its path(): the
+// folder was renamed and opened by its new name, store::Store::open), that new name, where the
+// descriptor already leads, is the folder's from now on: the mirror stays with the store (returns
+// false). One stat when it is still there. Not thread-safe; throws StoreError.
+bool follow_cache_dir(CacheDir& dir, const Config& config, const std::string& store_path);
 
 // Checks an existing folder opened as `fd`: the user's own (any owner when `shared`), writable by
 // nobody else (`shared`: the group may write); `strict`: no group/other bits at all (a node-local

@@ -85,7 +85,7 @@ void Cache::Impl::mirror_entry(const util::Sha256& key, const store::Entry& entr
       // The cache folder deleted under this process (rm -rf): made again, as the store's write
       // makes its own folder again, or the mirror writes into the deleted one forever.
       std::lock_guard lock(dir_mutex);
-      if (cache::follow_cache_dir(dir, config)) {
+      if (cache::follow_cache_dir(dir, config, store ? store->path() : std::string())) {
         log::line("note: the cache folder " + dir.path + " was made again: it was deleted, replaced or renamed "
                   "while this process had it open");
       }

@@ -2,6 +2,7 @@
 #include "store/check.hpp"
 
 #include "store/blob_txn.hpp"
+#include "store/store_impl.hpp"
 #include "util/file.hpp"
 
 #include <cstdint>
@@ -38,7 +39,8 @@ struct Env {
   }
 };
 
-bool open_env(Env& e, const std::string& dir, std::size_t map_size, unsigned flags, std::string& why)
+// Returns MDB_SUCCESS, mdb_env_open()'s code, or MDB_INVALID when data.mdb is too short for its pages.
+int open_env(Env& e, const std::string& dir, std::size_t map_size, unsigned flags, std::string& why)
 {
   int rc = mdb_env_create(&e.env);
   if (rc == MDB_SUCCESS) {
@@ -49,7 +51,7 @@ bool open_env(Env& e, const std::string& dir, std::size_t map_size, unsigned fla
   }
   if (rc != MDB_SUCCESS) {
     why = std::string("mdb_env_open: ") + mdb_strerror(rc);
-    return false;
+    return rc;
   }
   // The file must cover the last page before the map is read at all.
   int fd = -1;
@@ -59,24 +61,24 @@ bool open_env(Env& e, const std::string& dir, std::size_t map_size, unsigned fla
   mdb_env_get_fd(e.env, &fd);
   if (::fstat(fd, &st) != 0 || st.st_size < 2 * 512) {
     why = "data.mdb too short";
-    return false;
+    return MDB_INVALID;
   }
   std::uint32_t psize = 0;
   if (::pread(fd, &psize, sizeof psize, 40) != sizeof psize || psize < 512 || psize > 65536) {
     why = "bad page size in meta page";
-    return false;
+    return MDB_INVALID;
   }
   if (static_cast<std::size_t>(st.st_size) < 2 * std::size_t(psize)) {
     why = "data.mdb shorter than its meta pages";
-    return false;
+    return MDB_INVALID;
   }
   mdb_env_info(e.env, &info);
   mdb_env_stat(e.env, &stat);
   if (static_cast<std::size_t>(st.st_size) < (info.me_last_pgno + 1) * std::size_t(psize)) {
     why = "data.mdb shorter than its last page";
-    return false;
+    return MDB_INVALID;
   }
-  return true;
+  return MDB_SUCCESS;
 }
 
 struct Walker {
@@ -357,12 +359,27 @@ const char* map_address(MDB_env* env, dev_t dev, ino_t ino)
   return nullptr;
 }
 
-bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std::size_t& rows, std::string& why)
+Walk walk_store(const std::string& dir, bool no_lock, std::size_t& rows, std::string& why)
 {
   Env e;
-  if (!open_env(e, dir, map_size, MDB_RDONLY | (no_lock ? MDB_NOLOCK : 0), why)) {
-    return false;
+  // A map of what data.mdb holds (LMDB raises a smaller one to that), not of the Store's map: a
+  // host near its address-space limit has room for this one only.
+  if (const int rc = open_env(e, dir, 1, MDB_RDONLY | (no_lock ? MDB_NOLOCK : 0), why); rc != MDB_SUCCESS) {
+    return is_structural(rc) ? Walk::damaged : Walk::not_run;  // no memory, no descriptor…: no verdict
   }
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(e.env, nullptr, MDB_RDONLY, &txn);
+  for (int adopted = 0; rc == MDB_MAP_RESIZED && adopted < 16; ++adopted) {
+    // Another process grew the store past this map since the open: adopted, as the Store does.
+    rc = mdb_env_set_mapsize(e.env, 0);
+    rc = rc == MDB_SUCCESS ? mdb_txn_begin(e.env, nullptr, MDB_RDONLY, &txn) : rc;
+  }
+  if (rc != MDB_SUCCESS) {
+    why = std::string("mdb_txn_begin: ") + mdb_strerror(rc);
+    return is_structural(rc) ? Walk::damaged : Walk::not_run;  // a full reader table…: no verdict
+  }
+  // Measured once the snapshot is taken: another process may have committed since the open, and
+  // the newest last page (which the file covers) bounds every page of the snapshot.
   int fd = -1;
   struct stat st {};
   mdb_env_get_fd(e.env, &fd);
@@ -372,18 +389,12 @@ bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std:
   std::uint32_t psize = 0;
   std::ignore = ::pread(fd, &psize, sizeof psize, 40);
   const char* base = map_address(e.env, st.st_dev, st.st_ino);
-  if (base == nullptr) {
-    why = "data.mdb is not mapped";
-    return false;
+  if (base == nullptr || psize < 512 || static_cast<std::size_t>(st.st_size) < (info.me_last_pgno + 1) * std::size_t(psize)) {
+    why = base == nullptr ? "data.mdb is not mapped" : "data.mdb shorter than its last page";
+    mdb_txn_abort(txn);
+    return Walk::damaged;
   }
   Walker walker{base, std::min<std::size_t>(st.st_size, info.me_mapsize), psize};
-
-  MDB_txn* txn = nullptr;
-  int rc = mdb_txn_begin(e.env, nullptr, MDB_RDONLY, &txn);
-  if (rc != MDB_SUCCESS) {
-    why = std::string("mdb_txn_begin: ") + mdb_strerror(rc);
-    return false;
-  }
   std::vector<std::string> tables;
   MDB_dbi main = 0;
   bool ok = walk_free_pages(txn, walker, info.me_last_pgno, why) && mdb_dbi_open(txn, nullptr, 0, &main) == MDB_SUCCESS &&
@@ -403,18 +414,22 @@ bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std:
   }
   mdb_txn_abort(txn);
   rows = walker.rows + (walker.sum == 0xFFFFFFFFu ? 1 : 0);  // keeps the reads from being optimized out
-  return ok;
+  return ok ? Walk::sound : Walk::damaged;
 }
 
-bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::string_view key, std::string_view bytes,
-                         std::string_view row_key, std::string_view row, std::size_t keep, std::string& why)
+namespace {
+
+// The quarantine's write transaction on `env`: begun, written, committed (or aborted). Returns
+// LMDB's code.
+int quarantine_txn(MDB_env* env, std::string_view key, std::string_view bytes, std::string_view row_key,
+                   std::string_view row, std::size_t keep)
 {
-  Env e;
-  if (!open_env(e, dir, map_size, MDB_NOMETASYNC, why)) {
-    return false;
-  }
   MDB_txn* txn = nullptr;
-  int rc = mdb_txn_begin(e.env, nullptr, 0, &txn);
+  int rc = mdb_txn_begin(env, nullptr, 0, &txn);
+  for (int adopted = 0; rc == MDB_MAP_RESIZED && adopted < 16; ++adopted) {
+    rc = mdb_env_set_mapsize(env, 0);  // grown by another process since the open: adopted
+    rc = rc == MDB_SUCCESS ? mdb_txn_begin(env, nullptr, 0, &txn) : rc;
+  }
   MDB_dbi entries = 0, quarantine = 0, blobs = 0, refs = 0, meta = 0;
   if (rc == MDB_SUCCESS) {
     rc = mdb_dbi_open(txn, "entries", MDB_CREATE, &entries);
@@ -482,11 +497,31 @@ bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::stri
   if (txn != nullptr) {
     rc = rc == MDB_SUCCESS ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
   }
+  return rc;
+}
+
+} // namespace
+
+int quarantine_in_place(const std::string& dir, std::size_t map_size, std::string_view key, std::string_view bytes,
+                        std::string_view row_key, std::string_view row, std::size_t keep, std::string& why)
+{
+  Env e;
+  if (const int rc = open_env(e, dir, map_size, MDB_NOMETASYNC, why); rc != MDB_SUCCESS) {
+    return rc;
+  }
+  int rc = quarantine_txn(e.env, key, bytes, row_key, row, keep);
+  for (int grown = 0; rc == MDB_MAP_FULL && grown < 8; ++grown) {
+    // The map grows only when full: the quarantine row may not fit. Grown here, within the
+    // child's address-space limit (this map once more, plus 1 GiB); the Store adopts it.
+    MDB_envinfo info{};
+    mdb_env_info(e.env, &info);
+    rc = mdb_env_set_mapsize(e.env, info.me_mapsize + std::min(info.me_mapsize, std::size_t(512) << 20));
+    rc = rc == MDB_SUCCESS ? quarantine_txn(e.env, key, bytes, row_key, row, keep) : rc;
+  }
   if (rc != MDB_SUCCESS) {
     why = std::string("quarantine: ") + mdb_strerror(rc);
-    return false;
   }
-  return true;
+  return rc;
 }
 
 } // namespace kjit::store

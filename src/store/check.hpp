@@ -25,16 +25,25 @@ const char* map_address(MDB_env* env, dev_t dev, ino_t ino);
 // not aligned to, a damaged page): then map_address() says.
 const char* map_address_from_a_page(MDB_env* env);
 
-// Opens its own environment on `dir` (read-only; `no_lock` without the lock file) and reads every
+// Opens its own environment on `dir` (read-only; `no_lock` without the lock file; a map of what
+// data.mdb holds; map growth by other processes adopted, as the Store does) and reads every
 // key and value of every table and every list of the free-page table, checking that each value lies
-// inside data.mdb, that large values sit on well-formed overflow pages and that free pages exist. Returns true with `rows` counted, or false with `why`.
+// inside data.mdb, that large values sit on well-formed overflow pages and that free pages exist.
+// Returns sound with `rows` counted, or what it found with `why`.
 // May crash or loop on a damaged file: run it isolated.
-bool walk_store(const std::string& dir, std::size_t map_size, bool no_lock, std::size_t& rows, std::string& why);
+enum class Walk {
+  sound,
+  damaged,  // (or it crashed, or timed out, when run isolated)
+  not_run,  // opening or mapping it failed for a reason that says nothing about the store (no
+            // memory under ulimit -v, no descriptor left, a full reader table): no verdict
+};
+Walk walk_store(const std::string& dir, bool no_lock, std::size_t& rows, std::string& why);
 
 // In a fresh writable environment on `dir`: if `entries[key]` still holds exactly `bytes`, writes
 // the quarantine row, trims the quarantine table to `keep` rows and deletes the entry, in one
-// transaction. Returns true unless LMDB failed (`why`).
-bool quarantine_in_place(const std::string& dir, std::size_t map_size, std::string_view key, std::string_view bytes,
-                         std::string_view row_key, std::string_view row, std::size_t keep, std::string& why);
+// transaction (growing the map when it is full). Returns MDB_SUCCESS, or LMDB's code (MDB_INVALID
+// when the environment could not be opened) with `why`.
+int quarantine_in_place(const std::string& dir, std::size_t map_size, std::string_view key, std::string_view bytes,
+                        std::string_view row_key, std::string_view row, std::size_t keep, std::string& why);
 
 } // namespace kjit::store

@@ -1,9 +1,10 @@
 // The Store's writer thread, the wait for its queue, and the drain of every queue at process exit.
 #include "store/committer.hpp"
 
+#include <condition_variable>
 #include <cstdlib>
+#include <map>
 #include <optional>
-#include <set>
 #include <system_error>
 #include <tuple>
 #include <unistd.h>
@@ -16,21 +17,20 @@ namespace {
 // entries). Never destroyed: a Store closed during static destruction (the default cache) still
 // finds them. Fresh in a fork()ed child (util::ForkFresh): the parent's committers are not the
 // child's to drain, and a prepare handler locking the mutex deadlocked with drain_at_exit.
+// The mutex is never held while a commit is waited for: a Store opened meanwhile (its committer
+// registers here) may hold what that commit needs (the registry of stores). A committer being
+// drained is pinned instead, and its destructor waits for that drain to end.
 struct Live {
+  struct Entry {
+    Committer* committer;
+    int pins = 0;  // drains at exit under way
+  };
   std::mutex mutex;
-  std::set<Committer*> committers;
+  std::condition_variable unpinned;  // (never destroyed: no waiter of a parent's in a child's copy)
+  std::map<std::uint64_t, Entry> committers;  // by registration order
+  std::uint64_t registered = 0;
 };
 const util::ForkFresh<Live> g_live;
-
-std::mutex& live_mutex()
-{
-  return g_live->mutex;
-}
-
-std::set<Committer*>& live()
-{
-  return g_live->committers;
-}
 
 // How deep this thread is inside a committer's lock or wait, or holding what a commit needs
 // (HoldsForCommits). A handler of quick_exit() called from a signal handler runs on the
@@ -38,12 +38,40 @@ std::set<Committer*>& live()
 // the first access from a signal handler.
 __attribute__((tls_model("initial-exec"))) thread_local int t_inside = 0;
 
+// Waits (`wait`: drain() or settle()) for each committer registered before the call, one at a
+// time, pinned while it is waited for, without holding the list.
+void drain_each(void (Committer::*wait)() const)
+{
+  const HoldsForCommits inside;  // the list, now and then: a quick_exit() from a signal gives up
+  Live& live = *g_live;
+  std::uint64_t last = 0;
+  std::uint64_t end = 0;
+  {
+    std::lock_guard lock(live.mutex);
+    end = live.registered;
+  }
+  for (;;) {
+    Committer* next = nullptr;
+    {
+      std::lock_guard lock(live.mutex);
+      const auto it = live.committers.upper_bound(last);
+      if (it == live.committers.end() || it->first > end) {
+        return;
+      }
+      last = it->first;
+      next = it->second.committer;
+      ++it->second.pins;
+    }
+    (next->*wait)();
+    std::lock_guard lock(live.mutex);
+    --live.committers.at(last).pins;
+    live.unpinned.notify_all();
+  }
+}
+
 void drain_at_exit()
 {
-  std::lock_guard lock(live_mutex());
-  for (Committer* committer : live()) {
-    committer->drain();
-  }
+  drain_each(&Committer::drain);
 }
 
 // quick_exit() may come from a signal handler (allowed when every at_quick_exit handler is
@@ -56,10 +84,7 @@ void drain_at_quick_exit()
   if (t_inside != 0) {
     return;
   }
-  std::lock_guard lock(live_mutex());
-  for (Committer* committer : live()) {
-    committer->settle();
-  }
+  drain_each(&Committer::settle);
 }
 
 } // namespace
@@ -104,16 +129,23 @@ Committer::Committer()
     std::at_quick_exit(drain_at_quick_exit);
   });
   const HoldsForCommits inside;
-  std::lock_guard lock(live_mutex());
-  live().insert(this);
+  Live& live = *g_live;
+  std::lock_guard lock(live.mutex);
+  m_registered = ++live.registered;
+  live.committers.emplace(m_registered, Live::Entry{this});
 }
 
 Committer::~Committer()
 {
   const HoldsForCommits inside;
   {
-    std::lock_guard lock(live_mutex());
-    live().erase(this);
+    Live& live = *g_live;  // (a fork()ed child's is fresh: its parent's committers are not there)
+    std::unique_lock lock(live.mutex);
+    const auto it = live.committers.find(m_registered);
+    if (it != live.committers.end() && it->second.committer == this) {
+      live.unpinned.wait(lock, [&] { return it->second.pins == 0; });
+      live.committers.erase(it);
+    }
   }
   if (m_pid != ::getpid()) {
     std::ignore = m_thread.release();  // a forked child's copy names a thread of the parent
@@ -180,7 +212,7 @@ void Committer::settle() const noexcept
   m_settled->wait(lock, [&] { return m_committed >= target; });
 }
 
-void Committer::drain() noexcept
+void Committer::drain() const noexcept
 {
   if (m_pid != ::getpid()) {
     return;

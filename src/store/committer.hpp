@@ -66,7 +66,7 @@ public:
   // running). At once on the committer's own thread and in a forked child.
   void settle() const noexcept;
   // Waits for every queued commit and its `done`.
-  void drain() noexcept;
+  void drain() const noexcept;
   // Commits run on the thread so far (for tests and the bench).
   std::uint64_t committed() const noexcept;
 
@@ -88,6 +88,7 @@ private:
   std::thread::id m_thread_id;
   pid_t m_pid = ::getpid();
   Outstanding m_outstanding;  // queued jobs whose `done` has not returned
+  std::uint64_t m_registered = 0;  // its place in the list of live committers (drained at exit)
 };
 
 } // namespace kjit::store

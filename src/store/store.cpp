@@ -35,7 +35,9 @@ namespace {
 // One environment per file per process (LMDB's rule: closing a second one drops the process's
 // fcntl locks on lock.mdb). A Store is registered while it lives and found by the identity of the
 // data.mdb it has open now (Store::has_file: a folder reached by another path, or renamed, is the
-// same store; recover() and follow_folder() change the file and so move the key with it). An
+// same store; recover() and follow_folder() change the file and so move the key with it, under
+// the registry's mutex, so that an open() meanwhile never opens a second environment on either
+// file, and never onto a file another Store of this process has open). An
 // expired entry is a Store being destroyed, its environment not yet closed: its deleter notes the
 // file it has open (`closing`) before the close, and open() waits for the closes of that file or
 // of that path (a recover() or follow_folder() during the close opens a new file there), and for
@@ -197,9 +199,19 @@ std::string names_key(std::string_view program_name, std::string_view key_digest
   return names_prefix(program_name) + std::string(key_digest);
 }
 
-Store::Store(std::unique_ptr<Impl> impl, std::string path, bool writable)
-  : m_impl(std::move(impl)), m_path(std::move(path)), m_writable(writable), m_committer(std::make_unique<Committer>())
+Store::Store(std::unique_ptr<Impl> impl, bool writable)
+  : m_impl(std::move(impl)), m_writable(writable), m_committer(std::make_unique<Committer>())
 {
+  m_impl->owner = this;
+}
+
+void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
+{
+  Registry& stores = registry();
+  const HoldsForCommits holds;  // the registry, and then the guard
+  std::unique_lock lock(stores.mutex);
+  recover_locked(why, seen,
+                 [&](dev_t dev, ino_t ino) { return find_open(stores, lock, path, dev, ino, owner) != nullptr; });
 }
 
 Store::~Store()
@@ -297,6 +309,11 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   if (::fstatat(options.dir_fd >= 0 ? options.dir_fd : AT_FDCWD,
                 options.dir_fd >= 0 ? "data.mdb" : (path + "/data.mdb").c_str(), &data, 0) == 0) {
     if (auto existing = find_open(stores, lock, path, data.st_dev, data.st_ino)) {
+      if (existing->m_impl->renamed_to(path)) {
+        for (Registered& entry : stores.stores) {
+          entry.path = entry.raw == existing.get() ? path : entry.path;
+        }
+      }
       return existing;
     }
   }
@@ -343,7 +360,9 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
                          e.code());
       }
       impl->generation = 1;
-      impl->recover(e.what(), 1);  // moved aside, a fresh one opened (or retired)
+      impl->recover_locked(e.what(), 1, [&](dev_t dev, ino_t ino) {  // moved aside, a fresh one opened (or retired)
+        return find_open(stores, lock, path, dev, ino) != nullptr;
+      });
       if (impl->retired) {
         throw StoreError(std::string("the store ") + path + " is damaged and no fresh one can be made: " + e.what(),
                          e.code());
@@ -366,7 +385,7 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   }
   const bool writable = impl->mode == Mode::writable;
   const bool unclean = impl->stale_readers > 0;
-  Store* raw = new Store(std::move(impl), path, writable);
+  Store* raw = new Store(std::move(impl), writable);
   const pid_t opener = ::getpid();
   auto store = std::shared_ptr<Store>(raw, [opener](Store* s) {
     if (opener != ::getpid()) {
@@ -427,6 +446,12 @@ std::size_t Store::map_size() const
   MDB_envinfo info{};
   mdb_env_info(m_impl->env, &info);
   return info.me_mapsize;
+}
+
+std::string Store::path() const
+{
+  std::shared_lock shared = m_impl->shared_guard();
+  return m_impl->path;
 }
 
 std::string Store::io_path() const
@@ -512,7 +537,7 @@ bool Store::visit_chained(Table first, std::string_view key,
 
 void Store::walk_ahead()
 {
-  if (!m_writable || m_impl->walked.load() == m_impl->generation.load()) {
+  if (!m_writable || m_impl->walked.load() == m_impl->generation.load() || m_impl->pid != ::getpid()) {
     return;
   }
   std::lock_guard lock(m_impl->ahead_mutex);
@@ -644,19 +669,20 @@ void Store::write_rows(const std::vector<Row>& rows)
   } catch (const Damaged&) {
     throw;
   } catch (const StoreError& e) {
-    throw StoreError(write_failure(impl.path, e), e.code());
+    throw StoreError(write_failure(path(), e), e.code());
   }
 }
 
 bool Store::quarantine(std::string_view key, std::string_view bytes, const std::string& reason)
 {
   m_committer->settle();
-  if (!m_writable) {
-    return false;
+  if (!m_writable || m_impl->pid != ::getpid()) {
+    return false;  // (a fork()ed child's copy: refused, as every write is)
   }
   Impl& impl = *m_impl;
   std::uint64_t seen = 0;
   std::size_t map_size = 0;
+  std::string dir;
   {
     std::shared_lock shared = impl.shared_guard();
     if (impl.retired || impl.env == nullptr) {
@@ -664,10 +690,10 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
     }
     seen = impl.generation.load();
     map_size = impl.map_bytes;
+    dir = impl.lmdb_path;
   }
   const std::string row_key = std::string(key) + ":" + std::to_string(::time(nullptr));
   const std::string row = reason + "\n" + std::string(bytes);
-  const std::string dir = impl.lmdb_path;
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return false;
@@ -680,23 +706,33 @@ bool Store::quarantine(std::string_view key, std::string_view bytes, const std::
       const util::FileSizeSignalBlock no_sigxfsz;  // a write past ulimit -f fails, never reads as damage
       std::size_t rows = 0;
       std::string why;
-      const bool ok = walk_store(dir, map_size, false, rows, why) &&
-                      quarantine_in_place(dir, map_size, key, bytes, row_key, row, k_quarantine_rows, why);
+      if (const Walk walk = walk_store(dir, false, rows, why); walk != Walk::sound) {
+        why = (walk == Walk::damaged ? "d" : "w") + why;  // w: left in place, as a failed write is
+      } else if (const int rc = quarantine_in_place(dir, map_size, key, bytes, row_key, row, k_quarantine_rows, why);
+                 rc != MDB_SUCCESS) {
+        why = (is_structural(rc) ? "d" : "w") + why;  // w: the store walked sound, the write failed
+      } else {
+        return 0;
+      }
       std::ignore = ::write(write_end.get(), why.data(), why.size());
-      return ok ? 0 : 1;
+      return 1;
     },
     IsolatedLimits{k_check_seconds, map_size + k_check_memory}, detail);
   write_end.reset();
   char buffer[512];
   const ssize_t got = ::read(read_end.get(), buffer, sizeof buffer);
-  if (got > 0) {
-    detail = std::string(buffer, static_cast<std::size_t>(got)) + (detail.empty() ? "" : " (" + detail + ")");
+  const bool write_failed = got > 0 && buffer[0] == 'w';
+  if (got > 1) {
+    detail = std::string(buffer + 1, static_cast<std::size_t>(got - 1)) + (detail.empty() ? "" : " (" + detail + ")");
   }
   if (outcome == IsolatedOutcome::ok) {
     return true;
   }
-  if (outcome == IsolatedOutcome::no_child) {
-    return false;  // left as it is: it is recognized (and never served) on every read
+  if (outcome == IsolatedOutcome::no_child || (outcome == IsolatedOutcome::failed && write_failed)) {
+    // Left as it is (a full disk, an I/O error: the store walked sound): the record is
+    // recognized, and never served, on every read.
+    warn_once("a damaged record in " + path() + " could not be moved aside: " + detail);
+    return false;
   }
   impl.recover("a damaged record (" + reason + ") and the check of the store around it: " + detail, seen);
   return true;
@@ -707,10 +743,17 @@ CheckReport Store::check(bool repair)
   // No wait for the queue: the walk before the first write runs this beside the writer thread.
   CheckReport report;
   Impl& impl = *m_impl;
+  if (impl.pid != ::getpid()) {
+    // A fork()ed child's copy: refused (a parent's thread may hold the guard its repair takes).
+    report.not_checked = true;
+    report.detail = "the store at " + impl.path + " was opened before fork(); open a new cache in the child";
+    return report;
+  }
   ++impl.walks;
   std::uint64_t seen = 0;
   std::size_t map_size = 0;
   bool no_lock = false;
+  std::string dir;
   {
     std::shared_lock shared = impl.shared_guard();
     if (impl.retired || impl.env == nullptr) {
@@ -720,6 +763,7 @@ CheckReport Store::check(bool repair)
     seen = impl.generation.load();
     map_size = impl.map_bytes;
     no_lock = impl.mode == Mode::read_only_no_lock;
+    dir = impl.lmdb_path;
   }
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
@@ -728,31 +772,38 @@ CheckReport Store::check(bool repair)
   }
   util::UniqueFd read_end(pipe_fds[0]);
   util::UniqueFd write_end(pipe_fds[1]);
-  const std::string dir = impl.lmdb_path;
   const util::Stopwatch watch;
   std::string detail;
   const IsolatedOutcome outcome = run_isolated(
     [&] {
       std::size_t rows = 0;
       std::string why;
-      const bool ok = walk_store(dir, map_size, no_lock, rows, why);
-      const std::string message = ok ? std::to_string(rows) : why;
+      const Walk walk = walk_store(dir, no_lock, rows, why);
+      // The first byte says what the walk found: s(ound, then the rows), d(amaged), or n(ot run).
+      const std::string message = walk == Walk::sound ? "s" + std::to_string(rows) : (walk == Walk::damaged ? "d" : "n") + why;
       std::ignore = ::write(write_end.get(), message.data(), message.size());
-      return ok ? 0 : 1;
+      return walk == Walk::sound ? 0 : 1;
     },
     IsolatedLimits{k_check_seconds, map_size + k_check_memory}, detail);
   write_end.reset();
   report.ms = watch.elapsed_ms();
   char buffer[512];
   const ssize_t got = ::read(read_end.get(), buffer, sizeof buffer);
-  const std::string message = got > 0 ? std::string(buffer, static_cast<std::size_t>(got)) : std::string();
+  const char found = got > 0 ? buffer[0] : 'd';
+  const std::string message = got > 1 ? std::string(buffer + 1, static_cast<std::size_t>(got - 1)) : std::string();
   report.ok = outcome == IsolatedOutcome::ok;
   if (report.ok) {
     report.rows = std::strtoull(message.c_str(), nullptr, 10);
     report.detail = "walked " + message + " rows";
   } else {
     report.detail = message.empty() ? detail : message + (detail.empty() ? "" : " (" + detail + ")");
-    if (repair && outcome != IsolatedOutcome::no_child) {
+    // A walk that could not run (no memory to map the store, as a child that can't be started)
+    // says nothing about the store: left as it is.
+    const bool not_run = outcome == IsolatedOutcome::no_child || (outcome == IsolatedOutcome::failed && found == 'n');
+    if (not_run) {
+      report.not_checked = true;
+      report.detail = "not checked: " + report.detail;
+    } else if (repair) {
       impl.recover("its check failed: " + report.detail, seen);
     }
   }
@@ -883,7 +934,7 @@ void Store::clear(Table table)
 {
   m_committer->settle();
   if (!m_writable) {
-    throw StoreError("the store " + m_path + " is read-only: nothing was cleared", EROFS);
+    throw StoreError("the store " + path() + " is read-only: nothing was cleared", EROFS);
   }
   before_write();
   Impl& impl = *m_impl;

@@ -50,19 +50,21 @@ enum class Access {
 // What a structure check of a store (walk in a child process) found.
 struct CheckReport {
   bool ok = false;
+  bool not_checked = false;  // the walk could not run (no child, no memory to map the store): no verdict
   std::string detail;     // why not, or what was walked
   std::size_t rows = 0;   // rows walked (0 when the child reports nothing)
   double ms = 0;          // wall time of the check, fork to exit
 };
 
 // Thread-safe. Every call is one short LMDB transaction. Raw LMDB types stay in src/store/.
-// After fork() the child must not use a Store opened by its parent (calls throw StoreError);
-// the default cache reopens one by itself.
+// After fork() the child must not use a Store opened by its parent (calls throw StoreError;
+// check() and quarantine(), which never throw, do nothing); the default cache reopens one by itself.
 //
 // Damage: a store whose structure is damaged (LMDB reports MDB_CORRUPTED, MDB_PAGE_NOTFOUND,
 // MDB_INVALID…, data.mdb is shorter than its last page, a value lies outside the file, a check
-// fails) is renamed to `<dir>.damaged-<unix time>-<pid>`, one warning is logged, and the call goes on
-// with a fresh empty store in `dir`: a read misses, a write goes to the fresh store.
+// fails) is renamed to `<dir>.damaged-<unix time>-<pid>` (then `-2`, `-3`… in the same second),
+// one warning is logged, and the call goes on with a fresh empty store in `dir`: a read misses, a
+// write goes to the fresh store.
 // Other failures (a full disk, I/O errors) throw StoreError.
 class Store {
 public:
@@ -76,7 +78,8 @@ public:
     bool inspect_only = false;
   };
   // Opens (creating if needed) the environment in `dir`; the Store of this process that already
-  // has the data.mdb found there open (by st_dev, st_ino: through any path) is returned instead.
+  // has the data.mdb found there open (by st_dev, st_ino: through any path) is returned instead,
+  // and `dir` becomes its path() when its own no longer leads there (its folder was renamed).
   // A folder that can't be written is opened
   // read-only (hits served, writes skipped); without the lock file only on a read-only
   // filesystem, where nobody can be writing. A damaged environment is replaced (see above).
@@ -93,7 +96,9 @@ public:
   ~Store();
 
   bool writable() const noexcept { return m_writable; }
-  const std::string& path() const noexcept { return m_path; }
+  // The store's folder (canonical): where it was opened, or the name it was last opened by after
+  // its folder was renamed (see open()).
+  std::string path() const;
   // The path that reaches the checked folder itself (/proc/self/fd/<n> when opened with dir_fd):
   // for files beside the environment, such as compile.lock.
   std::string io_path() const;
@@ -196,7 +201,7 @@ private:
   // missing): writes never go to a file no other process will read. Throws StoreError if another
   // Store of this process has that one open.
   void follow_folder();
-  Store(std::unique_ptr<Impl> impl, std::string path, bool writable);
+  Store(std::unique_ptr<Impl> impl, bool writable);
   // Before this process's first write to an environment: check() it (isolated), replacing it if
   // damaged. A write copies pages LMDB finds through fields a damaged page may hold.
   void walk_before_first_write();
@@ -212,7 +217,6 @@ private:
   // put() without waiting for the queue (the writer thread's commits).
   void write_rows(const std::vector<Row>& rows);
   std::unique_ptr<Impl> m_impl;
-  std::string m_path;
   bool m_writable;
   std::unique_ptr<Committer> m_committer;  // put_later()'s thread
 };

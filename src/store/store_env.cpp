@@ -37,6 +37,10 @@ namespace {
 
 constexpr std::size_t k_max_map = std::size_t(1) << 40;  // growth stops at 1 TiB whatever the limits
 constexpr std::size_t k_slack = std::size_t(512) << 10;  // sparse tail kept past the last page
+constexpr unsigned k_max_readers = 512;
+// The size LMDB 0.9 gives lock.mdb for k_max_readers: MDB_txninfo (192 bytes on 64-bit, with its
+// first reader slot) and the other slots, 64 bytes each (cache-line padded).
+constexpr std::size_t k_lock_bytes = 192 + (k_max_readers - 1) * std::size_t(64);
 
 std::size_t virtual_size()
 {
@@ -209,7 +213,7 @@ void Store::Impl::open_env(std::size_t map_size)
   const util::FileSizeSignalBlock no_sigxfsz;  // creating data.mdb writes its meta pages
   check(mdb_env_create(&env), "mdb_env_create");
   mdb_env_set_maxdbs(env, 16);
-  mdb_env_set_maxreaders(env, 512);
+  mdb_env_set_maxreaders(env, k_max_readers);
   mdb_env_set_mapsize(env, map_size);
   // MDB_NOMETASYNC: one fsync per commit instead of two; a crash may undo the last commit (a lost
   // cache entry, recompiled later) but never corrupts the store.
@@ -222,10 +226,22 @@ void Store::Impl::open_env(std::size_t map_size)
     data_ino = before.st_ino;
   }
   try {
+    if (mode == Mode::writable) {
+      allocate_lock_file();
+    }
     const int rc = mdb_env_open(env, lmdb_path.c_str(), flags, file_mode());
     if (rc == ENOMEM) {
       throw StoreError("cannot map the store " + path + " (" + std::to_string(map_size) +
                          " bytes): " + std::strerror(rc) + "; lower KJIT_STORE_MAP_SIZE or raise the address-space limit (ulimit -v)",
+                       rc);
+    }
+    if (is_structural(rc) && mode != Mode::read_only_no_lock && data_sound_without_lock(map_size)) {
+      // LMDB checks lock.mdb before data.mdb: a lock file it can't use (damaged, or of another
+      // LMDB build) while another process has the store open. The first opener once all have
+      // closed makes it again; the data is not moved aside for it.
+      throw StoreError("the lock file " + path + "/lock.mdb is not one this LMDB can use (" + mdb_strerror(rc) +
+                         ": damaged, or made by another LMDB build while a process of it has the store open); "
+                         "the store is left as it is and not used",
                        rc);
     }
     check(rc, "mdb_env_open");
@@ -294,7 +310,7 @@ void Store::Impl::open_env(std::size_t map_size)
           [&] {
             std::size_t rows = 0;
             std::string why;
-            return walk_store(dir, map_size, false, rows, why) ? 0 : 1;
+            return walk_store(dir, false, rows, why) == Walk::sound ? 0 : 1;
           },
           IsolatedLimits{30.0, map_size + (std::size_t(1) << 30)}, detail);
         if (outcome != IsolatedOutcome::ok && outcome != IsolatedOutcome::no_child) {
@@ -312,6 +328,44 @@ void Store::Impl::open_env(std::size_t map_size)
     close_env();
     throw;
   }
+}
+
+void Store::Impl::allocate_lock_file() const
+{
+  const std::string file = lmdb_path + "/lock.mdb";
+  struct stat st {};
+  const bool exists = ::stat(file.c_str(), &st) == 0;
+  if (exists && static_cast<std::size_t>(st.st_blocks) * 512 >= static_cast<std::size_t>(st.st_size) &&
+      static_cast<std::size_t>(st.st_size) >= k_lock_bytes) {
+    return;  // the common case: one stat
+  }
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, file_mode());
+  if (fd < 0) {
+    return;  // LMDB's open says why
+  }
+  // fallocate(2) itself, not posix_fallocate(): its emulation writes bytes other processes own.
+  const off_t size = std::max<off_t>(exists ? st.st_size : 0, static_cast<off_t>(k_lock_bytes));
+  const int error = ::fallocate(fd, 0, 0, size) == 0 ? 0 : errno;
+  ::close(fd);
+  // A lock file of full size was made and used before: the pages LMDB writes when it opens are
+  // there already (a reader slot never used before may not be: a sparse file of an older kjit).
+  const bool pages_written_at_open = !exists || static_cast<std::size_t>(st.st_size) < k_lock_bytes;
+  if ((error == ENOSPC || error == EDQUOT) && pages_written_at_open) {
+    throw StoreError("no space left on device (disk full) for the lock file of the store " + path, error);
+  }
+}
+
+bool Store::Impl::data_sound_without_lock(std::size_t map_size) const
+{
+  std::string detail;
+  const std::string dir = lmdb_path;
+  return run_isolated(
+           [&] {
+             std::size_t rows = 0;
+             std::string why;
+             return walk_store(dir, true, rows, why) == Walk::sound ? 0 : 1;
+           },
+           IsolatedLimits{30.0, map_size + (std::size_t(1) << 30)}, detail) == IsolatedOutcome::ok;
 }
 
 MDB_txn* Store::Impl::begin(unsigned flags, std::shared_lock<std::shared_mutex>& shared)
@@ -426,7 +480,8 @@ void Store::Impl::reopen_locked(const std::string& why) noexcept
   }
 }
 
-void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
+void Store::Impl::recover_locked(const std::string& why, std::uint64_t seen,
+                                 const std::function<bool(dev_t, ino_t)>& open_elsewhere) noexcept
 {
   std::unique_lock exclusive(guard);
   if (generation.load() != seen || retired) {
@@ -450,16 +505,24 @@ void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
                                           folder.st_dev == named.st_dev && folder.st_ino == named.st_ino);
   if (same_folder && ::stat((lmdb_path + "/data.mdb").c_str(), &st) == 0 && st.st_dev == data_dev &&
       st.st_ino == data_ino) {
-    const std::string aside =
-      path + ".damaged-" + std::to_string(::time(nullptr)) + "-" + std::to_string(::getpid());
-    moved = ::rename(path.c_str(), aside.c_str()) == 0 ? "moved aside to " + aside
-                                                        : "could not be moved aside: " + std::string(std::strerror(errno));
+    // A replacement earlier in the same second took the plain name: "-2", "-3"… after it.
+    const std::string base = path + ".damaged-" + std::to_string(::time(nullptr)) + "-" + std::to_string(::getpid());
+    std::string aside = base;
+    int rc = ::rename(path.c_str(), aside.c_str());
+    for (int n = 2; rc != 0 && (errno == ENOTEMPTY || errno == EEXIST) && n < 100; ++n) {
+      aside = base + "-" + std::to_string(n);
+      rc = ::rename(path.c_str(), aside.c_str());
+    }
+    moved = rc == 0 ? "moved aside to " + aside : "could not be moved aside: " + std::string(std::strerror(errno));
   }
   log::line("warning: the store " + path + " is damaged (" + why + "); " + moved +
             "; continuing with a fresh store (kernels are compiled again)");
   try {
     mode = mode == Mode::read_only_no_lock ? Mode::read_only : mode;
     open_folder();
+    if (::stat((lmdb_path + "/data.mdb").c_str(), &st) == 0 && open_elsewhere(st.st_dev, st.st_ino)) {
+      throw StoreError("the store there now is open in another Store of this process", ESTALE);
+    }
     open_env(options.initial_map_size);
   } catch (const std::exception& e) {
     retired = true;
@@ -487,16 +550,41 @@ void Store::Impl::open_folder()
   lmdb_path = "/proc/self/fd/" + std::to_string(dir_fd);
 }
 
+bool Store::Impl::lost_from(const std::string& dir) const
+{
+  struct stat st {};
+  if (::stat((dir + "/data.mdb").c_str(), &st) != 0) {
+    return errno == ENOENT || errno == ENOTDIR;
+  }
+  return st.st_dev != data_dev || st.st_ino != data_ino;
+}
+
 bool Store::Impl::moved_away() const
 {
   if (retired || env == nullptr || mode != Mode::writable || options.inspect_only) {
     return false;
   }
-  struct stat st {};
-  if (::stat((path + "/data.mdb").c_str(), &st) != 0) {
-    return errno == ENOENT || errno == ENOTDIR;
+  return lost_from(path);
+}
+
+bool Store::Impl::renamed_to(const std::string& dir)
+{
+  const auto renamed = [&] { return !retired && env != nullptr && dir != path && lost_from(path); };
+  {
+    std::shared_lock shared = shared_guard();
+    if (!renamed()) {
+      return false;  // the common case: opened again by its own name
+    }
   }
-  return st.st_dev != data_dev || st.st_ino != data_ino;
+  std::unique_lock exclusive(guard);
+  if (!renamed()) {
+    return false;
+  }
+  if (lmdb_path == path) {
+    lmdb_path = dir;  // (through a descriptor, LMDB's path follows the folder by itself)
+  }
+  path = dir;
+  return true;
 }
 
 void Store::Impl::follow_path() noexcept

@@ -11,6 +11,7 @@
 #include <kjit/error.hpp>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <lmdb.h>
 #include <mutex>
@@ -52,7 +53,10 @@ struct Store::Impl {
     }
     return std::shared_lock<std::shared_mutex>(guard);
   }
-  std::string path;       // for messages and the registry
+  // For messages and the registry. Changed (with lmdb_path, a copy of it unless dir_fd is used)
+  // only with the registry's mutex and `guard` unique held (renamed_to()): either one reads it.
+  std::string path;
+  const Store* owner = nullptr;  // the Store this is the Impl of (null while Store::open() makes it)
   std::string lmdb_path;  // what LMDB opens: /proc/self/fd/<dir_fd> when a checked descriptor was given
   int dir_fd = -1;        // owned (a dup of OpenOptions::dir_fd), closed with the Impl
   Mode mode = Mode::writable;
@@ -104,6 +108,14 @@ struct Store::Impl {
   // Throws Damaged for a damaged file, StoreError otherwise. Caller holds `guard` unique (or owns Impl).
   void open_env(std::size_t map_size);
   void close_env() noexcept;
+  // LMDB makes lock.mdb with ftruncate (no blocks on the disk) and writes it through its map: on a
+  // full disk a write into a page without a block is a SIGBUS, not an error. The blocks are
+  // allocated first (missing, short or sparse: else one stat). Throws StoreError when a full disk
+  // leaves pages that LMDB's open writes without blocks (a missing or short file).
+  void allocate_lock_file() const;
+  // Whether data.mdb walks sound (isolated) without the lock file: after an open that failed with
+  // a structural code, whether it was lock.mdb that LMDB refused.
+  bool data_sound_without_lock(std::size_t map_size) const;
   // Throws Damaged if data.mdb is shorter than the environment's last page. Caller holds `guard`.
   void check_file_size();
   // Writable stores keep data.mdb a sparse 256–512 KiB longer than its last page (see store_env.cpp).
@@ -136,17 +148,32 @@ struct Store::Impl {
   // (Re)makes the folder `path` and, when the store goes through a descriptor, opens it again
   // (O_NOFOLLOW, this user's). Throws StoreError. Caller holds `guard` unique (or owns Impl).
   void open_folder();
+  // True if `dir` no longer leads to the data.mdb this environment has open (it is gone, or
+  // another file). One stat. Caller holds `guard`.
+  bool lost_from(const std::string& dir) const;
   // True if `path` no longer leads to the data.mdb this environment has open (the folder was
   // deleted, replaced or renamed): writes would be lost to every other process. One stat.
   // Caller holds `guard`.
   bool moved_away() const;
+  // The environment's folder was opened as `dir`, another name of its data.mdb: if `path` no
+  // longer leads there (the folder was renamed to `dir`), `dir` becomes its path, where writes go
+  // from now on (else follow_folder() would make a new store at the old name). Caller holds the
+  // registry's mutex, not `guard`. Returns whether it did.
+  bool renamed_to(const std::string& dir);
   // Closes the environment and opens the one `path` leads to now (made if missing); retires the
   // store if that fails. Caller holds `guard` unique and the registry's mutex (store.cpp).
   void follow_path() noexcept;
 
   // Moves the damaged environment aside (if it is still the one opened here), warns once and opens
   // a fresh one; retires the store if that fails. `seen` is the generation the failing call used.
+  // Under the registry's mutex (store.cpp), as follow_folder(): an open() of the folder meanwhile
+  // finds the damaged or the fresh file in this Store, never opens a second environment on it.
   void recover(const std::string& why, std::uint64_t seen) noexcept;
+  // recover() with the registry's mutex held by the caller. `open_elsewhere(dev, ino)`: whether
+  // another Store of this process has that file open; the file the folder leads to then is not
+  // opened here (a second environment on it), the store is retired instead.
+  void recover_locked(const std::string& why, std::uint64_t seen,
+                      const std::function<bool(dev_t, ino_t)>& open_elsewhere) noexcept;
 
   static MDB_val val(std::string_view bytes) { return MDB_val{bytes.size(), const_cast<char*>(bytes.data())}; }
   static std::string_view view(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }

@@ -264,6 +264,65 @@ BOOST_AUTO_TEST_CASE(quick_exit_from_a_signal_handler_holding_what_a_commit_need
   BOOST_TEST(WEXITSTATUS(status) == 0);
 }
 
+// exit() while another thread opens a store (holding the registry of stores, here waiting in
+// LMDB's open for another process's lock on lock.mdb) and a queued commit needs that registry (to
+// follow its deleted folder): the exit waits for the commit, the open ends and so does the commit.
+// Before, the exit's drain held the list of committers while it waited, and the open needed that
+// list for its new store's committer: the three waited on each other for ever.
+BOOST_AUTO_TEST_CASE(exit_while_another_thread_opens_a_store_that_a_commit_waits_for)
+{
+  const std::string moved = tmp.path() + "/moved";
+  const std::string locked = tmp.path() + "/locked";
+  kjit::store::Store::open(locked, config.store_map_size)->put(kjit::store::Table::meta, "made", "1");  // opens once let go
+  FirstOpenHolder holder(locked);
+  int exiting[2];
+  BOOST_TEST_REQUIRE(::pipe(exiting) == 0);
+  static int exiting_fd = -1;
+  exiting_fd = exiting[1];
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(30);  // a hang ends as SIGALRM
+    auto store = kjit::store::Store::open(moved, config.store_map_size);
+    store->put(kjit::store::Table::meta, "made", "1");
+    std::string ignored;
+    if (run("rm -rf '" + moved + "'", ignored) != 0) {  // its next commit follows the folder
+      ::_exit(6);
+    }
+    std::thread([&] {
+      try {
+        std::ignore = kjit::store::Store::open(locked, config.store_map_size);
+      } catch (const kjit::StoreError&) {
+        ::_exit(7);
+      }
+    }).detach();
+    while (!lock_request_waits(holder.inode())) {  // until that open waits, holding the registry
+      std::this_thread::yield();
+    }
+    store->put_later({{kjit::store::Table::meta, "queued", "1"}}, [](const kjit::StoreError*) {});
+    std::atexit([] { std::ignore = ::write(exiting_fd, "e", 1); });  // runs before kjit's drain
+    std::exit(0);
+  }
+  ::close(exiting[1]);
+  char byte = 0;
+  BOOST_TEST_REQUIRE(::read(exiting[0], &byte, 1) == 1);
+  ::close(exiting[0]);
+  // Once the child's main thread sleeps, it is in the drain, waiting for the commit.
+  const std::string stat = "/proc/" + std::to_string(child) + "/stat";
+  for (;;) {
+    const std::string text = read_text(stat);
+    const auto close = text.rfind(')');
+    if (close == std::string::npos || close + 2 >= text.size() || text[close + 2] != 'R') {
+      break;
+    }
+  }
+  holder.release();
+  const int status = wait_status(child);
+  BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status_text(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  BOOST_TEST(kjit::store::Store::open(moved, config.store_map_size)->get(kjit::store::Table::meta, "queued").value_or("") == "1");
+}
+
 // A child forked while the parent's commit waits exits at once (its exit handler skips the
 // parent's queue) and the parent's entry still reaches the disk.
 BOOST_AUTO_TEST_CASE(a_child_forked_during_a_commit_neither_waits_for_it_nor_loses_it)

@@ -289,4 +289,47 @@ BOOST_AUTO_TEST_CASE(a_compiler_killed_while_its_child_lives_leaves_the_key_unlo
   ::close(release[1]);  // the child exits
 }
 
+// A forked child's check() or quarantine() of its parent's store (found damaged) neither acts on
+// it nor waits on the parent's guard (a parent's thread was reading at fork()): the calls of a
+// parent's Store are refused in a child. Before, the child's check moved the store aside and opened
+// one of its own, and waited for ever for the copy of the guard a parent's reader held.
+BOOST_AUTO_TEST_CASE(a_forked_childs_check_of_its_parents_store_neither_repairs_nor_hangs)
+{
+  const std::string dir = tmp.path() + "/parents";
+  auto store = kjit::store::Store::open(dir, config.store_map_size);
+  store->put(kjit::store::Table::meta, "row", std::string(std::size_t(64) << 10, 'x'));
+  std::atomic<bool> reading{false};
+  std::atomic<bool> release{false};
+  std::thread reader([&] {
+    store->visit(kjit::store::Table::meta, "row", [&](std::string_view) {
+      reading = true;
+      while (!release) {
+        std::this_thread::yield();
+      }
+    });
+  });
+  while (!reading) {
+    std::this_thread::yield();
+  }
+  const std::string data = dir + "/data.mdb";
+  const std::string kept = read_text(data);
+  BOOST_TEST_REQUIRE(::truncate(data.c_str(), 2 * 4096) == 0);  // its walk fails
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(30);  // a hang ends as SIGALRM
+    const bool checked = store->check(true).ok;
+    const bool quarantined = store->quarantine(std::string(32, 'k'), "bytes", "test");
+    ::_exit(checked || quarantined ? 3 : 0);
+  }
+  const int status = wait_status(child);
+  const bool moved = !exists(data) || std::filesystem::file_size(data) != 2 * 4096;
+  write_text(data, kept);  // whole again before the parent reads on
+  release = true;
+  reader.join();
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status_text(status));
+  BOOST_TEST(!moved);
+  BOOST_TEST(store->replacements() == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

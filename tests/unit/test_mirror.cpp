@@ -343,6 +343,32 @@ BOOST_AUTO_TEST_CASE(a_cache_folder_deleted_under_a_live_cache_is_mirrored_again
   BOOST_TEST((st.st_mode & 077) == 0u);  // made again as private as the first time
 }
 
+// A cache folder renamed under a live Cache and opened by its new name in the same process (one
+// store, store::Store::open): the first Cache's next entry is stored and mirrored there, beside the
+// rest. Before, its store followed the old name (a new empty store there); once the store took the
+// new name, its mirror still made the old folder again, with entries that were not in its store.
+BOOST_AUTO_TEST_CASE(a_cache_folder_renamed_and_opened_by_its_new_name_is_mirrored_there)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const std::string before = config.cache_dir;
+  kjit::Cache held(config);
+  BOOST_TEST_REQUIRE(held.get(small_program("before_rename"), arch) != nullptr);
+  held.flush_mirror();
+  config.cache_dir = tmp.path() + "/renamed";
+  BOOST_TEST_REQUIRE(::rename(before.c_str(), config.cache_dir.c_str()) == 0);
+  kjit::Cache renamed(config);
+  BOOST_TEST_REQUIRE(held.get(small_program("after_rename"), arch) != nullptr);
+  held.flush_mirror();
+  BOOST_TEST(!exists(before));
+  const std::string key = held.prepare(small_program("after_rename"), arch).key();
+  BOOST_TEST(exists(config.cache_dir + "/programs/" + key + "/program.txt"));
+  BOOST_TEST(index_lines(config, key) == 1u);
+  BOOST_TEST(held.stats().mirror_errors == 0u);
+  kjit::Cache next(config);
+  BOOST_TEST(next.get(small_program("after_rename"), arch) != nullptr);
+  BOOST_TEST(next.stats().disk_hits == 1u);
+}
+
 // Guards the temp folder and rename of each entry folder (docs/cache-format.md, "a failed write
 // leaves nothing half-written"): `kjit mirror --rebuild` under a 1 KiB file size limit (as a full
 // disk) fails to write each file, and the folder already there stays whole. Written in place, the

@@ -299,6 +299,40 @@ BOOST_AUTO_TEST_CASE(a_renamed_store_folder_is_still_the_one_environment)
   BOOST_TEST(reopened->get(kjit::store::Table::meta, "k").value_or("") == "v");
 }
 
+// Opened by its new name, the renamed store is that name's: the next write lands there, read back
+// through both handles and by another process, and the old name is not made again. Before, the
+// write followed the old name (a new empty store there) and neither handle saw the rows any more.
+BOOST_AUTO_TEST_CASE(a_renamed_store_opened_by_its_new_name_writes_there)
+{
+  const std::string before = tmp.path() + "/before";
+  const std::string after = tmp.path() + "/after";
+  auto held = kjit::store::Store::open(before, config.store_map_size);
+  held->put(kjit::store::Table::meta, "k", "v");
+  BOOST_TEST_REQUIRE(::rename(before.c_str(), after.c_str()) == 0);
+  auto reopened = kjit::store::Store::open(after, config.store_map_size);
+  BOOST_TEST_REQUIRE(reopened.get() == held.get());
+  BOOST_TEST(held->path() == after);
+  held->put(kjit::store::Table::meta, "written", "1");
+  reopened->put_later({{kjit::store::Table::meta, "queued", "2"}}, [](const kjit::StoreError*) {});
+  for (const auto& store : {held, reopened}) {
+    BOOST_TEST(store->get(kjit::store::Table::meta, "k").value_or("") == "v");
+    BOOST_TEST(store->get(kjit::store::Table::meta, "written").value_or("") == "1");
+    BOOST_TEST(store->get(kjit::store::Table::meta, "queued").value_or("") == "2");
+  }
+  BOOST_TEST(!exists(before));
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {  // another process (its registry is its own)
+    auto store = kjit::store::Store::open(after, config.store_map_size);
+    ::_exit(store->get(kjit::store::Table::meta, "written").value_or("") == "1" &&
+                store->get(kjit::store::Table::meta, "queued").value_or("") == "2"
+              ? 0
+              : 1);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
+}
+
 // A store folder deleted and made again while this process holds its store: an open is the new
 // folder's, and the held store's next write goes there too, where other processes see it.
 BOOST_AUTO_TEST_CASE(a_store_folder_made_again_is_the_new_folders_store)
@@ -329,6 +363,42 @@ BOOST_AUTO_TEST_CASE(a_store_folder_made_again_is_the_new_folders_store)
   // The held store cannot move onto a file another Store of this process has open: its write fails
   // (never lost silently in a deleted file).
   BOOST_CHECK_THROW(held->put(kjit::store::Table::meta, "lost", "4"), kjit::StoreError);
+}
+
+// A store found damaged after its folder was moved away and made again, and opened there by
+// another Store of this process, is not replaced by the file that other one has open (a second environment
+// on it: closing one drops the process's locks on lock.mdb, and another process then takes the
+// store as unused and resets its lock file under the first one's readers).
+BOOST_AUTO_TEST_CASE(a_damaged_store_is_not_replaced_by_the_file_another_store_has_open)
+{
+  const std::string dir = tmp.path() + "/again";
+  BOOST_TEST_REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  kjit::util::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  kjit::store::Store::OpenOptions options;
+  options.initial_map_size = config.store_map_size;
+  options.dir_fd = fd.get();  // as a Cache opens it: the deleted folder stays its folder
+  auto held = kjit::store::Store::open(dir, options);
+  held->put(kjit::store::Table::meta, "old", "1");
+  const std::string away = tmp.path() + "/away";
+  BOOST_TEST_REQUIRE(::rename(dir.c_str(), away.c_str()) == 0);
+  auto fresh = kjit::store::Store::open(dir, config.store_map_size);
+  fresh->put(kjit::store::Table::meta, "fresh", "2");
+  BOOST_TEST_REQUIRE(::truncate((away + "/data.mdb").c_str(), 2 * 4096) == 0);  // the held one's
+  BOOST_TEST(!held->check(true).ok);  // damaged: replaced (by the file at its path, before)
+  held.reset();  // closes whatever environment it has
+  const pid_t child = ::fork();  // LMDB's shared lock on lock.mdb must still be this process's
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    const int lock_fd = ::open((dir + "/lock.mdb").c_str(), O_RDWR);
+    struct flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    lock.l_len = 1;
+    ::_exit(lock_fd >= 0 && ::fcntl(lock_fd, F_SETLK, &lock) != 0 ? 0 : 7);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
+  BOOST_TEST(fresh->get(kjit::store::Table::meta, "fresh").value_or("") == "2");
 }
 
 // A Store being destroyed waits for its queued commits, which wait for its write lock, held by

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "write_lock.hpp"
 
 #include "cache/compile_lock.hpp"
 #include "store/record.hpp"
@@ -12,9 +13,11 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
+#include <lmdb.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -123,6 +126,55 @@ BOOST_AUTO_TEST_CASE(a_truncated_data_file_is_moved_aside_instead_of_a_sigbus)
   BOOST_TEST(serves_all(config, cubins) == 0);  // was 135 (SIGBUS)
   BOOST_TEST(damaged_folders(config.cache_dir).size() == 1u);
   BOOST_TEST(serves_all(config, cubins) == 0);  // the fresh store now serves them
+}
+
+// A store replaced twice within one second by one process (the first one's name aside is taken):
+// the second damaged store is moved aside too, under a name of its own, and a fresh one serves.
+// Before, the rename failed (Directory not empty), the damaged file was opened again and the store
+// retired: memory only until the process ended.
+BOOST_AUTO_TEST_CASE(a_store_damaged_again_within_the_second_is_moved_aside_too)
+{
+  const std::string dir = tmp.path() + "/store";
+  auto store = kjit::store::Store::open(dir, config.store_map_size);
+  store->put(kjit::store::Table::meta, "row", std::string(std::size_t(64) << 10, 'x'));
+  const std::time_t now = ::time(nullptr);
+  for (std::time_t second = now; second < now + 5; ++second) {  // as left by a replacement then
+    put(dir + ".damaged-" + std::to_string(second) + "-" + std::to_string(::getpid()) + "/data.mdb", "earlier");
+  }
+  BOOST_TEST_REQUIRE(::truncate((dir + "/data.mdb").c_str(), 2 * 4096) == 0);
+  BOOST_TEST(!store->check(true).ok);
+  BOOST_TEST(store->replacements() == 1u);
+  store->put(kjit::store::Table::meta, "after", "1");
+  BOOST_TEST(store->get(kjit::store::Table::meta, "after").value_or("") == "1");
+  BOOST_TEST(!store->get(kjit::store::Table::meta, "row").has_value());
+}
+
+// lock.mdb in a format this LMDB does not use (made by another LMDB build, or damaged) while
+// another process has the store open: the store is not opened, but its sound data.mdb is left as
+// it is (the first opener once all have closed makes lock.mdb again). Before, the open took it for
+// a damaged store (MDB_VERSION_MISMATCH, MDB_INVALID) and moved it aside: the cache lost, and the
+// other process's store with it.
+BOOST_AUTO_TEST_CASE(a_lock_file_of_another_lmdb_build_does_not_move_the_store_aside)
+{
+  const std::string dir = tmp.path() + "/store";
+  kjit::store::Store::open(dir, config.store_map_size)->put(kjit::store::Table::meta, "kept", "1");
+  const std::string lock_file = dir + "/lock.mdb";
+  HoldingProcess other(  // another process with the store open (LMDB's shared lock on lock.mdb)
+    [&] {
+      MDB_env* env = nullptr;
+      return mdb_env_create(&env) == MDB_SUCCESS && mdb_env_set_maxdbs(env, 16) == MDB_SUCCESS &&
+             mdb_env_open(env, dir.c_str(), MDB_NOTLS | MDB_RDONLY, 0600) == MDB_SUCCESS;
+    },
+    60);
+  for (const std::uint32_t format : {0x12345678u, 0u}) {  // another lock format; then zeroed
+    const std::string bytes(reinterpret_cast<const char*>(&format), sizeof format);
+    overwrite(lock_file, format == 0 ? 0 : 4, format == 0 ? std::string(4096, '\0') : bytes);
+    BOOST_CHECK_THROW(kjit::store::Store::open(dir, config.store_map_size), kjit::StoreError);
+    BOOST_TEST(damaged_folders(tmp.path()).empty());
+  }
+  other.release();
+  auto store = kjit::store::Store::open(dir, config.store_map_size);  // the first opener: lock.mdb made again
+  BOOST_TEST(store->get(kjit::store::Table::meta, "kept").value_or("") == "1");
 }
 
 BOOST_AUTO_TEST_CASE(zeroed_meta_pages_are_moved_aside_instead_of_failing_every_call)
@@ -242,6 +294,75 @@ BOOST_AUTO_TEST_CASE(a_full_disk_still_serves_the_compiled_binary)
     }
   }
   BOOST_TEST(store_warnings == 1u);
+}
+
+// A store made on a full disk: LMDB makes lock.mdb with ftruncate (no blocks) and writes it
+// through its map, where a full disk is a SIGBUS, not an error. The blocks are allocated first:
+// the open fails with a StoreError and the host is served from memory. Before, the host died
+// (SIGBUS) in the Cache's constructor.
+BOOST_AUTO_TEST_CASE(a_store_made_on_a_full_disk_is_an_error_not_a_sigbus)
+{
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
+    return;
+  }
+  const std::string mount_point = tmp.path() + "/full";
+  BOOST_TEST_REQUIRE(::mkdir(mount_point.c_str(), 0700) == 0);
+  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=256k") != 0) {
+    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here");
+    return;
+  }
+  std::string output;
+  run("dd if=/dev/zero of='" + mount_point + "/filler' bs=4k 2>/dev/null", output);  // fills the disk
+  config.cache_dir = mount_point + "/cache";
+  const int status = in_child(
+    [&] {
+      try {
+        std::ignore = kjit::store::Store::open(mount_point + "/store", config.store_map_size);
+        return 2;
+      } catch (const kjit::StoreError& e) {
+        if (std::string(e.what()).find("no space left on device") == std::string::npos) {
+          std::fprintf(stderr, "child: %s\n", e.what());
+          return 3;
+        }
+      }
+      kjit::Cache cache(config);
+      return cache.get(small_program("full"), k_sm90)->cubin.empty() ? 4 : 0;
+    },
+    60);
+  ::umount2(mount_point.c_str(), MNT_DETACH);
+  BOOST_TEST(status == 0);  // was 135 (SIGBUS)
+}
+
+// A damaged record found on a full disk: its quarantine can't be written, so the record is left
+// in place (recognized, never served, on every read) and the rest of the store with it. Before,
+// the failed write counted as damage around the record: the whole store was moved aside.
+BOOST_AUTO_TEST_CASE(a_quarantine_on_a_full_disk_leaves_the_store_in_place)
+{
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
+    return;
+  }
+  const std::string mount_point = tmp.path() + "/full";
+  BOOST_TEST_REQUIRE(::mkdir(mount_point.c_str(), 0700) == 0);
+  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here");
+    return;
+  }
+  {
+    auto store = kjit::store::Store::open(mount_point + "/store", std::size_t(4) << 20);
+    const std::string key(32, 'k');
+    const std::string damaged(std::size_t(40) << 10, 'd');
+    store->put(kjit::store::Table::meta, "kept", "1");
+    store->put(kjit::store::Table::entries, key, damaged);
+    std::string output;
+    run("dd if=/dev/zero of='" + mount_point + "/filler' bs=4k 2>/dev/null", output);  // fills the disk
+    BOOST_TEST(!store->quarantine(key, damaged, "test"));
+    BOOST_TEST(store->replacements() == 0u);
+    BOOST_TEST(store->get(kjit::store::Table::meta, "kept").value_or("") == "1");
+    BOOST_TEST(damaged_folders(mount_point).empty());
+  }
+  ::umount2(mount_point.c_str(), MNT_DETACH);
 }
 
 BOOST_AUTO_TEST_CASE(a_stopped_compile_lock_holder_delays_others_a_bounded_time)

@@ -8,9 +8,11 @@
 #include "store/store.hpp"
 #include "util/hash.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <lmdb.h>
 #include <functional>
@@ -39,6 +41,17 @@ std::size_t virtual_size()
   std::size_t pages = 0;
   statm >> pages;
   return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// How many descriptors of this process are open on the file `path` names.
+std::size_t descriptors_of(const std::string& path)
+{
+  std::size_t n = 0;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    n += std::filesystem::read_symlink(fd.path(), error) == path ? 1 : 0;
+  }
+  return n;
 }
 
 } // namespace
@@ -78,6 +91,69 @@ BOOST_AUTO_TEST_CASE(a_map_that_cannot_grow_under_ulimit_v_is_survived)
     ::_exit(failures > 0 ? 0 : 5);  // 5: the limit was never reached (the test proves nothing)
   }
   BOOST_TEST(child_status(child) == 0);  // was 139 (SIGSEGV)
+}
+
+// A host under an address-space limit (ulimit -v) with less room left than its store's map: the
+// walk before its first write maps what data.mdb holds, not the whole map again, and the sound store
+// is written. Before, the walk's child could not map it (ENOMEM), which counted as damage: the
+// store was moved aside, by every such process whose first write found the stamp stale.
+BOOST_AUTO_TEST_CASE(a_walk_under_an_address_space_limit_does_not_move_the_store_aside)
+{
+  const std::string dir = config.cache_dir + "/store";
+  kjit::store::Store::open(dir, config.store_map_size)->put(kjit::store::Table::meta, "kept", "1");
+  BOOST_TEST_REQUIRE(::unlink((dir + "/checked").c_str()) == 0);  // the next first write walks it
+  const pid_t child = ::fork();
+  if (child == 0) {
+    auto store = kjit::store::Store::open(dir, std::size_t(1) << 30);
+    const rlim_t limit = virtual_size() + (std::size_t(256) << 20);  // less than the map
+    struct rlimit as {limit, limit};
+    ::setrlimit(RLIMIT_AS, &as);
+    try {
+      store->put(kjit::store::Table::meta, "written", "1");
+    } catch (const kjit::StoreError&) {
+      ::_exit(3);
+    }
+    const bool kept = store->get(kjit::store::Table::meta, "kept").value_or("") == "1";
+    ::_exit(store->walks() != 1 ? 4 : store->replacements() != 0 ? 5 : kept ? 0 : 6);
+  }
+  BOOST_TEST(child_status(child) == 0);  // was 5 (moved aside)
+}
+
+// The same with less room left than data.mdb holds: the walk can't map it at all (ENOMEM), which
+// says nothing about the store. Not checked, it is written as when no child can be started;
+// before, it was moved aside as damaged.
+BOOST_AUTO_TEST_CASE(a_walk_that_cannot_map_the_store_does_not_move_it_aside)
+{
+  const std::string dir = config.cache_dir + "/store";
+  {
+    auto store = kjit::store::Store::open(dir, config.store_map_size);
+    for (int i = 0; i < 16; ++i) {
+      store->put(kjit::store::Table::entries, "big" + std::to_string(i), std::string(std::size_t(4) << 20, 'b'));
+    }
+    store->put(kjit::store::Table::meta, "kept", "1");
+  }
+  BOOST_TEST_REQUIRE(::unlink((dir + "/checked").c_str()) == 0);  // the next first write walks it
+  const pid_t child = ::fork();
+  if (child == 0) {
+    auto store = kjit::store::Store::open(dir, std::size_t(1) << 30);
+    const rlim_t limit = virtual_size() + (std::size_t(32) << 20);  // less than data.mdb holds
+    struct rlimit as {limit, limit};
+    ::setrlimit(RLIMIT_AS, &as);
+    try {
+      store->put(kjit::store::Table::meta, "written", "1");
+    } catch (const kjit::StoreError&) {
+      ::_exit(3);
+    }
+    const bool kept = store->get(kjit::store::Table::meta, "kept").value_or("") == "1" &&
+                      store->get(kjit::store::Table::meta, "written").value_or("") == "1";
+    if (store->walks() != 1 || store->replacements() != 0 || !kept) {
+      ::_exit(store->walks() != 1 ? 4 : store->replacements() != 0 ? 5 : 6);
+    }
+    std::string report;  // `kjit verify`'s check says so, and nothing else
+    const bool sound = kjit::Cache(config).check_store(report);
+    ::_exit(!sound && report.find("not checked") != std::string::npos && report.find("moved aside") == std::string::npos ? 0 : 7);
+  }
+  BOOST_TEST(child_status(child) == 0);  // was 5 (moved aside); then 7 (its report said "moved aside and replaced")
 }
 
 BOOST_AUTO_TEST_CASE(growth_is_bounded_by_the_address_space_limit)
@@ -145,6 +221,74 @@ BOOST_AUTO_TEST_CASE(dropping_the_last_reference_while_another_thread_opens_keep
   }
 }
 
+// A damaged store replaced (moved aside, a fresh one opened: recover()) while another thread opens
+// it: the open finds the replacing store, never opens a second environment on the fresh file
+// (LMDB's rule; the open took the file as unused, as the first opener of lock.mdb, and its
+// environment was left open, leaked, on every such race).
+BOOST_AUTO_TEST_CASE(a_store_replaced_while_another_thread_opens_it_keeps_one_environment)
+{
+  for (int round = 0; round < 100; ++round) {
+    const std::string dir = tmp.path() + "/replaced" + std::to_string(round);
+    auto store = kjit::store::Store::open(dir, config.store_map_size);
+    const std::size_t one = descriptors_of(dir + "/data.mdb");  // one environment's (LMDB opens two)
+    BOOST_TEST_REQUIRE(one > 0u);
+    store->put(kjit::store::Table::meta, "row", std::string(std::size_t(64) << 10, 'x'));
+    BOOST_TEST_REQUIRE(::truncate((dir + "/data.mdb").c_str(), 2 * 4096) == 0);  // its walk fails
+    std::atomic<bool> replaced{false};
+    std::thread opener([&] {
+      while (!replaced) {
+        try {
+          std::ignore = kjit::store::Store::open(dir, config.store_map_size);
+        } catch (const kjit::StoreError&) {
+        }
+      }
+    });
+    BOOST_TEST_REQUIRE(!store->check(true).ok);  // moved aside, a fresh store opened
+    replaced = true;
+    opener.join();
+    const std::size_t open = descriptors_of(dir + "/data.mdb");
+    BOOST_TEST_REQUIRE(open == one, "round " << round << ": " << open << " descriptors");
+    BOOST_TEST_REQUIRE(kjit::store::Store::open(dir, config.store_map_size).get() == store.get());
+  }
+}
+
+// A check (the walk in a child process) beside other processes that keep committing and growing
+// the store finds it sound. Its walk failed with MDB_MAP_RESIZED when a commit grew the file between
+// the walk's open and its transaction (8 checks in 200 beside two writers), and a failed check
+// with repair (before a first write, `kjit verify`) moved the sound store aside: the cache lost.
+BOOST_AUTO_TEST_CASE(a_check_beside_writers_growing_the_store_finds_it_sound)
+{
+  const std::string dir = tmp.path() + "/growing";
+  auto store = kjit::store::Store::open(dir, std::size_t(64) << 10);
+  store->put(kjit::store::Table::meta, "made", "1");
+  std::vector<pid_t> writers;
+  for (int writer = 0; writer < 2; ++writer) {
+    const pid_t child = ::fork();
+    BOOST_TEST_REQUIRE(child >= 0);
+    if (child == 0) {
+      ::alarm(120);
+      auto own = kjit::store::Store::open(dir, std::size_t(64) << 10);
+      for (int row = 0;; ++row) {  // until killed
+        own->put(kjit::store::Table::meta, std::to_string(writer) + "/" + std::to_string(row),
+                 std::string(std::size_t(64) << 10, 'w'));
+      }
+    }
+    writers.push_back(child);
+  }
+  int failed = 0;
+  std::string detail;
+  for (int check = 0; check < 150; ++check) {
+    const kjit::store::CheckReport report = store->check(false);
+    failed += report.ok ? 0 : 1;
+    detail = report.ok ? detail : report.detail;
+  }
+  for (const pid_t writer : writers) {
+    ::kill(writer, SIGKILL);
+    child_status(writer);
+  }
+  BOOST_TEST(failed == 0, failed << " failed checks: " << detail);
+}
+
 BOOST_AUTO_TEST_CASE(a_late_quarantine_leaves_a_record_stored_meanwhile)
 {
   auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
@@ -158,6 +302,24 @@ BOOST_AUTO_TEST_CASE(a_late_quarantine_leaves_a_record_stored_meanwhile)
   BOOST_TEST(store->quarantine(key, "a good record another process stored", "test"));
   BOOST_TEST(!store->get(kjit::store::Table::entries, key).has_value());
   BOOST_TEST(store->count(kjit::store::Table::quarantine) == 1u);
+}
+
+// A damaged record quarantined while the map has no room for its quarantine row (the map grows
+// only when full): the quarantine grows the map, and only that record leaves the store. Before,
+// the quarantine's write failed (MDB_MAP_FULL), which counted as damage around the record: the
+// whole store was moved aside.
+BOOST_AUTO_TEST_CASE(a_quarantine_in_a_full_map_moves_only_the_record_aside)
+{
+  auto store = kjit::store::Store::open(config.cache_dir + "/store", std::size_t(64) << 10);
+  const std::string key(32, 'k');
+  const std::string damaged(std::size_t(40) << 10, 'd');
+  store->put(kjit::store::Table::meta, "kept", "1");
+  store->put(kjit::store::Table::entries, key, damaged);
+  BOOST_TEST(store->quarantine(key, damaged, "test"));
+  BOOST_TEST(store->replacements() == 0u);
+  BOOST_TEST(store->count(kjit::store::Table::quarantine) == 1u);
+  BOOST_TEST(!store->get(kjit::store::Table::entries, key).has_value());
+  BOOST_TEST(store->get(kjit::store::Table::meta, "kept").value_or("") == "1");
 }
 
 BOOST_AUTO_TEST_CASE(the_quarantine_table_is_trimmed)
