@@ -35,6 +35,21 @@ check "name expression" exit_code 0 "$kjit" compile "$root/examples/scale.cu" --
   --name-expr 'scale<float>' -o "$work/out_dir"
 check "lowered name printed" grep -q "scale<float> -> _Z5scaleIfEvPT_S0_i" "$work/out"
 check "name expression instantiates the kernel" grep -q "^\.[a-z]* \.entry _Z5scaleIfEvPT_S0_i(" "$work/out_dir/scale.ptx"
+# --- started with stdin, stdout and stderr closed: no file opened later takes their numbers ---
+# (LMDB's lock.mdb took fd 2 and got kjit's error message written over its header)
+closed=$work/closed_cache
+check "a compile with 0, 1 and 2 closed can't write its output" exit_code 1 env KJIT_CACHE_DIR="$closed" \
+  sh -c "exec '$kjit' compile '$root/examples/saxpy.cu' --arch sm_80 -o '$work/out_closed' <&- >&- 2>&-"
+check "its message went to no store file" sh -c "! grep -rq 'cannot write' '$closed/store'"
+check "the store it wrote is sound" exit_code 0 env KJIT_CACHE_DIR="$closed" "$kjit" cache verify
+check "and holds the entry" exit_code 0 env KJIT_CACHE_DIR="$closed" "$kjit" compile "$root/examples/saxpy.cu" \
+  --arch sm_80 -o "$work/out_closed"
+check "as a hit" grep -q "^cache hit " "$work/out"
+check "with stdout closed, output is a failure" exit_code 1 env KJIT_CACHE_DIR="$closed" sh -c "exec '$kjit' list >&-"
+check "said on stderr" grep -q "cannot write the output" "$work/err"
+check "with stderr closed, stdout is whole" exit_code 0 env KJIT_CACHE_DIR="$closed" sh -c "exec '$kjit' list 2>&- <&-"
+check "the entry is listed" grep -q "saxpy.cu" "$work/out"
+
 mkdir -p "$work/def_inc" "$work/def_out"
 printf '#define FROM_HEADER 1234\n' >"$work/def_inc/from_header.h"
 printf '#include "from_header.h"\n#ifndef FROM_DEFINE\n#error FROM_DEFINE is not defined\n#endif\n%s\n' \

@@ -1,5 +1,6 @@
 // kjit: command-line front end. Thin: it parses arguments and calls the library.
 #include "commands.hpp"
+#include "standard_fds.hpp"
 
 #include <kjit/error.hpp>
 
@@ -63,6 +64,7 @@ int written(const char* name, int status)
 int main(int argc, char** argv)
 {
   using namespace kjit::cli;
+  open_standard_fds();  // before anything opens a file
   const std::map<std::string, int (*)(const std::vector<std::string>&)> commands{
     {"cache", command_cache},     {"compile", command_compile}, {"explain", command_explain},
     {"version", command_version}, {"--version", command_version}, {"list", command_list},
