@@ -78,6 +78,16 @@ int command_warm(const std::vector<std::string>& args)
     options.push_back(option);
   }
   const std::vector<Arch> archs = arch_list(vm["arch"].as<std::string>());
+  BatchOptions batch;  // checked before any file is read: a usage error comes first
+  batch.jobs = vm["jobs"].as<unsigned>();
+  batch.timeout_s = vm["timeout"].as<double>();
+  // NaN, negative or beyond a day would mean "no limit" (or overflow the milliseconds): refused.
+  if (!(batch.timeout_s > 0 && batch.timeout_s <= 86400)) {
+    throw UsageError{"--timeout must be a number of seconds > 0 and at most 86400", ""};
+  }
+  if (batch.jobs > 1024) {
+    throw UsageError{"--jobs must be at most 1024 (0: one per core)", ""};
+  }
   std::vector<BatchItem> items;
   std::size_t unreadable = 0;
   for (const auto& file : list("files")) {
@@ -96,16 +106,6 @@ int command_warm(const std::vector<std::string>& args)
     }
   }
 
-  BatchOptions batch;
-  batch.jobs = vm["jobs"].as<unsigned>();
-  batch.timeout_s = vm["timeout"].as<double>();
-  // NaN, negative or beyond a day would mean "no limit" (or overflow the milliseconds): refused.
-  if (!(batch.timeout_s > 0 && batch.timeout_s <= 86400)) {
-    throw UsageError{"--timeout must be a number of seconds > 0 and at most 86400", ""};
-  }
-  if (batch.jobs > 1024) {
-    throw UsageError{"--jobs must be at most 1024 (0: one per core)", ""};
-  }
   if (vm.count("worker") != 0) {
     batch.worker_path = vm["worker"].as<std::string>();
   }
