@@ -137,7 +137,9 @@ std::string log_text(const store::Entry& entry)
 std::error_code link_shared_header(int shared, const std::string& hex, const std::string& content, int folder,
                                    const std::string& name)
 {
-  UniqueFd existing(::openat(shared, hex.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO there (damage) must not wait for a writer; not being a regular file, it is
+  // replaced below.
+  UniqueFd existing(::openat(shared, hex.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   struct stat st {};
   if (existing && ::fstat(existing.get(), &st) == 0 && S_ISREG(st.st_mode) &&
       static_cast<std::size_t>(st.st_size) == content.size()) {

@@ -343,6 +343,29 @@ BOOST_AUTO_TEST_CASE(a_cache_folder_deleted_under_a_live_cache_is_mirrored_again
   BOOST_TEST((st.st_mode & 077) == 0u);  // made again as private as the first time
 }
 
+// A FIFO (or any file not regular) where a shared header goes is replaced, never opened to be
+// compared: opening it waited for a writer forever, and so did `kjit mirror --rebuild` and every
+// process whose mirror writer linked that header (at exit). Checked through the CLI under
+// `timeout`, so that the hang fails the test instead of holding it.
+BOOST_AUTO_TEST_CASE(a_fifo_in_place_of_a_shared_header_is_replaced_not_waited_on)
+{
+  const std::string key = cached_with_own_header(config, "fifo_header", "fifo.h");
+  const std::string shared = config.cache_dir + "/programs/headers";
+  BOOST_TEST_REQUIRE(files_in(shared) == 1u);
+  const std::string hex = std::filesystem::directory_iterator(shared)->path().filename().string();
+  BOOST_TEST_REQUIRE(::unlink((shared + "/" + hex).c_str()) == 0);
+  BOOST_TEST_REQUIRE(::mkfifo((shared + "/" + hex).c_str(), 0600) == 0);
+  const std::string binaries = helper("KJIT_TEST_BINARIES");
+  const std::string kjit = binaries.substr(binaries.find(' ') + 1);
+  std::string output;
+  const int status = run("timeout 60 '" + kjit + "' mirror --rebuild --cache-dir '" + config.cache_dir + "' 2>&1", output);
+  BOOST_TEST(status == 0, output);
+  struct stat st {};
+  BOOST_TEST_REQUIRE(::lstat((shared + "/" + hex).c_str(), &st) == 0);
+  BOOST_TEST(S_ISREG(st.st_mode));
+  BOOST_TEST(read_text(config.cache_dir + "/programs/" + key + "/module/headers/fifo.h") == "#define OWN_HEADER 1\n");
+}
+
 // Guards the temp folder and rename of each entry folder (docs/cache-format.md, "a failed write
 // leaves nothing half-written"): `kjit mirror --rebuild` under a 1 KiB file size limit (as a full
 // disk) fails to write each file, and the folder already there stays whole. Written in place, the
