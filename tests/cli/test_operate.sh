@@ -325,6 +325,19 @@ rm -f "$rv/c/usage.log"
 printf 'kjit-usage 1 1 1 1 1 1 1 nan inf\nkjit-usage 1 -3 1 1 1 1 1 1 1\nkjit-usage 1 1 2 0 0 0 0 5.000 1.000\n' >"$rv/c/usage.log"
 check "stats --json with odd usage lines" exit_code 0 env KJIT_CACHE_DIR="$rv/c" "$kjit" stats --json
 check "the odd lines are skipped and the JSON is valid" python3 -c "import json; d=json.load(open('$work/out')); d.pop('cache_dir'); s=json.dumps(d); assert 'nan' not in s.lower() and 'inf' not in s.lower() and '18446744073709551' not in s, s"
+# JSON is UTF-8 (RFC 8259): a program name or folder that is not UTF-8 (a Latin-1 file name) has
+# each bad byte as U+FFFD. Its bytes were copied as they were, which strict parsers refuse.
+latin1=$(printf '%s/caf\xe9.cu' "$rv")
+cp "$root/examples/saxpy.cu" "$latin1"
+check "a compile of a file whose name is not UTF-8" exit_code 0 env KJIT_CACHE_DIR="$rv/c" "$kjit" compile "$latin1" \
+  --arch compute_90 -o "$rv/o"
+strict_json='import json, sys; json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))'
+check "list --json of it" exit_code 0 env KJIT_CACHE_DIR="$rv/c" "$kjit" list --json
+check "is UTF-8 JSON" python3 -c "$strict_json" "$work/out"
+check "naming the bad byte U+FFFD" grep -q 'caf\\ufffd.cu' "$work/out"
+check "stats --json of a folder not UTF-8" exit_code 0 "$kjit" stats --json --cache-dir "$(printf '%s/\xff' "$rv")"
+check "is UTF-8 JSON too" python3 -c "$strict_json" "$work/out"
+rm -f "$latin1"
 cp -a "$rv/c" "$rv/t"
 truncate -s 12288 "$rv/t/store/data.mdb"
 check "verify reports a truncated store" exit_code 1 env KJIT_CACHE_DIR="$rv/t" "$kjit" verify
