@@ -368,8 +368,14 @@ std::size_t prune(const std::string& cache_dir, const std::set<std::string>* kee
     if (name.rfind(k_temp_prefix, 0) == 0) {
       return now - st.st_mtime > k_stale_temp_seconds;  // left by a killed run
     }
-    if (name == k_shared_headers || name == k_index || name.rfind(".index.txt", 0) == 0) {
-      return false;  // the shared headers (sweep_headers()) and the index, not entries
+    if (name == k_shared_headers) {
+      return !S_ISDIR(st.st_mode);  // the shared headers (sweep_headers()), unless damage took the name
+    }
+    if (name == k_index) {
+      return !S_ISREG(st.st_mode);  // the index, unless damage took the name (written again after)
+    }
+    if (name.rfind(".index.txt", 0) == 0) {
+      return false;  // the index's temp file
     }
     return keep != nullptr && keep->count(name) == 0;  // not an entry of the store: junk
   };

@@ -366,6 +366,36 @@ BOOST_AUTO_TEST_CASE(a_fifo_in_place_of_a_shared_header_is_replaced_not_waited_o
   BOOST_TEST(read_text(config.cache_dir + "/programs/" + key + "/module/headers/fifo.h") == "#define OWN_HEADER 1\n");
 }
 
+// `kjit mirror --rebuild` repairs a damaged programs/headers (a file, or a symlink to another
+// folder: never followed, its target untouched) and a programs/index.txt that is a folder: they
+// were kept as "not entries", so every entry with a header failed to mirror on every rebuild
+// (exit 1), and the index was never written (a warning, exit 0).
+BOOST_AUTO_TEST_CASE(a_rebuild_replaces_a_shared_headers_folder_or_index_that_is_something_else)
+{
+  const std::string key = cached_with_own_header(config, "damaged_shared", "shared.h");
+  const std::string programs = config.cache_dir + "/programs";
+  const std::string elsewhere = tmp.path() + "/elsewhere";
+  ::mkdir(elsewhere.c_str(), 0700);
+  write_text(elsewhere + "/keep.txt", "not the cache's");
+  for (const bool as_symlink : {false, true}) {
+    std::filesystem::remove_all(programs + "/headers");
+    std::filesystem::remove_all(programs + "/index.txt");
+    if (as_symlink) {
+      BOOST_TEST_REQUIRE(::symlink(elsewhere.c_str(), (programs + "/headers").c_str()) == 0);
+    } else {
+      write_text(programs + "/headers", "junk");
+    }
+    std::filesystem::create_directories(programs + "/index.txt/inside");
+    std::size_t skipped = 0;
+    BOOST_TEST(kjit::Cache(config).rebuild_mirror(&skipped) == 1u);
+    BOOST_TEST(skipped == 0u);
+    BOOST_TEST(std::filesystem::is_directory(std::filesystem::symlink_status(programs + "/headers")));
+    BOOST_TEST(read_text(programs + "/" + key + "/module/headers/shared.h") == "#define OWN_HEADER 1\n");
+    BOOST_TEST(index_lines(config, key) == 1u);
+    BOOST_TEST(files_in(elsewhere) == 1u);
+  }
+}
+
 // Guards the temp folder and rename of each entry folder (docs/cache-format.md, "a failed write
 // leaves nothing half-written"): `kjit mirror --rebuild` under a 1 KiB file size limit (as a full
 // disk) fails to write each file, and the folder already there stays whole. Written in place, the
