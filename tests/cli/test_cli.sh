@@ -23,6 +23,7 @@ for args in "compile $saxpy --arch sm_1" "compile /no/such/file.cu --arch sm_1" 
   "script build $saxpy --name s --space A=1 --arch sm_1" "compile $saxpy --arch sm_80 -o ''" \
   "compile $saxpy --arch sm_80 --cache-dir ''" "list --cache-dir ''" "warm $saxpy --cache-dir ''" \
   "warm $saxpy --arch sm_80 --timeout 0" "warm $saxpy --arch ," "warm $saxpy --arch sm_80 --jobs 5000" \
+  "script build $saxpy --name s --space A=1 --arch sm_80 --jobs 5000" \
   "prune --older-than 3parsecs" "prune --max-size lots" "cache stats --remove" "cache clear --remove" \
   "script build $saxpy --name s --space A= --arch sm_80" "script show ''" "script frobnicate" "help compile extra" \
   "cat abc" "mirror" "list --bogus" "compile $saxpy --arch"; do

@@ -170,6 +170,15 @@ std::int64_t parse_age(const std::string& text, const std::string& usage)
   return std::stoll(text.substr(0, digits)) * scale;
 }
 
+unsigned jobs_option(const po::variables_map& vm)
+{
+  const unsigned jobs = vm["jobs"].as<unsigned>();
+  if (jobs > 1024) {
+    throw UsageError{"--jobs must be at most 1024 (0: one per core)", ""};
+  }
+  return jobs;
+}
+
 const Colours& colours()
 {
   static const Colours c = [] {

@@ -43,6 +43,10 @@ std::string format_time(std::int64_t unix_time);
 // "1.2 MiB", "512 B".
 std::string format_bytes(std::size_t bytes);
 
+// --jobs: worker processes at once, 0 for one per core. More than 1024 is a UsageError (each job
+// is a process and a thread).
+unsigned jobs_option(const po::variables_map& vm);
+
 // Parses an age: "90" or "90s", "15m", "12h", "30d", "2w". Throws UsageError.
 std::int64_t parse_age(const std::string& text, const std::string& usage);
 

@@ -92,7 +92,7 @@ int build(const std::vector<std::string>& args)
     script.space.push_back({text.substr(0, equals), split(text.substr(equals + 1), ',')});
   }
   BatchOptions batch;
-  batch.jobs = vm["jobs"].as<unsigned>();
+  batch.jobs = jobs_option(vm);
   const BuiltScript built = script.build(default_cache(), batch);
   std::printf("script %s (%s): %zu of %zu schedules built for %s\n", built.name().c_str(), built.hash().c_str(),
               built_count(built.schedules()), built.schedules().size(), built.arch().str().c_str());

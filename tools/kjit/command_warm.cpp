@@ -2,7 +2,7 @@
 // misses compiled in worker processes on every core. A FILE that can't be read is reported and the
 // rest are warmed (exit 1).
 #include "commands.hpp"
-#include "options.hpp"
+#include "cache_args.hpp"
 
 #include <kjit/kjit.hpp>
 
@@ -79,14 +79,11 @@ int command_warm(const std::vector<std::string>& args)
   }
   const std::vector<Arch> archs = arch_list(vm["arch"].as<std::string>());
   BatchOptions batch;  // checked before any file is read: a usage error comes first
-  batch.jobs = vm["jobs"].as<unsigned>();
+  batch.jobs = jobs_option(vm);
   batch.timeout_s = vm["timeout"].as<double>();
   // NaN, negative or beyond a day would mean "no limit" (or overflow the milliseconds): refused.
   if (!(batch.timeout_s > 0 && batch.timeout_s <= 86400)) {
     throw UsageError{"--timeout must be a number of seconds > 0 and at most 86400", ""};
-  }
-  if (batch.jobs > 1024) {
-    throw UsageError{"--jobs must be at most 1024 (0: one per core)", ""};
   }
   std::vector<BatchItem> items;
   std::size_t unreadable = 0;
