@@ -298,6 +298,22 @@ BOOST_AUTO_TEST_CASE(import_never_replaces_a_good_entry_with_a_bad_one)
   BOOST_TEST(output.find("kjit import: rejected ") != std::string::npos, output);
 }
 
+// An import writes entries, so KJIT_MAX_SIZE applies after it as after any write: the least
+// recently used go until the entries take at most 90% of it. It was never checked: an import left
+// the cache over its limit until some later compile (12 times over in the CLI check).
+BOOST_AUTO_TEST_CASE(an_import_keeps_the_cache_within_its_size_limit)
+{
+  warm_three_archs(config, tmp.path());
+  const std::string pack = tmp.path() + "/kernels.kjitpack";
+  kjit::Cache(config).export_bundle(pack);
+  kjit::Config limited = config_at(config, tmp.path() + "/limited");
+  limited.max_size = 4096;  // less than any one entry with its mirror folder
+  kjit::Cache target(limited);
+  BOOST_TEST(target.import_bundle(pack).entries == 3u);
+  BOOST_TEST(target.disk_entries() == 0u);
+  BOOST_TEST(target.usage().record_bytes == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(import_without_a_disk_tier_is_refused)
 {
   warm_three_archs(config, tmp.path());
