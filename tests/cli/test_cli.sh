@@ -26,7 +26,8 @@ for args in "compile $saxpy --arch sm_1" "compile /no/such/file.cu --arch sm_1" 
   "script build $saxpy --name s --space A=1 --arch sm_80 --jobs 5000" \
   "prune --older-than 3parsecs" "prune --max-size lots" "cache stats --remove" "cache clear --remove" \
   "script build $saxpy --name s --space A= --arch sm_80" "script show ''" "script frobnicate" "help compile extra" \
-  "cat abc" "mirror" "list --bogus" "compile $saxpy --arch"; do
+  "cat abc" "mirror" "list --bogus" "compile $saxpy --arch" "list --name ''" "export $work/all.kjitpack --arch ''" \
+  "warm $saxpy --arch sm_80 --worker ''"; do
   eval "set -- $args"
   check "kjit $args is bad usage" exit_code 2 "$kjit" "$@"
   check "kjit $args prints the usage" grep -q "^usage: kjit" "$work/err"

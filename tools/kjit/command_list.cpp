@@ -20,8 +20,15 @@ std::string info_json(const EntryInfo& e)
          ", \"compile_ms\": " + ms + "}";
 }
 
+// An empty --name or --arch would select every entry (kjit export --name "$UNSET" exporting all):
+// bad usage.
 EntryFilter filter_of(const po::variables_map& vm)
 {
+  for (const char* option : {"name", "arch"}) {
+    if (vm.count(option) != 0 && vm[option].as<std::string>().empty()) {
+      throw UsageError{std::string("--") + option + " needs a value, not \"\" (leave it out to select every entry)", ""};
+    }
+  }
   EntryFilter filter;
   if (vm.count("name") != 0) {
     filter.name = vm["name"].as<std::string>();
@@ -56,8 +63,9 @@ int command_list(const std::vector<std::string>& args)
   if (!parse_arguments(args, "kjit list [--name NAME] [--arch ARCH] [--json] [--cache-dir DIR]", visible, {}, {}, vm)) {
     return 0;
   }
+  const EntryFilter filter = filter_of(vm);
   const auto cache = open_cache(vm, Access::read);
-  const std::vector<EntryInfo> entries = cache ? cache->entries(filter_of(vm)) : std::vector<EntryInfo>{};
+  const std::vector<EntryInfo> entries = cache ? cache->entries(filter) : std::vector<EntryInfo>{};
   if (vm.count("json") != 0) {
     std::cout << "[";
     for (std::size_t i = 0; i < entries.size(); ++i) {

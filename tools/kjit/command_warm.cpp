@@ -105,6 +105,9 @@ int command_warm(const std::vector<std::string>& args)
 
   if (vm.count("worker") != 0) {
     batch.worker_path = vm["worker"].as<std::string>();
+    if (batch.worker_path.empty()) {
+      throw UsageError{"--worker needs the kjit-worker executable, not \"\"", ""};
+    }
   }
   const bool terminal = ::isatty(2) != 0;
   batch.progress = [terminal](std::size_t done, std::size_t total) {
