@@ -2,6 +2,7 @@
 #include "cache/cache_dir.hpp"
 
 #include "config/log.hpp"
+#include "mirror/mirror.hpp"
 #include "store/location.hpp"
 #include "util/file.hpp"
 
@@ -13,7 +14,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <cstdio>
-#include <ftw.h>
 #include <mutex>
 #include <set>
 #include <sys/stat.h>
@@ -250,23 +250,12 @@ TempFolder::TempFolder(const std::string& prefix, const std::string& what)
 
 void remove_tree(const std::string& cache_dir, const std::string& relative)
 {
-  const std::string root = cache_dir + "/" + relative;
-  struct stat st {};
-  if (::lstat(root.c_str(), &st) != 0) {
-    return;
+  // Through descriptors, never following a symlink, and giving this user's folders that lost
+  // their permissions them back (mirror::remove_below).
+  const util::UniqueFd parent(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (parent && !relative.empty() && relative.find('/') == std::string::npos) {
+    mirror::remove_below(parent.get(), relative);
   }
-  if (!S_ISDIR(st.st_mode)) {
-    std::ignore = ::unlink(root.c_str());
-    return;
-  }
-  // FTW_PHYS: symlinks are removed as links, never followed.
-  std::ignore = ::nftw(
-    root.c_str(),
-    [](const char* path, const struct stat*, int type, FTW*) {
-      std::ignore = type == FTW_DP ? ::rmdir(path) : ::unlink(path);
-      return 0;
-    },
-    32, FTW_DEPTH | FTW_PHYS);
 }
 
 } // namespace kjit::cache

@@ -49,7 +49,8 @@ std::string private_folder_problem(int fd, bool shared, bool strict = false);
 // Logs "warning: <message>" once per process and message.
 void warn_once(const std::string& message);
 
-// Removes `relative` (a folder) below `cache_dir` without following symlinks.
+// Removes `relative` (one name: a folder tree or a file) below `cache_dir` without following
+// symlinks; this user's folders without permissions are given them back to be emptied.
 void remove_tree(const std::string& cache_dir, const std::string& relative);
 
 // A fresh folder <TMPDIR or /tmp>/<prefix>XXXXXX (mode 0700), removed with everything in it

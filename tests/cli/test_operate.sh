@@ -338,6 +338,27 @@ check "naming the bad byte U+FFFD" grep -q 'caf\\ufffd.cu' "$work/out"
 check "stats --json of a folder not UTF-8" exit_code 0 "$kjit" stats --json --cache-dir "$(printf '%s/\xff' "$rv")"
 check "is UTF-8 JSON too" python3 -c "$strict_json" "$work/out"
 rm -f "$latin1"
+# A mirror folder that lost its permissions (chmod 000, 0500) is given them back to be removed:
+# each rebuild left it as an undeletable programs/.tmp-* folder (and a pruned entry's folder stayed).
+perm=$work/perm
+mkdir -p "$perm" && cp "$root/examples/saxpy.cu" "$perm/"
+as_owner=(env)
+if [ "$(id -u)" = 0 ]; then  # root ignores modes: as "nobody", the owner
+  chown -R 65534:65534 "$perm"
+  as_owner=(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$perm")
+fi
+check "a cache of this user's" exit_code 0 "${as_owner[@]}" KJIT_CACHE_DIR="$perm/c" "$kjit" compile "$perm/saxpy.cu" \
+  --arch sm_90 -o "$perm/o"
+perm_key=$(sed -n 's/^compiled //p' "$work/out")
+chmod 0500 "$perm/c/programs/$perm_key/module"
+chmod 0000 "$perm/c/programs/$perm_key"
+check "mirror --rebuild over folders without permissions" exit_code 0 "${as_owner[@]}" KJIT_CACHE_DIR="$perm/c" "$kjit" \
+  mirror --rebuild
+check "leaves no temp folder" test -z "$(find "$perm/c/programs" -maxdepth 1 -name '.tmp-*')"
+check "and the entry's folder whole" test -s "$perm/c/programs/$perm_key/module/kernel.ptx"
+chmod 0000 "$perm/c/programs/$perm_key"
+check "clear with a folder without permissions" exit_code 0 "${as_owner[@]}" KJIT_CACHE_DIR="$perm/c" "$kjit" clear
+check "removes the whole mirror" test ! -e "$perm/c/programs"
 cp -a "$rv/c" "$rv/t"
 truncate -s 12288 "$rv/t/store/data.mdb"
 check "verify reports a truncated store" exit_code 1 env KJIT_CACHE_DIR="$rv/t" "$kjit" verify
