@@ -91,13 +91,25 @@ std::string store_file_problem(int store_fd, const char* name, bool shared)
   return {};
 }
 
-// Creates (if needed) and opens `name` below the checked folder `parent_fd` and checks it and its
-// files. Null (after one warning) when it must not be used.
+// Creates (if needed: never when `inspect_only`, which sets dir.store_absent instead) and opens
+// `name` below the checked folder `parent_fd` and checks it and its files. Null (after one
+// warning) when it must not be used.
 std::shared_ptr<util::UniqueFd> open_store_folder(int parent_fd, const std::string& name, const std::string& shown,
-                                                  bool shared)
+                                                  bool shared, CacheDir& dir, bool inspect_only)
 {
   const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   util::UniqueFd fd(::openat(parent_fd, name.c_str(), flags));
+  if (inspect_only) {
+    // Looking makes nothing: no store folder, or one without data.mdb, is an empty cache (not a
+    // damaged one), left as it is.
+    struct stat data {};
+    const bool missing = fd ? ::fstatat(fd.get(), "data.mdb", &data, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT
+                            : errno == ENOENT;
+    if (missing) {
+      dir.store_absent = true;
+      return nullptr;
+    }
+  }
   if (!fd && errno == ENOENT) {  // made once; a warm start only opens it
     std::ignore = ::mkdirat(parent_fd, name.c_str(), shared ? 02770 : 0700);
     fd = util::UniqueFd(::openat(parent_fd, name.c_str(), flags));
@@ -179,6 +191,11 @@ CacheDir open_cache_dir(const Config& config)
               "), where LMDB is unsafe; the store goes to the node-local folder " + dir.store_dir +
               " (the mirror stays in the cache folder)");
     const std::string base = dir.store_dir.substr(0, dir.store_dir.rfind('/'));
+    if (config.inspect_only && ::access(base.c_str(), F_OK) != 0 && errno == ENOENT) {
+      dir.store_absent = true;  // looking makes nothing
+      dir.store_dir.clear();
+      return dir;
+    }
     std::ignore = ::mkdir(base.c_str(), 0700);
     util::UniqueFd base_fd(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     const std::string problem = base_fd ? private_folder_problem(base_fd.get(), false, true) : std::strerror(errno);
@@ -188,10 +205,11 @@ CacheDir open_cache_dir(const Config& config)
       dir.store_dir.clear();
       return dir;
     }
-    dir.store_fd = open_store_folder(base_fd.get(), dir.store_dir.substr(base.size() + 1), dir.store_dir, false);
+    dir.store_fd = open_store_folder(base_fd.get(), dir.store_dir.substr(base.size() + 1), dir.store_dir, false, dir,
+                                     config.inspect_only);
   } else {
     dir.store_dir = real + "/store";
-    dir.store_fd = open_store_folder(dir.fd->get(), "store", dir.store_dir, config.shared_cache);
+    dir.store_fd = open_store_folder(dir.fd->get(), "store", dir.store_dir, config.shared_cache, dir, config.inspect_only);
   }
   if (!dir.store_fd) {
     dir.store_dir.clear();

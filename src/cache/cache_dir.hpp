@@ -21,6 +21,7 @@ struct CacheDir {
   std::string store_dir;                     // the store folder, for messages; empty: no disk tier
   std::shared_ptr<util::UniqueFd> store_fd;  // the checked store folder (LMDB opens through it)
   bool writable = false;
+  bool store_absent = false;  // Config::inspect_only and no store made yet (none is made then)
 };
 
 // Creates config.cache_dir with mode 0700 if missing and vets it through descriptors:

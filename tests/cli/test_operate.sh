@@ -22,6 +22,17 @@ done
 check "export from a missing folder fails" exit_code 1 "$kjit" export "$work/none.kjitpack"
 check "export from a missing folder created nothing" test ! -e "$KJIT_CACHE_DIR"
 check "show on a missing folder" exit_code 1 "$kjit" show abc
+# A cache folder that exists with no store in it yet (made by hand, restored empty by a CI cache):
+# an empty cache, as a missing folder is. Each read-only command made store/ there and warned, and
+# verify and doctor called it damaged (exit 1).
+empty_dir=$work/empty_dir
+mkdir -m 700 "$empty_dir"
+for command in "list" "stats" "verify" "doctor" "cache stats" "script list"; do
+  # shellcheck disable=SC2086
+  check "$command on a folder without a store" exit_code 0 env KJIT_CACHE_DIR="$empty_dir" "$kjit" $command
+  check "$command says nothing is wrong" sh -c "! grep -q 'mdb_env_open\|could not be opened' '$work/err' '$work/out'"
+  check "$command made nothing there" test -z "$(ls -A "$empty_dir")"
+done
 check "list --json on a missing folder" exit_code 0 "$kjit" list --json
 check "it is an empty array" grep -qx '\[\]' "$work/out"
 

@@ -31,7 +31,8 @@ std::unique_ptr<Cache> open_cache(const po::variables_map& vm, Access access)
   }
   Config opened = config;
   opened.inspect_only = access == Access::read;  // looking changes nothing, a damaged store included
-  return std::make_unique<Cache>(opened);
+  auto cache = std::make_unique<Cache>(opened);
+  return cache->store_exists() ? std::move(cache) : nullptr;  // a folder with no store yet: an empty cache
 }
 
 void require_writable(const Cache& cache)

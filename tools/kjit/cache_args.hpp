@@ -24,7 +24,8 @@ enum class Access { read, change, write };
 
 // The cache the parsed options name (--cache-dir, else KJIT_CACHE_DIR, else the default). With
 // Access::read and Access::change a missing folder is not created (nullptr is returned: an empty cache) and the
-// store is opened for inspection (Config::inspect_only): read-only, a damaged one left as it is.
+// store is opened for inspection (Config::inspect_only): read-only, a damaged one left as it is; with
+// Access::read a folder holding no store yet is an empty cache too (nullptr).
 std::unique_ptr<Cache> open_cache(const po::variables_map& vm, Access access);
 
 // Throws StoreError (exit 1) unless `cache` has a store this process can write.
