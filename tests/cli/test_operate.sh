@@ -349,6 +349,17 @@ check "naming the bad byte U+FFFD" grep -q 'caf\\ufffd.cu' "$work/out"
 check "stats --json of a folder not UTF-8" exit_code 0 "$kjit" stats --json --cache-dir "$(printf '%s/\xff' "$rv")"
 check "is UTF-8 JSON too" python3 -c "$strict_json" "$work/out"
 rm -f "$latin1"
+# One line per entry: a control character in a program name (a file named with a newline) is shown
+# as '?', never as a line break of its own.
+two_lines=$(printf '%s/two\nlines.cu' "$rv")
+cp "$root/examples/saxpy.cu" "$two_lines"
+check "a compile of a file whose name holds a newline" exit_code 0 env KJIT_CACHE_DIR="$rv/c" "$kjit" compile \
+  "$two_lines" --arch compute_90 -o "$rv/o"
+check "list" exit_code 0 env KJIT_CACHE_DIR="$rv/c" "$kjit" list
+check "has one line per entry" test "$(lines "$work/out")" = "$(env KJIT_CACHE_DIR="$rv/c" "$kjit" list --json | \
+  python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')"
+check "naming it with a '?'" grep -q "two?lines.cu" "$work/out"
+rm -f "$two_lines"
 # A mirror folder that lost its permissions (chmod 000, 0500) is given them back to be removed:
 # each rebuild left it as an undeletable programs/.tmp-* folder (and a pruned entry's folder stayed).
 perm=$work/perm

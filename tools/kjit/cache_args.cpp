@@ -122,6 +122,15 @@ std::string json_string(const std::string& text)
   return out + "\"";
 }
 
+std::string one_line(std::string text)
+{
+  for (char& ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    ch = byte < 0x20 || byte == 0x7f ? '?' : ch;
+  }
+  return text;
+}
+
 std::string format_time(std::int64_t unix_time)
 {
   const std::time_t time = static_cast<std::time_t>(unix_time);

@@ -38,6 +38,9 @@ bool could_write(const Cache& cache);
 
 std::string json_string(const std::string& text);
 
+// `text` on one line for a listing: each control character (a newline in a file name) as '?'.
+std::string one_line(std::string text);
+
 // "2026-11-22 22:40" in local time.
 std::string format_time(std::int64_t unix_time);
 

@@ -75,7 +75,7 @@ int command_list(const std::vector<std::string>& args)
     return 0;
   }
   for (const EntryInfo& e : entries) {
-    std::printf("%.12s  %-24s %-11s %10s  %s%s\n", e.key.c_str(), e.program_name.c_str(), e.arch.c_str(),
+    std::printf("%.12s  %-24s %-11s %10s  %s%s\n", e.key.c_str(), one_line(e.program_name).c_str(), e.arch.c_str(),
                 format_bytes(e.record_bytes).c_str(), format_time(e.created_unix).c_str(),
                 e.failed ? "  (compile error)" : "");
   }
@@ -138,7 +138,7 @@ int command_show(const std::vector<std::string>& args)
   }
   const EntryInfo& e = c.info;
   std::cout << "key:       " << e.key << "\n"
-            << "program:   " << e.program_name << "\n"
+            << "program:   " << one_line(e.program_name) << "\n"
             << "arch:      " << e.arch << (e.failed ? "  (a remembered compile error)" : "") << "\n"
             << "created:   " << format_time(e.created_unix) << "\n"
             << "record:    " << format_bytes(e.record_bytes) << " (cubin " << format_bytes(e.cubin_bytes) << ", PTX "

@@ -146,7 +146,7 @@ int list_or_show(const std::vector<std::string>& args, bool show)
   const std::vector<ScriptSummary> scripts = cache ? stored_scripts(*cache) : std::vector<ScriptSummary>{};
   if (!show) {
     for (const auto& s : scripts) {
-      std::printf("%.12s  %-24s %-8s %zu/%zu built  %zu table rows  %s\n", s.hash.c_str(), s.name.c_str(),
+      std::printf("%.12s  %-24s %-8s %zu/%zu built  %zu table rows  %s\n", s.hash.c_str(), one_line(s.name).c_str(),
                   s.arch.c_str(), built_count(s.schedules), s.schedules.size(), s.table.size(),
                   format_time(s.created_unix).c_str());
     }
