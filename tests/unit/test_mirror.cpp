@@ -5,6 +5,7 @@
 #include "fixture.hpp"
 #include "write_lock.hpp"
 
+#include "mirror/mirror.hpp"
 #include "store/store.hpp"
 
 #include <csignal>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <sys/resource.h>
@@ -394,6 +396,42 @@ BOOST_AUTO_TEST_CASE(a_rebuild_replaces_a_shared_headers_folder_or_index_that_is
     BOOST_TEST(index_lines(config, key) == 1u);
     BOOST_TEST(files_in(elsewhere) == 1u);
   }
+}
+
+// Whether index.txt already lists a key is found reading it a piece at a time: an index.txt made
+// huge (damage: 1 GiB, sparse) costs no memory in proportion. It was read whole into one string.
+BOOST_AUTO_TEST_CASE(a_huge_index_is_searched_without_holding_it_in_memory)
+{
+  const std::string programs = config.cache_dir + "/programs";
+  std::filesystem::create_directories(programs);
+  const std::string index = programs + "/index.txt";
+  write_text(index, "");
+  BOOST_TEST_REQUIRE(::truncate(index.c_str(), off_t{1} << 30) == 0);
+  const kjit::mirror::IndexRow row{std::string(64, 'a'), "huge.cu", "sm_90", 0, false};
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    const auto high_water_kib = [] {
+      std::istringstream status(read_text("/proc/self/status"));
+      for (std::string line; std::getline(status, line);) {
+        if (line.rfind("VmHWM:", 0) == 0) {
+          return std::stoul(line.substr(6));
+        }
+      }
+      return 0ul;
+    };
+    const unsigned long before = high_water_kib();
+    const bool appended = !kjit::mirror::append_index(config.cache_dir, row, true);
+    ::_exit(!appended ? 2 : high_water_kib() - before > (64ul << 10) ? 3 : 0);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), status_text(status));
+  const std::string line = kjit::mirror::index_line(row);
+  std::ifstream in(index, std::ios::binary);
+  in.seekg(-static_cast<std::streamoff>(line.size()), std::ios::end);
+  std::string tail(line.size(), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  BOOST_TEST(tail == line);  // appended after the search
 }
 
 // Guards the temp folder and rename of each entry folder (docs/cache-format.md, "a failed write
