@@ -325,6 +325,9 @@ public:
 
   const Config& config() const noexcept;
   bool has_disk_tier() const noexcept;
+  // False only for a Config::inspect_only cache whose folder holds no store yet (an empty cache:
+  // looking creates nothing), where has_disk_tier() is false without any damage.
+  bool store_exists() const noexcept;
   // False when the cache folder is read-only: misses are then kept in memory only.
   bool writable() const noexcept;
   // The LMDB folder (<cache_dir>/store, or a node-local folder when cache_dir is on a network

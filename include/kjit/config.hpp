@@ -30,7 +30,8 @@ struct Config {
   std::string remote_password_file;   // KJIT_REMOTE_PASSWORD_FILE: password of the URLs without one ("" for none)
   std::size_t max_size = std::size_t{5} << 30;  // KJIT_MAX_SIZE: bytes of store + mirror; least recently used evicted beyond
   // No variable: set by tools that only look (kjit list/show/cat/stats/verify/doctor). The store is
-  // opened read-only and a damaged one is reported (the Cache runs without it), never moved aside.
+  // opened read-only and a damaged one is reported (the Cache runs without it), never moved aside;
+  // none is created where there is none yet (Cache::store_exists() is then false).
   bool inspect_only = false;
 };
 

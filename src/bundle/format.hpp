@@ -25,6 +25,9 @@ namespace kjit::bundle {
 constexpr std::uint32_t k_format = 1;
 constexpr std::size_t k_header_size = 112;
 constexpr std::size_t k_index_entry_size = 48;
+// The meta section holds the toolchain rows (a few hundred bytes each) and is read whole when a
+// bundle is opened, in the host's process for a tier: a larger one is damage, never read.
+constexpr std::uint64_t k_meta_max = std::uint64_t{16} << 20;
 
 struct Header {
   std::uint32_t format = k_format;

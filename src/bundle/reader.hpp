@@ -29,7 +29,8 @@ public:
   const IndexEntry* find(const util::Sha256& key) const;
   // The record bytes of an index entry. Throws BundleError if the file can't be read.
   std::string read(const IndexEntry& entry) const;
-  // Reads the whole data section and compares it with the header's sum. Throws BundleError.
+  // Reads the whole data section (a piece at a time) and compares it with the header's sum.
+  // Throws BundleError.
   void verify_data() const;
 
 private:

@@ -107,9 +107,18 @@ BundleReport Cache::import_bundle(const std::string& path)
       rows.push_back({store::Table::meta, row.key, row.value});
     }
   }
+  std::size_t row_bytes = 0;  // what KJIT_MAX_SIZE counts, as a compile's write does (lookup.cpp)
+  std::size_t blob_bound = 0;
+  for (const store::Store::Row& row : rows) {
+    row_bytes += row.table == store::Table::entries ? row.key.size() + row.value.size() : 0;
+    blob_bound += row.table == store::Table::blobs ? cache::blob_growth_bound(row.key.size() + row.value.size()) : 0;
+  }
   m_impl->store->put(rows);  // one transaction: all of the import or none of it
   for (const auto& [key, entry] : mirrored) {
     m_impl->mirror_entry(key, entry);
+  }
+  if (!mirrored.empty()) {
+    m_impl->after_write(mirrored.front().first, row_bytes, blob_bound);  // an import is a write: KJIT_MAX_SIZE applies
   }
   return report;
 }

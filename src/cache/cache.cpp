@@ -469,6 +469,11 @@ bool Cache::has_disk_tier() const noexcept
   return m_impl->store != nullptr;
 }
 
+bool Cache::store_exists() const noexcept
+{
+  return !m_impl->dir.store_absent;
+}
+
 bool Cache::writable() const noexcept
 {
   return m_impl->store != nullptr && m_impl->store->writable();

@@ -2,6 +2,7 @@
 #include "cache/cache_dir.hpp"
 
 #include "config/log.hpp"
+#include "mirror/mirror.hpp"
 #include "store/location.hpp"
 #include "util/file.hpp"
 
@@ -14,7 +15,6 @@
 #include <fcntl.h>
 #include <string_view>
 #include <cstdio>
-#include <ftw.h>
 #include <mutex>
 #include <set>
 #include <sys/stat.h>
@@ -92,13 +92,25 @@ std::string store_file_problem(int store_fd, const char* name, bool shared)
   return {};
 }
 
-// Creates (if needed) and opens `name` below the checked folder `parent_fd` and checks it and its
-// files. Null (after one warning) when it must not be used.
+// Creates (if needed: never when `inspect_only`, which sets dir.store_absent instead) and opens
+// `name` below the checked folder `parent_fd` and checks it and its files. Null (after one
+// warning) when it must not be used.
 std::shared_ptr<util::UniqueFd> open_store_folder(int parent_fd, const std::string& name, const std::string& shown,
-                                                  bool shared)
+                                                  bool shared, CacheDir& dir, bool inspect_only)
 {
   const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   util::UniqueFd fd(::openat(parent_fd, name.c_str(), flags));
+  if (inspect_only) {
+    // Looking makes nothing: no store folder, or one without data.mdb, is an empty cache (not a
+    // damaged one), left as it is.
+    struct stat data {};
+    const bool missing = fd ? ::fstatat(fd.get(), "data.mdb", &data, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT
+                            : errno == ENOENT;
+    if (missing) {
+      dir.store_absent = true;
+      return nullptr;
+    }
+  }
   if (!fd && errno == ENOENT) {  // made once; a warm start only opens it
     std::ignore = ::mkdirat(parent_fd, name.c_str(), shared ? 02770 : 0700);
     fd = util::UniqueFd(::openat(parent_fd, name.c_str(), flags));
@@ -180,6 +192,11 @@ CacheDir open_cache_dir(const Config& config)
               "), where LMDB is unsafe; the store goes to the node-local folder " + dir.store_dir +
               " (the mirror stays in the cache folder)");
     const std::string base = dir.store_dir.substr(0, dir.store_dir.rfind('/'));
+    if (config.inspect_only && ::access(base.c_str(), F_OK) != 0 && errno == ENOENT) {
+      dir.store_absent = true;  // looking makes nothing
+      dir.store_dir.clear();
+      return dir;
+    }
     std::ignore = ::mkdir(base.c_str(), 0700);
     util::UniqueFd base_fd(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     const std::string problem = base_fd ? private_folder_problem(base_fd.get(), false, true) : std::strerror(errno);
@@ -189,10 +206,11 @@ CacheDir open_cache_dir(const Config& config)
       dir.store_dir.clear();
       return dir;
     }
-    dir.store_fd = open_store_folder(base_fd.get(), dir.store_dir.substr(base.size() + 1), dir.store_dir, false);
+    dir.store_fd = open_store_folder(base_fd.get(), dir.store_dir.substr(base.size() + 1), dir.store_dir, false, dir,
+                                     config.inspect_only);
   } else {
     dir.store_dir = real + "/store";
-    dir.store_fd = open_store_folder(dir.fd->get(), "store", dir.store_dir, config.shared_cache);
+    dir.store_fd = open_store_folder(dir.fd->get(), "store", dir.store_dir, config.shared_cache, dir, config.inspect_only);
   }
   if (!dir.store_fd) {
     dir.store_dir.clear();
@@ -261,23 +279,12 @@ TempFolder::TempFolder(const std::string& prefix, const std::string& what)
 
 void remove_tree(const std::string& cache_dir, const std::string& relative)
 {
-  const std::string root = cache_dir + "/" + relative;
-  struct stat st {};
-  if (::lstat(root.c_str(), &st) != 0) {
-    return;
+  // Through descriptors, never following a symlink, and giving this user's folders that lost
+  // their permissions them back (mirror::remove_below).
+  const util::UniqueFd parent(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (parent && !relative.empty() && relative.find('/') == std::string::npos) {
+    mirror::remove_below(parent.get(), relative);
   }
-  if (!S_ISDIR(st.st_mode)) {
-    std::ignore = ::unlink(root.c_str());
-    return;
-  }
-  // FTW_PHYS: symlinks are removed as links, never followed.
-  std::ignore = ::nftw(
-    root.c_str(),
-    [](const char* path, const struct stat*, int type, FTW*) {
-      std::ignore = type == FTW_DP ? ::rmdir(path) : ::unlink(path);
-      return 0;
-    },
-    32, FTW_DEPTH | FTW_PHYS);
 }
 
 } // namespace kjit::cache

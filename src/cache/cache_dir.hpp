@@ -21,6 +21,7 @@ struct CacheDir {
   std::string store_dir;                     // the store folder, for messages; empty: no disk tier
   std::shared_ptr<util::UniqueFd> store_fd;  // the checked store folder (LMDB opens through it)
   bool writable = false;
+  bool store_absent = false;  // Config::inspect_only and no store made yet (none is made then)
 };
 
 // Creates config.cache_dir with mode 0700 if missing and vets it through descriptors:
@@ -52,7 +53,8 @@ std::string private_folder_problem(int fd, bool shared, bool strict = false);
 // Logs "warning: <message>" once per process and message.
 void warn_once(const std::string& message);
 
-// Removes `relative` (a folder) below `cache_dir` without following symlinks.
+// Removes `relative` (one name: a folder tree or a file) below `cache_dir` without following
+// symlinks; this user's folders without permissions are given them back to be emptied.
 void remove_tree(const std::string& cache_dir, const std::string& relative);
 
 // A fresh folder <TMPDIR or /tmp>/<prefix>XXXXXX (mode 0700), removed with everything in it

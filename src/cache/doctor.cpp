@@ -103,6 +103,10 @@ void check_store(const Config& config, std::vector<HealthCheck>& out)
     Config looking = config;
     looking.inspect_only = true;  // a health check changes nothing, a damaged store included
     Cache cache(looking);
+    if (!cache.store_exists()) {
+      out.push_back({Status::ok, "store", "none yet in " + config.cache_dir + " (made by the first compile)"});
+      return;
+    }
     if (!cache.has_disk_tier()) {
       out.push_back({Status::error, "store", "the store in " + config.cache_dir +
                                                " could not be opened or is damaged (see the warning above; left as it is)"});

@@ -51,21 +51,26 @@ std::string index_line(const IndexRow& row)
 
 namespace {
 
-// Whether the index file open as `fd` already has a line for `key`.
+// Whether the index file open as `fd` already has a line for `key`. Read a piece at a time, with
+// the end of the one before kept (a line may span two): an index made huge (damage) costs no
+// memory in proportion.
 bool lists_key(int fd, const std::string& key)
 {
-  std::string text;
+  const std::string line_start = "\n" + key + "  ";
+  std::string text = "\n";  // the file's first line starts like any other
   char buffer[65536];
   for (off_t at = 0;;) {
     const ssize_t got = ::pread(fd, buffer, sizeof buffer, at);
     if (got <= 0) {
-      break;
+      return false;
     }
     text.append(buffer, static_cast<std::size_t>(got));
     at += got;
+    if (text.find(line_start) != std::string::npos) {
+      return true;
+    }
+    text.erase(0, text.size() - std::min(text.size(), line_start.size() - 1));
   }
-  const std::string line_start = key + "  ";
-  return text.rfind(line_start, 0) == 0 || text.find("\n" + line_start) != std::string::npos;
 }
 
 } // namespace

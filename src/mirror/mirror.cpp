@@ -76,10 +76,39 @@ std::error_code write_new_file(int dir, const std::string& name, std::string_vie
   return ::close(fd.release()) == 0 ? std::error_code{} : last_error();
 }
 
+namespace {
+
+// The folder `name` below `dir` opened to be emptied, or -1 (not a folder, a symlink). A folder of
+// this user's that lost its permissions (chmod 000 or 0500: a damaged mirror) is given them back
+// first, or it could be neither listed nor emptied. Changed through an O_PATH descriptor of the
+// folder itself, never a symlink's target.
+int open_to_empty(int dir, const std::string& name)
+{
+  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  if (fd >= 0 && (::fstat(fd, &st) != 0 || (st.st_mode & S_IRWXU) == S_IRWXU || st.st_uid != ::geteuid())) {
+    return fd;
+  }
+  if (fd < 0 && errno != EACCES) {
+    return -1;
+  }
+  if (fd >= 0) {
+    ::close(fd);
+  }
+  const UniqueFd path(::openat(dir, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!path || ::fstat(path.get(), &st) != 0 || st.st_uid != ::geteuid()) {
+    return -1;
+  }
+  std::ignore = ::chmod(("/proc/self/fd/" + std::to_string(path.get())).c_str(), 0700);
+  return ::openat(path.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+} // namespace
+
 // Removes `name` below `dir` (a folder tree or a file) without following symlinks.
 void remove_below(int dir, const std::string& name)
 {
-  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const int fd = open_to_empty(dir, name);
   if (fd < 0) {
     std::ignore = ::unlinkat(dir, name.c_str(), 0);
     return;
@@ -137,7 +166,9 @@ std::string log_text(const store::Entry& entry)
 std::error_code link_shared_header(int shared, const std::string& hex, const std::string& content, int folder,
                                    const std::string& name)
 {
-  UniqueFd existing(::openat(shared, hex.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO there (damage) must not wait for a writer; not being a regular file, it is
+  // replaced below.
+  UniqueFd existing(::openat(shared, hex.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   struct stat st {};
   if (existing && ::fstat(existing.get(), &st) == 0 && S_ISREG(st.st_mode) &&
       static_cast<std::size_t>(st.st_size) == content.size()) {
@@ -366,8 +397,14 @@ std::size_t prune(const std::string& cache_dir, const std::set<std::string>* kee
     if (name.rfind(k_temp_prefix, 0) == 0) {
       return now - st.st_mtime > k_stale_temp_seconds;  // left by a killed run
     }
-    if (name == k_shared_headers || name == k_index || name.rfind(".index.txt", 0) == 0) {
-      return false;  // the shared headers (sweep_headers()) and the index, not entries
+    if (name == k_shared_headers) {
+      return !S_ISDIR(st.st_mode);  // the shared headers (sweep_headers()), unless damage took the name
+    }
+    if (name == k_index) {
+      return !S_ISREG(st.st_mode);  // the index, unless damage took the name (written again after)
+    }
+    if (name.rfind(".index.txt", 0) == 0) {
+      return false;  // the index's temp file
     }
     return keep != nullptr && keep->count(name) == 0;  // not an entry of the store: junk
   };

@@ -44,7 +44,8 @@ std::map<std::string, std::string> header_paths(const std::map<std::string, std:
 
 // Removes from programs/ the temp folders of killed runs (older than 10 minutes) and, when `keep`
 // is given, every name that is not in it (junk, entries no longer stored); the shared headers/
-// folder and index.txt stay. Returns how many.
+// folder and index.txt stay, unless they are something else (a file or a symlink named headers,
+// a folder named index.txt: never followed). Returns how many.
 std::size_t prune(const std::string& cache_dir, const std::set<std::string>* keep);
 
 // Removes from programs/headers/ every file that no entry folder links (one link left) and whose

@@ -95,11 +95,48 @@ std::string header_ref_value(const util::Sha256& hash, std::uint64_t size)
   return out;
 }
 
+// Calls `field(code, value)` for each field of `section` as stored (no checksum verified, nothing
+// expanded) until it returns false; false if a field runs past the end (a few bytes too few for
+// a field header at the end are ignored).
+template <typename Field>
+bool for_each_stored_field(std::string_view section, Field&& field)
+{
+  for (std::size_t at = 0; section.size() - at >= 6;) {
+    const auto code = get_int<std::uint16_t>(section, at);
+    const auto length = get_int<std::uint32_t>(section, at + 2);
+    at += 6;
+    if (section.size() - at < length) {
+      return false;
+    }
+    if (!field(code, section.substr(at, length))) {
+      return true;
+    }
+    at += length;
+  }
+  return true;
+}
+
 // Calls `field(tag, value, owned)` for each field of a section whose checksum was verified,
 // expanding compressed values (`owned` then holds the expansion and may be moved from); false with `why` on a malformed field or when `field` returns false.
 template <typename Field>
 bool for_each_field(std::string_view section, std::string& why, Field&& field)
 {
+  // What the compressed fields claim together, before any is expanded: each is bounded by
+  // frame_size(), but a forged record (a bundle's, a remote's) of a few KiB can hold many frames of
+  // zeros, each claiming the most (docs/cache-format.md, "Record grammar").
+  std::size_t claimed = 0;  // at most k_expand_max
+  bool too_much = false;
+  for_each_stored_field(section, [&](std::uint16_t code, std::string_view value) {
+    if (const auto size = (code & k_compressed) != 0 ? frame_size(value) : std::nullopt) {
+      too_much = *size > k_expand_max - claimed;
+      claimed += too_much ? 0 : *size;
+    }
+    return !too_much;
+  });
+  if (too_much) {
+    why = "compressed fields: they expand to more than " + std::to_string(k_expand_max) + " bytes in all";
+    return false;
+  }
   std::size_t at = 0;
   std::string expanded;
   while (at < section.size()) {
@@ -132,27 +169,6 @@ bool for_each_field(std::string_view section, std::string& why, Field&& field)
     if (!field(tag, value, value.data() == expanded.data() ? &expanded : nullptr)) {
       return false;
     }
-  }
-  return true;
-}
-
-// Calls `field(code, value)` for each field of `section` as stored (no checksum verified, nothing
-// expanded) until it returns false; false if a field runs past the end (a few bytes too few for
-// a field header at the end are ignored).
-template <typename Field>
-bool for_each_stored_field(std::string_view section, Field&& field)
-{
-  for (std::size_t at = 0; section.size() - at >= 6;) {
-    const auto code = get_int<std::uint16_t>(section, at);
-    const auto length = get_int<std::uint32_t>(section, at + 2);
-    at += 6;
-    if (section.size() - at < length) {
-      return false;
-    }
-    if (!field(code, section.substr(at, length))) {
-      return true;
-    }
-    at += length;
   }
   return true;
 }

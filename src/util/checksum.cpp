@@ -51,6 +51,15 @@ XXH_NO_INLINE XXH_TARGET_AVX2 void update_avx2(XXH3_state_t* state, const void* 
   XXH3_update(state, static_cast<const xxh_u8*>(input), size, XXH3_accumulate_512_avx2, XXH3_scrambleAcc_avx2);
 }
 
+void update(XXH3_state_t& state, std::string_view part)
+{
+  if (has_avx2()) {
+    update_avx2(&state, part.data(), part.size());
+  } else {
+    XXH3_128bits_update(&state, part.data(), part.size());
+  }
+}
+
 Checksum canonical(XXH128_hash_t hash)
 {
   XXH128_canonical_t canonical;
@@ -75,11 +84,18 @@ Checksum checksum(std::string_view first, std::string_view second)
   XXH3_INITSTATE(&state);
   XXH3_128bits_reset(&state);
   for (const std::string_view part : {first, second}) {
-    if (has_avx2()) {
-      update_avx2(&state, part.data(), part.size());
-    } else {
-      XXH3_128bits_update(&state, part.data(), part.size());
-    }
+    update(state, part);
+  }
+  return canonical(XXH3_128bits_digest(&state));
+}
+
+Checksum checksum_of_parts(const std::function<std::string_view()>& next)
+{
+  XXH3_state_t state;
+  XXH3_INITSTATE(&state);
+  XXH3_128bits_reset(&state);
+  for (std::string_view part = next(); !part.empty(); part = next()) {
+    update(state, part);
   }
   return canonical(XXH3_128bits_digest(&state));
 }

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -47,6 +48,9 @@ Sha256 sha256(std::string_view data);
 Checksum checksum(std::string_view data);
 // XXH3-128 of `first` followed by `second`, without joining them.
 Checksum checksum(std::string_view first, std::string_view second);
+// XXH3-128 of the parts `next` returns, in order, until it returns an empty one: the digest
+// checksum() gives their concatenation, never held whole (a file's section read piece by piece).
+Checksum checksum_of_parts(const std::function<std::string_view()>& next);
 
 // The digest held in 32 raw bytes (an LMDB key); zeros if `bytes` is not 32 bytes long.
 Sha256 digest_of_bytes(std::string_view bytes);

@@ -15,6 +15,23 @@ check "compile without file" exit_code 2 "$kjit" compile
 check "compile with unknown option" exit_code 2 "$kjit" compile "$root/examples/saxpy.cu" --bogus
 check "unknown option prints usage" grep -q "usage: kjit compile" "$work/err"
 check "version with extra args" exit_code 2 "$kjit" version extra
+# Every bad argument is bad usage: exit 2, the usage text on stderr (docs/cli.md). An arch that
+# is no arch name, an empty folder or output path, an option given to the wrong action exited 1
+# or printed no usage.
+saxpy=$root/examples/saxpy.cu
+for args in "compile $saxpy --arch sm_1" "compile /no/such/file.cu --arch sm_1" "explain $saxpy --arch bogus" \
+  "script build $saxpy --name s --space A=1 --arch sm_1" "compile $saxpy --arch sm_80 -o ''" \
+  "compile $saxpy --arch sm_80 --cache-dir ''" "list --cache-dir ''" "warm $saxpy --cache-dir ''" \
+  "warm $saxpy --arch sm_80 --timeout 0" "warm $saxpy --arch ," "warm $saxpy --arch sm_80 --jobs 5000" \
+  "script build $saxpy --name s --space A=1 --arch sm_80 --jobs 5000" \
+  "prune --older-than 3parsecs" "prune --max-size lots" "cache stats --remove" "cache clear --remove" \
+  "script build $saxpy --name s --space A= --arch sm_80" "script show ''" "script frobnicate" "help compile extra" \
+  "cat abc" "mirror" "list --bogus" "compile $saxpy --arch" "list --name ''" "export $work/all.kjitpack --arch ''" \
+  "warm $saxpy --arch sm_80 --worker ''"; do
+  eval "set -- $args"
+  check "kjit $args is bad usage" exit_code 2 "$kjit" "$@"
+  check "kjit $args prints the usage" grep -q "^usage: kjit" "$work/err"
+done
 
 # --- version ---
 check "version" exit_code 0 "$kjit" --version
@@ -35,6 +52,21 @@ check "name expression" exit_code 0 "$kjit" compile "$root/examples/scale.cu" --
   --name-expr 'scale<float>' -o "$work/out_dir"
 check "lowered name printed" grep -q "scale<float> -> _Z5scaleIfEvPT_S0_i" "$work/out"
 check "name expression instantiates the kernel" grep -q "^\.[a-z]* \.entry _Z5scaleIfEvPT_S0_i(" "$work/out_dir/scale.ptx"
+# --- started with stdin, stdout and stderr closed: no file opened later takes their numbers ---
+# (LMDB's lock.mdb took fd 2 and got kjit's error message written over its header)
+closed=$work/closed_cache
+check "a compile with 0, 1 and 2 closed can't write its output" exit_code 1 env KJIT_CACHE_DIR="$closed" \
+  sh -c "exec '$kjit' compile '$root/examples/saxpy.cu' --arch sm_80 -o '$work/out_closed' <&- >&- 2>&-"
+check "its message went to no store file" sh -c "! grep -rq 'cannot write' '$closed/store'"
+check "the store it wrote is sound" exit_code 0 env KJIT_CACHE_DIR="$closed" "$kjit" cache verify
+check "and holds the entry" exit_code 0 env KJIT_CACHE_DIR="$closed" "$kjit" compile "$root/examples/saxpy.cu" \
+  --arch sm_80 -o "$work/out_closed"
+check "as a hit" grep -q "^cache hit " "$work/out"
+check "with stdout closed, output is a failure" exit_code 1 env KJIT_CACHE_DIR="$closed" sh -c "exec '$kjit' list >&-"
+check "said on stderr" grep -q "cannot write the output" "$work/err"
+check "with stderr closed, stdout is whole" exit_code 0 env KJIT_CACHE_DIR="$closed" sh -c "exec '$kjit' list 2>&- <&-"
+check "the entry is listed" grep -q "saxpy.cu" "$work/out"
+
 mkdir -p "$work/def_inc" "$work/def_out"
 printf '#define FROM_HEADER 1234\n' >"$work/def_inc/from_header.h"
 printf '#include "from_header.h"\n#ifndef FROM_DEFINE\n#error FROM_DEFINE is not defined\n#endif\n%s\n' \
@@ -56,8 +88,10 @@ check "the missing header is named" grep -q "from_header.h" "$work/err"
 printf '__global__ void k(int* p) { *p = oops; }\n' >"$work/bad.cu"
 check "compile error exits 1" exit_code 1 "$kjit" compile "$work/bad.cu" --arch sm_90 -o "$work/out_dir"
 check "compile error shows the log" grep -q "oops" "$work/err"
-check "bad arch exits 1" exit_code 1 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_9x -o "$work/out_dir"
+check "a malformed arch is bad usage" exit_code 2 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_9x -o "$work/out_dir"
 check "bad arch is explained" grep -q "sm_9x" "$work/err"
+check "an arch NVRTC does not support fails" exit_code 1 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_10 -o "$work/out_dir"
+check "naming the supported ones" grep -q "sm_10 is not supported by NVRTC .*(supported: " "$work/err"
 check "missing file exits 1" exit_code 1 "$kjit" compile "$work/none.cu" --arch sm_90
 # An error that is no kjit::Error (std::bad_alloc: a 2 GiB sparse source read under a 1 GiB
 # address space limit) still exits 1 and says so, never 0 (a semantic mutant: docs/testing.md).

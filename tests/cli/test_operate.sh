@@ -22,6 +22,17 @@ done
 check "export from a missing folder fails" exit_code 1 "$kjit" export "$work/none.kjitpack"
 check "export from a missing folder created nothing" test ! -e "$KJIT_CACHE_DIR"
 check "show on a missing folder" exit_code 1 "$kjit" show abc
+# A cache folder that exists with no store in it yet (made by hand, restored empty by a CI cache):
+# an empty cache, as a missing folder is. Each read-only command made store/ there and warned, and
+# verify and doctor called it damaged (exit 1).
+empty_dir=$work/empty_dir
+mkdir -m 700 "$empty_dir"
+for command in "list" "stats" "verify" "doctor" "cache stats" "script list"; do
+  # shellcheck disable=SC2086
+  check "$command on a folder without a store" exit_code 0 env KJIT_CACHE_DIR="$empty_dir" "$kjit" $command
+  check "$command says nothing is wrong" sh -c "! grep -q 'mdb_env_open\|could not be opened' '$work/err' '$work/out'"
+  check "$command made nothing there" test -z "$(ls -A "$empty_dir")"
+done
 check "list --json on a missing folder" exit_code 0 "$kjit" list --json
 check "it is an empty array" grep -qx '\[\]' "$work/out"
 
@@ -325,6 +336,51 @@ rm -f "$rv/c/usage.log"
 printf 'kjit-usage 1 1 1 1 1 1 1 nan inf\nkjit-usage 1 -3 1 1 1 1 1 1 1\nkjit-usage 1 1 2 0 0 0 0 5.000 1.000\n' >"$rv/c/usage.log"
 check "stats --json with odd usage lines" exit_code 0 env KJIT_CACHE_DIR="$rv/c" "$kjit" stats --json
 check "the odd lines are skipped and the JSON is valid" python3 -c "import json; d=json.load(open('$work/out')); d.pop('cache_dir'); s=json.dumps(d); assert 'nan' not in s.lower() and 'inf' not in s.lower() and '18446744073709551' not in s, s"
+# JSON is UTF-8 (RFC 8259): a program name or folder that is not UTF-8 (a Latin-1 file name) has
+# each bad byte as U+FFFD. Its bytes were copied as they were, which strict parsers refuse.
+latin1=$(printf '%s/caf\xe9.cu' "$rv")
+cp "$root/examples/saxpy.cu" "$latin1"
+check "a compile of a file whose name is not UTF-8" exit_code 0 env KJIT_CACHE_DIR="$rv/c" "$kjit" compile "$latin1" \
+  --arch compute_90 -o "$rv/o"
+strict_json='import json, sys; json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))'
+check "list --json of it" exit_code 0 env KJIT_CACHE_DIR="$rv/c" "$kjit" list --json
+check "is UTF-8 JSON" python3 -c "$strict_json" "$work/out"
+check "naming the bad byte U+FFFD" grep -q 'caf\\ufffd.cu' "$work/out"
+check "stats --json of a folder not UTF-8" exit_code 0 "$kjit" stats --json --cache-dir "$(printf '%s/\xff' "$rv")"
+check "is UTF-8 JSON too" python3 -c "$strict_json" "$work/out"
+rm -f "$latin1"
+# One line per entry: a control character in a program name (a file named with a newline) is shown
+# as '?', never as a line break of its own.
+two_lines=$(printf '%s/two\nlines.cu' "$rv")
+cp "$root/examples/saxpy.cu" "$two_lines"
+check "a compile of a file whose name holds a newline" exit_code 0 env KJIT_CACHE_DIR="$rv/c" "$kjit" compile \
+  "$two_lines" --arch compute_90 -o "$rv/o"
+check "list" exit_code 0 env KJIT_CACHE_DIR="$rv/c" "$kjit" list
+check "has one line per entry" test "$(lines "$work/out")" = "$(env KJIT_CACHE_DIR="$rv/c" "$kjit" list --json | \
+  python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')"
+check "naming it with a '?'" grep -q "two?lines.cu" "$work/out"
+rm -f "$two_lines"
+# A mirror folder that lost its permissions (chmod 000, 0500) is given them back to be removed:
+# each rebuild left it as an undeletable programs/.tmp-* folder (and a pruned entry's folder stayed).
+perm=$work/perm
+mkdir -p "$perm" && cp "$root/examples/saxpy.cu" "$perm/"
+as_owner=(env)
+if [ "$(id -u)" = 0 ]; then  # root ignores modes: as "nobody", the owner
+  chown -R 65534:65534 "$perm"
+  as_owner=(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$perm")
+fi
+check "a cache of this user's" exit_code 0 "${as_owner[@]}" KJIT_CACHE_DIR="$perm/c" "$kjit" compile "$perm/saxpy.cu" \
+  --arch sm_90 -o "$perm/o"
+perm_key=$(sed -n 's/^compiled //p' "$work/out")
+chmod 0500 "$perm/c/programs/$perm_key/module"
+chmod 0000 "$perm/c/programs/$perm_key"
+check "mirror --rebuild over folders without permissions" exit_code 0 "${as_owner[@]}" KJIT_CACHE_DIR="$perm/c" "$kjit" \
+  mirror --rebuild
+check "leaves no temp folder" test -z "$(find "$perm/c/programs" -maxdepth 1 -name '.tmp-*')"
+check "and the entry's folder whole" test -s "$perm/c/programs/$perm_key/module/kernel.ptx"
+chmod 0000 "$perm/c/programs/$perm_key"
+check "clear with a folder without permissions" exit_code 0 "${as_owner[@]}" KJIT_CACHE_DIR="$perm/c" "$kjit" clear
+check "removes the whole mirror" test ! -e "$perm/c/programs"
 cp -a "$rv/c" "$rv/t"
 truncate -s 12288 "$rv/t/store/data.mdb"
 check "verify reports a truncated store" exit_code 1 env KJIT_CACHE_DIR="$rv/t" "$kjit" verify

@@ -2,14 +2,22 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "write_lock.hpp"
 
 #include "bundle/reader.hpp"
 #include "bundle/writer.hpp"
 #include "store/record.hpp"
+#include "util/bytes.hpp"
+#include "util/hash.hpp"
 #include "store/store.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <sstream>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <zstd.h>
 
 
 using namespace kjit::test;
@@ -58,6 +66,70 @@ void flip_byte(const std::string& path, std::size_t from_end)
   std::string bytes = read_text(path);
   bytes[bytes.size() - from_end] ^= 0x11;
   write_text(path, bytes);
+}
+
+// One zstd frame of `size` zero bytes (its content size in the frame header), made a MiB at a
+// time: a few KiB that expand to `size`.
+std::string zero_frame(std::size_t size)
+{
+  ZSTD_CCtx* context = ZSTD_createCCtx();
+  ZSTD_CCtx_setPledgedSrcSize(context, size);
+  const std::string zeros(std::size_t{1} << 20, '\0');
+  std::string frame;
+  std::string buffer(ZSTD_CStreamOutSize(), '\0');
+  for (std::size_t left = size;;) {
+    const std::size_t n = std::min(left, zeros.size());
+    left -= n;
+    ZSTD_inBuffer in{zeros.data(), n, 0};
+    const ZSTD_EndDirective mode = left == 0 ? ZSTD_e_end : ZSTD_e_continue;
+    for (std::size_t pending = 1; mode == ZSTD_e_end ? pending != 0 : in.pos < in.size;) {
+      ZSTD_outBuffer out{buffer.data(), buffer.size(), 0};
+      pending = ZSTD_compressStream2(context, &out, &in, mode);
+      frame.append(buffer.data(), out.pos);
+    }
+    if (left == 0) {
+      break;
+    }
+  }
+  ZSTD_freeCCtx(context);
+  return frame;
+}
+
+// `record` (self-contained, as a bundle holds it) with `count` more headers in its inputs section,
+// each content `frame` (compressed), and the section's size and checksum made to match: what a
+// hostile bundle can hold (the sums are no secret). Layout: docs/cache-format.md, "Record grammar".
+std::string with_headers(std::string record, const std::string& frame, int count)
+{
+  const auto artifacts = kjit::util::get_int<std::uint64_t>(record, 16);
+  for (int i = 0; i < count; ++i) {
+    const std::string name = "bomb" + std::to_string(i) + ".h";
+    kjit::util::put_int(record, std::uint16_t{5});  // header name
+    kjit::util::put_int(record, static_cast<std::uint32_t>(name.size()));
+    record += name;
+    kjit::util::put_int(record, std::uint16_t{6 | 0x8000});  // header content, one zstd frame
+    kjit::util::put_int(record, static_cast<std::uint32_t>(frame.size()));
+    record += frame;
+  }
+  const std::string_view inputs = std::string_view(record).substr(64 + artifacts);
+  std::string size;
+  kjit::util::put_int(size, static_cast<std::uint64_t>(inputs.size()));
+  record.replace(40, 8, size);
+  const kjit::util::Checksum sum = kjit::util::checksum(inputs);
+  record.replace(48, 16, std::string(reinterpret_cast<const char*>(sum.data()), sum.size()));
+  return record;
+}
+
+// A size of this process from /proc/self/status in KiB ("VmSize:", "VmHWM:": the high-water mark
+// of its resident memory).
+std::size_t status_kib(const char* field)
+{
+  std::istringstream status(read_text("/proc/self/status"));
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind(field, 0) == 0) {
+      return std::stoul(line.substr(std::strlen(field)));
+    }
+  }
+  return 0;
 }
 
 } // namespace
@@ -205,6 +277,46 @@ BOOST_AUTO_TEST_CASE(a_truncated_or_corrupt_bundle_imports_nothing)
   BOOST_TEST(target.disk_entries() == 0u);
 }
 
+// A bundle declaring (and being, sparse) 3 GiB is refused as damaged (BundleError, cache
+// untouched) under an address-space limit of 1 GiB more than the process holds: its data sum is
+// computed a piece at a time, and a meta section (toolchain rows) that large is impossible. Both
+// were read into one string first: std::bad_alloc here (no typed error), and without a limit
+// 3 GiB of memory taken (in a host reading the bundle as a tier, for the meta section).
+BOOST_AUTO_TEST_CASE(a_huge_bundle_is_refused_without_holding_it_in_memory)
+{
+  for (const bool huge_meta : {false, true}) {
+    const std::string pack = tmp.path() + "/huge.kjitpack";
+    kjit::bundle::Header header;
+    (huge_meta ? header.meta_size : header.data_size) = std::uint64_t{3} << 30;
+    header.index_sum = kjit::util::checksum("");
+    header.meta_sum = kjit::util::checksum("");
+    write_text(pack, kjit::bundle::encode_header(header));
+    BOOST_TEST_REQUIRE(::truncate(pack.c_str(), static_cast<off_t>(header.file_size())) == 0);
+    const kjit::Config target = config_at(config, tmp.path() + "/target");
+    const pid_t child = ::fork();
+    BOOST_TEST_REQUIRE(child >= 0);
+    if (child == 0) {
+      kjit::Cache cache(target);  // its store mapped before the limit
+      const std::size_t vm_kib = status_kib("VmSize:");
+      const rlimit limit{vm_kib * 1024 + (std::size_t{1} << 30), vm_kib * 1024 + (std::size_t{1} << 30)};
+      ::setrlimit(RLIMIT_AS, &limit);
+      try {
+        cache.import_bundle(pack);
+      } catch (const kjit::BundleError& e) {
+        const std::string why = huge_meta ? "impossible sizes" : "data checksum mismatch";
+        ::_exit(std::string(e.what()).find(why) != std::string::npos && cache.disk_entries() == 0 ? 0 : 2);
+      } catch (const std::bad_alloc&) {
+        ::_exit(3);
+      } catch (...) {
+        ::_exit(4);
+      }
+      ::_exit(5);
+    }
+    const int status = wait_status(child);
+    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), (huge_meta ? "meta: " : "data: ") + status_text(status));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(import_never_replaces_a_good_entry_with_a_bad_one)
 {
   const std::string file = warm_three_archs(config, tmp.path());
@@ -246,6 +358,61 @@ BOOST_AUTO_TEST_CASE(import_never_replaces_a_good_entry_with_a_bad_one)
   std::string output;
   BOOST_TEST(run("'" + kjit + "' import '" + bad + "' --cache-dir '" + tmp.path() + "/cli' 2>&1", output) == 1, output);
   BOOST_TEST(output.find("kjit import: rejected ") != std::string::npos, output);
+}
+
+// An import writes entries, so KJIT_MAX_SIZE applies after it as after any write: the least
+// recently used go until the entries take at most 90% of it. It was never checked: an import left
+// the cache over its limit until some later compile (12 times over in the CLI check).
+BOOST_AUTO_TEST_CASE(an_import_keeps_the_cache_within_its_size_limit)
+{
+  warm_three_archs(config, tmp.path());
+  const std::string pack = tmp.path() + "/kernels.kjitpack";
+  kjit::Cache(config).export_bundle(pack);
+  kjit::Config limited = config_at(config, tmp.path() + "/limited");
+  limited.max_size = 4096;  // less than any one entry with its mirror folder
+  kjit::Cache target(limited);
+  BOOST_TEST(target.import_bundle(pack).entries == 3u);
+  BOOST_TEST(target.disk_entries() == 0u);
+  BOOST_TEST(target.usage().record_bytes == 0u);
+}
+
+// A record whose compressed fields together claim more than any record holds (three headers of
+// 1 GiB each from a few KiB of zstd frames, checksums made to match) is refused as damaged before
+// any is expanded, and the cache is left as it was. Each field was expanded in turn (only one
+// field's size was bounded, at 2 GiB), so a bundle of a few KiB took gigabytes; here, under an
+// address-space limit, the second expansion ran out of memory.
+BOOST_AUTO_TEST_CASE(a_record_whose_fields_expand_to_gigabytes_is_refused_unexpanded)
+{
+  warm_three_archs(config, tmp.path());
+  const std::string pack = tmp.path() + "/kernels.kjitpack";
+  kjit::Cache(config).export_bundle(pack);
+  const kjit::bundle::Reader reader(pack);
+  const kjit::bundle::IndexEntry first = reader.index().front();
+  const std::string bomb = with_headers(reader.read(first), zero_frame(std::size_t{1} << 30), 3);
+  BOOST_TEST_REQUIRE(bomb.size() < (std::size_t{1} << 20));
+  const std::string hostile = tmp.path() + "/hostile.kjitpack";
+  kjit::bundle::write_bundle(hostile, {{first.key, bomb}}, reader.meta(), kjit::store::k_record_format);
+  const kjit::Config target = config_at(config, tmp.path() + "/target");
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    kjit::Cache cache(target);  // its store mapped before the limit
+    const std::size_t headroom = std::size_t{3} << 29;  // 1.5 GiB: one expansion fits, two do not
+    const std::size_t vm_bytes = status_kib("VmSize:") * 1024;
+    const rlimit limit{vm_bytes + headroom, vm_bytes + headroom};
+    ::setrlimit(RLIMIT_AS, &limit);
+    const std::size_t before = status_kib("VmHWM:");
+    try {
+      const kjit::BundleReport report = cache.import_bundle(hostile);
+      const bool refused = report.entries == 0 && report.rejected.size() == 1 &&
+                           report.rejected[0].second.find("expand to more than") != std::string::npos;
+      ::_exit(!refused ? 2 : status_kib("VmHWM:") - before > (std::size_t{256} << 10) ? 3 : cache.disk_entries() != 0 ? 4 : 0);
+    } catch (...) {
+      ::_exit(5);
+    }
+  }
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), status_text(status));
 }
 
 BOOST_AUTO_TEST_CASE(import_without_a_disk_tier_is_refused)

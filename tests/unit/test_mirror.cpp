@@ -5,6 +5,7 @@
 #include "fixture.hpp"
 #include "write_lock.hpp"
 
+#include "mirror/mirror.hpp"
 #include "store/store.hpp"
 
 #include <csignal>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <sys/resource.h>
@@ -367,6 +369,95 @@ BOOST_AUTO_TEST_CASE(a_cache_folder_renamed_and_opened_by_its_new_name_is_mirror
   kjit::Cache next(config);
   BOOST_TEST(next.get(small_program("after_rename"), arch) != nullptr);
   BOOST_TEST(next.stats().disk_hits == 1u);
+}
+
+// A FIFO (or any file not regular) where a shared header goes is replaced, never opened to be
+// compared: opening it waited for a writer forever, and so did `kjit mirror --rebuild` and every
+// process whose mirror writer linked that header (at exit). Checked through the CLI under
+// `timeout`, so that the hang fails the test instead of holding it.
+BOOST_AUTO_TEST_CASE(a_fifo_in_place_of_a_shared_header_is_replaced_not_waited_on)
+{
+  const std::string key = cached_with_own_header(config, "fifo_header", "fifo.h");
+  const std::string shared = config.cache_dir + "/programs/headers";
+  BOOST_TEST_REQUIRE(files_in(shared) == 1u);
+  const std::string hex = std::filesystem::directory_iterator(shared)->path().filename().string();
+  BOOST_TEST_REQUIRE(::unlink((shared + "/" + hex).c_str()) == 0);
+  BOOST_TEST_REQUIRE(::mkfifo((shared + "/" + hex).c_str(), 0600) == 0);
+  const std::string binaries = helper("KJIT_TEST_BINARIES");
+  const std::string kjit = binaries.substr(binaries.find(' ') + 1);
+  std::string output;
+  const int status = run("timeout 60 '" + kjit + "' mirror --rebuild --cache-dir '" + config.cache_dir + "' 2>&1", output);
+  BOOST_TEST(status == 0, output);
+  struct stat st {};
+  BOOST_TEST_REQUIRE(::lstat((shared + "/" + hex).c_str(), &st) == 0);
+  BOOST_TEST(S_ISREG(st.st_mode));
+  BOOST_TEST(read_text(config.cache_dir + "/programs/" + key + "/module/headers/fifo.h") == "#define OWN_HEADER 1\n");
+}
+
+// `kjit mirror --rebuild` repairs a damaged programs/headers (a file, or a symlink to another
+// folder: never followed, its target untouched) and a programs/index.txt that is a folder: they
+// were kept as "not entries", so every entry with a header failed to mirror on every rebuild
+// (exit 1), and the index was never written (a warning, exit 0).
+BOOST_AUTO_TEST_CASE(a_rebuild_replaces_a_shared_headers_folder_or_index_that_is_something_else)
+{
+  const std::string key = cached_with_own_header(config, "damaged_shared", "shared.h");
+  const std::string programs = config.cache_dir + "/programs";
+  const std::string elsewhere = tmp.path() + "/elsewhere";
+  ::mkdir(elsewhere.c_str(), 0700);
+  write_text(elsewhere + "/keep.txt", "not the cache's");
+  for (const bool as_symlink : {false, true}) {
+    std::filesystem::remove_all(programs + "/headers");
+    std::filesystem::remove_all(programs + "/index.txt");
+    if (as_symlink) {
+      BOOST_TEST_REQUIRE(::symlink(elsewhere.c_str(), (programs + "/headers").c_str()) == 0);
+    } else {
+      write_text(programs + "/headers", "junk");
+    }
+    std::filesystem::create_directories(programs + "/index.txt/inside");
+    std::size_t skipped = 0;
+    BOOST_TEST(kjit::Cache(config).rebuild_mirror(&skipped) == 1u);
+    BOOST_TEST(skipped == 0u);
+    BOOST_TEST(std::filesystem::is_directory(std::filesystem::symlink_status(programs + "/headers")));
+    BOOST_TEST(read_text(programs + "/" + key + "/module/headers/shared.h") == "#define OWN_HEADER 1\n");
+    BOOST_TEST(index_lines(config, key) == 1u);
+    BOOST_TEST(files_in(elsewhere) == 1u);
+  }
+}
+
+// Whether index.txt already lists a key is found reading it a piece at a time: an index.txt made
+// huge (damage: 1 GiB, sparse) costs no memory in proportion. It was read whole into one string.
+BOOST_AUTO_TEST_CASE(a_huge_index_is_searched_without_holding_it_in_memory)
+{
+  const std::string programs = config.cache_dir + "/programs";
+  std::filesystem::create_directories(programs);
+  const std::string index = programs + "/index.txt";
+  write_text(index, "");
+  BOOST_TEST_REQUIRE(::truncate(index.c_str(), off_t{1} << 30) == 0);
+  const kjit::mirror::IndexRow row{std::string(64, 'a'), "huge.cu", "sm_90", 0, false};
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    const auto high_water_kib = [] {
+      std::istringstream status(read_text("/proc/self/status"));
+      for (std::string line; std::getline(status, line);) {
+        if (line.rfind("VmHWM:", 0) == 0) {
+          return std::stoul(line.substr(6));
+        }
+      }
+      return 0ul;
+    };
+    const unsigned long before = high_water_kib();
+    const bool appended = !kjit::mirror::append_index(config.cache_dir, row, true);
+    ::_exit(!appended ? 2 : high_water_kib() - before > (64ul << 10) ? 3 : 0);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), status_text(status));
+  const std::string line = kjit::mirror::index_line(row);
+  std::ifstream in(index, std::ios::binary);
+  in.seekg(-static_cast<std::streamoff>(line.size()), std::ios::end);
+  std::string tail(line.size(), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  BOOST_TEST(tail == line);  // appended after the search
 }
 
 // Guards the temp folder and rename of each entry folder (docs/cache-format.md, "a failed write

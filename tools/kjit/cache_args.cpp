@@ -31,7 +31,8 @@ std::unique_ptr<Cache> open_cache(const po::variables_map& vm, Access access)
   }
   Config opened = config;
   opened.inspect_only = access == Access::read;  // looking changes nothing, a damaged store included
-  return std::make_unique<Cache>(opened);
+  auto cache = std::make_unique<Cache>(opened);
+  return cache->store_exists() ? std::move(cache) : nullptr;  // a folder with no store yet: an empty cache
 }
 
 void require_writable(const Cache& cache)
@@ -49,10 +50,59 @@ bool could_write(const Cache& cache)
                               ::access((cache.store_path() + "/data.mdb").c_str(), W_OK) == 0);
 }
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at text[at] (RFC 3629: no overlong forms, no
+// surrogates, nothing past U+10FFFF), or 0.
+std::size_t utf8_length(const std::string& text, std::size_t at)
+{
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[at + i]); };
+  const unsigned char lead = byte(0);
+  std::size_t length = 0;
+  if (lead < 0x80) {
+    length = 1;
+  } else if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+  }
+  if (length == 0 || text.size() - at < length) {
+    return 0;
+  }
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xc0) != 0x80) {
+      return 0;
+    }
+  }
+  // The second byte's range where the lead alone does not settle it.
+  if ((lead == 0xe0 && byte(1) < 0xa0) || (lead == 0xed && byte(1) > 0x9f) || (lead == 0xf0 && byte(1) < 0x90) ||
+      (lead == 0xf4 && byte(1) > 0x8f)) {
+    return 0;
+  }
+  return length;
+}
+
+} // namespace
+
 std::string json_string(const std::string& text)
 {
   std::string out = "\"";
-  for (const char ch : text) {
+  for (std::size_t at = 0; at < text.size();) {
+    const char ch = text[at];
+    const std::size_t length = utf8_length(text, at);
+    if (length == 0) {
+      out += "\\ufffd";  // JSON is UTF-8: a byte that isn't (a Latin-1 file name) is U+FFFD
+      ++at;
+      continue;
+    }
+    if (length > 1) {
+      out.append(text, at, length);
+      at += length;
+      continue;
+    }
+    ++at;
     switch (ch) {
     case '"': out += "\\\""; break;
     case '\\': out += "\\\\"; break;
@@ -70,6 +120,15 @@ std::string json_string(const std::string& text)
     }
   }
   return out + "\"";
+}
+
+std::string one_line(std::string text)
+{
+  for (char& ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    ch = byte < 0x20 || byte == 0x7f ? '?' : ch;
+  }
+  return text;
 }
 
 std::string format_time(std::int64_t unix_time)
@@ -119,6 +178,15 @@ std::int64_t parse_age(const std::string& text, const std::string& usage)
     throw UsageError{"'" + text + "' is not an age (e.g. 90s, 15m, 12h, 30d, 2w)", usage};
   }
   return std::stoll(text.substr(0, digits)) * scale;
+}
+
+unsigned jobs_option(const po::variables_map& vm)
+{
+  const unsigned jobs = vm["jobs"].as<unsigned>();
+  if (jobs > 1024) {
+    throw UsageError{"--jobs must be at most 1024 (0: one per core)", ""};
+  }
+  return jobs;
 }
 
 const Colours& colours()

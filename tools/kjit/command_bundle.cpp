@@ -30,6 +30,7 @@ int command_export(const std::vector<std::string>& args)
                        positional, vm)) {
     return 0;
   }
+  const EntryFilter filter = parsed_filter(vm);
   const auto cache = open_cache(vm, Access::read);
   if (!cache) {
     throw Error("no cache at " + current_config().cache_dir + " (nothing to export)");
@@ -38,7 +39,7 @@ int command_export(const std::vector<std::string>& args)
     throw StoreError("the store of " + cache->config().cache_dir + " could not be read (see above); nothing exported", EIO);
   }
   const std::string file = vm["file"].as<std::string>();
-  const BundleReport report = cache->export_bundle(file, parsed_filter(vm));
+  const BundleReport report = cache->export_bundle(file, filter);
   std::cout << "exported " << report.entries << " entries to " << file << "\n";
   if (report.skipped_damaged > 0) {
     std::cerr << "kjit export: left out " << report.skipped_damaged << " damaged entries (see kjit verify)\n";

@@ -31,6 +31,9 @@ int command_cache(const std::vector<std::string>& args)
       action != "verify") {
     throw UsageError{"unknown action '" + action + "'", "usage: " + synopsis + "\n"};
   }
+  if (vm.count("remove") != 0 && action != "orphans") {
+    throw UsageError{"--remove goes with orphans only", "usage: " + synopsis + "\n"};
+  }
   if (vm.count("cache-dir") != 0) {
     option::cache_dir(vm["cache-dir"].as<std::string>());
   }

@@ -101,6 +101,9 @@ int command_compile(const std::vector<std::string>& args)
   if (!parse_arguments(args, "kjit compile FILE [options]", visible, hidden, positional, vm)) {
     return 0;
   }
+  if (vm["output"].as<std::string>().empty()) {
+    throw UsageError{"-o needs a folder, not \"\"", ""};
+  }
   Arch arch;
   const Program program = program_from_arguments(vm, arch);
 

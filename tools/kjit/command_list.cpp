@@ -20,8 +20,15 @@ std::string info_json(const EntryInfo& e)
          ", \"compile_ms\": " + ms + "}";
 }
 
+// An empty --name or --arch would select every entry (kjit export --name "$UNSET" exporting all):
+// bad usage.
 EntryFilter filter_of(const po::variables_map& vm)
 {
+  for (const char* option : {"name", "arch"}) {
+    if (vm.count(option) != 0 && vm[option].as<std::string>().empty()) {
+      throw UsageError{std::string("--") + option + " needs a value, not \"\" (leave it out to select every entry)", ""};
+    }
+  }
   EntryFilter filter;
   if (vm.count("name") != 0) {
     filter.name = vm["name"].as<std::string>();
@@ -56,8 +63,9 @@ int command_list(const std::vector<std::string>& args)
   if (!parse_arguments(args, "kjit list [--name NAME] [--arch ARCH] [--json] [--cache-dir DIR]", visible, {}, {}, vm)) {
     return 0;
   }
+  const EntryFilter filter = filter_of(vm);
   const auto cache = open_cache(vm, Access::read);
-  const std::vector<EntryInfo> entries = cache ? cache->entries(filter_of(vm)) : std::vector<EntryInfo>{};
+  const std::vector<EntryInfo> entries = cache ? cache->entries(filter) : std::vector<EntryInfo>{};
   if (vm.count("json") != 0) {
     std::cout << "[";
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -67,7 +75,7 @@ int command_list(const std::vector<std::string>& args)
     return 0;
   }
   for (const EntryInfo& e : entries) {
-    std::printf("%.12s  %-24s %-11s %10s  %s%s\n", e.key.c_str(), e.program_name.c_str(), e.arch.c_str(),
+    std::printf("%.12s  %-24s %-11s %10s  %s%s\n", e.key.c_str(), one_line(e.program_name).c_str(), e.arch.c_str(),
                 format_bytes(e.record_bytes).c_str(), format_time(e.created_unix).c_str(),
                 e.failed ? "  (compile error)" : "");
   }
@@ -130,7 +138,7 @@ int command_show(const std::vector<std::string>& args)
   }
   const EntryInfo& e = c.info;
   std::cout << "key:       " << e.key << "\n"
-            << "program:   " << e.program_name << "\n"
+            << "program:   " << one_line(e.program_name) << "\n"
             << "arch:      " << e.arch << (e.failed ? "  (a remembered compile error)" : "") << "\n"
             << "created:   " << format_time(e.created_unix) << "\n"
             << "record:    " << format_bytes(e.record_bytes) << " (cubin " << format_bytes(e.cubin_bytes) << ", PTX "

@@ -91,7 +91,7 @@ int command_prune(const std::vector<std::string>& args)
   if (vm.count("older-than") + vm.count("max-size") + vm.count("orphans") == 0) {
     throw UsageError{"say what to prune: --older-than AGE, --max-size SIZE or --orphans", "usage: " + synopsis + "\n"};
   }
-  const std::int64_t age = vm.count("older-than") != 0 ? parse_age(vm["older-than"].as<std::string>(), synopsis) : -1;
+  const std::int64_t age = vm.count("older-than") != 0 ? parse_age(vm["older-than"].as<std::string>(), "usage: " + synopsis + "\n") : -1;
   std::size_t size = SIZE_MAX;
   if (vm.count("max-size") != 0) {
     try {

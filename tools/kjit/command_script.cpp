@@ -76,7 +76,7 @@ int build(const std::vector<std::string>& args)
   Script script;
   const Program program = program_from_arguments(vm, script.arch);
   if (program.name_expressions.size() > 1) {
-    throw UsageError{"give one --name-expr pattern (e.g. 'kern<{BLOCK}>')", k_synopsis};
+    throw UsageError{"give one --name-expr pattern (e.g. 'kern<{BLOCK}>')", ""};
   }
   script.name = vm["name"].as<std::string>();
   script.program_name = program.name;
@@ -87,12 +87,12 @@ int build(const std::vector<std::string>& args)
   for (const auto& text : vm["space"].as<std::vector<std::string>>()) {
     const auto equals = text.find('=');
     if (equals == std::string::npos || equals == 0 || equals + 1 == text.size()) {
-      throw UsageError{"--space " + text + ": expected NAME=V1,V2,…", k_synopsis};
+      throw UsageError{"--space " + text + ": expected NAME=V1,V2,…", ""};
     }
     script.space.push_back({text.substr(0, equals), split(text.substr(equals + 1), ',')});
   }
   BatchOptions batch;
-  batch.jobs = vm["jobs"].as<unsigned>();
+  batch.jobs = jobs_option(vm);
   const BuiltScript built = script.build(default_cache(), batch);
   std::printf("script %s (%s): %zu of %zu schedules built for %s\n", built.name().c_str(), built.hash().c_str(),
               built_count(built.schedules()), built.schedules().size(), built.arch().str().c_str());
@@ -138,19 +138,19 @@ int list_or_show(const std::vector<std::string>& args, bool show)
   if (!parse_arguments(args, k_synopsis, visible, hidden, positional, vm)) {
     return 0;
   }
+  const std::string which = show ? vm["which"].as<std::string>() : std::string();
+  if (show && which.empty()) {
+    throw UsageError{"script show needs a script name or hash prefix, not \"\"", ""};  // "" prefixes every hash
+  }
   const auto cache = open_cache(vm, Access::read);
   const std::vector<ScriptSummary> scripts = cache ? stored_scripts(*cache) : std::vector<ScriptSummary>{};
   if (!show) {
     for (const auto& s : scripts) {
-      std::printf("%.12s  %-24s %-8s %zu/%zu built  %zu table rows  %s\n", s.hash.c_str(), s.name.c_str(),
+      std::printf("%.12s  %-24s %-8s %zu/%zu built  %zu table rows  %s\n", s.hash.c_str(), one_line(s.name).c_str(),
                   s.arch.c_str(), built_count(s.schedules), s.schedules.size(), s.table.size(),
                   format_time(s.created_unix).c_str());
     }
     return 0;
-  }
-  const std::string which = vm["which"].as<std::string>();
-  if (which.empty()) {
-    throw UsageError{"script show needs a script name or hash prefix, not \"\"", k_synopsis};  // "" prefixes every hash
   }
   std::size_t shown = 0;
   for (const auto& s : scripts) {

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <sys/stat.h>
 
 namespace kjit::cli {
 
@@ -48,7 +49,9 @@ int command_stats(const std::vector<std::string>& args)
     std::cout << ", \"compile_ms_spent\": " << ms << "}}\n";
     return 0;
   }
-  std::cout << "cache folder: " << dir << (cache ? (could_write(*cache) ? "" : " (read-only)") : " (does not exist)")
+  struct stat st {};
+  const char* const none = ::stat(dir.c_str(), &st) == 0 ? " (no store yet)" : " (does not exist)";
+  std::cout << "cache folder: " << dir << (cache ? (could_write(*cache) ? "" : " (read-only)") : none)
             << "\n";
   if (cache) {
     std::cout << "store: " << cache->store_path() << "\n";

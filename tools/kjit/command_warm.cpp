@@ -2,7 +2,7 @@
 // misses compiled in worker processes on every core. A FILE that can't be read is reported and the
 // rest are warmed (exit 1).
 #include "commands.hpp"
-#include "options.hpp"
+#include "cache_args.hpp"
 
 #include <kjit/kjit.hpp>
 
@@ -78,6 +78,13 @@ int command_warm(const std::vector<std::string>& args)
     options.push_back(option);
   }
   const std::vector<Arch> archs = arch_list(vm["arch"].as<std::string>());
+  BatchOptions batch;  // checked before any file is read: a usage error comes first
+  batch.jobs = jobs_option(vm);
+  batch.timeout_s = vm["timeout"].as<double>();
+  // NaN, negative or beyond a day would mean "no limit" (or overflow the milliseconds): refused.
+  if (!(batch.timeout_s > 0 && batch.timeout_s <= 86400)) {
+    throw UsageError{"--timeout must be a number of seconds > 0 and at most 86400", ""};
+  }
   std::vector<BatchItem> items;
   std::size_t unreadable = 0;
   for (const auto& file : list("files")) {
@@ -96,18 +103,11 @@ int command_warm(const std::vector<std::string>& args)
     }
   }
 
-  BatchOptions batch;
-  batch.jobs = vm["jobs"].as<unsigned>();
-  batch.timeout_s = vm["timeout"].as<double>();
-  // NaN, negative or beyond a day would mean "no limit" (or overflow the milliseconds): refused.
-  if (!(batch.timeout_s > 0 && batch.timeout_s <= 86400)) {
-    throw UsageError{"--timeout must be a number of seconds > 0 and at most 86400", ""};
-  }
-  if (batch.jobs > 1024) {
-    throw UsageError{"--jobs must be at most 1024 (0: one per core)", ""};
-  }
   if (vm.count("worker") != 0) {
     batch.worker_path = vm["worker"].as<std::string>();
+    if (batch.worker_path.empty()) {
+      throw UsageError{"--worker needs the kjit-worker executable, not \"\"", ""};
+    }
   }
   const bool terminal = ::isatty(2) != 0;
   batch.progress = [terminal](std::size_t done, std::size_t total) {

@@ -10,7 +10,8 @@ namespace kjit::cli {
 constexpr int k_exit_failure = 1;
 constexpr int k_exit_usage = 2;
 
-// Thrown for bad command-line arguments; main() prints it with the usage text and exits 2.
+// Thrown for bad command-line arguments; main() prints it with the usage text (the command's
+// --help when `usage` is empty) and exits 2.
 struct UsageError {
   std::string message;
   std::string usage;

@@ -1,5 +1,6 @@
 // kjit: command-line front end. Thin: it parses arguments and calls the library.
 #include "commands.hpp"
+#include "standard_fds.hpp"
 
 #include <kjit/error.hpp>
 
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 namespace {
 
@@ -58,12 +60,29 @@ int written(const char* name, int status)
   return ok || status != 0 ? status : kjit::cli::k_exit_failure;
 }
 
+using Command = int (*)(const std::vector<std::string>&);
+
+// The command's usage, as `kjit COMMAND --help` prints it: for a usage error found after its
+// arguments were parsed (an arch that is no arch name), which carries no usage text of its own.
+std::string usage_of(Command command)
+{
+  std::ostringstream text;
+  std::streambuf* const stdout_buffer = std::cout.rdbuf(text.rdbuf());
+  try {
+    command({"--help"});
+  } catch (...) {
+  }
+  std::cout.rdbuf(stdout_buffer);
+  return text.str();
+}
+
 } // namespace
 
 int main(int argc, char** argv)
 {
   using namespace kjit::cli;
-  const std::map<std::string, int (*)(const std::vector<std::string>&)> commands{
+  open_standard_fds();  // before anything opens a file
+  const std::map<std::string, Command> commands{
     {"cache", command_cache},     {"compile", command_compile}, {"explain", command_explain},
     {"version", command_version}, {"--version", command_version}, {"list", command_list},
     {"show", command_show},       {"cat", command_cat},         {"stats", command_stats},
@@ -82,14 +101,16 @@ int main(int argc, char** argv)
   const char* name = help ? argv[2] : argv[1];
   const auto command = commands.find(name);
   if (command == commands.end() || (help && argc > 3)) {
-    std::cerr << "kjit: unknown command '" << (help && argc > 3 ? argv[3] : name) << "'\n\n" << k_usage;
+    std::cerr << "kjit: " << (command == commands.end() ? "unknown command '" + std::string(name) + "'"
+                                                        : std::string("help takes one command"))
+              << "\n\n" << k_usage;
     return k_exit_usage;
   }
   try {
     return written(name,
                    command->second(help ? std::vector<std::string>{"--help"} : std::vector<std::string>(argv + 2, argv + argc)));
   } catch (const UsageError& e) {
-    std::cerr << "kjit " << name << ": " << e.message << "\n\n" << e.usage;
+    std::cerr << "kjit " << name << ": " << e.message << "\n\n" << (e.usage.empty() ? usage_of(command->second) : e.usage);
     return k_exit_usage;
   } catch (const kjit::Error& e) {
     std::cerr << "kjit " << name << ": " << e.what() << "\n";

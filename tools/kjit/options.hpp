@@ -29,6 +29,9 @@ inline bool parse_arguments(const std::vector<std::string>& args, const std::str
       return false;
     }
     po::notify(vm);
+    if (vm.count("cache-dir") != 0 && vm["cache-dir"].as<std::string>().empty()) {
+      throw UsageError{"--cache-dir needs a folder, not \"\"", usage.str()};
+    }
   } catch (const po::required_option& e) {
     // A positional argument is a hidden option: name it by its description, not by an --option
     // the user can't see.

@@ -23,6 +23,11 @@ void add_program_options(po::options_description& visible, po::options_descripti
 
 Program program_from_arguments(const po::variables_map& vm, Arch& arch)
 {
+  try {
+    arch = Arch::parse(vm["arch"].as<std::string>());
+  } catch (const ArchError& e) {
+    throw UsageError{std::string("--arch: ") + e.what(), ""};  // no arch name: bad usage (exit 2)
+  }
   const std::string file = vm["file"].as<std::string>();
   Program program = program_from_file(file);  // refuses FIFOs, devices and folders
   auto list = [&vm](const char* key) {
@@ -38,7 +43,6 @@ Program program_from_arguments(const po::variables_map& vm, Arch& arch)
     program.options.push_back(option);
   }
   program.name_expressions = list("name-expr");
-  arch = Arch::parse(vm["arch"].as<std::string>());
   if (vm.count("cache-dir") != 0) {
     option::cache_dir(vm["cache-dir"].as<std::string>());
   }

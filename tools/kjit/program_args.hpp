@@ -12,7 +12,8 @@ namespace kjit::cli {
 void add_program_options(po::options_description& visible, po::options_description& hidden,
                          po::positional_options_description& positional);
 
-// The program and arch the parsed options describe; applies --cache-dir. Throws kjit::Error.
+// The program and arch the parsed options describe; applies --cache-dir. Throws UsageError for an
+// ARCH that is no arch name, kjit::Error for a FILE that can't be read.
 Program program_from_arguments(const po::variables_map& vm, Arch& arch);
 
 } // namespace kjit::cli
