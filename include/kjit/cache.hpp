@@ -288,7 +288,9 @@ public:
   void flush_mirror();
   // Walks the whole store in a child process (time and memory bounded). A damaged store is moved
   // aside and replaced by a fresh one. Returns false if it was damaged; `report` says what was
-  // found (rows walked, time, or the damage). Never throws.
+  // found (rows walked, time, or the damage). A walk that could not run (no memory to map the
+  // store, no child process) also returns false, leaves the store as it is, and its report reads
+  // "<store>: not checked: <why>". Never throws.
   bool check_store(std::string& report);
   // Entries in the disk tier (0 without one).
   std::size_t disk_entries() const;

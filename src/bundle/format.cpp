@@ -74,7 +74,7 @@ std::optional<Header> decode_header(std::string_view bytes, std::string& why)
   header.meta_sum = get_sum(bytes, 64);
   header.data_sum = get_sum(bytes, 80);
   constexpr std::uint64_t k_limit = std::uint64_t{1} << 48;  // sizes beyond this are damage, not data
-  if (header.entries > k_limit / k_index_entry_size || header.meta_size > k_meta_max || header.data_size > k_limit) {
+  if (header.entries > k_entries_max || header.meta_size > k_meta_max || header.data_size > k_limit) {
     why = "damaged bundle header (impossible sizes)";
     return std::nullopt;
   }

@@ -28,6 +28,10 @@ constexpr std::size_t k_index_entry_size = 48;
 // The meta section holds the toolchain rows (a few hundred bytes each) and is read whole when a
 // bundle is opened, in the host's process for a tier: a larger one is damage, never read.
 constexpr std::uint64_t k_meta_max = std::uint64_t{16} << 20;
+// The index is read whole (and decoded into as much again) when a bundle is opened, also by the
+// tier in a host's process: more entries than this (192 MiB of index; a bundle's records are
+// laid out in memory when it is written, so no export comes near it) is damage, never read.
+constexpr std::uint64_t k_entries_max = std::uint64_t{1} << 22;
 
 struct Header {
   std::uint32_t format = k_format;

@@ -18,6 +18,11 @@ void write_bundle(const std::string& path, std::vector<Record> records, const st
   std::stable_sort(records.begin(), records.end(), [](const Record& a, const Record& b) { return a.key < b.key; });
   records.erase(std::unique(records.begin(), records.end(), [](const Record& a, const Record& b) { return a.key == b.key; }),
                 records.end());
+  if (records.size() > k_entries_max) {
+    throw BundleError("a bundle holds at most " + std::to_string(k_entries_max) + " entries; " +
+                        std::to_string(records.size()) + " were given",
+                      path);
+  }
   // Laid out in one buffer (records are moved in one by one), so the file costs its size once.
   std::vector<IndexEntry> index;
   std::uint64_t data_size = 0;

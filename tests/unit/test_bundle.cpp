@@ -279,15 +279,22 @@ BOOST_AUTO_TEST_CASE(a_truncated_or_corrupt_bundle_imports_nothing)
 
 // A bundle declaring (and being, sparse) 3 GiB is refused as damaged (BundleError, cache
 // untouched) under an address-space limit of 1 GiB more than the process holds: its data sum is
-// computed a piece at a time, and a meta section (toolchain rows) that large is impossible. Both
-// were read into one string first: std::bad_alloc here (no typed error), and without a limit
-// 3 GiB of memory taken (in a host reading the bundle as a tier, for the meta section).
+// computed a piece at a time, and a meta section (toolchain rows) or an index (more entries than
+// a bundle may hold) that large is impossible. All three were read into one string first:
+// std::bad_alloc here (no typed error), and without a limit 3 GiB of memory taken (in a host
+// reading the bundle as a tier, for the meta section and the index; twice that for the index).
 BOOST_AUTO_TEST_CASE(a_huge_bundle_is_refused_without_holding_it_in_memory)
 {
-  for (const bool huge_meta : {false, true}) {
+  for (const std::string huge : {"data", "meta", "index"}) {
+    const bool huge_meta = huge != "data";  // refused by its header, before anything is read
     const std::string pack = tmp.path() + "/huge.kjitpack";
     kjit::bundle::Header header;
-    (huge_meta ? header.meta_size : header.data_size) = std::uint64_t{3} << 30;
+    constexpr std::uint64_t k_huge = std::uint64_t{3} << 30;
+    if (huge == "index") {
+      header.entries = k_huge / kjit::bundle::k_index_entry_size;
+    } else {
+      (huge == "meta" ? header.meta_size : header.data_size) = k_huge;
+    }
     header.index_sum = kjit::util::checksum("");
     header.meta_sum = kjit::util::checksum("");
     write_text(pack, kjit::bundle::encode_header(header));
@@ -313,7 +320,7 @@ BOOST_AUTO_TEST_CASE(a_huge_bundle_is_refused_without_holding_it_in_memory)
       ::_exit(5);
     }
     const int status = wait_status(child);
-    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), (huge_meta ? "meta: " : "data: ") + status_text(status));
+    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), huge + ": " + status_text(status));
   }
 }
 

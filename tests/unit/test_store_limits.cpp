@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 using namespace kjit::test;
@@ -154,6 +155,39 @@ BOOST_AUTO_TEST_CASE(a_walk_that_cannot_map_the_store_does_not_move_it_aside)
     ::_exit(!sound && report.find("not checked") != std::string::npos && report.find("moved aside") == std::string::npos ? 0 : 7);
   }
   BOOST_TEST(child_status(child) == 0);  // was 5 (moved aside); then 7 (its report said "moved aside and replaced")
+}
+
+// `kjit doctor` (kjit::diagnose) when the store's walk can't run (no memory to map it): no
+// verdict, a warning that says so; before, an error calling the store "damaged (not checked: …)".
+BOOST_AUTO_TEST_CASE(a_store_the_doctor_could_not_walk_is_not_called_damaged)
+{
+  {
+    kjit::Cache cache(config);
+    cache.get(small_program("walked"), k_sm90);
+  }
+  {
+    auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    for (int i = 0; i < 16; ++i) {
+      store->put(kjit::store::Table::meta, "big" + std::to_string(i), std::string(std::size_t(4) << 20, 'b'));
+    }
+  }
+  const pid_t child = ::fork();
+  if (child == 0) {
+    std::ignore = kjit::diagnose(config);  // NVRTC and the driver probe loaded before the limit
+    kjit::Cache holder(config);            // the store mapped before it too (diagnose's Cache shares it)
+    const rlim_t limit = virtual_size() + (std::size_t(32) << 20);  // less than data.mdb holds
+    struct rlimit as {limit, limit};
+    ::setrlimit(RLIMIT_AS, &as);
+    for (const kjit::HealthCheck& check : kjit::diagnose(config)) {
+      if (check.what == "store") {
+        const bool said = check.detail.find("not checked") != std::string::npos &&
+                          check.detail.find("damaged") == std::string::npos;
+        ::_exit(!said ? 4 : check.status != kjit::HealthCheck::Status::warning ? 5 : 0);
+      }
+    }
+    ::_exit(3);
+  }
+  BOOST_TEST(child_status(child) == 0);  // was 4 ("damaged (not checked: …)", an error)
 }
 
 BOOST_AUTO_TEST_CASE(growth_is_bounded_by_the_address_space_limit)
