@@ -340,6 +340,46 @@ BOOST_AUTO_TEST_CASE(a_lease_answered_with_garbage_is_no_lease_and_no_wait)
   BOOST_TEST(!answer.timed_out);
 }
 
+// A read-only node waits for a held lease as the others do, and like them not for one without an
+// expiry (planted or PERSISTed: PTTL says -1), nor does a value of another type there open the
+// breaker (WRONGTYPE is one key's fault). Before, a read-only node waited the whole bound for the
+// first (every lookup of that key, for as long as it stayed) and stopped asking the server for 30 s
+// after the second.
+BOOST_AUTO_TEST_CASE(a_read_only_node_does_not_wait_for_a_lease_without_expiry)
+{
+  for (const std::string lease : {"$4\r\nheld\r\n", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"}) {
+    int port = 0;
+    const int listener = kjit::test::loopback_listener(port);
+    // No record; the lease is held, without an expiry.
+    std::thread fake([listener, lease] {
+      const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      char request[4096];
+      for (ssize_t n; peer >= 0 && (n = ::recv(peer, request, sizeof request - 1, 0)) > 0;) {
+        request[n] = '\0';
+        const std::string answer = std::strstr(request, "PTTL") != nullptr        ? ":-1\r\n"
+                                   : std::strstr(request, "kjit:lease:") != nullptr ? lease
+                                                                                    : "$-1\r\n";
+        if (::send(peer, answer.data(), answer.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(answer.size())) {
+          break;
+        }
+      }
+      if (peer >= 0) {
+        ::close(peer);
+      }
+    });
+    auto server =
+      std::make_unique<kjit::remote::Server>(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port) + "?readonly", "V"));
+    const kjit::remote::LeaseAnswer answer = kjit::remote::acquire_lease(*server, "kjit:v6:k", "kjit:lease:v6:k", 300);
+    const bool breaker_open = server->circuit_open();
+    server.reset();  // closes the connection: the fake server's loop ends
+    fake.join();
+    ::close(listener);
+    BOOST_TEST((answer.kind == kjit::remote::LeaseAnswer::Kind::none), lease);
+    BOOST_TEST(!answer.timed_out, lease);  // compiled at once, not after the bound
+    BOOST_TEST(!breaker_open, lease);
+  }
+}
+
 namespace {
 
 // This process's descriptors that a program it starts would inherit (no FD_CLOEXEC).
