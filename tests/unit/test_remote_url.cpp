@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <csignal>
 #include <unistd.h>
@@ -726,6 +727,100 @@ BOOST_AUTO_TEST_CASE(a_thread_cancelled_while_it_waits_for_a_lease_ends_in_the_w
     ::shutdown(listener, SHUT_RDWR);
     fake.detach();
     ::_exit(result != PTHREAD_CANCELED ? 5 : 0);
+  }
+  ::close(listener);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
+}
+
+// A thread cancelled while it waits for another node's lease leaves no broken result to the
+// threads of its process waiting for the same kernel: they look it up again themselves (one
+// compiles it). Before, the cancellation's unwinding set the in-process single flight's result to
+// an empty exception: its waiter read a result never made (a crash, or a null binary). In a child.
+BOOST_AUTO_TEST_CASE(a_thread_cancelled_in_the_fleet_wait_leaves_its_waiters_a_lookup_of_their_own)
+{
+  kjit::test::CacheFixture fixture;
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGABRT, SIG_DFL);  // reported as the child's end, not caught by the test framework
+    ::signal(SIGSEGV, SIG_DFL);
+    ::alarm(120);
+    int held[2];
+    if (::pipe2(held, O_CLOEXEC) != 0) {
+      ::_exit(3);
+    }
+    static std::atomic<bool> released{false};
+    // No record; another node holds the lease (an hour left) until `released`.
+    std::thread fake([listener, &held] {
+      for (int peer; (peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+        std::thread([peer, &held] {
+          char request[4096];
+          for (ssize_t n; (n = ::recv(peer, request, sizeof request - 1, 0)) > 0;) {
+            request[n] = '\0';
+            const bool lease = std::strstr(request, "kjit:lease:") != nullptr;
+            const char* answer = std::strstr(request, "PTTL") != nullptr ? ":3600000\r\n"
+                                 : lease && !released                   ? "$4\r\nheld\r\n"
+                                                                        : "$-1\r\n";
+            ::send(peer, answer, std::strlen(answer), MSG_NOSIGNAL);
+            if (lease && !released) {
+              std::ignore = ::write(held[1], "x", 1);  // a node has seen the lease held
+            }
+          }
+          ::close(peer);
+        }).detach();
+      }
+    });
+    fake.detach();
+    kjit::Config config = fixture.config;
+    config.remote_cache = "redis://127.0.0.1:" + std::to_string(port) + "?readonly";
+    config.compile_lock_timeout_s = 3600;
+    static kjit::Cache* cache = nullptr;
+    cache = new kjit::Cache(config);
+    static const kjit::Program program = kjit::test::small_program("cancelled_in_the_fleet_wait");
+    const auto first = [](void*) -> void* {
+      std::ignore = cache->get(program, kjit::Arch::parse("sm_80"));
+      return nullptr;
+    };
+    pthread_t waiting;
+    char c = 0;
+    if (::pthread_create(&waiting, nullptr, first, nullptr) != 0 || ::read(held[0], &c, 1) != 1) {
+      ::_exit(4);
+    }
+    // The second asker of the same kernel waits for the first's result (a futex wait).
+    static std::atomic<pid_t> second_tid{0};
+    std::shared_ptr<const kjit::Binary> second_binary;
+    std::string second_error;
+    std::thread second([&] {
+      second_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+      try {
+        second_binary = cache->get(program, kjit::Arch::parse("sm_80"));
+      } catch (const std::exception& e) {
+        second_error = e.what();
+      }
+    });
+    while (second_tid == 0) {
+      std::this_thread::yield();
+    }
+    const std::string syscall_file = "/proc/self/task/" + std::to_string(second_tid.load()) + "/syscall";
+    while (kjit::test::read_text(syscall_file).rfind(std::to_string(SYS_futex) + " ", 0) != 0) {
+      std::this_thread::yield();
+    }
+    ::pthread_cancel(waiting);
+    void* result = nullptr;
+    ::pthread_join(waiting, &result);
+    released = true;
+    second.join();
+    delete cache;
+    if (!second_error.empty()) {
+      std::fprintf(stderr, "the second asker: %s\n", second_error.c_str());
+    }
+    ::_exit(result != PTHREAD_CANCELED ? 5 : second_binary == nullptr ? 6 : second_binary->ptx.empty() ? 7 : 0);
   }
   ::close(listener);
   int status = 0;
