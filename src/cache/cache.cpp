@@ -18,6 +18,7 @@
 #include "util/stopwatch.hpp"
 
 #include <cerrno>
+#include <cxxabi.h>
 #include <cstring>
 #include <set>
 #include <unistd.h>
@@ -313,6 +314,9 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
   }
   if (future.valid()) {  // another thread is on it: its result, shared, counted as a memory hit
     const cache::Result shared = future.get();
+    if (!shared.binary && !shared.failure) {
+      return get_once(prepared, source);  // its thread was cancelled before it had one: look again
+    }
     impl.count(&CacheStats::memory_hits, &CacheStats::compile_ms_saved,
                shared.binary ? shared.binary->timings.total_ms : 0.0);
     if (shared.failure) {
@@ -327,6 +331,16 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
       impl.keep(key, result, source);
     }
     promise.set_value(result);
+  } catch (abi::__forced_unwind&) {
+    // pthread_cancel() acted in a wait (another node's lease, a lock): no result, and no
+    // exception to give (current_exception() is empty here). The waiters look it up themselves
+    // (out of the flight first: they find a new one or start it).
+    {
+      std::lock_guard lock(impl.flight_mutex);
+      impl.in_flight.erase(key);
+    }
+    promise.set_value(cache::Result{});
+    throw;
   } catch (...) {
     promise.set_exception(std::current_exception());
     std::lock_guard lock(impl.flight_mutex);

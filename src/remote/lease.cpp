@@ -104,9 +104,11 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
         return answer;
       }
       if (server.url().readonly) {
-        // GET only (a read-only ACL user may run nothing else); nobody compiling it: compile here.
-        reply = server.ask({"GET", lease_key}, error);
-        if (!reply || reply->kind != Reply::Kind::string) {
+        // GET (a read-only ACL user may run little else); nobody compiling it: compile here. A
+        // value of another type is a held lease, as SET NX finds it; one without an expiry (PTTL,
+        // a read) is not waited for, as by the other nodes.
+        reply = server.ask({"GET", lease_key}, error, Server::OnError::fail_but_wrong_type);
+        if (!reply || (reply->kind != Reply::Kind::string && !is_wrong_type(*reply)) || held_for_good(server, lease_key)) {
           return answer;
         }
       } else {

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <csignal>
 #include <unistd.h>
@@ -340,6 +341,46 @@ BOOST_AUTO_TEST_CASE(a_lease_answered_with_garbage_is_no_lease_and_no_wait)
   BOOST_TEST(!answer.timed_out);
 }
 
+// A read-only node waits for a held lease as the others do, and like them not for one without an
+// expiry (planted or PERSISTed: PTTL says -1), nor does a value of another type there open the
+// breaker (WRONGTYPE is one key's fault). Before, a read-only node waited the whole bound for the
+// first (every lookup of that key, for as long as it stayed) and stopped asking the server for 30 s
+// after the second.
+BOOST_AUTO_TEST_CASE(a_read_only_node_does_not_wait_for_a_lease_without_expiry)
+{
+  for (const std::string lease : {"$4\r\nheld\r\n", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"}) {
+    int port = 0;
+    const int listener = kjit::test::loopback_listener(port);
+    // No record; the lease is held, without an expiry.
+    std::thread fake([listener, lease] {
+      const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      char request[4096];
+      for (ssize_t n; peer >= 0 && (n = ::recv(peer, request, sizeof request - 1, 0)) > 0;) {
+        request[n] = '\0';
+        const std::string answer = std::strstr(request, "PTTL") != nullptr        ? ":-1\r\n"
+                                   : std::strstr(request, "kjit:lease:") != nullptr ? lease
+                                                                                    : "$-1\r\n";
+        if (::send(peer, answer.data(), answer.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(answer.size())) {
+          break;
+        }
+      }
+      if (peer >= 0) {
+        ::close(peer);
+      }
+    });
+    auto server =
+      std::make_unique<kjit::remote::Server>(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port) + "?readonly", "V"));
+    const kjit::remote::LeaseAnswer answer = kjit::remote::acquire_lease(*server, "kjit:v6:k", "kjit:lease:v6:k", 300);
+    const bool breaker_open = server->circuit_open();
+    server.reset();  // closes the connection: the fake server's loop ends
+    fake.join();
+    ::close(listener);
+    BOOST_TEST((answer.kind == kjit::remote::LeaseAnswer::Kind::none), lease);
+    BOOST_TEST(!answer.timed_out, lease);  // compiled at once, not after the bound
+    BOOST_TEST(!breaker_open, lease);
+  }
+}
+
 namespace {
 
 // This process's descriptors that a program it starts would inherit (no FD_CLOEXEC).
@@ -419,32 +460,40 @@ BOOST_AUTO_TEST_CASE(a_connection_being_opened_is_not_inherited_by_child_process
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   address.sin_port = htons(static_cast<std::uint16_t>(port));
   BOOST_REQUIRE(::connect(filler, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  const std::set<std::string> before = open_sockets();
-  std::atomic<bool> done{false};
-  std::string failure;
-  std::thread connecting([&] {
-    kjit::remote::RedisClient client(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
-    try {
-      client.command({"PING"});
-    } catch (const kjit::remote::RedisFailure& e) {
-      failure = e.what();
-    }
-    done = true;
-  });
   std::string socket;
-  while (socket.empty() && !done) {
-    for (const std::string& name : open_sockets()) {
-      socket = before.count(name) == 0 ? name : socket;
-    }
-  }
   std::string child_fds;
-  if (!socket.empty()) {
-    kjit::test::run("ls -l /proc/self/fd", child_fds);  // fork and exec while it connects
+  std::string failure;
+  // The child must start while the socket is open, within its connect timeout: a host slowed down
+  // by load may miss it, and then tries again (a child started too late proves nothing).
+  bool started_while_open = false;
+  for (int attempt = 0; attempt < 20 && !started_while_open; ++attempt) {
+    const std::set<std::string> before = open_sockets();
+    std::atomic<bool> done{false};
+    socket.clear();
+    child_fds.clear();
+    std::thread connecting([&] {
+      kjit::remote::RedisClient client(kjit::remote::parse_url("redis://127.0.0.1:" + std::to_string(port), "V"));
+      try {
+        client.command({"PING"});
+      } catch (const kjit::remote::RedisFailure& e) {
+        failure = e.what();
+      }
+      done = true;
+    });
+    while (socket.empty() && !done) {
+      for (const std::string& name : open_sockets()) {
+        socket = before.count(name) == 0 ? name : socket;
+      }
+    }
+    if (!socket.empty()) {
+      kjit::test::run("ls -l /proc/self/fd", child_fds);  // fork and exec while it connects
+      started_while_open = open_sockets().count(socket) != 0;  // still open once the child ended
+    }
+    connecting.join();
   }
-  connecting.join();
   ::close(filler);
   ::close(listener);
-  BOOST_TEST_REQUIRE(!socket.empty());
+  BOOST_TEST_REQUIRE(started_while_open);
   BOOST_TEST_REQUIRE(child_fds.find(" -> ") != std::string::npos, child_fds);  // the child listed its descriptors
   BOOST_TEST(child_fds.find(socket) == std::string::npos, child_fds);
   BOOST_TEST(!failure.empty());
@@ -686,6 +735,100 @@ BOOST_AUTO_TEST_CASE(a_thread_cancelled_while_it_waits_for_a_lease_ends_in_the_w
     ::shutdown(listener, SHUT_RDWR);
     fake.detach();
     ::_exit(result != PTHREAD_CANCELED ? 5 : 0);
+  }
+  ::close(listener);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
+}
+
+// A thread cancelled while it waits for another node's lease leaves no broken result to the
+// threads of its process waiting for the same kernel: they look it up again themselves (one
+// compiles it). Before, the cancellation's unwinding set the in-process single flight's result to
+// an empty exception: its waiter read a result never made (a crash, or a null binary). In a child.
+BOOST_AUTO_TEST_CASE(a_thread_cancelled_in_the_fleet_wait_leaves_its_waiters_a_lookup_of_their_own)
+{
+  kjit::test::CacheFixture fixture;
+  int port = 0;
+  const int listener = kjit::test::loopback_listener(port);
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGABRT, SIG_DFL);  // reported as the child's end, not caught by the test framework
+    ::signal(SIGSEGV, SIG_DFL);
+    ::alarm(120);
+    int held[2];
+    if (::pipe2(held, O_CLOEXEC) != 0) {
+      ::_exit(3);
+    }
+    static std::atomic<bool> released{false};
+    // No record; another node holds the lease (an hour left) until `released`.
+    std::thread fake([listener, &held] {
+      for (int peer; (peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+        std::thread([peer, &held] {
+          char request[4096];
+          for (ssize_t n; (n = ::recv(peer, request, sizeof request - 1, 0)) > 0;) {
+            request[n] = '\0';
+            const bool lease = std::strstr(request, "kjit:lease:") != nullptr;
+            const char* answer = std::strstr(request, "PTTL") != nullptr ? ":3600000\r\n"
+                                 : lease && !released                   ? "$4\r\nheld\r\n"
+                                                                        : "$-1\r\n";
+            ::send(peer, answer, std::strlen(answer), MSG_NOSIGNAL);
+            if (lease && !released) {
+              std::ignore = ::write(held[1], "x", 1);  // a node has seen the lease held
+            }
+          }
+          ::close(peer);
+        }).detach();
+      }
+    });
+    fake.detach();
+    kjit::Config config = fixture.config;
+    config.remote_cache = "redis://127.0.0.1:" + std::to_string(port) + "?readonly";
+    config.compile_lock_timeout_s = 3600;
+    static kjit::Cache* cache = nullptr;
+    cache = new kjit::Cache(config);
+    static const kjit::Program program = kjit::test::small_program("cancelled_in_the_fleet_wait");
+    const auto first = [](void*) -> void* {
+      std::ignore = cache->get(program, kjit::Arch::parse("sm_80"));
+      return nullptr;
+    };
+    pthread_t waiting;
+    char c = 0;
+    if (::pthread_create(&waiting, nullptr, first, nullptr) != 0 || ::read(held[0], &c, 1) != 1) {
+      ::_exit(4);
+    }
+    // The second asker of the same kernel waits for the first's result (a futex wait).
+    static std::atomic<pid_t> second_tid{0};
+    std::shared_ptr<const kjit::Binary> second_binary;
+    std::string second_error;
+    std::thread second([&] {
+      second_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+      try {
+        second_binary = cache->get(program, kjit::Arch::parse("sm_80"));
+      } catch (const std::exception& e) {
+        second_error = e.what();
+      }
+    });
+    while (second_tid == 0) {
+      std::this_thread::yield();
+    }
+    const std::string syscall_file = "/proc/self/task/" + std::to_string(second_tid.load()) + "/syscall";
+    while (kjit::test::read_text(syscall_file).rfind(std::to_string(SYS_futex) + " ", 0) != 0) {
+      std::this_thread::yield();
+    }
+    ::pthread_cancel(waiting);
+    void* result = nullptr;
+    ::pthread_join(waiting, &result);
+    released = true;
+    second.join();
+    delete cache;
+    if (!second_error.empty()) {
+      std::fprintf(stderr, "the second asker: %s\n", second_error.c_str());
+    }
+    ::_exit(result != PTHREAD_CANCELED ? 5 : second_binary == nullptr ? 6 : second_binary->ptx.empty() ? 7 : 0);
   }
   ::close(listener);
   int status = 0;
