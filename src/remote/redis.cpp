@@ -181,10 +181,15 @@ struct RedisClient::Connection {
   ~Connection()
   {
     if (context != nullptr) {
-      const int fd = context->fd;
+      // hiredis 0.14 closes only descriptors above 0 (a host with stdin closed), 1.x any but -1:
+      // descriptor 0 is taken from it and closed here, once, whichever version runs.
+      const bool on_stdin = context->fd == 0;
+      if (on_stdin) {
+        context->fd = -1;
+      }
       hiredis().free_context(context);
-      if (fd == 0) {
-        ::close(fd);  // hiredis 0.14 closes only descriptors above 0 (a host with stdin closed)
+      if (on_stdin) {
+        ::close(0);
       }
     }
   }
