@@ -32,6 +32,11 @@ void write_bundle(const std::string& path, std::vector<Record> records, const st
   }
   const std::string index_bytes = encode_index(index);
   const std::string meta_bytes = encode_meta(meta);
+  if (meta_bytes.size() > k_meta_max) {  // a reader refuses it as damage: never written
+    throw BundleError("a bundle's meta rows take at most " + std::to_string(k_meta_max) + " bytes; " +
+                        std::to_string(meta_bytes.size()) + " were given",
+                      path);
+  }
   std::string file(k_header_size, '\0');
   file.reserve(k_header_size + index_bytes.size() + meta_bytes.size() + data_size);
   file += index_bytes;

@@ -99,9 +99,9 @@ Module Context::load(const PreparedProgram& prepared, const Binary& binary) cons
   request.image_name = request.options.name + " (" + binary.arch + ")";
   // By the image, not the prepared key alone: get(prepared) returns the binary of the headers (and
   // working directory) now, whose key is not prepared.key() after an edit; the old key led to the
-  // module of the old binary.
-  request.key = content_key(request.bytes, request.options, request.lowered_names);
+  // module of the old binary. Its lowered names first: they are part of the image's key.
   request.lowered_names = binary.lowered_names;
+  request.key = content_key(request.bytes, request.options, request.lowered_names);
   return load_request(request);
 }
 

@@ -19,6 +19,14 @@ bool short_with_space(const std::string& option) noexcept
          option[2] == ' ';
 }
 
+// An option whose value NVRTC takes from the next option when it is given alone ("-I" "inc"):
+// that next option is a value, trimmed, never split ("-I" "-I inc" is the folder "-I inc").
+bool takes_next(const std::string& option) noexcept
+{
+  return option == "-I" || option == "--include-path" || option == "-D" || option == "--define-macro" || option == "-U" ||
+         option == "--undefine-macro" || option == "-include" || option == "--pre-include";
+}
+
 } // namespace
 
 bool spelled_otherwise(const std::vector<std::string>& options) noexcept
@@ -35,6 +43,7 @@ std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
 {
   std::vector<std::string> out;
   out.reserve(options.size());
+  bool value = false;  // the option before takes this one as its value
   for (const std::string& option : options) {
     std::size_t begin = 0;
     std::size_t end = option.size();
@@ -45,10 +54,17 @@ std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
       --end;
     }
     std::string trimmed = option.substr(begin, end - begin);
-    if (short_with_space(trimmed)) {
-      const std::size_t value = trimmed.find_first_not_of(' ', 2);  // not npos: trimmed ends in no space
-      out.push_back(trimmed.substr(0, 2));
-      out.push_back(trimmed.substr(value));
+    const bool is_value = value;
+    value = !is_value && takes_next(trimmed);
+    if (!is_value && short_with_space(trimmed)) {
+      const std::size_t at = trimmed.find_first_not_of(' ', 2);  // not npos: trimmed ends in no space
+      if (is_space(trimmed[at])) {
+        // "-I \tinc" is the folder "\tinc", which NVRTC would trim given apart: kept with its flag.
+        out.push_back(trimmed.substr(0, 2) + trimmed.substr(at));
+      } else {
+        out.push_back(trimmed.substr(0, 2));
+        out.push_back(trimmed.substr(at));
+      }
     } else {
       out.push_back(std::move(trimmed));
     }

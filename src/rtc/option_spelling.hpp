@@ -15,7 +15,10 @@ namespace kjit::rtc {
 bool spelled_otherwise(const std::vector<std::string>& options) noexcept;
 
 // The options as NVRTC reads them (measured, NVRTC 13.0): each trimmed, "-I dir", "-D X=1" and
-// "-U X" split in two. The binaries are the same byte for byte (-G and -lineinfo too).
+// "-U X" split in two. The binaries are the same byte for byte (-G and -lineinfo too). A value
+// given apart ("-I" "-I inc") is only trimmed, and one that starts with other white space than a
+// space ("-I \tinc": the folder "\tinc", which NVRTC would trim given apart) stays with its flag
+// ("-I\tinc"). What this returns is read alike by it again.
 std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options);
 
 // `program` when NVRTC reads its options as written, else a copy in `storage` with them as NVRTC

@@ -27,7 +27,9 @@ for args in "compile $saxpy --arch sm_1" "compile /no/such/file.cu --arch sm_1" 
   "prune --older-than 3parsecs" "prune --max-size lots" "cache stats --remove" "cache clear --remove" \
   "script build $saxpy --name s --space A= --arch sm_80" "script show ''" "script frobnicate" "help compile extra" \
   "cat abc" "mirror" "list --bogus" "compile $saxpy --arch" "list --name ''" "export $work/all.kjitpack --arch ''" \
-  "warm $saxpy --arch sm_80 --worker ''"; do
+  "warm $saxpy --arch sm_80 --worker ''" "compile $saxpy --arch sm_80 -D ''" "compile $saxpy --arch sm_80 -I '' -X -G" \
+  "explain $saxpy --arch sm_80 -X ''" "compile $saxpy --arch sm_80 --name-expr ''" "warm $saxpy --arch sm_80 -D '' -I /tmp" \
+  "script build $saxpy --name s --space A=1 --arch sm_80 -I ''" "show ''" "cat '' --ptx"; do
   eval "set -- $args"
   check "kjit $args is bad usage" exit_code 2 "$kjit" "$@"
   check "kjit $args prints the usage" grep -q "^usage: kjit" "$work/err"
@@ -268,7 +270,7 @@ check "-I naming a file is an error" exit_code 1 "$kjit" compile "$work/proj/src
 check "the -I file is named" grep -q "$work/proj/src/x.h" "$work/err"
 check "-I naming a missing folder is an error" exit_code 1 "$kjit" compile "$work/proj/src/a.cu" --arch compute_80 -I "$work/nowhere" -o "$work/out_dir"
 check "the missing folder is named" grep -q "$work/nowhere" "$work/err"
-check "empty -D is an error" exit_code 1 "$kjit" compile "$work/proj/src/a.cu" --arch compute_80 -D "" -o "$work/out_dir"
+check "empty -D is bad usage" exit_code 2 "$kjit" compile "$work/proj/src/a.cu" --arch compute_80 -D "" -o "$work/out_dir"
 check "the error is about -D" grep -q -- "-D" "$work/err"
 printf 'extern "C" __global__ void k() {}\n\0 garbage\n' >"$work/nul.cu"
 check "a NUL byte in the source is an error" exit_code 1 "$kjit" compile "$work/nul.cu" --arch compute_80 -o "$work/out_dir"

@@ -291,4 +291,34 @@ BOOST_AUTO_TEST_CASE(a_prepared_program_loads_the_binary_it_is_given_after_an_ed
   check_clean();
 }
 
+// Two programs whose binaries are one image (name expressions "k<1>" and "k<0+1>" name the same
+// instance: NVRTC makes the same cubin) are two modules, each with its own lowered names
+// (docs/embedding.md: loaded once per content, name, lowered names and settings). The image's
+// key was taken before the binary's lowered names were given to it: the second program got the
+// first one's module, where "k<0+1>" is no kernel.
+BOOST_AUTO_TEST_CASE(prepared_programs_of_one_image_keep_their_own_name_expressions)
+{
+  {
+    const kjit::Context context = kjit::Context::primary(0);
+    kjit::Cache cache(kjit::current_config());
+    const kjit::Arch arch = kjit::Arch::parse("sm_90");
+    const std::string source = "template <int N> __global__ void k(int* o) { *o = N; }\n"
+                               "template __global__ void k<1>(int*);\n";
+    const kjit::Program one{"k.cu", source, {}, {}, {"k<1>"}};
+    kjit::Program other = one;
+    other.name_expressions = {"k<0+1>"};
+    const auto first = cache.prepare(one, arch);
+    const auto second = cache.prepare(other, arch);
+    const auto first_binary = cache.get(first);
+    const auto second_binary = cache.get(second);
+    BOOST_TEST_REQUIRE(first_binary->cubin == second_binary->cubin);
+    BOOST_CHECK_NO_THROW(context.load(first, *first_binary).kernel("k<1>"));
+    BOOST_CHECK_NO_THROW(context.load(second, *second_binary).kernel("k<0+1>"));
+    // Each again: the module this context has for it.
+    BOOST_TEST(context.load(second, *second_binary).handle() == context.load(second, *cache.get(second)).handle());
+    BOOST_TEST(fake().count(" cubin -> M") == 2, fake().log());
+  }
+  check_clean();
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -324,6 +324,22 @@ BOOST_AUTO_TEST_CASE(a_huge_bundle_is_refused_without_holding_it_in_memory)
   }
 }
 
+// The writer refuses a meta section larger than a reader takes (16 MiB), as it refuses more
+// entries than a reader takes: it wrote the bundle, which every import then refused as damaged.
+BOOST_AUTO_TEST_CASE(a_meta_section_no_reader_takes_is_never_written)
+{
+  const std::string pack = tmp.path() + "/big_meta.kjitpack";
+  const std::vector<kjit::bundle::MetaRow> meta{
+    {"toolchain big", std::string(static_cast<std::size_t>(kjit::bundle::k_meta_max), 'x')}};
+  BOOST_CHECK_THROW(kjit::bundle::write_bundle(pack, {}, meta, kjit::store::k_record_format), kjit::BundleError);
+  BOOST_TEST(::access(pack.c_str(), F_OK) != 0);
+  // At the limit it is written and read back.
+  const std::vector<kjit::bundle::MetaRow> fits{
+    {"toolchain big", std::string(static_cast<std::size_t>(kjit::bundle::k_meta_max) - 8 - 13, 'x')}};
+  kjit::bundle::write_bundle(pack, {}, fits, kjit::store::k_record_format);
+  BOOST_TEST(kjit::bundle::Reader(pack).meta().size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(import_never_replaces_a_good_entry_with_a_bad_one)
 {
   const std::string file = warm_three_archs(config, tmp.path());

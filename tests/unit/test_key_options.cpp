@@ -113,6 +113,42 @@ BOOST_AUTO_TEST_CASE(an_include_folder_with_white_space_around_it_is_the_folder_
   }
 }
 
+// NVRTC trims an option given apart ("-I" "\tinc" is the folder inc) but not the value of one
+// written with its flag ("-I \tinc" and "-I\tinc" are the folder "\tinc", measured with NVRTC
+// 13.0). kjit split "-I \tinc" in two: NVRTC then read inc, while the key (of prepare()) held
+// "\tinc"'s header. And the value of an option given apart is not split: "-I" "-I inc" is the
+// folder "-I inc" to NVRTC, which kjit made "-I" "-I" "inc".
+BOOST_AUTO_TEST_CASE(a_value_after_a_space_is_read_as_nvrtc_reads_it_in_one_option)
+{
+  const std::string d = tmp.path() + "/tab";
+  put(d + "/inc/x.h", "#define V 1\n");
+  put(d + "/\tinc/x.h", "#define V 2\n");
+  put(d + "/-I inc/x.h", "#define V 4\n");
+  settle();
+  InDir in(d);
+  const std::string source = "#include <x.h>\n" + std::string(k_kernel);
+  int n = 0;
+  for (const auto& [options, header] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+         {{"-I \tinc"}, "\tinc/x.h"}, {{"-I  \tinc "}, "\tinc/x.h"}, {{"-I", "-I inc"}, "-I inc/x.h"}}) {
+    config.cache_dir = tmp.path() + "/cache" + std::to_string(++n);
+    const kjit::Program program{"k.cu", source, {}, options, {}};
+    kjit::Cache cache(config);
+    const kjit::PreparedProgram prepared = cache.prepare(program, k_arch);
+    for (int value = 5; value <= 6; ++value) {
+      put(d + "/" + header, "#define V " + std::to_string(value) + "\n");
+      settle();
+      BOOST_TEST(cached(cache, program) == std::to_string(value));
+      try {
+        BOOST_TEST(value_in(cache.get(prepared)->ptx) == std::to_string(value));
+      } catch (const kjit::Error& e) {
+        BOOST_TEST(e.what() == "no error");
+      }
+      kjit::Cache fresh(config);
+      BOOST_TEST(cached(fresh, program) == std::to_string(value));
+    }
+  }
+}
+
 // "-lineinfo " is -lineinfo to NVRTC: the PTX names the source by the working directory. kjit
 // missed it, found the program by its raw inputs (which hold no working directory) and served
 // the binary made in another folder.

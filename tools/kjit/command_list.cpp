@@ -82,6 +82,21 @@ int command_list(const std::vector<std::string>& args)
   return 0;
 }
 
+namespace {
+
+// KEY-PREFIX as given; an empty one is bad usage (exit 2, as `script show ''`), found before the
+// cache is opened. One that is no key's (not hex, too long) is an error of the lookup (exit 1).
+std::string key_prefix(const po::variables_map& vm)
+{
+  const std::string prefix = vm["key"].as<std::string>();
+  if (prefix.empty()) {
+    throw UsageError{"KEY-PREFIX needs 1 to 64 lowercase hex digits, not \"\"", ""};
+  }
+  return prefix;
+}
+
+} // namespace
+
 int command_show(const std::vector<std::string>& args)
 {
   po::options_description visible("options");
@@ -95,11 +110,12 @@ int command_show(const std::vector<std::string>& args)
   if (!parse_arguments(args, "kjit show KEY-PREFIX [--json] [--cache-dir DIR]", visible, hidden, positional, vm)) {
     return 0;
   }
+  const std::string prefix = key_prefix(vm);
   const auto cache = open_cache(vm, Access::read);
   if (!cache) {
     throw Error("no cache at " + current_config().cache_dir);
   }
-  const EntryContents c = cache->entry(vm["key"].as<std::string>());
+  const EntryContents c = cache->entry(prefix);
   std::vector<KernelInfo> kernels;
   if (!c.binary.cubin.empty()) {
     try {
@@ -198,11 +214,12 @@ int command_cat(const std::vector<std::string>& args)
   if (part.empty()) {
     throw UsageError{"say what to print: --source, --ptx, --cubin, --log, --program or --options", "usage: " + synopsis + "\n"};
   }
+  const std::string prefix = key_prefix(vm);
   const auto cache = open_cache(vm, Access::read);
   if (!cache) {
     throw Error("no cache at " + current_config().cache_dir);
   }
-  const EntryContents c = cache->entry(vm["key"].as<std::string>());
+  const EntryContents c = cache->entry(prefix);
   const std::string& text = part == "source"  ? c.source
                             : part == "ptx"   ? c.binary.ptx
                             : part == "cubin" ? c.binary.cubin

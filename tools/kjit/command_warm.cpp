@@ -3,6 +3,7 @@
 // rest are warmed (exit 1).
 #include "commands.hpp"
 #include "cache_args.hpp"
+#include "program_args.hpp"
 
 #include <kjit/kjit.hpp>
 
@@ -61,6 +62,7 @@ int command_warm(const std::vector<std::string>& args)
   if (!parse_arguments(args, "kjit warm FILE... [options]", visible, hidden, positional, vm)) {
     return 0;
   }
+  refuse_empty_program_values(vm);
   if (vm.count("cache-dir") != 0) {
     option::cache_dir(vm["cache-dir"].as<std::string>());
   }

@@ -21,8 +21,23 @@ void add_program_options(po::options_description& visible, po::options_descripti
   positional.add("file", 1);
 }
 
+void refuse_empty_program_values(const po::variables_map& vm)
+{
+  for (const auto& [key, name] : {std::pair{"define", "-D"}, {"include", "-I"}, {"option", "-X"}, {"name-expr", "--name-expr"}}) {
+    if (vm.count(key) == 0) {
+      continue;
+    }
+    for (const std::string& value : vm[key].as<std::vector<std::string>>()) {
+      if (value.empty()) {
+        throw UsageError{std::string(name) + " needs a value, not \"\"", ""};
+      }
+    }
+  }
+}
+
 Program program_from_arguments(const po::variables_map& vm, Arch& arch)
 {
+  refuse_empty_program_values(vm);
   try {
     arch = Arch::parse(vm["arch"].as<std::string>());
   } catch (const ArchError& e) {

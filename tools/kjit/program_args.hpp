@@ -12,6 +12,10 @@ namespace kjit::cli {
 void add_program_options(po::options_description& visible, po::options_description& hidden,
                          po::positional_options_description& positional);
 
+// Throws UsageError for an empty -D, -I, -X or --name-expr: "-D" alone would take the next option
+// as its macro ("-D" "-Iinc"), "-I" the next as its folder.
+void refuse_empty_program_values(const po::variables_map& vm);
+
 // The program and arch the parsed options describe; applies --cache-dir. Throws UsageError for an
 // ARCH that is no arch name, kjit::Error for a FILE that can't be read.
 Program program_from_arguments(const po::variables_map& vm, Arch& arch);
