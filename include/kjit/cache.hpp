@@ -182,6 +182,7 @@ public:
 
 private:
   friend class Cache;
+  friend class Context;  // Context::load(prepared, binary) keys modules by m_from_disk
   Program m_program;
   Arch m_arch;
   std::vector<IncludedHeader> m_includes;

@@ -53,10 +53,11 @@ public:
   int compute_capability() const;
   std::string device_name() const;
 
-  // The module of `binary` for `prepared` in this context, loading it on first use (the cubin,
-  // or the PTX when the binary has no cubin or KJIT_FORCE_PTX is set): once per context and
-  // image content (and settings), so the binary get(prepared) returns after a header edit is
-  // loaded, not the module of the one before. Throws CudaError.
+  // The module of `binary` (get(prepared)'s) for `prepared` in this context, loading it on first
+  // use (the cubin, or the PTX when the binary has no cubin or KJIT_FORCE_PTX is set): once per
+  // context and prepared key, or, for a program whose key holds disk headers or the working
+  // directory, once per image content (and settings), so the binary get(prepared) returns after
+  // a header edit is loaded, not the module of the one before. Throws CudaError.
   // JIT settings come from the program's options (see LoadOptions).
   Module load(const PreparedProgram& prepared, const Binary& binary) const;
   // Any Binary (kjit::compile()'s, a lookup's, one built by hand): its cubin, or its PTX when it
