@@ -1,6 +1,8 @@
 // Test helpers shared by the unit tests.
 #include "fixture.hpp"
 
+#include <boost/test/unit_test.hpp>
+
 #include <chrono>
 #include <thread>
 
@@ -63,6 +65,17 @@ Program small_program(const std::string& tag)
           {},
           {},
           {}};
+}
+
+InDir::InDir(const std::string& dir)
+{
+  BOOST_TEST_REQUIRE(::getcwd(m_back, sizeof m_back) != nullptr);
+  BOOST_TEST_REQUIRE(::chdir(dir.c_str()) == 0);
+}
+
+InDir::~InDir()
+{
+  static_cast<void>(::chdir(m_back));
 }
 
 std::string read_text(const std::string& path)

@@ -37,6 +37,19 @@ void write_text(const std::string& path, const std::string& content);
 void put(const std::string& path, const std::string& content);
 bool exists(const std::string& path);
 
+// Runs in `dir` as the working directory for its lifetime, then goes back (fails the test when
+// either chdir fails going in).
+class InDir {
+public:
+  explicit InDir(const std::string& dir);
+  ~InDir();
+  InDir(const InDir&) = delete;
+  InDir& operator=(const InDir&) = delete;
+
+private:
+  char m_back[4096] = {};
+};
+
 // Lets the clock pass the timestamps of files just written: a header modified at or after the
 // start of a resolution is "too new" to be recorded in a manifest (see docs/includes.md).
 void settle();

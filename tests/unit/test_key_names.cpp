@@ -20,22 +20,6 @@ namespace {
 
 const kjit::Arch k_sm80 = kjit::Arch::parse("sm_80");
 
-// Runs in `dir` as the working directory, then goes back.
-class InDir {
-public:
-  explicit InDir(const std::string& dir)
-  {
-    BOOST_TEST_REQUIRE(::getcwd(m_back, sizeof m_back) != nullptr);
-    BOOST_TEST_REQUIRE(::chdir(dir.c_str()) == 0);
-  }
-  ~InDir() { static_cast<void>(::chdir(m_back)); }
-  InDir(const InDir&) = delete;
-  InDir& operator=(const InDir&) = delete;
-
-private:
-  char m_back[4096] = {};
-};
-
 kjit::Binary plain(const kjit::Config& config, const std::string& src, const std::vector<std::string>& options,
                    const kjit::Arch& arch = k_sm80)
 {

@@ -15,22 +15,6 @@ namespace {
 
 const kjit::Arch k_arch = kjit::Arch::parse("compute_80");
 
-// Runs in `dir` as the working directory, then goes back.
-class InDir {
-public:
-  explicit InDir(const std::string& dir)
-  {
-    BOOST_TEST_REQUIRE(::getcwd(m_back, sizeof m_back) != nullptr);
-    BOOST_TEST_REQUIRE(::chdir(dir.c_str()) == 0);
-  }
-  ~InDir() { static_cast<void>(::chdir(m_back)); }
-  InDir(const InDir&) = delete;
-  InDir& operator=(const InDir&) = delete;
-
-private:
-  char m_back[4096] = {};
-};
-
 // The value the kernel stores ("mov.u32 %r1, N;"), or the error's first line.
 std::string value_in(const std::string& ptx)
 {
