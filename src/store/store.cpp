@@ -94,6 +94,33 @@ std::shared_ptr<Store> find_open(Registry& stores, std::unique_lock<std::mutex>&
   }
 }
 
+// Whether a Store of this process other than `self` has the file (dev, ino) open, or is being
+// closed with it open, without waiting for any close: for recover(), which holds its store's guard
+// unique. find_open()'s wait there held every call of that store for as long as the other close
+// took (its commits wait for a write lock another process may hold for as long as it likes), and
+// deadlocked with an open() meanwhile (which asks each store for its file under the registry's
+// mutex: the wait could never take that mutex back). Caller holds the registry's mutex.
+bool open_or_closing(const Registry& stores, dev_t dev, ino_t ino, const Store* self)
+{
+  const auto file_dev = static_cast<std::uint64_t>(dev);
+  const auto file_ino = static_cast<std::uint64_t>(ino);
+  for (const Registered& entry : stores.stores) {
+    if (entry.raw == self) {
+      continue;
+    }
+    if (const std::shared_ptr<Store> store = entry.store.lock()) {
+      if (store->has_file(file_dev, file_ino)) {
+        return true;
+      }
+    } else if (entry.closing ? entry.has_file && entry.dev == file_dev && entry.ino == file_ino
+                             : entry.raw->has_file(file_dev, file_ino)) {
+      // (Not noted yet: its deleter notes it under the mutex, before deleting it: alive until then.)
+      return true;
+    }
+  }
+  return false;
+}
+
 // Limits of a check in a child process: a walk of a 1 GiB store takes about a second (see
 // docs/reliability.md); the child may map the store once more plus this much memory.
 constexpr double k_check_seconds = 30.0;
@@ -210,8 +237,7 @@ void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
   Registry& stores = registry();
   const HoldsForCommits holds;  // the registry, and then the guard
   std::unique_lock lock(stores.mutex);
-  recover_locked(why, seen,
-                 [&](dev_t dev, ino_t ino) { return find_open(stores, lock, path, dev, ino, owner) != nullptr; });
+  recover_locked(why, seen, [&](dev_t dev, ino_t ino) { return open_or_closing(stores, dev, ino, owner); });
 }
 
 Store::~Store()

@@ -170,8 +170,9 @@ struct Store::Impl {
   // finds the damaged or the fresh file in this Store, never opens a second environment on it.
   void recover(const std::string& why, std::uint64_t seen) noexcept;
   // recover() with the registry's mutex held by the caller. `open_elsewhere(dev, ino)`: whether
-  // another Store of this process has that file open; the file the folder leads to then is not
-  // opened here (a second environment on it), the store is retired instead.
+  // another Store of this process has that file open (or is closing with it: called with `guard`
+  // unique, it must never wait for a close); the file the folder leads to then is not opened here
+  // (a second environment on it), the store is retired instead.
   void recover_locked(const std::string& why, std::uint64_t seen,
                       const std::function<bool(dev_t, ino_t)>& open_elsewhere) noexcept;
 
