@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <dirent.h>
@@ -19,6 +20,7 @@
 #include <functional>
 #include <lmdb.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -175,6 +177,52 @@ BOOST_AUTO_TEST_CASE(a_lock_file_of_another_lmdb_build_does_not_move_the_store_a
   other.release();
   auto store = kjit::store::Store::open(dir, config.store_map_size);  // the first opener: lock.mdb made again
   BOOST_TEST(store->get(kjit::store::Table::meta, "kept").value_or("") == "1");
+}
+
+// The same under an address-space limit (ulimit -v) with less room left than data.mdb holds: the
+// walk that tells a refused lock.mdb from a damaged data.mdb can't map it (ENOMEM), which says
+// nothing about the store. It is left as it is, not used. Before, a walk that could not run
+// counted as damage: the store was moved aside, under the other process using it.
+BOOST_AUTO_TEST_CASE(a_refused_lock_file_under_an_address_space_limit_does_not_move_the_store_aside)
+{
+  const std::string dir = tmp.path() + "/store";
+  {
+    auto store = kjit::store::Store::open(dir, config.store_map_size);
+    for (int i = 0; i < 16; ++i) {
+      store->put(kjit::store::Table::entries, "big" + std::to_string(i), std::string(std::size_t(4) << 20, 'b'));
+    }
+  }
+  HoldingProcess other(  // another process with the store open (LMDB's shared lock on lock.mdb)
+    [&] {
+      MDB_env* env = nullptr;
+      return mdb_env_create(&env) == MDB_SUCCESS && mdb_env_set_maxdbs(env, 16) == MDB_SUCCESS &&
+             mdb_env_open(env, dir.c_str(), MDB_NOTLS | MDB_RDONLY, 0600) == MDB_SUCCESS;
+    },
+    60);
+  const std::uint32_t format = 0x12345678u;  // another lock format
+  overwrite(dir + "/lock.mdb", 4, std::string(reinterpret_cast<const char*>(&format), sizeof format));
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    std::size_t pages = 0;
+    if (FILE* statm = std::fopen("/proc/self/statm", "r")) {
+      std::ignore = std::fscanf(statm, "%zu", &pages);
+      std::fclose(statm);
+    }
+    const rlim_t limit = pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) + (std::size_t(32) << 20);
+    struct rlimit as {limit, limit};  // less room than data.mdb's 64 MiB
+    ::setrlimit(RLIMIT_AS, &as);
+    try {
+      std::ignore = kjit::store::Store::open(dir, config.store_map_size);
+    } catch (const kjit::StoreError&) {
+      ::_exit(0);
+    }
+    ::_exit(3);
+  }
+  int status = 0;
+  BOOST_TEST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
+  BOOST_TEST(damaged_folders(tmp.path()).empty());
 }
 
 BOOST_AUTO_TEST_CASE(zeroed_meta_pages_are_moved_aside_instead_of_failing_every_call)
