@@ -354,8 +354,14 @@ void Store::Impl::allocate_lock_file() const
     return;  // LMDB's open says why
   }
   // fallocate(2) itself, not posix_fallocate(): its emulation writes bytes other processes own.
+  // A file with a size keeps it (FALLOC_FL_KEEP_SIZE: the blocks past its end are there for when
+  // LMDB's first opener extends it): LMDB sizes its reader table by the file, and a process that
+  // made it shorter (another LMDB program, fewer readers) maps only that much; slots past its
+  // map, once others took them, crashed it when it scanned the table.
+  struct stat opened {};
+  const bool empty = ::fstat(fd, &opened) == 0 && opened.st_size == 0;
   const off_t size = std::max<off_t>(exists ? st.st_size : 0, static_cast<off_t>(k_lock_bytes));
-  const int error = ::fallocate(fd, 0, 0, size) == 0 ? 0 : errno;
+  const int error = ::fallocate(fd, empty ? 0 : FALLOC_FL_KEEP_SIZE, 0, size) == 0 ? 0 : errno;
   ::close(fd);
   // A lock file of full size was made and used before: the pages LMDB writes when it opens are
   // there already (a reader slot never used before may not be: a sparse file of an older kjit).
