@@ -68,7 +68,8 @@ Registry& registry()
 // The live Store (other than `self`) whose environment has the file (dev, ino) open, or null.
 // Waits for the closes in progress of that file or of `path` (see Registry; but never for
 // `self`'s own, nor, when `self` is being closed itself, for any: its commits may be what another
-// close waits for). Caller holds `lock`.
+// close waits for). Caller holds `lock`, and keeps the Store returned until it has let go of it:
+// that reference may be the last one by then, and its deleter takes the registry's mutex.
 std::shared_ptr<Store> find_open(Registry& stores, std::unique_lock<std::mutex>& lock, const std::string& path,
                                  dev_t dev, ino_t ino, const Store* self = nullptr)
 {
@@ -78,13 +79,20 @@ std::shared_ptr<Store> find_open(Registry& stores, std::unique_lock<std::mutex>&
     bool closing = false;
     bool self_closing = false;
     for (const Registered& entry : stores.stores) {
-      std::shared_ptr<Store> store = entry.store.lock();
-      if (!store) {
+      // A live Store is asked through `raw` (alive while the mutex is held: its deleter takes it
+      // before the delete), not through a reference taken here: dropped under the mutex, that
+      // could be the last one, and its deleter would wait for the mutex for ever.
+      std::shared_ptr<Store> store;
+      if (!entry.store.expired() && entry.raw != self && entry.raw->has_file(file_dev, file_ino)) {
+        store = entry.store.lock();
+        if (store) {
+          return store;
+        }
+      }
+      if (entry.store.expired()) {
         const bool this_file = !entry.closing || entry.path == path ||
                                (entry.has_file && entry.dev == file_dev && entry.ino == file_ino);
         (entry.raw == self ? self_closing : closing) |= entry.raw == self || this_file;
-      } else if (entry.raw != self && store->has_file(file_dev, file_ino)) {
-        return store;
       }
     }
     if (!closing || self_closing) {
@@ -92,6 +100,31 @@ std::shared_ptr<Store> find_open(Registry& stores, std::unique_lock<std::mutex>&
     }
     stores.closed.wait(lock);
   }
+}
+
+// Whether a Store of this process other than `self` has the file (dev, ino) open, or is being
+// closed with it open, without waiting for any close: for recover(), which holds its store's guard
+// unique. find_open()'s wait there held every call of that store for as long as the other close
+// took (its commits wait for a write lock another process may hold for as long as it likes), and
+// deadlocked with an open() meanwhile (which asks each store for its file under the registry's
+// mutex: the wait could never take that mutex back). Caller holds the registry's mutex.
+bool open_or_closing(const Registry& stores, dev_t dev, ino_t ino, const Store* self)
+{
+  const auto file_dev = static_cast<std::uint64_t>(dev);
+  const auto file_ino = static_cast<std::uint64_t>(ino);
+  for (const Registered& entry : stores.stores) {
+    if (entry.raw == self) {
+      continue;
+    }
+    // Every Store not noted as closing is alive while the mutex is held (its deleter notes it
+    // under the mutex before deleting it): asked through `raw`, never through a reference taken
+    // here, which could be its last one and run its deleter under this mutex.
+    if (entry.closing ? entry.has_file && entry.dev == file_dev && entry.ino == file_ino
+                      : entry.raw->has_file(file_dev, file_ino)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Limits of a check in a child process: a walk of a 1 GiB store takes about a second (see
@@ -210,8 +243,7 @@ void Store::Impl::recover(const std::string& why, std::uint64_t seen) noexcept
   Registry& stores = registry();
   const HoldsForCommits holds;  // the registry, and then the guard
   std::unique_lock lock(stores.mutex);
-  recover_locked(why, seen,
-                 [&](dev_t dev, ino_t ino) { return find_open(stores, lock, path, dev, ino, owner) != nullptr; });
+  recover_locked(why, seen, [&](dev_t dev, ino_t ino) { return open_or_closing(stores, dev, ino, owner); });
 }
 
 Store::~Store()
@@ -304,6 +336,7 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   const std::string path = options.dir_fd >= 0 ? canonical(dir, options.dir_fd) : canonical(dir);
   Registry& stores = registry();
   const HoldsForCommits holds;  // the registry, which a commit following its folder needs
+  std::shared_ptr<Store> found;  // let go of after the mutex (find_open())
   std::unique_lock lock(stores.mutex);
   struct stat data {};
   if (::fstatat(options.dir_fd >= 0 ? options.dir_fd : AT_FDCWD,
@@ -361,7 +394,8 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
       }
       impl->generation = 1;
       impl->recover_locked(e.what(), 1, [&](dev_t dev, ino_t ino) {  // moved aside, a fresh one opened (or retired)
-        return find_open(stores, lock, path, dev, ino) != nullptr;
+        found = find_open(stores, lock, path, dev, ino);
+        return found != nullptr;
       });
       if (impl->retired) {
         throw StoreError(std::string("the store ") + path + " is damaged and no fresh one can be made: " + e.what(),
@@ -592,9 +626,11 @@ void Store::follow_folder()
   }
   Registry& stores = registry();
   const HoldsForCommits holds;  // the registry, and then the guard
+  std::shared_ptr<Store> other;  // let go of after the mutex (find_open())
   std::unique_lock lock(stores.mutex);  // no open() of the file meanwhile
   struct stat now {};
-  if (::stat((impl.path + "/data.mdb").c_str(), &now) == 0 && find_open(stores, lock, impl.path, now.st_dev, now.st_ino, this)) {
+  if (::stat((impl.path + "/data.mdb").c_str(), &now) == 0 &&
+      (other = find_open(stores, lock, impl.path, now.st_dev, now.st_ino, this))) {
     throw StoreError("the store folder " + impl.path +
                        " was replaced while this process had it open, and the new one is open in another "
                        "Store of this process: nothing more is written through this one",

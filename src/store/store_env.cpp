@@ -235,13 +235,23 @@ void Store::Impl::open_env(std::size_t map_size)
                          " bytes): " + std::strerror(rc) + "; lower KJIT_STORE_MAP_SIZE or raise the address-space limit (ulimit -v)",
                        rc);
     }
-    if (is_structural(rc) && mode != Mode::read_only_no_lock && data_sound_without_lock(map_size)) {
+    const Walk without_lock =
+      is_structural(rc) && mode != Mode::read_only_no_lock ? walk_without_lock(map_size) : Walk::damaged;
+    if (without_lock == Walk::sound) {
       // LMDB checks lock.mdb before data.mdb: a lock file it can't use (damaged, or of another
       // LMDB build) while another process has the store open. The first opener once all have
       // closed makes it again; the data is not moved aside for it.
       throw StoreError("the lock file " + path + "/lock.mdb is not one this LMDB can use (" + mdb_strerror(rc) +
                          ": damaged, or made by another LMDB build while a process of it has the store open); "
                          "the store is left as it is and not used",
+                       rc);
+    }
+    if (without_lock == Walk::not_run) {
+      // No verdict (no memory to map data.mdb, no child): the refused file may be lock.mdb, which
+      // another process is using; nothing is moved aside for it.
+      throw StoreError("the store " + path + " could not be opened (" + mdb_strerror(rc) +
+                         ") and its data could not be checked without its lock file (no memory or no "
+                         "process for the walk); the store is left as it is and not used",
                        rc);
     }
     check(rc, "mdb_env_open");
@@ -344,8 +354,14 @@ void Store::Impl::allocate_lock_file() const
     return;  // LMDB's open says why
   }
   // fallocate(2) itself, not posix_fallocate(): its emulation writes bytes other processes own.
+  // A file with a size keeps it (FALLOC_FL_KEEP_SIZE: the blocks past its end are there for when
+  // LMDB's first opener extends it): LMDB sizes its reader table by the file, and a process that
+  // made it shorter (another LMDB program, fewer readers) maps only that much; slots past its
+  // map, once others took them, crashed it when it scanned the table.
+  struct stat opened {};
+  const bool empty = ::fstat(fd, &opened) == 0 && opened.st_size == 0;
   const off_t size = std::max<off_t>(exists ? st.st_size : 0, static_cast<off_t>(k_lock_bytes));
-  const int error = ::fallocate(fd, 0, 0, size) == 0 ? 0 : errno;
+  const int error = ::fallocate(fd, empty ? 0 : FALLOC_FL_KEEP_SIZE, 0, size) == 0 ? 0 : errno;
   ::close(fd);
   // A lock file of full size was made and used before: the pages LMDB writes when it opens are
   // there already (a reader slot never used before may not be: a sparse file of an older kjit).
@@ -355,17 +371,33 @@ void Store::Impl::allocate_lock_file() const
   }
 }
 
-bool Store::Impl::data_sound_without_lock(std::size_t map_size) const
+Walk Store::Impl::walk_without_lock(std::size_t map_size) const
 {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return Walk::not_run;
+  }
   std::string detail;
   const std::string dir = lmdb_path;
-  return run_isolated(
-           [&] {
-             std::size_t rows = 0;
-             std::string why;
-             return walk_store(dir, true, rows, why) == Walk::sound ? 0 : 1;
-           },
-           IsolatedLimits{30.0, map_size + (std::size_t(1) << 30)}, detail) == IsolatedOutcome::ok;
+  const IsolatedOutcome outcome = run_isolated(
+    [&] {
+      std::size_t rows = 0;
+      std::string why;
+      const Walk walk = walk_store(dir, true, rows, why);
+      const char found = walk == Walk::not_run ? 'n' : 'w';  // n(ot run): no verdict
+      std::ignore = ::write(pipe_fds[1], &found, 1);
+      return walk == Walk::sound ? 0 : 1;
+    },
+    IsolatedLimits{30.0, map_size + (std::size_t(1) << 30)}, detail);
+  ::close(pipe_fds[1]);
+  char found = 0;
+  const bool said = ::read(pipe_fds[0], &found, 1) == 1;
+  ::close(pipe_fds[0]);
+  if (outcome == IsolatedOutcome::ok) {
+    return Walk::sound;
+  }
+  const bool not_run = outcome == IsolatedOutcome::no_child || (outcome == IsolatedOutcome::failed && said && found == 'n');
+  return not_run ? Walk::not_run : Walk::damaged;
 }
 
 MDB_txn* Store::Impl::begin(unsigned flags, std::shared_lock<std::shared_mutex>& shared)

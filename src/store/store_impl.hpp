@@ -3,6 +3,7 @@
 #pragma once
 
 #include "store/blob_txn.hpp"
+#include "store/check.hpp"
 #include "store/committer.hpp"
 #include "util/file_size_signal.hpp"
 #include "store/stamp.hpp"
@@ -113,9 +114,10 @@ struct Store::Impl {
   // allocated first (missing, short or sparse: else one stat). Throws StoreError when a full disk
   // leaves pages that LMDB's open writes without blocks (a missing or short file).
   void allocate_lock_file() const;
-  // Whether data.mdb walks sound (isolated) without the lock file: after an open that failed with
-  // a structural code, whether it was lock.mdb that LMDB refused.
-  bool data_sound_without_lock(std::size_t map_size) const;
+  // How data.mdb walks (isolated) without the lock file: after an open that failed with a
+  // structural code, sound when it was lock.mdb that LMDB refused; not_run when the walk could not
+  // run (no memory to map data.mdb, no child): no verdict either way.
+  Walk walk_without_lock(std::size_t map_size) const;
   // Throws Damaged if data.mdb is shorter than the environment's last page. Caller holds `guard`.
   void check_file_size();
   // Writable stores keep data.mdb a sparse 256–512 KiB longer than its last page (see store_env.cpp).
@@ -170,8 +172,9 @@ struct Store::Impl {
   // finds the damaged or the fresh file in this Store, never opens a second environment on it.
   void recover(const std::string& why, std::uint64_t seen) noexcept;
   // recover() with the registry's mutex held by the caller. `open_elsewhere(dev, ino)`: whether
-  // another Store of this process has that file open; the file the folder leads to then is not
-  // opened here (a second environment on it), the store is retired instead.
+  // another Store of this process has that file open (or is closing with it: called with `guard`
+  // unique, it must never wait for a close); the file the folder leads to then is not opened here
+  // (a second environment on it), the store is retired instead.
   void recover_locked(const std::string& why, std::uint64_t seen,
                       const std::function<bool(dev_t, ino_t)>& open_elsewhere) noexcept;
 

@@ -401,6 +401,42 @@ BOOST_AUTO_TEST_CASE(a_damaged_store_is_not_replaced_by_the_file_another_store_h
   BOOST_TEST(fresh->get(kjit::store::Table::meta, "fresh").value_or("") == "2");
 }
 
+// A store found damaged while another Store of this process, on the file now at its folder, is
+// being closed (the close waits for a commit, which waits for the write lock another process holds
+// for as long as it likes): the recovery ends at once (that file is not opened a second time: the
+// damaged store is retired). Before, it waited for that close holding the store's guard: every call
+// of the store waited too, and an open() of any store meanwhile (which asks each store for its
+// file, under the registry's mutex) deadlocked with it.
+BOOST_AUTO_TEST_CASE(recovering_a_store_does_not_wait_for_the_close_of_another)
+{
+  const std::string dir = tmp.path() + "/again";
+  BOOST_TEST_REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  kjit::util::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  kjit::store::Store::OpenOptions options;
+  options.initial_map_size = config.store_map_size;
+  options.dir_fd = fd.get();  // as a Cache opens it: the moved folder stays its folder
+  auto held = kjit::store::Store::open(dir, options);
+  held->put(kjit::store::Table::meta, "old", "1");
+  const std::string away = tmp.path() + "/away";
+  BOOST_TEST_REQUIRE(::rename(dir.c_str(), away.c_str()) == 0);
+  auto closing = kjit::store::Store::open(dir, config.store_map_size);
+  closing->put(kjit::store::Table::meta, "made", "1");
+  WriteLockHolder holder(dir, config.store_map_size, 60);
+  closing->put_later({{kjit::store::Table::meta, "queued", "1"}}, [](const kjit::StoreError*) {});
+  const std::weak_ptr<kjit::store::Store> watched = closing;
+  std::thread closer([store = std::move(closing)]() mutable { store.reset(); });  // waits for the commit
+  while (!watched.expired()) {
+    std::this_thread::yield();  // (the closer has begun the close)
+  }
+  BOOST_TEST_REQUIRE(::truncate((away + "/data.mdb").c_str(), 2 * 4096) == 0);  // the held one's
+  BOOST_TEST(!held->check(true).ok);
+  BOOST_TEST(holder.holding());  // recovered at once, not once the other process let go
+  BOOST_TEST(!held->get(kjit::store::Table::meta, "made"));  // not a second environment on that file
+  holder.release();
+  closer.join();
+  BOOST_TEST(kjit::store::Store::open(dir, config.store_map_size)->get(kjit::store::Table::meta, "queued").value_or("") == "1");
+}
+
 // A Store being destroyed waits for its queued commits, which wait for its write lock, held by
 // another process for as long as it likes. An open() of another store does not wait for that
 // close: it waited for every close in progress (the registry could not tell whose file it was).

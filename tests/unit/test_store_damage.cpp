@@ -12,13 +12,16 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
+#include <filesystem>
 #include <functional>
 #include <lmdb.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -175,6 +178,111 @@ BOOST_AUTO_TEST_CASE(a_lock_file_of_another_lmdb_build_does_not_move_the_store_a
   other.release();
   auto store = kjit::store::Store::open(dir, config.store_map_size);  // the first opener: lock.mdb made again
   BOOST_TEST(store->get(kjit::store::Table::meta, "kept").value_or("") == "1");
+}
+
+// The same under an address-space limit (ulimit -v) with less room left than data.mdb holds: the
+// walk that tells a refused lock.mdb from a damaged data.mdb can't map it (ENOMEM), which says
+// nothing about the store. It is left as it is, not used. Before, a walk that could not run
+// counted as damage: the store was moved aside, under the other process using it.
+BOOST_AUTO_TEST_CASE(a_refused_lock_file_under_an_address_space_limit_does_not_move_the_store_aside)
+{
+  const std::string dir = tmp.path() + "/store";
+  {
+    auto store = kjit::store::Store::open(dir, config.store_map_size);
+    for (int i = 0; i < 16; ++i) {
+      store->put(kjit::store::Table::entries, "big" + std::to_string(i), std::string(std::size_t(4) << 20, 'b'));
+    }
+  }
+  HoldingProcess other(  // another process with the store open (LMDB's shared lock on lock.mdb)
+    [&] {
+      MDB_env* env = nullptr;
+      return mdb_env_create(&env) == MDB_SUCCESS && mdb_env_set_maxdbs(env, 16) == MDB_SUCCESS &&
+             mdb_env_open(env, dir.c_str(), MDB_NOTLS | MDB_RDONLY, 0600) == MDB_SUCCESS;
+    },
+    60);
+  const std::uint32_t format = 0x12345678u;  // another lock format
+  overwrite(dir + "/lock.mdb", 4, std::string(reinterpret_cast<const char*>(&format), sizeof format));
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    std::size_t pages = 0;
+    if (FILE* statm = std::fopen("/proc/self/statm", "r")) {
+      std::ignore = std::fscanf(statm, "%zu", &pages);
+      std::fclose(statm);
+    }
+    const rlim_t limit = pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) + (std::size_t(32) << 20);
+    struct rlimit as {limit, limit};  // less room than data.mdb's 64 MiB
+    ::setrlimit(RLIMIT_AS, &as);
+    try {
+      std::ignore = kjit::store::Store::open(dir, config.store_map_size);
+    } catch (const kjit::StoreError&) {
+      ::_exit(0);
+    }
+    ::_exit(3);
+  }
+  int status = 0;
+  BOOST_TEST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
+  BOOST_TEST(damaged_folders(tmp.path()).empty());
+}
+
+// lock.mdb made smaller (fewer reader slots) by another LMDB program that has the store open
+// (mdb_stat, py-lmdb: 126 readers): a Store's open allocates its blocks but never grows it. LMDB
+// sizes its reader table by the file, and that program maps only what it made: slots past its map
+// (taken by others once the file was longer) crashed it when it scanned the table. Before, the
+// open grew the file to kjit's 512 slots, and the program died (SIGSEGV) in mdb_reader_check().
+BOOST_AUTO_TEST_CASE(opening_a_store_never_grows_a_lock_file_another_program_has_mapped)
+{
+  const std::string dir = tmp.path() + "/store";
+  BOOST_TEST_REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  int ready[2];
+  int go[2];
+  BOOST_TEST_REQUIRE((::pipe(ready) == 0 && ::pipe(go) == 0));
+  const pid_t program = ::fork();
+  BOOST_TEST_REQUIRE(program >= 0);
+  if (program == 0) {  // the first opener, with LMDB's default reader table
+    ::alarm(60);
+    std::signal(SIGBUS, SIG_DFL);  // (a crash ends it, not Boost's handler)
+    std::signal(SIGSEGV, SIG_DFL);
+    MDB_env* env = nullptr;
+    const bool opened = mdb_env_create(&env) == MDB_SUCCESS && mdb_env_set_maxdbs(env, 16) == MDB_SUCCESS &&
+                        mdb_env_set_maxreaders(env, 126) == MDB_SUCCESS &&
+                        mdb_env_open(env, dir.c_str(), MDB_NOTLS, 0600) == MDB_SUCCESS;
+    std::ignore = ::write(ready[1], "r", 1);
+    char byte = 0;
+    std::ignore = ::read(go[0], &byte, 1);
+    int dead = 0;
+    ::_exit(opened && mdb_reader_check(env, &dead) == MDB_SUCCESS ? 0 : 3);
+  }
+  char byte = 0;
+  BOOST_TEST_REQUIRE(::read(ready[0], &byte, 1) == 1);
+  const std::string lock_file = dir + "/lock.mdb";
+  const auto made = std::filesystem::file_size(lock_file);
+  auto store = kjit::store::Store::open(dir, config.store_map_size);
+  store->put(kjit::store::Table::meta, "made", "1");
+  BOOST_TEST(std::filesystem::file_size(lock_file) == made);
+  const pid_t readers = ::fork();  // another process taking as many reader slots as the file holds
+  BOOST_TEST_REQUIRE(readers >= 0);
+  if (readers == 0) {
+    MDB_env* env = nullptr;
+    MDB_txn* txn = nullptr;
+    bool ok = mdb_env_create(&env) == MDB_SUCCESS && mdb_env_set_maxdbs(env, 16) == MDB_SUCCESS &&
+              mdb_env_set_maxreaders(env, 512) == MDB_SUCCESS &&
+              mdb_env_open(env, dir.c_str(), MDB_NOTLS | MDB_RDONLY, 0600) == MDB_SUCCESS;
+    for (int i = 0; ok && i < 400 && mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) == MDB_SUCCESS; ++i) {
+    }
+    ::_exit(ok ? 0 : 3);
+  }
+  int status = 0;
+  BOOST_TEST_REQUIRE(::waitpid(readers, &status, 0) == readers);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
+  std::ignore = ::write(go[1], "g", 1);
+  BOOST_TEST_REQUIRE(::waitpid(program, &status, 0) == program);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);  // was SIGSEGV
+  for (const int fd : {ready[0], ready[1], go[0], go[1]}) {
+    ::close(fd);
+  }
+  BOOST_TEST(store->get(kjit::store::Table::meta, "made").value_or("") == "1");
 }
 
 BOOST_AUTO_TEST_CASE(zeroed_meta_pages_are_moved_aside_instead_of_failing_every_call)
