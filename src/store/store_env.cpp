@@ -235,8 +235,9 @@ void Store::Impl::open_env(std::size_t map_size)
                          " bytes): " + std::strerror(rc) + "; lower KJIT_STORE_MAP_SIZE or raise the address-space limit (ulimit -v)",
                        rc);
     }
+    std::string detail;
     const Walk without_lock =
-      is_structural(rc) && mode != Mode::read_only_no_lock ? walk_without_lock(map_size) : Walk::damaged;
+      is_structural(rc) && mode != Mode::read_only_no_lock ? walk_isolated(map_size, true, detail) : Walk::damaged;
     if (without_lock == Walk::sound) {
       // LMDB checks lock.mdb before data.mdb: a lock file it can't use (damaged, or of another
       // LMDB build) while another process has the store open. The first opener once all have
@@ -315,15 +316,14 @@ void Store::Impl::open_env(std::size_t map_size)
       mdb_env_info(env, &info);
       if (info.me_last_pgno > 1) {
         std::string detail;
-        const std::string dir = lmdb_path;
-        const IsolatedOutcome outcome = run_isolated(
-          [&] {
-            std::size_t rows = 0;
-            std::string why;
-            return walk_store(dir, false, rows, why) == Walk::sound ? 0 : 1;
-          },
-          IsolatedLimits{30.0, map_size + (std::size_t(1) << 30)}, detail);
-        if (outcome != IsolatedOutcome::ok && outcome != IsolatedOutcome::no_child) {
+        const Walk walk = walk_isolated(map_size, false, detail);
+        if (walk == Walk::not_run) {
+          // No verdict (no memory to map data.mdb, no child): nothing is moved aside for it.
+          throw StoreError("the store " + path + " holds data but not kjit's tables, and it could not be "
+                             "checked (no memory or no process for the walk); it is left as it is and not used",
+                           ENOMEM);
+        }
+        if (walk == Walk::damaged) {
           throw Damaged("its tables are missing and its check failed (" + detail + ")", MDB_CORRUPTED);
         }
       }
@@ -371,19 +371,18 @@ void Store::Impl::allocate_lock_file() const
   }
 }
 
-Walk Store::Impl::walk_without_lock(std::size_t map_size) const
+Walk Store::Impl::walk_isolated(std::size_t map_size, bool no_lock, std::string& detail) const
 {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return Walk::not_run;
   }
-  std::string detail;
   const std::string dir = lmdb_path;
   const IsolatedOutcome outcome = run_isolated(
     [&] {
       std::size_t rows = 0;
       std::string why;
-      const Walk walk = walk_store(dir, true, rows, why);
+      const Walk walk = walk_store(dir, no_lock, rows, why);
       const char found = walk == Walk::not_run ? 'n' : 'w';  // n(ot run): no verdict
       std::ignore = ::write(pipe_fds[1], &found, 1);
       return walk == Walk::sound ? 0 : 1;

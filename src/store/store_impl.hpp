@@ -114,10 +114,11 @@ struct Store::Impl {
   // allocated first (missing, short or sparse: else one stat). Throws StoreError when a full disk
   // leaves pages that LMDB's open writes without blocks (a missing or short file).
   void allocate_lock_file() const;
-  // How data.mdb walks (isolated) without the lock file: after an open that failed with a
-  // structural code, sound when it was lock.mdb that LMDB refused; not_run when the walk could not
-  // run (no memory to map data.mdb, no child): no verdict either way.
-  Walk walk_without_lock(std::size_t map_size) const;
+  // How data.mdb walks, in a child process (with or without the lock file: without it after an
+  // open that failed with a structural code, sound when it was lock.mdb that LMDB refused);
+  // not_run when the walk could not run (no memory to map data.mdb, no child): no verdict either
+  // way. `detail` describes a damaged outcome (a crash, a time-out).
+  Walk walk_isolated(std::size_t map_size, bool no_lock, std::string& detail) const;
   // Throws Damaged if data.mdb is shorter than the environment's last page. Caller holds `guard`.
   void check_file_size();
   // Writable stores keep data.mdb a sparse 256–512 KiB longer than its last page (see store_env.cpp).

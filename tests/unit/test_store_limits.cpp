@@ -190,6 +190,56 @@ BOOST_AUTO_TEST_CASE(a_store_the_doctor_could_not_walk_is_not_called_damaged)
   BOOST_TEST(child_status(child) == 0);  // was 4 ("damaged (not checked: …)", an error)
 }
 
+// A store that holds data but none of kjit's tables (another format, or damage hiding them) is
+// walked, isolated, before its tables are made. Under an address-space limit the walk can't map it
+// (ENOMEM): no verdict, so the store is left as it is and not used (a StoreError). Before, the
+// walk's failure read as damage and the sound store was moved aside.
+BOOST_AUTO_TEST_CASE(a_store_without_tables_whose_walk_cannot_map_it_is_not_moved_aside)
+{
+  const std::string dir = config.cache_dir + "/store";
+  std::filesystem::create_directories(dir);
+  {
+    MDB_env* env = nullptr;
+    BOOST_TEST_REQUIRE(mdb_env_create(&env) == 0);
+    mdb_env_set_maxdbs(env, 4);
+    mdb_env_set_mapsize(env, std::size_t(256) << 20);
+    BOOST_TEST_REQUIRE(mdb_env_open(env, dir.c_str(), 0, 0600) == 0);
+    MDB_txn* txn = nullptr;
+    MDB_dbi dbi = 0;
+    BOOST_TEST_REQUIRE(mdb_txn_begin(env, nullptr, 0, &txn) == 0);
+    BOOST_TEST_REQUIRE(mdb_dbi_open(txn, "not_kjit", MDB_CREATE, &dbi) == 0);
+    std::string big(std::size_t(4) << 20, 'b');
+    for (int i = 0; i < 16; ++i) {
+      const std::string key = "big" + std::to_string(i);
+      MDB_val k{key.size(), const_cast<char*>(key.data())};
+      MDB_val v{big.size(), big.data()};
+      BOOST_TEST_REQUIRE(mdb_put(txn, dbi, &k, &v, 0) == 0);
+    }
+    BOOST_TEST_REQUIRE(mdb_txn_commit(txn) == 0);
+    mdb_env_close(env);
+  }
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const std::size_t map = std::size_t(256) << 20;
+    const rlim_t limit = virtual_size() + map + (std::size_t(32) << 20);  // the map, not data.mdb again
+    struct rlimit as {limit, limit};
+    ::setrlimit(RLIMIT_AS, &as);
+    bool opened = false;
+    try {
+      opened = kjit::store::Store::open(dir, map) != nullptr;
+    } catch (const kjit::StoreError&) {
+    }
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(config.cache_dir, error)) {
+      if (entry.path().filename().string().rfind("store.damaged", 0) == 0) {
+        ::_exit(4);  // moved aside (and a fresh store opened in its place)
+      }
+    }
+    ::_exit(opened ? 3 : std::filesystem::exists(dir + "/data.mdb") ? 0 : 5);  // 3: tables made unwalked
+  }
+  BOOST_TEST(child_status(child) == 0);  // was 4 (moved aside)
+}
+
 BOOST_AUTO_TEST_CASE(growth_is_bounded_by_the_address_space_limit)
 {
   const pid_t child = ::fork();
