@@ -29,7 +29,9 @@ for args in "compile $saxpy --arch sm_1" "compile /no/such/file.cu --arch sm_1" 
   "cat abc" "mirror" "list --bogus" "compile $saxpy --arch" "list --name ''" "export $work/all.kjitpack --arch ''" \
   "warm $saxpy --arch sm_80 --worker ''" "compile $saxpy --arch sm_80 -D ''" "compile $saxpy --arch sm_80 -I '' -X -G" \
   "explain $saxpy --arch sm_80 -X ''" "compile $saxpy --arch sm_80 --name-expr ''" "warm $saxpy --arch sm_80 -D '' -I /tmp" \
-  "script build $saxpy --name s --space A=1 --arch sm_80 -I ''" "show ''" "cat '' --ptx"; do
+  "script build $saxpy --name s --space A=1 --arch sm_80 -I ''" "show ''" "cat '' --ptx" \
+  "script build $saxpy --name '' --space A=1 --arch sm_80" "script build $saxpy --name s --space A=1 --arch sm_80 --sizes ''" \
+  "script build $saxpy --name s --space A=1 --arch sm_80 --sizes n,,m"; do
   eval "set -- $args"
   check "kjit $args is bad usage" exit_code 2 "$kjit" "$@"
   check "kjit $args prints the usage" grep -q "^usage: kjit" "$work/err"

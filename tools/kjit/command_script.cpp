@@ -4,6 +4,7 @@
 
 #include <kjit/script.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -73,6 +74,15 @@ int build(const std::vector<std::string>& args)
   if (!parse_arguments(args, k_synopsis, visible, hidden, positional, vm)) {
     return 0;
   }
+  // Empty values are bad usage (docs/cli.md): an empty name filed the script under "script", an
+  // empty size name reached the library's check (exit 1).
+  if (vm["name"].as<std::string>().empty()) {
+    throw UsageError{"--name needs the script's name, not \"\"", ""};
+  }
+  const std::vector<std::string> size_names = split(vm["sizes"].as<std::string>(), ',');
+  if (size_names.empty() || std::find(size_names.begin(), size_names.end(), "") != size_names.end()) {
+    throw UsageError{"--sizes " + vm["sizes"].as<std::string>() + ": expected names, comma-separated (e.g. n,m)", ""};
+  }
   Script script;
   const Program program = program_from_arguments(vm, script.arch);
   if (program.name_expressions.size() > 1) {
@@ -83,7 +93,7 @@ int build(const std::vector<std::string>& args)
   script.source = program.source;
   script.options = program.options;
   script.name_expression = program.name_expressions.empty() ? "" : program.name_expressions[0];
-  script.size_names = split(vm["sizes"].as<std::string>(), ',');
+  script.size_names = size_names;
   for (const auto& text : vm["space"].as<std::vector<std::string>>()) {
     const auto equals = text.find('=');
     if (equals == std::string::npos || equals == 0 || equals + 1 == text.size()) {
