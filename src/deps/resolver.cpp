@@ -348,7 +348,14 @@ void Resolver::probe(const std::string& candidate)
     stamp = folder_stamp(dir);
   }
   if (m_probed.insert(dir).second) {
-    m_result.dirs.push_back({dir, stamp != nullptr ? *stamp : stamp_of(dir)});
+    const FileStamp watched = stamp != nullptr ? *stamp : stamp_of(dir);
+    // "Too new", as for headers: a folder changed at or after the start of the resolution may
+    // change again within the same timestamp tick (coarse timestamps: kernels before 6.13, some
+    // filesystems) with the same stamp, and a file appearing there would go unseen.
+    if (watched.mtime_ns >= m_start_ns || watched.ctime_ns >= m_start_ns) {
+      m_result.recordable = false;
+    }
+    m_result.dirs.push_back({dir, watched});
   }
 }
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fcntl.h>
+#include <filesystem>
 #include <optional>
 #include <csignal>
 #include <cstring>
@@ -132,6 +133,31 @@ BOOST_AUTO_TEST_CASE(editing_a_header_recompiles_and_touching_it_does_not)
   kjit::Cache cache(config);
   BOOST_TEST(cache.get(program, kjit::Arch::parse("sm_90"))->ptx.find("1111") != std::string::npos);
   BOOST_TEST(cache.stats().compiles == 0u);
+}
+
+// A folder the resolution watches (here the first -I folder, where params.h is looked for and
+// not found) whose stamp is at or after the resolution's start is "too new", as a header is: with
+// coarse timestamps (kernels before 6.13, some filesystems) a file created there within the same
+// tick keeps the folder's stamp, and a manifest recorded with it would never see that file (the
+// binary of the second folder's params.h served where the first folder's is read). No manifest is
+// recorded; before, one was.
+BOOST_AUTO_TEST_CASE(a_watched_folder_changed_at_the_resolution_start_records_no_manifest)
+{
+  const std::string first = tmp.path() + "/first";
+  const std::string second = tmp.path() + "/second";
+  put(second + "/params.h", "#define VALUE 2222\n");
+  std::filesystem::create_directories(first);
+  settle();
+  set_mtime_later(first);  // as a change within the resolution's timestamp tick reads
+  kjit::Program program = program_using(second);
+  program.options.insert(program.options.begin(), "-I" + first);
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST(cache.get(program, kjit::Arch::parse("sm_90"))->ptx.find("2222") != std::string::npos);
+  }
+  const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+  BOOST_TEST(store->count(kjit::store::Table::manifests) == 0u);
+  BOOST_TEST(store->count(kjit::store::Table::entries) == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(a_prepared_program_is_served_for_the_headers_on_disk_now)
