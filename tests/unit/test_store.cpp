@@ -106,6 +106,27 @@ std::string reference_path(const std::string& name)
   return std::string(root != nullptr ? root : ".") + "/tests/unit/records/" + name;
 }
 
+// A Store opened through a descriptor of its folder `<root>/again` (as a Cache opens it: the
+// folder stays its folder wherever it goes), holding a row, whose folder is then moved to
+// `<root>/away` while it stays open: `dir` is free for another store.
+struct MovedAway {
+  MovedAway(const std::string& root, std::size_t map_size) : dir(root + "/again"), away(root + "/away")
+  {
+    BOOST_TEST_REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+    fd = kjit::util::UniqueFd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    kjit::store::Store::OpenOptions options;
+    options.initial_map_size = map_size;
+    options.dir_fd = fd.get();
+    held = kjit::store::Store::open(dir, options);
+    held->put(kjit::store::Table::meta, "old", "1");
+    BOOST_TEST_REQUIRE(::rename(dir.c_str(), away.c_str()) == 0);
+  }
+  std::string dir;
+  std::string away;
+  kjit::util::UniqueFd fd;
+  std::shared_ptr<kjit::store::Store> held;
+};
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(store, CacheFixture)
@@ -371,16 +392,10 @@ BOOST_AUTO_TEST_CASE(a_store_folder_made_again_is_the_new_folders_store)
 // store as unused and resets its lock file under the first one's readers).
 BOOST_AUTO_TEST_CASE(a_damaged_store_is_not_replaced_by_the_file_another_store_has_open)
 {
-  const std::string dir = tmp.path() + "/again";
-  BOOST_TEST_REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
-  kjit::util::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  kjit::store::Store::OpenOptions options;
-  options.initial_map_size = config.store_map_size;
-  options.dir_fd = fd.get();  // as a Cache opens it: the deleted folder stays its folder
-  auto held = kjit::store::Store::open(dir, options);
-  held->put(kjit::store::Table::meta, "old", "1");
-  const std::string away = tmp.path() + "/away";
-  BOOST_TEST_REQUIRE(::rename(dir.c_str(), away.c_str()) == 0);
+  MovedAway moved(tmp.path(), config.store_map_size);
+  const std::string& dir = moved.dir;
+  const std::string& away = moved.away;
+  auto& held = moved.held;
   auto fresh = kjit::store::Store::open(dir, config.store_map_size);
   fresh->put(kjit::store::Table::meta, "fresh", "2");
   BOOST_TEST_REQUIRE(::truncate((away + "/data.mdb").c_str(), 2 * 4096) == 0);  // the held one's
@@ -409,16 +424,10 @@ BOOST_AUTO_TEST_CASE(a_damaged_store_is_not_replaced_by_the_file_another_store_h
 // file, under the registry's mutex) deadlocked with it.
 BOOST_AUTO_TEST_CASE(recovering_a_store_does_not_wait_for_the_close_of_another)
 {
-  const std::string dir = tmp.path() + "/again";
-  BOOST_TEST_REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
-  kjit::util::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  kjit::store::Store::OpenOptions options;
-  options.initial_map_size = config.store_map_size;
-  options.dir_fd = fd.get();  // as a Cache opens it: the moved folder stays its folder
-  auto held = kjit::store::Store::open(dir, options);
-  held->put(kjit::store::Table::meta, "old", "1");
-  const std::string away = tmp.path() + "/away";
-  BOOST_TEST_REQUIRE(::rename(dir.c_str(), away.c_str()) == 0);
+  MovedAway moved(tmp.path(), config.store_map_size);
+  const std::string& dir = moved.dir;
+  const std::string& away = moved.away;
+  auto& held = moved.held;
   auto closing = kjit::store::Store::open(dir, config.store_map_size);
   closing->put(kjit::store::Table::meta, "made", "1");
   WriteLockHolder holder(dir, config.store_map_size, 60);

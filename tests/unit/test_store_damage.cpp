@@ -33,6 +33,22 @@ namespace {
 
 const kjit::Arch k_sm90 = kjit::Arch::parse("sm_90");
 
+// Makes the folder `mount_point` and mounts a tmpfs of `size` ("size=1m") there, to fill it: false
+// (the test says it skipped) when not root or when mounting is not allowed here.
+bool mount_small_tmpfs(const std::string& mount_point, const char* size)
+{
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
+    return false;
+  }
+  BOOST_TEST_REQUIRE(::mkdir(mount_point.c_str(), 0700) == 0);
+  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, size) != 0) {
+    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here");
+    return false;
+  }
+  return true;
+}
+
 // Runs `body` in a forked child: its exit code, 128 + the signal that killed it, or -1 when it
 // was still running after `seconds` (then killed).
 int in_child(const std::function<int()>& body, double seconds)
@@ -365,14 +381,8 @@ BOOST_AUTO_TEST_CASE(a_damaged_meta_value_is_rebuilt_not_fatal)
 
 BOOST_AUTO_TEST_CASE(a_full_disk_still_serves_the_compiled_binary)
 {
-  if (::geteuid() != 0) {
-    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
-    return;
-  }
   const std::string mount_point = tmp.path() + "/small";
-  BOOST_TEST_REQUIRE(::mkdir(mount_point.c_str(), 0700) == 0);
-  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=1m") != 0) {
-    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here");
+  if (!mount_small_tmpfs(mount_point, "size=1m")) {
     return;
   }
   config.cache_dir = mount_point + "/cache";
@@ -410,14 +420,8 @@ BOOST_AUTO_TEST_CASE(a_full_disk_still_serves_the_compiled_binary)
 // (SIGBUS) in the Cache's constructor.
 BOOST_AUTO_TEST_CASE(a_store_made_on_a_full_disk_is_an_error_not_a_sigbus)
 {
-  if (::geteuid() != 0) {
-    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
-    return;
-  }
   const std::string mount_point = tmp.path() + "/full";
-  BOOST_TEST_REQUIRE(::mkdir(mount_point.c_str(), 0700) == 0);
-  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=256k") != 0) {
-    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here");
+  if (!mount_small_tmpfs(mount_point, "size=256k")) {
     return;
   }
   std::string output;
@@ -447,14 +451,8 @@ BOOST_AUTO_TEST_CASE(a_store_made_on_a_full_disk_is_an_error_not_a_sigbus)
 // the failed write counted as damage around the record: the whole store was moved aside.
 BOOST_AUTO_TEST_CASE(a_quarantine_on_a_full_disk_leaves_the_store_in_place)
 {
-  if (::geteuid() != 0) {
-    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
-    return;
-  }
   const std::string mount_point = tmp.path() + "/full";
-  BOOST_TEST_REQUIRE(::mkdir(mount_point.c_str(), 0700) == 0);
-  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=1m") != 0) {
-    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here");
+  if (!mount_small_tmpfs(mount_point, "size=1m")) {
     return;
   }
   {

@@ -44,6 +44,16 @@ std::size_t virtual_size()
   return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
+// Caps this process's address space (soft and hard) at what it maps now plus `headroom`;
+// returns the cap.
+rlim_t limit_address_space(std::size_t headroom)
+{
+  const rlim_t limit = virtual_size() + headroom;
+  struct rlimit as {limit, limit};
+  ::setrlimit(RLIMIT_AS, &as);
+  return limit;
+}
+
 // How many descriptors of this process are open on the file `path` names.
 std::size_t descriptors_of(const std::string& path)
 {
@@ -66,9 +76,7 @@ BOOST_AUTO_TEST_CASE(a_map_that_cannot_grow_under_ulimit_v_is_survived)
   const std::string dir = config.cache_dir + "/store";
   const pid_t child = ::fork();
   if (child == 0) {
-    const rlim_t limit = virtual_size() + (std::size_t(200) << 20);
-    struct rlimit as {limit, limit};
-    ::setrlimit(RLIMIT_AS, &as);
+    limit_address_space(std::size_t(200) << 20);
     int failures = 0;
     try {
       auto store = kjit::store::Store::open(dir, std::size_t(8) << 20);
@@ -106,9 +114,7 @@ BOOST_AUTO_TEST_CASE(a_walk_under_an_address_space_limit_does_not_move_the_store
   const pid_t child = ::fork();
   if (child == 0) {
     auto store = kjit::store::Store::open(dir, std::size_t(1) << 30);
-    const rlim_t limit = virtual_size() + (std::size_t(256) << 20);  // less than the map
-    struct rlimit as {limit, limit};
-    ::setrlimit(RLIMIT_AS, &as);
+    limit_address_space(std::size_t(256) << 20);  // less than the map
     try {
       store->put(kjit::store::Table::meta, "written", "1");
     } catch (const kjit::StoreError&) {
@@ -137,9 +143,7 @@ BOOST_AUTO_TEST_CASE(a_walk_that_cannot_map_the_store_does_not_move_it_aside)
   const pid_t child = ::fork();
   if (child == 0) {
     auto store = kjit::store::Store::open(dir, std::size_t(1) << 30);
-    const rlim_t limit = virtual_size() + (std::size_t(32) << 20);  // less than data.mdb holds
-    struct rlimit as {limit, limit};
-    ::setrlimit(RLIMIT_AS, &as);
+    limit_address_space(std::size_t(32) << 20);  // less than data.mdb holds
     try {
       store->put(kjit::store::Table::meta, "written", "1");
     } catch (const kjit::StoreError&) {
@@ -175,9 +179,7 @@ BOOST_AUTO_TEST_CASE(a_store_the_doctor_could_not_walk_is_not_called_damaged)
   if (child == 0) {
     std::ignore = kjit::diagnose(config);  // NVRTC and the driver probe loaded before the limit
     kjit::Cache holder(config);            // the store mapped before it too (diagnose's Cache shares it)
-    const rlim_t limit = virtual_size() + (std::size_t(32) << 20);  // less than data.mdb holds
-    struct rlimit as {limit, limit};
-    ::setrlimit(RLIMIT_AS, &as);
+    limit_address_space(std::size_t(32) << 20);  // less than data.mdb holds
     for (const kjit::HealthCheck& check : kjit::diagnose(config)) {
       if (check.what == "store") {
         const bool said = check.detail.find("not checked") != std::string::npos &&
@@ -221,9 +223,7 @@ BOOST_AUTO_TEST_CASE(a_store_without_tables_whose_walk_cannot_map_it_is_not_move
   const pid_t child = ::fork();
   if (child == 0) {
     const std::size_t map = std::size_t(256) << 20;
-    const rlim_t limit = virtual_size() + map + (std::size_t(32) << 20);  // the map, not data.mdb again
-    struct rlimit as {limit, limit};
-    ::setrlimit(RLIMIT_AS, &as);
+    limit_address_space(map + (std::size_t(32) << 20));  // the map, not data.mdb again
     bool opened = false;
     try {
       opened = kjit::store::Store::open(dir, map) != nullptr;
@@ -244,9 +244,7 @@ BOOST_AUTO_TEST_CASE(growth_is_bounded_by_the_address_space_limit)
 {
   const pid_t child = ::fork();
   if (child == 0) {
-    const rlim_t limit = virtual_size() + (std::size_t(300) << 20);
-    struct rlimit as {limit, limit};
-    ::setrlimit(RLIMIT_AS, &as);
+    const rlim_t limit = limit_address_space(std::size_t(300) << 20);
     auto store = kjit::store::Store::open(config.cache_dir + "/store", std::size_t(1) << 20);
     const std::string big(1 << 20, 'y');
     for (int i = 0; i < 400; ++i) {
@@ -476,9 +474,7 @@ BOOST_AUTO_TEST_CASE(a_map_that_cannot_be_allocated_names_the_setting)
   kjit::set_log_sink([&lines](std::string_view line) { lines.emplace_back(line); });
   const pid_t child = ::fork();
   if (child == 0) {
-    const rlim_t limit = virtual_size() + (std::size_t(1) << 30);
-    struct rlimit as {limit, limit};
-    ::setrlimit(RLIMIT_AS, &as);
+    limit_address_space(std::size_t(1) << 30);
     kjit::Cache cache(config);
     const bool named = !lines.empty() && lines[0].find("KJIT_STORE_MAP_SIZE") != std::string::npos;
     ::_exit(!cache.has_disk_tier() && named ? 0 : 8);
