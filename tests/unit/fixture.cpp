@@ -104,6 +104,19 @@ bool exists(const std::string& path)
   return ::lstat(path.c_str(), &st) == 0;
 }
 
+std::thread nil_redis_server(int listener)
+{
+  return std::thread([listener] {
+    const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    char request[4096];
+    while (peer >= 0 && ::recv(peer, request, sizeof request, 0) > 0 && ::send(peer, "$-1\r\n", 5, MSG_NOSIGNAL) == 5) {
+    }
+    if (peer >= 0) {
+      ::close(peer);
+    }
+  });
+}
+
 int loopback_listener(int& port)
 {
   const int listener = ::socket(AF_INET, SOCK_STREAM, 0);

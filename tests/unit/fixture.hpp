@@ -4,6 +4,7 @@
 #include <kjit/kjit.hpp>
 
 #include <string>
+#include <thread>
 
 namespace kjit::test {
 
@@ -57,6 +58,10 @@ void settle();
 // A listening TCP socket on 127.0.0.1 (a free port, in `port`) that accepts nothing by itself:
 // connections complete in its backlog.
 int loopback_listener(int& port);
+
+// A Redis server that knows nothing, on `listener`: accepts one connection and answers each
+// request it reads with nil until the client closes. Join the thread after closing the client.
+std::thread nil_redis_server(int listener);
 
 // Runs `command` with /bin/sh, returns its exit status and stores its stdout in `output`.
 int run(const std::string& command, std::string& output);

@@ -579,15 +579,7 @@ BOOST_AUTO_TEST_CASE(a_worker_inherits_no_descriptor_of_the_host_s_kjit)
 {
   int port = 0;
   const int listener = kjit::test::loopback_listener(port);
-  std::thread nil_server([listener] {
-    const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-    char request[4096];
-    while (peer >= 0 && ::recv(peer, request, sizeof request, 0) > 0 && ::send(peer, "$-1\r\n", 5, MSG_NOSIGNAL) == 5) {
-    }
-    if (peer >= 0) {
-      ::close(peer);
-    }
-  });
+  std::thread nil_server = kjit::test::nil_redis_server(listener);
   std::set<std::string> inherited;  // what any child of this process gets
   for (const std::string& entry : descriptors_of("self")) {
     const int flags = ::fcntl(std::atoi(entry.c_str()), F_GETFD);

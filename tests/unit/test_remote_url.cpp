@@ -405,17 +405,7 @@ BOOST_AUTO_TEST_CASE(a_server_connection_is_not_inherited_by_child_processes)
 {
   int port = 0;
   const int listener = kjit::test::loopback_listener(port);
-  std::thread nil_server([listener] {
-    const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-    char request[256];
-    if (peer >= 0 && ::recv(peer, request, sizeof request, 0) > 0) {
-      ::send(peer, "$-1\r\n", 5, MSG_NOSIGNAL);
-      ::recv(peer, request, sizeof request, 0);  // until the client closes
-    }
-    if (peer >= 0) {
-      ::close(peer);
-    }
-  });
+  std::thread nil_server = kjit::test::nil_redis_server(listener);
   const std::set<int> before = inheritable_fds();
   std::set<int> after;
   {
@@ -506,16 +496,7 @@ BOOST_AUTO_TEST_CASE(a_connection_on_descriptor_0_is_closed_with_its_client)
 {
   int port = 0;
   const int listener = kjit::test::loopback_listener(port);
-  std::thread nil_server([listener] {
-    const int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-    char request[256];
-    if (peer >= 0 && ::recv(peer, request, sizeof request, 0) > 0) {
-      ::send(peer, "$-1\r\n", 5, MSG_NOSIGNAL);
-    }
-    if (peer >= 0) {
-      ::close(peer);
-    }
-  });
+  std::thread nil_server = kjit::test::nil_redis_server(listener);
   const int saved_stdin = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
   ::close(0);
   bool on_0 = false;
