@@ -71,6 +71,23 @@ check "the real worker answers the hello" exit_code 0 env KJIT_CACHE_DIR="$work/
   "$kjit" warm "$work/w3.cu" --arch sm_80 --worker "$worker"
 check "without a warning" sh -c "! grep -q 'not a compile worker' '$work/err'"
 
+# --- a worker started with stderr closed gets /dev/null there, not the next file it opens ---
+# (its TMPDIR's PCH files and include copies would take descriptor 2 and NVRTC's messages)
+fifo=$work/worker_in
+mkfifo "$fifo"
+sh -c "exec '$worker' <'$fifo' 2>&-" &
+closed_worker=$!
+exec 7>"$fifo"
+# The worker waits in read(0) for its first request once main() has run.
+for _ in $(seq 600); do
+  case $(cat "/proc/$closed_worker/syscall" 2>/dev/null) in "0 0x0 "*) break ;; esac
+  sleep 0.05
+done
+fd2=$(readlink "/proc/$closed_worker/fd/2" 2>/dev/null)
+exec 7>&-
+wait "$closed_worker"
+check "the worker's descriptor 2 is /dev/null (got '$fd2')" test "$fd2" = /dev/null
+
 # --- a killed worker leaves no NVRTC PCH folder in TMPDIR ---
 tmp=$work/tmp
 mkdir "$tmp"
