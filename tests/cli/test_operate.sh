@@ -245,6 +245,8 @@ check "prune with a negative size is a usage error" exit_code 2 "$kjit" prune --
 check "prune --older-than keeps new entries" exit_code 0 "$kjit" prune --older-than 30d
 check "prune removed nothing" grep -q "^removed 0 entries older than 30d" "$work/out"
 check "prune --orphans" exit_code 0 "$kjit" prune --orphans
+check "prune --max-size of the largest size" exit_code 0 "$kjit" prune --max-size 18446744073709551615
+check "it says what it removed" grep -q "^removed 0 entries to fit in " "$work/out"
 check "prune --max-size" exit_code 0 "$kjit" prune --max-size 400KiB
 check "prune reached its size (records and mirror)" python3 -c "
 import json, subprocess

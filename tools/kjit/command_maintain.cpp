@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <unistd.h>
 
 namespace kjit::cli {
@@ -92,7 +93,7 @@ int command_prune(const std::vector<std::string>& args)
     throw UsageError{"say what to prune: --older-than AGE, --max-size SIZE or --orphans", "usage: " + synopsis + "\n"};
   }
   const std::int64_t age = vm.count("older-than") != 0 ? parse_age(vm["older-than"].as<std::string>(), "usage: " + synopsis + "\n") : -1;
-  std::size_t size = SIZE_MAX;
+  std::optional<std::size_t> size;  // every size is a limit, the largest too
   if (vm.count("max-size") != 0) {
     try {
       size = parse_size(vm["max-size"].as<std::string>(), "--max-size");
@@ -113,8 +114,8 @@ int command_prune(const std::vector<std::string>& args)
     std::cout << "removed " << cache->prune_older_than(age) << " entries older than "
               << vm["older-than"].as<std::string>() << "\n";
   }
-  if (size != SIZE_MAX) {
-    std::cout << "removed " << cache->prune_to_size(size) << " entries to fit in " << format_bytes(size) << "\n";
+  if (size) {
+    std::cout << "removed " << cache->prune_to_size(*size) << " entries to fit in " << format_bytes(*size) << "\n";
   }
   return 0;
 }
