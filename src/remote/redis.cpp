@@ -1,6 +1,8 @@
 // The hiredis calls the remote tier makes, through function pointers bound after dlopen.
 #include "remote/redis.hpp"
 
+#include "remote/resolve.hpp"
+
 #include "util/dynamic_library.hpp"
 #include "util/unique_handle.hpp"
 
@@ -96,21 +98,15 @@ std::string timed_out(const char* what, std::string_view verb)
   return std::string(what) + std::string(verb) + " within the " + std::to_string(k_io_timeout_ms) + " ms timeout";
 }
 
-// A socket connected to `url`'s server within k_connect_timeout_ms (every address of its host in
+// A socket connected to `url`'s server within k_connect_timeout_ms (its name resolved, then every address of its host in
 // turn, within that one time), close-on-exec from its creation: hiredis 0.14 creates its socket
 // without SOCK_CLOEXEC, so a program another thread started during its connect kept the
 // connection open. Blocking once connected, like hiredis's own. Throws RedisFailure.
 util::UniqueFd connect_socket(const RedisUrl& url)
 {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (const int status = ::getaddrinfo(url.host.c_str(), std::to_string(url.port).c_str(), &hints, &found); status != 0) {
-    throw RedisFailure("cannot resolve " + url.host + ": " + ::gai_strerror(status));
-  }
-  const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(found, ::freeaddrinfo);
-  const std::int64_t deadline_ms = now_ms() + k_connect_timeout_ms;
+  const std::int64_t deadline_ms = now_ms() + k_connect_timeout_ms;  // resolving the name included
+  const Addresses addresses = resolve(url.host, url.port, deadline_ms);
+  const addrinfo* found = addresses.get();
   std::string why = "no address";
   for (const addrinfo* address = found; address != nullptr; address = address->ai_next) {
     util::UniqueFd fd(::socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, address->ai_protocol));

@@ -18,8 +18,11 @@
 #include <vector>
 
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -845,6 +848,76 @@ BOOST_AUTO_TEST_CASE(a_forked_child_closes_the_server_without_hanging)
     BOOST_FAIL("the child hung closing the server");
   }
   BOOST_TEST(WIFEXITED(status));
+}
+
+// A host name the resolver cannot answer costs the connect timeout, not the resolver's (its
+// `timeout` and `attempts` in resolv.conf: 5 s × 2 by default, per process). Before, getaddrinfo()
+// ran before the connect's deadline and blocked the lookup for as long as the resolver waited.
+// The child gets a resolv.conf of its own (a mount namespace) naming a server that never answers.
+BOOST_AUTO_TEST_CASE(a_host_name_the_resolver_cannot_answer_costs_the_connect_timeout)
+{
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: a resolv.conf of the test's own needs root");
+    return;
+  }
+  const kjit::test::TempDir tmp;
+  const std::string resolv = tmp.path() + "/resolv.conf";
+  std::ofstream(resolv) << "nameserver 127.0.0.1\noptions timeout:4 attempts:1\n";
+  int pipe_fds[2];
+  BOOST_REQUIRE(::pipe(pipe_fds) == 0);
+  const pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(53);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int silent = ::socket(AF_INET, SOCK_DGRAM, 0);  // receives the queries, never answers
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount(resolv.c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) != 0 || silent < 0 ||
+        ::bind(silent, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      ::_exit(77);
+    }
+    const char* host = "kjit-test-unanswered.example";
+    kjit::remote::Server server(kjit::remote::parse_url(std::string("redis://") + host + ":6379", "V"));
+    const kjit::util::Stopwatch watch;
+    std::string error;
+    const bool answered = server.ask({"GET", "k"}, error).has_value();
+    const double kjit_ms = watch.elapsed_ms();
+    // The premise: this resolver takes its whole timeout for the name.
+    const kjit::util::Stopwatch resolver_watch;
+    addrinfo* found = nullptr;
+    std::ignore = ::getaddrinfo(host, "6379", nullptr, &found);
+    const double resolver_ms = resolver_watch.elapsed_ms();
+    const std::string report = std::to_string(answered) + " " + std::to_string(kjit_ms) + " " +
+                               std::to_string(resolver_ms) + " " + error;
+    std::ignore = ::write(pipe_fds[1], report.data(), report.size());
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string report;
+  char buffer[512];
+  for (ssize_t got; (got = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) {
+    report.append(buffer, static_cast<std::size_t>(got));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+    BOOST_TEST_MESSAGE("skipped: no mount namespace or port 53 here");
+    return;
+  }
+  BOOST_TEST_REQUIRE(WIFEXITED(status));
+  BOOST_TEST_MESSAGE("child: " << report);
+  int answered = -1;
+  double kjit_ms = 0;
+  double resolver_ms = 0;
+  BOOST_TEST_REQUIRE(std::sscanf(report.c_str(), "%d %lf %lf", &answered, &kjit_ms, &resolver_ms) == 3);
+  BOOST_TEST(resolver_ms >= 3500.0);  // the resolver's own wait (timeout:4)
+  BOOST_TEST(answered == 0);
+  BOOST_TEST(kjit_ms < 4.0 * kjit::remote::k_connect_timeout_ms);
+  BOOST_TEST(report.find("kjit-test-unanswered.example") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
