@@ -98,10 +98,11 @@ std::string timed_out(const char* what, std::string_view verb)
   return std::string(what) + std::string(verb) + " within the " + std::to_string(k_io_timeout_ms) + " ms timeout";
 }
 
-// A socket connected to `url`'s server within k_connect_timeout_ms (its name resolved, then every address of its host in
-// turn, within that one time), close-on-exec from its creation: hiredis 0.14 creates its socket
-// without SOCK_CLOEXEC, so a program another thread started during its connect kept the
-// connection open. Blocking once connected, like hiredis's own. Throws RedisFailure.
+// A socket connected to `url`'s server within k_connect_timeout_ms (its name resolved, then every
+// address of its host in turn, within that one time), close-on-exec from its creation: hiredis
+// 0.14 creates its socket without SOCK_CLOEXEC, so a program another thread started during its
+// connect kept the connection open. Blocking once connected, like hiredis's own. Throws
+// RedisFailure.
 util::UniqueFd connect_socket(const RedisUrl& url)
 {
   const std::int64_t deadline_ms = now_ms() + k_connect_timeout_ms;  // resolving the name included
