@@ -53,7 +53,8 @@ Addresses resolve(const std::string& host, int port, std::int64_t deadline_ms)
     throw RedisFailure("cannot resolve " + host + ": " + ::gai_strerror(started));
   }
   int status = EAI_INPROGRESS;
-  for (std::int64_t left; (status = ::gai_error(&request->block)) == EAI_INPROGRESS && (left = deadline_ms - now_ms()) > 0;) {
+  for (std::int64_t left;
+       (status = ::gai_error(&request->block)) == EAI_INPROGRESS && (left = deadline_ms - now_ms()) > 0;) {
     const timespec wait{static_cast<std::time_t>(left / 1000), static_cast<long>(left % 1000) * 1000000L};
     std::ignore = ::gai_suspend(list, 1, &wait);  // returns early for a signal: the loop waits again
   }
