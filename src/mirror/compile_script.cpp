@@ -34,6 +34,21 @@ std::vector<std::string> key_include_dirs(const std::string& options_txt)
   return dirs;
 }
 
+// The steps of the entry's compile path (docs/compile-paths.md).
+std::string how_kjit_compiled(const std::string& cubin_path)
+{
+  if (cubin_path == "nvrtc") {
+    return "with NVRTC: PTX and a whole-program cubin from one compile";
+  }
+  if (cubin_path == "nvjitlink-lto") {
+    return "with NVRTC -dlto (LTO IR), then nvJitLink -lto (the cubin)";
+  }
+  if (cubin_path == "none") {
+    return "with NVRTC: PTX only (the driver compiles it when the module is loaded)";
+  }
+  return "(compile path " + cubin_path + ")";
+}
+
 } // namespace
 
 std::string compile_script(const store::Entry& entry)
@@ -68,9 +83,8 @@ std::string compile_script(const store::Entry& entry)
     ++include_index;
     options += " " + shell_quote("-I" + dir);
   }
-  std::string script =
-    "#!/bin/sh\n"
-    "# kjit compiled this entry in-process: NVRTC (source -> PTX) then nvJitLink (PTX -> cubin).\n"
+  std::string script = "#!/bin/sh\n# kjit compiled this entry in-process " + how_kjit_compiled(entry.binary.cubin_path) +
+                       ".\n"
     "# These nvcc commands do the same for people who have nvcc. Name expressions\n"
     "# (lowered_names.txt) need explicit template instantiations when compiled with nvcc.\n"
     "set -e\ncd \"$(dirname \"$0\")\"\n";

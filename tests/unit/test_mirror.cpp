@@ -161,6 +161,11 @@ BOOST_AUTO_TEST_CASE(every_mirrored_file_is_byte_for_byte_what_the_entry_holds)
   const std::string options = line_starting(log, "# nvrtc options:");
   BOOST_TEST_REQUIRE(!options.empty(), log);
   const std::string script = read_text(dir + "/module/compile.sh");
+  // It says how kjit made the entry: NVRTC alone (before, it named an nvJitLink step no longer taken).
+  BOOST_TEST(binary->cubin_path == "nvrtc");
+  BOOST_TEST(script.find("in-process with NVRTC: PTX and a whole-program cubin from one compile") != std::string::npos,
+             script);
+  BOOST_TEST(script.find("nvJitLink") == std::string::npos, script);
   const std::string ptx_line = line_starting(script, "nvcc -ptx ");
   const std::string cubin_line = line_starting(script, "nvcc -cubin ");
   BOOST_TEST(ptx_line.find(" -arch=compute_90 ") != std::string::npos, ptx_line);
