@@ -71,7 +71,7 @@ int cold(const std::string& dir, kjit::Config config, const char* self)
       return 1;
     }
   }
-  std::printf("cold: every kernel compiled in-process (NVRTC -> PTX -> nvJitLink -> cubin), then stored\n");
+  std::printf("cold: every kernel compiled in-process (one NVRTC compile -> PTX and a whole-program cubin), then stored\n");
   std::printf("%-14s %-7s %8s %8s %9s %9s %9s %9s\n", "program", "arch", "ptx B", "cubin B", "load ms", "nvrtc ms",
               "link ms", "total ms");
   for (const kjit::Program& program : load_programs(dir)) {
