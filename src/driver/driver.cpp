@@ -7,6 +7,8 @@
 #include <kjit/error.hpp>
 
 #include <dlfcn.h>
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -27,6 +29,21 @@ void note_exit()
 {
   g_exiting.store(true, std::memory_order_release);
 }
+
+// Set in a fork()ed child of a process whose driver was initialized. CUDA duplicates none of its
+// state or threads at fork(): any driver call in the child is undefined (NVIDIA: the child must
+// exec first), so the child never calls it: destructors leave their objects alone, and calls
+// that need the driver throw.
+std::atomic<bool> g_forked{false};
+
+void note_fork()
+{
+  g_forked.store(true, std::memory_order_release);
+}
+
+constexpr const char* k_forked_reason =
+  "the CUDA driver was initialized before this process was fork()ed: a child cannot use it (CUDA does not "
+  "support fork() after cuInit; exec a new program, or use the GPU in the parent)";
 
 struct State {
   std::optional<util::DynamicLibrary> library;  // never closed: see state()
@@ -113,6 +130,7 @@ void load(State& state)
   // Registered after the driver registered its own exit-time shutdown (when it loaded or
   // initialized), so it runs before that: objects destroyed later never reach the driver.
   std::ignore = std::atexit(note_exit);
+  std::ignore = ::pthread_atfork(nullptr, nullptr, note_fork);
   if (const CUresult result = api.device_get_count(&status.device_count); result != CUDA_SUCCESS) {
     status.reason = std::string("cuDeviceGetCount failed: ") + describe_with(api, result);
     return;
@@ -145,7 +163,7 @@ State& state()
 const DriverApi* driver_api()
 {
   State& s = state();
-  return s.status.available ? &s.api : nullptr;
+  return s.status.available && !g_forked.load(std::memory_order_acquire) ? &s.api : nullptr;
 }
 
 const DriverApi* cleanup_api()
@@ -185,6 +203,9 @@ const DriverApi& require_driver()
   const DriverApi* api = driver_api();
   if (api != nullptr && g_exiting.load(std::memory_order_acquire)) {
     throw CudaError("the process is exiting: the CUDA driver shuts down", CUDA_ERROR_DEINITIALIZED);
+  }
+  if (api == nullptr && g_forked.load(std::memory_order_acquire)) {
+    throw CudaError(k_forked_reason, CUDA_ERROR_NOT_INITIALIZED);
   }
   if (api == nullptr) {
     throw CudaError(driver_status().reason, CUDA_ERROR_NO_DEVICE);
@@ -235,7 +256,19 @@ namespace kjit {
 
 const DriverStatus& driver_status()
 {
-  return driver::state().status;
+  const DriverStatus& status = driver::state().status;
+  if (!driver::g_forked.load(std::memory_order_acquire)) {
+    return status;
+  }
+  // A fork()ed child: the parent's driver, which the child must not call (see note_fork).
+  static const DriverStatus forked = [&] {
+    DriverStatus child = status;
+    child.available = false;
+    child.problem = DriverProblem::unusable;
+    child.reason = driver::k_forked_reason;
+    return child;
+  }();
+  return forked;
 }
 
 int device_compute_capability(int device)

@@ -64,4 +64,16 @@ BOOST_AUTO_TEST_CASE(after_the_first_deinitialized_answer_no_destructor_calls_th
   BOOST_TEST(count(calls, "called after the driver shut down") == 2u, calls);  // one per run
 }
 
+// CUDA does not support fork() after cuInit: a child's use of the driver is undefined (NVIDIA: it
+// must exec first). A child of a process that used kjit neither calls the driver from the
+// destructors exit() runs (statics made after the driver loaded) nor for a new request, which
+// is a CudaError saying why; the parent still cleans up.
+BOOST_AUTO_TEST_CASE(a_forked_child_never_calls_the_driver_its_parent_initialized)
+{
+  const std::string calls = run_twice("fork", "child: the CUDA driver was initialized before this process was fork()ed");
+  BOOST_TEST(calls.find("VIOLATION") == std::string::npos, calls);
+  BOOST_TEST(count(calls, "\ncuMemFree\n") == 2u, calls);  // the parent's, once per run
+  BOOST_TEST(count(calls, "\ncuModuleUnload M1 ctx=P0\n") == 2u, calls);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,6 +9,7 @@
 #include "image.hpp"
 
 #include <cuda.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -72,6 +73,7 @@ struct Driver {
   std::mutex mutex;
   Settings settings;
   bool initialized = false;
+  pid_t init_pid = 0;      // the process that called cuInit: its fork()ed children must not call the driver
   bool shut_down = false;  // the exit-time shutdown ran: every call returns CUDA_ERROR_DEINITIALIZED
   bool unloaded = false;
   std::vector<std::unique_ptr<Context>> contexts;  // never freed: handles stay distinct
@@ -221,8 +223,21 @@ CUresult after_shut_down(Driver& d, const char* function)
   return violation(d, name + " called after the driver shut down at exit", CUDA_ERROR_DEINITIALIZED);
 }
 
-// An entry point of the driver: locked, and refused once the driver has shut down.
-#define CALL LOCKED; if (d.shut_down) return after_shut_down(d, __func__)
+// A call in a fork()ed child of the process that initialized the driver: undefined behaviour, as
+// NVIDIA documents it (CUDA duplicates none of its state or threads at fork(); a child must exec
+// before using CUDA). The fake answers CUDA_ERROR_NOT_INITIALIZED; the real driver may hang or crash.
+CUresult in_forked_child(Driver& d, const char* function)
+{
+  const std::string name = std::strncmp(function, "fake_", 5) == 0 ? function + 5 : function;
+  return violation(d, name + " called in a fork()ed child of the process that initialized the driver",
+                   CUDA_ERROR_NOT_INITIALIZED);
+}
+
+// An entry point of the driver: locked, and refused once the driver has shut down or in a child.
+#define CALL                                                                        \
+  LOCKED;                                                                           \
+  if (d.initialized && ::getpid() != d.init_pid) return in_forked_child(d, __func__); \
+  if (d.shut_down) return after_shut_down(d, __func__)
 
 // The driver's own exit-time shutdown, registered when it initializes (as libcuda does: objects
 // destroyed at exit that were constructed before cuInit see CUDA_ERROR_DEINITIALIZED).
@@ -239,6 +254,7 @@ CUresult CUDAAPI fake_cuInit(unsigned flags)
   record(d, "cuInit " + std::to_string(flags));
   if (!d.initialized) {
     std::atexit(shut_down);
+    d.init_pid = ::getpid();
   }
   d.initialized = true;
   return d.settings.devices == 0 ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
