@@ -9,6 +9,9 @@ namespace kjit {
 
 DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes) : m_context(context), m_size(bytes)
 {
+  if (bytes == 0) {
+    return;  // cuMemAlloc refuses 0 bytes: an empty buffer holds no memory (pointer 0)
+  }
   const driver::DriverApi& api = driver::require_driver();
   const driver::ScopedContext scope(m_context.m_state->context);
   CUdeviceptr pointer = 0;
@@ -47,6 +50,9 @@ void DeviceBuffer::upload(const void* data, std::size_t bytes)
   if (bytes > m_size) {
     throw Error("upload of " + std::to_string(bytes) + " bytes into a " + std::to_string(m_size) + "-byte buffer");
   }
+  if (bytes == 0) {
+    return;
+  }
   const driver::ScopedContext scope(m_context.m_state->context);
   driver::check(driver::require_driver().memcpy_htod(m_pointer, data, bytes), [] { return std::string("cuMemcpyHtoD"); });
 }
@@ -55,6 +61,9 @@ void DeviceBuffer::download(void* data, std::size_t bytes) const
 {
   if (bytes > m_size) {
     throw Error("download of " + std::to_string(bytes) + " bytes from a " + std::to_string(m_size) + "-byte buffer");
+  }
+  if (bytes == 0) {
+    return;
   }
   const driver::ScopedContext scope(m_context.m_state->context);
   driver::check(driver::require_driver().memcpy_dtoh(data, m_pointer, bytes), [] { return std::string("cuMemcpyDtoH"); });

@@ -160,6 +160,25 @@ BOOST_AUTO_TEST_CASE(a_module_whose_context_is_gone_is_not_unloaded)
   check_balanced();
 }
 
+// cuMemAlloc refuses 0 bytes (CUDA_ERROR_INVALID_VALUE): a buffer of an empty vector holds none.
+BOOST_AUTO_TEST_CASE(a_buffer_of_no_bytes_holds_no_memory)
+{
+  {
+    const kjit::Context context = kjit::Context::primary(0);
+    kjit::DeviceBuffer empty(context, 0);
+    BOOST_TEST(empty.pointer() == 0u);
+    BOOST_TEST(empty.size() == 0u);
+    empty.upload(nullptr, 0);
+    empty.download(nullptr, 0);
+    BOOST_CHECK_THROW(empty.upload("x", 1), kjit::Error);
+    kjit::DeviceBuffer moved(std::move(empty));
+    BOOST_TEST(moved.pointer() == 0u);
+  }
+  BOOST_TEST(fake().count("cuMemAlloc") == 0, fake().log());
+  BOOST_TEST(fake().count("cuMemFree") == 0, fake().log());
+  check_balanced();
+}
+
 BOOST_AUTO_TEST_CASE(parameters_are_laid_out_as_the_cubin_says)
 {
   {

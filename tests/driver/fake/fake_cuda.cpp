@@ -763,6 +763,7 @@ CUresult CUDAAPI fake_cuMemAlloc(CUdeviceptr* pointer, size_t bytes)
   CALL;
   record(d, "cuMemAlloc " + std::to_string(bytes));
   if (current(d) == nullptr || !current(d)->alive) return violation(d, "cuMemAlloc without a current context", CUDA_ERROR_INVALID_CONTEXT);
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;  // as cuda.h documents
   *pointer = allocate(d, bytes);
   return CUDA_SUCCESS;
 }
