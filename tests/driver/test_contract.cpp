@@ -7,8 +7,12 @@
 #include "fake_driver.hpp"
 
 #include <atomic>
+#include <csignal>
 #include <cstring>
 #include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using kjit::test::fake;
 
@@ -372,6 +376,46 @@ BOOST_AUTO_TEST_CASE(structs_by_value_and_templates_are_checked_by_size)
     scale.launch({{1}, {32}}, std::uint64_t{0}, 0.5f, 32);
     BOOST_CHECK_THROW(scale.launch({{1}, {32}}, std::uint64_t{0}, 0.5, 32), kjit::LaunchError);
     BOOST_TEST(fake().count("cuLaunchKernel") == 2, fake().log());
+  }
+  check_balanced();
+}
+
+// A parent's thread holds the context's module lock for as long as the driver loads (a PTX JIT
+// takes seconds) when another thread forks: the child's load is a CudaError (a forked child never
+// calls its parent's driver), not a wait for a lock no thread of the child will release.
+BOOST_AUTO_TEST_CASE(a_forked_childs_load_while_its_parent_loads_is_an_error_not_a_hang)
+{
+  {
+    const kjit::Context context = kjit::Context::primary(0);
+    kjit::Cache cache(config);
+    const auto first = cache.prepare({"fork_first.cu", kjit::test::k_saxpy, {}, {}, {}}, kjit::Arch::parse("sm_90"));
+    const auto second = cache.prepare({"fork_second.cu", kjit::test::k_scale, {}, {}, {"scale<float>"}},
+                                      kjit::Arch::parse("sm_90"));
+    const auto first_binary = cache.get(first);
+    const auto second_binary = cache.get(second);
+    fake().hold_loads();
+    std::thread loader([&] { context.load(first, *first_binary); });
+    fake().wait_load_held();  // the loader is inside cuModuleLoadDataEx, holding the context's lock
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::alarm(30);  // a hang ends here, as SIGALRM
+      int code = 1;
+      try {
+        context.load(second, *second_binary);
+      } catch (const kjit::CudaError& e) {
+        code = std::strstr(e.what(), "fork()") != nullptr ? 0 : 2;
+      } catch (...) {
+        code = 3;
+      }
+      ::_exit(code);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    fake().release_loads();
+    loader.join();
+    BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+    BOOST_TEST(WEXITSTATUS(status) == 0);
+    BOOST_TEST(context.loaded_modules() == 1u);
   }
   check_balanced();
 }

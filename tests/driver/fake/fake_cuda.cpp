@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -448,9 +449,38 @@ bool jit_options(Driver& d, unsigned count, CUjit_option* options, void** values
   return true;
 }
 
+// A load held inside cuModuleLoadDataEx (as a long PTX JIT is) until the test releases it; the
+// driver's own lock is not held meanwhile.
+struct LoadHold {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool hold = false;
+  bool held = false;  // a load is waiting in the hold
+};
+
+LoadHold& load_hold()
+{
+  static LoadHold* const instance = new LoadHold;
+  return *instance;
+}
+
+void wait_in_load_hold()
+{
+  LoadHold& h = load_hold();
+  std::unique_lock lock(h.mutex);
+  if (!h.hold) {
+    return;
+  }
+  h.held = true;
+  h.changed.notify_all();
+  h.changed.wait(lock, [&] { return !h.hold; });
+  h.held = false;
+}
+
 CUresult CUDAAPI fake_cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned count, CUjit_option* options,
                                          void** values)
 {
+  wait_in_load_hold();
   CALL;
   Context* c = current(d);
   if (c == nullptr || !c->alive) {
@@ -982,6 +1012,30 @@ __attribute__((visibility("default"))) void* fake_cuda_create_stream()
   auto* handle = reinterpret_cast<CUstream>(new char);
   d.streams[handle] = "S" + std::to_string(d.streams.size() + 1);
   return handle;
+}
+
+// Holds the next cuModuleLoadDataEx calls inside the driver until fake_cuda_release_loads().
+__attribute__((visibility("default"))) void fake_cuda_hold_loads()
+{
+  LoadHold& h = load_hold();
+  std::lock_guard lock(h.mutex);
+  h.hold = true;
+}
+
+// Waits until a load is held inside the driver.
+__attribute__((visibility("default"))) void fake_cuda_wait_load_held()
+{
+  LoadHold& h = load_hold();
+  std::unique_lock lock(h.mutex);
+  h.changed.wait(lock, [&] { return h.held; });
+}
+
+__attribute__((visibility("default"))) void fake_cuda_release_loads()
+{
+  LoadHold& h = load_hold();
+  std::lock_guard lock(h.mutex);
+  h.hold = false;
+  h.changed.notify_all();
 }
 
 // The driver's exit-time shutdown, now (as if it had registered it after kjit's handler).
