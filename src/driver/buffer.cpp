@@ -39,7 +39,9 @@ DeviceBuffer::~DeviceBuffer()
   const driver::DriverApi* api = driver::cleanup_api();
   if (m_pointer != 0 && api != nullptr) {
     const driver::ScopedContext scope(m_context.m_state->context, driver::ScopedContext::OnFailure::ignore);
-    if (driver::cleanup_api() != nullptr) {  // the scope may have found the driver shut down
+    // Not current: the context is gone and its memory with it (the address may be another
+    // allocation's now), or the driver shut down.
+    if (scope.active() && driver::cleanup_api() != nullptr) {
       std::ignore = driver::note_cleanup(api->mem_free(m_pointer));
     }
   }

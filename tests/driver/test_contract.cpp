@@ -183,6 +183,20 @@ BOOST_AUTO_TEST_CASE(a_buffer_of_no_bytes_holds_no_memory)
   check_balanced();
 }
 
+// cuCtxDestroy frees the context's memory: a buffer outliving its (wrapped) context frees nothing,
+// as a module's unload is skipped (the address may be another allocation's by then).
+BOOST_AUTO_TEST_CASE(a_buffer_whose_context_is_gone_is_not_freed)
+{
+  void* owned = fake().create_context(0);  // the application's own context, current
+  {
+    const kjit::Context context = kjit::Context::wrap(owned, 0);
+    kjit::DeviceBuffer buffer(context, 256);
+    fake().destroy_context(owned);  // the application destroys it first (and its memory with it)
+  }
+  BOOST_TEST(fake().count("cuMemFree") == 0, fake().log());
+  check_balanced();
+}
+
 BOOST_AUTO_TEST_CASE(parameters_are_laid_out_as_the_cubin_says)
 {
   {

@@ -80,6 +80,7 @@ struct Driver {
   std::vector<std::unique_ptr<Context>> contexts;  // never freed: handles stay distinct
   std::map<Module*, std::unique_ptr<Module>> modules;
   std::map<CUdeviceptr, std::vector<unsigned char>> memory;
+  std::map<CUdeviceptr, struct Context*> allocations;  // cuMemAlloc's, by context: freed with it
   CUdeviceptr next_pointer = 0x10000;
   int module_count = 0;
   int context_count = 0;
@@ -197,12 +198,20 @@ std::map<Module*, std::unique_ptr<Module>>::iterator erase_module(Driver& d, std
   return d.modules.erase(it);
 }
 
-// Modules die with their context.
+// Modules and memory die with their context.
 void destroy_context(Driver& d, Context& c)
 {
   c.alive = false;
   for (auto it = d.modules.begin(); it != d.modules.end();) {
     it = it->second->context == &c ? erase_module(d, it) : std::next(it);
+  }
+  for (auto it = d.allocations.begin(); it != d.allocations.end();) {
+    if (it->second == &c) {
+      d.memory.erase(it->first);
+      it = d.allocations.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 
@@ -795,6 +804,7 @@ CUresult CUDAAPI fake_cuMemAlloc(CUdeviceptr* pointer, size_t bytes)
   if (current(d) == nullptr || !current(d)->alive) return violation(d, "cuMemAlloc without a current context", CUDA_ERROR_INVALID_CONTEXT);
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;  // as cuda.h documents
   *pointer = allocate(d, bytes);
+  d.allocations[*pointer] = current(d);
   return CUDA_SUCCESS;
 }
 
@@ -802,7 +812,9 @@ CUresult CUDAAPI fake_cuMemFree(CUdeviceptr pointer)
 {
   CALL;
   record(d, "cuMemFree");
-  if (d.memory.erase(pointer) == 0) return violation(d, "cuMemFree of memory not allocated", CUDA_ERROR_INVALID_VALUE);
+  if (d.allocations.erase(pointer) == 0 || d.memory.erase(pointer) == 0) {
+    return violation(d, "cuMemFree of memory not allocated (or freed with its context)", CUDA_ERROR_INVALID_VALUE);
+  }
   return CUDA_SUCCESS;
 }
 
