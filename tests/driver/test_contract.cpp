@@ -385,11 +385,30 @@ BOOST_AUTO_TEST_CASE(structs_by_value_and_templates_are_checked_by_size)
     by_value.launch({{1}, {1}}, Pair{1.0, 2.0}, 'c', std::uint64_t{0});
     BOOST_CHECK_THROW(by_value.launch({{1}, {1}}, Small{1.0f}, 'c', std::uint64_t{0}), kjit::LaunchError);
     BOOST_CHECK_THROW(by_value.launch({{1}, {1}}, Pair{1.0, 2.0}, 7, std::uint64_t{0}), kjit::LaunchError);
+    // Over 16383 bytes the cubin describes the parameter with EIATTR_KPARAM_INFO_V2.
+    struct Big {
+      unsigned char bytes[20000];
+    };
+    const kjit::Kernel big =
+      load(context, {"big_param.cu",
+                     "struct Big { unsigned char bytes[20000]; };\n"
+                     "extern \"C\" __global__ void big(Big b, int* out) { *out = b.bytes[19999]; }\n",
+                     {}, {}, {}})
+        .kernel("big");
+    Big value{};
+    value.bytes[0] = 0xab;
+    value.bytes[19999] = 0xcd;
+    big.launch({{1}, {1}}, value, std::uint64_t{0x1122334455667788});
+    const std::string bank = fake().last_params();
+    BOOST_TEST(bank.size() == 2 * 20008u);
+    BOOST_TEST(bank.substr(0, 2) == "ab");
+    BOOST_TEST(bank.substr(2 * 19999) == "cd" "8877665544332211");
+    BOOST_CHECK_THROW(big.launch({{1}, {1}}, Pair{1.0, 2.0}, std::uint64_t{0}), kjit::LaunchError);
     const kjit::Kernel scale =
       load(context, {"scale_checked.cu", kjit::test::k_scale, {}, {}, {"scale<float>"}}).kernel("scale<float>");
     scale.launch({{1}, {32}}, std::uint64_t{0}, 0.5f, 32);
     BOOST_CHECK_THROW(scale.launch({{1}, {32}}, std::uint64_t{0}, 0.5, 32), kjit::LaunchError);
-    BOOST_TEST(fake().count("cuLaunchKernel") == 2, fake().log());
+    BOOST_TEST(fake().count("cuLaunchKernel") == 3, fake().log());
   }
   check_balanced();
 }
