@@ -36,8 +36,12 @@ std::string device_text(int device)
 std::string content_key(std::string_view bytes, const LoadOptions& options,
                         const std::vector<std::pair<std::string, std::string>>& lowered_names)
 {
-  while (!bytes.empty() && bytes.back() == '\0') {
-    bytes.remove_suffix(1);  // PTX with or without its terminating NUL is the same image
+  // PTX with or without its terminating NUL is the same image; a cubin or fatbin is taken byte for
+  // byte (one without its last bytes, zeros as an ELF header's last fields are, is truncated).
+  if (!driver::is_binary_image(bytes)) {
+    while (!bytes.empty() && bytes.back() == '\0') {
+      bytes.remove_suffix(1);
+    }
   }
   util::Sha256Hasher hasher;
   hasher.update(bytes);
