@@ -7,6 +7,7 @@
 #include "fake_driver.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <thread>
@@ -427,9 +428,23 @@ BOOST_AUTO_TEST_CASE(a_forked_childs_load_while_its_parent_loads_is_an_error_not
     const auto first_binary = cache.get(first);
     const auto second_binary = cache.get(second);
     fake().hold_loads();
-    std::thread loader([&] { context.load(first, *first_binary); });
+    std::thread loader;
+    // Whatever fails here (a thread or process the host can't start now), the hold ends with the
+    // test: later loads would wait in it for ever.
+    struct Release {
+      std::thread& loader;
+      ~Release()
+      {
+        fake().release_loads();
+        if (loader.joinable()) {
+          loader.join();
+        }
+      }
+    } release{loader};
+    loader = std::thread([&] { context.load(first, *first_binary); });
     fake().wait_load_held();  // the loader is inside cuModuleLoadDataEx, holding the context's lock
     const pid_t child = ::fork();
+    BOOST_TEST_REQUIRE(child >= 0, "fork: " << std::strerror(errno));
     if (child == 0) {
       ::alarm(30);  // a hang ends here, as SIGALRM
       int code = 1;
