@@ -903,8 +903,9 @@ __attribute__((destructor)) void mark_unloaded()
 
 extern "C" {
 
-// As documented: a version newer than the driver is not found; otherwise the newest ABI of the
-// symbol not newer than `version`, or VERSION_NOT_SUFFICIENT when the symbol is newer.
+// As documented (cuda.h 13.0): a version newer than the driver is CUDA_ERROR_INVALID_VALUE;
+// otherwise the newest ABI of the symbol not newer than `version`. A symbol the driver lacks, or
+// one newer than `version`, is CUDA_SUCCESS with a NULL pointer (the status says which).
 __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
                                                                              cuuint64_t, CUdriverProcAddressQueryResult* found)
 {
@@ -912,8 +913,11 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(cons
   record(d, std::string("cuGetProcAddress ") + symbol + " " + std::to_string(version));
   *pfn = nullptr;
   if (found != nullptr) *found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (version > d.settings.version || d.settings.missing.find("," + std::string(symbol) + ",") != std::string::npos) {
-    return CUDA_ERROR_NOT_FOUND;
+  if (version > d.settings.version) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (d.settings.missing.find("," + std::string(symbol) + ",") != std::string::npos) {
+    return CUDA_SUCCESS;
   }
   bool known = false;
   for (const Entry& e : k_entries) {
@@ -926,7 +930,7 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(cons
     }
   }
   if (known && found != nullptr) *found = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
-  return CUDA_ERROR_NOT_FOUND;
+  return CUDA_SUCCESS;
 }
 
 // --- For the tests (dlsym'd from the loaded library). ---
