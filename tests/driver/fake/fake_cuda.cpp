@@ -669,6 +669,7 @@ CUresult launch(Driver& d, const char* api, CUfunction function, const unsigned 
   if (extra != nullptr || params == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const unsigned threads = block[0] * block[1] * block[2];
   if (threads > 1024 || threads == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return CUDA_ERROR_INVALID_VALUE;  // an empty grid
   if (static_cast<int>(shared) > f->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
   if (cluster != nullptr) {
     if (d.settings.cc(f->module->context->device) < 90) return CUDA_ERROR_NOT_SUPPORTED;
