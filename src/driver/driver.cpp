@@ -30,10 +30,11 @@ void note_exit()
   g_exiting.store(true, std::memory_order_release);
 }
 
-// Set in a fork()ed child of a process whose driver was initialized. CUDA duplicates none of its
+// Set in a fork()ed child of a process that began to load the driver. CUDA duplicates none of its
 // state or threads at fork(): any driver call in the child is undefined (NVIDIA: the child must
 // exec first), so the child never calls it: destructors leave their objects alone, and calls
-// that need the driver throw.
+// that need the driver throw. A fork during the load (cuInit takes seconds on a GPU) counts too:
+// glibc restarts a pthread_once that fork() interrupted, which would load again in the child.
 std::atomic<bool> g_forked{false};
 
 void note_fork()
@@ -42,7 +43,7 @@ void note_fork()
 }
 
 constexpr const char* k_forked_reason =
-  "the CUDA driver was initialized before this process was fork()ed: a child cannot use it (CUDA does not "
+  "the CUDA driver was loaded before this process was fork()ed: a child cannot use it (CUDA does not "
   "support fork() after cuInit; exec a new program, or use the GPU in the parent)";
 
 struct State {
@@ -86,6 +87,13 @@ std::string version_text(int version)
 void load(State& state)
 {
   DriverStatus& status = state.status;
+  if (g_forked.load(std::memory_order_acquire)) {  // a load the parent began when it forked
+    status.problem = DriverProblem::unusable;
+    status.reason = k_forked_reason;
+    return;
+  }
+  // Before the driver is touched, so that a child forked from here on never touches it.
+  std::ignore = ::pthread_atfork(nullptr, nullptr, note_fork);
   std::string error;
   state.library = util::DynamicLibrary::open("libcuda.so.1", RTLD_LOCAL, error);
   if (!state.library) {
@@ -130,7 +138,6 @@ void load(State& state)
   // Registered after the driver registered its own exit-time shutdown (when it loaded or
   // initialized), so it runs before that: objects destroyed later never reach the driver.
   std::ignore = std::atexit(note_exit);
-  std::ignore = ::pthread_atfork(nullptr, nullptr, note_fork);
   if (const CUresult result = api.device_get_count(&status.device_count); result != CUDA_SUCCESS) {
     status.reason = std::string("cuDeviceGetCount failed: ") + describe_with(api, result);
     return;
@@ -204,11 +211,9 @@ const DriverApi& require_driver()
   if (api != nullptr && g_exiting.load(std::memory_order_acquire)) {
     throw CudaError("the process is exiting: the CUDA driver shuts down", CUDA_ERROR_DEINITIALIZED);
   }
-  if (api == nullptr && g_forked.load(std::memory_order_acquire)) {
-    throw CudaError(k_forked_reason, CUDA_ERROR_NOT_INITIALIZED);
-  }
   if (api == nullptr) {
-    throw CudaError(driver_status().reason, CUDA_ERROR_NO_DEVICE);
+    const std::string& reason = driver_status().reason;
+    throw CudaError(reason, reason == k_forked_reason ? CUDA_ERROR_NOT_INITIALIZED : CUDA_ERROR_NO_DEVICE);
   }
   return *api;
 }
@@ -257,8 +262,8 @@ namespace kjit {
 const DriverStatus& driver_status()
 {
   const DriverStatus& status = driver::state().status;
-  if (!driver::g_forked.load(std::memory_order_acquire)) {
-    return status;
+  if (!driver::g_forked.load(std::memory_order_acquire) || !status.available) {
+    return status;  // a child of a process without a driver keeps its reason
   }
   // A fork()ed child: the parent's driver, which the child must not call (see note_fork).
   static const DriverStatus forked = [&] {

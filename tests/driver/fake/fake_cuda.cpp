@@ -239,14 +239,14 @@ CUresult after_shut_down(Driver& d, const char* function)
 CUresult in_forked_child(Driver& d, const char* function)
 {
   const std::string name = std::strncmp(function, "fake_", 5) == 0 ? function + 5 : function;
-  return violation(d, name + " called in a fork()ed child of the process that initialized the driver",
+  return violation(d, name + " called in a fork()ed child of the process that initialized (or began to) the driver",
                    CUDA_ERROR_NOT_INITIALIZED);
 }
 
 // An entry point of the driver: locked, and refused once the driver has shut down or in a child.
 #define CALL                                                                        \
   LOCKED;                                                                           \
-  if (d.initialized && ::getpid() != d.init_pid) return in_forked_child(d, __func__); \
+  if (d.init_pid != 0 && ::getpid() != d.init_pid) return in_forked_child(d, __func__); \
   if (d.shut_down) return after_shut_down(d, __func__)
 
 // The driver's own exit-time shutdown, registered when it initializes (as libcuda does: objects
@@ -258,13 +258,52 @@ void shut_down()
   d.shut_down = true;
 }
 
+// A call held inside the driver (cuModuleLoadDataEx, as a long PTX JIT is; cuInit, which takes
+// seconds on a real GPU) until the test releases it; the driver's own lock is not held meanwhile.
+struct Hold {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool hold = false;
+  bool held = false;  // a call is waiting in the hold
+};
+
+Hold& load_hold()
+{
+  static Hold* const instance = new Hold;
+  return *instance;
+}
+
+Hold& init_hold()
+{
+  static Hold* const instance = new Hold;
+  return *instance;
+}
+
+void wait_in(Hold& h)
+{
+  std::unique_lock lock(h.mutex);
+  if (!h.hold) {
+    return;
+  }
+  h.held = true;
+  h.changed.notify_all();
+  h.changed.wait(lock, [&] { return !h.hold; });
+  h.held = false;
+}
+
 CUresult CUDAAPI fake_cuInit(unsigned flags)
 {
+  {
+    LOCKED;
+    if (d.init_pid == 0) {
+      d.init_pid = ::getpid();  // from here on the driver's state is this process's
+    }
+  }
+  wait_in(init_hold());
   CALL;
   record(d, "cuInit " + std::to_string(flags));
   if (!d.initialized) {
     std::atexit(shut_down);
-    d.init_pid = ::getpid();
   }
   d.initialized = true;
   return d.settings.devices == 0 ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
@@ -458,38 +497,10 @@ bool jit_options(Driver& d, unsigned count, CUjit_option* options, void** values
   return true;
 }
 
-// A load held inside cuModuleLoadDataEx (as a long PTX JIT is) until the test releases it; the
-// driver's own lock is not held meanwhile.
-struct LoadHold {
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool hold = false;
-  bool held = false;  // a load is waiting in the hold
-};
-
-LoadHold& load_hold()
-{
-  static LoadHold* const instance = new LoadHold;
-  return *instance;
-}
-
-void wait_in_load_hold()
-{
-  LoadHold& h = load_hold();
-  std::unique_lock lock(h.mutex);
-  if (!h.hold) {
-    return;
-  }
-  h.held = true;
-  h.changed.notify_all();
-  h.changed.wait(lock, [&] { return !h.hold; });
-  h.held = false;
-}
-
 CUresult CUDAAPI fake_cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned count, CUjit_option* options,
                                          void** values)
 {
-  wait_in_load_hold();
+  wait_in(load_hold());
   CALL;
   Context* c = current(d);
   if (c == nullptr || !c->alive) {
@@ -900,9 +911,37 @@ __attribute__((destructor)) void mark_unloaded()
   driver().unloaded = true;
 }
 
+void hold(Hold& h)
+{
+  std::lock_guard lock(h.mutex);
+  h.hold = true;
+}
+
+void wait_held(Hold& h)
+{
+  std::unique_lock lock(h.mutex);
+  h.changed.wait(lock, [&] { return h.held; });
+}
+
+void release(Hold& h)
+{
+  std::lock_guard lock(h.mutex);
+  h.hold = false;
+  h.changed.notify_all();
+}
+
 } // namespace
 
 extern "C" {
+
+// Holds the next cuModuleLoadDataEx (or cuInit) calls inside the driver until released.
+__attribute__((visibility("default"))) void fake_cuda_hold_loads() { hold(load_hold()); }
+__attribute__((visibility("default"))) void fake_cuda_wait_load_held() { wait_held(load_hold()); }
+__attribute__((visibility("default"))) void fake_cuda_release_loads() { release(load_hold()); }
+__attribute__((visibility("default"))) void fake_cuda_hold_init() { hold(init_hold()); }
+__attribute__((visibility("default"))) void fake_cuda_wait_init_held() { wait_held(init_hold()); }
+__attribute__((visibility("default"))) void fake_cuda_release_init() { release(init_hold()); }
+
 
 // As documented (cuda.h 13.0): a version newer than the driver is CUDA_ERROR_INVALID_VALUE;
 // otherwise the newest ABI of the symbol not newer than `version`. A symbol the driver lacks, or
@@ -1029,30 +1068,6 @@ __attribute__((visibility("default"))) void* fake_cuda_create_stream()
   auto* handle = reinterpret_cast<CUstream>(new char);
   d.streams[handle] = "S" + std::to_string(d.streams.size() + 1);
   return handle;
-}
-
-// Holds the next cuModuleLoadDataEx calls inside the driver until fake_cuda_release_loads().
-__attribute__((visibility("default"))) void fake_cuda_hold_loads()
-{
-  LoadHold& h = load_hold();
-  std::lock_guard lock(h.mutex);
-  h.hold = true;
-}
-
-// Waits until a load is held inside the driver.
-__attribute__((visibility("default"))) void fake_cuda_wait_load_held()
-{
-  LoadHold& h = load_hold();
-  std::unique_lock lock(h.mutex);
-  h.changed.wait(lock, [&] { return h.held; });
-}
-
-__attribute__((visibility("default"))) void fake_cuda_release_loads()
-{
-  LoadHold& h = load_hold();
-  std::lock_guard lock(h.mutex);
-  h.hold = false;
-  h.changed.notify_all();
 }
 
 // The driver's exit-time shutdown, now (as if it had registered it after kjit's handler).
