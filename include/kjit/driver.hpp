@@ -24,7 +24,8 @@ struct DriverStatus {
 
 // Loads libcuda.so.1 on first use (the dynamic loader's search: LD_LIBRARY_PATH, then the
 // system's folders) and calls cuInit. Never throws; cached after the first call; thread-safe.
-// libcuda is never unloaded.
+// libcuda is never unloaded. In a fork()ed child of a process whose driver was initialized: not
+// available (unusable), since CUDA does not support fork() after cuInit.
 const DriverStatus& driver_status();
 
 // The compute capability (major*10+minor) of device ordinal `device`. Throws CudaError when

@@ -242,7 +242,8 @@ private:
   std::string m_name;
 };
 
-// Device memory in a context, for tests, examples and simple applications. Move-only.
+// Device memory in a context, for tests, examples and simple applications. Move-only. A buffer of
+// 0 bytes holds no memory (pointer() is 0; the driver's cuMemAlloc refuses 0 bytes).
 class DeviceBuffer {
 public:
   DeviceBuffer(const Context& context, std::size_t bytes);

@@ -9,6 +9,9 @@ namespace kjit {
 
 DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes) : m_context(context), m_size(bytes)
 {
+  if (bytes == 0) {
+    return;  // cuMemAlloc refuses 0 bytes: an empty buffer holds no memory (pointer 0)
+  }
   const driver::DriverApi& api = driver::require_driver();
   const driver::ScopedContext scope(m_context.m_state->context);
   CUdeviceptr pointer = 0;
@@ -36,7 +39,9 @@ DeviceBuffer::~DeviceBuffer()
   const driver::DriverApi* api = driver::cleanup_api();
   if (m_pointer != 0 && api != nullptr) {
     const driver::ScopedContext scope(m_context.m_state->context, driver::ScopedContext::OnFailure::ignore);
-    if (driver::cleanup_api() != nullptr) {  // the scope may have found the driver shut down
+    // Not current: the context is gone and its memory with it (the address may be another
+    // allocation's now), or the driver shut down.
+    if (scope.active() && driver::cleanup_api() != nullptr) {
       std::ignore = driver::note_cleanup(api->mem_free(m_pointer));
     }
   }
@@ -47,6 +52,9 @@ void DeviceBuffer::upload(const void* data, std::size_t bytes)
   if (bytes > m_size) {
     throw Error("upload of " + std::to_string(bytes) + " bytes into a " + std::to_string(m_size) + "-byte buffer");
   }
+  if (bytes == 0) {
+    return;
+  }
   const driver::ScopedContext scope(m_context.m_state->context);
   driver::check(driver::require_driver().memcpy_htod(m_pointer, data, bytes), [] { return std::string("cuMemcpyHtoD"); });
 }
@@ -55,6 +63,9 @@ void DeviceBuffer::download(void* data, std::size_t bytes) const
 {
   if (bytes > m_size) {
     throw Error("download of " + std::to_string(bytes) + " bytes from a " + std::to_string(m_size) + "-byte buffer");
+  }
+  if (bytes == 0) {
+    return;
   }
   const driver::ScopedContext scope(m_context.m_state->context);
   driver::check(driver::require_driver().memcpy_dtoh(data, m_pointer, bytes), [] { return std::string("cuMemcpyDtoH"); });

@@ -103,8 +103,9 @@ Context Context::current()
   CUdevice handle{};
   driver::check(api.ctx_get_device(&handle, context), [] { return std::string("cuCtxGetDevice"); });
   const int ordinal = driver::ordinal_of(api, handle);
-  // The CUDA runtime's contexts are primary contexts: retain it so it outlives a cudaDeviceReset
-  // while kjit's modules live. Retaining an inactive primary context would create one, so ask first.
+  // The CUDA runtime's contexts are primary contexts: retain it so it outlives the runtime's (or
+  // another library's) release while kjit's modules live (a reset destroys it all the same: see
+  // docs/embedding.md). Retaining an inactive primary context would create one, so ask first.
   unsigned flags = 0;
   int active = 0;
   driver::check(api.primary_ctx_get_state(handle, &flags, &active),

@@ -7,6 +7,8 @@
 #include <kjit/error.hpp>
 
 #include <dlfcn.h>
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -27,6 +29,22 @@ void note_exit()
 {
   g_exiting.store(true, std::memory_order_release);
 }
+
+// Set in a fork()ed child of a process that began to load the driver. CUDA duplicates none of its
+// state or threads at fork(): any driver call in the child is undefined (NVIDIA: the child must
+// exec first), so the child never calls it: destructors leave their objects alone, and calls
+// that need the driver throw. A fork during the load (cuInit takes seconds on a GPU) counts too:
+// glibc restarts a pthread_once that fork() interrupted, which would load again in the child.
+std::atomic<bool> g_forked{false};
+
+void note_fork()
+{
+  g_forked.store(true, std::memory_order_release);
+}
+
+constexpr const char* k_forked_reason =
+  "the CUDA driver was loaded before this process was fork()ed: a child cannot use it (CUDA does not "
+  "support fork() after cuInit; exec a new program, or use the GPU in the parent)";
 
 struct State {
   std::optional<util::DynamicLibrary> library;  // never closed: see state()
@@ -69,6 +87,13 @@ std::string version_text(int version)
 void load(State& state)
 {
   DriverStatus& status = state.status;
+  if (g_forked.load(std::memory_order_acquire)) {  // a load the parent began when it forked
+    status.problem = DriverProblem::unusable;
+    status.reason = k_forked_reason;
+    return;
+  }
+  // Before the driver is touched, so that a child forked from here on never touches it.
+  std::ignore = ::pthread_atfork(nullptr, nullptr, note_fork);
   std::string error;
   state.library = util::DynamicLibrary::open("libcuda.so.1", RTLD_LOCAL, error);
   if (!state.library) {
@@ -145,7 +170,7 @@ State& state()
 const DriverApi* driver_api()
 {
   State& s = state();
-  return s.status.available ? &s.api : nullptr;
+  return s.status.available && !g_forked.load(std::memory_order_acquire) ? &s.api : nullptr;
 }
 
 const DriverApi* cleanup_api()
@@ -187,7 +212,8 @@ const DriverApi& require_driver()
     throw CudaError("the process is exiting: the CUDA driver shuts down", CUDA_ERROR_DEINITIALIZED);
   }
   if (api == nullptr) {
-    throw CudaError(driver_status().reason, CUDA_ERROR_NO_DEVICE);
+    const std::string& reason = driver_status().reason;
+    throw CudaError(reason, reason == k_forked_reason ? CUDA_ERROR_NOT_INITIALIZED : CUDA_ERROR_NO_DEVICE);
   }
   return *api;
 }
@@ -235,7 +261,19 @@ namespace kjit {
 
 const DriverStatus& driver_status()
 {
-  return driver::state().status;
+  const DriverStatus& status = driver::state().status;
+  if (!driver::g_forked.load(std::memory_order_acquire) || !status.available) {
+    return status;  // a child of a process without a driver keeps its reason
+  }
+  // A fork()ed child: the parent's driver, which the child must not call (see note_fork).
+  static const DriverStatus forked = [&] {
+    DriverStatus child = status;
+    child.available = false;
+    child.problem = DriverProblem::unusable;
+    child.reason = driver::k_forked_reason;
+    return child;
+  }();
+  return forked;
 }
 
 int device_compute_capability(int device)

@@ -52,6 +52,12 @@ const char* kind_name(ImageKind kind) noexcept
   return "?";
 }
 
+bool is_binary_image(std::string_view bytes) noexcept
+{
+  return bytes.size() >= 4 &&
+         (bytes.substr(0, 4) == "\x7f" "ELF" || util::get_int<std::uint32_t>(bytes, 0) == k_fatbin_magic);
+}
+
 Image classify_image(std::string_view bytes, const std::string& name)
 {
   Image image;

@@ -30,6 +30,9 @@ private:
   std::string m_ptx_copy;    // a NUL-terminated copy when the caller's PTX had none
 };
 
+// True when `bytes` starts as a cubin (ELF) or a fatbin does (what classify_image takes as one).
+bool is_binary_image(std::string_view bytes) noexcept;
+
 // Classifies and checks `bytes` (which must outlive the Image): an ELF cubin (checked whole), a
 // fatbin (its header and size), or PTX text. Throws ImageError naming `name` and what is wrong.
 Image classify_image(std::string_view bytes, const std::string& name);

@@ -46,10 +46,10 @@ std::string Module::symbol_of(const std::string& name) const
 Kernel Module::kernel(const std::string& name_or_expression) const
 {
   const std::string name = symbol_of(name_or_expression);
+  const driver::DriverApi& api = driver::require_driver();  // before the lock, as in Context::load
   std::lock_guard lock(m_state->mutex);
   std::shared_ptr<Kernel::Function>& function = m_state->functions[name];
   if (!function) {
-    const driver::DriverApi& api = driver::require_driver();
     auto fresh = std::make_shared<Kernel::Function>();
     const driver::ScopedContext scope(m_state->context);
     const CUresult result = api.module_get_function(&fresh->function, m_state->module, name.c_str());
@@ -122,6 +122,7 @@ void Kernel::set_attribute(int attribute, int value, const char* name) const
 
 void Kernel::set_max_dynamic_shared_bytes(int bytes) const
 {
+  driver::require_driver();  // before the lock, as in Context::load
   std::lock_guard lock(m_function->mutex);
   set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes, "MAX_DYNAMIC_SHARED_SIZE_BYTES");
   m_function->shared_raised = true;  // the application's choice: launches leave it as it is

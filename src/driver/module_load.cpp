@@ -36,8 +36,12 @@ std::string device_text(int device)
 std::string content_key(std::string_view bytes, const LoadOptions& options,
                         const std::vector<std::pair<std::string, std::string>>& lowered_names)
 {
-  while (!bytes.empty() && bytes.back() == '\0') {
-    bytes.remove_suffix(1);  // PTX with or without its terminating NUL is the same image
+  // PTX with or without its terminating NUL is the same image; a cubin or fatbin is taken byte for
+  // byte (one without its last bytes, zeros as an ELF header's last fields are, is truncated).
+  if (!driver::is_binary_image(bytes)) {
+    while (!bytes.empty() && bytes.back() == '\0') {
+      bytes.remove_suffix(1);
+    }
   }
   util::Sha256Hasher hasher;
   hasher.update(bytes);
@@ -165,11 +169,13 @@ Module Context::load_file(const std::string& path, const LoadOptions& options) c
 
 Module Context::load_request(const LoadRequest& request) const
 {
+  // Before the lock: in a fork()ed child the lock may be a copy a parent's thread held (loading)
+  // at fork(), which no thread of the child releases; require_driver() throws there.
+  const driver::DriverApi& api = driver::require_driver();
   std::lock_guard lock(m_state->mutex);
   if (const auto it = m_state->modules.find(request.key); it != m_state->modules.end()) {
     return Module(m_state, it->second);
   }
-  const driver::DriverApi& api = driver::require_driver();
   const driver::Image image = driver::classify_image(request.bytes, request.image_name);
   auto state = std::make_shared<Module::State>();
   state->context = m_state->context;

@@ -4,6 +4,8 @@
 //   driver_child static   the same in function-local statics made after the driver was loaded
 //   driver_child shut_down_first   the driver shuts down before a kernel and a buffer are destroyed
 //   driver_child arch     prints the arch `auto` resolves to
+//   driver_child fork     as static, then fork()s: the child asks for a context and exits
+//   driver_child fork_while_loading   fork()s while another thread is inside the driver's cuInit
 #include <kjit/kjit.hpp>
 
 #include "../common/sample_kernels.hpp"
@@ -12,6 +14,9 @@
 #include <dlfcn.h>
 #include <cstring>
 #include <optional>
+#include <thread>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -62,6 +67,55 @@ int main(int argc, char** argv)
       std::printf("launched\n");
       // The driver shuts down while kjit objects still live (its handler ran before kjit's).
       reinterpret_cast<void (*)()>(::dlsym(::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), "fake_cuda_shut_down"))();
+    } else if (std::strcmp(mode, "fork") == 0) {
+      // Made after the driver was loaded: exit() destroys them before kjit's exit handler runs.
+      static const kjit::Kernel kernel = kjit::get_kernel({"fork_saxpy.cu", kjit::test::k_saxpy, {}, {}, {}}, "saxpy");
+      static kjit::DeviceBuffer buffer(kjit::Context::current(), 4096);
+      kernel.launch({{1}, {32}}, 1.0f, buffer.pointer(), buffer.pointer(), 32);
+      std::printf("launched\n");
+      std::fflush(stdout);
+      const pid_t child = ::fork();
+      if (child == 0) {
+        std::printf("child available: %d (%s)\n", kjit::driver_status().available ? 1 : 0,
+                    kjit::driver_status().reason.c_str());
+        try {
+          kjit::Context::primary(0);
+          std::printf("child: a context\n");
+        } catch (const kjit::CudaError& e) {
+          std::printf("child: %s\n", e.what());
+        }
+        std::fflush(stdout);
+        std::exit(0);  // destroys the statics in the child too
+      }
+      int status = 0;
+      ::waitpid(child, &status, 0);
+      std::printf("child exited: %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    } else if (std::strcmp(mode, "fork_while_loading") == 0) {
+      // The fake, loaded first (kjit's dlopen finds this copy), holds cuInit until released.
+      void* library = ::dlopen("libcuda.so.1", RTLD_NOW);
+      const auto call = [&](const char* name) { reinterpret_cast<void (*)()>(::dlsym(library, name))(); };
+      call("fake_cuda_hold_init");
+      std::thread loader([] { static_cast<void>(kjit::driver_status()); });
+      call("fake_cuda_wait_init_held");  // the loader is inside cuInit, kjit's load under way
+      const pid_t child = ::fork();
+      if (child == 0) {
+        ::alarm(30);  // a hang ends here, as SIGALRM
+        const kjit::DriverStatus& status = kjit::driver_status();
+        std::printf("child available: %d (%s)\n", status.available ? 1 : 0, status.reason.c_str());
+        try {
+          kjit::Context::primary(0);
+        } catch (const kjit::CudaError& e) {
+          std::printf("child: %s (%d)\n", e.what(), static_cast<int>(e.result()));
+        }
+        std::fflush(stdout);
+        ::_exit(0);
+      }
+      int status = 0;
+      ::waitpid(child, &status, 0);
+      call("fake_cuda_release_init");
+      loader.join();
+      std::printf("child exited: %d\nparent available: %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                  kjit::driver_status().available ? 1 : 0);
     } else if (std::strcmp(mode, "arch") == 0) {
       std::printf("arch: %s\n", kjit::current_device_arch(kjit::supported_archs).str().c_str());
     }

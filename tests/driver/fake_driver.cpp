@@ -45,6 +45,9 @@ FakeDriver load()
   bind(library, f.destroy_context, "fake_cuda_destroy_context");
   bind(library, f.set_current, "fake_cuda_set_current");
   bind(library, f.create_stream, "fake_cuda_create_stream");
+  bind(library, f.hold_loads, "fake_cuda_hold_loads");
+  bind(library, f.wait_load_held, "fake_cuda_wait_load_held");
+  bind(library, f.release_loads, "fake_cuda_release_loads");
   PFN_cuGetProcAddress_v12000 get = nullptr;
   bind(library, get, "cuGetProcAddress_v2");
   void* address = nullptr;

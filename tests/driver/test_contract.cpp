@@ -7,8 +7,13 @@
 #include "fake_driver.hpp"
 
 #include <atomic>
+#include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using kjit::test::fake;
 
@@ -157,6 +162,39 @@ BOOST_AUTO_TEST_CASE(a_module_whose_context_is_gone_is_not_unloaded)
     fake().destroy_context(owned);  // the application destroys it first (and its modules with it)
   }
   BOOST_TEST(fake().count("cuModuleUnload") == 0, fake().log());
+  check_balanced();
+}
+
+// cuMemAlloc refuses 0 bytes (CUDA_ERROR_INVALID_VALUE): a buffer of an empty vector holds none.
+BOOST_AUTO_TEST_CASE(a_buffer_of_no_bytes_holds_no_memory)
+{
+  {
+    const kjit::Context context = kjit::Context::primary(0);
+    kjit::DeviceBuffer empty(context, 0);
+    BOOST_TEST(empty.pointer() == 0u);
+    BOOST_TEST(empty.size() == 0u);
+    empty.upload(nullptr, 0);
+    empty.download(nullptr, 0);
+    BOOST_CHECK_THROW(empty.upload("x", 1), kjit::Error);
+    kjit::DeviceBuffer moved(std::move(empty));
+    BOOST_TEST(moved.pointer() == 0u);
+  }
+  BOOST_TEST(fake().count("cuMemAlloc") == 0, fake().log());
+  BOOST_TEST(fake().count("cuMemFree") == 0, fake().log());
+  check_balanced();
+}
+
+// cuCtxDestroy frees the context's memory: a buffer outliving its (wrapped) context frees nothing,
+// as a module's unload is skipped (the address may be another allocation's by then).
+BOOST_AUTO_TEST_CASE(a_buffer_whose_context_is_gone_is_not_freed)
+{
+  void* owned = fake().create_context(0);  // the application's own context, current
+  {
+    const kjit::Context context = kjit::Context::wrap(owned, 0);
+    kjit::DeviceBuffer buffer(context, 256);
+    fake().destroy_context(owned);  // the application destroys it first (and its memory with it)
+  }
+  BOOST_TEST(fake().count("cuMemFree") == 0, fake().log());
   check_balanced();
 }
 
@@ -348,11 +386,84 @@ BOOST_AUTO_TEST_CASE(structs_by_value_and_templates_are_checked_by_size)
     by_value.launch({{1}, {1}}, Pair{1.0, 2.0}, 'c', std::uint64_t{0});
     BOOST_CHECK_THROW(by_value.launch({{1}, {1}}, Small{1.0f}, 'c', std::uint64_t{0}), kjit::LaunchError);
     BOOST_CHECK_THROW(by_value.launch({{1}, {1}}, Pair{1.0, 2.0}, 7, std::uint64_t{0}), kjit::LaunchError);
+    // Over 16383 bytes the cubin describes the parameter with EIATTR_KPARAM_INFO_V2.
+    struct Big {
+      unsigned char bytes[20000];
+    };
+    const kjit::Kernel big =
+      load(context, {"big_param.cu",
+                     "struct Big { unsigned char bytes[20000]; };\n"
+                     "extern \"C\" __global__ void big(Big b, int* out) { *out = b.bytes[19999]; }\n",
+                     {}, {}, {}})
+        .kernel("big");
+    Big value{};
+    value.bytes[0] = 0xab;
+    value.bytes[19999] = 0xcd;
+    big.launch({{1}, {1}}, value, std::uint64_t{0x1122334455667788});
+    const std::string bank = fake().last_params();
+    BOOST_TEST(bank.size() == 2 * 20008u);
+    BOOST_TEST(bank.substr(0, 2) == "ab");
+    BOOST_TEST(bank.substr(2 * 19999) == "cd" "8877665544332211");
+    BOOST_CHECK_THROW(big.launch({{1}, {1}}, Pair{1.0, 2.0}, std::uint64_t{0}), kjit::LaunchError);
     const kjit::Kernel scale =
       load(context, {"scale_checked.cu", kjit::test::k_scale, {}, {}, {"scale<float>"}}).kernel("scale<float>");
     scale.launch({{1}, {32}}, std::uint64_t{0}, 0.5f, 32);
     BOOST_CHECK_THROW(scale.launch({{1}, {32}}, std::uint64_t{0}, 0.5, 32), kjit::LaunchError);
-    BOOST_TEST(fake().count("cuLaunchKernel") == 2, fake().log());
+    BOOST_TEST(fake().count("cuLaunchKernel") == 3, fake().log());
+  }
+  check_balanced();
+}
+
+// A parent's thread holds the context's module lock for as long as the driver loads (a PTX JIT
+// takes seconds) when another thread forks: the child's load is a CudaError (a forked child never
+// calls its parent's driver), not a wait for a lock no thread of the child will release.
+BOOST_AUTO_TEST_CASE(a_forked_childs_load_while_its_parent_loads_is_an_error_not_a_hang)
+{
+  {
+    const kjit::Context context = kjit::Context::primary(0);
+    kjit::Cache cache(config);
+    const auto first = cache.prepare({"fork_first.cu", kjit::test::k_saxpy, {}, {}, {}}, kjit::Arch::parse("sm_90"));
+    const auto second = cache.prepare({"fork_second.cu", kjit::test::k_scale, {}, {}, {"scale<float>"}},
+                                      kjit::Arch::parse("sm_90"));
+    const auto first_binary = cache.get(first);
+    const auto second_binary = cache.get(second);
+    fake().hold_loads();
+    std::thread loader;
+    // Whatever fails here (a thread or process the host can't start now), the hold ends with the
+    // test: later loads would wait in it for ever.
+    struct Release {
+      std::thread& loader;
+      ~Release()
+      {
+        fake().release_loads();
+        if (loader.joinable()) {
+          loader.join();
+        }
+      }
+    } release{loader};
+    loader = std::thread([&] { context.load(first, *first_binary); });
+    fake().wait_load_held();  // the loader is inside cuModuleLoadDataEx, holding the context's lock
+    const pid_t child = ::fork();
+    BOOST_TEST_REQUIRE(child >= 0, "fork: " << std::strerror(errno));
+    if (child == 0) {
+      ::alarm(30);  // a hang ends here, as SIGALRM
+      int code = 1;
+      try {
+        context.load(second, *second_binary);
+      } catch (const kjit::CudaError& e) {
+        code = std::strstr(e.what(), "fork()") != nullptr ? 0 : 2;
+      } catch (...) {
+        code = 3;
+      }
+      ::_exit(code);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    fake().release_loads();
+    loader.join();
+    BOOST_TEST(WIFEXITED(status), "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+    BOOST_TEST(WEXITSTATUS(status) == 0);
+    BOOST_TEST(context.loaded_modules() == 1u);
   }
   check_balanced();
 }

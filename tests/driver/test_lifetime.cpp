@@ -64,4 +64,39 @@ BOOST_AUTO_TEST_CASE(after_the_first_deinitialized_answer_no_destructor_calls_th
   BOOST_TEST(count(calls, "called after the driver shut down") == 2u, calls);  // one per run
 }
 
+// CUDA does not support fork() after cuInit: a child's use of the driver is undefined (NVIDIA: it
+// must exec first). A child of a process that used kjit neither calls the driver from the
+// destructors exit() runs (statics made after the driver loaded) nor for a new request, which
+// is a CudaError saying why; the parent still cleans up.
+BOOST_AUTO_TEST_CASE(a_forked_child_never_calls_the_driver_its_parent_initialized)
+{
+  const std::string calls = run_twice("fork", "child: the CUDA driver was loaded before this process was fork()ed");
+  BOOST_TEST(calls.find("VIOLATION") == std::string::npos, calls);
+  BOOST_TEST(count(calls, "\ncuMemFree\n") == 2u, calls);  // the parent's, once per run
+  BOOST_TEST(count(calls, "\ncuModuleUnload M1 ctx=P0\n") == 2u, calls);
+}
+
+// A fork() while another thread is inside cuInit (kjit's first use of the driver: seconds on a
+// real GPU): the child's first driver_status() would start the load again (glibc restarts a
+// pthread_once a fork interrupted) on its copy of a half-initialized driver. It never calls it.
+BOOST_AUTO_TEST_CASE(a_child_forked_while_the_driver_loads_never_calls_it)
+{
+  kjit::test::TempDir tmp;
+  const std::string log = tmp.path() + "/calls.log";
+  std::string output;
+  const int status = kjit::test::run("KJIT_CACHE_DIR='" + tmp.path() + "/cache' KJIT_FAKE_CUDA_LOG='" + log + "' '" +
+                                       kjit::test::helper("KJIT_TEST_DRIVER_CHILD") + "' fork_while_loading 2>&1",
+                                     output);
+  BOOST_TEST(status == 0, output);
+  BOOST_TEST(output.find("child exited: 0") != std::string::npos, output);
+  BOOST_TEST(output.find("child available: 0 (the CUDA driver was loaded before this process was fork()ed") !=
+               std::string::npos,
+             output);
+  BOOST_TEST(output.find("child: the CUDA driver was loaded before") != std::string::npos, output);
+  BOOST_TEST(output.find("(3)") != std::string::npos, output);  // CUDA_ERROR_NOT_INITIALIZED
+  BOOST_TEST(output.find("parent available: 1") != std::string::npos, output);
+  const std::string calls = kjit::test::read_text(log);
+  BOOST_TEST(calls.find("VIOLATION") == std::string::npos, calls);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -164,6 +164,29 @@ BOOST_AUTO_TEST_CASE(what_is_not_an_image_is_an_image_error_before_the_driver)
   check_clean();
 }
 
+// PTX with or without its NUL is one image; a cubin without its last bytes (zeros: an ELF header
+// field) is a truncated cubin, an ImageError even once the whole one is loaded.
+BOOST_AUTO_TEST_CASE(a_truncated_cubin_is_an_image_error_after_the_whole_one_loaded)
+{
+  {
+    const kjit::Binary binary =
+      kjit::compile({"trailing.cu", kjit::test::k_saxpy, {}, {}, {}}, kjit::Arch::parse("sm_90"));
+    BOOST_TEST_REQUIRE(binary.cubin.back() == '\0');
+    std::size_t zeros = 0;
+    while (binary.cubin[binary.cubin.size() - 1 - zeros] == '\0') {
+      ++zeros;
+    }
+    const kjit::Context context = kjit::Context::primary(0);
+    const kjit::Module whole = context.load_image(binary.cubin, {"trailing"});
+    const std::string_view truncated = std::string_view(binary.cubin).substr(0, binary.cubin.size() - zeros);
+    const std::string what = image_error([&] { context.load_image(truncated, {"trailing"}); });
+    BOOST_TEST(what.find("trailing: not a loadable cubin") != std::string::npos, what);
+    const kjit::Module ptx = context.load_image(binary.ptx, {"trailing ptx"});
+    BOOST_TEST(context.load_image(binary.ptx + std::string(1, '\0'), {"trailing ptx"}).handle() == ptx.handle());
+  }
+  check_clean();
+}
+
 BOOST_AUTO_TEST_CASE(driver_refusals_name_the_image_and_carry_the_jit_log)
 {
   {

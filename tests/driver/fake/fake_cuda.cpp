@@ -9,12 +9,14 @@
 #include "image.hpp"
 
 #include <cuda.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -72,11 +74,13 @@ struct Driver {
   std::mutex mutex;
   Settings settings;
   bool initialized = false;
+  pid_t init_pid = 0;      // the process that called cuInit: its fork()ed children must not call the driver
   bool shut_down = false;  // the exit-time shutdown ran: every call returns CUDA_ERROR_DEINITIALIZED
   bool unloaded = false;
   std::vector<std::unique_ptr<Context>> contexts;  // never freed: handles stay distinct
   std::map<Module*, std::unique_ptr<Module>> modules;
   std::map<CUdeviceptr, std::vector<unsigned char>> memory;
+  std::map<CUdeviceptr, struct Context*> allocations;  // cuMemAlloc's, by context: freed with it
   CUdeviceptr next_pointer = 0x10000;
   int module_count = 0;
   int context_count = 0;
@@ -194,12 +198,20 @@ std::map<Module*, std::unique_ptr<Module>>::iterator erase_module(Driver& d, std
   return d.modules.erase(it);
 }
 
-// Modules die with their context.
+// Modules and memory die with their context.
 void destroy_context(Driver& d, Context& c)
 {
   c.alive = false;
   for (auto it = d.modules.begin(); it != d.modules.end();) {
     it = it->second->context == &c ? erase_module(d, it) : std::next(it);
+  }
+  for (auto it = d.allocations.begin(); it != d.allocations.end();) {
+    if (it->second == &c) {
+      d.memory.erase(it->first);
+      it = d.allocations.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 
@@ -221,8 +233,21 @@ CUresult after_shut_down(Driver& d, const char* function)
   return violation(d, name + " called after the driver shut down at exit", CUDA_ERROR_DEINITIALIZED);
 }
 
-// An entry point of the driver: locked, and refused once the driver has shut down.
-#define CALL LOCKED; if (d.shut_down) return after_shut_down(d, __func__)
+// A call in a fork()ed child of the process that initialized the driver: undefined behaviour, as
+// NVIDIA documents it (CUDA duplicates none of its state or threads at fork(); a child must exec
+// before using CUDA). The fake answers CUDA_ERROR_NOT_INITIALIZED; the real driver may hang or crash.
+CUresult in_forked_child(Driver& d, const char* function)
+{
+  const std::string name = std::strncmp(function, "fake_", 5) == 0 ? function + 5 : function;
+  return violation(d, name + " called in a fork()ed child of the process that initialized (or began to) the driver",
+                   CUDA_ERROR_NOT_INITIALIZED);
+}
+
+// An entry point of the driver: locked, and refused once the driver has shut down or in a child.
+#define CALL                                                                        \
+  LOCKED;                                                                           \
+  if (d.init_pid != 0 && ::getpid() != d.init_pid) return in_forked_child(d, __func__); \
+  if (d.shut_down) return after_shut_down(d, __func__)
 
 // The driver's own exit-time shutdown, registered when it initializes (as libcuda does: objects
 // destroyed at exit that were constructed before cuInit see CUDA_ERROR_DEINITIALIZED).
@@ -233,8 +258,48 @@ void shut_down()
   d.shut_down = true;
 }
 
+// A call held inside the driver (cuModuleLoadDataEx, as a long PTX JIT is; cuInit, which takes
+// seconds on a real GPU) until the test releases it; the driver's own lock is not held meanwhile.
+struct Hold {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool hold = false;
+  bool held = false;  // a call is waiting in the hold
+};
+
+Hold& load_hold()
+{
+  static Hold* const instance = new Hold;
+  return *instance;
+}
+
+Hold& init_hold()
+{
+  static Hold* const instance = new Hold;
+  return *instance;
+}
+
+void wait_in(Hold& h)
+{
+  std::unique_lock lock(h.mutex);
+  if (!h.hold) {
+    return;
+  }
+  h.held = true;
+  h.changed.notify_all();
+  h.changed.wait(lock, [&] { return !h.hold; });
+  h.held = false;
+}
+
 CUresult CUDAAPI fake_cuInit(unsigned flags)
 {
+  {
+    LOCKED;
+    if (d.init_pid == 0) {
+      d.init_pid = ::getpid();  // from here on the driver's state is this process's
+    }
+  }
+  wait_in(init_hold());
   CALL;
   record(d, "cuInit " + std::to_string(flags));
   if (!d.initialized) {
@@ -435,6 +500,7 @@ bool jit_options(Driver& d, unsigned count, CUjit_option* options, void** values
 CUresult CUDAAPI fake_cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned count, CUjit_option* options,
                                          void** values)
 {
+  wait_in(load_hold());
   CALL;
   Context* c = current(d);
   if (c == nullptr || !c->alive) {
@@ -614,6 +680,7 @@ CUresult launch(Driver& d, const char* api, CUfunction function, const unsigned 
   if (extra != nullptr || params == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const unsigned threads = block[0] * block[1] * block[2];
   if (threads > 1024 || threads == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return CUDA_ERROR_INVALID_VALUE;  // an empty grid
   if (static_cast<int>(shared) > f->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
   if (cluster != nullptr) {
     if (d.settings.cc(f->module->context->device) < 90) return CUDA_ERROR_NOT_SUPPORTED;
@@ -747,7 +814,9 @@ CUresult CUDAAPI fake_cuMemAlloc(CUdeviceptr* pointer, size_t bytes)
   CALL;
   record(d, "cuMemAlloc " + std::to_string(bytes));
   if (current(d) == nullptr || !current(d)->alive) return violation(d, "cuMemAlloc without a current context", CUDA_ERROR_INVALID_CONTEXT);
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;  // as cuda.h documents
   *pointer = allocate(d, bytes);
+  d.allocations[*pointer] = current(d);
   return CUDA_SUCCESS;
 }
 
@@ -755,7 +824,9 @@ CUresult CUDAAPI fake_cuMemFree(CUdeviceptr pointer)
 {
   CALL;
   record(d, "cuMemFree");
-  if (d.memory.erase(pointer) == 0) return violation(d, "cuMemFree of memory not allocated", CUDA_ERROR_INVALID_VALUE);
+  if (d.allocations.erase(pointer) == 0 || d.memory.erase(pointer) == 0) {
+    return violation(d, "cuMemFree of memory not allocated (or freed with its context)", CUDA_ERROR_INVALID_VALUE);
+  }
   return CUDA_SUCCESS;
 }
 
@@ -840,12 +911,41 @@ __attribute__((destructor)) void mark_unloaded()
   driver().unloaded = true;
 }
 
+void hold(Hold& h)
+{
+  std::lock_guard lock(h.mutex);
+  h.hold = true;
+}
+
+void wait_held(Hold& h)
+{
+  std::unique_lock lock(h.mutex);
+  h.changed.wait(lock, [&] { return h.held; });
+}
+
+void release(Hold& h)
+{
+  std::lock_guard lock(h.mutex);
+  h.hold = false;
+  h.changed.notify_all();
+}
+
 } // namespace
 
 extern "C" {
 
-// As documented: a version newer than the driver is not found; otherwise the newest ABI of the
-// symbol not newer than `version`, or VERSION_NOT_SUFFICIENT when the symbol is newer.
+// Holds the next cuModuleLoadDataEx (or cuInit) calls inside the driver until released.
+__attribute__((visibility("default"))) void fake_cuda_hold_loads() { hold(load_hold()); }
+__attribute__((visibility("default"))) void fake_cuda_wait_load_held() { wait_held(load_hold()); }
+__attribute__((visibility("default"))) void fake_cuda_release_loads() { release(load_hold()); }
+__attribute__((visibility("default"))) void fake_cuda_hold_init() { hold(init_hold()); }
+__attribute__((visibility("default"))) void fake_cuda_wait_init_held() { wait_held(init_hold()); }
+__attribute__((visibility("default"))) void fake_cuda_release_init() { release(init_hold()); }
+
+
+// As documented (cuda.h 13.0): a version newer than the driver is CUDA_ERROR_INVALID_VALUE;
+// otherwise the newest ABI of the symbol not newer than `version`. A symbol the driver lacks, or
+// one newer than `version`, is CUDA_SUCCESS with a NULL pointer (the status says which).
 __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
                                                                              cuuint64_t, CUdriverProcAddressQueryResult* found)
 {
@@ -853,8 +953,11 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(cons
   record(d, std::string("cuGetProcAddress ") + symbol + " " + std::to_string(version));
   *pfn = nullptr;
   if (found != nullptr) *found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (version > d.settings.version || d.settings.missing.find("," + std::string(symbol) + ",") != std::string::npos) {
-    return CUDA_ERROR_NOT_FOUND;
+  if (version > d.settings.version) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (d.settings.missing.find("," + std::string(symbol) + ",") != std::string::npos) {
+    return CUDA_SUCCESS;
   }
   bool known = false;
   for (const Entry& e : k_entries) {
@@ -867,7 +970,7 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(cons
     }
   }
   if (known && found != nullptr) *found = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
-  return CUDA_ERROR_NOT_FOUND;
+  return CUDA_SUCCESS;
 }
 
 // --- For the tests (dlsym'd from the loaded library). ---

@@ -96,14 +96,16 @@ bool read_cubin(const unsigned char* d, std::vector<Kernel>& kernels, std::vecto
       if (format == 4) {  // EIFMT_SVAL: u16 size, payload
         const auto size = read<std::uint16_t>(p + 2);
         const unsigned char* payload = p + 4;
-        if (attribute == 0x17) {  // EIATTR_KPARAM_INFO: index, ordinal, offset, flags (size << 18)
+        // EIATTR_KPARAM_INFO: index, ordinal, offset, flags (size << 18); EIATTR_KPARAM_INFO_V2
+        // (0x45, CUDA 13 for a parameter over 16383 bytes): the size in the low 24 bits.
+        if (attribute == 0x17 || attribute == 0x45) {
           const auto ordinal = read<std::uint16_t>(payload + 4);
           const auto offset = read<std::uint16_t>(payload + 6);
           const auto flags = read<std::uint32_t>(payload + 8);
           if (kernel.params.size() <= ordinal) {
             kernel.params.resize(ordinal + 1u);
           }
-          kernel.params[ordinal] = {offset, flags >> 18};
+          kernel.params[ordinal] = {offset, attribute == 0x17 ? flags >> 18 : flags & 0xffffff};
         } else if (attribute == 0x0a) {  // EIATTR_PARAM_CBANK: section, offset, size
           kernel.param_bytes = read<std::uint16_t>(payload + 6);
         }
