@@ -20,11 +20,30 @@ bool short_with_space(const std::string& option) noexcept
 }
 
 // An option whose value NVRTC takes from the next option when it is given alone ("-I" "inc"):
-// that next option is a value, trimmed, never split ("-I" "-I inc" is the folder "-I inc").
+// that next option is a value, trimmed, never split ("-I" "-I inc" is the folder "-I inc"; the
+// value of -Xptxas and -Xnvvm goes to ptxas and NVVM as it is: "-Xptxas" "-D x" is ptxas's "-D x").
 bool takes_next(const std::string& option) noexcept
 {
   return option == "-I" || option == "--include-path" || option == "-D" || option == "--define-macro" || option == "-U" ||
-         option == "--undefine-macro" || option == "-include" || option == "--pre-include";
+         option == "--undefine-macro" || option == "-include" || option == "--pre-include" || option == "-Xptxas" ||
+         option == "--ptxas-options" || option == "-Xnvvm";
+}
+
+// "-I=dir", "-D=X", "-U=X": NVRTC drops the one '=' after the short flag ("-I=inc" is the folder
+// inc, "-I==inc" the folder "=inc", "-D=V=5" defines V as 5; measured, NVRTC 13.0). The long form
+// with the rest is read alike, with no '=' to drop ("--include-path==inc" is "=inc", "-I= inc" and
+// "--include-path= inc" the folder " inc"); nullptr when `option` is no such option.
+const char* long_of_short_with_equals(const std::string& option) noexcept
+{
+  if (option.size() < 3 || option[0] != '-' || option[2] != '=') {
+    return nullptr;
+  }
+  switch (option[1]) {
+  case 'I': return "--include-path=";
+  case 'D': return "--define-macro=";
+  case 'U': return "--undefine-macro=";
+  default: return nullptr;
+  }
 }
 
 } // namespace
@@ -32,7 +51,8 @@ bool takes_next(const std::string& option) noexcept
 bool spelled_otherwise(const std::vector<std::string>& options) noexcept
 {
   for (const std::string& option : options) {
-    if (!option.empty() && (is_space(option.front()) || is_space(option.back()) || short_with_space(option))) {
+    if (!option.empty() && (is_space(option.front()) || is_space(option.back()) || short_with_space(option) ||
+                            long_of_short_with_equals(option) != nullptr)) {
       return true;
     }
   }
@@ -65,6 +85,8 @@ std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
         out.push_back(trimmed.substr(0, 2));
         out.push_back(trimmed.substr(at));
       }
+    } else if (const char* long_form = is_value ? nullptr : long_of_short_with_equals(trimmed)) {
+      out.push_back(long_form + trimmed.substr(3));
     } else {
       out.push_back(std::move(trimmed));
     }

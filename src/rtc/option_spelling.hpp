@@ -10,15 +10,18 @@
 namespace kjit::rtc {
 
 // Whether NVRTC reads `options` otherwise than written: white space (" \t\n\v\f\r") at either end
-// of one (NVRTC trims it: "-include=pre.h " is pre.h, " -Iinc" the folder inc), or spaces after
-// -I, -D or -U ("-I inc" is "-I" "inc"). Cheap: a look at each option's ends.
+// of one (NVRTC trims it: "-include=pre.h " is pre.h, " -Iinc" the folder inc), spaces after
+// -I, -D or -U ("-I inc" is "-I" "inc"), or an '=' after them ("-I=inc" is the folder inc).
+// Cheap: a look at each option's ends.
 bool spelled_otherwise(const std::vector<std::string>& options) noexcept;
 
 // The options as NVRTC reads them (measured, NVRTC 13.0): each trimmed, "-I dir", "-D X=1" and
-// "-U X" split in two. The binaries are the same byte for byte (-G and -lineinfo too). A value
-// given apart ("-I" "-I inc") is only trimmed, and one that starts with other white space than a
-// space ("-I \tinc": the folder "\tinc", which NVRTC would trim given apart) stays with its flag
-// ("-I\tinc"). What this returns is read alike by it again.
+// "-U X" split in two, "-I=dir", "-D=X" and "-U=X" (NVRTC drops the '=') in their long forms
+// "--include-path=dir", "--define-macro=X", "--undefine-macro=X". The binaries are the same byte
+// for byte (-G and -lineinfo too). A value given apart ("-I" "-I inc", "-Xptxas" "-D x") is only
+// trimmed, and one that starts with other white space than a space ("-I \tinc": the folder
+// "\tinc", which NVRTC would trim given apart) stays with its flag ("-I\tinc"). What this returns
+// is read alike by it again.
 std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options);
 
 // `program` when NVRTC reads its options as written, else a copy in `storage` with them as NVRTC

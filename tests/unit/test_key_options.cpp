@@ -206,4 +206,61 @@ BOOST_AUTO_TEST_CASE(a_pre_include_named_as_an_in_memory_header_is_the_in_memory
   }
 }
 
+// NVRTC reads "-D=X", "-U=X" and "-I=X" as "-DX", "-UX" and "-IX": one '=' after the short flag is
+// dropped ("-I==inc" is the folder "=inc"; measured, NVRTC 13.0). kjit refused "-D=V=5" (an
+// OptionError: "names no macro") and keyed "-I=inc" by the folder "=inc" (another key than
+// "-Iinc", whose binary is the same).
+BOOST_AUTO_TEST_CASE(a_short_option_with_an_equals_sign_is_read_as_nvrtc_reads_it)
+{
+  const std::string d = tmp.path() + "/equals";
+  put(d + "/inc/x.h", "#define V 1\n");
+  put(d + "/=inc/x.h", "#define V 2\n");
+  settle();
+  InDir in(d);
+  const std::string include = "#include <x.h>\n" + std::string(k_kernel);
+  const std::string maybe = "#ifndef V\n#define V 9\n#endif\n" + std::string(k_kernel);
+  struct Case {
+    std::vector<std::string> options;
+    std::string source;
+    std::vector<std::string> same_as;
+    std::string value;
+  };
+  int n = 0;
+  for (const Case& c : std::vector<Case>{{{"-D=V=5"}, k_kernel, {"-DV=5"}, "5"},
+                                         {{"-D=V"}, k_kernel, {"-DV"}, "1"},
+                                         {{"-DV=5", "-U=V"}, maybe, {"-DV=5", "-UV"}, "9"},
+                                         {{"-I=inc"}, include, {"-Iinc"}, "1"},
+                                         {{"-I==inc"}, include, {"-I", "=inc"}, "2"}}) {
+    config.cache_dir = tmp.path() + "/cache" + std::to_string(++n);
+    kjit::Cache cache(config);
+    const kjit::Program program{"k.cu", c.source, {}, c.options, {}};
+    const kjit::Program same{"k.cu", c.source, {}, c.same_as, {}};
+    BOOST_TEST(plain(config, program) == c.value);
+    BOOST_TEST(cached(cache, program) == c.value);
+    BOOST_TEST(cached(cache, same) == c.value);
+    try {
+      BOOST_TEST(cache.prepare(program, k_arch).key() == cache.prepare(same, k_arch).key());
+    } catch (const kjit::Error& e) {
+      BOOST_TEST(e.what() == "no error");
+    }
+  }
+}
+
+// A value given apart after -Xptxas (or --ptxas-options, -Xnvvm) goes to ptxas (NVVM) as it is:
+// "-Xptxas" "-D x" is ptxas's option "-D x" (ptxas: Unknown option 'D x'). kjit split it like an
+// option "-D x", and NVRTC was given "-Xptxas" "-D" "x": another error ("unrecognized option x").
+BOOST_AUTO_TEST_CASE(a_value_after_xptxas_is_not_split)
+{
+  const kjit::Arch real = kjit::Arch::parse("sm_80");
+  for (const char* flag : {"-Xptxas", "--ptxas-options"}) {
+    const kjit::Program program{"k.cu", "extern \"C\" __global__ void k(int* o) { *o = 1; }\n", {}, {flag, "-D x"}, {}};
+    try {
+      kjit::rtc::compile(config, program, real);
+      BOOST_TEST(false, "no error");
+    } catch (const kjit::OptionError& e) {
+      BOOST_TEST(std::string(e.what()).find("Unknown option 'D x'") != std::string::npos, e.what());
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
