@@ -263,4 +263,65 @@ BOOST_AUTO_TEST_CASE(a_value_after_xptxas_is_not_split)
   }
 }
 
+// Two spellings of one NVRTC option (its short and long names: NVRTC's messages name them as one,
+// "--ftz (-ftz)", and the binaries are the same byte for byte) are one key: a compile less. Other
+// values stay other keys.
+BOOST_AUTO_TEST_CASE(short_and_long_spellings_of_one_option_share_a_key)
+{
+  const kjit::Arch real = kjit::Arch::parse("sm_80");
+  kjit::Cache cache(config);
+  const kjit::Program base{"k.cu", "extern \"C\" __global__ void k(float* o) { *o = *o / 3.0f; }\n", {}, {}, {}};
+  const auto key = [&](const std::vector<std::string>& options) {
+    kjit::Program program = base;
+    program.options = options;
+    return cache.prepare(program, real).key();
+  };
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> same{
+    {{"-ftz=true"}, {"--ftz=true"}},
+    {{"-prec-div=false"}, {"--prec-div=false"}},
+    {{"-prec-sqrt=false"}, {"--prec-sqrt=false"}},
+    {{"-fmad=false"}, {"--fmad=false"}},
+    {{"-use_fast_math"}, {"--use_fast_math"}},
+    {{"-maxrregcount=24"}, {"--maxrregcount=24"}},
+    {{"-maxrregcount", "24"}, {"--maxrregcount=24"}},
+    {{"-Xptxas=-O1"}, {"--ptxas-options=-O1"}},
+    {{"-Xptxas", "-O1"}, {"--ptxas-options=-O1"}},
+    {{"--ptxas-options", "-O1"}, {"--ptxas-options=-O1"}},
+    {{"-rdc=true"}, {"--relocatable-device-code=true"}},
+    {{"-dc"}, {"--device-c"}},
+    {{"-dw"}, {"--device-w"}},
+    {{"-ewp"}, {"--extensible-whole-program"}},
+    {{"-jtd=0"}, {"--jump-table-density=0"}},
+    {{"-modify-stack-limit=false"}, {"--modify-stack-limit=false"}},
+    {{"-device-stack-protector=true"}, {"--device-stack-protector=true"}},
+    {{"-default-device"}, {"--device-as-default-execution-space"}},
+    {{"-restrict"}, {"--restrict"}},
+    {{"-w"}, {"--disable-warnings"}},
+    {{"-Ofc=max"}, {"--Ofast-compile=max"}},
+    {{"-extra-device-vectorization"}, {"--extra-device-vectorization"}},
+    {{"-device-int128"}, {"--device-int128"}},
+    {{"-no-source-include"}, {"--no-source-include"}},
+    {{"-dlto"}, {"--dlink-time-opt"}},
+  };
+  for (const auto& [one, two] : same) {
+    BOOST_TEST(key(one) == key(two), one.front() + " and " + two.front());
+  }
+  BOOST_TEST(key({"-ftz=true"}) != key({"-ftz=false"}));
+  BOOST_TEST(key({"-maxrregcount=24"}) != key({"--maxrregcount=32"}));
+  BOOST_TEST(key({"-Xptxas=-O1"}) != key({"-Xptxas=-O2"}));
+  BOOST_TEST(key({"-w"}) != key({"-use_fast_math"}));
+  // The spellings' binaries are the same (the measurement the shared key rests on).
+  for (const auto& [one, two] : std::vector<std::pair<std::string, std::string>>{
+         {"-ftz=true", "--ftz=true"}, {"-prec-div=false", "--prec-div=false"}, {"-use_fast_math", "--use_fast_math"},
+         {"-maxrregcount=24", "--maxrregcount=24"}, {"-Xptxas=-O1", "--ptxas-options=-O1"}}) {
+    kjit::Program a = base;
+    a.options = {one};
+    kjit::Program b = base;
+    b.options = {two};
+    const kjit::Binary x = kjit::rtc::compile(config, a, real);
+    const kjit::Binary y = kjit::rtc::compile(config, b, real);
+    BOOST_TEST((x.ptx == y.ptx && x.cubin == y.cubin), one);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
