@@ -2,6 +2,10 @@
 // the options NVRTC acts on.
 #include "rtc/option_spelling.hpp"
 
+#include <kjit/error.hpp>
+
+#include <algorithm>
+
 namespace kjit::rtc {
 
 namespace {
@@ -96,6 +100,14 @@ std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
 
 const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& storage)
 {
+  for (const std::string& option : program.options) {
+    if (option.find('\0') != std::string::npos) {
+      std::string shown = option;
+      std::replace(shown.begin(), shown.end(), '\0', '?');
+      throw OptionError("option '" + shown + "' of " + program.name +
+                        " contains a NUL byte (NVRTC would read only the text before it)");
+    }
+  }
   if (!spelled_otherwise(program.options)) {
     return program;
   }

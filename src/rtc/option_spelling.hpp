@@ -25,7 +25,8 @@ bool spelled_otherwise(const std::vector<std::string>& options) noexcept;
 std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options);
 
 // `program` when NVRTC reads its options as written, else a copy in `storage` with them as NVRTC
-// reads them. Before this, an option kjit did not recognise for its white space reached NVRTC,
+// reads them. Throws OptionError for an option with a NUL byte (NVRTC reads up to it: "-lineinfo\0"
+// is -lineinfo to NVRTC, and kjit would key it as another option). Before this, an option kjit did not recognise for its white space reached NVRTC,
 // which read files no key held (a pre-include, an -I folder) or named the working directory in
 // the binary (-lineinfo) of a program looked up without it.
 const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& storage);

@@ -324,4 +324,20 @@ BOOST_AUTO_TEST_CASE(short_and_long_spellings_of_one_option_share_a_key)
   }
 }
 
+// NVRTC reads an option up to its first NUL byte: "-lineinfo\0" is -lineinfo to it, but not to
+// kjit, which looked the program up by its raw inputs without the working directory, and served
+// the binary made in another folder (its .file line named that folder). An option with a NUL
+// byte is an OptionError, as a source with one is refused.
+BOOST_AUTO_TEST_CASE(an_option_with_a_nul_byte_is_an_option_error)
+{
+  kjit::Cache cache(config);
+  for (const std::string& option : {std::string("-lineinfo\0", 10), std::string("-G\0x", 4), std::string("-DV=1\0", 6),
+                                    std::string("\0-DV=1", 6)}) {
+    const kjit::Program program{"k.cu", "#define V 2\n" + std::string(k_kernel), {}, {"-DW=1", option}, {}};
+    BOOST_CHECK_THROW(cache.get(program, k_arch), kjit::OptionError);
+    BOOST_CHECK_THROW(cache.prepare(program, k_arch), kjit::OptionError);
+    BOOST_CHECK_THROW(kjit::compile(program, k_arch), kjit::OptionError);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
