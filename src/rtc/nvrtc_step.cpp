@@ -1,6 +1,8 @@
 // The NVRTC step: create, compile, read outputs; every status checked.
 #include "rtc/nvrtc_step.hpp"
 
+#include "rtc/option_spelling.hpp"
+
 #include <kjit/error.hpp>
 
 #include <string_view>
@@ -83,11 +85,14 @@ UniqueProgram run_nvrtc(const Program& program, const Arch& arch, const std::vec
   }
   options = program.options;
   options.insert(options.end(), implicit.begin(), implicit.end());
-  std::vector<const char*> argv;
-  for (const auto& option : options) {
-    argv.push_back(option.c_str());
+  std::vector<std::string> all = options;
+  all.insert(all.end(), extra.begin(), extra.end());
+  if (const std::string* fatal = option_that_aborts_nvrtc(all)) {
+    throw OptionError("option '" + *fatal + "' of " + program.name + " gives no value after '=' (NVRTC " +
+                      "would end the process on it)");
   }
-  for (const auto& option : extra) {
+  std::vector<const char*> argv;
+  for (const auto& option : all) {
     argv.push_back(option.c_str());
   }
   const nvrtcResult result = api.compile_program(handle.get(), static_cast<int>(argv.size()), argv.data());

@@ -50,7 +50,40 @@ const char* long_of_short_with_equals(const std::string& option) noexcept
   }
 }
 
+std::string trimmed_of(const std::string& option)
+{
+  std::size_t begin = 0;
+  std::size_t end = option.size();
+  while (begin < end && is_space(option[begin])) {
+    ++begin;
+  }
+  while (end > begin && is_space(option[end - 1])) {
+    --end;
+  }
+  return option.substr(begin, end - begin);
+}
+
 } // namespace
+
+const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options)
+{
+  bool value = false;
+  for (const std::string& option : options) {
+    const std::string trimmed = trimmed_of(option);
+    const bool is_value = value;
+    value = !is_value && takes_next(trimmed);
+    if (is_value || trimmed.empty() || trimmed.back() != '=') {
+      continue;
+    }
+    for (const char* name : {"-Xptxas=", "--ptxas-options=", "-Xnvvm=", "-Xcudafe=", "-dopt=", "--dopt=", "-Ofc=",
+                             "--Ofast-compile="}) {
+      if (trimmed == name) {
+        return &option;
+      }
+    }
+  }
+  return nullptr;
+}
 
 bool spelled_otherwise(const std::vector<std::string>& options) noexcept
 {
@@ -69,15 +102,7 @@ std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
   out.reserve(options.size());
   bool value = false;  // the option before takes this one as its value
   for (const std::string& option : options) {
-    std::size_t begin = 0;
-    std::size_t end = option.size();
-    while (begin < end && is_space(option[begin])) {
-      ++begin;
-    }
-    while (end > begin && is_space(option[end - 1])) {
-      --end;
-    }
-    std::string trimmed = option.substr(begin, end - begin);
+    std::string trimmed = trimmed_of(option);
     const bool is_value = value;
     value = !is_value && takes_next(trimmed);
     if (!is_value && short_with_space(trimmed)) {

@@ -24,6 +24,13 @@ bool spelled_otherwise(const std::vector<std::string>& options) noexcept;
 // is read alike by it again.
 std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options);
 
+// The first of `options` (the whole list NVRTC is given) that NVRTC 13.0 ends the process on: it
+// throws std::out_of_range through nvrtcCompileProgram (std::terminate) for -Xptxas=,
+// --ptxas-options=, -Xnvvm=, -Xcudafe=, -dopt=, --dopt=, -Ofc= and --Ofast-compile= with nothing
+// after the '=' (trimmed; the value of an option before, "-I" "-Xptxas=", is read as a value).
+// nullptr when there is none.
+const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options);
+
 // `program` when NVRTC reads its options as written, else a copy in `storage` with them as NVRTC
 // reads them. Throws OptionError for an option with a NUL byte (NVRTC reads up to it: "-lineinfo\0"
 // is -lineinfo to NVRTC, and kjit would key it as another option). Before this, an option kjit did not recognise for its white space reached NVRTC,

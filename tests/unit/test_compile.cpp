@@ -120,6 +120,31 @@ BOOST_AUTO_TEST_CASE(unknown_option_and_unsupported_arch_have_their_own_errors)
   }
 }
 
+// NVRTC 13.0 throws std::out_of_range through nvrtcCompileProgram, which ends the process
+// (std::terminate), for these options with nothing after their '=' (as it reads them: trimmed).
+// kjit passed them on: the host application aborted. They are OptionErrors; given as the value of
+// an option before ("-I" "-Xptxas=": the folder "-Xptxas="), NVRTC reads them as values.
+BOOST_AUTO_TEST_CASE(options_that_abort_nvrtc_are_option_errors)
+{
+  for (const char* option : {"-Xptxas=", "--ptxas-options=", "-Xnvvm=", "-Xcudafe=", "-dopt=", "--dopt=", "-Ofc=",
+                             "--Ofast-compile=", "-Xptxas= ", " -Ofc="}) {
+    for (const char* arch : {"sm_90", "compute_90"}) {
+      kjit::Program program = saxpy();
+      program.options = {"-DX=1", option};
+      try {
+        kjit::compile(program, kjit::Arch::parse(arch));
+        BOOST_ERROR(option << ": expected OptionError");
+      } catch (const kjit::OptionError&) {
+      } catch (const kjit::Error& e) {
+        BOOST_ERROR(option << ": " << e.what());
+      }
+    }
+  }
+  kjit::Program program = saxpy();
+  program.options = {"-I", "-Xptxas="};
+  BOOST_CHECK_NO_THROW(kjit::compile(program, kjit::Arch::parse("sm_90")));
+}
+
 BOOST_AUTO_TEST_CASE(name_expressions_give_mangled_names)
 {
   kjit::Program program{"scale.cu",
