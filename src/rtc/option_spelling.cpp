@@ -5,6 +5,8 @@
 #include <kjit/error.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <climits>
 
 namespace kjit::rtc {
 
@@ -63,21 +65,60 @@ std::string trimmed_of(const std::string& option)
   return option.substr(begin, end - begin);
 }
 
+// Options whose value NVRTC reads with std::stoi, given after '=' or apart ("-jtd" "5"), and the
+// largest value kjit passes on (-split-compile=N starts N threads: NVRTC 13.0 needed 322 MB for
+// 30000, was killed for memory at 65536 and crashed, SIGSEGV, at 2147483647).
+struct IntOption {
+  const char* name;
+  long long most;
+};
+constexpr IntOption k_int_options[] = {
+  {"-jtd", INT_MAX}, {"--jump-table-density", INT_MAX}, {"-split-compile", 1024}, {"--split-compile", 1024}};
+
+// Whether NVRTC reads `value` (trimmed) of an int option without ending the process: empty (NVRTC
+// ignores it), or an int ("-" and numbers out of int's range throw through stoi) up to `most`.
+// Other text NVRTC refuses itself ("expects an integer value"), and so does this.
+bool int_value_ok(const std::string& given, long long most)
+{
+  const std::string value = trimmed_of(given);
+  if (value.empty()) {
+    return true;
+  }
+  int number = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+  return error == std::errc{} && end == value.data() + value.size() && number <= most;
+}
+
 } // namespace
 
 const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options)
 {
   bool value = false;
-  for (const std::string& option : options) {
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const std::string& option = options[i];
     const std::string trimmed = trimmed_of(option);
     const bool is_value = value;
     value = !is_value && takes_next(trimmed);
-    if (is_value || trimmed.empty() || trimmed.back() != '=') {
+    if (is_value) {
       continue;
     }
     for (const char* name : {"-Xptxas=", "--ptxas-options=", "-Xnvvm=", "-Xcudafe=", "-dopt=", "--dopt=", "-Ofc=",
                              "--Ofast-compile="}) {
       if (trimmed == name) {
+        return &option;
+      }
+    }
+    for (const IntOption& int_option : k_int_options) {
+      const std::size_t size = std::char_traits<char>::length(int_option.name);
+      if (trimmed == int_option.name) {
+        if (i + 1 < options.size() && !int_value_ok(options[i + 1], int_option.most)) {
+          return &options[i + 1];
+        }
+        ++i;  // its value
+        break;
+      }
+      if (trimmed.compare(0, size, int_option.name) == 0 && trimmed.size() > size && trimmed[size] == '=' &&
+                 !int_value_ok(trimmed.substr(size + 1), int_option.most)) {
         return &option;
       }
     }

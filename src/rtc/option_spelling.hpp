@@ -27,8 +27,10 @@ std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
 // The first of `options` (the whole list NVRTC is given) that NVRTC 13.0 ends the process on: it
 // throws std::out_of_range through nvrtcCompileProgram (std::terminate) for -Xptxas=,
 // --ptxas-options=, -Xnvvm=, -Xcudafe=, -dopt=, --dopt=, -Ofc= and --Ofast-compile= with nothing
-// after the '=' (trimmed; the value of an option before, "-I" "-Xptxas=", is read as a value).
-// nullptr when there is none.
+// after the '=' (trimmed; the value of an option before, "-I" "-Xptxas=", is read as a value), and
+// for -jtd, -split-compile and their long forms with a value (after '=' or apart) that is not an
+// int ("-": std::stoi throws through it) or, for -split-compile, more than 1024 threads (NVRTC
+// 13.0: SIGSEGV at 2147483647, killed for memory at 65536). nullptr when there is none.
 const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options);
 
 // `program` when NVRTC reads its options as written, else a copy in `storage` with them as NVRTC
