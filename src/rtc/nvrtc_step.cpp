@@ -42,15 +42,26 @@ bool options_rejected(const std::string& log)
   const std::size_t newline = log.rfind('\n', last);
   const std::size_t start = newline == std::string::npos ? 0 : newline + 1;
   const std::string_view line(log.data() + start, last + 1 - start);
-  if (line.rfind("ptxas fatal", 0) == 0 &&
-      (line.find(": Unknown option '") != std::string_view::npos ||
-       line.find(": Invalid value '") != std::string_view::npos)) {
+  if (ptxas_refused_options(line)) {
     return true;
   }
   return line.rfind("libnvvm : error: ", 0) == 0 && line.find(" is an unsupported option") != std::string_view::npos;
 }
 
 } // namespace
+
+bool ptxas_refused_options(std::string_view line) noexcept
+{
+  if (line.rfind("ptxas fatal", 0) != 0) {
+    return false;
+  }
+  for (const char* verdict : {": Unknown option '", ": Invalid value '", ": argument expected after '", "': expected a number"}) {
+    if (line.find(verdict) != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
 
 nvrtcResult destroy_nvrtc_program(nvrtcProgram program) noexcept
 {

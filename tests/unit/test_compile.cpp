@@ -80,10 +80,15 @@ BOOST_AUTO_TEST_CASE(unknown_option_and_unsupported_arch_have_their_own_errors)
 
   // Options for ptxas and NVVM pass through NVRTC, which reports their rejection as a failed
   // compile: they were CompileErrors (and remembered by the cache as the program's).
-  for (const char* option : {"-Xptxas=-bogus", "--ptxas-options=--no-such", "-Xptxas=--maxrregcount=abc",
-                             "-Xnvvm=-bogus"}) {
+  // ptxas's other verdicts on its options ("argument expected after", "expected a number") and
+  // the same options on the nvJitLink -lto path (where they were CompileErrors) too.
+  for (const std::vector<std::string>& options : std::vector<std::vector<std::string>>{
+         {"-Xptxas=-bogus"}, {"--ptxas-options=--no-such"}, {"-Xptxas=--maxrregcount=abc"}, {"-Xnvvm=-bogus"},
+         {"-Xptxas=--maxrregcount"}, {"-Xptxas=-O1 -v"}, {"-dlto", "-Xptxas=-bogus"}, {"-dlto", "-Xptxas=--"},
+         {"-dlto", "-Xptxas=-arch"}, {"-dlto", "-Xptxas=--maxrregcount=-"}, {"-dlto", "-Xptxas=-O3,-v"}}) {
+    const std::string option = options.back();
     kjit::Program passed_on = saxpy();
-    passed_on.options = {option};
+    passed_on.options = options;
     try {
       kjit::compile(passed_on, kjit::Arch::parse("sm_90"));
       BOOST_ERROR(option << ": expected OptionError");
