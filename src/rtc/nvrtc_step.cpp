@@ -99,8 +99,9 @@ UniqueProgram run_nvrtc(const Program& program, const Arch& arch, const std::vec
   std::vector<std::string> all = options;
   all.insert(all.end(), extra.begin(), extra.end());
   if (const std::string* fatal = option_that_aborts_nvrtc(all)) {
-    throw OptionError("option '" + *fatal + "' of " + program.name + " gives no value after '=' (NVRTC " +
-                      "would end the process on it)");
+    throw OptionError("option '" + *fatal + "' of " + program.name +
+                      " can't be given to NVRTC: it would end the process on it (an empty or invalid value, or "
+                      "a time trace file it can't write)");
   }
   std::vector<const char*> argv;
   for (const auto& option : all) {

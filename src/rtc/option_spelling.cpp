@@ -5,8 +5,11 @@
 #include <kjit/error.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <climits>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace kjit::rtc {
 
@@ -89,6 +92,24 @@ bool int_value_ok(const std::string& given, long long most)
   return error == std::errc{} && end == value.data() + value.size() && number <= most;
 }
 
+// Whether NVRTC can make the file of -fdevice-time-trace=`value` ("<value>.json"): it aborts the
+// process when it can't ("Program aborted due to an unhandled Error: Could not open X.json").
+// Its folder must be a folder kjit may write in, and the file, if there is one, a file it may write.
+bool time_trace_writable(const std::string& value)
+{
+  if (value.empty()) {
+    return true;  // NVRTC writes none
+  }
+  const std::string file = value + ".json";
+  const std::size_t slash = file.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(folder.c_str(), W_OK | X_OK) != 0) {
+    return false;
+  }
+  return ::stat(file.c_str(), &st) != 0 ? errno == ENOENT : S_ISREG(st.st_mode) && ::access(file.c_str(), W_OK) == 0;
+}
+
 } // namespace
 
 const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options)
@@ -105,6 +126,12 @@ const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& opti
     for (const char* name : {"-Xptxas=", "--ptxas-options=", "-Xnvvm=", "-Xcudafe=", "-dopt=", "--dopt=", "-Ofc=",
                              "--Ofast-compile="}) {
       if (trimmed == name) {
+        return &option;
+      }
+    }
+    for (const char* name : {"-fdevice-time-trace=", "--fdevice-time-trace="}) {
+      const std::size_t size = std::char_traits<char>::length(name);
+      if (trimmed.compare(0, size, name) == 0 && !time_trace_writable(trimmed.substr(size))) {
         return &option;
       }
     }

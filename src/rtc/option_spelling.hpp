@@ -30,7 +30,9 @@ std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
 // after the '=' (trimmed; the value of an option before, "-I" "-Xptxas=", is read as a value), and
 // for -jtd, -split-compile and their long forms with a value (after '=' or apart) that is not an
 // int ("-": std::stoi throws through it) or, for -split-compile, more than 1024 threads (NVRTC
-// 13.0: SIGSEGV at 2147483647, killed for memory at 65536). nullptr when there is none.
+// 13.0: SIGSEGV at 2147483647, killed for memory at 65536), and -fdevice-time-trace=X when
+// X.json can't be written (its folder is missing or not writable: NVRTC aborts on it). nullptr
+// when there is none.
 const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options);
 
 // `program` when NVRTC reads its options as written, else a copy in `storage` with them as NVRTC

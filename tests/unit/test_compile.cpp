@@ -11,6 +11,10 @@
 
 #include <thread>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace {
 
 kjit::Program saxpy()
@@ -148,6 +152,32 @@ BOOST_AUTO_TEST_CASE(options_that_abort_nvrtc_are_option_errors)
   kjit::Program program = saxpy();
   program.options = {"-I", "-Xptxas="};
   BOOST_CHECK_NO_THROW(kjit::compile(program, kjit::Arch::parse("sm_90")));
+}
+
+// NVRTC 13.0 aborts the process ("Program aborted due to an unhandled Error: Could not open
+// X.json") when the file of -fdevice-time-trace=X can't be made (a missing folder, a file where
+// the folder should be). kjit passed the option on; it is an OptionError when X.json can't be
+// written, and compiles (writing X.json) when it can.
+BOOST_AUTO_TEST_CASE(a_time_trace_file_that_cannot_be_written_is_an_option_error)
+{
+  const std::string dir = "/tmp/kjit_time_trace_" + std::to_string(::getpid());
+  BOOST_TEST_REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  for (const std::string& option : {"-fdevice-time-trace=" + dir + "/missing/x", "--fdevice-time-trace=" + dir + "/missing/x",
+                                    std::string("-fdevice-time-trace=/proc/kjit/x")}) {
+    kjit::Program program = saxpy();
+    program.options = {option};
+    BOOST_CHECK_THROW(kjit::compile(program, kjit::Arch::parse("sm_90")), kjit::OptionError);
+  }
+  kjit::Program program = saxpy();
+  program.options = {"-fdevice-time-trace=" + dir + "/trace"};
+  BOOST_CHECK_NO_THROW(kjit::compile(program, kjit::Arch::parse("sm_90")));
+  BOOST_TEST(::unlink((dir + "/trace.json").c_str()) == 0);
+  // A file where the folder should be.
+  program.options = {"-fdevice-time-trace=" + dir + "/file/x"};
+  BOOST_TEST_REQUIRE(::close(::open((dir + "/file").c_str(), O_CREAT | O_WRONLY, 0600)) == 0);
+  BOOST_CHECK_THROW(kjit::compile(program, kjit::Arch::parse("sm_90")), kjit::OptionError);
+  ::unlink((dir + "/file").c_str());
+  ::rmdir(dir.c_str());
 }
 
 // NVRTC 13.0 reads the value of -jtd and -split-compile with std::stoi: "-" and numbers out of
