@@ -201,6 +201,13 @@ const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& st
                         " contains a NUL byte (NVRTC would read only the text before it)");
     }
   }
+  for (const std::string& expression : program.name_expressions) {
+    // NVRTC writes each on a line of a file it compiles with the program: a line break would
+    // start a line of the program's own ("#include" a file no key holds).
+    if (expression.find_first_of(std::string_view("\n\0", 2)) != std::string::npos) {
+      throw Error("a name expression of " + program.name + " contains a line break or a NUL byte");
+    }
+  }
   if (!spelled_otherwise(program.options)) {
     return program;
   }

@@ -37,7 +37,9 @@ const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& opti
 
 // `program` when NVRTC reads its options as written, else a copy in `storage` with them as NVRTC
 // reads them. Throws OptionError for an option with a NUL byte (NVRTC reads up to it: "-lineinfo\0"
-// is -lineinfo to NVRTC, and kjit would key it as another option). Before this, an option kjit did not recognise for its white space reached NVRTC,
+// is -lineinfo to NVRTC, and kjit would key it as another option), and Error for a name expression
+// with a line break or a NUL byte (NVRTC writes each on a line of a file it compiles: "k<1>\n#include
+// \"x.h\"" reads x.h, a file no key holds). Before this, an option kjit did not recognise for its white space reached NVRTC,
 // which read files no key held (a pre-include, an -I folder) or named the working directory in
 // the binary (-lineinfo) of a program looked up without it.
 const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& storage);

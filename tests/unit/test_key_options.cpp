@@ -340,4 +340,35 @@ BOOST_AUTO_TEST_CASE(an_option_with_a_nul_byte_is_an_option_error)
   }
 }
 
+// NVRTC puts each name expression on a line of a file it compiles with the program
+// ("#pragma nv_mangled_name <expression>"): a line break in one starts a line of its own, and
+// "k<1>\n#include \"/abs/x.h\"" compiled x.h into the binary, a file no key held: an edit of it
+// was served the old binary. A name expression with a line break (or a NUL byte) is an error.
+BOOST_AUTO_TEST_CASE(a_name_expression_with_a_line_break_is_an_error)
+{
+  const std::string header = tmp.path() + "/injected/x.h";
+  put(header, "extern \"C\" __global__ void injected(int* o) { *o = 4242; }\n");
+  settle();
+  kjit::Cache cache(config);
+  for (const std::string& expression : {"k<1>\n#include \"" + header + "\"\n", std::string("k<1>\0x", 6)}) {
+    const kjit::Program program{"k.cu", "template <int N> __global__ void k(int* o) { *o = N; }\n", {}, {}, {expression}};
+    for (int round = 0; round < 2; ++round) {
+      try {
+        cache.get(program, k_arch);
+        BOOST_ERROR("no error");
+      } catch (const kjit::CompileError& e) {
+        BOOST_ERROR(e.what());
+      } catch (const kjit::Error&) {
+      }
+      try {
+        kjit::compile(program, k_arch);
+        BOOST_ERROR("no error");
+      } catch (const kjit::CompileError& e) {
+        BOOST_ERROR(e.what());
+      } catch (const kjit::Error&) {
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
