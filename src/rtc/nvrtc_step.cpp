@@ -94,6 +94,9 @@ UniqueProgram run_nvrtc(const Program& program, const Arch& arch, const std::vec
   for (const auto& expression : program.name_expressions) {
     check_nvrtc(api.add_name_expression(handle.get(), expression.c_str()), "nvrtcAddNameExpression", program, arch);
   }
+  if (const std::string* open = option_missing_its_value(program.options)) {
+    throw OptionError("option '" + *open + "' of " + program.name + " needs a value (the next option)");
+  }
   options = program.options;
   options.insert(options.end(), implicit.begin(), implicit.end());
   std::vector<std::string> all = options;

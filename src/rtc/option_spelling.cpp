@@ -35,7 +35,25 @@ bool takes_next(const std::string& option) noexcept
 {
   return option == "-I" || option == "--include-path" || option == "-D" || option == "--define-macro" || option == "-U" ||
          option == "--undefine-macro" || option == "-include" || option == "--pre-include" || option == "-Xptxas" ||
-         option == "--ptxas-options" || option == "-Xnvvm";
+         option == "--ptxas-options" || option == "-Xnvvm" || option == "-Xcudafe";
+}
+
+// Options NVRTC also takes a value apart for ("-maxrregcount" "32"; measured, NVRTC 13.0).
+bool takes_value_apart(const std::string& option) noexcept
+{
+  if (takes_next(option)) {
+    return true;
+  }
+  for (const char* name : {"-arch", "--gpu-architecture", "-maxrregcount", "--maxrregcount", "-ftz", "--ftz", "-prec-div",
+                           "--prec-div", "-prec-sqrt", "--prec-sqrt", "-fmad", "--fmad", "-rdc",
+                           "--relocatable-device-code", "-dopt", "--dopt", "-Ofc", "--Ofast-compile", "-jtd",
+                           "--jump-table-density", "-split-compile", "--split-compile", "-modify-stack-limit",
+                           "--modify-stack-limit", "-device-stack-protector", "--device-stack-protector"}) {
+    if (option == name) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // "-I=dir", "-D=X", "-U=X": NVRTC drops the one '=' after the short flag ("-I=inc" is the folder
@@ -111,6 +129,15 @@ bool time_trace_writable(const std::string& value)
 }
 
 } // namespace
+
+const std::string* option_missing_its_value(const std::vector<std::string>& options)
+{
+  const std::string* open = nullptr;
+  for (const std::string& option : options) {
+    open = open == nullptr && takes_value_apart(trimmed_of(option)) ? &option : nullptr;
+  }
+  return open;
+}
 
 const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options)
 {

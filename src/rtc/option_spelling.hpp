@@ -24,6 +24,11 @@ bool spelled_otherwise(const std::vector<std::string>& options) noexcept;
 // is read alike by it again.
 std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options);
 
+// The last of a program's `options` when it takes its value from the next option ("-I",
+// "-Xptxas", "-maxrregcount" given alone) and is not itself a value: NVRTC would take kjit's own
+// "-arch=..." after it as the value, and compile for its default arch. nullptr otherwise.
+const std::string* option_missing_its_value(const std::vector<std::string>& options);
+
 // The first of `options` (the whole list NVRTC is given) that NVRTC 13.0 ends the process on: it
 // throws std::out_of_range through nvrtcCompileProgram (std::terminate) for -Xptxas=,
 // --ptxas-options=, -Xnvvm=, -Xcudafe=, -dopt=, --dopt=, -Ofc= and --Ofast-compile= with nothing

@@ -207,6 +207,34 @@ BOOST_AUTO_TEST_CASE(int_option_values_that_crash_nvrtc_are_option_errors)
   }
 }
 
+// NVRTC takes the value of "-I", "-Xptxas"... given alone from the next option: as the program's
+// last option, that was kjit's own "-arch=compute_90", so NVRTC compiled for its default arch
+// (sm_75 PTX, __CUDA_ARCH__ 750) and kjit::compile returned it as compute_90; other such options
+// failed as a ToolchainError ("bad cubin") or a CompileError. An option missing its value is an
+// OptionError.
+BOOST_AUTO_TEST_CASE(an_option_missing_its_value_is_an_option_error)
+{
+  for (const std::vector<std::string>& options : std::vector<std::vector<std::string>>{
+         {"-I"}, {"--include-path"}, {"-DX=1", "-D"}, {"-Xptxas"}, {"--ptxas-options"}, {"-Xnvvm"}, {"-Xcudafe"},
+         {"-include"}, {"-maxrregcount"}, {"-ftz"}, {"-Ofc"}, {" -I "}}) {
+    for (const char* arch : {"sm_90", "compute_90"}) {
+      kjit::Program program = saxpy();
+      program.options = options;
+      try {
+        const kjit::Binary binary = kjit::compile(program, kjit::Arch::parse(arch));
+        BOOST_ERROR(options.back() << " (" << arch << "): no error, " << binary.ptx.substr(binary.ptx.find(".target"), 14));
+      } catch (const kjit::OptionError&) {
+      } catch (const kjit::Error& e) {
+        BOOST_ERROR(options.back() << " (" << arch << "): " << e.what());
+      }
+    }
+  }
+  kjit::Program program = saxpy();
+  program.options = {"-I", "-I"};  // the folder "-I", then nothing open
+  program.options.push_back("-DX=1");
+  BOOST_CHECK_NO_THROW(kjit::compile(program, kjit::Arch::parse("compute_90")));
+}
+
 BOOST_AUTO_TEST_CASE(name_expressions_give_mangled_names)
 {
   kjit::Program program{"scale.cu",
