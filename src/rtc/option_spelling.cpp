@@ -228,6 +228,18 @@ const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& st
                         " contains a NUL byte (NVRTC would read only the text before it)");
     }
   }
+  // -Xcudafe gives NVRTC's front end options of its own ("-Xcudafe=-I<dir>", "--preinclude=<file>"):
+  // files read through them are in no key. Not as the value of an option before ("-I" "-Xcudafe").
+  bool value = false;
+  for (const std::string& option : program.options) {
+    const std::string trimmed = trimmed_of(option);
+    if (!value && (trimmed == "-Xcudafe" || trimmed.rfind("-Xcudafe=", 0) == 0)) {
+      throw OptionError("option '" + option + "' of " + program.name +
+                        " passes options to NVRTC's front end, where kjit can't see the files they make it read "
+                        "(include folders, pre-includes); use -I, -D, -include instead");
+    }
+    value = !value && takes_next(trimmed);
+  }
   for (const std::string& expression : program.name_expressions) {
     // NVRTC writes each on a line of a file it compiles with the program: a line break would
     // start a line of the program's own ("#include" a file no key holds).

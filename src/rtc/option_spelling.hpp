@@ -41,7 +41,8 @@ const std::string* option_missing_its_value(const std::vector<std::string>& opti
 const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options);
 
 // `program` when NVRTC reads its options as written, else a copy in `storage` with them as NVRTC
-// reads them. Throws OptionError for an option with a NUL byte (NVRTC reads up to it: "-lineinfo\0"
+// reads them. Throws OptionError for -Xcudafe (options for NVRTC's front end, which can name
+// include folders and pre-includes no key would hold), for an option with a NUL byte (NVRTC reads up to it: "-lineinfo\0"
 // is -lineinfo to NVRTC, and kjit would key it as another option), and Error for a name expression
 // with a line break or a NUL byte (NVRTC writes each on a line of a file it compiles: "k<1>\n#include
 // \"x.h\"" reads x.h, a file no key holds). Before this, an option kjit did not recognise for its white space reached NVRTC,

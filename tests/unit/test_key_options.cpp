@@ -371,4 +371,26 @@ BOOST_AUTO_TEST_CASE(a_name_expression_with_a_line_break_is_an_error)
   }
 }
 
+// -Xcudafe passes options to NVRTC's front end unseen: "-Xcudafe=-I<dir>" is an include folder
+// and "-Xcudafe=--preinclude=<file>" a pre-include kjit never knew of, so an edit of the header
+// there was served the old binary. It is an OptionError (before any lookup); as the value of an
+// option before ("-I" "-Xcudafe": the folder "-Xcudafe") it is no option.
+BOOST_AUTO_TEST_CASE(front_end_options_are_an_option_error)
+{
+  const std::string d = tmp.path() + "/cudafe";
+  put(d + "/inc/h.h", "#define V 1\n");
+  put(d + "/-Xcudafe/h.h", "#define V 2\n");
+  settle();
+  InDir in(d);
+  kjit::Cache cache(config);
+  for (const std::vector<std::string>& options : std::vector<std::vector<std::string>>{
+         {"-Xcudafe=-I" + d + "/inc"}, {"-Xcudafe", "--preinclude=" + d + "/inc/h.h"}, {" -Xcudafe=-I" + d + "/inc"}}) {
+    const kjit::Program program{"k.cu", "#include \"h.h\"\n" + std::string(k_kernel), {}, options, {}};
+    BOOST_CHECK_THROW(cache.get(program, k_arch), kjit::OptionError);
+    BOOST_CHECK_THROW(kjit::compile(program, k_arch), kjit::OptionError);
+  }
+  const kjit::Program program{"k.cu", "#include <h.h>\n" + std::string(k_kernel), {}, {"-I", "-Xcudafe"}, {}};
+  BOOST_TEST(cached(cache, program) == "2");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
