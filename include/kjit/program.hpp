@@ -17,7 +17,8 @@ struct CompileOptions {
   std::string standard;                                     // "c++17" → --std=c++17; empty: NVRTC's default
   std::vector<std::pair<std::string, std::string>> defines;  // {"N", "4"} → -DN=4; {"X", ""} → -DX
   std::vector<std::string> undefines;                       // -UNAME
-  std::vector<std::string> include_dirs;                    // -IDIR, searched in order
+  std::vector<std::string> include_dirs;                    // -IDIR, searched in order (--include-path=DIR
+                                                            // for a DIR that starts with '=' or white space)
   std::vector<std::string> pre_includes;                    // --pre-include=HEADER
   bool fast_math = false;                                   // --use_fast_math
   std::optional<bool> ftz;                                  // --ftz=true|false
@@ -32,7 +33,8 @@ struct CompileOptions {
   // The options in a fixed order (std, defines, undefines, include folders, pre-includes, math,
   // registers, line info, debug, extra), one option per element (the "=" forms), so equal
   // settings give equal keys. Throws OptionError for an empty or malformed name (a define or
-  // undefine name that is not an identifier, an empty folder or header) or a negative register count.
+  // undefine name that is not an identifier, an empty folder or header, a folder or header that
+  // ends in white space, which NVRTC trims off every option) or a negative register count.
   std::vector<std::string> render() const;
 };
 

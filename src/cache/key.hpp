@@ -73,7 +73,8 @@ std::string local_places(const KeyRoots& roots, std::string text);
 std::vector<std::string> absolute_include_options(const std::vector<std::string>& options);
 
 // Options in canonical form: "-I dir" → "-I/abs/dir", "--define-macro=X" → "-DX", "-std=" →
-// "--std=", relative
+// "--std=", a short name NVRTC reads as its long one by the long one ("-ftz=true" →
+// "--ftz=true", "-Xptxas" "-v" → "--ptxas-options=-v"; key.cpp's k_long_names), relative
 // include folders made absolute and normalized. Order is kept (it matters to the compiler).
 std::vector<std::string> normalize_options(const std::vector<std::string>& options);
 

@@ -95,6 +95,10 @@ void check_options(const Program& program, const Arch& arch)
       throw OptionError("option '" + option + "' of " + program.name +
                         " is not passed on to nvJitLink -lto yet: with -dlto it would be ignored; drop one of them");
     }
+    if (option == "-optix-ir" || option == "--optix-ir") {
+      throw OptionError("option '" + option + "' of " + program.name +
+                        " asks NVRTC for OptiX IR instead of PTX and a cubin: kjit neither keeps nor loads it");
+    }
     if (is_arch_option(option)) {
       throw OptionError("option '" + option + "' of " + program.name +
                         " sets the arch; pass the arch to compile() or set KJIT_ARCH instead");

@@ -29,6 +29,7 @@ bool is_arch_option(const std::string& option);
 bool is_lto_option(const std::string& option);
 
 // Throws OptionError for an option kjit would otherwise drop silently: one that sets the arch,
+// -optix-ir (NVRTC then makes OptiX IR, no PTX and no cubin),
 // or -Xptxas/--ptxas-options for a virtual arch, where no step makes a cubin and the driver's JIT
 // takes only -maxrregcount, -lineinfo and -G (those are accepted: a PTX load passes them on).
 void check_options(const Program& program, const Arch& arch);

@@ -2,10 +2,13 @@
 #include "rtc/link_step.hpp"
 
 #include "rtc/nvjitlink_library.hpp"
+#include "rtc/nvrtc_step.hpp"
 #include "util/unique_handle.hpp"
 
 #include <kjit/cubin.hpp>
 #include <kjit/error.hpp>
+
+#include <algorithm>
 
 namespace kjit::rtc {
 
@@ -53,6 +56,18 @@ void check(nvJitLinkResult result, const char* call, nvJitLinkHandle handle, con
   const std::string log = linker_log(handle, true);
   if (result == NVJITLINK_ERROR_INTERNAL && program_at_fault(log)) {
     result = NVJITLINK_ERROR_PTX_COMPILE;
+  }
+  // ptxas refusing the -Xptxas/-maxrregcount options nvJitLink was given: the options' fault, as
+  // on the NVRTC path (nvrtc_step.cpp), not the program's.
+  if (result == NVJITLINK_ERROR_PTX_COMPILE) {
+    for (std::size_t at = 0; at < log.size();) {
+      const std::size_t end = std::min(log.find('\n', at), log.size());
+      if (ptxas_refused_options(std::string_view(log).substr(at, end - at))) {
+        result = NVJITLINK_ERROR_UNRECOGNIZED_OPTION;
+        break;
+      }
+      at = end + 1;
+    }
   }
   switch (result) {
   case NVJITLINK_ERROR_PTX_COMPILE:

@@ -1,6 +1,8 @@
 // The NVRTC step: create, compile, read outputs; every status checked.
 #include "rtc/nvrtc_step.hpp"
 
+#include "rtc/option_spelling.hpp"
+
 #include <kjit/error.hpp>
 
 #include <string_view>
@@ -40,15 +42,26 @@ bool options_rejected(const std::string& log)
   const std::size_t newline = log.rfind('\n', last);
   const std::size_t start = newline == std::string::npos ? 0 : newline + 1;
   const std::string_view line(log.data() + start, last + 1 - start);
-  if (line.rfind("ptxas fatal", 0) == 0 &&
-      (line.find(": Unknown option '") != std::string_view::npos ||
-       line.find(": Invalid value '") != std::string_view::npos)) {
+  if (ptxas_refused_options(line)) {
     return true;
   }
   return line.rfind("libnvvm : error: ", 0) == 0 && line.find(" is an unsupported option") != std::string_view::npos;
 }
 
 } // namespace
+
+bool ptxas_refused_options(std::string_view line) noexcept
+{
+  if (line.rfind("ptxas fatal", 0) != 0) {
+    return false;
+  }
+  for (const char* verdict : {": Unknown option '", ": Invalid value '", ": argument expected after '", "': expected a number"}) {
+    if (line.find(verdict) != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
 
 nvrtcResult destroy_nvrtc_program(nvrtcProgram program) noexcept
 {
@@ -81,13 +94,20 @@ UniqueProgram run_nvrtc(const Program& program, const Arch& arch, const std::vec
   for (const auto& expression : program.name_expressions) {
     check_nvrtc(api.add_name_expression(handle.get(), expression.c_str()), "nvrtcAddNameExpression", program, arch);
   }
+  if (const std::string* open = option_missing_its_value(program.options)) {
+    throw OptionError("option '" + *open + "' of " + program.name + " needs a value (the next option)");
+  }
   options = program.options;
   options.insert(options.end(), implicit.begin(), implicit.end());
-  std::vector<const char*> argv;
-  for (const auto& option : options) {
-    argv.push_back(option.c_str());
+  std::vector<std::string> all = options;
+  all.insert(all.end(), extra.begin(), extra.end());
+  if (const std::string* fatal = option_that_aborts_nvrtc(all)) {
+    throw OptionError("option '" + *fatal + "' of " + program.name +
+                      " can't be given to NVRTC: it would end the process on it (an empty or invalid value, or "
+                      "a time trace file it can't write)");
   }
-  for (const auto& option : extra) {
+  std::vector<const char*> argv;
+  for (const auto& option : all) {
     argv.push_back(option.c_str());
   }
   const nvrtcResult result = api.compile_program(handle.get(), static_cast<int>(argv.size()), argv.data());

@@ -9,6 +9,7 @@
 #include <kjit/program.hpp>
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,11 @@ void check_nvrtc(nvrtcResult result, const char* call, const Program& program, c
 // Throws CompileError (the source or its ptxas step was rejected), OptionError, ToolchainError.
 UniqueProgram run_nvrtc(const Program& program, const Arch& arch, const std::vector<std::string>& implicit,
                         const std::vector<std::string>& extra, std::vector<std::string>& options, std::string& log);
+
+// Whether a line of a compile's log is ptxas refusing its options ("ptxas fatal   : Unknown option
+// 'x'", "Invalid value 'x' for option 'y'", "argument expected after '-arch'", "'1 -v': expected a
+// number"): the options given with -Xptxas are at fault, not the program.
+bool ptxas_refused_options(std::string_view line) noexcept;
 
 enum class NvrtcOutput { ptx, cubin, ltoir };
 

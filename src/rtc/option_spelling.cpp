@@ -2,6 +2,15 @@
 // the options NVRTC acts on.
 #include "rtc/option_spelling.hpp"
 
+#include <kjit/error.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace kjit::rtc {
 
 namespace {
@@ -20,19 +29,162 @@ bool short_with_space(const std::string& option) noexcept
 }
 
 // An option whose value NVRTC takes from the next option when it is given alone ("-I" "inc"):
-// that next option is a value, trimmed, never split ("-I" "-I inc" is the folder "-I inc").
+// that next option is a value, trimmed, never split ("-I" "-I inc" is the folder "-I inc"; the
+// value of -Xptxas and -Xnvvm goes to ptxas and NVVM as it is: "-Xptxas" "-D x" is ptxas's "-D x").
 bool takes_next(const std::string& option) noexcept
 {
   return option == "-I" || option == "--include-path" || option == "-D" || option == "--define-macro" || option == "-U" ||
-         option == "--undefine-macro" || option == "-include" || option == "--pre-include";
+         option == "--undefine-macro" || option == "-include" || option == "--pre-include" || option == "-Xptxas" ||
+         option == "--ptxas-options" || option == "-Xnvvm" || option == "-Xcudafe";
+}
+
+// Options NVRTC also takes a value apart for ("-maxrregcount" "32"; measured, NVRTC 13.0).
+bool takes_value_apart(const std::string& option) noexcept
+{
+  if (takes_next(option)) {
+    return true;
+  }
+  for (const char* name : {"-arch", "--gpu-architecture", "-maxrregcount", "--maxrregcount", "-ftz", "--ftz", "-prec-div",
+                           "--prec-div", "-prec-sqrt", "--prec-sqrt", "-fmad", "--fmad", "-rdc",
+                           "--relocatable-device-code", "-dopt", "--dopt", "-Ofc", "--Ofast-compile", "-jtd",
+                           "--jump-table-density", "-split-compile", "--split-compile", "-modify-stack-limit",
+                           "--modify-stack-limit", "-device-stack-protector", "--device-stack-protector"}) {
+    if (option == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// "-I=dir", "-D=X", "-U=X": NVRTC drops the one '=' after the short flag ("-I=inc" is the folder
+// inc, "-I==inc" the folder "=inc", "-D=V=5" defines V as 5; measured, NVRTC 13.0). The long form
+// with the rest is read alike, with no '=' to drop ("--include-path==inc" is "=inc", "-I= inc" and
+// "--include-path= inc" the folder " inc"); nullptr when `option` is no such option.
+const char* long_of_short_with_equals(const std::string& option) noexcept
+{
+  if (option.size() < 3 || option[0] != '-' || option[2] != '=') {
+    return nullptr;
+  }
+  switch (option[1]) {
+  case 'I': return "--include-path=";
+  case 'D': return "--define-macro=";
+  case 'U': return "--undefine-macro=";
+  default: return nullptr;
+  }
+}
+
+std::string trimmed_of(const std::string& option)
+{
+  std::size_t begin = 0;
+  std::size_t end = option.size();
+  while (begin < end && is_space(option[begin])) {
+    ++begin;
+  }
+  while (end > begin && is_space(option[end - 1])) {
+    --end;
+  }
+  return option.substr(begin, end - begin);
+}
+
+// Options whose value NVRTC reads with std::stoi, given after '=' or apart ("-jtd" "5"), and the
+// largest value kjit passes on (-split-compile=N starts N threads: NVRTC 13.0 needed 322 MB for
+// 30000, was killed for memory at 65536 and crashed, SIGSEGV, at 2147483647).
+struct IntOption {
+  const char* name;
+  long long most;
+};
+constexpr IntOption k_int_options[] = {
+  {"-jtd", INT_MAX}, {"--jump-table-density", INT_MAX}, {"-split-compile", 1024}, {"--split-compile", 1024}};
+
+// Whether NVRTC reads `value` (trimmed) of an int option without ending the process: empty (NVRTC
+// ignores it), or an int ("-" and numbers out of int's range throw through stoi) up to `most`.
+// Other text NVRTC refuses itself ("expects an integer value"), and so does this.
+bool int_value_ok(const std::string& given, long long most)
+{
+  const std::string value = trimmed_of(given);
+  if (value.empty()) {
+    return true;
+  }
+  int number = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+  return error == std::errc{} && end == value.data() + value.size() && number <= most;
+}
+
+// Whether NVRTC can make the file of -fdevice-time-trace=`value` ("<value>.json"): it aborts the
+// process when it can't ("Program aborted due to an unhandled Error: Could not open X.json").
+// Its folder must be a folder kjit may write in, and the file, if there is one, a file it may write.
+bool time_trace_writable(const std::string& value)
+{
+  if (value.empty()) {
+    return true;  // NVRTC writes none
+  }
+  const std::string file = value + ".json";
+  const std::size_t slash = file.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(folder.c_str(), W_OK | X_OK) != 0) {
+    return false;
+  }
+  return ::stat(file.c_str(), &st) != 0 ? errno == ENOENT : S_ISREG(st.st_mode) && ::access(file.c_str(), W_OK) == 0;
 }
 
 } // namespace
 
+const std::string* option_missing_its_value(const std::vector<std::string>& options)
+{
+  const std::string* open = nullptr;
+  for (const std::string& option : options) {
+    open = open == nullptr && takes_value_apart(trimmed_of(option)) ? &option : nullptr;
+  }
+  return open;
+}
+
+const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options)
+{
+  bool value = false;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const std::string& option = options[i];
+    const std::string trimmed = trimmed_of(option);
+    const bool is_value = value;
+    value = !is_value && takes_next(trimmed);
+    if (is_value) {
+      continue;
+    }
+    for (const char* name : {"-Xptxas=", "--ptxas-options=", "-Xnvvm=", "-Xcudafe=", "-dopt=", "--dopt=", "-Ofc=",
+                             "--Ofast-compile="}) {
+      if (trimmed == name) {
+        return &option;
+      }
+    }
+    for (const char* name : {"-fdevice-time-trace=", "--fdevice-time-trace="}) {
+      const std::size_t size = std::char_traits<char>::length(name);
+      if (trimmed.compare(0, size, name) == 0 && !time_trace_writable(trimmed.substr(size))) {
+        return &option;
+      }
+    }
+    for (const IntOption& int_option : k_int_options) {
+      const std::size_t size = std::char_traits<char>::length(int_option.name);
+      if (trimmed == int_option.name) {
+        if (i + 1 < options.size() && !int_value_ok(options[i + 1], int_option.most)) {
+          return &options[i + 1];
+        }
+        ++i;  // its value
+        break;
+      }
+      if (trimmed.compare(0, size, int_option.name) == 0 && trimmed.size() > size && trimmed[size] == '=' &&
+                 !int_value_ok(trimmed.substr(size + 1), int_option.most)) {
+        return &option;
+      }
+    }
+  }
+  return nullptr;
+}
+
 bool spelled_otherwise(const std::vector<std::string>& options) noexcept
 {
   for (const std::string& option : options) {
-    if (!option.empty() && (is_space(option.front()) || is_space(option.back()) || short_with_space(option))) {
+    if (!option.empty() && (is_space(option.front()) || is_space(option.back()) || short_with_space(option) ||
+                            long_of_short_with_equals(option) != nullptr)) {
       return true;
     }
   }
@@ -45,15 +197,7 @@ std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
   out.reserve(options.size());
   bool value = false;  // the option before takes this one as its value
   for (const std::string& option : options) {
-    std::size_t begin = 0;
-    std::size_t end = option.size();
-    while (begin < end && is_space(option[begin])) {
-      ++begin;
-    }
-    while (end > begin && is_space(option[end - 1])) {
-      --end;
-    }
-    std::string trimmed = option.substr(begin, end - begin);
+    std::string trimmed = trimmed_of(option);
     const bool is_value = value;
     value = !is_value && takes_next(trimmed);
     if (!is_value && short_with_space(trimmed)) {
@@ -65,6 +209,8 @@ std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
         out.push_back(trimmed.substr(0, 2));
         out.push_back(trimmed.substr(at));
       }
+    } else if (const char* long_form = is_value ? nullptr : long_of_short_with_equals(trimmed)) {
+      out.push_back(long_form + trimmed.substr(3));
     } else {
       out.push_back(std::move(trimmed));
     }
@@ -74,6 +220,33 @@ std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
 
 const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& storage)
 {
+  for (const std::string& option : program.options) {
+    if (option.find('\0') != std::string::npos) {
+      std::string shown = option;
+      std::replace(shown.begin(), shown.end(), '\0', '?');
+      throw OptionError("option '" + shown + "' of " + program.name +
+                        " contains a NUL byte (NVRTC would read only the text before it)");
+    }
+  }
+  // -Xcudafe gives NVRTC's front end options of its own ("-Xcudafe=-I<dir>", "--preinclude=<file>"):
+  // files read through them are in no key. Not as the value of an option before ("-I" "-Xcudafe").
+  bool value = false;
+  for (const std::string& option : program.options) {
+    const std::string trimmed = trimmed_of(option);
+    if (!value && (trimmed == "-Xcudafe" || trimmed.rfind("-Xcudafe=", 0) == 0)) {
+      throw OptionError("option '" + option + "' of " + program.name +
+                        " passes options to NVRTC's front end, where kjit can't see the files they make it read "
+                        "(include folders, pre-includes); use -I, -D, -include instead");
+    }
+    value = !value && takes_next(trimmed);
+  }
+  for (const std::string& expression : program.name_expressions) {
+    // NVRTC writes each on a line of a file it compiles with the program: a line break would
+    // start a line of the program's own ("#include" a file no key holds).
+    if (expression.find_first_of(std::string_view("\n\0", 2)) != std::string::npos) {
+      throw Error("a name expression of " + program.name + " contains a line break or a NUL byte");
+    }
+  }
   if (!spelled_otherwise(program.options)) {
     return program;
   }

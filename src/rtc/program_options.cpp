@@ -21,6 +21,24 @@ bool is_identifier(const std::string& name)
   return true;
 }
 
+bool is_space(char ch)
+{
+  return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\v' || ch == '\f' || ch == '\r';
+}
+
+// A folder or header name no option can give NVRTC: it trims white space off the end of every
+// option, and of a value given apart (option_spelling.hpp).
+void check_name(const std::string& name, const char* field, const char* what)
+{
+  if (name.empty()) {
+    throw OptionError(std::string("CompileOptions::") + field + ": an empty " + what);
+  }
+  if (is_space(name.back())) {
+    throw OptionError(std::string("CompileOptions::") + field + ": the " + what + " '" + name +
+                      "' ends in white space, which NVRTC trims off every option");
+  }
+}
+
 const char* boolean(bool value)
 {
   return value ? "true" : "false";
@@ -47,15 +65,13 @@ std::vector<std::string> CompileOptions::render() const
     out.push_back("-U" + name);
   }
   for (const std::string& folder : include_dirs) {
-    if (folder.empty()) {
-      throw OptionError("CompileOptions::include_dirs: an empty folder");
-    }
-    out.push_back("-I" + folder);
+    check_name(folder, "include_dirs", "folder");
+    // NVRTC reads "-I=inc" as the folder inc and "-I inc" as "-I" "inc": a folder that starts
+    // with '=' or white space is given in the long form, which takes the value as it is.
+    out.push_back((folder.front() == '=' || is_space(folder.front()) ? "--include-path=" : "-I") + folder);
   }
   for (const std::string& header : pre_includes) {
-    if (header.empty()) {
-      throw OptionError("CompileOptions::pre_includes: an empty header name");
-    }
+    check_name(header, "pre_includes", "header name");
     out.push_back("--pre-include=" + header);
   }
   if (fast_math) {

@@ -11,6 +11,10 @@
 
 #include <thread>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace {
 
 kjit::Program saxpy()
@@ -80,10 +84,15 @@ BOOST_AUTO_TEST_CASE(unknown_option_and_unsupported_arch_have_their_own_errors)
 
   // Options for ptxas and NVVM pass through NVRTC, which reports their rejection as a failed
   // compile: they were CompileErrors (and remembered by the cache as the program's).
-  for (const char* option : {"-Xptxas=-bogus", "--ptxas-options=--no-such", "-Xptxas=--maxrregcount=abc",
-                             "-Xnvvm=-bogus"}) {
+  // ptxas's other verdicts on its options ("argument expected after", "expected a number") and
+  // the same options on the nvJitLink -lto path (where they were CompileErrors) too.
+  for (const std::vector<std::string>& options : std::vector<std::vector<std::string>>{
+         {"-Xptxas=-bogus"}, {"--ptxas-options=--no-such"}, {"-Xptxas=--maxrregcount=abc"}, {"-Xnvvm=-bogus"},
+         {"-Xptxas=--maxrregcount"}, {"-Xptxas=-O1 -v"}, {"-dlto", "-Xptxas=-bogus"}, {"-dlto", "-Xptxas=--"},
+         {"-dlto", "-Xptxas=-arch"}, {"-dlto", "-Xptxas=--maxrregcount=-"}, {"-dlto", "-Xptxas=-O3,-v"}}) {
+    const std::string option = options.back();
     kjit::Program passed_on = saxpy();
-    passed_on.options = {option};
+    passed_on.options = options;
     try {
       kjit::compile(passed_on, kjit::Arch::parse("sm_90"));
       BOOST_ERROR(option << ": expected OptionError");
@@ -118,6 +127,112 @@ BOOST_AUTO_TEST_CASE(unknown_option_and_unsupported_arch_have_their_own_errors)
     BOOST_TEST(std::string(e.what()).find("sm_70") != std::string::npos);
     BOOST_TEST(std::string(e.what()).find("supported") != std::string::npos);
   }
+}
+
+// NVRTC 13.0 throws std::out_of_range through nvrtcCompileProgram, which ends the process
+// (std::terminate), for these options with nothing after their '=' (as it reads them: trimmed).
+// kjit passed them on: the host application aborted. They are OptionErrors; given as the value of
+// an option before ("-I" "-Xptxas=": the folder "-Xptxas="), NVRTC reads them as values.
+BOOST_AUTO_TEST_CASE(options_that_abort_nvrtc_are_option_errors)
+{
+  for (const char* option : {"-Xptxas=", "--ptxas-options=", "-Xnvvm=", "-Xcudafe=", "-dopt=", "--dopt=", "-Ofc=",
+                             "--Ofast-compile=", "-Xptxas= ", " -Ofc="}) {
+    for (const char* arch : {"sm_90", "compute_90"}) {
+      kjit::Program program = saxpy();
+      program.options = {"-DX=1", option};
+      try {
+        kjit::compile(program, kjit::Arch::parse(arch));
+        BOOST_ERROR(option << ": expected OptionError");
+      } catch (const kjit::OptionError&) {
+      } catch (const kjit::Error& e) {
+        BOOST_ERROR(option << ": " << e.what());
+      }
+    }
+  }
+  kjit::Program program = saxpy();
+  program.options = {"-I", "-Xptxas="};
+  BOOST_CHECK_NO_THROW(kjit::compile(program, kjit::Arch::parse("sm_90")));
+}
+
+// NVRTC 13.0 aborts the process ("Program aborted due to an unhandled Error: Could not open
+// X.json") when the file of -fdevice-time-trace=X can't be made (a missing folder, a file where
+// the folder should be). kjit passed the option on; it is an OptionError when X.json can't be
+// written, and compiles (writing X.json) when it can.
+BOOST_AUTO_TEST_CASE(a_time_trace_file_that_cannot_be_written_is_an_option_error)
+{
+  const std::string dir = "/tmp/kjit_time_trace_" + std::to_string(::getpid());
+  BOOST_TEST_REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  for (const std::string& option : {"-fdevice-time-trace=" + dir + "/missing/x", "--fdevice-time-trace=" + dir + "/missing/x",
+                                    std::string("-fdevice-time-trace=/proc/kjit/x")}) {
+    kjit::Program program = saxpy();
+    program.options = {option};
+    BOOST_CHECK_THROW(kjit::compile(program, kjit::Arch::parse("sm_90")), kjit::OptionError);
+  }
+  kjit::Program program = saxpy();
+  program.options = {"-fdevice-time-trace=" + dir + "/trace"};
+  BOOST_CHECK_NO_THROW(kjit::compile(program, kjit::Arch::parse("sm_90")));
+  BOOST_TEST(::unlink((dir + "/trace.json").c_str()) == 0);
+  // A file where the folder should be.
+  program.options = {"-fdevice-time-trace=" + dir + "/file/x"};
+  BOOST_TEST_REQUIRE(::close(::open((dir + "/file").c_str(), O_CREAT | O_WRONLY, 0600)) == 0);
+  BOOST_CHECK_THROW(kjit::compile(program, kjit::Arch::parse("sm_90")), kjit::OptionError);
+  ::unlink((dir + "/file").c_str());
+  ::rmdir(dir.c_str());
+}
+
+// NVRTC 13.0 reads the value of -jtd and -split-compile with std::stoi: "-" and numbers out of
+// int's range throw through nvrtcCompileProgram (std::terminate), and -split-compile=2147483647
+// is a SIGSEGV (N threads: 30000 took 322 MB, 65536 was killed for memory). kjit passed them on;
+// they are OptionErrors, given after '=' or apart. Values NVRTC takes still compile.
+BOOST_AUTO_TEST_CASE(int_option_values_that_crash_nvrtc_are_option_errors)
+{
+  for (const std::vector<std::string>& options : std::vector<std::vector<std::string>>{
+         {"-jtd=-"}, {"--jump-table-density=- "}, {"-jtd", "-"}, {"-jtd=2147483648"}, {"-jtd", "-99999999999"},
+         {"-split-compile=-"}, {"--split-compile", "4294967296"}, {"-split-compile=2147483647"}, {"-split-compile=1025"}}) {
+    kjit::Program program = saxpy();
+    program.options = options;
+    try {
+      kjit::compile(program, kjit::Arch::parse("sm_90"));
+      BOOST_ERROR(options.front() << ": expected OptionError");
+    } catch (const kjit::OptionError&) {
+    } catch (const kjit::Error& e) {
+      BOOST_ERROR(options.front() << ": " << e.what());
+    }
+  }
+  for (const std::vector<std::string>& options : std::vector<std::vector<std::string>>{
+         {"-jtd=5"}, {"-jtd", "007"}, {"--split-compile=4"}, {"-split-compile", "0"}, {"-split-compile=1024"}}) {
+    kjit::Program program = saxpy();
+    program.options = options;
+    BOOST_CHECK_NO_THROW(kjit::compile(program, kjit::Arch::parse("sm_90")));
+  }
+}
+
+// NVRTC takes the value of "-I", "-Xptxas"... given alone from the next option: as the program's
+// last option, that was kjit's own "-arch=compute_90", so NVRTC compiled for its default arch
+// (sm_75 PTX, __CUDA_ARCH__ 750) and kjit::compile returned it as compute_90; other such options
+// failed as a ToolchainError ("bad cubin") or a CompileError. An option missing its value is an
+// OptionError.
+BOOST_AUTO_TEST_CASE(an_option_missing_its_value_is_an_option_error)
+{
+  for (const std::vector<std::string>& options : std::vector<std::vector<std::string>>{
+         {"-I"}, {"--include-path"}, {"-DX=1", "-D"}, {"-Xptxas"}, {"--ptxas-options"}, {"-Xnvvm"}, {"-Xcudafe"},
+         {"-include"}, {"-maxrregcount"}, {"-ftz"}, {"-Ofc"}, {" -I "}}) {
+    for (const char* arch : {"sm_90", "compute_90"}) {
+      kjit::Program program = saxpy();
+      program.options = options;
+      try {
+        const kjit::Binary binary = kjit::compile(program, kjit::Arch::parse(arch));
+        BOOST_ERROR(options.back() << " (" << arch << "): no error, " << binary.ptx.substr(binary.ptx.find(".target"), 14));
+      } catch (const kjit::OptionError&) {
+      } catch (const kjit::Error& e) {
+        BOOST_ERROR(options.back() << " (" << arch << "): " << e.what());
+      }
+    }
+  }
+  kjit::Program program = saxpy();
+  program.options = {"-I", "-I"};  // the folder "-I", then nothing open
+  program.options.push_back("-DX=1");
+  BOOST_CHECK_NO_THROW(kjit::compile(program, kjit::Arch::parse("compute_90")));
 }
 
 BOOST_AUTO_TEST_CASE(name_expressions_give_mangled_names)

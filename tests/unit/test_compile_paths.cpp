@@ -152,6 +152,18 @@ BOOST_AUTO_TEST_CASE(ptxas_options_for_a_virtual_arch_are_an_option_error)
   }
 }
 
+// -optix-ir makes NVRTC produce OptiX IR instead of PTX and cubin, which kjit neither keeps nor
+// loads: a compile for a virtual arch returned (and the cache stored) a binary with no PTX and no
+// cubin, and one for a real arch failed as a ToolchainError ("NVRTC produced a bad cubin").
+BOOST_AUTO_TEST_CASE(optix_ir_is_an_option_error)
+{
+  for (const char* option : {"-optix-ir", "--optix-ir"}) {
+    for (const char* arch : {"sm_80", "compute_80"}) {
+      BOOST_CHECK_THROW(kjit::compile({"heavy.cu", k_heavy, {}, {option}, {}}, kjit::Arch::parse(arch)), kjit::OptionError);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(too_much_shared_memory_is_a_compile_error_with_the_message)
 {
   const kjit::Arch arch = kjit::Arch::parse("sm_80");

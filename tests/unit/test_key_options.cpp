@@ -206,4 +206,191 @@ BOOST_AUTO_TEST_CASE(a_pre_include_named_as_an_in_memory_header_is_the_in_memory
   }
 }
 
+// NVRTC reads "-D=X", "-U=X" and "-I=X" as "-DX", "-UX" and "-IX": one '=' after the short flag is
+// dropped ("-I==inc" is the folder "=inc"; measured, NVRTC 13.0). kjit refused "-D=V=5" (an
+// OptionError: "names no macro") and keyed "-I=inc" by the folder "=inc" (another key than
+// "-Iinc", whose binary is the same).
+BOOST_AUTO_TEST_CASE(a_short_option_with_an_equals_sign_is_read_as_nvrtc_reads_it)
+{
+  const std::string d = tmp.path() + "/equals";
+  put(d + "/inc/x.h", "#define V 1\n");
+  put(d + "/=inc/x.h", "#define V 2\n");
+  settle();
+  InDir in(d);
+  const std::string include = "#include <x.h>\n" + std::string(k_kernel);
+  const std::string maybe = "#ifndef V\n#define V 9\n#endif\n" + std::string(k_kernel);
+  struct Case {
+    std::vector<std::string> options;
+    std::string source;
+    std::vector<std::string> same_as;
+    std::string value;
+  };
+  int n = 0;
+  for (const Case& c : std::vector<Case>{{{"-D=V=5"}, k_kernel, {"-DV=5"}, "5"},
+                                         {{"-D=V"}, k_kernel, {"-DV"}, "1"},
+                                         {{"-DV=5", "-U=V"}, maybe, {"-DV=5", "-UV"}, "9"},
+                                         {{"-I=inc"}, include, {"-Iinc"}, "1"},
+                                         {{"-I==inc"}, include, {"-I", "=inc"}, "2"}}) {
+    config.cache_dir = tmp.path() + "/cache" + std::to_string(++n);
+    kjit::Cache cache(config);
+    const kjit::Program program{"k.cu", c.source, {}, c.options, {}};
+    const kjit::Program same{"k.cu", c.source, {}, c.same_as, {}};
+    BOOST_TEST(plain(config, program) == c.value);
+    BOOST_TEST(cached(cache, program) == c.value);
+    BOOST_TEST(cached(cache, same) == c.value);
+    try {
+      BOOST_TEST(cache.prepare(program, k_arch).key() == cache.prepare(same, k_arch).key());
+    } catch (const kjit::Error& e) {
+      BOOST_TEST(e.what() == "no error");
+    }
+  }
+}
+
+// A value given apart after -Xptxas (or --ptxas-options, -Xnvvm) goes to ptxas (NVVM) as it is:
+// "-Xptxas" "-D x" is ptxas's option "-D x" (ptxas: Unknown option 'D x'). kjit split it like an
+// option "-D x", and NVRTC was given "-Xptxas" "-D" "x": another error ("unrecognized option x").
+BOOST_AUTO_TEST_CASE(a_value_after_xptxas_is_not_split)
+{
+  const kjit::Arch real = kjit::Arch::parse("sm_80");
+  for (const char* flag : {"-Xptxas", "--ptxas-options"}) {
+    const kjit::Program program{"k.cu", "extern \"C\" __global__ void k(int* o) { *o = 1; }\n", {}, {flag, "-D x"}, {}};
+    try {
+      kjit::rtc::compile(config, program, real);
+      BOOST_TEST(false, "no error");
+    } catch (const kjit::OptionError& e) {
+      BOOST_TEST(std::string(e.what()).find("Unknown option 'D x'") != std::string::npos, e.what());
+    }
+  }
+}
+
+// Two spellings of one NVRTC option (its short and long names: NVRTC's messages name them as one,
+// "--ftz (-ftz)", and the binaries are the same byte for byte) are one key: a compile less. Other
+// values stay other keys.
+BOOST_AUTO_TEST_CASE(short_and_long_spellings_of_one_option_share_a_key)
+{
+  const kjit::Arch real = kjit::Arch::parse("sm_80");
+  kjit::Cache cache(config);
+  const kjit::Program base{"k.cu", "extern \"C\" __global__ void k(float* o) { *o = *o / 3.0f; }\n", {}, {}, {}};
+  const auto key = [&](const std::vector<std::string>& options) {
+    kjit::Program program = base;
+    program.options = options;
+    return cache.prepare(program, real).key();
+  };
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> same{
+    {{"-ftz=true"}, {"--ftz=true"}},
+    {{"-prec-div=false"}, {"--prec-div=false"}},
+    {{"-prec-sqrt=false"}, {"--prec-sqrt=false"}},
+    {{"-fmad=false"}, {"--fmad=false"}},
+    {{"-use_fast_math"}, {"--use_fast_math"}},
+    {{"-maxrregcount=24"}, {"--maxrregcount=24"}},
+    {{"-maxrregcount", "24"}, {"--maxrregcount=24"}},
+    {{"-Xptxas=-O1"}, {"--ptxas-options=-O1"}},
+    {{"-Xptxas", "-O1"}, {"--ptxas-options=-O1"}},
+    {{"--ptxas-options", "-O1"}, {"--ptxas-options=-O1"}},
+    {{"-rdc=true"}, {"--relocatable-device-code=true"}},
+    {{"-dc"}, {"--device-c"}},
+    {{"-dw"}, {"--device-w"}},
+    {{"-ewp"}, {"--extensible-whole-program"}},
+    {{"-jtd=0"}, {"--jump-table-density=0"}},
+    {{"-modify-stack-limit=false"}, {"--modify-stack-limit=false"}},
+    {{"-device-stack-protector=true"}, {"--device-stack-protector=true"}},
+    {{"-default-device"}, {"--device-as-default-execution-space"}},
+    {{"-restrict"}, {"--restrict"}},
+    {{"-w"}, {"--disable-warnings"}},
+    {{"-Ofc=max"}, {"--Ofast-compile=max"}},
+    {{"-extra-device-vectorization"}, {"--extra-device-vectorization"}},
+    {{"-device-int128"}, {"--device-int128"}},
+    {{"-no-source-include"}, {"--no-source-include"}},
+    {{"-dlto"}, {"--dlink-time-opt"}},
+  };
+  for (const auto& [one, two] : same) {
+    BOOST_TEST(key(one) == key(two), one.front() + " and " + two.front());
+  }
+  BOOST_TEST(key({"-ftz=true"}) != key({"-ftz=false"}));
+  BOOST_TEST(key({"-maxrregcount=24"}) != key({"--maxrregcount=32"}));
+  BOOST_TEST(key({"-Xptxas=-O1"}) != key({"-Xptxas=-O2"}));
+  BOOST_TEST(key({"-w"}) != key({"-use_fast_math"}));
+  // The spellings' binaries are the same (the measurement the shared key rests on).
+  for (const auto& [one, two] : std::vector<std::pair<std::string, std::string>>{
+         {"-ftz=true", "--ftz=true"}, {"-prec-div=false", "--prec-div=false"}, {"-use_fast_math", "--use_fast_math"},
+         {"-maxrregcount=24", "--maxrregcount=24"}, {"-Xptxas=-O1", "--ptxas-options=-O1"}}) {
+    kjit::Program a = base;
+    a.options = {one};
+    kjit::Program b = base;
+    b.options = {two};
+    const kjit::Binary x = kjit::rtc::compile(config, a, real);
+    const kjit::Binary y = kjit::rtc::compile(config, b, real);
+    BOOST_TEST((x.ptx == y.ptx && x.cubin == y.cubin), one);
+  }
+}
+
+// NVRTC reads an option up to its first NUL byte: "-lineinfo\0" is -lineinfo to it, but not to
+// kjit, which looked the program up by its raw inputs without the working directory, and served
+// the binary made in another folder (its .file line named that folder). An option with a NUL
+// byte is an OptionError, as a source with one is refused.
+BOOST_AUTO_TEST_CASE(an_option_with_a_nul_byte_is_an_option_error)
+{
+  kjit::Cache cache(config);
+  for (const std::string& option : {std::string("-lineinfo\0", 10), std::string("-G\0x", 4), std::string("-DV=1\0", 6),
+                                    std::string("\0-DV=1", 6)}) {
+    const kjit::Program program{"k.cu", "#define V 2\n" + std::string(k_kernel), {}, {"-DW=1", option}, {}};
+    BOOST_CHECK_THROW(cache.get(program, k_arch), kjit::OptionError);
+    BOOST_CHECK_THROW(cache.prepare(program, k_arch), kjit::OptionError);
+    BOOST_CHECK_THROW(kjit::compile(program, k_arch), kjit::OptionError);
+  }
+}
+
+// NVRTC puts each name expression on a line of a file it compiles with the program
+// ("#pragma nv_mangled_name <expression>"): a line break in one starts a line of its own, and
+// "k<1>\n#include \"/abs/x.h\"" compiled x.h into the binary, a file no key held: an edit of it
+// was served the old binary. A name expression with a line break (or a NUL byte) is an error.
+BOOST_AUTO_TEST_CASE(a_name_expression_with_a_line_break_is_an_error)
+{
+  const std::string header = tmp.path() + "/injected/x.h";
+  put(header, "extern \"C\" __global__ void injected(int* o) { *o = 4242; }\n");
+  settle();
+  kjit::Cache cache(config);
+  for (const std::string& expression : {"k<1>\n#include \"" + header + "\"\n", std::string("k<1>\0x", 6)}) {
+    const kjit::Program program{"k.cu", "template <int N> __global__ void k(int* o) { *o = N; }\n", {}, {}, {expression}};
+    for (int round = 0; round < 2; ++round) {
+      try {
+        cache.get(program, k_arch);
+        BOOST_ERROR("no error");
+      } catch (const kjit::CompileError& e) {
+        BOOST_ERROR(e.what());
+      } catch (const kjit::Error&) {
+      }
+      try {
+        kjit::compile(program, k_arch);
+        BOOST_ERROR("no error");
+      } catch (const kjit::CompileError& e) {
+        BOOST_ERROR(e.what());
+      } catch (const kjit::Error&) {
+      }
+    }
+  }
+}
+
+// -Xcudafe passes options to NVRTC's front end unseen: "-Xcudafe=-I<dir>" is an include folder
+// and "-Xcudafe=--preinclude=<file>" a pre-include kjit never knew of, so an edit of the header
+// there was served the old binary. It is an OptionError (before any lookup); as the value of an
+// option before ("-I" "-Xcudafe": the folder "-Xcudafe") it is no option.
+BOOST_AUTO_TEST_CASE(front_end_options_are_an_option_error)
+{
+  const std::string d = tmp.path() + "/cudafe";
+  put(d + "/inc/h.h", "#define V 1\n");
+  put(d + "/-Xcudafe/h.h", "#define V 2\n");
+  settle();
+  InDir in(d);
+  kjit::Cache cache(config);
+  for (const std::vector<std::string>& options : std::vector<std::vector<std::string>>{
+         {"-Xcudafe=-I" + d + "/inc"}, {"-Xcudafe", "--preinclude=" + d + "/inc/h.h"}, {" -Xcudafe=-I" + d + "/inc"}}) {
+    const kjit::Program program{"k.cu", "#include \"h.h\"\n" + std::string(k_kernel), {}, options, {}};
+    BOOST_CHECK_THROW(cache.get(program, k_arch), kjit::OptionError);
+    BOOST_CHECK_THROW(kjit::compile(program, k_arch), kjit::OptionError);
+  }
+  const kjit::Program program{"k.cu", "#include <h.h>\n" + std::string(k_kernel), {}, {"-I", "-Xcudafe"}, {}};
+  BOOST_TEST(cached(cache, program) == "2");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

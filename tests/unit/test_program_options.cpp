@@ -105,4 +105,55 @@ BOOST_AUTO_TEST_CASE(from_file_keeps_the_files_folder_for_quoted_includes)
   BOOST_CHECK_THROW(kjit::Program::from_file(folder), kjit::Error);
 }
 
+// A typed include folder or pre-include is the one named: "-I" + "=inc" is "-I=inc", which NVRTC
+// reads as the folder inc, and "-I" + " inc" is "-I inc", the folder inc too. render() gave those
+// options, and the compile read inc's header instead of =inc's or " inc"'s. A name ending in white
+// space (NVRTC trims every option's ends) is an OptionError: no option names it.
+BOOST_AUTO_TEST_CASE(typed_include_folders_and_pre_includes_are_the_ones_named)
+{
+  const std::string d = tmp.path() + "/typed";
+  put(d + "/inc/x.h", "#define V 1\n");
+  put(d + "/=inc/x.h", "#define V 2\n");
+  put(d + "/ inc/x.h", "#define V 3\n");
+  put(d + "/p.h", "#define V 4\n");
+  put(d + "/=p.h", "#define V 5\n");
+  put(d + "/ p.h", "#define V 6\n");
+  settle();
+  InDir in(d);
+  const auto value_of = [](const std::string& ptx) {
+    const char* marker = "mov.u32 \t%r1, ";
+    const auto at = ptx.find(marker);
+    return at == std::string::npos ? std::string("?") : ptx.substr(at + 14, ptx.find(';', at) - at - 14);
+  };
+  const kjit::Arch arch = kjit::Arch::parse("compute_80");
+  const std::string kernel = "extern \"C\" __global__ void k(int* o) { *o = V; }\n";
+  kjit::Cache cache(config);
+  for (const auto& [folder, value] : std::vector<std::pair<std::string, std::string>>{
+         {"inc", "1"}, {"=inc", "2"}, {" inc", "3"}}) {
+    kjit::CompileOptions typed;
+    typed.include_dirs = {folder};
+    const kjit::Program program = kjit::Program::from_source("k.cu", "#include <x.h>\n" + kernel).with(typed);
+    BOOST_TEST(value_of(kjit::compile(program, arch).ptx) == value, folder);
+    BOOST_TEST(value_of(cache.get(program, arch)->ptx) == value, folder);
+  }
+  for (const auto& [header, value] : std::vector<std::pair<std::string, std::string>>{
+         {"p.h", "4"}, {"=p.h", "5"}, {" p.h", "6"}}) {
+    kjit::CompileOptions typed;
+    typed.pre_includes = {header};
+    const kjit::Program program = kjit::Program::from_source("k.cu", kernel).with(typed);
+    BOOST_TEST(value_of(kjit::compile(program, arch).ptx) == value, header);
+    BOOST_TEST(value_of(cache.get(program, arch)->ptx) == value, header);
+  }
+  kjit::CompileOptions o;
+  for (const char* name : {"inc ", "inc\t", " "}) {
+    o.include_dirs = {name};
+    BOOST_CHECK_THROW(o.render(), kjit::OptionError);
+  }
+  o.include_dirs.clear();
+  for (const char* name : {"p.h ", "p.h\n", "\t"}) {
+    o.pre_includes = {name};
+    BOOST_CHECK_THROW(o.render(), kjit::OptionError);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
