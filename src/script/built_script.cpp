@@ -24,6 +24,7 @@ void BuiltScript::State::reload_table()
   }
   table = script::load_table(*store, record.hash).value_or(script::TableRecord{});
   table_usable = !table.entries.empty() && table.fingerprint.accepts(fingerprint());
+  check_rows();
 }
 
 const DispatchEntry* BuiltScript::State::find(const std::vector<std::uint64_t>& key) const
@@ -36,16 +37,42 @@ const DispatchEntry* BuiltScript::State::find(const std::vector<std::uint64_t>& 
   if (it == table.entries.end() || it->key != key) {
     return nullptr;
   }
-  // A row made when another schedule built (the hash covers neither the headers found on the
-  // include path nor the toolkit): never served, the key is tuned again.
-  const bool servable = it->choice < record.schedules.size() && record.schedules[it->choice].built;
-  return servable ? &*it : nullptr;
+  return servable[static_cast<std::size_t>(it - table.entries.begin())] ? &*it : nullptr;
+}
+
+void BuiltScript::State::check_rows()
+{
+  // A row made when other schedules built (the hash covers neither the headers found on the
+  // include path nor the toolkit) is never served, the key is tuned again: one whose choice did not
+  // build this time, or one chosen among fewer schedules than built now (e.g. "single" when only
+  // one built): a schedule it never measured may be the better one. Given rows serve as given.
+  std::size_t built_now = 0;
+  for (const auto& schedule : record.schedules) {
+    built_now += schedule.built ? 1 : 0;
+  }
+  servable.assign(table.entries.size(), 0);
+  std::vector<std::size_t> seen_by(record.schedules.size(), 0);  // the last row (i + 1) that measured it
+  for (std::size_t i = 0; i < table.entries.size(); ++i) {
+    const DispatchEntry& row = table.entries[i];
+    if (row.choice >= record.schedules.size() || !record.schedules[row.choice].built) {
+      continue;
+    }
+    std::size_t measured_built = 0;
+    for (const auto& [index, value] : row.measured) {
+      if (index < seen_by.size() && record.schedules[index].built && seen_by[index] != i + 1) {
+        seen_by[index] = i + 1;
+        ++measured_built;
+      }
+    }
+    servable[i] = row.how == "given" || measured_built == built_now;
+  }
 }
 
 void BuiltScript::State::save_table()
 {
   std::sort(table.entries.begin(), table.entries.end(),
             [](const DispatchEntry& a, const DispatchEntry& b) { return a.key < b.key; });
+  check_rows();
   table_usable = true;
   if (store) {
     script::save_table(*store, record.hash, table);

@@ -29,12 +29,16 @@ struct BuiltScript::State {
   std::optional<Fingerprint> current;  // the fingerprint tables are matched under, made on first need
   script::TableRecord table;           // the table as last read or written
   bool table_usable = false;           // its fingerprint accepts `current`
+  std::vector<char> servable;          // per row of `table`: check_rows() found it may be served
 
   // The fingerprint to match and make tables under. Caller holds `mutex`.
   const Fingerprint& fingerprint();
   // Reads the stored table; usable if its fingerprint accepts this process's. Caller holds `mutex`.
   void reload_table();
-  // The table row for `key`, if the usable table has one. Caller holds `mutex`.
+  // Marks the rows of `table` that may be served (see find()). Caller holds `mutex`.
+  void check_rows();
+  // The table row for `key`, if the usable table has one and it may be served: its choice built
+  // this time and, unless given, it measured every schedule that built. Caller holds `mutex`.
   const DispatchEntry* find(const std::vector<std::uint64_t>& key) const;
   // Stores the table (one transaction) and rewrites the mirror. Caller holds `mutex`.
   void save_table();

@@ -216,4 +216,42 @@ BOOST_AUTO_TEST_CASE(a_stored_row_naming_a_schedule_that_no_longer_builds_is_tun
   BOOST_TEST(table[0].choice == 1u);
 }
 
+// A row chosen when fewer schedules built (a header on the include path, outside the script
+// hash, broke them) must not be served once more build: here only BLOCK 32 built, the row was
+// "single"; the header fixed, the cost model prefers BLOCK 128.
+BOOST_AUTO_TEST_CASE(a_row_chosen_among_fewer_schedules_than_now_build_is_tuned_again)
+{
+  const std::string include = tmp.path() + "/include";
+  kjit::test::put(include + "/limits.cuh", "#define BLOCK_LIMIT 40\n");
+  kjit::Script script = macro_script();
+  script.source = "#include \"limits.cuh\"\nstatic_assert(BLOCK < BLOCK_LIMIT, \"too large\");\n" + script.source;
+  script.options = {"-I" + include};
+  kjit::TuningOptions tuning;
+  tuning.cost = [](const kjit::ScheduleInfo& schedule, const std::vector<std::uint64_t>&) {
+    return 10.0 - double(schedule.index);
+  };
+  std::string hash;
+  {
+    kjit::Cache cache(config);
+    kjit::BuiltScript built = script.build(cache, test_batch());
+    hash = built.hash();
+    BOOST_TEST_REQUIRE(built.schedules()[0].built);
+    BOOST_TEST_REQUIRE(!built.schedules()[2].built);
+    built.set_tuning(tuning);
+    BOOST_TEST(built.choose({500}) == 0u);
+    BOOST_TEST(built.table().at(0).how == "single");
+  }
+  kjit::test::settle();
+  kjit::test::put(include + "/limits.cuh", "#define BLOCK_LIMIT 1024\n");
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = script.build(cache, test_batch());
+  BOOST_TEST_REQUIRE(built.hash() == hash);
+  BOOST_TEST_REQUIRE(built.schedules()[2].built);
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({500}) == 2u);
+  const auto table = built.table();
+  BOOST_TEST_REQUIRE(table.size() == 1u);
+  BOOST_TEST(table[0].how == "cost");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
