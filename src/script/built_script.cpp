@@ -42,36 +42,22 @@ const DispatchEntry* BuiltScript::State::find(const std::vector<std::uint64_t>& 
 
 void BuiltScript::State::check_rows()
 {
-  // A row made when other schedules built (the hash covers neither the headers found on the
-  // include path nor the toolkit) is never served, the key is tuned again: one whose choice did not
-  // build this time, or one chosen among fewer schedules than built now (e.g. "single" when only
-  // one built): a schedule it never measured may be the better one. Given rows serve as given.
-  std::size_t built_now = 0;
-  for (const auto& schedule : record.schedules) {
-    built_now += schedule.built ? 1 : 0;
-  }
+  // A row made when the schedules built other programs (the hash covers neither the headers
+  // found on the include path nor the toolkit) is never served, the key is tuned again: one whose
+  // choice did not build this time, or one chosen among other programs (a header edit, a schedule
+  // that failed then and builds now: a "single" row): it measured binaries that are not these.
   servable.assign(table.entries.size(), 0);
-  std::vector<std::size_t> seen_by(record.schedules.size(), 0);  // the last row (i + 1) that measured it
   for (std::size_t i = 0; i < table.entries.size(); ++i) {
-    const DispatchEntry& row = table.entries[i];
-    if (row.choice >= record.schedules.size() || !record.schedules[row.choice].built) {
-      continue;
-    }
-    std::size_t measured_built = 0;
-    for (const auto& [index, value] : row.measured) {
-      if (index < seen_by.size() && record.schedules[index].built && seen_by[index] != i + 1) {
-        seen_by[index] = i + 1;
-        ++measured_built;
-      }
-    }
-    servable[i] = row.how == "given" || measured_built == built_now;
+    const script::TableRow& row = table.entries[i];
+    const bool choice_built = row.choice < record.schedules.size() && record.schedules[row.choice].built;
+    servable[i] = choice_built && (row.how == "given" || row.programs == programs_digest);
   }
 }
 
 void BuiltScript::State::save_table()
 {
   std::sort(table.entries.begin(), table.entries.end(),
-            [](const DispatchEntry& a, const DispatchEntry& b) { return a.key < b.key; });
+            [](const script::TableRow& a, const script::TableRow& b) { return a.key < b.key; });
   check_rows();
   table_usable = true;
   if (store) {
@@ -179,7 +165,7 @@ void BuiltScript::set_table(const std::vector<DispatchEntry>& entries, const Fin
     }
     s.built(entry.choice);
     entry.how = "given";
-    table.entries.push_back(std::move(entry));
+    table.entries.push_back({std::move(entry), ""});
   }
   std::lock_guard lock(s.mutex);
   s.table = std::move(table);
@@ -191,7 +177,7 @@ std::vector<DispatchEntry> BuiltScript::table() const
 {
   std::lock_guard lock(m_state->mutex);
   m_state->reload_table();
-  return m_state->table.entries;
+  return m_state->table.rows();
 }
 
 Fingerprint BuiltScript::table_fingerprint() const

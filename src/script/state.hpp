@@ -23,6 +23,7 @@ struct BuiltScript::State {
   script::ScriptRecord record;
   std::vector<Program> programs;                          // one per schedule
   std::vector<std::shared_ptr<const Binary>> binaries;    // null for a failed schedule
+  std::string programs_digest;  // script::programs_digest(record.schedules): a row chosen now
 
   std::mutex mutex;  // guards everything below
   TuningOptions tuning;
@@ -38,7 +39,7 @@ struct BuiltScript::State {
   // Marks the rows of `table` that may be served (see find()). Caller holds `mutex`.
   void check_rows();
   // The table row for `key`, if the usable table has one and it may be served: its choice built
-  // this time and, unless given, it measured every schedule that built. Caller holds `mutex`.
+  // this time and, unless given, it was chosen among this build's programs. Caller holds `mutex`.
   const DispatchEntry* find(const std::vector<std::uint64_t>& key) const;
   // Stores the table (one transaction) and rewrites the mirror. Caller holds `mutex`.
   void save_table();

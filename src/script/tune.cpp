@@ -84,8 +84,8 @@ DispatchEntry BuiltScript::State::tune(const std::vector<std::uint64_t>& key)
     table.fingerprint = fingerprint();
   }
   // A row for the key that find() did not serve (its schedule no longer builds) is replaced.
-  std::erase_if(table.entries, [&](const DispatchEntry& row) { return row.key == key; });
-  table.entries.push_back(entry);
+  std::erase_if(table.entries, [&](const script::TableRow& row) { return row.key == key; });
+  table.entries.push_back({entry, programs_digest});
   save_table();
   return entry;
 }

@@ -254,4 +254,58 @@ BOOST_AUTO_TEST_CASE(a_row_chosen_among_fewer_schedules_than_now_build_is_tuned_
   BOOST_TEST(table[0].how == "cost");
 }
 
+
+// The script hash leaves out headers found on the include path: a header edit makes other
+// programs under the same hash, every schedule still building. A row timed on the old programs
+// is not served for the new ones; the key is timed again. (Before, the old row served.)
+BOOST_AUTO_TEST_CASE(a_row_chosen_for_other_programs_of_the_schedules_is_tuned_again)
+{
+  const std::string include = tmp.path() + "/include";
+  kjit::test::put(include + "/scale.cuh", "#define SCALE 1\n");
+  kjit::Script script = macro_script();
+  script.source = "#include \"scale.cuh\"\n" + script.source;
+  script.source.replace(script.source.find("= BLOCK;"), 8, "= BLOCK * SCALE;");
+  script.options = {"-I" + include};
+  std::size_t fastest = 0;  // what the timer measures, as the programs of this build run
+  int runs = 0;
+  kjit::TuningOptions tuning;
+  tuning.warmup = 0;
+  tuning.repeat = 1;
+  tuning.timer = [&](const kjit::TimingRun& run) {
+    ++runs;
+    return run.schedule.index == fastest ? 1.0 : 2.0;
+  };
+  std::string hash;
+  std::vector<std::string> keys;
+  {
+    kjit::Cache cache(config);
+    kjit::BuiltScript built = script.build(cache, test_batch());
+    hash = built.hash();
+    for (const auto& s : built.schedules()) {
+      keys.push_back(s.program_key);
+    }
+    built.set_tuning(tuning);
+    BOOST_TEST(built.choose({500}) == 0u);
+  }
+  kjit::test::settle();
+  kjit::test::put(include + "/scale.cuh", "#define SCALE 3\n");  // other programs: schedule 2 is fastest now
+  fastest = 2;
+  runs = 0;
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = script.build(cache, test_batch());
+  BOOST_TEST_REQUIRE(built.hash() == hash);
+  for (const auto& s : built.schedules()) {
+    BOOST_TEST_REQUIRE(s.built);
+    BOOST_TEST(s.program_key != keys[s.index]);
+  }
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({500}) == 2u);
+  BOOST_TEST(runs == 3);
+  const auto table = built.table();
+  BOOST_TEST_REQUIRE(table.size() == 1u);  // the row replaced
+  BOOST_TEST(table[0].choice == 2u);
+  BOOST_TEST(built.choose({510}) == 2u);   // and served from then on
+  BOOST_TEST(runs == 3);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
