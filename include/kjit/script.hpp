@@ -173,7 +173,8 @@ public:
                          const std::string& kernel_name = {});
 
   // Replaces the table with `entries` (their keys are tuning keys; each choice a built schedule),
-  // saved under `fingerprint` (use "*" fields to make it valid everywhere). Throws ScriptError.
+  // saved under `fingerprint` (use "*" fields to make it valid everywhere), under the script's
+  // cross-process lock (not while another process tunes it). Throws ScriptError.
   void set_table(const std::vector<DispatchEntry>& entries, const Fingerprint& fingerprint);
   // The stored table and the fingerprint it was made under (empty when none is stored).
   std::vector<DispatchEntry> table() const;

@@ -3,6 +3,7 @@
 #include "script/script_store.hpp"
 #include "script/state.hpp"
 
+#include "cache/compile_lock.hpp"
 #include "config/log.hpp"
 
 #include <algorithm>
@@ -168,6 +169,11 @@ void BuiltScript::set_table(const std::vector<DispatchEntry>& entries, const Fin
     table.entries.push_back({std::move(entry), ""});
   }
   std::lock_guard lock(s.mutex);
+  // Not while another process tunes the script: its row would be written over the given table.
+  std::optional<cache::CompileLock> tuning_lock;
+  if (s.store) {
+    tuning_lock.emplace(s.store->io_path(), s.table_lock_key(), s.tuning.lock_timeout_s);
+  }
   s.table = std::move(table);
   s.save_table();
   s.table_usable = s.table.fingerprint.accepts(s.fingerprint());

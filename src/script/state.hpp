@@ -5,6 +5,7 @@
 
 #include "script/record.hpp"
 #include "store/store.hpp"
+#include "util/hash.hpp"
 
 #include <memory>
 #include <mutex>
@@ -43,6 +44,9 @@ struct BuiltScript::State {
   const DispatchEntry* find(const std::vector<std::uint64_t>& key) const;
   // Stores the table (one transaction) and rewrites the mirror. Caller holds `mutex`.
   void save_table();
+  // The key of the script's cross-process lock (a byte of store/compile.lock), taken to tune a key
+  // and to set a table.
+  util::Sha256 table_lock_key() const;
   // tune.cpp: chooses a schedule for `key` with the tuning options. Caller holds `mutex`.
   DispatchEntry tune(const std::vector<std::uint64_t>& key);
   // The built schedule `index`, or ScriptError.

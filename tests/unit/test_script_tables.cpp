@@ -308,4 +308,40 @@ BOOST_AUTO_TEST_CASE(a_row_chosen_for_other_programs_of_the_schedules_is_tuned_a
   BOOST_TEST(runs == 3);
 }
 
+// Rows stored by another tuner while this one measured (its lock wait ran out: here a second
+// BuiltScript of the script sets a table from inside the cost function) are kept: the tuner reads
+// the table again before it adds its row. (Before, it wrote the table it had read before measuring,
+// and the given rows were lost.)
+BOOST_AUTO_TEST_CASE(rows_stored_while_a_key_was_tuned_are_kept)
+{
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  kjit::BuiltScript other = macro_script().build(cache, test_batch());  // its own state, as another process's
+  const kjit::Fingerprint here = kjit::current_fingerprint(built.arch());
+  kjit::TuningOptions quick;
+  quick.lock_timeout_s = 0;  // the tuner holds the lock: set_table waits for nothing
+  other.set_tuning(quick);
+  bool set = false;
+  kjit::TuningOptions tuning;
+  tuning.cost = [&](const kjit::ScheduleInfo& s, const std::vector<std::uint64_t>&) {
+    if (!set) {
+      set = true;
+      other.set_table({{{64}, 2, "", {}}, {{128}, 1, "", {}}}, here);
+    }
+    return double(s.index);
+  };
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({1000}) == 0u);
+  BOOST_TEST_REQUIRE(set);
+  const auto table = built.table();
+  BOOST_TEST_REQUIRE(table.size() == 3u);
+  BOOST_TEST(table[0].key == std::vector<std::uint64_t>{64});
+  BOOST_TEST(table[0].how == "given");
+  BOOST_TEST(table[1].key == std::vector<std::uint64_t>{128});
+  BOOST_TEST(table[2].key == std::vector<std::uint64_t>{1024});
+  BOOST_TEST(table[2].how == "cost");
+  BOOST_TEST(other.choose({64}) == 2u);
+  BOOST_TEST(built.choose({128}) == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
