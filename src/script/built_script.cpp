@@ -20,10 +20,12 @@ const Fingerprint& BuiltScript::State::fingerprint()
 
 void BuiltScript::State::reload_table()
 {
-  if (!store) {
-    return;  // memory only: `table` is all there is
+  // Without a store, or once read from one this process can't write (its rows are never stored):
+  // `table` in memory is all there is, and reading the store again would drop the rows made here.
+  if (store && !(table_read && !store->writable())) {
+    table = script::load_table(*store, record.hash).value_or(script::TableRecord{});
+    table_read = true;
   }
-  table = script::load_table(*store, record.hash).value_or(script::TableRecord{});
   table_usable = !table.entries.empty() && table.fingerprint.accepts(fingerprint());
   check_rows();
 }

@@ -30,12 +30,14 @@ struct BuiltScript::State {
   TuningOptions tuning;
   std::optional<Fingerprint> current;  // the fingerprint tables are matched under, made on first need
   script::TableRecord table;           // the table as last read or written
+  bool table_read = false;             // read from the store once
   bool table_usable = false;           // its fingerprint accepts `current`
   std::vector<char> servable;          // per row of `table`: check_rows() found it may be served
 
   // The fingerprint to match and make tables under. Caller holds `mutex`.
   const Fingerprint& fingerprint();
-  // Reads the stored table; usable if its fingerprint accepts this process's. Caller holds `mutex`.
+  // Reads the stored table (once only from a store this process can't write: the rows tuned here
+  // live in memory); usable if its fingerprint accepts this process's. Caller holds `mutex`.
   void reload_table();
   // Marks the rows of `table` that may be served (see find()). Caller holds `mutex`.
   void check_rows();
