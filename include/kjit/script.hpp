@@ -107,7 +107,8 @@ struct TuningOptions {
   unsigned repeat = 5;
   // The fingerprint tables are made and matched under; empty kjit_version: current_fingerprint().
   Fingerprint fingerprint;
-  // How long to wait for another process tuning the same script before tuning anyway.
+  // How long to wait for another process tuning the same script before tuning anyway: 0 to 86400
+  // seconds (set_tuning throws ScriptError otherwise).
   double lock_timeout_s = 600;
 };
 
@@ -156,6 +157,7 @@ public:
   // expression otherwise). Throws ScriptError, CudaError.
   Kernel kernel(std::size_t index, const Context& context, const std::string& kernel_name = {}) const;
 
+  // Throws ScriptError for a lock_timeout_s that is not 0 to 86400 seconds.
   void set_tuning(const TuningOptions& options);
   // The schedule for these sizes (one per size name): from the table, else from the table as
   // another process may have stored it, else tuned under a cross-process lock (one process tunes
@@ -172,7 +174,7 @@ public:
   Kernel dispatch_kernel(const Context& context, const std::vector<std::uint64_t>& sizes,
                          const std::string& kernel_name = {});
 
-  // Replaces the table with `entries` (their keys are tuning keys; each choice a built schedule),
+  // Replaces the table with `entries` (their keys are tuning keys, one row each; each choice a built schedule),
   // saved under `fingerprint` (use "*" fields to make it valid everywhere), under the script's
   // cross-process lock (not while another process tunes it). Throws ScriptError.
   void set_table(const std::vector<DispatchEntry>& entries, const Fingerprint& fingerprint);

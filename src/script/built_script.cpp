@@ -111,6 +111,11 @@ Kernel BuiltScript::kernel(std::size_t index, const Context& context, const std:
 
 void BuiltScript::set_tuning(const TuningOptions& options)
 {
+  // As KJIT_COMPILE_LOCK_TIMEOUT, but 0 (don't wait) is allowed; NaN would wait for ever.
+  if (!(options.lock_timeout_s >= 0 && options.lock_timeout_s <= 86400)) {
+    throw ScriptError("script '" + m_state->record.name + "': lock_timeout_s " + std::to_string(options.lock_timeout_s) +
+                      " is not a number of seconds from 0 to 86400 (a day)");
+  }
   std::lock_guard lock(m_state->mutex);
   m_state->tuning = options;
   m_state->current.reset();
@@ -169,6 +174,14 @@ void BuiltScript::set_table(const std::vector<DispatchEntry>& entries, const Fin
     s.built(entry.choice);
     entry.how = "given";
     table.entries.push_back({std::move(entry), ""});
+  }
+  std::sort(table.entries.begin(), table.entries.end(),
+            [](const script::TableRow& a, const script::TableRow& b) { return a.key < b.key; });
+  const auto twice = std::adjacent_find(table.entries.begin(), table.entries.end(),
+                                        [](const script::TableRow& a, const script::TableRow& b) { return a.key == b.key; });
+  if (twice != table.entries.end()) {
+    throw ScriptError("a table of script '" + s.record.name + "' has two rows for " +
+                      script::key_folder(s.record.size_names, twice->key));
   }
   std::lock_guard lock(s.mutex);
   // Not while another process tunes the script: its row would be written over the given table.

@@ -6,6 +6,7 @@
 
 #include <kjit/script.hpp>
 
+#include <cmath>
 #include <set>
 
 using kjit::test::CacheFixture;
@@ -222,7 +223,16 @@ BOOST_AUTO_TEST_CASE(a_miss_with_no_way_to_choose_is_an_error_and_one_schedule_n
   BOOST_CHECK_THROW(built.set_table({{{1000}, 0, "", {}}}, here), kjit::ScriptError);
   BOOST_CHECK_THROW(built.set_table({{{1024, 8}, 0, "", {}}}, here), kjit::ScriptError);
   BOOST_CHECK_THROW(built.set_table({{{1024}, 7, "", {}}}, here), kjit::ScriptError);
+  // One row per key: which of two would serve is not for sort order to decide.
+  BOOST_CHECK_THROW(built.set_table({{{1024}, 0, "", {}}, {{64}, 0, "", {}}, {{1024}, 1, "", {}}}, here),
+                    kjit::ScriptError);
   BOOST_TEST(built.table().empty());  // nothing stored by the refused tables
+  // A lock wait that is not a number of seconds from 0 to a day: NaN waited for ever.
+  for (const double bad : {std::nan(""), -1.0, 1e9, HUGE_VAL}) {
+    kjit::TuningOptions tuning;
+    tuning.lock_timeout_s = bad;
+    BOOST_CHECK_THROW(built.set_tuning(tuning), kjit::ScriptError);
+  }
   kjit::Script single = macro_script();
   single.space[0].values = {"64"};
   kjit::BuiltScript one = single.build(cache, test_batch());
