@@ -68,6 +68,12 @@ check "names no mirror folder" sh -c "! grep -q '^mirror:' '$work/out'"
 check "writes none" test ! -e "$KJIT_CACHE_DIR/scripts/quiet"
 check "yet it is stored" sh -c "'$kjit' script list | grep -q ' quiet '"
 
+# Without a disk cache nothing is mirrored, and no mirror folder is named.
+check "a build with KJIT_DISABLE_CACHE=1" exit_code 0 env KJIT_DISABLE_CACHE=1 "$kjit" script build "$work/picky.cu" \
+  --name memory_only --space BLOCK=32 --arch sm_80
+check "names no mirror folder either" sh -c "! grep -q '^mirror:' '$work/out'"
+check "writes none either" test ! -e "$KJIT_CACHE_DIR/scripts/memory_only"
+
 # Bad usage.
 check "a --space without =" exit_code 2 "$kjit" script build "$work/tile.cu" --name t --space BLOCK --arch sm_80
 check "a --space with no values" exit_code 2 "$kjit" script build "$work/tile.cu" --name t --space BLOCK= --arch sm_80

@@ -112,7 +112,9 @@ int build(const std::vector<std::string>& args)
   std::printf("script %s (%s): %zu of %zu schedules built for %s\n", one_line(built.name()).c_str(), built.hash().c_str(),
               built_count(built.schedules()), built.schedules().size(), built.arch().str().c_str());
   print_schedules(built.schedules());
-  if (default_cache().config().mirror) {
+  // As Script::build writes it: not without a disk tier (KJIT_DISABLE_CACHE) or to a read-only cache.
+  const Cache& cache = default_cache();
+  if (cache.config().mirror && cache.has_disk_tier() && cache.writable()) {
     std::printf("mirror: %s/scripts/%s/%s/\n", default_cache().config().cache_dir.c_str(), built.folder().c_str(),
                 built.hash().c_str());
   }
