@@ -49,7 +49,8 @@ struct Fingerprint {
   std::string text() const;
 };
 
-// This process's fingerprint for `arch` (loads the driver to read the device; never throws).
+// This process's fingerprint for `arch` (loads the driver to read the device of the calling
+// thread's current context, device 0's primary context when none is current; never throws).
 Fingerprint current_fingerprint(const Arch& arch);
 
 // tilus's tuning key: `n` rounded up to one of four buckets per octave
