@@ -183,6 +183,17 @@ BOOST_AUTO_TEST_CASE(bad_spaces_and_patterns_are_script_errors)
     s.space.push_back(parameter);
   }
   expect_error(s, "more than 4096 schedules");
+  // A newline in a field the hashed text keeps on one line: it could write another line (before,
+  // one header named "x.h\nheader: <sha of B> y.h" hashed as the two headers x.h and y.h = B).
+  s = macro_script();
+  s.headers = {{"x.h\nheader: " + std::string(64, '0') + " y.h", "// x\n"}};
+  expect_error(s, "newline");
+  s = macro_script();
+  s.options = {"-DA=1\noption: -DB=2"};
+  expect_error(s, "newline");
+  s = template_script();
+  s.name_expression = "kern<{BLOCK},\n{UNROLL}>";
+  expect_error(s, "newline");
   BOOST_TEST(cache.disk_entries() == 0u);  // nothing was compiled
 }
 
