@@ -7,8 +7,30 @@
 #include "config/log.hpp"
 
 #include <algorithm>
+#include <unistd.h>
 
 namespace kjit {
+
+BuiltScript::State::Guard::Guard(State& state) : m_state(state)
+{
+  const pid_t self = ::getpid();
+  if (!state.mutex.try_lock()) {
+    const pid_t holder = state.held_by.load();
+    if (holder != 0 && holder != self) {
+      throw ScriptError("script '" + state.record.name +
+                        "' is used in a fork()ed child while a thread of its parent held it (tuning): build it "
+                        "again in the child");
+    }
+    state.mutex.lock();
+  }
+  state.held_by.store(self);
+}
+
+BuiltScript::State::Guard::~Guard()
+{
+  m_state.held_by.store(0);
+  m_state.mutex.unlock();
+}
 
 const Fingerprint& BuiltScript::State::fingerprint()
 {
@@ -116,7 +138,7 @@ void BuiltScript::set_tuning(const TuningOptions& options)
     throw ScriptError("script '" + m_state->record.name + "': lock_timeout_s " + std::to_string(options.lock_timeout_s) +
                       " is not a number of seconds from 0 to 86400 (a day)");
   }
-  std::lock_guard lock(m_state->mutex);
+  const State::Guard lock(*m_state);
   m_state->tuning = options;
   m_state->current.reset();
   m_state->table_usable = false;  // matched again under the new fingerprint
@@ -134,7 +156,7 @@ std::size_t BuiltScript::choose(const std::vector<std::uint64_t>& sizes)
   for (const std::uint64_t n : sizes) {
     key.push_back(tuning_key(n));
   }
-  std::lock_guard lock(s.mutex);
+  const State::Guard lock(s);
   if (const DispatchEntry* entry = s.find(key)) {
     return entry->choice;
   }
@@ -183,7 +205,7 @@ void BuiltScript::set_table(const std::vector<DispatchEntry>& entries, const Fin
     throw ScriptError("a table of script '" + s.record.name + "' has two rows for " +
                       script::key_folder(s.record.size_names, twice->key));
   }
-  std::lock_guard lock(s.mutex);
+  const State::Guard lock(s);
   // Not while another process tunes the script: its row would be written over the given table.
   std::optional<cache::CompileLock> tuning_lock;
   if (s.store) {
@@ -196,14 +218,14 @@ void BuiltScript::set_table(const std::vector<DispatchEntry>& entries, const Fin
 
 std::vector<DispatchEntry> BuiltScript::table() const
 {
-  std::lock_guard lock(m_state->mutex);
+  const State::Guard lock(*m_state);
   m_state->reload_table();
   return m_state->table.rows();
 }
 
 Fingerprint BuiltScript::table_fingerprint() const
 {
-  std::lock_guard lock(m_state->mutex);
+  const State::Guard lock(*m_state);
   m_state->reload_table();
   return m_state->table.fingerprint;
 }

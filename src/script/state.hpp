@@ -7,8 +7,10 @@
 #include "store/store.hpp"
 #include "util/hash.hpp"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
+#include <sys/types.h>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,7 +28,22 @@ struct BuiltScript::State {
   std::vector<std::shared_ptr<const Binary>> binaries;    // null for a failed schedule
   std::string programs_digest;  // script::programs_digest(record.schedules): a row chosen now
 
-  std::mutex mutex;  // guards everything below
+  std::mutex mutex;  // guards everything below; taken through Guard
+  std::atomic<pid_t> held_by{0};  // the process whose thread holds `mutex` (0: none, or just between)
+
+  // Holds `mutex`. In a fork()ed child whose parent had a thread holding it at fork() (tuning: for
+  // as long as the timer or cost function runs), throws ScriptError: no thread of the child will
+  // ever release it.
+  class Guard {
+  public:
+    explicit Guard(State& state);
+    ~Guard();
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+  private:
+    State& m_state;
+  };
   TuningOptions tuning;
   std::optional<Fingerprint> current;  // the fingerprint tables are matched under, made on first need
   script::TableRecord table;           // the table as last read or written

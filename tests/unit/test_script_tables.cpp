@@ -9,8 +9,13 @@
 #include "script/record.hpp"
 #include "script/script_store.hpp"
 
+#include <atomic>
 #include <map>
 #include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <tuple>
+#include <unistd.h>
 
 using kjit::test::CacheFixture;
 using kjit::test::macro_script;
@@ -375,6 +380,53 @@ BOOST_AUTO_TEST_CASE(rows_tuned_over_a_read_only_store_are_kept_in_memory)
   BOOST_TEST(built.choose({64}) == 1u);
   BOOST_TEST(built.choose({500}) == 0u);  // tuned again: set_table replaced the table
   BOOST_TEST(built.choose({64}) == 1u);   // the given row kept after that miss
+}
+
+// A child fork()ed while another thread of its parent tunes (the script's mutex held, for as long
+// as the timer or cost function runs) gets a ScriptError from the parent's BuiltScript, not a
+// hang: no thread of the child will ever release that mutex. (Before, its choose() waited for
+// ever: here the alarm's SIGALRM.)
+BOOST_AUTO_TEST_CASE(a_child_forked_while_its_parent_tunes_gets_an_error_not_a_hang)
+{
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  built.set_table({{{64}, 2, "", {}}}, kjit::current_fingerprint(built.arch()));
+  std::atomic<bool> costing{false};
+  std::atomic<bool> release{false};
+  kjit::TuningOptions tuning;
+  tuning.cost = [&](const kjit::ScheduleInfo& s, const std::vector<std::uint64_t>&) {
+    costing = true;
+    while (!release) {
+      std::this_thread::yield();
+    }
+    return double(s.index);
+  };
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({64}) == 2u);
+  std::thread tuner([&] { std::ignore = built.choose({1000}); });
+  while (!costing) {
+    std::this_thread::yield();
+  }
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(20);  // a hang ends as SIGALRM
+    try {
+      std::ignore = built.choose({64});
+      ::_exit(1);
+    } catch (const kjit::ScriptError&) {
+      ::_exit(0);
+    } catch (...) {
+      ::_exit(2);
+    }
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  release = true;
+  tuner.join();
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
+  BOOST_TEST(built.choose({64}) == 2u);  // the parent goes on
+  BOOST_TEST(built.choose({1000}) == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
