@@ -49,7 +49,8 @@ struct Fingerprint {
   std::string text() const;
 };
 
-// This process's fingerprint for `arch` (loads the driver to read the device; never throws).
+// This process's fingerprint for `arch` (loads the driver to read the device of the calling
+// thread's current context, device 0's primary context when none is current; never throws).
 Fingerprint current_fingerprint(const Arch& arch);
 
 // tilus's tuning key: `n` rounded up to one of four buckets per octave
@@ -107,7 +108,8 @@ struct TuningOptions {
   unsigned repeat = 5;
   // The fingerprint tables are made and matched under; empty kjit_version: current_fingerprint().
   Fingerprint fingerprint;
-  // How long to wait for another process tuning the same script before tuning anyway.
+  // How long to wait for another process tuning the same script before tuning anyway: 0 to 86400
+  // seconds (set_tuning throws ScriptError otherwise).
   double lock_timeout_s = 600;
 };
 
@@ -139,7 +141,9 @@ struct Script {
 };
 
 // A built script: its schedules, binaries and dispatch table. Copies share state; thread-safe.
-// The Cache it was built with must outlive it.
+// The Cache it was built with must outlive it. In a fork()ed child, choose() and the table calls
+// throw ScriptError where a thread of the parent held the script at fork() (it was tuning); a
+// miss there is refused as the parent's store is (StoreError): build the script again in a child.
 class BuiltScript {
 public:
   struct State;
@@ -156,6 +160,7 @@ public:
   // expression otherwise). Throws ScriptError, CudaError.
   Kernel kernel(std::size_t index, const Context& context, const std::string& kernel_name = {}) const;
 
+  // Throws ScriptError for a lock_timeout_s that is not 0 to 86400 seconds.
   void set_tuning(const TuningOptions& options);
   // The schedule for these sizes (one per size name): from the table, else from the table as
   // another process may have stored it, else tuned under a cross-process lock (one process tunes
@@ -172,8 +177,9 @@ public:
   Kernel dispatch_kernel(const Context& context, const std::vector<std::uint64_t>& sizes,
                          const std::string& kernel_name = {});
 
-  // Replaces the table with `entries` (their keys are tuning keys; each choice a built schedule),
-  // saved under `fingerprint` (use "*" fields to make it valid everywhere). Throws ScriptError.
+  // Replaces the table with `entries` (their keys are tuning keys, one row each; each choice a built schedule),
+  // saved under `fingerprint` (use "*" fields to make it valid everywhere), under the script's
+  // cross-process lock (not while another process tunes it). Throws ScriptError.
   void set_table(const std::vector<DispatchEntry>& entries, const Fingerprint& fingerprint);
   // The stored table and the fingerprint it was made under (empty when none is stored).
   std::vector<DispatchEntry> table() const;

@@ -115,6 +115,10 @@ BuiltScript Script::build(Cache& cache, const BatchOptions& batch) const
     record.schedules.push_back(std::move(info));
   }
 
+  // What a row chosen now is chosen among: each built schedule's program (its key covers the
+  // headers found on the include path and the toolkit, which the script hash does not).
+  state->programs_digest = script::programs_digest(record.schedules);
+
   std::optional<script::TableRecord> table;
   if (state->store) {
     const auto stored = script::load_script(*state->store, record.hash);

@@ -3,11 +3,34 @@
 #include "script/script_store.hpp"
 #include "script/state.hpp"
 
+#include "cache/compile_lock.hpp"
 #include "config/log.hpp"
 
 #include <algorithm>
+#include <unistd.h>
 
 namespace kjit {
+
+BuiltScript::State::Guard::Guard(State& state) : m_state(state)
+{
+  const pid_t self = ::getpid();
+  if (!state.mutex.try_lock()) {
+    const pid_t holder = state.held_by.load();
+    if (holder != 0 && holder != self) {
+      throw ScriptError("script '" + state.record.name +
+                        "' is used in a fork()ed child while a thread of its parent held it (tuning): build it "
+                        "again in the child");
+    }
+    state.mutex.lock();
+  }
+  state.held_by.store(self);
+}
+
+BuiltScript::State::Guard::~Guard()
+{
+  m_state.held_by.store(0);
+  m_state.mutex.unlock();
+}
 
 const Fingerprint& BuiltScript::State::fingerprint()
 {
@@ -19,11 +42,14 @@ const Fingerprint& BuiltScript::State::fingerprint()
 
 void BuiltScript::State::reload_table()
 {
-  if (!store) {
-    return;  // memory only: `table` is all there is
+  // Without a store, or once read from one this process can't write (its rows are never stored):
+  // `table` in memory is all there is, and reading the store again would drop the rows made here.
+  if (store && !(table_read && !store->writable())) {
+    table = script::load_table(*store, record.hash).value_or(script::TableRecord{});
+    table_read = true;
   }
-  table = script::load_table(*store, record.hash).value_or(script::TableRecord{});
   table_usable = !table.entries.empty() && table.fingerprint.accepts(fingerprint());
+  check_rows();
 }
 
 const DispatchEntry* BuiltScript::State::find(const std::vector<std::uint64_t>& key) const
@@ -36,16 +62,28 @@ const DispatchEntry* BuiltScript::State::find(const std::vector<std::uint64_t>& 
   if (it == table.entries.end() || it->key != key) {
     return nullptr;
   }
-  // A row made when another schedule built (the hash covers neither the headers found on the
-  // include path nor the toolkit): never served, the key is tuned again.
-  const bool servable = it->choice < record.schedules.size() && record.schedules[it->choice].built;
-  return servable ? &*it : nullptr;
+  return servable[static_cast<std::size_t>(it - table.entries.begin())] ? &*it : nullptr;
+}
+
+void BuiltScript::State::check_rows()
+{
+  // A row made when the schedules built other programs (the hash covers neither the headers
+  // found on the include path nor the toolkit) is never served, the key is tuned again: one whose
+  // choice did not build this time, or one chosen among other programs (a header edit, a schedule
+  // that failed then and builds now: a "single" row): it measured binaries that are not these.
+  servable.assign(table.entries.size(), 0);
+  for (std::size_t i = 0; i < table.entries.size(); ++i) {
+    const script::TableRow& row = table.entries[i];
+    const bool choice_built = row.choice < record.schedules.size() && record.schedules[row.choice].built;
+    servable[i] = choice_built && (row.how == "given" || row.programs == programs_digest);
+  }
 }
 
 void BuiltScript::State::save_table()
 {
   std::sort(table.entries.begin(), table.entries.end(),
-            [](const DispatchEntry& a, const DispatchEntry& b) { return a.key < b.key; });
+            [](const script::TableRow& a, const script::TableRow& b) { return a.key < b.key; });
+  check_rows();
   table_usable = true;
   if (store) {
     script::save_table(*store, record.hash, table);
@@ -95,7 +133,12 @@ Kernel BuiltScript::kernel(std::size_t index, const Context& context, const std:
 
 void BuiltScript::set_tuning(const TuningOptions& options)
 {
-  std::lock_guard lock(m_state->mutex);
+  // As KJIT_COMPILE_LOCK_TIMEOUT, but 0 (don't wait) is allowed; NaN would wait for ever.
+  if (!(options.lock_timeout_s >= 0 && options.lock_timeout_s <= 86400)) {
+    throw ScriptError("script '" + m_state->record.name + "': lock_timeout_s " + std::to_string(options.lock_timeout_s) +
+                      " is not a number of seconds from 0 to 86400 (a day)");
+  }
+  const State::Guard lock(*m_state);
   m_state->tuning = options;
   m_state->current.reset();
   m_state->table_usable = false;  // matched again under the new fingerprint
@@ -113,7 +156,7 @@ std::size_t BuiltScript::choose(const std::vector<std::uint64_t>& sizes)
   for (const std::uint64_t n : sizes) {
     key.push_back(tuning_key(n));
   }
-  std::lock_guard lock(s.mutex);
+  const State::Guard lock(s);
   if (const DispatchEntry* entry = s.find(key)) {
     return entry->choice;
   }
@@ -152,9 +195,22 @@ void BuiltScript::set_table(const std::vector<DispatchEntry>& entries, const Fin
     }
     s.built(entry.choice);
     entry.how = "given";
-    table.entries.push_back(std::move(entry));
+    table.entries.push_back({std::move(entry), ""});
   }
-  std::lock_guard lock(s.mutex);
+  std::sort(table.entries.begin(), table.entries.end(),
+            [](const script::TableRow& a, const script::TableRow& b) { return a.key < b.key; });
+  const auto twice = std::adjacent_find(table.entries.begin(), table.entries.end(),
+                                        [](const script::TableRow& a, const script::TableRow& b) { return a.key == b.key; });
+  if (twice != table.entries.end()) {
+    throw ScriptError("a table of script '" + s.record.name + "' has two rows for " +
+                      script::key_folder(s.record.size_names, twice->key));
+  }
+  const State::Guard lock(s);
+  // Not while another process tunes the script: its row would be written over the given table.
+  std::optional<cache::CompileLock> tuning_lock;
+  if (s.store) {
+    tuning_lock.emplace(s.store->io_path(), s.table_lock_key(), s.tuning.lock_timeout_s);
+  }
   s.table = std::move(table);
   s.save_table();
   s.table_usable = s.table.fingerprint.accepts(s.fingerprint());
@@ -162,14 +218,14 @@ void BuiltScript::set_table(const std::vector<DispatchEntry>& entries, const Fin
 
 std::vector<DispatchEntry> BuiltScript::table() const
 {
-  std::lock_guard lock(m_state->mutex);
+  const State::Guard lock(*m_state);
   m_state->reload_table();
-  return m_state->table.entries;
+  return m_state->table.rows();
 }
 
 Fingerprint BuiltScript::table_fingerprint() const
 {
-  std::lock_guard lock(m_state->mutex);
+  const State::Guard lock(*m_state);
   m_state->reload_table();
   return m_state->table.fingerprint;
 }

@@ -33,10 +33,10 @@ public:
       str(s);
     }
   }
-  std::string finish(std::string_view magic) const
+  std::string finish(std::string_view magic, std::uint32_t version) const
   {
     std::string out(magic);
-    util::put_int(out, k_record_version);
+    util::put_int(out, version);
     const util::Checksum sum = util::checksum(m_out);
     out.append(reinterpret_cast<const char*>(sum.data()), sum.size());
     return out + m_out;
@@ -93,10 +93,9 @@ private:
 };
 
 // The body of a record with `magic` whose version and checksum hold.
-std::optional<std::string_view> checked_body(std::string_view bytes, std::string_view magic)
+std::optional<std::string_view> checked_body(std::string_view bytes, std::string_view magic, std::uint32_t version)
 {
-  if (bytes.size() < k_header || bytes.substr(0, 8) != magic ||
-      util::get_int<std::uint32_t>(bytes, 8) != k_record_version) {
+  if (bytes.size() < k_header || bytes.substr(0, 8) != magic || util::get_int<std::uint32_t>(bytes, 8) != version) {
     return std::nullopt;
   }
   const std::string_view body = bytes.substr(k_header);
@@ -122,6 +121,17 @@ Fingerprint read_fingerprint(Reader& r)
 }
 
 } // namespace
+
+std::string programs_digest(const std::vector<ScheduleInfo>& schedules)
+{
+  util::Sha256Hasher digest;
+  for (const ScheduleInfo& info : schedules) {
+    if (info.built) {
+      digest.update(std::to_string(info.index) + " " + info.program_key + "\n");
+    }
+  }
+  return util::to_hex(digest.finish());
+}
 
 std::string script_key(const std::string& hash)
 {
@@ -154,7 +164,7 @@ std::string encode(const ScriptRecord& record)
     w.strs({s.kernel, s.built ? "1" : "0", s.program_key, s.log});
   }
   w.u64(static_cast<std::uint64_t>(record.created_unix));
-  return w.finish(k_script_magic);
+  return w.finish(k_script_magic, k_record_version);
 }
 
 std::string encode(const TableRecord& record)
@@ -174,13 +184,14 @@ std::string encode(const TableRecord& record)
       w.u64(index);
       w.f64(value);
     }
+    w.str(e.programs);
   }
-  return w.finish(k_table_magic);
+  return w.finish(k_table_magic, k_table_version);
 }
 
 std::optional<ScriptRecord> decode_script(std::string_view bytes)
 {
-  const auto body = checked_body(bytes, k_script_magic);
+  const auto body = checked_body(bytes, k_script_magic, k_record_version);
   if (!body) {
     return std::nullopt;
   }
@@ -228,7 +239,7 @@ std::optional<ScriptRecord> decode_script(std::string_view bytes)
 
 std::optional<TableRecord> decode_table(std::string_view bytes)
 {
-  const auto body = checked_body(bytes, k_table_magic);
+  const auto body = checked_body(bytes, k_table_magic, k_table_version);
   if (!body) {
     return std::nullopt;
   }
@@ -249,6 +260,7 @@ std::optional<TableRecord> decode_table(std::string_view bytes)
         index = r.u64();
         value = r.f64();
       }
+      e.programs = r.str();
     }
     return r.done() ? std::optional(record) : std::nullopt;
   } catch (const Bad&) {

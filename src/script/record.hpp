@@ -12,8 +12,10 @@
 
 namespace kjit::script {
 
-// Bumped whenever the encoding changes: an older record then reads as missing (rebuilt).
+// Bumped whenever the encoding changes: an older record then reads as missing (rebuilt, tuned
+// again). Tables are at 2 since their rows name the programs they were chosen among.
 constexpr std::uint32_t k_record_version = 1;
+constexpr std::uint32_t k_table_version = 2;
 
 // What `script/<hash>` holds: the script as built and each schedule's outcome.
 struct ScriptRecord {
@@ -28,11 +30,24 @@ struct ScriptRecord {
   std::int64_t created_unix = 0;
 };
 
+// One stored row: the entry and the programs it was chosen among: the SHA-256 (hex) of each built
+// schedule's index and program key then (programs_digest()); empty for a given row. A row is served
+// only where the schedules build those programs: the script hash leaves out the headers found on
+// the include path and the toolkit, which the program keys cover.
+struct TableRow : DispatchEntry {
+  std::string programs;
+};
+
 // What `script-table/<hash>` holds.
 struct TableRecord {
   Fingerprint fingerprint;
-  std::vector<DispatchEntry> entries;  // sorted by key
+  std::vector<TableRow> entries;  // sorted by key
+
+  std::vector<DispatchEntry> rows() const { return {entries.begin(), entries.end()}; }
 };
+
+// The TableRow::programs of a row chosen among `schedules` (each built one's index and key).
+std::string programs_digest(const std::vector<ScheduleInfo>& schedules);
 
 // Meta-table keys of a script's two records.
 std::string script_key(const std::string& hash);

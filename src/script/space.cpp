@@ -91,6 +91,21 @@ void check(const Script& script)
     }
     count *= parameter.values.size();
   }
+  // The hashed text keeps each of these on one line (script_text()): a newline would write another
+  // line, so two different scripts could hash alike (a header named "x.h\nheader: <sha> y.h" as the
+  // two headers x.h and y.h). NVRTC takes neither an option nor a name expression with one.
+  auto one_line = [&](const std::string& text, const std::string& what) {
+    if (text.find('\n') != std::string::npos) {
+      throw ScriptError("script '" + script.name + "': " + what + " holds a newline");
+    }
+  };
+  for (const auto& [header, content] : script.headers) {
+    one_line(header, "a header name");
+  }
+  for (const auto& option : script.options) {
+    one_line(option, "an option");
+  }
+  one_line(script.name_expression, "the name-expression pattern");
   if (script.size_names.empty()) {
     throw ScriptError("script '" + script.name + "' has no size names (dispatch needs at least one)");
   }
@@ -198,7 +213,7 @@ std::string script_text(const Script& script, const Arch& arch)
     text += "\n";
   }
   for (const auto& option : script.options) {
-    text += "option: " + option + "\n";  // an option with a newline is an OptionError when compiled
+    text += "option: " + option + "\n";  // check() refuses a newline in an option, header name, pattern
   }
   for (const auto& [name, content] : script.headers) {
     text += "header: " + util::to_hex(util::sha256(content)) + " " + name + "\n";

@@ -19,7 +19,8 @@ constexpr std::size_t k_max_schedules = 4096;
 // Throws ScriptError for an empty space or parameter, a name that is not a C identifier or
 // repeated, a value with a control character or ',' or given twice, more than k_max_schedules
 // schedules, a pattern naming an unknown parameter, leaving out a parameter with several values or
-// with an unmatched brace, or size names that are empty, repeated or not identifiers.
+// with an unmatched brace, size names that are empty, repeated or not identifiers, or a newline in
+// a header name, an option or the pattern (each is one line of the hashed text).
 void check(const Script& script);
 
 // Every schedule's values, the first parameter varying slowest (index order).

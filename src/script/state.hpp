@@ -5,9 +5,12 @@
 
 #include "script/record.hpp"
 #include "store/store.hpp"
+#include "util/hash.hpp"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
+#include <sys/types.h>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,21 +26,46 @@ struct BuiltScript::State {
   script::ScriptRecord record;
   std::vector<Program> programs;                          // one per schedule
   std::vector<std::shared_ptr<const Binary>> binaries;    // null for a failed schedule
+  std::string programs_digest;  // script::programs_digest(record.schedules): a row chosen now
 
-  std::mutex mutex;  // guards everything below
+  std::mutex mutex;  // guards everything below; taken through Guard
+  std::atomic<pid_t> held_by{0};  // the process whose thread holds `mutex` (0: none, or just between)
+
+  // Holds `mutex`. In a fork()ed child whose parent had a thread holding it at fork() (tuning: for
+  // as long as the timer or cost function runs), throws ScriptError: no thread of the child will
+  // ever release it.
+  class Guard {
+  public:
+    explicit Guard(State& state);
+    ~Guard();
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+  private:
+    State& m_state;
+  };
   TuningOptions tuning;
   std::optional<Fingerprint> current;  // the fingerprint tables are matched under, made on first need
   script::TableRecord table;           // the table as last read or written
+  bool table_read = false;             // read from the store once
   bool table_usable = false;           // its fingerprint accepts `current`
+  std::vector<char> servable;          // per row of `table`: check_rows() found it may be served
 
   // The fingerprint to match and make tables under. Caller holds `mutex`.
   const Fingerprint& fingerprint();
-  // Reads the stored table; usable if its fingerprint accepts this process's. Caller holds `mutex`.
+  // Reads the stored table (once only from a store this process can't write: the rows tuned here
+  // live in memory); usable if its fingerprint accepts this process's. Caller holds `mutex`.
   void reload_table();
-  // The table row for `key`, if the usable table has one. Caller holds `mutex`.
+  // Marks the rows of `table` that may be served (see find()). Caller holds `mutex`.
+  void check_rows();
+  // The table row for `key`, if the usable table has one and it may be served: its choice built
+  // this time and, unless given, it was chosen among this build's programs. Caller holds `mutex`.
   const DispatchEntry* find(const std::vector<std::uint64_t>& key) const;
   // Stores the table (one transaction) and rewrites the mirror. Caller holds `mutex`.
   void save_table();
+  // The key of the script's cross-process lock (a byte of store/compile.lock), taken to tune a key
+  // and to set a table.
+  util::Sha256 table_lock_key() const;
   // tune.cpp: chooses a schedule for `key` with the tuning options. Caller holds `mutex`.
   DispatchEntry tune(const std::vector<std::uint64_t>& key);
   // The built schedule `index`, or ScriptError.

@@ -26,7 +26,7 @@ std::vector<ScriptSummary> stored_scripts(const Cache& cache)
     s.created_unix = record.created_unix;
     if (auto table = script::load_table(*store, record.hash)) {
       s.fingerprint = table->fingerprint;
-      s.table = std::move(table->entries);
+      s.table = table->rows();
     }
     out.push_back(std::move(s));
   }

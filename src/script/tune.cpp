@@ -29,13 +29,18 @@ double finite_or_worst(double value)
 
 } // namespace
 
+util::Sha256 BuiltScript::State::table_lock_key() const
+{
+  return util::sha256("script-table/" + record.hash);
+}
+
 DispatchEntry BuiltScript::State::tune(const std::vector<std::uint64_t>& key)
 {
   // One process (and one thread: OFD locks exclude both) tunes a script at a time; the others
   // wait, then find its row.
   std::optional<cache::CompileLock> lock;
   if (store) {
-    lock.emplace(store->io_path(), util::sha256("script-table/" + record.hash), tuning.lock_timeout_s);
+    lock.emplace(store->io_path(), table_lock_key(), tuning.lock_timeout_s);
     reload_table();
     if (const DispatchEntry* entry = find(key)) {
       return *entry;
@@ -79,13 +84,16 @@ DispatchEntry BuiltScript::State::tune(const std::vector<std::uint64_t>& key)
   std::stable_sort(entry.measured.begin(), entry.measured.end(),
                    [](const auto& a, const auto& b) { return a.second < b.second; });
   entry.choice = entry.measured.front().first;
+  // Read again: rows stored meanwhile (a set_table, a tuner whose wait for the lock ran out) are
+  // kept, not overwritten by the table as it was before measuring.
+  reload_table();
   if (!table_usable) {
     table = script::TableRecord{};  // none, or made elsewhere: replaced by this environment's
     table.fingerprint = fingerprint();
   }
   // A row for the key that find() did not serve (its schedule no longer builds) is replaced.
-  std::erase_if(table.entries, [&](const DispatchEntry& row) { return row.key == key; });
-  table.entries.push_back(entry);
+  std::erase_if(table.entries, [&](const script::TableRow& row) { return row.key == key; });
+  table.entries.push_back({entry, programs_digest});
   save_table();
   return entry;
 }

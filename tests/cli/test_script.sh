@@ -53,6 +53,14 @@ check "a hostile name builds" exit_code 0 "$kjit" script build "$work/picky.cu" 
 check "inside scripts/" test -d "$KJIT_CACHE_DIR/scripts/escape"
 check "nothing beside the cache" test ! -e "$work/escape" -a ! -e "$KJIT_CACHE_DIR/escape"
 
+# A name with control characters is printed on one line, its escapes made harmless ('?').
+check "a name with a newline and an escape builds" exit_code 0 "$kjit" script build "$work/picky.cu" \
+  --name "$(printf 'Two\nLines\033[31m')" --space BLOCK=32 --arch sm_80
+check "build prints it on one line" grep -q "^script Two?Lines?\[31m (" "$work/out"
+check "script show of it" exit_code 0 "$kjit" script show "$(printf 'Two\nLines\033[31m')"
+check "show prints it on one line" grep -q "^script Two?Lines?\[31m$" "$work/out"
+check "no escape reaches the output" sh -c "! grep -q \"\$(printf '\033')\" '$work/out'"
+
 # With the mirror off, nothing is written to scripts/ and no folder is named.
 check "a build with KJIT_MIRROR=0" exit_code 0 env KJIT_MIRROR=0 "$kjit" script build "$work/picky.cu" \
   --name quiet --space BLOCK=32 --arch sm_80
@@ -60,12 +68,23 @@ check "names no mirror folder" sh -c "! grep -q '^mirror:' '$work/out'"
 check "writes none" test ! -e "$KJIT_CACHE_DIR/scripts/quiet"
 check "yet it is stored" sh -c "'$kjit' script list | grep -q ' quiet '"
 
+# Without a disk cache nothing is mirrored, and no mirror folder is named.
+check "a build with KJIT_DISABLE_CACHE=1" exit_code 0 env KJIT_DISABLE_CACHE=1 "$kjit" script build "$work/picky.cu" \
+  --name memory_only --space BLOCK=32 --arch sm_80
+check "names no mirror folder either" sh -c "! grep -q '^mirror:' '$work/out'"
+check "writes none either" test ! -e "$KJIT_CACHE_DIR/scripts/memory_only"
+
 # Bad usage.
 check "a --space without =" exit_code 2 "$kjit" script build "$work/tile.cu" --name t --space BLOCK --arch sm_80
 check "a --space with no values" exit_code 2 "$kjit" script build "$work/tile.cu" --name t --space BLOCK= --arch sm_80
 check "a --space with no name" exit_code 2 "$kjit" script build "$work/tile.cu" --name t --space =1 --arch sm_80
 check "script show ''" exit_code 2 "$kjit" script show ''
 check "no --space" exit_code 2 "$kjit" script build "$work/tile.cu" --name t --arch sm_80
+for space in BLOCK=64, BLOCK=,64 BLOCK=64,,128; do  # an empty value, as an empty size name in --sizes
+  check "a --space with an empty value ($space)" exit_code 2 "$kjit" script build "$work/tile.cu" --name t \
+    --space "$space" --arch sm_80
+  check "that prints the usage" grep -q "^usage:" "$work/err"
+done
 check "a bad parameter name" exit_code 1 "$kjit" script build "$work/tile.cu" --name t --space 1X=1 --arch sm_80
 check "an unknown action" exit_code 2 "$kjit" script frobnicate
 

@@ -6,6 +6,7 @@
 
 #include <kjit/script.hpp>
 
+#include <cmath>
 #include <set>
 
 using kjit::test::CacheFixture;
@@ -182,6 +183,17 @@ BOOST_AUTO_TEST_CASE(bad_spaces_and_patterns_are_script_errors)
     s.space.push_back(parameter);
   }
   expect_error(s, "more than 4096 schedules");
+  // A newline in a field the hashed text keeps on one line: it could write another line (before,
+  // one header named "x.h\nheader: <sha of B> y.h" hashed as the two headers x.h and y.h = B).
+  s = macro_script();
+  s.headers = {{"x.h\nheader: " + std::string(64, '0') + " y.h", "// x\n"}};
+  expect_error(s, "newline");
+  s = macro_script();
+  s.options = {"-DA=1\noption: -DB=2"};
+  expect_error(s, "newline");
+  s = template_script();
+  s.name_expression = "kern<{BLOCK},\n{UNROLL}>";
+  expect_error(s, "newline");
   BOOST_TEST(cache.disk_entries() == 0u);  // nothing was compiled
 }
 
@@ -222,7 +234,16 @@ BOOST_AUTO_TEST_CASE(a_miss_with_no_way_to_choose_is_an_error_and_one_schedule_n
   BOOST_CHECK_THROW(built.set_table({{{1000}, 0, "", {}}}, here), kjit::ScriptError);
   BOOST_CHECK_THROW(built.set_table({{{1024, 8}, 0, "", {}}}, here), kjit::ScriptError);
   BOOST_CHECK_THROW(built.set_table({{{1024}, 7, "", {}}}, here), kjit::ScriptError);
+  // One row per key: which of two would serve is not for sort order to decide.
+  BOOST_CHECK_THROW(built.set_table({{{1024}, 0, "", {}}, {{64}, 0, "", {}}, {{1024}, 1, "", {}}}, here),
+                    kjit::ScriptError);
   BOOST_TEST(built.table().empty());  // nothing stored by the refused tables
+  // A lock wait that is not a number of seconds from 0 to a day: NaN waited for ever.
+  for (const double bad : {std::nan(""), -1.0, 1e9, HUGE_VAL}) {
+    kjit::TuningOptions tuning;
+    tuning.lock_timeout_s = bad;
+    BOOST_CHECK_THROW(built.set_tuning(tuning), kjit::ScriptError);
+  }
   kjit::Script single = macro_script();
   single.space[0].values = {"64"};
   kjit::BuiltScript one = single.build(cache, test_batch());

@@ -9,8 +9,13 @@
 #include "script/record.hpp"
 #include "script/script_store.hpp"
 
+#include <atomic>
 #include <map>
 #include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <tuple>
+#include <unistd.h>
 
 using kjit::test::CacheFixture;
 using kjit::test::macro_script;
@@ -214,6 +219,214 @@ BOOST_AUTO_TEST_CASE(a_stored_row_naming_a_schedule_that_no_longer_builds_is_tun
   const auto table = built.table();
   BOOST_TEST_REQUIRE(table.size() == 1u);  // the row replaced, not doubled
   BOOST_TEST(table[0].choice == 1u);
+}
+
+// A row chosen when fewer schedules built (a header on the include path, outside the script
+// hash, broke them) must not be served once more build: here only BLOCK 32 built, the row was
+// "single"; the header fixed, the cost model prefers BLOCK 128.
+BOOST_AUTO_TEST_CASE(a_row_chosen_among_fewer_schedules_than_now_build_is_tuned_again)
+{
+  const std::string include = tmp.path() + "/include";
+  kjit::test::put(include + "/limits.cuh", "#define BLOCK_LIMIT 40\n");
+  kjit::Script script = macro_script();
+  script.source = "#include \"limits.cuh\"\nstatic_assert(BLOCK < BLOCK_LIMIT, \"too large\");\n" + script.source;
+  script.options = {"-I" + include};
+  kjit::TuningOptions tuning;
+  tuning.cost = [](const kjit::ScheduleInfo& schedule, const std::vector<std::uint64_t>&) {
+    return 10.0 - double(schedule.index);
+  };
+  std::string hash;
+  {
+    kjit::Cache cache(config);
+    kjit::BuiltScript built = script.build(cache, test_batch());
+    hash = built.hash();
+    BOOST_TEST_REQUIRE(built.schedules()[0].built);
+    BOOST_TEST_REQUIRE(!built.schedules()[2].built);
+    built.set_tuning(tuning);
+    BOOST_TEST(built.choose({500}) == 0u);
+    BOOST_TEST(built.table().at(0).how == "single");
+  }
+  kjit::test::settle();
+  kjit::test::put(include + "/limits.cuh", "#define BLOCK_LIMIT 1024\n");
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = script.build(cache, test_batch());
+  BOOST_TEST_REQUIRE(built.hash() == hash);
+  BOOST_TEST_REQUIRE(built.schedules()[2].built);
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({500}) == 2u);
+  const auto table = built.table();
+  BOOST_TEST_REQUIRE(table.size() == 1u);
+  BOOST_TEST(table[0].how == "cost");
+}
+
+
+// The script hash leaves out headers found on the include path: a header edit makes other
+// programs under the same hash, every schedule still building. A row timed on the old programs
+// is not served for the new ones; the key is timed again. (Before, the old row served.)
+BOOST_AUTO_TEST_CASE(a_row_chosen_for_other_programs_of_the_schedules_is_tuned_again)
+{
+  const std::string include = tmp.path() + "/include";
+  kjit::test::put(include + "/scale.cuh", "#define SCALE 1\n");
+  kjit::Script script = macro_script();
+  script.source = "#include \"scale.cuh\"\n" + script.source;
+  script.source.replace(script.source.find("= BLOCK;"), 8, "= BLOCK * SCALE;");
+  script.options = {"-I" + include};
+  std::size_t fastest = 0;  // what the timer measures, as the programs of this build run
+  int runs = 0;
+  kjit::TuningOptions tuning;
+  tuning.warmup = 0;
+  tuning.repeat = 1;
+  tuning.timer = [&](const kjit::TimingRun& run) {
+    ++runs;
+    return run.schedule.index == fastest ? 1.0 : 2.0;
+  };
+  std::string hash;
+  std::vector<std::string> keys;
+  {
+    kjit::Cache cache(config);
+    kjit::BuiltScript built = script.build(cache, test_batch());
+    hash = built.hash();
+    for (const auto& s : built.schedules()) {
+      keys.push_back(s.program_key);
+    }
+    built.set_tuning(tuning);
+    BOOST_TEST(built.choose({500}) == 0u);
+  }
+  kjit::test::settle();
+  kjit::test::put(include + "/scale.cuh", "#define SCALE 3\n");  // other programs: schedule 2 is fastest now
+  fastest = 2;
+  runs = 0;
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = script.build(cache, test_batch());
+  BOOST_TEST_REQUIRE(built.hash() == hash);
+  for (const auto& s : built.schedules()) {
+    BOOST_TEST_REQUIRE(s.built);
+    BOOST_TEST(s.program_key != keys[s.index]);
+  }
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({500}) == 2u);
+  BOOST_TEST(runs == 3);
+  const auto table = built.table();
+  BOOST_TEST_REQUIRE(table.size() == 1u);  // the row replaced
+  BOOST_TEST(table[0].choice == 2u);
+  BOOST_TEST(built.choose({510}) == 2u);   // and served from then on
+  BOOST_TEST(runs == 3);
+}
+
+// Rows stored by another tuner while this one measured (its lock wait ran out: here a second
+// BuiltScript of the script sets a table from inside the cost function) are kept: the tuner reads
+// the table again before it adds its row. (Before, it wrote the table it had read before measuring,
+// and the given rows were lost.)
+BOOST_AUTO_TEST_CASE(rows_stored_while_a_key_was_tuned_are_kept)
+{
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  kjit::BuiltScript other = macro_script().build(cache, test_batch());  // its own state, as another process's
+  const kjit::Fingerprint here = kjit::current_fingerprint(built.arch());
+  kjit::TuningOptions quick;
+  quick.lock_timeout_s = 0;  // the tuner holds the lock: set_table waits for nothing
+  other.set_tuning(quick);
+  bool set = false;
+  kjit::TuningOptions tuning;
+  tuning.cost = [&](const kjit::ScheduleInfo& s, const std::vector<std::uint64_t>&) {
+    if (!set) {
+      set = true;
+      other.set_table({{{64}, 2, "", {}}, {{128}, 1, "", {}}}, here);
+    }
+    return double(s.index);
+  };
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({1000}) == 0u);
+  BOOST_TEST_REQUIRE(set);
+  const auto table = built.table();
+  BOOST_TEST_REQUIRE(table.size() == 3u);
+  BOOST_TEST(table[0].key == std::vector<std::uint64_t>{64});
+  BOOST_TEST(table[0].how == "given");
+  BOOST_TEST(table[1].key == std::vector<std::uint64_t>{128});
+  BOOST_TEST(table[2].key == std::vector<std::uint64_t>{1024});
+  BOOST_TEST(table[2].how == "cost");
+  BOOST_TEST(other.choose({64}) == 2u);
+  BOOST_TEST(built.choose({128}) == 1u);
+}
+
+// A store this process can't write (here opened for inspection) keeps no row: the rows tuned here
+// live in memory, and a miss that reads the stored table again must not drop them. (Before, each
+// miss dropped them: keys 512 and 8192 taken in turn were tuned again on every call, 24 costs.)
+BOOST_AUTO_TEST_CASE(rows_tuned_over_a_read_only_store_are_kept_in_memory)
+{
+  {
+    kjit::Cache cache(config);
+    std::ignore = macro_script().build(cache, test_batch());
+  }
+  kjit::Config read_only = config;
+  read_only.inspect_only = true;
+  kjit::Cache cache(read_only);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  BOOST_TEST_REQUIRE(!kjit::script::store_of(cache)->writable());
+  int calls = 0;
+  kjit::TuningOptions tuning;
+  tuning.cost = [&](const kjit::ScheduleInfo& s, const std::vector<std::uint64_t>& key) {
+    ++calls;
+    return key[0] > 1000 ? -double(s.index) : double(s.index);
+  };
+  built.set_tuning(tuning);
+  for (int i = 0; i < 4; ++i) {
+    BOOST_TEST(built.choose({500}) == 0u);
+    BOOST_TEST(built.choose({8000}) == 2u);
+  }
+  BOOST_TEST(calls == 6);  // each key costed once (three schedules)
+  BOOST_TEST(built.table().size() == 2u);
+  built.set_table({{{64}, 1, "", {}}}, kjit::current_fingerprint(built.arch()));
+  BOOST_TEST(built.choose({64}) == 1u);
+  BOOST_TEST(built.choose({500}) == 0u);  // tuned again: set_table replaced the table
+  BOOST_TEST(built.choose({64}) == 1u);   // the given row kept after that miss
+}
+
+// A child fork()ed while another thread of its parent tunes (the script's mutex held, for as long
+// as the timer or cost function runs) gets a ScriptError from the parent's BuiltScript, not a
+// hang: no thread of the child will ever release that mutex. (Before, its choose() waited for
+// ever: here the alarm's SIGALRM.)
+BOOST_AUTO_TEST_CASE(a_child_forked_while_its_parent_tunes_gets_an_error_not_a_hang)
+{
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  built.set_table({{{64}, 2, "", {}}}, kjit::current_fingerprint(built.arch()));
+  std::atomic<bool> costing{false};
+  std::atomic<bool> release{false};
+  kjit::TuningOptions tuning;
+  tuning.cost = [&](const kjit::ScheduleInfo& s, const std::vector<std::uint64_t>&) {
+    costing = true;
+    while (!release) {
+      std::this_thread::yield();
+    }
+    return double(s.index);
+  };
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({64}) == 2u);
+  std::thread tuner([&] { std::ignore = built.choose({1000}); });
+  while (!costing) {
+    std::this_thread::yield();
+  }
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(20);  // a hang ends as SIGALRM
+    try {
+      std::ignore = built.choose({64});
+      ::_exit(1);
+    } catch (const kjit::ScriptError&) {
+      ::_exit(0);
+    } catch (...) {
+      ::_exit(2);
+    }
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  release = true;
+  tuner.join();
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
+  BOOST_TEST(built.choose({64}) == 2u);  // the parent goes on
+  BOOST_TEST(built.choose({1000}) == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

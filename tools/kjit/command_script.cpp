@@ -99,15 +99,22 @@ int build(const std::vector<std::string>& args)
     if (equals == std::string::npos || equals == 0 || equals + 1 == text.size()) {
       throw UsageError{"--space " + text + ": expected NAME=V1,V2,…", ""};
     }
-    script.space.push_back({text.substr(0, equals), split(text.substr(equals + 1), ',')});
+    std::vector<std::string> values = split(text.substr(equals + 1), ',');
+    if (std::find(values.begin(), values.end(), "") != values.end()) {
+      // As an empty size name in --sizes: bad usage, not the library's check (exit 1).
+      throw UsageError{"--space " + text + ": a value is empty (expected NAME=V1,V2,…)", ""};
+    }
+    script.space.push_back({text.substr(0, equals), std::move(values)});
   }
   BatchOptions batch;
   batch.jobs = jobs_option(vm);
   const BuiltScript built = script.build(default_cache(), batch);
-  std::printf("script %s (%s): %zu of %zu schedules built for %s\n", built.name().c_str(), built.hash().c_str(),
+  std::printf("script %s (%s): %zu of %zu schedules built for %s\n", one_line(built.name()).c_str(), built.hash().c_str(),
               built_count(built.schedules()), built.schedules().size(), built.arch().str().c_str());
   print_schedules(built.schedules());
-  if (default_cache().config().mirror) {
+  // As Script::build writes it: not without a disk tier (KJIT_DISABLE_CACHE) or to a read-only cache.
+  const Cache& cache = default_cache();
+  if (cache.config().mirror && cache.has_disk_tier() && cache.writable()) {
     std::printf("mirror: %s/scripts/%s/%s/\n", default_cache().config().cache_dir.c_str(), built.folder().c_str(),
                 built.hash().c_str());
   }
@@ -167,10 +174,10 @@ int list_or_show(const std::vector<std::string>& args, bool show)
     if (s.name != which && s.hash.rfind(which, 0) != 0) {
       continue;
     }
-    std::printf("%sscript %s\nhash: %s\nfolder: scripts/%s/%s\narch: %s\n", shown++ == 0 ? "" : "\n", s.name.c_str(),
+    std::printf("%sscript %s\nhash: %s\nfolder: scripts/%s/%s\narch: %s\n", shown++ == 0 ? "" : "\n", one_line(s.name).c_str(),
                 s.hash.c_str(), s.folder.c_str(), s.hash.c_str(), s.arch.c_str());
     std::printf("name expression: %s\nschedules (%zu built of %zu):\n",
-                s.name_expression.empty() ? "(none: values as macros)" : s.name_expression.c_str(),
+                s.name_expression.empty() ? "(none: values as macros)" : one_line(s.name_expression).c_str(),
                 built_count(s.schedules), s.schedules.size());
     print_schedules(s.schedules);
     print_table(s);
