@@ -228,6 +228,12 @@ std::vector<std::string> normalize_options(const std::vector<std::string>& optio
     } else if (starts_with(option, "-std=")) {
       // One option to NVRTC (the same binaries, -G too); --std= is CompileOptions::render()'s.
       out.push_back("-" + option);
+    } else if (option == "-Xnvvm" && has_next) {
+      // Its value goes to NVVM as it is, never read as an NVRTC option: NVVM takes "-w" but
+      // refuses "--disable-warnings", takes "--device-c" but refuses "-dc" (NVRTC 13.0), so a
+      // long name given to it would be another program's key.
+      out.push_back(option);
+      out.push_back(options[++i]);
     } else if (const auto apart = std::find_if(std::begin(k_value_apart), std::end(k_value_apart),
                                                [&](const auto& form) { return option == form.first; });
                apart != std::end(k_value_apart) && has_next) {

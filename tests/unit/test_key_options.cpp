@@ -324,6 +324,33 @@ BOOST_AUTO_TEST_CASE(short_and_long_spellings_of_one_option_share_a_key)
   }
 }
 
+// The value given apart after -Xnvvm goes to NVVM as it is, and NVVM knows no long names: it
+// takes "-w", "-restrict" and "--device-c" but refuses "--disable-warnings", "--restrict" and
+// "-dc" (measured, NVRTC 13.0). The key read that value as an NVRTC option and named it by its
+// long name, so "-Xnvvm" "-w" and "-Xnvvm" "--disable-warnings" were one key: the binary compiled
+// for one was served for the other, which NVRTC refuses (an OptionError), and the reverse.
+BOOST_AUTO_TEST_CASE(a_value_after_xnvvm_is_keyed_as_nvvm_reads_it)
+{
+  const kjit::Program base{"k.cu", "extern \"C\" __global__ void k(int* o) { *o = V; }\n", {}, {}, {}};
+  for (const auto& [taken, refused] : std::vector<std::pair<std::string, std::string>>{
+         {"-w", "--disable-warnings"}, {"-restrict", "--restrict"}, {"--device-c", "-dc"}}) {
+    kjit::Program good = base;
+    good.options = {"-DV=4", "-Xnvvm", taken};
+    kjit::Program bad = base;
+    bad.options = {"-DV=4", "-Xnvvm", refused};
+    BOOST_TEST(plain(config, good) == "4", taken);
+    BOOST_TEST(plain(config, bad).rfind("error: ", 0) == 0, refused);
+    {
+      kjit::Cache cache(config);
+      BOOST_TEST(cached(cache, good) == "4", taken);
+      BOOST_TEST(cached(cache, bad) == plain(config, bad), refused + " after " + taken);
+    }
+    kjit::Cache fresh(config);
+    BOOST_TEST(cached(fresh, bad) == plain(config, bad), refused + " after " + taken + ", a new Cache");
+    BOOST_TEST(fresh.prepare(good, k_arch).key() != fresh.prepare(bad, k_arch).key(), taken + " and " + refused);
+  }
+}
+
 // NVRTC reads an option up to its first NUL byte: "-lineinfo\0" is -lineinfo to it, but not to
 // kjit, which looked the program up by its raw inputs without the working directory, and served
 // the binary made in another folder (its .file line named that folder). An option with a NUL
