@@ -31,7 +31,7 @@ bool short_with_space(const std::string& option) noexcept
 // An option whose value NVRTC takes from the next option when it is given alone ("-I" "inc"):
 // that next option is a value, trimmed, never split ("-I" "-I inc" is the folder "-I inc"; the
 // value of -Xptxas and -Xnvvm goes to ptxas and NVVM as it is: "-Xptxas" "-D x" is ptxas's "-D x").
-bool takes_next(const std::string& option) noexcept
+bool takes_next(std::string_view option) noexcept
 {
   return option == "-I" || option == "--include-path" || option == "-D" || option == "--define-macro" || option == "-U" ||
          option == "--undefine-macro" || option == "-include" || option == "--pre-include" || option == "-Xptxas" ||
@@ -73,7 +73,9 @@ const char* long_of_short_with_equals(const std::string& option) noexcept
   }
 }
 
-std::string trimmed_of(const std::string& option)
+// `option` without the white space NVRTC trims off its ends; a view of it (no copy: the check on
+// every get() looks at each option with this).
+std::string_view trimmed_view(std::string_view option) noexcept
 {
   std::size_t begin = 0;
   std::size_t end = option.size();
@@ -84,6 +86,11 @@ std::string trimmed_of(const std::string& option)
     --end;
   }
   return option.substr(begin, end - begin);
+}
+
+std::string trimmed_of(const std::string& option)
+{
+  return std::string(trimmed_view(option));
 }
 
 // Options whose value NVRTC reads with std::stoi, given after '=' or apart ("-jtd" "5"), and the
@@ -232,8 +239,8 @@ const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& st
   // files read through them are in no key. Not as the value of an option before ("-I" "-Xcudafe").
   bool value = false;
   for (const std::string& option : program.options) {
-    const std::string trimmed = trimmed_of(option);
-    if (!value && (trimmed == "-Xcudafe" || trimmed.rfind("-Xcudafe=", 0) == 0)) {
+    const std::string_view trimmed = trimmed_view(option);
+    if (!value && (trimmed == "-Xcudafe" || trimmed.substr(0, 9) == "-Xcudafe=")) {
       throw OptionError("option '" + option + "' of " + program.name +
                         " passes options to NVRTC's front end, where kjit can't see the files they make it read "
                         "(include folders, pre-includes); use -I, -D, -include instead");
