@@ -101,7 +101,7 @@ UniqueProgram run_nvrtc(const Program& program, const Arch& arch, const std::vec
   options.insert(options.end(), implicit.begin(), implicit.end());
   std::vector<std::string> all = options;
   all.insert(all.end(), extra.begin(), extra.end());
-  if (const std::string* fatal = option_that_aborts_nvrtc(all)) {
+  if (const std::string* fatal = option_that_aborts_nvrtc(all, program.name)) {
     throw OptionError("option '" + *fatal + "' of " + program.name +
                       " can't be given to NVRTC: it would end the process on it (an empty or invalid value, or "
                       "a time trace file it can't write)");

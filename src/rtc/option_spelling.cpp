@@ -120,12 +120,14 @@ bool int_value_ok(const std::string& given, long long most)
 // Whether NVRTC can make the file of -fdevice-time-trace=`value` ("<value>.json"): it aborts the
 // process when it can't ("Program aborted due to an unhandled Error: Could not open X.json").
 // Its folder must be a folder kjit may write in, and the file, if there is one, a file it may write.
-bool time_trace_writable(const std::string& value)
+// "-fdevice-time-trace=-" names the file by the program: NVRTC writes "<program name>.json"
+// (measured, NVRTC 13.0: a program "dir/k.cu" writes dir/k.cu.json, and aborts without dir).
+bool time_trace_writable(const std::string& value, const std::string& program_name)
 {
   if (value.empty()) {
     return true;  // NVRTC writes none
   }
-  const std::string file = value + ".json";
+  const std::string file = (value == "-" ? program_name : value) + ".json";
   const std::size_t slash = file.find_last_of('/');
   const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
   struct stat st {};
@@ -146,7 +148,7 @@ const std::string* option_missing_its_value(const std::vector<std::string>& opti
   return open;
 }
 
-const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options)
+const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options, const std::string& program_name)
 {
   bool value = false;
   for (std::size_t i = 0; i < options.size(); ++i) {
@@ -165,7 +167,7 @@ const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& opti
     }
     for (const char* name : {"-fdevice-time-trace=", "--fdevice-time-trace="}) {
       const std::size_t size = std::char_traits<char>::length(name);
-      if (trimmed.compare(0, size, name) == 0 && !time_trace_writable(trimmed.substr(size))) {
+      if (trimmed.compare(0, size, name) == 0 && !time_trace_writable(trimmed.substr(size), program_name)) {
         return &option;
       }
     }

@@ -36,9 +36,10 @@ const std::string* option_missing_its_value(const std::vector<std::string>& opti
 // for -jtd, -split-compile and their long forms with a value (after '=' or apart) that is not an
 // int ("-": std::stoi throws through it) or, for -split-compile, more than 1024 threads (NVRTC
 // 13.0: SIGSEGV at 2147483647, killed for memory at 65536), and -fdevice-time-trace=X when
-// X.json can't be written (its folder is missing or not writable: NVRTC aborts on it). nullptr
-// when there is none.
-const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options);
+// X.json can't be written (its folder is missing or not writable: NVRTC aborts on it; for X "-"
+// the file is "<program_name>.json"). nullptr when there is none.
+const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options,
+                                            const std::string& program_name);
 
 // `program` when NVRTC reads its options as written, else a copy in `storage` with them as NVRTC
 // reads them. Throws OptionError for -Xcudafe (options for NVRTC's front end, which can name

@@ -27,8 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     __builtin_trap();
   }
   rtc::spelled_otherwise(options);
-  rtc::option_that_aborts_nvrtc(options);
-  rtc::option_that_aborts_nvrtc(once);
+  rtc::option_that_aborts_nvrtc(options, "fuzz.cu");
+  rtc::option_that_aborts_nvrtc(once, "fuzz.cu");
   cache::normalize_options(once);
   return 0;
 }

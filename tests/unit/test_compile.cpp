@@ -13,6 +13,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace {
@@ -177,6 +178,29 @@ BOOST_AUTO_TEST_CASE(a_time_trace_file_that_cannot_be_written_is_an_option_error
   BOOST_TEST_REQUIRE(::close(::open((dir + "/file").c_str(), O_CREAT | O_WRONLY, 0600)) == 0);
   BOOST_CHECK_THROW(kjit::compile(program, kjit::Arch::parse("sm_90")), kjit::OptionError);
   ::unlink((dir + "/file").c_str());
+  // -fdevice-time-trace=- names the file by the program: NVRTC writes "<program name>.json" and
+  // aborted the process when that folder is missing (kjit checked "-.json" in the working
+  // directory). Run in a child: before the check, the abort ended the process.
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    kjit::Program named = saxpy();
+    named.name = dir + "/missing/saxpy.cu";
+    named.options = {"-fdevice-time-trace=-"};
+    try {
+      kjit::compile(named, kjit::Arch::parse("sm_90"));
+    } catch (const kjit::OptionError& e) {
+      ::_exit(std::string(e.what()).find("-fdevice-time-trace=-") != std::string::npos ? 0 : 2);
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(4);
+  }
+  int status = 0;
+  BOOST_TEST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0),
+             "the child: " << (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                                  : "signal " + std::to_string(WTERMSIG(status))));
   ::rmdir(dir.c_str());
 }
 
