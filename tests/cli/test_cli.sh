@@ -56,6 +56,17 @@ check "name expression" exit_code 0 "$kjit" compile "$root/examples/scale.cu" --
   --name-expr 'scale<float>' -o "$work/out_dir"
 check "lowered name printed" grep -q "scale<float> -> _Z5scaleIfEvPT_S0_i" "$work/out"
 check "name expression instantiates the kernel" grep -q "^\.[a-z]* \.entry _Z5scaleIfEvPT_S0_i(" "$work/out_dir/scale.ptx"
+# --- -I names the folder as written: '=inc' is not 'inc' (NVRTC drops one '=' after -I) ---
+mkdir -p "$work/eq/inc" "$work/eq/=inc"
+echo '#define EQ_VALUE 4242' >"$work/eq/inc/eq.h"
+echo '#define EQ_VALUE 5353' >"$work/eq/=inc/eq.h"
+printf '#include "eq.h"\nextern "C" __global__ void eq(int* p) { *p = EQ_VALUE; }\n' >"$work/eq/eq.cu"
+check "compile -I =inc" exit_code 0 sh -c "cd '$work/eq' && '$kjit' compile eq.cu --arch compute_80 -I =inc --no-cache -o out"
+check "it read =inc's header" grep -q 5353 "$work/eq/out/eq.ptx"
+check "warm -I =inc" exit_code 0 sh -c "cd '$work/eq' && KJIT_CACHE_DIR='$work/eq/cache' '$kjit' warm eq.cu --arch compute_80 -I =inc"
+check "compile -I =inc after warm: a hit of warm's entry" exit_code 0 sh -c "cd '$work/eq' && KJIT_CACHE_DIR='$work/eq/cache' '$kjit' compile eq.cu --arch compute_80 -I =inc -o out2"
+check "warm's entry read =inc's header too" grep -q 5353 "$work/eq/out2/eq.ptx"
+
 # --- started with stdin, stdout and stderr closed: no file opened later takes their numbers ---
 # (LMDB's lock.mdb took fd 2 and got kjit's error message written over its header)
 closed=$work/closed_cache

@@ -73,8 +73,11 @@ int command_warm(const std::vector<std::string>& args)
   for (const auto& define : list("define")) {
     options.push_back("-D" + define);
   }
-  for (const auto& dir : list("include")) {
-    options.push_back("-I" + dir);
+  // A folder as written: "-I" + "=inc" would be the folder inc, as NVRTC reads -I=inc.
+  CompileOptions folders;
+  folders.include_dirs = list("include");
+  for (auto& option : folders.render()) {
+    options.push_back(std::move(option));
   }
   for (const auto& option : list("option")) {
     options.push_back(option);

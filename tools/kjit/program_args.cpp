@@ -11,7 +11,7 @@ void add_program_options(po::options_description& visible, po::options_descripti
                          po::positional_options_description& positional)
 {
   visible.add_options()
-    ("arch,a", po::value<std::string>()->default_value("auto"), "target: sm_XY, sm_XYa, compute_XY or auto")
+    ("arch,a", po::value<std::string>()->default_value("auto"), "target: sm_XY, sm_XYa, sm_XYf, compute_XY or auto")
     ("define,D", po::value<std::vector<std::string>>()->composing(), "define a macro (-DNAME or -DNAME=VALUE)")
     ("include,I", po::value<std::vector<std::string>>()->composing(), "add an include folder")
     ("name-expr,n", po::value<std::vector<std::string>>()->composing(), "name expression, e.g. 'scale<float>'")
@@ -51,8 +51,11 @@ Program program_from_arguments(const po::variables_map& vm, Arch& arch)
   for (const auto& define : list("define")) {
     program.options.push_back("-D" + define);
   }
-  for (const auto& dir : list("include")) {
-    program.options.push_back("-I" + dir);
+  // A folder as written: "-I" + "=inc" would be the folder inc, as NVRTC reads -I=inc.
+  CompileOptions folders;
+  folders.include_dirs = list("include");
+  for (auto& option : folders.render()) {
+    program.options.push_back(std::move(option));
   }
   for (const auto& option : list("option")) {
     program.options.push_back(option);
