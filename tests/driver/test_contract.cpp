@@ -441,8 +441,15 @@ BOOST_AUTO_TEST_CASE(a_forked_childs_load_while_its_parent_loads_is_an_error_not
         }
       }
     } release{loader};
-    loader = std::thread([&] { context.load(first, *first_binary); });
-    fake().wait_load_held();  // the loader is inside cuModuleLoadDataEx, holding the context's lock
+    loader = std::thread([&] {
+      try {
+        context.load(first, *first_binary);
+      } catch (...) {
+      }
+      fake().release_loads();  // a load that never reached the hold ends the wait below
+    });
+    // The loader is inside cuModuleLoadDataEx, holding the context's lock.
+    BOOST_TEST_REQUIRE(fake().wait_load_held(), "the load never reached cuModuleLoadDataEx");
     const pid_t child = ::fork();
     BOOST_TEST_REQUIRE(child >= 0, "fork: " << std::strerror(errno));
     if (child == 0) {
