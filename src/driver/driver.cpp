@@ -280,7 +280,9 @@ int device_compute_capability(int device)
 {
   const driver::DriverApi* api = driver::driver_api();
   if (api == nullptr) {
-    throw CudaError("cannot resolve arch 'auto': " + driver_status().reason, CUDA_ERROR_NO_DEVICE);
+    const std::string& reason = driver_status().reason;
+    throw CudaError("cannot resolve arch 'auto': " + reason,
+                    reason == driver::k_forked_reason ? CUDA_ERROR_NOT_INITIALIZED : CUDA_ERROR_NO_DEVICE);
   }
   CUdevice handle = 0;
   if (const CUresult r = api->device_get(&handle, device); r != CUDA_SUCCESS) {

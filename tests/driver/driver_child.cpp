@@ -84,6 +84,11 @@ int main(int argc, char** argv)
         } catch (const kjit::CudaError& e) {
           std::printf("child: %s\n", e.what());
         }
+        try {
+          std::printf("child: compute capability %d\n", kjit::device_compute_capability(0));
+        } catch (const kjit::CudaError& e) {
+          std::printf("child: compute capability: %s (%d)\n", e.what(), static_cast<int>(e.result()));
+        }
         std::fflush(stdout);
         std::exit(0);  // destroys the statics in the child too
       }
