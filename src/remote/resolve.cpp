@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <system_error>
 #include <thread>
+#include <tuple>
 
 namespace kjit::remote {
 
