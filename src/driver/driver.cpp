@@ -218,6 +218,13 @@ const DriverApi& require_driver()
   return *api;
 }
 
+void refuse_in_forked_child()
+{
+  if (g_forked.load(std::memory_order_acquire)) {
+    throw CudaError(k_forked_reason, CUDA_ERROR_NOT_INITIALIZED);
+  }
+}
+
 void throw_cuda_error(CUresult result, const std::string& what)
 {
   throw CudaError(what + ": " + describe(result), result);
