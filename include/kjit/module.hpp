@@ -74,7 +74,8 @@ public:
   // load_image() of the file `path` (a regular file); the module is named by the path unless
   // options.name says otherwise. Throws ImageError if it can't be read.
   Module load_file(const std::string& path, const LoadOptions& options = {}) const;
-  // Modules loaded in this context so far.
+  // Modules loaded in this context so far. Throws CudaError (CUDA_ERROR_NOT_INITIALIZED) in a
+  // fork()ed child, as every call on a parent's kjit objects there does.
   std::size_t loaded_modules() const;
 
   struct LoadRequest;

@@ -176,6 +176,7 @@ std::string Context::device_name() const
 
 std::size_t Context::loaded_modules() const
 {
+  driver::refuse_in_forked_child();  // the lock may be a copy a parent's thread held (loading)
   std::lock_guard lock(m_state->mutex);
   return m_state->modules.size();
 }

@@ -218,6 +218,13 @@ const DriverApi& require_driver()
   return *api;
 }
 
+void refuse_in_forked_child()
+{
+  if (g_forked.load(std::memory_order_acquire)) {
+    throw CudaError(k_forked_reason, CUDA_ERROR_NOT_INITIALIZED);
+  }
+}
+
 void throw_cuda_error(CUresult result, const std::string& what)
 {
   throw CudaError(what + ": " + describe(result), result);
@@ -280,7 +287,9 @@ int device_compute_capability(int device)
 {
   const driver::DriverApi* api = driver::driver_api();
   if (api == nullptr) {
-    throw CudaError("cannot resolve arch 'auto': " + driver_status().reason, CUDA_ERROR_NO_DEVICE);
+    const std::string& reason = driver_status().reason;
+    throw CudaError("cannot resolve arch 'auto': " + reason,
+                    reason == driver::k_forked_reason ? CUDA_ERROR_NOT_INITIALIZED : CUDA_ERROR_NO_DEVICE);
   }
   CUdevice handle = 0;
   if (const CUresult r = api->device_get(&handle, device); r != CUDA_SUCCESS) {

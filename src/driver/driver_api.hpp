@@ -92,6 +92,10 @@ private:
 // The driver's entry points once cuInit succeeded, or nullptr (see kjit::driver_status() for why).
 const DriverApi* driver_api();
 
+// Throws CudaError (CUDA_ERROR_NOT_INITIALIZED) in a fork()ed child of a process that loaded the
+// driver: for calls that need no driver but a lock a parent's thread may have held at fork().
+void refuse_in_forked_child();
+
 // For destructors: the driver's entry points, or nullptr once the process is exiting. The driver
 // shuts itself down during exit (CUDA_ERROR_DEINITIALIZED after that) before the globals built
 // before it loaded are destroyed; it frees their modules and memory itself, so they leave it alone.

@@ -4,19 +4,38 @@
 #include "remote/redis.hpp"
 #include "util/no_cancellation.hpp"
 
-#include <ctime>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <mutex>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <system_error>
+#include <thread>
+#include <tuple>
 
 namespace kjit::remote {
 
 namespace {
 
-// One getaddrinfo_a() request: glibc's thread reads the name and writes the result through it.
-struct Request {
+// One lookup, shared by the caller and the thread that runs getaddrinfo(): whichever lets go last
+// frees it (the thread, when the caller gave up at its deadline).
+struct Lookup {
   std::string host;
   std::string service;
   addrinfo hints{};
-  gaicb block{};
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  int status = EAI_SYSTEM;
+  addrinfo* result = nullptr;  // owned here until the caller takes it
+
+  ~Lookup()
+  {
+    if (result != nullptr) {
+      ::freeaddrinfo(result);
+    }
+  }
 };
 
 addrinfo tcp_hints(int flags)
@@ -26,6 +45,34 @@ addrinfo tcp_hints(int flags)
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = flags;
   return hints;
+}
+
+// Starts `lookup` on a thread of its own, every signal blocked there (as the application's
+// handlers expect of a library's threads). False when no thread can be started now.
+bool start(const std::shared_ptr<Lookup>& lookup)
+{
+  sigset_t all;
+  sigset_t old;
+  sigfillset(&all);
+  const bool masked = ::pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
+  bool started = true;
+  try {
+    std::thread([lookup] {
+      addrinfo* found = nullptr;
+      const int status = ::getaddrinfo(lookup->host.c_str(), lookup->service.c_str(), &lookup->hints, &found);
+      const std::lock_guard lock(lookup->mutex);
+      lookup->status = status;
+      lookup->result = status == 0 ? found : nullptr;
+      lookup->done = true;
+      lookup->finished.notify_all();
+    }).detach();
+  } catch (const std::system_error&) {
+    started = false;
+  }
+  if (masked) {
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+  return started;
 }
 
 } // namespace
@@ -38,41 +85,29 @@ Addresses resolve(const std::string& host, int port, std::int64_t deadline_ms)
   if (::getaddrinfo(host.c_str(), service.c_str(), &numeric, &found) == 0) {
     return {found, ::freeaddrinfo};
   }
-  auto request = std::make_unique<Request>();
-  request->host = host;
-  request->service = service;
-  request->hints = tcp_hints(AI_NUMERICSERV);
-  request->block.ar_name = request->host.c_str();
-  request->block.ar_service = request->service.c_str();
-  request->block.ar_request = &request->hints;
-  gaicb* list[] = {&request->block};
-  // A cancellation in gai_suspend() would free the request under glibc's thread: the wait is
-  // bounded by the deadline, and the caller's next cancellation point acts on it.
+  auto lookup = std::make_shared<Lookup>();
+  lookup->host = host;
+  lookup->service = service;
+  lookup->hints = tcp_hints(AI_NUMERICSERV);
+  if (!start(lookup)) {
+    throw RedisFailure("cannot resolve " + host + ": no thread can be started to resolve it");
+  }
+  // The wait is bounded by the deadline; a cancellation acts at the caller's next cancellation point.
   const util::NoCancellation no_cancellation;
-  if (const int started = ::getaddrinfo_a(GAI_NOWAIT, list, 1, nullptr); started != 0) {
-    throw RedisFailure("cannot resolve " + host + ": " + ::gai_strerror(started));
+  std::unique_lock lock(lookup->mutex);
+  for (std::int64_t left; !lookup->done && (left = deadline_ms - now_ms()) > 0;) {
+    std::ignore = lookup->finished.wait_for(lock, std::chrono::milliseconds(left));
   }
-  int status = EAI_INPROGRESS;
-  for (std::int64_t left;
-       (status = ::gai_error(&request->block)) == EAI_INPROGRESS && (left = deadline_ms - now_ms()) > 0;) {
-    const timespec wait{static_cast<std::time_t>(left / 1000), static_cast<long>(left % 1000) * 1000000L};
-    std::ignore = ::gai_suspend(list, 1, &wait);  // returns early for a signal: the loop waits again
+  if (!lookup->done) {
+    throw RedisFailure("cannot resolve " + host + " within the " + std::to_string(k_connect_timeout_ms) +
+                       " ms connect timeout");
   }
-  if (status == EAI_INPROGRESS) {
-    std::ignore = ::gai_cancel(&request->block);
-    status = ::gai_error(&request->block);
-    if (status == EAI_INPROGRESS) {
-      std::ignore = request.release();  // glibc's thread still writes into it
-    }
-    if (status == EAI_INPROGRESS || status == EAI_CANCELED) {
-      throw RedisFailure("cannot resolve " + host + " within the " + std::to_string(k_connect_timeout_ms) +
-                         " ms connect timeout");
-    }
+  if (lookup->status != 0) {
+    throw RedisFailure("cannot resolve " + host + ": " + ::gai_strerror(lookup->status));
   }
-  if (status != 0) {
-    throw RedisFailure("cannot resolve " + host + ": " + ::gai_strerror(status));
-  }
-  return {request->block.ar_result, ::freeaddrinfo};
+  found = lookup->result;
+  lookup->result = nullptr;
+  return {found, ::freeaddrinfo};
 }
 
 } // namespace kjit::remote

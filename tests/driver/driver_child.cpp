@@ -84,6 +84,11 @@ int main(int argc, char** argv)
         } catch (const kjit::CudaError& e) {
           std::printf("child: %s\n", e.what());
         }
+        try {
+          std::printf("child: compute capability %d\n", kjit::device_compute_capability(0));
+        } catch (const kjit::CudaError& e) {
+          std::printf("child: compute capability: %s (%d)\n", e.what(), static_cast<int>(e.result()));
+        }
         std::fflush(stdout);
         std::exit(0);  // destroys the statics in the child too
       }
@@ -95,8 +100,16 @@ int main(int argc, char** argv)
       void* library = ::dlopen("libcuda.so.1", RTLD_NOW);
       const auto call = [&](const char* name) { reinterpret_cast<void (*)()>(::dlsym(library, name))(); };
       call("fake_cuda_hold_init");
-      std::thread loader([] { static_cast<void>(kjit::driver_status()); });
-      call("fake_cuda_wait_init_held");  // the loader is inside cuInit, kjit's load under way
+      std::thread loader([&] {
+        static_cast<void>(kjit::driver_status());
+        call("fake_cuda_release_init");  // a load that never reached cuInit ends the wait below
+      });
+      // The loader is inside cuInit, kjit's load under way.
+      if (!reinterpret_cast<bool (*)()>(::dlsym(library, "fake_cuda_wait_init_held"))()) {
+        loader.join();
+        std::printf("the driver's load never reached cuInit: %s\n", kjit::driver_status().reason.c_str());
+        return 1;
+      }
       const pid_t child = ::fork();
       if (child == 0) {
         ::alarm(30);  // a hang ends here, as SIGALRM

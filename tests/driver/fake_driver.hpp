@@ -21,9 +21,10 @@ struct FakeDriver {
   void (*destroy_context)(void*) = nullptr;
   void (*set_current)(void*) = nullptr;
   void* (*create_stream)() = nullptr;  // a CUstream the fake knows (as cuStreamCreate gives)
-  // Hold the next module loads inside cuModuleLoadDataEx (as a long JIT), wait for one, release.
+  // Hold the next module loads inside cuModuleLoadDataEx (as a long JIT), wait for one (false when
+  // released first: the loading thread releases when its load returns), release.
   void (*hold_loads)() = nullptr;
-  void (*wait_load_held)() = nullptr;
+  bool (*wait_load_held)() = nullptr;
   void (*release_loads)() = nullptr;
   // cuDevicePrimaryCtxRetain/Release as the CUDA runtime calls them (by CUdevice handle).
   int (*retain_primary)(void** context, int device_handle) = nullptr;

@@ -416,7 +416,8 @@ BOOST_AUTO_TEST_CASE(structs_by_value_and_templates_are_checked_by_size)
 
 // A parent's thread holds the context's module lock for as long as the driver loads (a PTX JIT
 // takes seconds) when another thread forks: the child's load is a CudaError (a forked child never
-// calls its parent's driver), not a wait for a lock no thread of the child will release.
+// calls its parent's driver), not a wait for a lock no thread of the child will release; so is
+// its loaded_modules(), which needs no driver but the lock (it waited for ever).
 BOOST_AUTO_TEST_CASE(a_forked_childs_load_while_its_parent_loads_is_an_error_not_a_hang)
 {
   {
@@ -441,8 +442,15 @@ BOOST_AUTO_TEST_CASE(a_forked_childs_load_while_its_parent_loads_is_an_error_not
         }
       }
     } release{loader};
-    loader = std::thread([&] { context.load(first, *first_binary); });
-    fake().wait_load_held();  // the loader is inside cuModuleLoadDataEx, holding the context's lock
+    loader = std::thread([&] {
+      try {
+        context.load(first, *first_binary);
+      } catch (...) {
+      }
+      fake().release_loads();  // a load that never reached the hold ends the wait below
+    });
+    // The loader is inside cuModuleLoadDataEx, holding the context's lock.
+    BOOST_TEST_REQUIRE(fake().wait_load_held(), "the load never reached cuModuleLoadDataEx");
     const pid_t child = ::fork();
     BOOST_TEST_REQUIRE(child >= 0, "fork: " << std::strerror(errno));
     if (child == 0) {
@@ -454,6 +462,11 @@ BOOST_AUTO_TEST_CASE(a_forked_childs_load_while_its_parent_loads_is_an_error_not
         code = std::strstr(e.what(), "fork()") != nullptr ? 0 : 2;
       } catch (...) {
         code = 3;
+      }
+      try {  // a call that needs no driver but the same lock
+        std::ignore = context.loaded_modules();
+        code = 4;
+      } catch (const kjit::CudaError&) {
       }
       ::_exit(code);
     }

@@ -74,6 +74,9 @@ BOOST_AUTO_TEST_CASE(a_forked_child_never_calls_the_driver_its_parent_initialize
   BOOST_TEST(calls.find("VIOLATION") == std::string::npos, calls);
   BOOST_TEST(count(calls, "\ncuMemFree\n") == 2u, calls);  // the parent's, once per run
   BOOST_TEST(count(calls, "\ncuModuleUnload M1 ctx=P0\n") == 2u, calls);
+  // device_compute_capability() too, with the code every such call has there (it was
+  // CUDA_ERROR_NO_DEVICE): "child: compute capability: cannot resolve arch 'auto': <why> (3)"
+  run_twice("fork", "use the GPU in the parent) (3)\n");  // CUDA_ERROR_NOT_INITIALIZED
 }
 
 // A fork() while another thread is inside cuInit (kjit's first use of the driver: seconds on a

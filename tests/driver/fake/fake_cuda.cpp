@@ -917,10 +917,13 @@ void hold(Hold& h)
   h.hold = true;
 }
 
-void wait_held(Hold& h)
+// True once a call waits in the hold; false when the hold was released first (the call the test
+// waits for never came: its caller releases the hold when it returns, so a test fails, not hangs).
+bool wait_held(Hold& h)
 {
   std::unique_lock lock(h.mutex);
-  h.changed.wait(lock, [&] { return h.held; });
+  h.changed.wait(lock, [&] { return h.held || !h.hold; });
+  return h.held;
 }
 
 void release(Hold& h)
@@ -934,12 +937,13 @@ void release(Hold& h)
 
 extern "C" {
 
-// Holds the next cuModuleLoadDataEx (or cuInit) calls inside the driver until released.
+// Holds the next cuModuleLoadDataEx (or cuInit) calls inside the driver until released. A wait
+// for a held call returns false when the hold is released first.
 __attribute__((visibility("default"))) void fake_cuda_hold_loads() { hold(load_hold()); }
-__attribute__((visibility("default"))) void fake_cuda_wait_load_held() { wait_held(load_hold()); }
+__attribute__((visibility("default"))) bool fake_cuda_wait_load_held() { return wait_held(load_hold()); }
 __attribute__((visibility("default"))) void fake_cuda_release_loads() { release(load_hold()); }
 __attribute__((visibility("default"))) void fake_cuda_hold_init() { hold(init_hold()); }
-__attribute__((visibility("default"))) void fake_cuda_wait_init_held() { wait_held(init_hold()); }
+__attribute__((visibility("default"))) bool fake_cuda_wait_init_held() { return wait_held(init_hold()); }
 __attribute__((visibility("default"))) void fake_cuda_release_init() { release(init_hold()); }
 
 
