@@ -212,6 +212,9 @@ void BuiltScript::set_table(const std::vector<DispatchEntry>& entries, const Fin
     tuning_lock.emplace(s.store->io_path(), s.table_lock_key(), s.tuning.lock_timeout_s);
   }
   s.table = std::move(table);
+  // As read: a store this process can't write never holds the given rows, and reading it at the
+  // next miss (or set_tuning) would drop them.
+  s.table_read = true;
   s.save_table();
   s.table_usable = s.table.fingerprint.accepts(s.fingerprint());
 }

@@ -382,6 +382,36 @@ BOOST_AUTO_TEST_CASE(rows_tuned_over_a_read_only_store_are_kept_in_memory)
   BOOST_TEST(built.choose({64}) == 1u);   // the given row kept after that miss
 }
 
+// The same with the table given first, before anything read the stored one: the first miss (or a
+// set_tuning) read the store, which never held the given rows. (Before, set_tuning's read dropped
+// the given row: key 64 was costed, schedule 0 not the given 1, and 6 cost calls.)
+BOOST_AUTO_TEST_CASE(a_table_given_first_over_a_read_only_store_is_kept)
+{
+  {
+    kjit::Cache cache(config);
+    std::ignore = macro_script().build(cache, test_batch());
+  }
+  kjit::Config read_only = config;
+  read_only.inspect_only = true;
+  kjit::Cache cache(read_only);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  BOOST_TEST_REQUIRE(!kjit::script::store_of(cache)->writable());
+  built.set_table({{{64}, 1, "", {}}}, kjit::current_fingerprint(built.arch()));
+  int calls = 0;
+  kjit::TuningOptions tuning;
+  tuning.fingerprint = kjit::current_fingerprint(built.arch());
+  tuning.cost = [&](const kjit::ScheduleInfo& s, const std::vector<std::uint64_t>&) {
+    ++calls;
+    return double(s.index);
+  };
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({64}) == 1u);   // given
+  BOOST_TEST(built.choose({500}) == 0u);  // costed
+  BOOST_TEST(built.choose({64}) == 1u);   // still given
+  BOOST_TEST(calls == 3);
+  BOOST_TEST(built.table().size() == 2u);
+}
+
 // A child fork()ed while another thread of its parent tunes (the script's mutex held, for as long
 // as the timer or cost function runs) gets a ScriptError from the parent's BuiltScript, not a
 // hang: no thread of the child will ever release that mutex. (Before, its choose() waited for
