@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <sys/types.h>
+#include <unistd.h>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,11 +30,15 @@ struct BuiltScript::State {
   std::string programs_digest;  // script::programs_digest(record.schedules): a row chosen now
 
   std::mutex mutex;  // guards everything below; taken through Guard
-  std::atomic<pid_t> held_by{0};  // the process whose thread holds `mutex` (0: none, or just between)
+  // The process whose threads take `mutex`: the one that made the state, or a fork()ed child whose
+  // first use found it free. (Not who holds it now: a holder recorded after taking the mutex, or
+  // cleared before letting it go, left a window in which a child forked found it held by no one
+  // it knew of, and waited for ever.)
+  std::atomic<pid_t> mutex_pid{::getpid()};
 
-  // Holds `mutex`. In a fork()ed child whose parent had a thread holding it at fork() (tuning: for
-  // as long as the timer or cost function runs), throws ScriptError: no thread of the child will
-  // ever release it.
+  // Holds `mutex`. In a fork()ed child whose parent had a thread holding it at fork() (in choose():
+  // for as long as the timer or cost function runs when tuning), throws ScriptError: no thread of
+  // the child will ever release it.
   class Guard {
   public:
     explicit Guard(State& state);
