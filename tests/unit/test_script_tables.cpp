@@ -49,6 +49,30 @@ std::map<std::string, std::string> probe(const std::string& cache_dir, const std
 
 BOOST_FIXTURE_TEST_SUITE(script_tables, CacheFixture)
 
+// A row's programs digest is the same in every process building the same programs: a script with
+// a header on the include path and an in-memory one, tuned by one process, is served to the next
+// ones (not tuned again by each), and tuned again once the header changes.
+BOOST_AUTO_TEST_CASE(a_row_over_programs_with_headers_is_served_to_other_processes)
+{
+  const std::string include = tmp.path() + "/include";
+  kjit::test::put(include + "/probe.cuh", "#define PROBE 1\n");
+  const std::string with = "--include '" + include + "'";
+  auto first = probe(config.cache_dir, "gpu-a", 500, with);
+  BOOST_TEST(first["choice"] == "1");
+  BOOST_TEST(first["cost_calls"] == "3");
+  for (int i = 0; i < 2; ++i) {
+    auto again = probe(config.cache_dir, "gpu-a", 510, with);
+    BOOST_TEST(again["choice"] == "1");
+    BOOST_TEST(again["cost_calls"] == "0");
+  }
+  kjit::test::settle();
+  kjit::test::put(include + "/probe.cuh", "#define PROBE 2\n");
+  auto edited = probe(config.cache_dir, "gpu-a", 510, with);
+  BOOST_TEST(edited["cost_calls"] == "3");
+  auto after = probe(config.cache_dir, "gpu-a", 500, with);
+  BOOST_TEST(after["cost_calls"] == "0");
+}
+
 BOOST_AUTO_TEST_CASE(a_cost_table_is_persisted_and_read_back_by_another_process)
 {
   // Key 512: BLOCK nearest 512 / 8 = 64 is schedule 1; key 1024 → 128 is schedule 2.
