@@ -27,7 +27,7 @@ struct BuiltScript::State {
   script::ScriptRecord record;
   std::vector<Program> programs;                          // one per schedule
   std::vector<std::shared_ptr<const Binary>> binaries;    // null for a failed schedule
-  std::string programs_digest;  // script::programs_digest(record.schedules): a row chosen now
+  std::string programs_digest;  // script::programs_digest() of this build's programs: a row chosen now
 
   std::mutex mutex;  // guards everything below; taken through Guard
   // The process whose threads take `mutex`: the one that made the state, or a fork()ed child whose

@@ -1,10 +1,11 @@
 // A separate process for the script tests: builds the probe script in CACHE_DIR and chooses a
 // schedule for SIZE with a deterministic cost function (the table may come from another process).
-// Usage: script_probe CACHE_DIR GPU SIZE [--sleep-ms N] [--include DIR]
+// Usage: script_probe CACHE_DIR GPU SIZE [--sleep-ms N] [--include DIR] [--option OPTION]
 //   GPU: the fingerprint's gpu field ("-": this machine's).
 //   --sleep-ms N: each cost call sleeps N ms (widens the window in which tuners overlap).
 //   --include DIR: the source includes "probe.cuh" from the folder DIR (-I) and an in-memory
 //     "probe_mem.cuh" (a script whose programs' keys hold a disk header).
+//   --option OPTION: one more compile option (e.g. -lineinfo).
 // Prints "choice: N", "cost_calls: N" and "hash: HEX".
 #include <kjit/kjit.hpp>
 
@@ -23,9 +24,12 @@ int main(int argc, char** argv)
   }
   int sleep_ms = 0;
   std::string include;
+  std::string option;
   for (int i = 4; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--sleep-ms") == 0) {
       sleep_ms = std::atoi(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--option") == 0) {
+      option = argv[i + 1];
     } else if (std::strcmp(argv[i], "--include") == 0) {
       include = argv[i + 1];
     }
@@ -43,6 +47,9 @@ int main(int argc, char** argv)
       script.source = "#include \"probe.cuh\"\n#include \"probe_mem.cuh\"\n" + script.source;
       script.options = {"-I" + include};
       script.headers = {{"probe_mem.cuh", "#define PROBE_MEM 1\n"}};
+    }
+    if (!option.empty()) {
+      script.options.push_back(option);
     }
     kjit::BatchOptions batch;
     if (const char* worker = std::getenv("KJIT_TEST_WORKER")) {

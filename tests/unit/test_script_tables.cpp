@@ -25,10 +25,10 @@ namespace {
 
 // script_probe's "key: value" lines.
 std::map<std::string, std::string> probe(const std::string& cache_dir, const std::string& gpu, std::uint64_t size,
-                                         const std::string& extra = "")
+                                         const std::string& extra = "", const std::string& cwd = ".")
 {
   std::string output;
-  const std::string command = "KJIT_TEST_WORKER='" + kjit::test::helper("KJIT_TEST_WORKER") + "' '" +
+  const std::string command = "cd '" + cwd + "' && KJIT_TEST_WORKER='" + kjit::test::helper("KJIT_TEST_WORKER") + "' '" +
                               kjit::test::helper("KJIT_TEST_SCRIPT_PROBE") + "' '" + cache_dir + "' '" + gpu + "' " +
                               std::to_string(size) + " " + extra;
   const int status = kjit::test::run(command, output);
@@ -71,6 +71,25 @@ BOOST_AUTO_TEST_CASE(a_row_over_programs_with_headers_is_served_to_other_process
   BOOST_TEST(edited["cost_calls"] == "3");
   auto after = probe(config.cache_dir, "gpu-a", 500, with);
   BOOST_TEST(after["cost_calls"] == "0");
+}
+
+// -lineinfo puts the working directory in the programs' keys (named-from): processes working in
+// two folders build the same programs but for the folder their line tables name. The rows do not
+// depend on it. (Before, each process tuned the key again, every run, for ever: the digest was made
+// of the program keys.)
+BOOST_AUTO_TEST_CASE(a_row_is_served_to_processes_working_in_other_folders)
+{
+  const std::string a = tmp.path() + "/a";
+  const std::string b = tmp.path() + "/b";
+  kjit::test::put(a + "/.keep", "");
+  kjit::test::put(b + "/.keep", "");
+  auto first = probe(config.cache_dir, "gpu-a", 500, "--option -lineinfo", a);
+  BOOST_TEST(first["cost_calls"] == "3");
+  for (const std::string& dir : {b, a, b}) {
+    auto again = probe(config.cache_dir, "gpu-a", 510, "--option -lineinfo", dir);
+    BOOST_TEST(again["choice"] == "1");
+    BOOST_TEST(again["cost_calls"] == "0", "in " << dir);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_cost_table_is_persisted_and_read_back_by_another_process)
