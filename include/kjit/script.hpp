@@ -145,6 +145,8 @@ struct Script {
 // throw ScriptError where a thread of the parent held the script at fork() (inside choose() or a
 // table call: for longest while tuning), never hang; a
 // miss there is refused as the parent's store is (StoreError): build the script again in a child.
+// A timer or cost function that calls choose(), set_tuning or a table call of the script it tunes
+// gets a ScriptError (that call would wait for the tuning running it).
 class BuiltScript {
 public:
   struct State;

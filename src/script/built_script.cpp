@@ -8,6 +8,7 @@
 #include "util/fork_safe.hpp"
 
 #include <algorithm>
+#include <thread>
 #include <unistd.h>
 
 namespace kjit {
@@ -38,14 +39,23 @@ BuiltScript::State::Guard::Guard(State& state) : m_state(state)
                           "tuning for longest): build it again in the child");
       }
       state.mutex_pid.store(self, std::memory_order_release);
+      state.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
       return;
     }
   }
+  // Only this thread stores its own id there, and clears it before letting the mutex go.
+  if (state.owner.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+    throw ScriptError("script '" + state.record.name +
+                      "' is used by its own timer or cost function (choose(), the table calls and set_tuning "
+                      "wait for the tuning that runs it): time the schedule given (TimingRun)");
+  }
   state.mutex.lock();
+  state.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
 }
 
 BuiltScript::State::Guard::~Guard()
 {
+  m_state.owner.store(std::thread::id(), std::memory_order_relaxed);
   m_state.mutex.unlock();
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kjit {
@@ -35,10 +36,14 @@ struct BuiltScript::State {
   // cleared before letting it go, left a window in which a child forked found it held by no one
   // it knew of, and waited for ever.)
   std::atomic<pid_t> mutex_pid{::getpid()};
+  // The thread holding `mutex` (none: std::thread::id()): one that asks again, from its timer or
+  // cost function, gets a ScriptError, not a wait for itself for ever.
+  std::atomic<std::thread::id> owner{};
 
   // Holds `mutex`. In a fork()ed child whose parent had a thread holding it at fork() (in choose():
   // for as long as the timer or cost function runs when tuning), throws ScriptError: no thread of
-  // the child will ever release it.
+  // the child will ever release it; so does a thread that holds it already (a timer or cost
+  // function calling its own script).
   class Guard {
   public:
     explicit Guard(State& state);

@@ -502,6 +502,46 @@ BOOST_AUTO_TEST_CASE(a_child_forked_while_its_parent_tunes_gets_an_error_not_a_h
   BOOST_TEST(built.choose({1000}) == 0u);
 }
 
+// A timer or cost function that calls choose(), a table call or set_tuning of the script it tunes
+// gets a ScriptError: the script's mutex is its caller's. (Before, it waited on that mutex for ever:
+// here the child's alarm.) Run in a child with its own Cache, so that a hang ends there.
+BOOST_AUTO_TEST_CASE(a_cost_function_using_its_own_script_gets_an_error_not_a_hang)
+{
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(60);  // a hang ends as SIGALRM
+    int code = 0;
+    try {
+      kjit::Cache cache(config);
+      kjit::BuiltScript built = macro_script().build(cache, test_batch());
+      int errors = 0;
+      kjit::TuningOptions tuning;
+      tuning.cost = [&](const kjit::ScheduleInfo& s, const std::vector<std::uint64_t>&) {
+        try {
+          std::ignore = built.table();
+        } catch (const kjit::ScriptError&) {
+          ++errors;
+        }
+        try {
+          std::ignore = built.choose({64});
+        } catch (const kjit::ScriptError&) {
+          ++errors;
+        }
+        return double(s.index);
+      };
+      built.set_tuning(tuning);
+      code = built.choose({1000}) == 0u && errors == 6 && built.table().size() == 1u ? 0 : 3;
+    } catch (...) {
+      code = 2;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
+}
+
 // The same while a thread of the parent only looks rows up (the mutex taken and let go all the
 // time): each child either chooses or gets the ScriptError, never hangs. (Before, the guard
 // recorded its holder just after taking the mutex and cleared it just before letting it go: a
