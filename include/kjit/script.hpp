@@ -142,8 +142,11 @@ struct Script {
 
 // A built script: its schedules, binaries and dispatch table. Copies share state; thread-safe.
 // The Cache it was built with must outlive it. In a fork()ed child, choose() and the table calls
-// throw ScriptError where a thread of the parent held the script at fork() (it was tuning); a
+// throw ScriptError where a thread of the parent held the script at fork() (inside choose() or a
+// table call: for longest while tuning), never hang; a
 // miss there is refused as the parent's store is (StoreError): build the script again in a child.
+// A timer or cost function that calls choose(), set_tuning or a table call of the script it tunes
+// gets a ScriptError (that call would wait for the tuning running it).
 class BuiltScript {
 public:
   struct State;

@@ -48,6 +48,22 @@ std::string values_text(const script::Values& values)
   return text;
 }
 
+// What a table row chosen among this schedule depends on: the program as its key names it, but for
+// the working directory that a key of a program built with -lineinfo or -G holds (its
+// "named-from" line, which only the line tables name). Processes working in two folders build the
+// same programs; with the key itself, each tuned the script's rows again on every run.
+std::string tuned_program(const PreparedProgram& prepared)
+{
+  std::string text = prepared.program_txt();
+  // Every value before the source is one escaped line: the first "source-bytes" line is the key's.
+  const std::size_t source = text.find("\nsource-bytes: ");
+  const std::size_t named = text.find("\nnamed-from: ");
+  if (named != std::string::npos && named < source) {
+    text.erase(named + 1, text.find('\n', named + 1) - named);
+  }
+  return util::to_hex(util::Sha256Hasher().update(text).update(prepared.options_txt()).finish());
+}
+
 // Whether two records describe the same build (the creation time aside).
 bool same_build(const script::ScriptRecord& a, const script::ScriptRecord& b)
 {
@@ -95,6 +111,7 @@ BuiltScript Script::build(Cache& cache, const BatchOptions& batch) const
   const std::vector<BatchResult> results = cache.get_many(items, batch);
   std::string failures;
   std::size_t built = 0;
+  std::vector<std::pair<std::size_t, std::string>> tuned_programs;  // each built schedule's
   for (std::size_t i = 0; i < results.size(); ++i) {
     ScheduleInfo info;
     info.index = i;
@@ -102,7 +119,9 @@ BuiltScript Script::build(Cache& cache, const BatchOptions& batch) const
     info.kernel = name_expression.empty() ? std::string() : state->programs[i].name_expressions[0];
     if (results[i].binary) {
       info.built = true;
-      info.program_key = cache.prepare(state->programs[i], state->arch).key();
+      const PreparedProgram prepared = cache.prepare(state->programs[i], state->arch);
+      info.program_key = prepared.key();
+      tuned_programs.emplace_back(i, tuned_program(prepared));
       ++built;
     } else {
       info.log = error_text(results[i]);
@@ -117,7 +136,7 @@ BuiltScript Script::build(Cache& cache, const BatchOptions& batch) const
 
   // What a row chosen now is chosen among: each built schedule's program (its key covers the
   // headers found on the include path and the toolkit, which the script hash does not).
-  state->programs_digest = script::programs_digest(record.schedules);
+  state->programs_digest = script::programs_digest(tuned_programs);
 
   std::optional<script::TableRecord> table;
   if (state->store) {

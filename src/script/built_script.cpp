@@ -5,30 +5,57 @@
 
 #include "cache/compile_lock.hpp"
 #include "config/log.hpp"
+#include "util/fork_safe.hpp"
 
 #include <algorithm>
+#include <thread>
 #include <unistd.h>
 
 namespace kjit {
 
+namespace {
+
+// Taken by a fork()ed child's first use of a state (made afresh in each child: a thread of the
+// parent may have held it at fork()).
+struct AdoptMutex {
+  std::mutex mutex;
+};
+const util::ForkFresh<AdoptMutex> g_adopt;
+
+} // namespace
+
 BuiltScript::State::Guard::Guard(State& state) : m_state(state)
 {
   const pid_t self = ::getpid();
-  if (!state.mutex.try_lock()) {
-    const pid_t holder = state.held_by.load();
-    if (holder != 0 && holder != self) {
-      throw ScriptError("script '" + state.record.name +
-                        "' is used in a fork()ed child while a thread of its parent held it (tuning): build it "
-                        "again in the child");
+  if (state.mutex_pid.load(std::memory_order_acquire) != self) {
+    // The first use in a fork()ed child: the mutex is as the parent's threads left it at fork(),
+    // and no thread of this process took it yet (each takes it here first). Free, it is this
+    // process's from now on; held, no thread of this process will ever release it.
+    const std::lock_guard adopt(g_adopt->mutex);
+    if (state.mutex_pid.load(std::memory_order_acquire) != self) {
+      if (!state.mutex.try_lock()) {
+        throw ScriptError("script '" + state.record.name +
+                          "' is used in a fork()ed child while a thread of its parent held it (a choose(), "
+                          "tuning for longest): build it again in the child");
+      }
+      state.mutex_pid.store(self, std::memory_order_release);
+      state.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
+      return;
     }
-    state.mutex.lock();
   }
-  state.held_by.store(self);
+  // Only this thread stores its own id there, and clears it before letting the mutex go.
+  if (state.owner.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+    throw ScriptError("script '" + state.record.name +
+                      "' is used by its own timer or cost function (choose(), the table calls and set_tuning "
+                      "wait for the tuning that runs it): time the schedule given (TimingRun)");
+  }
+  state.mutex.lock();
+  state.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
 }
 
 BuiltScript::State::Guard::~Guard()
 {
-  m_state.held_by.store(0);
+  m_state.owner.store(std::thread::id(), std::memory_order_relaxed);
   m_state.mutex.unlock();
 }
 
@@ -212,6 +239,9 @@ void BuiltScript::set_table(const std::vector<DispatchEntry>& entries, const Fin
     tuning_lock.emplace(s.store->io_path(), s.table_lock_key(), s.tuning.lock_timeout_s);
   }
   s.table = std::move(table);
+  // As read: a store this process can't write never holds the given rows, and reading it at the
+  // next miss (or set_tuning) would drop them.
+  s.table_read = true;
   s.save_table();
   s.table_usable = s.table.fingerprint.accepts(s.fingerprint());
 }

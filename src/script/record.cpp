@@ -122,13 +122,11 @@ Fingerprint read_fingerprint(Reader& r)
 
 } // namespace
 
-std::string programs_digest(const std::vector<ScheduleInfo>& schedules)
+std::string programs_digest(const std::vector<std::pair<std::size_t, std::string>>& programs)
 {
   util::Sha256Hasher digest;
-  for (const ScheduleInfo& info : schedules) {
-    if (info.built) {
-      digest.update(std::to_string(info.index) + " " + info.program_key + "\n");
-    }
+  for (const auto& [index, program] : programs) {
+    digest.update(std::to_string(index) + " " + program + "\n");
   }
   return util::to_hex(digest.finish());
 }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kjit::script {
@@ -31,7 +32,7 @@ struct ScriptRecord {
 };
 
 // One stored row: the entry and the programs it was chosen among: the SHA-256 (hex) of each built
-// schedule's index and program key then (programs_digest()); empty for a given row. A row is served
+// schedule's index and program then (programs_digest()); empty for a given row. A row is served
 // only where the schedules build those programs: the script hash leaves out the headers found on
 // the include path and the toolkit, which the program keys cover.
 struct TableRow : DispatchEntry {
@@ -46,8 +47,10 @@ struct TableRecord {
   std::vector<DispatchEntry> rows() const { return {entries.begin(), entries.end()}; }
 };
 
-// The TableRow::programs of a row chosen among `schedules` (each built one's index and key).
-std::string programs_digest(const std::vector<ScheduleInfo>& schedules);
+// The TableRow::programs of a row chosen among `programs`: each built schedule's index and program
+// (the SHA-256 of its key's texts less the working directory that a -lineinfo or -G key names, on
+// which a row does not depend: build.cpp).
+std::string programs_digest(const std::vector<std::pair<std::size_t, std::string>>& programs);
 
 // Meta-table keys of a script's two records.
 std::string script_key(const std::string& hash);

@@ -11,8 +11,10 @@
 #include <memory>
 #include <mutex>
 #include <sys/types.h>
+#include <unistd.h>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kjit {
@@ -26,14 +28,22 @@ struct BuiltScript::State {
   script::ScriptRecord record;
   std::vector<Program> programs;                          // one per schedule
   std::vector<std::shared_ptr<const Binary>> binaries;    // null for a failed schedule
-  std::string programs_digest;  // script::programs_digest(record.schedules): a row chosen now
+  std::string programs_digest;  // script::programs_digest() of this build's programs: a row chosen now
 
   std::mutex mutex;  // guards everything below; taken through Guard
-  std::atomic<pid_t> held_by{0};  // the process whose thread holds `mutex` (0: none, or just between)
+  // The process whose threads take `mutex`: the one that made the state, or a fork()ed child whose
+  // first use found it free. (Not who holds it now: a holder recorded after taking the mutex, or
+  // cleared before letting it go, left a window in which a child forked found it held by no one
+  // it knew of, and waited for ever.)
+  std::atomic<pid_t> mutex_pid{::getpid()};
+  // The thread holding `mutex` (none: std::thread::id()): one that asks again, from its timer or
+  // cost function, gets a ScriptError, not a wait for itself for ever.
+  std::atomic<std::thread::id> owner{};
 
-  // Holds `mutex`. In a fork()ed child whose parent had a thread holding it at fork() (tuning: for
-  // as long as the timer or cost function runs), throws ScriptError: no thread of the child will
-  // ever release it.
+  // Holds `mutex`. In a fork()ed child whose parent had a thread holding it at fork() (in choose():
+  // for as long as the timer or cost function runs when tuning), throws ScriptError: no thread of
+  // the child will ever release it; so does a thread that holds it already (a timer or cost
+  // function calling its own script).
   class Guard {
   public:
     explicit Guard(State& state);

@@ -1,8 +1,11 @@
 // A separate process for the script tests: builds the probe script in CACHE_DIR and chooses a
 // schedule for SIZE with a deterministic cost function (the table may come from another process).
-// Usage: script_probe CACHE_DIR GPU SIZE [--sleep-ms N]
+// Usage: script_probe CACHE_DIR GPU SIZE [--sleep-ms N] [--include DIR] [--option OPTION]
 //   GPU: the fingerprint's gpu field ("-": this machine's).
 //   --sleep-ms N: each cost call sleeps N ms (widens the window in which tuners overlap).
+//   --include DIR: the source includes "probe.cuh" from the folder DIR (-I) and an in-memory
+//     "probe_mem.cuh" (a script whose programs' keys hold a disk header).
+//   --option OPTION: one more compile option (e.g. -lineinfo).
 // Prints "choice: N", "cost_calls: N" and "hash: HEX".
 #include <kjit/kjit.hpp>
 
@@ -20,8 +23,16 @@ int main(int argc, char** argv)
     return 2;
   }
   int sleep_ms = 0;
-  if (argc >= 6 && std::strcmp(argv[4], "--sleep-ms") == 0) {
-    sleep_ms = std::atoi(argv[5]);
+  std::string include;
+  std::string option;
+  for (int i = 4; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--sleep-ms") == 0) {
+      sleep_ms = std::atoi(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--option") == 0) {
+      option = argv[i + 1];
+    } else if (std::strcmp(argv[i], "--include") == 0) {
+      include = argv[i + 1];
+    }
   }
   try {
     kjit::Config config = kjit::current_config();
@@ -32,6 +43,14 @@ int main(int argc, char** argv)
     script.source = "extern \"C\" __global__ void probe(int* p) { p[threadIdx.x] = BLOCK; }\n";
     script.space = {{"BLOCK", {"32", "64", "128"}}};
     script.arch = kjit::Arch::parse("sm_80");
+    if (!include.empty()) {
+      script.source = "#include \"probe.cuh\"\n#include \"probe_mem.cuh\"\n" + script.source;
+      script.options = {"-I" + include};
+      script.headers = {{"probe_mem.cuh", "#define PROBE_MEM 1\n"}};
+    }
+    if (!option.empty()) {
+      script.options.push_back(option);
+    }
     kjit::BatchOptions batch;
     if (const char* worker = std::getenv("KJIT_TEST_WORKER")) {
       batch.worker_path = worker;

@@ -25,10 +25,10 @@ namespace {
 
 // script_probe's "key: value" lines.
 std::map<std::string, std::string> probe(const std::string& cache_dir, const std::string& gpu, std::uint64_t size,
-                                         const std::string& extra = "")
+                                         const std::string& extra = "", const std::string& cwd = ".")
 {
   std::string output;
-  const std::string command = "KJIT_TEST_WORKER='" + kjit::test::helper("KJIT_TEST_WORKER") + "' '" +
+  const std::string command = "cd '" + cwd + "' && KJIT_TEST_WORKER='" + kjit::test::helper("KJIT_TEST_WORKER") + "' '" +
                               kjit::test::helper("KJIT_TEST_SCRIPT_PROBE") + "' '" + cache_dir + "' '" + gpu + "' " +
                               std::to_string(size) + " " + extra;
   const int status = kjit::test::run(command, output);
@@ -48,6 +48,49 @@ std::map<std::string, std::string> probe(const std::string& cache_dir, const std
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(script_tables, CacheFixture)
+
+// A row's programs digest is the same in every process building the same programs: a script with
+// a header on the include path and an in-memory one, tuned by one process, is served to the next
+// ones (not tuned again by each), and tuned again once the header changes.
+BOOST_AUTO_TEST_CASE(a_row_over_programs_with_headers_is_served_to_other_processes)
+{
+  const std::string include = tmp.path() + "/include";
+  kjit::test::put(include + "/probe.cuh", "#define PROBE 1\n");
+  const std::string with = "--include '" + include + "'";
+  auto first = probe(config.cache_dir, "gpu-a", 500, with);
+  BOOST_TEST(first["choice"] == "1");
+  BOOST_TEST(first["cost_calls"] == "3");
+  for (int i = 0; i < 2; ++i) {
+    auto again = probe(config.cache_dir, "gpu-a", 510, with);
+    BOOST_TEST(again["choice"] == "1");
+    BOOST_TEST(again["cost_calls"] == "0");
+  }
+  kjit::test::settle();
+  kjit::test::put(include + "/probe.cuh", "#define PROBE 2\n");
+  auto edited = probe(config.cache_dir, "gpu-a", 510, with);
+  BOOST_TEST(edited["cost_calls"] == "3");
+  auto after = probe(config.cache_dir, "gpu-a", 500, with);
+  BOOST_TEST(after["cost_calls"] == "0");
+}
+
+// -lineinfo puts the working directory in the programs' keys (named-from): processes working in
+// two folders build the same programs but for the folder their line tables name. The rows do not
+// depend on it. (Before, each process tuned the key again, every run, for ever: the digest was made
+// of the program keys.)
+BOOST_AUTO_TEST_CASE(a_row_is_served_to_processes_working_in_other_folders)
+{
+  const std::string a = tmp.path() + "/a";
+  const std::string b = tmp.path() + "/b";
+  kjit::test::put(a + "/.keep", "");
+  kjit::test::put(b + "/.keep", "");
+  auto first = probe(config.cache_dir, "gpu-a", 500, "--option -lineinfo", a);
+  BOOST_TEST(first["cost_calls"] == "3");
+  for (const std::string& dir : {b, a, b}) {
+    auto again = probe(config.cache_dir, "gpu-a", 510, "--option -lineinfo", dir);
+    BOOST_TEST(again["choice"] == "1");
+    BOOST_TEST(again["cost_calls"] == "0", "in " << dir);
+  }
+}
 
 BOOST_AUTO_TEST_CASE(a_cost_table_is_persisted_and_read_back_by_another_process)
 {
@@ -382,6 +425,36 @@ BOOST_AUTO_TEST_CASE(rows_tuned_over_a_read_only_store_are_kept_in_memory)
   BOOST_TEST(built.choose({64}) == 1u);   // the given row kept after that miss
 }
 
+// The same with the table given first, before anything read the stored one: the first miss (or a
+// set_tuning) read the store, which never held the given rows. (Before, set_tuning's read dropped
+// the given row: key 64 was costed, schedule 0 not the given 1, and 6 cost calls.)
+BOOST_AUTO_TEST_CASE(a_table_given_first_over_a_read_only_store_is_kept)
+{
+  {
+    kjit::Cache cache(config);
+    std::ignore = macro_script().build(cache, test_batch());
+  }
+  kjit::Config read_only = config;
+  read_only.inspect_only = true;
+  kjit::Cache cache(read_only);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  BOOST_TEST_REQUIRE(!kjit::script::store_of(cache)->writable());
+  built.set_table({{{64}, 1, "", {}}}, kjit::current_fingerprint(built.arch()));
+  int calls = 0;
+  kjit::TuningOptions tuning;
+  tuning.fingerprint = kjit::current_fingerprint(built.arch());
+  tuning.cost = [&](const kjit::ScheduleInfo& s, const std::vector<std::uint64_t>&) {
+    ++calls;
+    return double(s.index);
+  };
+  built.set_tuning(tuning);
+  BOOST_TEST(built.choose({64}) == 1u);   // given
+  BOOST_TEST(built.choose({500}) == 0u);  // costed
+  BOOST_TEST(built.choose({64}) == 1u);   // still given
+  BOOST_TEST(calls == 3);
+  BOOST_TEST(built.table().size() == 2u);
+}
+
 // A child fork()ed while another thread of its parent tunes (the script's mutex held, for as long
 // as the timer or cost function runs) gets a ScriptError from the parent's BuiltScript, not a
 // hang: no thread of the child will ever release that mutex. (Before, its choose() waited for
@@ -427,6 +500,99 @@ BOOST_AUTO_TEST_CASE(a_child_forked_while_its_parent_tunes_gets_an_error_not_a_h
   BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
   BOOST_TEST(built.choose({64}) == 2u);  // the parent goes on
   BOOST_TEST(built.choose({1000}) == 0u);
+}
+
+// A timer or cost function that calls choose(), a table call or set_tuning of the script it tunes
+// gets a ScriptError: the script's mutex is its caller's. (Before, it waited on that mutex for ever:
+// here the child's alarm.) Run in a child with its own Cache, so that a hang ends there.
+BOOST_AUTO_TEST_CASE(a_cost_function_using_its_own_script_gets_an_error_not_a_hang)
+{
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(60);  // a hang ends as SIGALRM
+    int code = 0;
+    try {
+      kjit::Cache cache(config);
+      kjit::BuiltScript built = macro_script().build(cache, test_batch());
+      int errors = 0;
+      kjit::TuningOptions tuning;
+      tuning.cost = [&](const kjit::ScheduleInfo& s, const std::vector<std::uint64_t>&) {
+        try {
+          std::ignore = built.table();
+        } catch (const kjit::ScriptError&) {
+          ++errors;
+        }
+        try {
+          std::ignore = built.choose({64});
+        } catch (const kjit::ScriptError&) {
+          ++errors;
+        }
+        return double(s.index);
+      };
+      built.set_tuning(tuning);
+      code = built.choose({1000}) == 0u && errors == 6 && built.table().size() == 1u ? 0 : 3;
+    } catch (...) {
+      code = 2;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
+}
+
+// The same while a thread of the parent only looks rows up (the mutex taken and let go all the
+// time): each child either chooses or gets the ScriptError, never hangs. (Before, the guard
+// recorded its holder just after taking the mutex and cleared it just before letting it go: a
+// child forked in between found the mutex held by no one it knew of and waited for ever.)
+BOOST_AUTO_TEST_CASE(children_forked_while_a_parent_thread_looks_rows_up_never_hang)
+{
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  built.set_table({{{64}, 2, "", {}}}, kjit::current_fingerprint(built.arch()));
+  std::atomic<bool> stop{false};
+  std::atomic<long> lookups{0};
+  std::thread looker([&] {
+    while (!stop) {
+      std::ignore = built.choose({64});
+      ++lookups;
+    }
+  });
+  while (lookups == 0) {
+    std::this_thread::yield();
+  }
+  int chose = 0;
+  int refused = 0;
+  int other = 0;
+  for (int i = 0; i < 400 && other == 0; ++i) {
+    const pid_t child = ::fork();
+    BOOST_TEST_REQUIRE(child >= 0);
+    if (child == 0) {
+      ::alarm(20);  // a hang ends as SIGALRM
+      try {
+        ::_exit(built.choose({64}) == 2u ? 0 : 1);
+      } catch (const kjit::ScriptError&) {
+        ::_exit(3);
+      } catch (...) {
+        ::_exit(2);
+      }
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      ++chose;
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+      ++refused;
+    } else {
+      ++other;
+      BOOST_TEST(false, "child " << i << ": status " << status);
+    }
+  }
+  stop = true;
+  looker.join();
+  BOOST_TEST(other == 0);
+  BOOST_TEST_MESSAGE("chose " << chose << ", refused " << refused);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
