@@ -45,6 +45,19 @@ std::map<std::string, std::string> probe(const std::string& cache_dir, const std
   return values;
 }
 
+// The config of a cache whose store this process can't write (opened for inspection), the
+// script's tables and programs stored first through a writable Cache.
+kjit::Config read_only_after_build(const kjit::Config& config)
+{
+  {
+    kjit::Cache cache(config);
+    std::ignore = macro_script().build(cache, test_batch());
+  }
+  kjit::Config read_only = config;
+  read_only.inspect_only = true;
+  return read_only;
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(script_tables, CacheFixture)
@@ -397,13 +410,7 @@ BOOST_AUTO_TEST_CASE(rows_stored_while_a_key_was_tuned_are_kept)
 // miss dropped them: keys 512 and 8192 taken in turn were tuned again on every call, 24 costs.)
 BOOST_AUTO_TEST_CASE(rows_tuned_over_a_read_only_store_are_kept_in_memory)
 {
-  {
-    kjit::Cache cache(config);
-    std::ignore = macro_script().build(cache, test_batch());
-  }
-  kjit::Config read_only = config;
-  read_only.inspect_only = true;
-  kjit::Cache cache(read_only);
+  kjit::Cache cache(read_only_after_build(config));
   kjit::BuiltScript built = macro_script().build(cache, test_batch());
   BOOST_TEST_REQUIRE(!kjit::script::store_of(cache)->writable());
   int calls = 0;
@@ -430,13 +437,7 @@ BOOST_AUTO_TEST_CASE(rows_tuned_over_a_read_only_store_are_kept_in_memory)
 // the given row: key 64 was costed, schedule 0 not the given 1, and 6 cost calls.)
 BOOST_AUTO_TEST_CASE(a_table_given_first_over_a_read_only_store_is_kept)
 {
-  {
-    kjit::Cache cache(config);
-    std::ignore = macro_script().build(cache, test_batch());
-  }
-  kjit::Config read_only = config;
-  read_only.inspect_only = true;
-  kjit::Cache cache(read_only);
+  kjit::Cache cache(read_only_after_build(config));
   kjit::BuiltScript built = macro_script().build(cache, test_batch());
   BOOST_TEST_REQUIRE(!kjit::script::store_of(cache)->writable());
   built.set_table({{{64}, 1, "", {}}}, kjit::current_fingerprint(built.arch()));
