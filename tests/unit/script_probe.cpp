@@ -1,11 +1,14 @@
 // A separate process for the script tests: builds the probe script in CACHE_DIR and chooses a
 // schedule for SIZE with a deterministic cost function (the table may come from another process).
 // Usage: script_probe CACHE_DIR GPU SIZE [--sleep-ms N] [--include DIR] [--option OPTION]
+//                     [--barrier DIR --parties N]
 //   GPU: the fingerprint's gpu field ("-": this machine's).
 //   --sleep-ms N: each cost call sleeps N ms (widens the window in which tuners overlap).
 //   --include DIR: the source includes "probe.cuh" from the folder DIR (-I) and an in-memory
 //     "probe_mem.cuh" (a script whose programs' keys hold a disk header).
 //   --option OPTION: one more compile option (e.g. -lineinfo).
+//   --barrier DIR --parties N: once the script is built, waits (at most 60 s) until N probes have
+//     reached this point (each leaves a file in DIR), then chooses: the tuners start together.
 // Prints "choice: N", "cost_calls: N" and "hash: HEX".
 #include <kjit/kjit.hpp>
 
@@ -13,8 +16,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
 int main(int argc, char** argv)
 {
@@ -25,6 +32,8 @@ int main(int argc, char** argv)
   int sleep_ms = 0;
   std::string include;
   std::string option;
+  std::string barrier;
+  std::size_t parties = 0;
   for (int i = 4; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--sleep-ms") == 0) {
       sleep_ms = std::atoi(argv[i + 1]);
@@ -32,6 +41,10 @@ int main(int argc, char** argv)
       option = argv[i + 1];
     } else if (std::strcmp(argv[i], "--include") == 0) {
       include = argv[i + 1];
+    } else if (std::strcmp(argv[i], "--barrier") == 0) {
+      barrier = argv[i + 1];
+    } else if (std::strcmp(argv[i], "--parties") == 0) {
+      parties = std::strtoul(argv[i + 1], nullptr, 10);
     }
   }
   try {
@@ -71,6 +84,16 @@ int main(int argc, char** argv)
       return block > want ? block - want : want - block;
     };
     built.set_tuning(tuning);
+    if (!barrier.empty()) {
+      std::ofstream(barrier + "/" + std::to_string(::getpid())) << "here\n";
+      const auto arrived = [&] {
+        const std::filesystem::directory_iterator files(barrier);
+        return static_cast<std::size_t>(std::distance(begin(files), end(files)));
+      };
+      for (int i = 0; i < 6000 && arrived() < parties; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
     const std::size_t choice = built.choose({std::strtoull(argv[3], nullptr, 10)});
     std::printf("choice: %zu\ncost_calls: %d\nhash: %s\n", choice, cost_calls, built.hash().c_str());
     return 0;

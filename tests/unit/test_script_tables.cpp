@@ -12,6 +12,7 @@
 #include <atomic>
 #include <map>
 #include <sstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <tuple>
@@ -163,9 +164,13 @@ BOOST_AUTO_TEST_CASE(concurrent_tuners_of_one_key_tune_once)
 {
   probe(config.cache_dir, "gpu-a", 1);  // builds the script (and tunes key 1)
   std::string output;
+  // The three start tuning together (a barrier after the build) and each cost call takes 150 ms:
+  // without the cross-process lock each would cost the three schedules (9 calls).
+  const std::string barrier = tmp.path() + "/barrier";
+  BOOST_TEST_REQUIRE(::mkdir(barrier.c_str(), 0700) == 0);
   const std::string one = "KJIT_TEST_WORKER='" + kjit::test::helper("KJIT_TEST_WORKER") + "' '" +
                           kjit::test::helper("KJIT_TEST_SCRIPT_PROBE") + "' '" + config.cache_dir +
-                          "' gpu-a 1000 --sleep-ms 150";
+                          "' gpu-a 1000 --sleep-ms 150 --barrier '" + barrier + "' --parties 3";
   const int status = kjit::test::run("(" + one + " & " + one + " & " + one + " & wait) 2>&1", output);
   BOOST_TEST(status == 0);
   std::size_t calls = 0;
