@@ -205,6 +205,19 @@ const char* describe_with(const DriverApi& api, CUresult result)
   return text.c_str();
 }
 
+namespace {
+
+// The error for a driver kjit can't call, its status's reason after `prefix`:
+// CUDA_ERROR_NOT_INITIALIZED in a fork()ed child (the parent's driver), CUDA_ERROR_NO_DEVICE
+// otherwise (no driver, or one too old).
+[[noreturn]] void throw_unavailable(const std::string& prefix)
+{
+  const std::string& reason = driver_status().reason;
+  throw CudaError(prefix + reason, reason == k_forked_reason ? CUDA_ERROR_NOT_INITIALIZED : CUDA_ERROR_NO_DEVICE);
+}
+
+} // namespace
+
 const DriverApi& require_driver()
 {
   const DriverApi* api = driver_api();
@@ -212,8 +225,7 @@ const DriverApi& require_driver()
     throw CudaError("the process is exiting: the CUDA driver shuts down", CUDA_ERROR_DEINITIALIZED);
   }
   if (api == nullptr) {
-    const std::string& reason = driver_status().reason;
-    throw CudaError(reason, reason == k_forked_reason ? CUDA_ERROR_NOT_INITIALIZED : CUDA_ERROR_NO_DEVICE);
+    throw_unavailable("");
   }
   return *api;
 }
@@ -287,9 +299,7 @@ int device_compute_capability(int device)
 {
   const driver::DriverApi* api = driver::driver_api();
   if (api == nullptr) {
-    const std::string& reason = driver_status().reason;
-    throw CudaError("cannot resolve arch 'auto': " + reason,
-                    reason == driver::k_forked_reason ? CUDA_ERROR_NOT_INITIALIZED : CUDA_ERROR_NO_DEVICE);
+    driver::throw_unavailable("cannot resolve arch 'auto': ");
   }
   CUdevice handle = 0;
   if (const CUresult r = api->device_get(&handle, device); r != CUDA_SUCCESS) {

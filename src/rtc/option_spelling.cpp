@@ -229,6 +229,9 @@ std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
 
 const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& storage)
 {
+  // -Xcudafe gives NVRTC's front end options of its own ("-Xcudafe=-I<dir>", "--preinclude=<file>"):
+  // files read through them are in no key. Not as the value of an option before ("-I" "-Xcudafe").
+  bool value = false;
   for (const std::string& option : program.options) {
     if (option.find('\0') != std::string::npos) {
       std::string shown = option;
@@ -236,11 +239,6 @@ const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& st
       throw OptionError("option '" + shown + "' of " + program.name +
                         " contains a NUL byte (NVRTC would read only the text before it)");
     }
-  }
-  // -Xcudafe gives NVRTC's front end options of its own ("-Xcudafe=-I<dir>", "--preinclude=<file>"):
-  // files read through them are in no key. Not as the value of an option before ("-I" "-Xcudafe").
-  bool value = false;
-  for (const std::string& option : program.options) {
     const std::string_view trimmed = trimmed_view(option);
     if (!value && (trimmed == "-Xcudafe" || trimmed.substr(0, 9) == "-Xcudafe=")) {
       throw OptionError("option '" + option + "' of " + program.name +
