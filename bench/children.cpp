@@ -22,7 +22,15 @@ namespace bench {
 
 namespace {
 
-// Looks up `count` cached kernels in a fresh process; prints total (open included), p50, p99.
+long minor_faults()
+{
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+// Looks up `count` cached kernels in a fresh process; prints total (open included), p50, p99, and
+// the page faults the lookups took (first touches of the store's map: what grows with its size).
 int warm_lookups(const std::string& dir, int count)
 {
   std::vector<kjit::Program> programs;
@@ -34,25 +42,32 @@ int warm_lookups(const std::string& dir, int count)
   const double open_us = us_since(start);
   std::vector<double> samples;
   std::size_t bytes = 0;
+  const long faults_before = minor_faults();
   for (const auto& program : programs) {
     const auto t = Clock::now();
     bytes += cache.get(program, kjit::Arch::parse("sm_90"))->cubin.size();
     samples.push_back(us_since(t));
   }
   const double total = us_since(start);
+  const long faults = minor_faults() - faults_before;
   // The same lookups again through a second Cache (an empty memory tier) on the store this process
   // has open: every page they touch is mapped now, so this p50 is the store's own work without the
   // first touches a fresh process pays (what grows with the store's size, apart from the OS).
   std::vector<double> mapped;
+  long faults_mapped = 0;
   {
     kjit::Cache again(cache_config(dir));
+    const long before = minor_faults();
     for (const auto& program : programs) {
       const auto t = Clock::now();
       bytes += again.get(program, kjit::Arch::parse("sm_90"))->cubin.size();
       mapped.push_back(us_since(t));
     }
+    faults_mapped = minor_faults() - before;
   }
   std::printf("p50_mapped_us: %f\n", percentile(mapped, 50));
+  std::printf("faults_per_lookup: %f\nfaults_per_lookup_mapped: %f\n", static_cast<double>(faults) / count,
+              static_cast<double>(faults_mapped) / count);
   std::printf("open_us: %f\ntotal_us: %f\np50_us: %f\np99_us: %f\ndisk_hits: %llu\ncompiles: %llu\nbytes: %zu\n",
               open_us, total, percentile(samples, 50), percentile(samples, 99),
               static_cast<unsigned long long>(cache.stats().disk_hits),

@@ -99,6 +99,10 @@ void scale_and_files(Report& report, const Options& options)
     report.note("scale", n + " entries: kjit lookup p50 (fresh process)", lookup, "us");
     report.note("scale", n + " entries: kjit lookup p50, pages mapped (a second pass)", field(output, "p50_mapped_us"),
                 "us");
+    report.note("scale", n + " entries: kjit page faults per lookup, fresh process / pages mapped",
+                field(output, "faults_per_lookup"), "faults");
+    report.note("scale", n + " entries: kjit page faults per lookup, pages mapped (a second pass)",
+                field(output, "faults_per_lookup_mapped"), "faults");
     report.note("scale", n + " entries: file-per-entry lookup p50 (fresh process)", field(files, "p50_us"), "us");
     const auto raw = kjit::compile(kernel_program(0), kjit::Arch::parse("sm_90"));
     const double raw_bytes = static_cast<double>(raw.cubin.size() + raw.ptx.size() + kernel_program(0).source.size());
