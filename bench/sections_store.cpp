@@ -99,7 +99,7 @@ void scale_and_files(Report& report, const Options& options)
     report.note("scale", n + " entries: kjit lookup p50 (fresh process)", lookup, "us");
     report.note("scale", n + " entries: kjit lookup p50, pages mapped (a second pass)", field(output, "p50_mapped_us"),
                 "us");
-    report.note("scale", n + " entries: kjit page faults per lookup, fresh process / pages mapped",
+    report.note("scale", n + " entries: kjit page faults per lookup (fresh process)",
                 field(output, "faults_per_lookup"), "faults");
     report.note("scale", n + " entries: kjit page faults per lookup, pages mapped (a second pass)",
                 field(output, "faults_per_lookup_mapped"), "faults");
