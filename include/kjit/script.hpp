@@ -141,12 +141,13 @@ struct Script {
 };
 
 // A built script: its schedules, binaries and dispatch table. Copies share state; thread-safe.
-// The Cache it was built with must outlive it. In a fork()ed child, choose() and the table calls
-// throw ScriptError where a thread of the parent held the script at fork() (inside choose() or a
-// table call: for longest while tuning), never hang; a
-// miss there is refused as the parent's store is (StoreError): build the script again in a child.
-// A timer or cost function that calls choose(), set_tuning or a table call of the script it tunes
-// gets a ScriptError (that call would wait for the tuning running it).
+// The Cache it was built with must outlive it. A key with a row is served while another thread
+// tunes a new key (with a disk tier; without one, every call waits for the tuning). In a fork()ed
+// child, choose() and the table calls throw ScriptError where a thread of the parent held the
+// script at fork() (inside choose() or a table call; without a disk tier, for longest while
+// tuning), never hang; a miss there is refused as the parent's store is (StoreError): build the
+// script again in a child. A timer or cost function that calls choose(), set_tuning or a table
+// call of the script it tunes gets a ScriptError.
 class BuiltScript {
 public:
   struct State;

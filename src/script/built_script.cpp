@@ -22,10 +22,27 @@ struct AdoptMutex {
 };
 const util::ForkFresh<AdoptMutex> g_adopt;
 
+// The states whose schedules this thread is measuring (nested: a timer may tune another script).
+thread_local std::vector<const BuiltScript::State*> t_measuring;
+
+[[noreturn]] void throw_used_by_own_tuner(const BuiltScript::State& state)
+{
+  throw ScriptError("script '" + state.record.name +
+                    "' is used by its own timer or cost function (choose(), the table calls and set_tuning "
+                    "are refused while the tuning that runs it lasts): time the schedule given (TimingRun)");
+}
+
 } // namespace
+
+BuiltScript::State::Measuring::Measuring(const State& state) { t_measuring.push_back(&state); }
+
+BuiltScript::State::Measuring::~Measuring() { t_measuring.pop_back(); }
 
 BuiltScript::State::Guard::Guard(State& state) : m_state(state)
 {
+  if (std::find(t_measuring.begin(), t_measuring.end(), &state) != t_measuring.end()) {
+    throw_used_by_own_tuner(state);
+  }
   const pid_t self = ::getpid();
   if (state.mutex_pid.load(std::memory_order_acquire) != self) {
     // The first use in a fork()ed child: the mutex is as the parent's threads left it at fork(),
@@ -35,8 +52,8 @@ BuiltScript::State::Guard::Guard(State& state) : m_state(state)
     if (state.mutex_pid.load(std::memory_order_acquire) != self) {
       if (!state.mutex.try_lock()) {
         throw ScriptError("script '" + state.record.name +
-                          "' is used in a fork()ed child while a thread of its parent held it (a choose(), "
-                          "tuning for longest): build it again in the child");
+                          "' is used in a fork()ed child while a thread of its parent held it (a choose() or a "
+                          "table call; without a store, a tuning): build it again in the child");
       }
       state.mutex_pid.store(self, std::memory_order_release);
       state.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
@@ -45,9 +62,7 @@ BuiltScript::State::Guard::Guard(State& state) : m_state(state)
   }
   // Only this thread stores its own id there, and clears it before letting the mutex go.
   if (state.owner.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
-    throw ScriptError("script '" + state.record.name +
-                      "' is used by its own timer or cost function (choose(), the table calls and set_tuning "
-                      "wait for the tuning that runs it): time the schedule given (TimingRun)");
+    throw_used_by_own_tuner(state);
   }
   state.mutex.lock();
   state.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
@@ -183,13 +198,15 @@ std::size_t BuiltScript::choose(const std::vector<std::uint64_t>& sizes)
   for (const std::uint64_t n : sizes) {
     key.push_back(tuning_key(n));
   }
-  const State::Guard lock(s);
-  if (const DispatchEntry* entry = s.find(key)) {
-    return entry->choice;
-  }
-  s.reload_table();  // another process may have tuned it
-  if (const DispatchEntry* entry = s.find(key)) {
-    return entry->choice;
+  {
+    const State::Guard lock(s);
+    if (const DispatchEntry* entry = s.find(key)) {
+      return entry->choice;
+    }
+    s.reload_table();  // another process may have tuned it
+    if (const DispatchEntry* entry = s.find(key)) {
+      return entry->choice;
+    }
   }
   return s.tune(key).choice;
 }
@@ -232,12 +249,18 @@ void BuiltScript::set_table(const std::vector<DispatchEntry>& entries, const Fin
     throw ScriptError("a table of script '" + s.record.name + "' has two rows for " +
                       script::key_folder(s.record.size_names, twice->key));
   }
-  const State::Guard lock(s);
-  // Not while another process tunes the script: its row would be written over the given table.
+  // Not while another process or thread tunes the script: its row would be written over the
+  // given table. The lock first, then the mutex (as a tuner takes them).
   std::optional<cache::CompileLock> tuning_lock;
   if (s.store) {
-    tuning_lock.emplace(s.store->io_path(), s.table_lock_key(), s.tuning.lock_timeout_s);
+    double timeout_s = 0;
+    {
+      const State::Guard guard(s);
+      timeout_s = s.tuning.lock_timeout_s;
+    }
+    tuning_lock.emplace(s.store->io_path(), s.table_lock_key(), timeout_s);
   }
+  const State::Guard lock(s);
   s.table = std::move(table);
   // As read: a store this process can't write never holds the given rows, and reading it at the
   // next miss (or set_tuning) would drop them.

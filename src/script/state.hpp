@@ -40,10 +40,11 @@ struct BuiltScript::State {
   // cost function, gets a ScriptError, not a wait for itself for ever.
   std::atomic<std::thread::id> owner{};
 
-  // Holds `mutex`. In a fork()ed child whose parent had a thread holding it at fork() (in choose():
-  // for as long as the timer or cost function runs when tuning), throws ScriptError: no thread of
-  // the child will ever release it; so does a thread that holds it already (a timer or cost
-  // function calling its own script).
+  // Holds `mutex`. In a fork()ed child whose parent had a thread holding it at fork() (a
+  // choose() or table call; without a store, tuning: for as long as the timer or cost function
+  // runs), throws ScriptError: no thread of the child will ever release it; so does a thread that
+  // holds it already or is measuring this script's schedules (a timer or cost function calling its
+  // own script).
   class Guard {
   public:
     explicit Guard(State& state);
@@ -53,6 +54,16 @@ struct BuiltScript::State {
 
   private:
     State& m_state;
+  };
+  // For its lifetime, this thread measures this script's schedules (runs its timer or cost
+  // function): a Guard this thread takes on the state meanwhile throws ScriptError, whether or not
+  // the tuning holds `mutex` (with a store it doesn't: the lock keeps other tuners out).
+  class Measuring {
+  public:
+    explicit Measuring(const State& state);
+    ~Measuring();
+    Measuring(const Measuring&) = delete;
+    Measuring& operator=(const Measuring&) = delete;
   };
   TuningOptions tuning;
   std::optional<Fingerprint> current;  // the fingerprint tables are matched under, made on first need
@@ -76,7 +87,8 @@ struct BuiltScript::State {
   // The key of the script's cross-process lock (a byte of store/compile.lock), taken to tune a key
   // and to set a table.
   util::Sha256 table_lock_key() const;
-  // tune.cpp: chooses a schedule for `key` with the tuning options. Caller holds `mutex`.
+  // tune.cpp: chooses a schedule for `key` with the tuning options: under the script's lock, then
+  // `mutex`, which it lets go while measuring where there is a store. Caller holds neither.
   DispatchEntry tune(const std::vector<std::uint64_t>& key);
   // The built schedule `index`, or ScriptError.
   const ScheduleInfo& built(std::size_t index) const;

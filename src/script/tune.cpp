@@ -37,48 +37,70 @@ util::Sha256 BuiltScript::State::table_lock_key() const
 DispatchEntry BuiltScript::State::tune(const std::vector<std::uint64_t>& key)
 {
   // One process (and one thread: OFD locks exclude both) tunes a script at a time; the others
-  // wait, then find its row.
+  // wait, then find its row. The lock first, then the mutex (as set_table): a thread waiting for
+  // the lock holds nothing another thread needs.
+  double timeout_s = 0;
+  {
+    const Guard guard(*this);
+    timeout_s = tuning.lock_timeout_s;
+  }
   std::optional<cache::CompileLock> lock;
   if (store) {
-    lock.emplace(store->io_path(), table_lock_key(), tuning.lock_timeout_s);
-    reload_table();
-    if (const DispatchEntry* entry = find(key)) {
-      return *entry;
-    }
+    lock.emplace(store->io_path(), table_lock_key(), timeout_s);
   }
+  std::optional<Guard> guard(std::in_place, *this);
+  reload_table();
+  if (const DispatchEntry* entry = find(key)) {
+    return *entry;
+  }
+  const TuningOptions options = tuning;  // as set now: a set_tuning meanwhile applies to the next key
   std::vector<std::size_t> built;
   for (const auto& schedule : record.schedules) {
     if (schedule.built) {
       built.push_back(schedule.index);
     }
   }
-  DispatchEntry entry;
-  entry.key = key;
-  if (built.size() == 1) {
-    entry.how = "single";
-    entry.measured.emplace_back(built[0], 0.0);
-  } else if (tuning.timer) {
-    entry.how = "timed";
-    for (const std::size_t index : built) {
-      const TimingRun run{record.schedules[index], *binaries[index], key};
-      for (unsigned i = 0; i < tuning.warmup; ++i) {
-        std::ignore = tuning.timer(run);
-      }
-      std::vector<double> times;
-      for (unsigned i = 0; i < std::max(tuning.repeat, 1u); ++i) {
-        times.push_back(finite_or_worst(tuning.timer(run)));
-      }
-      entry.measured.emplace_back(index, median(times));
-    }
-  } else if (tuning.cost) {
-    entry.how = "cost";
-    for (const std::size_t index : built) {
-      entry.measured.emplace_back(index, finite_or_worst(tuning.cost(record.schedules[index], key)));
-    }
-  } else {
+  if (built.size() > 1 && !options.timer && !options.cost) {
     throw ScriptError("script '" + record.name + "': the dispatch table has no row for " +
                       script::key_folder(record.size_names, key) +
                       " and nothing to choose with: give a timer or a cost function (set_tuning) or a table (set_table)");
+  }
+  DispatchEntry entry;
+  entry.key = key;
+  {
+    // Measured without the mutex where the lock keeps other tuners out: other threads' choose()
+    // of keys with rows, and the table calls, go on meanwhile. (Without a store there is no lock:
+    // the mutex keeps this process's tuners one at a time.) The schedules and binaries measured
+    // never change after build().
+    if (lock) {
+      guard.reset();
+    }
+    const Measuring measuring(*this);
+    if (built.size() == 1) {
+      entry.how = "single";
+      entry.measured.emplace_back(built[0], 0.0);
+    } else if (options.timer) {
+      entry.how = "timed";
+      for (const std::size_t index : built) {
+        const TimingRun run{record.schedules[index], *binaries[index], key};
+        for (unsigned i = 0; i < options.warmup; ++i) {
+          std::ignore = options.timer(run);
+        }
+        std::vector<double> times;
+        for (unsigned i = 0; i < std::max(options.repeat, 1u); ++i) {
+          times.push_back(finite_or_worst(options.timer(run)));
+        }
+        entry.measured.emplace_back(index, median(times));
+      }
+    } else {
+      entry.how = "cost";
+      for (const std::size_t index : built) {
+        entry.measured.emplace_back(index, finite_or_worst(options.cost(record.schedules[index], key)));
+      }
+    }
+  }
+  if (!guard) {
+    guard.emplace(*this);
   }
   // Best first; a tie goes to the lower schedule index.
   std::stable_sort(entry.measured.begin(), entry.measured.end(),

@@ -10,7 +10,10 @@
 #include "script/script_store.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -461,15 +464,13 @@ BOOST_AUTO_TEST_CASE(a_table_given_first_over_a_read_only_store_is_kept)
   BOOST_TEST(built.table().size() == 2u);
 }
 
-// A child fork()ed while another thread of its parent tunes (the script's mutex held, for as long
-// as the timer or cost function runs) gets a ScriptError from the parent's BuiltScript, not a
-// hang: no thread of the child will ever release that mutex. (Before, its choose() waited for
-// ever: here the alarm's SIGALRM.)
-BOOST_AUTO_TEST_CASE(a_child_forked_while_its_parent_tunes_gets_an_error_not_a_hang)
+namespace {
+
+// Forks while another thread of this process costs a new key of `built` (which has a row for 64,
+// schedule 2), and returns the child's exit status: 0 served that row, 3 a ScriptError, 2 another
+// error, a signal a hang (the child's alarm).
+int fork_while_tuning(kjit::BuiltScript& built)
 {
-  kjit::Cache cache(config);
-  kjit::BuiltScript built = macro_script().build(cache, test_batch());
-  built.set_table({{{64}, 2, "", {}}}, kjit::current_fingerprint(built.arch()));
   std::atomic<bool> costing{false};
   std::atomic<bool> release{false};
   kjit::TuningOptions tuning;
@@ -491,10 +492,9 @@ BOOST_AUTO_TEST_CASE(a_child_forked_while_its_parent_tunes_gets_an_error_not_a_h
   if (child == 0) {
     ::alarm(20);  // a hang ends as SIGALRM
     try {
-      std::ignore = built.choose({64});
-      ::_exit(1);
+      ::_exit(built.choose({64}) == 2u ? 0 : 1);
     } catch (const kjit::ScriptError&) {
-      ::_exit(0);
+      ::_exit(3);
     } catch (...) {
       ::_exit(2);
     }
@@ -503,9 +503,79 @@ BOOST_AUTO_TEST_CASE(a_child_forked_while_its_parent_tunes_gets_an_error_not_a_h
   ::waitpid(child, &status, 0);
   release = true;
   tuner.join();
-  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status);
   BOOST_TEST(built.choose({64}) == 2u);  // the parent goes on
   BOOST_TEST(built.choose({1000}) == 0u);
+  return status;
+}
+
+} // namespace
+
+// A child fork()ed while another thread of its parent tunes never hangs. With a store, the tuner
+// measures without the script's mutex (the store's lock keeps other tuners out), so the child is
+// served the row it asks for. Without one, the mutex is held for as long as the cost function
+// runs, and the child gets a ScriptError from the parent's BuiltScript: no thread of the child
+// will ever release that mutex. (Before, its choose() waited for ever: here the alarm's SIGALRM.)
+BOOST_AUTO_TEST_CASE(a_child_forked_while_its_parent_tunes_is_served_or_refused_never_hung)
+{
+  {
+    kjit::Cache cache(config);
+    kjit::BuiltScript built = macro_script().build(cache, test_batch());
+    built.set_table({{{64}, 2, "", {}}}, kjit::current_fingerprint(built.arch()));
+    const int status = fork_while_tuning(built);
+    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "with a store: status " << status);
+  }
+  kjit::Config memory_only = config;
+  memory_only.disable_cache = true;
+  kjit::Cache cache(memory_only);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  built.set_table({{{64}, 2, "", {}}}, kjit::current_fingerprint(built.arch()));
+  const int status = fork_while_tuning(built);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 3), "without a store: status " << status);
+}
+
+// A key with a row, and the table, are served while another thread tunes a new key of the same
+// script: with a store the tuner measures without the script's mutex. (Before, every call on the
+// script waited for the tuning, timers on a GPU included: here the cost function's wait for the
+// row to be served ran out, 20 s.)
+BOOST_AUTO_TEST_CASE(a_key_with_a_row_is_served_while_another_thread_tunes)
+{
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  built.set_table({{{64}, 2, "", {}}}, kjit::current_fingerprint(built.arch()));
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool costing = false;
+  bool served = false;
+  bool waited_out = false;
+  kjit::TuningOptions tuning;
+  tuning.cost = [&](const kjit::ScheduleInfo& s, const std::vector<std::uint64_t>&) {
+    std::unique_lock lock(mutex);
+    costing = true;
+    changed.notify_all();
+    if (!changed.wait_for(lock, std::chrono::seconds(20), [&] { return served; })) {
+      waited_out = true;
+    }
+    return double(s.index);
+  };
+  built.set_tuning(tuning);
+  std::thread tuner([&] { std::ignore = built.choose({1000}); });
+  {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return costing; });
+  }
+  const std::size_t choice = built.choose({64});
+  const std::size_t rows = built.table().size();
+  {
+    const std::lock_guard lock(mutex);
+    served = true;
+    changed.notify_all();
+  }
+  tuner.join();
+  BOOST_TEST(choice == 2u);
+  BOOST_TEST(rows == 1u);  // the tuner's row is stored after its measures
+  BOOST_TEST(!waited_out);
+  BOOST_TEST(built.choose({1000}) == 0u);
+  BOOST_TEST(built.table().size() == 2u);
 }
 
 // A timer or cost function that calls choose(), a table call or set_tuning of the script it tunes
