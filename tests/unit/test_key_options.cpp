@@ -420,4 +420,52 @@ BOOST_AUTO_TEST_CASE(front_end_options_are_an_option_error)
   BOOST_TEST(cached(cache, program) == "2");
 }
 
+// NVRTC 13.0's automatic PCH (-pch) is used as made, after its headers change (a header edited to
+// another size, a second later: the next compile in that process still gave the old value). A
+// program asking for it, and a batch's workers, which use it for programs sharing options, give the
+// headers on disk now: a header edited between two items of one batch (one worker, from the
+// progress callback) is read by the items after it, and their entries hold the new value. (kjit
+// compiles a program that reads disk headers against copies in a fresh private folder, so NVRTC
+// never matches a PCH made in another compile; this test keeps it so.)
+BOOST_AUTO_TEST_CASE(nvrtc_s_automatic_pch_never_serves_a_header_as_it_was)
+{
+  const std::string include = tmp.path() + "/inc";
+  kjit::Program asks{"k.cu", "#include \"v.h\"\n__global__ void k(int* p) { *p = V; }\n"};
+  asks.options = {"-I" + include, "--pch"};
+  for (int value = 1; value <= 3; ++value) {
+    put(include + "/v.h", "#define V " + std::to_string(value * 1111) + std::string(value, ' ') + "\n");
+    settle();
+    kjit::Cache fresh(config);
+    BOOST_TEST(cached(fresh, asks) == std::to_string(value * 1111));
+  }
+  put(include + "/v.h", "#define V 1111\n");
+  settle();
+  std::vector<kjit::BatchItem> items;
+  for (int i = 0; i < 3; ++i) {
+    kjit::Program program{"k.cu", "#include \"v.h\"\n__global__ void k" + std::to_string(i) + "(int* p) { *p = V; }\n"};
+    program.options = {"-I" + include};
+    items.push_back({program, k_arch});
+  }
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 1;
+  options.worker_path = helper("KJIT_TEST_WORKER");
+  options.progress = [&](std::size_t done, std::size_t) {
+    if (done == 1) {
+      put(include + "/v.h", "#define V 2222 \n");
+      settle();
+    }
+  };
+  const auto results = cache.get_many(items, options);
+  for (int i = 0; i < 3; ++i) {
+    BOOST_TEST_REQUIRE(results[i].binary);
+    BOOST_TEST(results[i].compiled);
+    BOOST_TEST(value_in(results[i].binary->ptx) == (i == 0 ? "1111" : "2222"), "item " << i);
+  }
+  kjit::Cache fresh(config);
+  BOOST_TEST(cached(fresh, items[0].program) == "2222");  // compiled again for the header now
+  BOOST_TEST(cached(fresh, items[1].program) == "2222");
+  BOOST_TEST(cached(fresh, items[2].program) == "2222");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
