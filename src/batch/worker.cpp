@@ -6,6 +6,7 @@
 #include "config/config_internal.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvrtc_library.hpp"
+#include "util/hash.hpp"
 #include "util/no_cancellation.hpp"
 
 #include <kjit/config.hpp>
@@ -19,6 +20,7 @@
 #include <spawn.h>
 #include <tuple>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -270,6 +272,35 @@ std::string Worker::exchange(const std::string& request, const std::string& what
   return std::move(*response);
 }
 
+namespace {
+
+// "--pch-dir=F" for a folder of this worker's TMPDIR named by what a PCH made for `program` holds
+// besides its source (the arch, the options, the in-memory headers): NVRTC uses a PCH of the same
+// folder as made, whatever the headers hold now. Empty (no PCH) where the program names PCH
+// options of its own, or the folder can't be made.
+std::string pch_folder_option(const Program& program, const std::string& arch)
+{
+  std::string identity = arch;
+  for (const auto& option : program.options) {
+    if (option.find("pch") != std::string::npos) {
+      return {};
+    }
+    identity += '\0' + option;
+  }
+  for (const auto& [name, content] : program.headers) {
+    identity += '\1' + name + '\2' + content;
+  }
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string folder = std::string(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp") + "/kjit-pch-" +
+                             util::to_hex(util::checksum(identity));
+  if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
+    return {};
+  }
+  return "--pch-dir=" + folder;
+}
+
+} // namespace
+
 int worker_main(int in, int out)
 {
   std::signal(SIGPIPE, SIG_IGN);
@@ -287,8 +318,13 @@ int worker_main(int in, int out)
       bool pch = false;
       Config config;  // a compile reads only the toolkit: the asking Cache's, never this environment's settings
       decode_request(*request, program, arch, pch, config.cuda_home);
+      const std::string pch_option = pch ? pch_folder_option(program, arch) : std::string();
+      pch = !pch_option.empty();
       if (pch) {
-        program.options.push_back("-pch");  // NVRTC's automatic PCH, kept for this process's next compile
+        // NVRTC's automatic PCH, kept for this process's next compile of the same options and
+        // in-memory headers: in a folder of their own (see rtc::without_unfoldered_pch).
+        program.options.push_back("-pch");
+        program.options.push_back(pch_option);
       }
       rtc::nvrtc_for(config);  // the asking Cache's toolkit (one per worker process, like any process)
       Binary binary;
@@ -300,7 +336,9 @@ int worker_main(int in, int out)
         }
         // Remembered and replayed on every later hit: the same error an in-process compile gives.
         std::vector<std::string> options = e.options();
-        options.erase(std::remove(options.begin(), options.end(), "-pch"), options.end());
+        options.erase(std::remove_if(options.begin(), options.end(),
+                                     [&](const std::string& o) { return o == "-pch" || o == pch_option; }),
+                      options.end());
         throw CompileError(e.program_name(), e.arch(), without_pch_lines(e.log()), options);
       }
       if (pch) {

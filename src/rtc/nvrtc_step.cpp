@@ -99,7 +99,7 @@ UniqueProgram run_nvrtc(const Program& program, const Arch& arch, const std::vec
   }
   options = program.options;
   options.insert(options.end(), implicit.begin(), implicit.end());
-  std::vector<std::string> all = options;
+  std::vector<std::string> all = without_unfoldered_pch(options);
   all.insert(all.end(), extra.begin(), extra.end());
   if (const std::string* fatal = option_that_aborts_nvrtc(all, program.name)) {
     throw OptionError("option '" + *fatal + "' of " + program.name +

@@ -139,6 +139,34 @@ bool time_trace_writable(const std::string& value, const std::string& program_na
 
 } // namespace
 
+std::vector<std::string> without_unfoldered_pch(const std::vector<std::string>& options)
+{
+  bool automatic = false;
+  bool folder = false;
+  bool value = false;
+  for (const std::string& option : options) {
+    const bool is_value = value;
+    value = !is_value && takes_next(option);
+    if (!is_value) {
+      automatic = automatic || option == "-pch" || option == "--pch";
+      folder = folder || option.rfind("-pch-dir=", 0) == 0 || option.rfind("--pch-dir=", 0) == 0;
+    }
+  }
+  if (!automatic || folder) {
+    return options;
+  }
+  std::vector<std::string> out;
+  value = false;
+  for (const std::string& option : options) {
+    const bool is_value = value;
+    value = !is_value && takes_next(option);
+    if (is_value || (option != "-pch" && option != "--pch")) {
+      out.push_back(option);
+    }
+  }
+  return out;
+}
+
 const std::string* option_missing_its_value(const std::vector<std::string>& options)
 {
   const std::string* open = nullptr;

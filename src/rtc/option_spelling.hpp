@@ -41,6 +41,14 @@ const std::string* option_missing_its_value(const std::vector<std::string>& opti
 const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& options,
                                             const std::string& program_name);
 
+// `options` (as NVRTC reads them) without NVRTC's automatic PCH (-pch, --pch) where no PCH folder
+// is named (-pch-dir=, --pch-dir=): NVRTC 13.0 uses a PCH it made in this process as it made it
+// after the headers in it changed (measured: an in-memory header's other content, a disk header
+// edited; the old values came out), so a program compiled after another with other header contents
+// got the other's, and the cache stored that under its own key. The binaries are the same without
+// it. kjit's batch workers name a folder per set of options and in-memory headers.
+std::vector<std::string> without_unfoldered_pch(const std::vector<std::string>& options);
+
 // `program` when NVRTC reads its options as written, else a copy in `storage` with them as NVRTC
 // reads them. Throws OptionError for -Xcudafe (options for NVRTC's front end, which can name
 // include folders and pre-includes no key would hold), for an option with a NUL byte (NVRTC reads up to it: "-lineinfo\0"

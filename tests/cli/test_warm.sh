@@ -98,14 +98,14 @@ done
 KJIT_CACHE_DIR=$work/cache_pch TMPDIR=$tmp "$kjit" warm "$work"/h*.cu --arch sm_90 --jobs 1 >"$work/pch" 2>&1 &
 pid=$!
 for _ in $(seq 600); do
-  find "$tmp" -name '__nvrtc_auto_pch_*' | grep -q . && break
+  find "$tmp" -name '*.pch' | grep -q . && break
   sleep 0.1
 done
 worker_pid=$(pgrep -P "$pid" | head -1)
 check "the worker made a PCH folder" test -n "$worker_pid"
 [ -n "$worker_pid" ] && kill -KILL "$worker_pid"
 wait "$pid"
-check "no PCH folder is left after the worker was killed" test -z "$(find "$tmp" -name '__nvrtc_auto_pch_*')"
+check "no PCH folder is left after the worker was killed" test -z "$(find "$tmp" -name '__nvrtc_auto_pch_*' -o -name 'kjit-pch-*' -o -name '*.pch')"
 check "nothing is left in TMPDIR" test -z "$(ls -A "$tmp")"
 
 echo "$passed passed, $failed failed"

@@ -420,27 +420,54 @@ BOOST_AUTO_TEST_CASE(front_end_options_are_an_option_error)
   BOOST_TEST(cached(cache, program) == "2");
 }
 
-// NVRTC 13.0's automatic PCH (-pch) is used as made, after its headers change (a header edited to
-// another size, a second later: the next compile in that process still gave the old value). A
-// program asking for it, and a batch's workers, which use it for programs sharing options, give the
-// headers on disk now: a header edited between two items of one batch (one worker, from the
-// progress callback) is read by the items after it, and their entries hold the new value. (kjit
-// compiles a program that reads disk headers against copies in a fresh private folder, so NVRTC
-// never matches a PCH made in another compile; this test keeps it so.)
-BOOST_AUTO_TEST_CASE(nvrtc_s_automatic_pch_never_serves_a_header_as_it_was)
+// NVRTC 13.0's automatic PCH (-pch) is used as made after the headers in it change (measured: an
+// in-memory header with other contents, a disk header edited to another size a second later: the
+// next compile in that process still gave the old value). So kjit gives NVRTC -pch only with a PCH
+// folder per set of options and in-memory headers (its batch workers), and drops a program's own
+// -pch otherwise (rtc::without_unfoldered_pch; the binaries are the same).
+
+// A program asking for -pch gets the headers it has now: in-memory ones with other contents in turn
+// (each compiled in this process, stored under its own key), and a disk header edited in turn.
+// (Before, the second and third in-memory contents got the first's value, and were stored so.)
+BOOST_AUTO_TEST_CASE(a_program_asking_for_nvrtc_s_pch_gets_the_headers_it_has_now)
 {
+  for (int value = 1; value <= 3; ++value) {
+    kjit::Program asks{"k.cu", "#include \"h.cuh\"\n__global__ void k(int* p) { *p = V; }\n"};
+    asks.headers = {{"h.cuh", "#define V " + std::to_string(value * 1111) + "\n"}};
+    asks.options = {"--pch"};
+    kjit::Cache fresh(config);
+    BOOST_TEST(cached(fresh, asks) == std::to_string(value * 1111));
+    kjit::Cache again(config);
+    BOOST_TEST(cached(again, asks) == std::to_string(value * 1111));  // as stored
+  }
   const std::string include = tmp.path() + "/inc";
   kjit::Program asks{"k.cu", "#include \"v.h\"\n__global__ void k(int* p) { *p = V; }\n"};
-  asks.options = {"-I" + include, "--pch"};
+  asks.options = {"-I" + include, "-pch"};
   for (int value = 1; value <= 3; ++value) {
     put(include + "/v.h", "#define V " + std::to_string(value * 1111) + std::string(value, ' ') + "\n");
     settle();
     kjit::Cache fresh(config);
     BOOST_TEST(cached(fresh, asks) == std::to_string(value * 1111));
   }
-  put(include + "/v.h", "#define V 1111\n");
-  settle();
+}
+
+// A batch's worker gives the items of two PCH groups (other in-memory header contents, the same
+// program name and include line) each its own headers, and a header on disk edited between two
+// items of one group (from the progress callback) is read by the items after it. (Before, the
+// second group's items got the first group's value, and were stored so.)
+BOOST_AUTO_TEST_CASE(a_batch_s_pch_holds_each_group_s_headers_as_they_are)
+{
   std::vector<kjit::BatchItem> items;
+  for (int group = 1; group <= 2; ++group) {
+    for (int i = 0; i < 2; ++i) {
+      kjit::Program program{"k.cu", "#include \"h.cuh\"\n__global__ void k" + std::to_string(i) + "(int* p) { *p = V; }\n"};
+      program.headers = {{"h.cuh", "#define V " + std::to_string(group * 1111) + "\n"}};
+      items.push_back({program, k_arch});
+    }
+  }
+  const std::string include = tmp.path() + "/inc";
+  put(include + "/v.h", "#define V 3333\n");
+  settle();
   for (int i = 0; i < 3; ++i) {
     kjit::Program program{"k.cu", "#include \"v.h\"\n__global__ void k" + std::to_string(i) + "(int* p) { *p = V; }\n"};
     program.options = {"-I" + include};
@@ -448,24 +475,32 @@ BOOST_AUTO_TEST_CASE(nvrtc_s_automatic_pch_never_serves_a_header_as_it_was)
   }
   kjit::Cache cache(config);
   kjit::BatchOptions options;
-  options.jobs = 1;
+  options.jobs = 1;  // one worker, the items in the plan's order: the groups one after the other
   options.worker_path = helper("KJIT_TEST_WORKER");
   options.progress = [&](std::size_t done, std::size_t) {
-    if (done == 1) {
-      put(include + "/v.h", "#define V 2222 \n");
+    if (done == 1) {  // the plan takes the disk header's group first (its options sort first)
+      put(include + "/v.h", "#define V 4444 \n");
       settle();
     }
   };
   const auto results = cache.get_many(items, options);
-  for (int i = 0; i < 3; ++i) {
-    BOOST_TEST_REQUIRE(results[i].binary);
-    BOOST_TEST(results[i].compiled);
-    BOOST_TEST(value_in(results[i].binary->ptx) == (i == 0 ? "1111" : "2222"), "item " << i);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    BOOST_TEST_REQUIRE(results[i].binary, results[i].message);
   }
+  BOOST_TEST(value_in(results[0].binary->ptx) == "1111");
+  BOOST_TEST(value_in(results[1].binary->ptx) == "1111");
+  BOOST_TEST(value_in(results[2].binary->ptx) == "2222");
+  BOOST_TEST(value_in(results[3].binary->ptx) == "2222");
   kjit::Cache fresh(config);
-  BOOST_TEST(cached(fresh, items[0].program) == "2222");  // compiled again for the header now
-  BOOST_TEST(cached(fresh, items[1].program) == "2222");
-  BOOST_TEST(cached(fresh, items[2].program) == "2222");
+  for (std::size_t i = 0; i < 4; ++i) {
+    BOOST_TEST(cached(fresh, items[i].program) == (i < 2 ? "1111" : "2222"), "item " << i);
+  }
+  int before_the_edit = 0;
+  for (std::size_t i = 4; i < items.size(); ++i) {
+    before_the_edit += value_in(results[i].binary->ptx) == "3333" ? 1 : 0;
+    BOOST_TEST(cached(fresh, items[i].program) == "4444", "item " << i);
+  }
+  BOOST_TEST(before_the_edit <= 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
