@@ -1,1 +1,0 @@
-extern "C" __global__ void other(int* p) { p[0] = 8; }
