@@ -3,6 +3,7 @@
 
 #include "util/file_size_signal.hpp"
 #include "util/file.hpp"
+#include "util/own_thread.hpp"
 
 #include <algorithm>
 #include <fcntl.h>
@@ -43,7 +44,7 @@ void Writer::dispatch(std::unique_lock<std::mutex>& lock)
   }
   if (!m_thread) {
     try {
-      m_thread = std::make_unique<std::thread>([this] { run(); });
+      m_thread = std::make_unique<std::thread>(util::own_thread("kjit-mirror", [this] { run(); }));
     } catch (const std::system_error&) {
       // No thread can be started (EAGAIN): written here, now, unless another caller is already
       // running the queue (it takes these too).

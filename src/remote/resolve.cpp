@@ -3,12 +3,11 @@
 
 #include "remote/redis.hpp"
 #include "util/no_cancellation.hpp"
+#include "util/own_thread.hpp"
 
 #include <chrono>
 #include <condition_variable>
-#include <csignal>
 #include <mutex>
-#include <pthread.h>
 #include <sys/socket.h>
 #include <system_error>
 #include <thread>
@@ -47,17 +46,12 @@ addrinfo tcp_hints(int flags)
   return hints;
 }
 
-// Starts `lookup` on a thread of its own, every signal blocked there (as the application's
-// handlers expect of a library's threads). False when no thread can be started now.
+// Starts `lookup` on a thread of its own (util::own_thread: every signal blocked there, as the
+// application's handlers expect of a library's threads). False when no thread can be started now.
 bool start(const std::shared_ptr<Lookup>& lookup)
 {
-  sigset_t all;
-  sigset_t old;
-  sigfillset(&all);
-  const bool masked = ::pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
-  bool started = true;
   try {
-    std::thread([lookup] {
+    util::own_thread("kjit-resolve", [lookup] {
       addrinfo* found = nullptr;
       const int status = ::getaddrinfo(lookup->host.c_str(), lookup->service.c_str(), &lookup->hints, &found);
       const std::lock_guard lock(lookup->mutex);
@@ -67,12 +61,9 @@ bool start(const std::shared_ptr<Lookup>& lookup)
       lookup->finished.notify_all();
     }).detach();
   } catch (const std::system_error&) {
-    started = false;
+    return false;
   }
-  if (masked) {
-    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  }
-  return started;
+  return true;
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 
 #include "config/log.hpp"
 #include "util/no_cancellation.hpp"
+#include "util/own_thread.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -136,7 +137,7 @@ void Server::enqueue(UploadItem item) noexcept
 void Server::start_writer()
 {
   if (!m_writer.joinable()) {
-    m_writer = std::thread([this] { write_loop(); });
+    m_writer = util::own_thread("kjit-remote", [this] { write_loop(); });
   }
 }
 

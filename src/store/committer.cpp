@@ -1,6 +1,8 @@
 // The Store's writer thread, the wait for its queue, and the drain of every queue at process exit.
 #include "store/committer.hpp"
 
+#include "util/own_thread.hpp"
+
 #include <condition_variable>
 #include <cstdlib>
 #include <map>
@@ -169,7 +171,7 @@ void Committer::queue(std::function<void()> commit, std::function<void(const Sto
     std::lock_guard lock(m_mutex);
     if (!m_thread) {
       try {
-        m_thread = std::make_unique<std::thread>([this] { run(); });
+        m_thread = std::make_unique<std::thread>(util::own_thread("kjit-commit", [this] { run(); }));
         m_thread_id = m_thread->get_id();
       } catch (const std::system_error&) {
         // No thread can start (the process is at its thread limit): committed here below.

@@ -9,6 +9,7 @@
 
 #include <kjit/compile.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -182,6 +183,36 @@ BOOST_AUTO_TEST_CASE(a_process_quick_exiting_right_after_a_miss_leaves_its_entry
   BOOST_TEST_REQUIRE(WIFEXITED(status), "status " << status);
   BOOST_TEST(WEXITSTATUS(status) == 0);
   found_on_disk(config, "quick_exited");
+}
+
+// kjit's own threads (here the store's committer and the mirror's writer, both started by a
+// compile) are named kjit-* and block every signal: the host's process-directed signals go to its
+// own threads, and its handlers never run on kjit's. (Before, they were unnamed and took the
+// creating thread's mask: a SIGINT or a profiler's SIGPROF could be delivered to them.)
+BOOST_AUTO_TEST_CASE(kjit_s_own_threads_are_named_and_block_every_signal)
+{
+  kjit::Cache cache(config);
+  BOOST_TEST_REQUIRE(cache.get(small_program("threads"), k_sm90) != nullptr);
+  cache.flush_mirror();
+  std::vector<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string name = read_text(task.path().string() + "/comm");
+    name = name.substr(0, name.find('\n'));
+    if (name.rfind("kjit-", 0) != 0) {
+      continue;
+    }
+    names.push_back(name);
+    const std::string status = read_text(task.path().string() + "/status");
+    const auto at = status.find("SigBlk:\t");
+    BOOST_TEST_REQUIRE(at != std::string::npos);
+    const unsigned long long blocked = std::stoull(status.substr(at + 8, 16), nullptr, 16);
+    for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGALRM, SIGCHLD, SIGPROF, SIGPIPE}) {
+      BOOST_TEST((blocked >> (signal - 1) & 1) == 1u, name << ": signal " << signal << " not blocked");
+    }
+  }
+  std::sort(names.begin(), names.end());
+  BOOST_TEST(std::count(names.begin(), names.end(), "kjit-commit") == 1);
+  BOOST_TEST(std::count(names.begin(), names.end(), "kjit-mirror") == 1);
 }
 
 // quick_exit() may be called from a signal handler (allowed when every at_quick_exit handler is
