@@ -82,6 +82,15 @@ check "said on stderr" grep -q "cannot write the output" "$work/err"
 check "with stderr closed, stdout is whole" exit_code 0 env KJIT_CACHE_DIR="$closed" sh -c "exec '$kjit' list 2>&- <&-"
 check "the entry is listed" grep -q "saxpy.cu" "$work/out"
 
+# --- an output file that can't be written whole (a file size limit, SIGXFSZ ignored: write() says
+#     EFBIG, as on a full disk) is a failure that leaves no file, not a truncated one. With the
+#     short write unchecked the truncated PTX was renamed into place and compile exited 0 (a
+#     surviving mutant, docs/testing.md) ---
+check "a compile whose PTX can't be written whole exits 1" exit_code 1 \
+  sh -c "trap '' XFSZ; ulimit -f 1; exec '$kjit' compile '$root/examples/saxpy.cu' --arch sm_80 --no-cache -o '$work/out_short'"
+check "… says why" grep -q "cannot write $work/out_short/saxpy.ptx: File too large" "$work/err"
+check "… leaves no PTX file" test ! -e "$work/out_short/saxpy.ptx"
+
 mkdir -p "$work/def_inc" "$work/def_out"
 printf '#define FROM_HEADER 1234\n' >"$work/def_inc/from_header.h"
 printf '#include "from_header.h"\n#ifndef FROM_DEFINE\n#error FROM_DEFINE is not defined\n#endif\n%s\n' \

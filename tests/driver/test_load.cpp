@@ -344,4 +344,25 @@ BOOST_AUTO_TEST_CASE(prepared_programs_of_one_image_keep_their_own_name_expressi
   check_clean();
 }
 
+// The same for Binaries loaded by content (Context::load(Binary), no prepared key): one image
+// with other lowered names is another module. A key without the lowered names gave the second
+// Binary the first one's module, where "k<0+1>" is no kernel (a surviving mutant, docs/testing.md).
+BOOST_AUTO_TEST_CASE(binaries_of_one_image_keep_their_own_name_expressions)
+{
+  {
+    const kjit::Context context = kjit::Context::primary(0);
+    const kjit::Arch arch = kjit::Arch::parse("sm_90");
+    const std::string source = "template <int N> __global__ void k(int* o) { *o = N; }\n"
+                               "template __global__ void k<1>(int*);\n";
+    const kjit::Binary one = kjit::compile({"k.cu", source, {}, {}, {"k<1>"}}, arch);
+    const kjit::Binary other = kjit::compile({"k.cu", source, {}, {}, {"k<0+1>"}}, arch);
+    BOOST_TEST_REQUIRE(one.cubin == other.cubin);
+    BOOST_CHECK_NO_THROW(context.load(one).kernel("k<1>"));
+    BOOST_CHECK_NO_THROW(context.load(other).kernel("k<0+1>"));
+    BOOST_TEST(context.load(other).handle() != context.load(one).handle());
+    BOOST_TEST(fake().count(" cubin -> M") == 2, fake().log());
+  }
+  check_clean();
+}
+
 BOOST_AUTO_TEST_SUITE_END()

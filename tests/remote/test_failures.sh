@@ -85,6 +85,19 @@ check "… one warning each (got $(warnings))" test "$(warnings)" = 2
 KJIT_CACHE_DIR=$work/bad-b exit_code 0 "$kjit" stats --json
 check "… counted as remote errors" grep -q '"remote_errors": 2' "$work/out"
 
+# --- a record whose inputs section alone is damaged (its last bytes: the binary is whole): not
+#     served either. A remote value checked by its artifacts' sum alone was served and copied into
+#     the node's store without its source, options and headers (a surviving mutant, docs/testing.md) ---
+kernels 1 inputs
+KJIT_CACHE_DIR=$work/inputs-a exit_code 0 "$kjit" compile "${files[0]}" --arch sm_80 -o "$work"
+key="kjit:v$fmt:$(grep -m1 -oE '^(compiled|cache hit) [0-9a-f]{64}$' "$work/out" | grep -oE '[0-9a-f]{64}')"
+check "its record is on the server" test "$(rcli exists "$key")" = 1
+rcli setrange "$key" "$(($(rcli strlen "$key") - 8))" "xxxxxxxx" >/dev/null
+KJIT_CACHE_DIR=$work/inputs-b check "a node offered a record with damaged inputs" \
+  exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
+check "… compiles it" grep -q "^1 compiled, 0 cached, 0 failed" "$work/out"
+check "… with one warning (got $(warnings))" test "$(warnings)" = 1
+
 # --- a value of another type (a hash) under one key: that key is compiled, with one warning, and its
 #     upload replaces it; the node's other lookups still reach the server (before: GET's WRONGTYPE
 #     opened the breaker, every later lookup of the process compiled, and the upload was dropped) ---

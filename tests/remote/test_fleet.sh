@@ -116,6 +116,24 @@ wait "$holder"
 check "the holder compiled it" test $? = 0
 check "… and no lease is left" test -z "$(rcli --scan --pattern 'kjit:lease:*')"
 
+# --- a holder whose lease was taken over (it expired while the holder was stopped or slow, and
+#     another node took it) neither renews nor releases the other node's lease: both are checked
+#     against the holder's token. Without the checks the holder released the new holder's lease
+#     (a third node could then compile it too) or kept it from expiring (surviving mutants,
+#     docs/testing.md). The same slow program for sm_90: a key the server does not hold ---
+KJIT_CACHE_DIR=$work/takeover KJIT_COMPILE_LOCK_TIMEOUT=300ms "$kjit" compile "$work/slow.cu" --arch sm_90 -o "$work" \
+  >"$work/takeover.out" 2>"$work/takeover.err" &
+holder=$!
+lease=$(await_lease)
+check "a slow compile's holder took a lease" test -n "$lease"
+previous=$(rcli set "$lease" "another node" GET)  # another node's now, with no expiry
+wait "$holder"
+check "the holder compiled it" test $? = 0
+check "… it held the lease when it was taken over (got '$previous')" test -n "$previous" -a "$previous" != "another node"
+check "… the other node's lease is still there" test "$(rcli get "$lease")" = "another node"
+check "… and was not renewed by the holder (pttl $(rcli pttl "$lease"))" test "$(rcli pttl "$lease")" = -1
+rcli del "$lease" >/dev/null
+
 # --- a holder that never finishes: the wait is bounded, then the node compiles with one warning ---
 rcli del "kjit:v$fmt:$key" >/dev/null
 rcli set "kjit:lease:v$fmt:$key" "wedged node" PX 60000 >/dev/null

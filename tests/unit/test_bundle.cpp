@@ -515,4 +515,55 @@ BOOST_AUTO_TEST_CASE(an_export_that_fails_half_way_leaves_the_old_bundle_whole)
   }
 }
 
+// A bundle whose sums all hold (a bundle made by another program can have them right) but whose
+// index says its entry is 3 GiB long, in a data section of 100 bytes: refused when it is opened
+// (BundleError, nothing imported). Without the index's bounds check it opened, and the import
+// read the entry into a 3 GiB string: std::bad_alloc under this limit, else 3 GiB of memory taken
+// before the read failed (a surviving mutant, docs/testing.md). The tier's lookup read it the
+// same way, in the host's process.
+BOOST_AUTO_TEST_CASE(an_index_entry_past_the_data_is_refused_before_it_is_read)
+{
+  const std::string pack = tmp.path() + "/past.kjitpack";
+  const std::string data(100, 'x');
+  kjit::bundle::IndexEntry entry;
+  entry.key.fill(0x11);
+  entry.size = std::uint64_t{3} << 30;
+  const std::string index = kjit::bundle::encode_index({entry});
+  kjit::bundle::Header header;
+  header.record_format = kjit::store::k_record_format;
+  header.entries = 1;
+  header.data_size = data.size();
+  header.index_sum = kjit::util::checksum(index);
+  header.meta_sum = kjit::util::checksum("");
+  header.data_sum = kjit::util::checksum(data);
+  write_text(pack, kjit::bundle::encode_header(header) + index + data);
+  try {
+    kjit::bundle::Reader reader(pack);
+    BOOST_ERROR("a bundle whose entry lies past its data was opened");
+  } catch (const kjit::BundleError& e) {
+    BOOST_TEST(std::string(e.what()).find("lies outside the data") != std::string::npos, e.what());
+  }
+  const kjit::Config target = config_at(config, tmp.path() + "/target");
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    kjit::Cache cache(target);  // its store mapped before the limit
+    const std::size_t vm_kib = status_kib("VmSize:");
+    const rlimit limit{vm_kib * 1024 + (std::size_t{1} << 30), vm_kib * 1024 + (std::size_t{1} << 30)};
+    ::setrlimit(RLIMIT_AS, &limit);
+    try {
+      cache.import_bundle(pack);
+    } catch (const kjit::BundleError&) {
+      ::_exit(cache.disk_entries() == 0 ? 0 : 2);
+    } catch (const std::bad_alloc&) {
+      ::_exit(3);
+    } catch (...) {
+      ::_exit(4);
+    }
+    ::_exit(5);
+  }
+  const int status = wait_status(child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), status_text(status));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -256,4 +256,28 @@ BOOST_AUTO_TEST_CASE(a_node_local_folder_of_another_owner_or_mode_is_refused)
   }
 }
 
+// A store file of a private cache that group or others may write, or that belongs to another
+// user, is refused as the folder would be: whoever can write data.mdb can plant a binary under any
+// key (a record's checksums are no signature). Both were opened and served (surviving mutants,
+// docs/testing.md); the nlink check above was the only one of the file checks a test made.
+BOOST_AUTO_TEST_CASE(a_store_file_others_can_write_or_own_is_refused)
+{
+  kjit::Cache(config).get(small_program("owned"), kjit::Arch::parse("sm_90"));
+  const std::string data = config.cache_dir + "/store/data.mdb";
+  for (const mode_t mode : {0620, 0602, 0666}) {
+    BOOST_TEST_REQUIRE(::chmod(data.c_str(), mode) == 0);
+    kjit::Cache cache(config);
+    BOOST_TEST(!cache.has_disk_tier(), "mode " << std::oct << mode);
+  }
+  BOOST_TEST_REQUIRE(::chmod(data.c_str(), 0600) == 0);
+  BOOST_TEST(kjit::Cache(config).has_disk_tier());  // the same file, as kjit makes it: used
+  if (::geteuid() == 0) {
+    BOOST_TEST_REQUIRE(::chown(data.c_str(), 65534, 65534) == 0);
+    kjit::Cache cache(config);
+    BOOST_TEST(!cache.has_disk_tier());  // another user's data.mdb in my folder
+  } else {
+    BOOST_TEST_MESSAGE("skipped: a data.mdb of another owner needs root");
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

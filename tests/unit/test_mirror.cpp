@@ -6,6 +6,7 @@
 #include "write_lock.hpp"
 
 #include "mirror/mirror.hpp"
+#include "mirror/writer.hpp"
 #include "store/store.hpp"
 
 #include <csignal>
@@ -516,6 +517,38 @@ BOOST_AUTO_TEST_CASE(a_rebuild_under_a_file_size_limit_is_not_a_signal)
   }
   const int status = wait_status(child);
   BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), status_text(status));
+}
+
+// An entry removed from the store (by another process, or an eviction) while the mirror writer
+// wrote its folder leaves no folder: the writer asks the store after the write and removes what
+// it wrote. Removing that check left a mirror folder and an index.txt line for an entry the
+// store no longer holds (a surviving mutant, docs/testing.md). The store is a WriterSource that
+// says "removed" for one key.
+BOOST_AUTO_TEST_CASE(an_entry_removed_while_its_folder_is_written_leaves_no_folder)
+{
+  const std::string root = tmp.path() + "/mirror";
+  std::filesystem::create_directories(root + "/programs");
+  const std::string kept(64, 'a');
+  const std::string gone(64, 'b');
+  kjit::mirror::WriterSource source;
+  source.stored = [&](const std::string& hex) { return hex == kept; };
+  source.has_blob = [](const std::string&) { return true; };
+  source.rows = [] { return std::vector<kjit::mirror::IndexRow>{}; };
+  {
+    kjit::mirror::Writer writer(root, source);
+    kjit::store::Entry entry;
+    entry.program_name = "p.cu";
+    entry.binary.arch = "sm_90";
+    entry.binary.ptx = ".version 8.0\n.target sm_90\n";
+    writer.write(kept, entry);
+    writer.write(gone, entry);
+    writer.flush();
+  }
+  BOOST_TEST(std::filesystem::exists(root + "/programs/" + kept));  // the writer wrote: the check can fail
+  BOOST_TEST(!std::filesystem::exists(root + "/programs/" + gone));
+  const std::string index = read_text(root + "/programs/index.txt");
+  BOOST_TEST(index.find(kept) != std::string::npos, index);
+  BOOST_TEST(index.find(gone) == std::string::npos, index);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
