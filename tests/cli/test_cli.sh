@@ -90,6 +90,12 @@ check "a compile whose PTX can't be written whole exits 1" exit_code 1 \
   sh -c "trap '' XFSZ; ulimit -f 1; exec '$kjit' compile '$root/examples/saxpy.cu' --arch sm_80 --no-cache -o '$work/out_short'"
 check "… says why" grep -q "cannot write $work/out_short/saxpy.ptx: File too large" "$work/err"
 check "… leaves no PTX file" test ! -e "$work/out_short/saxpy.ptx"
+# The same with SIGXFSZ as the shell leaves it: kjit ignores it. (Before, the signal killed it,
+# exit 153, with no message and a .tmp file left in the output folder.)
+check "a compile under a file size limit exits 1, not killed" exit_code 1 \
+  sh -c "ulimit -f 1; exec '$kjit' compile '$root/examples/saxpy.cu' --arch sm_80 --no-cache -o '$work/out_limit'"
+check "… says why" grep -q "cannot write $work/out_limit/saxpy.ptx: File too large" "$work/err"
+check "… leaves no file" test -z "$(ls -A "$work/out_limit" 2>/dev/null)"
 
 mkdir -p "$work/def_inc" "$work/def_out"
 printf '#define FROM_HEADER 1234\n' >"$work/def_inc/from_header.h"

@@ -5,6 +5,7 @@
 #include <kjit/error.hpp>
 
 #include <cstdio>
+#include <csignal>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -82,6 +83,10 @@ int main(int argc, char** argv)
 {
   using namespace kjit::cli;
   open_standard_fds();  // before anything opens a file
+  // A file size limit (ulimit -f) makes a write of the CLI's own (-o files, export's bundle) fail
+  // with EFBIG, said and exit 1, instead of killing kjit half way with SIGXFSZ (exit 153, a
+  // temporary file left in the output folder). The library's writes block it themselves.
+  std::signal(SIGXFSZ, SIG_IGN);
   const std::map<std::string, Command> commands{
     {"cache", command_cache},     {"compile", command_compile}, {"explain", command_explain},
     {"version", command_version}, {"--version", command_version}, {"list", command_list},
