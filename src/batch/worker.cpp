@@ -320,26 +320,26 @@ int worker_main(int in, int out)
       decode_request(*request, program, arch, pch, config.cuda_home);
       const std::string pch_option = pch ? pch_folder_option(program, arch) : std::string();
       pch = !pch_option.empty();
+      rtc::nvrtc_for(config);  // the asking Cache's toolkit (one per worker process, like any process)
+      Binary binary;
       if (pch) {
         // NVRTC's automatic PCH, kept for this process's next compile of the same options and
         // in-memory headers: in a folder of their own (see rtc::without_unfoldered_pch).
-        program.options.push_back("-pch");
-        program.options.push_back(pch_option);
-      }
-      rtc::nvrtc_for(config);  // the asking Cache's toolkit (one per worker process, like any process)
-      Binary binary;
-      try {
-        binary = rtc::compile(config, program, Arch::parse(arch));
-      } catch (const CompileError& e) {
-        if (!pch) {
-          throw;
+        Program with_pch = program;
+        with_pch.options.push_back("-pch");
+        with_pch.options.push_back(pch_option);
+        try {
+          binary = rtc::compile(config, with_pch, Arch::parse(arch));
+        } catch (const Error&) {
+          // Compiled again without it, and that answered: the PCH is only a speed-up, and what
+          // fails with it may be the PCH's own (its file can't be written under a file size limit:
+          // "unable to obtain mapped memory"), which the cache would remember as the program's
+          // error. A program's own error is the same error an in-process compile gives.
+          pch = false;
         }
-        // Remembered and replayed on every later hit: the same error an in-process compile gives.
-        std::vector<std::string> options = e.options();
-        options.erase(std::remove_if(options.begin(), options.end(),
-                                     [&](const std::string& o) { return o == "-pch" || o == pch_option; }),
-                      options.end());
-        throw CompileError(e.program_name(), e.arch(), without_pch_lines(e.log()), options);
+      }
+      if (!pch) {
+        binary = rtc::compile(config, program, Arch::parse(arch));
       }
       if (pch) {
         binary.log = without_pch_lines(binary.log);

@@ -48,6 +48,21 @@ bool options_rejected(const std::string& log)
   return line.rfind("libnvvm : error: ", 0) == 0 && line.find(" is an unsupported option") != std::string_view::npos;
 }
 
+// Whether NVRTC's log says the compile ran out of memory or of room for a file it maps (its
+// front end's "catastrophic error: unable to obtain mapped memory", "out of memory",
+// "insufficient memory for PCH memory allocation"): a state of this process, not the program's
+// error, so never remembered as one.
+bool ran_out(const std::string& log)
+{
+  for (const char* message : {"catastrophic error: unable to obtain mapped memory", "catastrophic error: out of memory",
+                              "insufficient memory for PCH memory allocation"}) {
+    if (log.find(message) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 } // namespace
 
 bool ptxas_refused_options(std::string_view line) noexcept
@@ -112,6 +127,11 @@ UniqueProgram run_nvrtc(const Program& program, const Arch& arch, const std::vec
   }
   const nvrtcResult result = api.compile_program(handle.get(), static_cast<int>(argv.size()), argv.data());
   log = program_log(handle.get());
+  if (result == NVRTC_ERROR_COMPILATION && ran_out(log)) {
+    throw ToolchainError("NVRTC ran out of memory or of room for a file compiling " + program.name + " (" + arch.str() +
+                           "); not remembered as the program's error:\n" + log,
+                         result);
+  }
   if (result == NVRTC_ERROR_COMPILATION && !options_rejected(log)) {
     throw CompileError(program.name, arch.str(), log, options);
   }

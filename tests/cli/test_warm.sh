@@ -108,5 +108,16 @@ wait "$pid"
 check "no PCH folder is left after the worker was killed" test -z "$(find "$tmp" -name '__nvrtc_auto_pch_*' -o -name 'kjit-pch-*' -o -name '*.pch')"
 check "nothing is left in TMPDIR" test -z "$(ls -A "$tmp")"
 
+# --- a PCH that can't be written is not the programs' error ---
+# Under a file size limit NVRTC can't write the workers' PCH ("catastrophic error: unable to
+# obtain mapped memory"; kjit ignores SIGXFSZ, and so its workers). The items are compiled again
+# without it. (Before, all four failed, and the next run served the four failures remembered.)
+check "a batch whose PCH can't be written compiles every item" exit_code 0 \
+  sh -c "ulimit -f 2000; KJIT_CACHE_DIR='$work/cache_fsize' exec '$kjit' warm '$work'/h1.cu '$work'/h2.cu '$work'/h3.cu '$work'/h4.cu --arch sm_90 --jobs 1"
+check "… 4 compiled" grep -q "^4 compiled, 0 cached, 0 failed" "$work/out"
+check "a later run finds them cached" exit_code 0 env KJIT_CACHE_DIR="$work/cache_fsize" "$kjit" warm "$work"/h1.cu \
+  "$work"/h2.cu "$work"/h3.cu "$work"/h4.cu --arch sm_90 --jobs 1
+check "… 4 cached" grep -q "^0 compiled, 4 cached, 0 failed" "$work/out"
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -9,9 +9,12 @@
 
 #include "../common/sample_kernels.hpp"
 
+#include <csignal>
+#include <filesystem>
 #include <thread>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -202,6 +205,44 @@ BOOST_AUTO_TEST_CASE(a_time_trace_file_that_cannot_be_written_is_an_option_error
              "the child: " << (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
                                                   : "signal " + std::to_string(WTERMSIG(status))));
   ::rmdir(dir.c_str());
+}
+
+// A compile that runs out of room for a file NVRTC maps (here its PCH, under a file size limit with
+// SIGXFSZ ignored: "catastrophic error: unable to obtain mapped memory") is a ToolchainError, not
+// the program's CompileError, which a cache would remember and serve on every later lookup. Run
+// in a child: the limit is the process's. (Before, a CompileError.)
+BOOST_AUTO_TEST_CASE(running_out_of_room_for_a_file_is_not_the_program_s_error)
+{
+  const std::string dir = "/tmp/kjit_pch_limit_" + std::to_string(::getpid());
+  BOOST_TEST_REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{2 << 20, 2 << 20};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    kjit::Program program;
+    program.name = "heavy.cu";
+    program.source = "#include <cuda_fp16.h>\n#include <cuda/std/complex>\n"
+                     "extern \"C\" __global__ void h(__half* p) { p[0] = __hadd(p[0], p[1]); }\n";
+    program.options = {"-pch", "--pch-dir=" + dir};
+    try {
+      kjit::compile(program, kjit::Arch::parse("sm_90"));
+      ::_exit(4);  // the PCH was written after all: nothing was checked
+    } catch (const kjit::ToolchainError& e) {
+      ::_exit(std::string(e.what()).find("unable to obtain mapped memory") != std::string::npos ? 0 : 2);
+    } catch (const kjit::CompileError&) {
+      ::_exit(1);
+    } catch (...) {
+      ::_exit(3);
+    }
+  }
+  int status = 0;
+  BOOST_TEST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0),
+             "the child: " << (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                                  : "signal " + std::to_string(WTERMSIG(status))));
+  std::filesystem::remove_all(dir);
 }
 
 // NVRTC 13.0 reads the value of -jtd and -split-compile with std::stoi: "-" and numbers out of
