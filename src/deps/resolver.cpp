@@ -18,6 +18,7 @@ namespace kjit::deps {
 namespace {
 
 std::function<void(const std::string&)> g_read_hook;
+std::function<void(const std::string&, FileStamp&)> g_stamp_hook;
 std::atomic<std::uint64_t> g_listings{0};
 
 bool is_file(const std::string& path)
@@ -30,13 +31,6 @@ bool is_dir(const std::string& path)
 {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-std::int64_t coarse_now_ns()
-{
-  struct timespec now {};
-  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
 }
 
 // The line `line` (1-based) of `text`, with continued lines joined.
@@ -189,17 +183,50 @@ void set_read_hook(std::function<void(const std::string& path)> hook)
   g_read_hook = std::move(hook);
 }
 
+void set_stamp_hook(std::function<void(const std::string& path, FileStamp& stamp)> hook)
+{
+  g_stamp_hook = std::move(hook);
+}
+
 namespace {
 
 FileStamp stamp_from(const struct stat& st)
 {
-  return {true, static_cast<std::int64_t>(st.st_size),
+  return {true,
+          static_cast<std::int64_t>(st.st_size),
           static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
           static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec,
           static_cast<std::uint64_t>(st.st_ino)};
 }
 
+// The timestamp tick of a time a filesystem gave (too_new()).
+std::int64_t tick_of(std::int64_t time_ns)
+{
+  constexpr std::int64_t second = 1000000000;
+  if (time_ns % second == 0) {
+    return 2 * second;
+  }
+  std::int64_t tick = 1;
+  while (time_ns % (tick * 10) == 0) {
+    tick *= 10;
+  }
+  return tick;
+}
+
 } // namespace
+
+std::int64_t stamp_clock_ns()
+{
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
+bool too_new(const FileStamp& stamp, std::int64_t start_ns)
+{
+  // Recordable when the stamp's tick ended by the start: every later change is stamped in a later tick.
+  return stamp.mtime_ns > start_ns - tick_of(stamp.mtime_ns) || stamp.ctime_ns > start_ns - tick_of(stamp.ctime_ns);
+}
 
 FileStamp stamp_of(const std::string& path)
 {
@@ -207,11 +234,15 @@ FileStamp stamp_of(const std::string& path)
   if (::stat(path.c_str(), &st) != 0) {
     return {};
   }
-  return stamp_from(st);
+  FileStamp stamp = stamp_from(st);
+  if (g_stamp_hook) {
+    g_stamp_hook(path, stamp);
+  }
+  return stamp;
 }
 
 Resolver::Resolver(const Program& program, const SearchContext& context)
-  : m_program(program), m_context(context), m_start_ns(coarse_now_ns()), m_defines(defines_from_options(program.options)),
+  : m_program(program), m_context(context), m_start_ns(stamp_clock_ns()), m_defines(defines_from_options(program.options)),
     m_names_files(program_names_files(program))
 {
   if (program_uses_time(program)) {
@@ -349,10 +380,11 @@ void Resolver::probe(const std::string& candidate)
   }
   if (m_probed.insert(dir).second) {
     const FileStamp watched = stamp != nullptr ? *stamp : stamp_of(dir);
-    // "Too new", as for headers: a folder changed at or after the start of the resolution may
-    // change again within the same timestamp tick (coarse timestamps: kernels before 6.13, some
-    // filesystems) with the same stamp, and a file appearing there would go unseen.
-    if (watched.mtime_ns >= m_start_ns || watched.ctime_ns >= m_start_ns) {
+    // "Too new", as for headers: a folder changed within the timestamp tick of the start of the
+    // resolution, or after it, may change again within that tick (coarse timestamps: kernels
+    // before 6.13, filesystems of whole seconds) with the same stamp, and a file appearing there
+    // would go unseen.
+    if (too_new(watched, m_start_ns)) {
       m_result.recordable = false;
     }
     m_result.dirs.push_back({dir, watched});
@@ -369,7 +401,11 @@ const FileStamp* Resolver::folder_stamp(const std::string& dir)
   if (it == m_folders.end()) {
     struct stat st {};
     const bool folder = ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-    it = m_folders.emplace(dir, folder ? stamp_from(st) : FileStamp{}).first;
+    FileStamp stamp = folder ? stamp_from(st) : FileStamp{};
+    if (folder && g_stamp_hook) {
+      g_stamp_hook(dir, stamp);
+    }
+    it = m_folders.emplace(dir, stamp).first;
   }
   return it->second.exists ? &it->second : nullptr;
 }
@@ -422,7 +458,7 @@ bool Resolver::add(const std::string& name, const std::string& path, const std::
     if (!(after == before) && attempt < 3) {
       continue;  // changed while read: read it again
     }
-    if (!(after == before) || after.mtime_ns >= m_start_ns || after.ctime_ns >= m_start_ns) {
+    if (!(after == before) || too_new(after, m_start_ns)) {
       m_result.recordable = false;
     }
     m_spelled[path] = spell(path, name, kind, includer);

@@ -35,6 +35,19 @@ struct FileStamp {
 
 FileStamp stamp_of(const std::string& path);
 
+// The clock the kernel stamps files with (CLOCK_REALTIME_COARSE; a file's stamp is that or, on
+// Linux 6.13 and later, a finer and later time).
+std::int64_t stamp_clock_ns();
+
+// Whether `stamp` is "too new" to stand for its content after `start_ns` (stamp_clock_ns() when
+// the content was read): a change made after that moment within the same timestamp tick would
+// keep the stamp. A tick is what the filesystem keeps of a time: read off the value, 2 s for a
+// whole second (ext3, ext4 with 128-byte inodes, HFS+: 1 s; FAT: 2 s), else 10 to the power of
+// its trailing zero digits (1 ns on ext4, xfs, btrfs, tmpfs; 100 ns on CIFS; 1 µs on some NFS
+// servers). Before, a stamp was compared with the start to the nanosecond: on a filesystem of whole
+// seconds an edit in the second of a compile, after its start, kept the stamp the compile recorded.
+bool too_new(const FileStamp& stamp, std::int64_t start_ns);
+
 // A user header (outside the toolkit) that the compile may read.
 struct DiskHeader {
   std::string name;  // the include name it was first found under (for people; the path identifies it)
@@ -95,9 +108,13 @@ std::uint64_t folder_listings() noexcept;
 
 // Test hook: called after a header is read and before its second stamp (to rewrite it there).
 void set_read_hook(std::function<void(const std::string& path)> hook);
+// Test hook: may change every stamp taken (stamp_of, the folders watched) as a filesystem other
+// than the test's would give it (timestamps in whole seconds, an inode number met again on another
+// filesystem); empty for none.
+void set_stamp_hook(std::function<void(const std::string& path, FileStamp& stamp)> hook);
 
 // Builds a Resolution. Every header is read with a stamp before and after the read (read again
-// when they differ); one modified at or after the start of the resolution is "too new" and makes
+// when they differ); one modified within the tick of the start of the resolution, or after it, is too_new() and makes
 // the result not recordable (ccache's rule: a later edit within the same timestamp tick would go
 // unseen). Not thread-safe; one per compile.
 class Resolver {

@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <cstdio>
 #include <fcntl.h>
+#include <limits>
+#include <ctime>
 #include <sys/stat.h>
 #include <thread>
 #include <tuple>
@@ -871,6 +873,125 @@ BOOST_AUTO_TEST_CASE(item4_a_toolkit_header_probing_a_name_a_user_folder_has)
   settle();
   kjit::Cache cache(config);
   same_(config, cache, d + "/k.cu", options, "462");
+}
+
+namespace {
+
+std::int64_t coarse_now_ns()
+{
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
+// The stamps of the files under `dir` as a filesystem keeping whole seconds gives them (ext4 with
+// 128-byte inodes, ext3, HFS+, some NFS servers; FAT keeps 2 s), without needing one: what was
+// changed before start() reads as a second well in the past, what is changed after it as the
+// second start() fell in, however many times it changes (an edit within that second keeps the
+// size, inode, mtime and ctime).
+class WholeSecondStamps {
+public:
+  explicit WholeSecondStamps(std::string dir) : m_dir(std::move(dir))
+  {
+    kjit::deps::set_stamp_hook([this](const std::string& path, kjit::deps::FileStamp& stamp) {
+      if (path.compare(0, m_dir.size(), m_dir) != 0) {
+        return;
+      }
+      const auto whole = [this](std::int64_t t) { return t >= m_start ? m_second : m_second - 10 * k_second; };
+      stamp.mtime_ns = whole(stamp.mtime_ns);
+      stamp.ctime_ns = whole(stamp.ctime_ns);
+    });
+  }
+  ~WholeSecondStamps() { kjit::deps::set_stamp_hook({}); }
+  WholeSecondStamps(const WholeSecondStamps&) = delete;
+  WholeSecondStamps& operator=(const WholeSecondStamps&) = delete;
+  // From now on, each change of a file under the folder is stamped with this second.
+  void start()
+  {
+    m_start = coarse_now_ns();  // the clock the kernel stamps files with (or a later, finer one)
+    m_second = m_start - m_start % k_second;
+  }
+
+private:
+  static constexpr std::int64_t k_second = 1000000000;
+  std::string m_dir;
+  std::int64_t m_start = std::numeric_limits<std::int64_t>::max();
+  std::int64_t m_second = 20 * k_second;
+};
+
+// Rewrites `path` in place (same inode), as an editor saving over it or `echo >` does.
+void rewrite(const std::string& path, const std::string& content)
+{
+  write_text(path, content);
+}
+
+} // namespace
+
+// A header edited twice within one second on a filesystem keeping whole seconds: the second edit
+// keeps every field of the stamp. The compile that read the first version started in that second,
+// after it: its manifest must not be recorded (too new), or the second version is served the
+// first's binary. Before, "too new" compared the stamp with the start to the nanosecond (the
+// stamp's second began before the start), and 501 was served for 502, from memory and from disk.
+BOOST_AUTO_TEST_CASE(an_edit_within_the_same_second_on_whole_second_timestamps_is_not_served_stale)
+{
+  const std::string d = tmp.path() + "/secs";
+  put(d + "/k.cu", std::string("#include \"val.h\"\n") + k_kernel);
+  put(d + "/val.h", "#define V 500\n");
+  settle();
+  WholeSecondStamps stamps(d);
+  stamps.start();
+  rewrite(d + "/val.h", "#define V 501\n");
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", {}, "501");
+  rewrite(d + "/val.h", "#define V 502\n");  // the same size, inode and second
+  same_(config, cache, d + "/k.cu", {}, "502");
+  kjit::Cache fresh(config);
+  same_(config, fresh, d + "/k.cu", {}, "502");
+}
+
+// A header touched (same content) and then edited within the same second: the lookup after the
+// touch hashes it again and finds the same content. It must not take the touch's stamp as the
+// header's (too new): the edit that follows keeps that stamp. Before, it did, and 511 was served
+// for 512.
+BOOST_AUTO_TEST_CASE(a_touch_then_an_edit_within_the_same_second_is_not_served_stale)
+{
+  const std::string d = tmp.path() + "/touched";
+  put(d + "/k.cu", std::string("#include \"val.h\"\n") + k_kernel);
+  put(d + "/val.h", "#define V 511\n");
+  settle();
+  WholeSecondStamps stamps(d);
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", {}, "511");  // recorded: the header's second is long past
+  stamps.start();
+  rewrite(d + "/val.h", "#define V 511\n");  // a touch: the same content, a new stamp
+  same_(config, cache, d + "/k.cu", {}, "511");
+  rewrite(d + "/val.h", "#define V 512\n");  // the same size, inode and second as the touch
+  same_(config, cache, d + "/k.cu", {}, "512");
+  kjit::Cache fresh(config);
+  same_(config, fresh, d + "/k.cu", {}, "512");
+}
+
+// A folder searched first, changed and then given the header within the same second: its stamp
+// is the same before and after the file appears. Its change during the second of the compile
+// makes it too new to watch. Before, the manifest watched it, and the later folder's 521 was
+// served where NVRTC reads the new file's 522.
+BOOST_AUTO_TEST_CASE(a_header_appearing_within_the_same_second_in_an_earlier_folder_is_seen)
+{
+  const std::string d = tmp.path() + "/shadow";
+  put(d + "/k.cu", std::string("#include \"val.h\"\n") + k_kernel);
+  put(d + "/b/val.h", "#define V 521\n");
+  put(d + "/a/other.h", "\n");
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/a", "-I" + d + "/b"};
+  WholeSecondStamps stamps(d);
+  stamps.start();
+  BOOST_TEST(::unlink((d + "/a/other.h").c_str()) == 0);  // the folder changes in this second
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "521");
+  put(d + "/a/val.h", "#define V 522\n");
+  same_(config, cache, d + "/k.cu", options, "522");
+  kjit::Cache fresh(config);
+  same_(config, fresh, d + "/k.cu", options, "522");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
