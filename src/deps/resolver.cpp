@@ -196,7 +196,8 @@ FileStamp stamp_from(const struct stat& st)
           static_cast<std::int64_t>(st.st_size),
           static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
           static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec,
-          static_cast<std::uint64_t>(st.st_ino)};
+          static_cast<std::uint64_t>(st.st_ino),
+          static_cast<std::uint64_t>(st.st_dev)};
 }
 
 // The timestamp tick of a time a filesystem gave (too_new()).
@@ -477,8 +478,9 @@ bool Resolver::add(const std::string& name, const std::string& path, const std::
     // One file by two names (a hard link, a symlinked folder: one inode) must be one copy where
     // NVRTC must see one file: #pragma once (by inode), or one path (a symlinked folder); such a
     // copy can carry one name only. A hard-linked file without it gets a copy per name.
-    const std::string identity = std::to_string(before.inode) + " " + std::to_string(before.size) + " " +
-                                 std::to_string(before.mtime_ns) + " " + std::to_string(before.ctime_ns);
+    const std::string identity = std::to_string(before.device) + " " + std::to_string(before.inode) + " " +
+                                 std::to_string(before.size) + " " + std::to_string(before.mtime_ns) + " " +
+                                 std::to_string(before.ctime_ns);
     if (const auto [first, added] = m_real_files.emplace(identity, path);
         !added && m_two_names.empty() && spelled(first->second) != m_spelled[path] &&
         (must_be_one_copy(m_result.headers.back().content) || walk_path(path).real == walk_path(first->second).real)) {

@@ -19,17 +19,20 @@
 namespace kjit::deps {
 
 // What one stat() says about a path; equal stamps mean "unchanged" for the manifest. ctime is in
-// it so that an edit whose mtime was forged back (same size, same inode) still shows.
+// it so that an edit whose mtime was forged back (same size, same inode) still shows. The device
+// is in it because an inode number names a file on one filesystem only: two files on two
+// filesystems may have the same number, size and timestamps.
 struct FileStamp {
   bool exists = false;
   std::int64_t size = 0;
   std::int64_t mtime_ns = 0;
   std::int64_t ctime_ns = 0;
   std::uint64_t inode = 0;
+  std::uint64_t device = 0;
   friend bool operator==(const FileStamp& a, const FileStamp& b)
   {
     return a.exists == b.exists && a.size == b.size && a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns &&
-           a.inode == b.inode;
+           a.inode == b.inode && a.device == b.device;
   }
 };
 

@@ -994,4 +994,52 @@ BOOST_AUTO_TEST_CASE(a_header_appearing_within_the_same_second_in_an_earlier_fol
   same_(config, fresh, d + "/k.cu", options, "522");
 }
 
+// Two headers on two filesystems whose inode numbers, sizes and timestamps happen to be equal
+// (small filesystems number their inodes alike; whole-second or coarse timestamps of files made
+// together): they are two files, not one file by two names. Before, the identity kjit gave a file
+// left the device out: the second header's copy was a hard link to the first's, NVRTC read the
+// first's text for it and 531 was cached where plain NVRTC gives 532.
+BOOST_AUTO_TEST_CASE(headers_on_two_filesystems_with_equal_inode_numbers_are_two_files)
+{
+  const std::string shm = "/dev/shm";
+  struct stat here {};
+  struct stat there {};
+  if (::stat(tmp.path().c_str(), &here) != 0 || ::stat(shm.c_str(), &there) != 0 || here.st_dev == there.st_dev ||
+      ::access(shm.c_str(), W_OK) != 0) {
+    BOOST_TEST_MESSAGE("no writable /dev/shm on another filesystem than " + tmp.path() + ": not run");
+    return;
+  }
+  const std::string d = tmp.path() + "/devs";
+  const std::string e = shm + "/kjit-test-" + std::to_string(::getpid()) + "-devs";
+  struct Removed {
+    std::string dir;
+    ~Removed()
+    {
+      kjit::deps::set_stamp_hook({});
+      ::unlink((dir + "/two.h").c_str());
+      ::rmdir(dir.c_str());
+    }
+  } removed{e};
+  put(d + "/k.cu", std::string("#include \"one.h\"\n#include \"two.h\"\n") + k_kernel);
+  put(d + "/one.h", "#undef V\n#define V 531\n");
+  BOOST_REQUIRE(::mkdir(e.c_str(), 0700) == 0);
+  put(e + "/two.h", "#undef V\n#define V 532\n");  // the same size
+  settle();
+  const kjit::deps::FileStamp first = kjit::deps::stamp_of(d + "/one.h");
+  kjit::deps::set_stamp_hook([&](const std::string& path, kjit::deps::FileStamp& stamp) {
+    if (path == e + "/two.h") {  // as if the other filesystem had numbered and stamped it alike
+      stamp.inode = first.inode;
+      stamp.mtime_ns = first.mtime_ns;
+      stamp.ctime_ns = first.ctime_ns;
+    }
+  });
+  const std::vector<std::string> options{"-I" + e};
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "532");
+  }
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "532");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
