@@ -1042,4 +1042,36 @@ BOOST_AUTO_TEST_CASE(headers_on_two_filesystems_with_equal_inode_numbers_are_two
   same_(config, cache, d + "/k.cu", options, "532");
 }
 
+// A compile kjit does not cache (NVRTC or ptxas read a file no key holds) must not be kept in the
+// memory tier either: the next lookup in the same Cache compiles again. Before, the prepared key
+// of such a program (no "include" in its texts, so not provisional) was given the result: a lookup
+// after val.h was removed got 11 where NVRTC gives 22, and a lookup after the ptxas options file
+// was edited got the cubin of the old register limit, while the log said "not cached".
+BOOST_AUTO_TEST_CASE(a_compile_that_is_not_cached_is_not_kept_in_memory_either)
+{
+  const std::string d = tmp.path() + "/nocache";
+  put(d + "/probe.cu", "#if HAS\n#define V 11\n#else\n#define V 22\n#endif\n" + std::string(k_kernel));
+  put(d + "/val.h", "#define Q 1\n");
+  settle();
+  kjit::Cache cache(config);
+  const std::vector<std::string> probe{"-DHAS=__has_include(\"val.h\")"};
+  same_(config, cache, d + "/probe.cu", probe, "11");
+  BOOST_TEST_REQUIRE(::unlink((d + "/val.h").c_str()) == 0);
+  same_(config, cache, d + "/probe.cu", probe, "22");
+
+  const kjit::Arch sm80 = kjit::Arch::parse("sm_80");
+  put(d + "/ptxas.txt", "--maxrregcount=24\n");
+  kjit::Program program = kjit::Program::from_source(
+    "optf.cu", "extern \"C\" __global__ void k(float* p) { float a[64];\n"
+               "  for (int i = 0; i < 64; ++i) a[i] = p[i] * p[i + 1];\n"
+               "  float s = 0; for (int i = 0; i < 64; ++i) s += a[(i * 7) % 64] * p[i];\n  p[0] = s; }\n");
+  program.options.push_back("-Xptxas=--options-file=" + d + "/ptxas.txt");
+  const std::string before = cache.get(program, sm80)->cubin;
+  put(d + "/ptxas.txt", "--maxrregcount=128\n");
+  const std::string now = cache.get(program, sm80)->cubin;
+  BOOST_TEST((now == kjit::compile(program, sm80).cubin));
+  BOOST_TEST((now != before));
+  BOOST_TEST(cache.stats().compiles == 4u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
