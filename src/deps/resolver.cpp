@@ -81,6 +81,13 @@ bool any_program_text(const Program& program, bool (*test)(const std::string&))
       return true;
     }
   }
+  // NVRTC compiles each name expression with the program (a file of its own): __TIME__ or
+  // __has_include there count as in the source.
+  for (const auto& expression : program.name_expressions) {
+    if (test(expression)) {
+      return true;
+    }
+  }
   return false;
 }
 
@@ -251,6 +258,13 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   }
   if (m_unfaithful.empty()) {
     m_unfaithful = file_reading_option(program.options);
+  }
+  for (const auto& expression : program.name_expressions) {
+    if (m_unfaithful.empty() && expression.find("include") != std::string::npos) {
+      // __has_include("x.h") in the file NVRTC makes of the name expressions: a probe of the
+      // disk kjit does not follow (nor can place: that file is not in the private folder).
+      m_unfaithful = "the name expression '" + expression + "' names include: NVRTC probes files from it that kjit does not follow";
+    }
   }
   for (const auto& [name, value] : m_defines) {
     m_scan.values[name].insert(value);

@@ -83,9 +83,10 @@ bool has_word(const std::string& text, std::string_view word);
 // Whether `text` may put the time of its compile into the binary: __TIME__, __TIMESTAMP__ or
 // __DATE__ as whole identifiers. Such a program is compiled each time, never cached (as ccache does).
 bool text_uses_time(const std::string& text);
-// text_uses_time() of the source or of an in-memory header.
+// text_uses_time() of the source, an in-memory header or a name expression.
 bool program_uses_time(const Program& program);
-// Whether `test` holds for the program's source or for one of its in-memory headers.
+// Whether `test` holds for the program's source, one of its in-memory headers or one of its name
+// expressions (NVRTC compiles them with the program).
 bool any_program_text(const Program& program, bool (*test)(const std::string&));
 
 // Whether `binary` (PTX, a cubin) holds `path`: as raw bytes, or as PTX writes a string's bytes
