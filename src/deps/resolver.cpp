@@ -388,10 +388,28 @@ void Resolver::probe(const std::string& candidate)
   // A missing folder is watched through its deepest existing ancestor: creating anything below
   // changes that folder's stamp.
   std::string dir = dir_of(candidate);
+  std::string entry = candidate;  // the entry of `dir` the candidate's path goes through
   const FileStamp* stamp = folder_stamp(dir);
   while (dir.size() > 1 && stamp == nullptr) {
+    entry = dir;
     dir = dir_of(dir);
     stamp = folder_stamp(dir);
+  }
+  if (const std::string name = entry.substr(std::min(entry.size(), dir.size() + 1));
+      name != "." && name != ".." && !name.empty() && name.find('/') == std::string::npos && m_index.count(entry) == 0) {
+    // The entry is there but was not taken: what can change without the folder's stamp is watched
+    // too. A symbolic link whose target is missing (a generated header not made yet): its target's
+    // folder, where the target appears; an entry that is no readable file (unreadable, a folder):
+    // its own stamp (chmod changes its ctime). Before, only the folder was watched, and a target
+    // or a permission appearing later was never seen. Whether the entry is there is asked of the
+    // folder's listing when there is one (the closure's), else by one lstat: no listing is made
+    // for it (a string program's working folder may be large).
+    const auto listed = m_listings.find(dir);
+    struct stat st {};
+    if (listed != m_listings.end() ? listed->second && listed->second->count(name) != 0
+                                   : ::lstat(entry.c_str(), &st) == 0) {
+      watch_entry(entry);
+    }
   }
   if (m_probed.insert(dir).second) {
     const FileStamp watched = stamp != nullptr ? *stamp : stamp_of(dir);
@@ -403,6 +421,29 @@ void Resolver::probe(const std::string& candidate)
       m_result.recordable = false;
     }
     m_result.dirs.push_back({dir, watched});
+  }
+}
+
+void Resolver::watch_entry(const std::string& entry)
+{
+  struct stat st {};
+  if (::lstat(entry.c_str(), &st) != 0) {
+    return;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    if (const std::string real = walk_path(entry).real; real != entry && m_watched_links.insert(entry).second) {
+      // The deepest existing folder on the link's way (its target's folder, once there), and the
+      // target itself when it is there but no readable file.
+      probe(real);
+    }
+    return;
+  }
+  if (m_probed.insert(entry).second) {
+    const FileStamp watched = stamp_of(entry);
+    if (too_new(watched, m_start_ns)) {
+      m_result.recordable = false;
+    }
+    m_result.dirs.push_back({entry, watched});
   }
 }
 

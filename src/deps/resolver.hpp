@@ -190,6 +190,8 @@ private:
   // The program uses the time (text_uses_time()): unfaithful() says so, and nothing is recordable.
   void time_used();
   void probe(const std::string& candidate);
+  // Watches an entry that is there but was not taken (a dangling link's target, an unreadable file).
+  void watch_entry(const std::string& entry);
   // Whether `path` is a regular file, answered from one readdir() per folder (then one stat()).
   bool listed_file(const std::string& path);
   const std::set<std::string>* listing(const std::string& dir);
@@ -213,6 +215,7 @@ private:
   std::map<std::string, std::string> m_spelled;     // path → spelled()
   std::set<std::string> m_names;                    // include names seen
   std::set<std::string> m_probed;
+  std::set<std::string> m_watched_links;  // links whose targets are watched (watch_entry)
   std::vector<std::string> m_pending;               // headers added, not scanned yet
   std::vector<std::string> m_pre_paths;
   std::map<std::string, std::optional<std::set<std::string>>> m_listings;  // folder → its names

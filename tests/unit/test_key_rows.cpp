@@ -1074,4 +1074,65 @@ BOOST_AUTO_TEST_CASE(a_compile_that_is_not_cached_is_not_kept_in_memory_either)
   BOOST_TEST(cache.stats().compiles == 4u);
 }
 
+// A name found first as a symbolic link whose target is missing (a generated header not made yet,
+// a build tree's link farm): NVRTC skips it and takes the next folder's file. Its target can
+// appear in a folder no search looks into, the link's folder unchanged. Before, the manifest
+// watched only the link's folder: when the target appeared, the next folder's 541 was served where
+// NVRTC reads the target's 542; likewise through a dangling link to a folder (lnk/val.h).
+BOOST_AUTO_TEST_CASE(a_dangling_link_whose_target_appears_is_seen)
+{
+  const std::string d = tmp.path() + "/dangling";
+  put(d + "/k.cu", std::string("#include \"val.h\"\n") + k_kernel);
+  put(d + "/k2.cu", std::string("#include \"lnk/val.h\"\n") + k_kernel);
+  put(d + "/b/val.h", "#define V 541\n");
+  put(d + "/b/lnk/val.h", "#define V 541\n");
+  put(d + "/gen/other.h", "\n");
+  put(d + "/a/other.h", "\n");
+  BOOST_TEST_REQUIRE(::symlink("../gen/val.h", (d + "/a/val.h").c_str()) == 0);
+  BOOST_TEST_REQUIRE(::symlink("../gen/sub", (d + "/a/lnk").c_str()) == 0);
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/a", "-I" + d + "/b"};
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "541");
+    same_(config, cache, d + "/k2.cu", options, "541");
+    put(d + "/gen/val.h", "#define V 542\n");
+    put(d + "/gen/sub/val.h", "#define V 543\n");
+    settle();
+    same_(config, cache, d + "/k.cu", options, "542");
+    same_(config, cache, d + "/k2.cu", options, "543");
+  }
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "542");
+  same_(config, cache, d + "/k2.cu", options, "543");
+}
+
+// A header NVRTC can't read (no read permission): it skips it and takes the next folder's file.
+// chmod changes the file's ctime, not its folder's stamp. Before, the manifest watched only the
+// folder: once the file was made readable, the next folder's 545 was served where NVRTC reads
+// 546. Root reads every file: run by another user only.
+BOOST_AUTO_TEST_CASE(an_unreadable_header_made_readable_is_seen)
+{
+  if (::geteuid() == 0) {
+    BOOST_TEST_MESSAGE("run as root, who reads a file without read permission: not run");
+    return;
+  }
+  const std::string d = tmp.path() + "/unreadable";
+  put(d + "/k.cu", std::string("#include \"val.h\"\n") + k_kernel);
+  put(d + "/a/val.h", "#define V 546\n");
+  put(d + "/b/val.h", "#define V 545\n");
+  BOOST_TEST_REQUIRE(::chmod((d + "/a/val.h").c_str(), 0) == 0);
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/a", "-I" + d + "/b"};
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "545");
+    BOOST_TEST_REQUIRE(::chmod((d + "/a/val.h").c_str(), 0600) == 0);
+    settle();
+    same_(config, cache, d + "/k.cu", options, "546");
+  }
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "546");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
