@@ -170,6 +170,13 @@ void Resolver::copies_named()
   }
 }
 
+void Resolver::compiled_from_disk(const std::string& reason)
+{
+  if (m_unfaithful.empty()) {
+    m_unfaithful = reason;
+  }
+}
+
 bool program_names_files(const Program& program)
 {
   return options_name_files(program.options) || any_program_text(program, text_names_files);

@@ -150,6 +150,9 @@ public:
   // something kjit did not read (a toolkit macro's __FILE__) names a file, so the copies had no
   // #line and the key has no names. unfaithful() says so: compiled from the disk, never cached.
   void copies_named();
+  // The compile is made from the files on disk for `reason` (a copy can't carry a file's names):
+  // unfaithful() says so, never cached (NVRTC reads more than the key holds: computed includes).
+  void compiled_from_disk(const std::string& reason);
   // Notes a name NVRTC asked for (for the checks of unfaithful()).
   void check_name(const std::string& dir, const std::string& name);
   // check_name() for a name an #include (or NVRTC) asks for: an absolute one is unfaithful too.
