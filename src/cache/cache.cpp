@@ -326,8 +326,11 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
   }
   cache::Result result;
   try {
-    result = impl.load_or_compile(key, prepared, source);
-    if (!provisional) {
+    bool keepable = true;
+    result = impl.load_or_compile(key, prepared, source, keepable);
+    // Not a compile kjit does not cache (a file NVRTC or ptxas reads that no key holds): before,
+    // the memory tier kept it, and the next lookup was served it after that file changed.
+    if (!provisional && keepable) {
       impl.keep(key, result, source);
     }
     promise.set_value(result);

@@ -139,8 +139,11 @@ struct Cache::Impl {
   // read in one transaction. The record's own key field must equal `key` (decode_record). An
   // entry the memory tier holds is not read: it goes to via->in_memory, and nullopt is returned.
   std::optional<store::Entry> load_entry(util::Sha256& key, const std::string& name, const Arch& arch, Direct* via);
-  // `source` says where the result came from (disk, bundle, compiled, compiled_elsewhere).
-  cache::Result load_or_compile(const util::Sha256& key, const PreparedProgram& prepared, Source& source);
+  // `source` says where the result came from (disk, bundle, compiled, compiled_elsewhere);
+  // `keepable` is false for a compile that is not cached (compiled from the files on disk): the
+  // memory tier must not keep it either.
+  cache::Result load_or_compile(const util::Sha256& key, const PreparedProgram& prepared, Source& source,
+                                bool& keepable);
   // Compiles with exactly the headers kjit hashed; `final_key` is the key of what was compiled
   // (it differs from the prepared key when the compile needed headers the prediction missed).
   // `cacheable` is false when it was compiled from disk (resolver unfaithful): never stored.

@@ -167,7 +167,8 @@ public:
     if (!m_files.insert(real).second) {
       return;  // reached before by another name (a symlinked folder)
     }
-    const auto identity = std::make_tuple(header.stamp.inode, header.stamp.size, header.stamp.mtime_ns, header.stamp.ctime_ns);
+    const auto identity = std::make_tuple(header.stamp.device, header.stamp.inode, header.stamp.size,
+                                          header.stamp.mtime_ns, header.stamp.ctime_ns);
     ensure_dir(deps::dir_of(real));
     if (const auto first = m_inodes.find(identity); first == m_inodes.end()) {
       m_inodes.emplace(identity, real);
@@ -213,7 +214,7 @@ private:
   std::set<std::string> m_files;  // files placed (their symlink-free paths)
   std::set<std::string> m_climbed;    // lexical folders before a ".." made here
   std::set<std::string> m_skeletons;  // folders whose subfolders are made here
-  std::map<std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> m_inodes;
+  std::map<std::tuple<std::uint64_t, std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> m_inodes;
 };
 
 // Whether `test` holds for an in-memory header or a disk header of the resolution.
@@ -386,6 +387,11 @@ Binary compile_with_includes(const Config& config, const Program& program, const
       // provisional).
       log::line(program.name + ": " + (resolver.unfaithful().empty() ? named_limit : resolver.unfaithful()) +
                 "; compiled from the files on disk and not cached");
+      // Not cached, as it says: NVRTC reads the disk itself, which may hold more than the key
+      // (a header only a computed include reaches, an edit since kjit read it). Before, a compile
+      // for a file's two names was stored under the key of what kjit had read, and served after
+      // such a header was edited (key_names/a_compile_from_the_disk_for_two_names_is_not_cached).
+      resolver.compiled_from_disk(named_limit);
       resolver.result().recordable = false;
       if (rounds != nullptr) {
         *rounds = round;

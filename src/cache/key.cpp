@@ -349,13 +349,13 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   // One file by two names (a hard link, a symlink) is one file to #pragma once, a copy of it is
   // two: the line of the second name says which earlier place it is (the identity the private
   // folder links by, include_compile.cpp), so the two programs get different keys.
-  std::map<std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> first_place;
+  std::map<std::tuple<std::uint64_t, std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> first_place;
   for (const auto& include : includes) {
     const std::string place = portable_path(roots, include.path);
     p += "include: " + util::to_hex(include.hash) + " " + escape_line(include.name) + "\t" + escape_line(place);
     if (include.stamp.exists && include.stamp.inode != 0) {
-      const auto identity =
-        std::make_tuple(include.stamp.inode, include.stamp.size, include.stamp.mtime_ns, include.stamp.ctime_ns);
+      const auto identity = std::make_tuple(include.stamp.device, include.stamp.inode, include.stamp.size,
+                                            include.stamp.mtime_ns, include.stamp.ctime_ns);
       if (const auto [first, added] = first_place.emplace(identity, place); !added) {
         p += "\tsame file as " + escape_line(first->second);
       }

@@ -287,8 +287,10 @@ const char* to_string(Source source) noexcept
   return "unknown";
 }
 
-cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const PreparedProgram& p, Source& source)
+cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const PreparedProgram& p, Source& source,
+                                           bool& keepable)
 {
+  keepable = true;
   const util::Stopwatch watch;
   const bool provisional = is_provisional(key);
   if (auto entry = provisional ? std::nullopt : load(key, p.program().name, p.arch())) {
@@ -351,6 +353,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   source = Source::compiled;
   bool cacheable = true;
   store::Entry entry = compile_entry(p, final_key, cacheable);
+  keepable = cacheable;
   if (cacheable) {
     persist(final_key, p, entry, std::move(lock));
     upload(final_key, entry, std::move(lease));  // KJIT_REMOTE_CACHE: queued for the upload thread

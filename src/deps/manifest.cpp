@@ -10,8 +10,9 @@ namespace kjit::deps {
 
 namespace {
 
-// 3: a header's "spelled" line (the name a binary naming files gives it).
-constexpr const char* k_magic = "kjit-manifest 3";
+// 3: a header's "spelled" line (the name a binary naming files gives it). 4: the device in each
+// stamp (an inode number names a file on one filesystem only).
+constexpr const char* k_magic = "kjit-manifest 4";
 
 std::string unescape(const std::string& text)
 {
@@ -30,7 +31,8 @@ std::string unescape(const std::string& text)
 std::string stamp_text(const FileStamp& stamp)
 {
   return std::to_string(stamp.exists ? 1 : 0) + " " + std::to_string(stamp.size) + " " +
-         std::to_string(stamp.mtime_ns) + " " + std::to_string(stamp.ctime_ns) + " " + std::to_string(stamp.inode);
+         std::to_string(stamp.mtime_ns) + " " + std::to_string(stamp.ctime_ns) + " " + std::to_string(stamp.inode) + " " +
+         std::to_string(stamp.device);
 }
 
 bool parse_hash(const std::string& hex, util::Sha256& out)
@@ -117,7 +119,7 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
       words >> hex;
     }
     int exists = 0;
-    if (!(words >> exists >> stamp.size >> stamp.mtime_ns >> stamp.ctime_ns >> stamp.inode)) {
+    if (!(words >> exists >> stamp.size >> stamp.mtime_ns >> stamp.ctime_ns >> stamp.inode >> stamp.device)) {
       return std::nullopt;
     }
     stamp.exists = exists != 0;
@@ -147,6 +149,7 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
 
 Validation validate(Resolution& entry, ValidationCounters& counters)
 {
+  const std::int64_t start = stamp_clock_ns();  // before any stat: a change after it is stamped later
   for (const ProbedDir& dir : entry.dirs) {
     if (!(stamp_of(dir.path) == dir.stamp)) {
       return Validation::changed;
@@ -168,7 +171,13 @@ Validation validate(Resolution& entry, ValidationCounters& counters)
     if (!content || util::sha256(*content) != header.hash) {
       return Validation::changed;
     }
-    header.stamp = now;
+    // The same content under a new stamp (a touch): the next check is a stat only, unless the stamp
+    // is too new to stand for it (an edit within its tick would keep it; before, a touch and an
+    // edit within one second on a filesystem of whole seconds were served the old binary). Then
+    // the old stamp stays, and the next lookup hashes the header again.
+    if (!too_new(now, start)) {
+      header.stamp = now;
+    }
     result = Validation::same_content;
   }
   return result;

@@ -18,6 +18,7 @@ namespace kjit::deps {
 namespace {
 
 std::function<void(const std::string&)> g_read_hook;
+std::function<void(const std::string&, FileStamp&)> g_stamp_hook;
 std::atomic<std::uint64_t> g_listings{0};
 
 bool is_file(const std::string& path)
@@ -30,13 +31,6 @@ bool is_dir(const std::string& path)
 {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-std::int64_t coarse_now_ns()
-{
-  struct timespec now {};
-  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
 }
 
 // The line `line` (1-based) of `text`, with continued lines joined.
@@ -84,6 +78,13 @@ bool any_program_text(const Program& program, bool (*test)(const std::string&))
   }
   for (const auto& [name, content] : program.headers) {
     if (test(content)) {
+      return true;
+    }
+  }
+  // NVRTC compiles each name expression with the program (a file of its own): __TIME__ or
+  // __has_include there count as in the source.
+  for (const auto& expression : program.name_expressions) {
+    if (test(expression)) {
       return true;
     }
   }
@@ -169,6 +170,13 @@ void Resolver::copies_named()
   }
 }
 
+void Resolver::compiled_from_disk(const std::string& reason)
+{
+  if (m_unfaithful.empty()) {
+    m_unfaithful = reason;
+  }
+}
+
 bool program_names_files(const Program& program)
 {
   return options_name_files(program.options) || any_program_text(program, text_names_files);
@@ -189,17 +197,51 @@ void set_read_hook(std::function<void(const std::string& path)> hook)
   g_read_hook = std::move(hook);
 }
 
+void set_stamp_hook(std::function<void(const std::string& path, FileStamp& stamp)> hook)
+{
+  g_stamp_hook = std::move(hook);
+}
+
 namespace {
 
 FileStamp stamp_from(const struct stat& st)
 {
-  return {true, static_cast<std::int64_t>(st.st_size),
+  return {true,
+          static_cast<std::int64_t>(st.st_size),
           static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
           static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec,
-          static_cast<std::uint64_t>(st.st_ino)};
+          static_cast<std::uint64_t>(st.st_ino),
+          static_cast<std::uint64_t>(st.st_dev)};
+}
+
+// The timestamp tick of a time a filesystem gave (too_new()).
+std::int64_t tick_of(std::int64_t time_ns)
+{
+  constexpr std::int64_t second = 1000000000;
+  if (time_ns % second == 0) {
+    return 2 * second;
+  }
+  std::int64_t tick = 1;
+  while (time_ns % (tick * 10) == 0) {
+    tick *= 10;
+  }
+  return tick;
 }
 
 } // namespace
+
+std::int64_t stamp_clock_ns()
+{
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
+bool too_new(const FileStamp& stamp, std::int64_t start_ns)
+{
+  // Recordable when the stamp's tick ended by the start: every later change is stamped in a later tick.
+  return stamp.mtime_ns > start_ns - tick_of(stamp.mtime_ns) || stamp.ctime_ns > start_ns - tick_of(stamp.ctime_ns);
+}
 
 FileStamp stamp_of(const std::string& path)
 {
@@ -207,11 +249,15 @@ FileStamp stamp_of(const std::string& path)
   if (::stat(path.c_str(), &st) != 0) {
     return {};
   }
-  return stamp_from(st);
+  FileStamp stamp = stamp_from(st);
+  if (g_stamp_hook) {
+    g_stamp_hook(path, stamp);
+  }
+  return stamp;
 }
 
 Resolver::Resolver(const Program& program, const SearchContext& context)
-  : m_program(program), m_context(context), m_start_ns(coarse_now_ns()), m_defines(defines_from_options(program.options)),
+  : m_program(program), m_context(context), m_start_ns(stamp_clock_ns()), m_defines(defines_from_options(program.options)),
     m_names_files(program_names_files(program))
 {
   if (program_uses_time(program)) {
@@ -219,6 +265,13 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   }
   if (m_unfaithful.empty()) {
     m_unfaithful = file_reading_option(program.options);
+  }
+  for (const auto& expression : program.name_expressions) {
+    if (m_unfaithful.empty() && expression.find("include") != std::string::npos) {
+      // __has_include("x.h") in the file NVRTC makes of the name expressions: a probe of the
+      // disk kjit does not follow (nor can place: that file is not in the private folder).
+      m_unfaithful = "the name expression '" + expression + "' names include: NVRTC probes files from it that kjit does not follow";
+    }
   }
   for (const auto& [name, value] : m_defines) {
     m_scan.values[name].insert(value);
@@ -342,20 +395,62 @@ void Resolver::probe(const std::string& candidate)
   // A missing folder is watched through its deepest existing ancestor: creating anything below
   // changes that folder's stamp.
   std::string dir = dir_of(candidate);
+  std::string entry = candidate;  // the entry of `dir` the candidate's path goes through
   const FileStamp* stamp = folder_stamp(dir);
   while (dir.size() > 1 && stamp == nullptr) {
+    entry = dir;
     dir = dir_of(dir);
     stamp = folder_stamp(dir);
   }
+  if (const std::string name = entry.substr(std::min(entry.size(), dir.size() + 1));
+      name != "." && name != ".." && !name.empty() && name.find('/') == std::string::npos && m_index.count(entry) == 0) {
+    // The entry is there but was not taken: what can change without the folder's stamp is watched
+    // too. A symbolic link whose target is missing (a generated header not made yet): its target's
+    // folder, where the target appears; an entry that is no readable file (unreadable, a folder):
+    // its own stamp (chmod changes its ctime). Before, only the folder was watched, and a target
+    // or a permission appearing later was never seen. Whether the entry is there is asked of the
+    // folder's listing when there is one (the closure's), else by one lstat: no listing is made
+    // for it (a string program's working folder may be large).
+    const auto listed = m_listings.find(dir);
+    struct stat st {};
+    if (listed != m_listings.end() ? listed->second && listed->second->count(name) != 0
+                                   : ::lstat(entry.c_str(), &st) == 0) {
+      watch_entry(entry);
+    }
+  }
   if (m_probed.insert(dir).second) {
     const FileStamp watched = stamp != nullptr ? *stamp : stamp_of(dir);
-    // "Too new", as for headers: a folder changed at or after the start of the resolution may
-    // change again within the same timestamp tick (coarse timestamps: kernels before 6.13, some
-    // filesystems) with the same stamp, and a file appearing there would go unseen.
-    if (watched.mtime_ns >= m_start_ns || watched.ctime_ns >= m_start_ns) {
+    // "Too new", as for headers: a folder changed within the timestamp tick of the start of the
+    // resolution, or after it, may change again within that tick (coarse timestamps: kernels
+    // before 6.13, filesystems of whole seconds) with the same stamp, and a file appearing there
+    // would go unseen.
+    if (too_new(watched, m_start_ns)) {
       m_result.recordable = false;
     }
     m_result.dirs.push_back({dir, watched});
+  }
+}
+
+void Resolver::watch_entry(const std::string& entry)
+{
+  struct stat st {};
+  if (::lstat(entry.c_str(), &st) != 0) {
+    return;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    if (const std::string real = walk_path(entry).real; real != entry && m_watched_links.insert(entry).second) {
+      // The deepest existing folder on the link's way (its target's folder, once there), and the
+      // target itself when it is there but no readable file.
+      probe(real);
+    }
+    return;
+  }
+  if (m_probed.insert(entry).second) {
+    const FileStamp watched = stamp_of(entry);
+    if (too_new(watched, m_start_ns)) {
+      m_result.recordable = false;
+    }
+    m_result.dirs.push_back({entry, watched});
   }
 }
 
@@ -369,7 +464,11 @@ const FileStamp* Resolver::folder_stamp(const std::string& dir)
   if (it == m_folders.end()) {
     struct stat st {};
     const bool folder = ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-    it = m_folders.emplace(dir, folder ? stamp_from(st) : FileStamp{}).first;
+    FileStamp stamp = folder ? stamp_from(st) : FileStamp{};
+    if (folder && g_stamp_hook) {
+      g_stamp_hook(dir, stamp);
+    }
+    it = m_folders.emplace(dir, stamp).first;
   }
   return it->second.exists ? &it->second : nullptr;
 }
@@ -422,7 +521,7 @@ bool Resolver::add(const std::string& name, const std::string& path, const std::
     if (!(after == before) && attempt < 3) {
       continue;  // changed while read: read it again
     }
-    if (!(after == before) || after.mtime_ns >= m_start_ns || after.ctime_ns >= m_start_ns) {
+    if (!(after == before) || too_new(after, m_start_ns)) {
       m_result.recordable = false;
     }
     m_spelled[path] = spell(path, name, kind, includer);
@@ -441,8 +540,9 @@ bool Resolver::add(const std::string& name, const std::string& path, const std::
     // One file by two names (a hard link, a symlinked folder: one inode) must be one copy where
     // NVRTC must see one file: #pragma once (by inode), or one path (a symlinked folder); such a
     // copy can carry one name only. A hard-linked file without it gets a copy per name.
-    const std::string identity = std::to_string(before.inode) + " " + std::to_string(before.size) + " " +
-                                 std::to_string(before.mtime_ns) + " " + std::to_string(before.ctime_ns);
+    const std::string identity = std::to_string(before.device) + " " + std::to_string(before.inode) + " " +
+                                 std::to_string(before.size) + " " + std::to_string(before.mtime_ns) + " " +
+                                 std::to_string(before.ctime_ns);
     if (const auto [first, added] = m_real_files.emplace(identity, path);
         !added && m_two_names.empty() && spelled(first->second) != m_spelled[path] &&
         (must_be_one_copy(m_result.headers.back().content) || walk_path(path).real == walk_path(first->second).real)) {

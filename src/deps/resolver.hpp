@@ -19,21 +19,37 @@
 namespace kjit::deps {
 
 // What one stat() says about a path; equal stamps mean "unchanged" for the manifest. ctime is in
-// it so that an edit whose mtime was forged back (same size, same inode) still shows.
+// it so that an edit whose mtime was forged back (same size, same inode) still shows. The device
+// is in it because an inode number names a file on one filesystem only: two files on two
+// filesystems may have the same number, size and timestamps.
 struct FileStamp {
   bool exists = false;
   std::int64_t size = 0;
   std::int64_t mtime_ns = 0;
   std::int64_t ctime_ns = 0;
   std::uint64_t inode = 0;
+  std::uint64_t device = 0;
   friend bool operator==(const FileStamp& a, const FileStamp& b)
   {
     return a.exists == b.exists && a.size == b.size && a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns &&
-           a.inode == b.inode;
+           a.inode == b.inode && a.device == b.device;
   }
 };
 
 FileStamp stamp_of(const std::string& path);
+
+// The clock the kernel stamps files with (CLOCK_REALTIME_COARSE; a file's stamp is that or, on
+// Linux 6.13 and later, a finer and later time).
+std::int64_t stamp_clock_ns();
+
+// Whether `stamp` is "too new" to stand for its content after `start_ns` (stamp_clock_ns() when
+// the content was read): a change made after that moment within the same timestamp tick would
+// keep the stamp. A tick is what the filesystem keeps of a time: read off the value, 2 s for a
+// whole second (ext3, ext4 with 128-byte inodes, HFS+: 1 s; FAT: 2 s), else 10 to the power of
+// its trailing zero digits (1 ns on ext4, xfs, btrfs, tmpfs; 100 ns on CIFS; 1 µs on some NFS
+// servers). Before, a stamp was compared with the start to the nanosecond: on a filesystem of whole
+// seconds an edit in the second of a compile, after its start, kept the stamp the compile recorded.
+bool too_new(const FileStamp& stamp, std::int64_t start_ns);
 
 // A user header (outside the toolkit) that the compile may read.
 struct DiskHeader {
@@ -67,9 +83,10 @@ bool has_word(const std::string& text, std::string_view word);
 // Whether `text` may put the time of its compile into the binary: __TIME__, __TIMESTAMP__ or
 // __DATE__ as whole identifiers. Such a program is compiled each time, never cached (as ccache does).
 bool text_uses_time(const std::string& text);
-// text_uses_time() of the source or of an in-memory header.
+// text_uses_time() of the source, an in-memory header or a name expression.
 bool program_uses_time(const Program& program);
-// Whether `test` holds for the program's source or for one of its in-memory headers.
+// Whether `test` holds for the program's source, one of its in-memory headers or one of its name
+// expressions (NVRTC compiles them with the program).
 bool any_program_text(const Program& program, bool (*test)(const std::string&));
 
 // Whether `binary` (PTX, a cubin) holds `path`: as raw bytes, or as PTX writes a string's bytes
@@ -95,9 +112,13 @@ std::uint64_t folder_listings() noexcept;
 
 // Test hook: called after a header is read and before its second stamp (to rewrite it there).
 void set_read_hook(std::function<void(const std::string& path)> hook);
+// Test hook: may change every stamp taken (stamp_of, the folders watched) as a filesystem other
+// than the test's would give it (timestamps in whole seconds, an inode number met again on another
+// filesystem); empty for none.
+void set_stamp_hook(std::function<void(const std::string& path, FileStamp& stamp)> hook);
 
 // Builds a Resolution. Every header is read with a stamp before and after the read (read again
-// when they differ); one modified at or after the start of the resolution is "too new" and makes
+// when they differ); one modified within the tick of the start of the resolution, or after it, is too_new() and makes
 // the result not recordable (ccache's rule: a later edit within the same timestamp tick would go
 // unseen). Not thread-safe; one per compile.
 class Resolver {
@@ -129,6 +150,9 @@ public:
   // something kjit did not read (a toolkit macro's __FILE__) names a file, so the copies had no
   // #line and the key has no names. unfaithful() says so: compiled from the disk, never cached.
   void copies_named();
+  // The compile is made from the files on disk for `reason` (a copy can't carry a file's names):
+  // unfaithful() says so, never cached (NVRTC reads more than the key holds: computed includes).
+  void compiled_from_disk(const std::string& reason);
   // Notes a name NVRTC asked for (for the checks of unfaithful()).
   void check_name(const std::string& dir, const std::string& name);
   // check_name() for a name an #include (or NVRTC) asks for: an absolute one is unfaithful too.
@@ -169,6 +193,8 @@ private:
   // The program uses the time (text_uses_time()): unfaithful() says so, and nothing is recordable.
   void time_used();
   void probe(const std::string& candidate);
+  // Watches an entry that is there but was not taken (a dangling link's target, an unreadable file).
+  void watch_entry(const std::string& entry);
   // Whether `path` is a regular file, answered from one readdir() per folder (then one stat()).
   bool listed_file(const std::string& path);
   const std::set<std::string>* listing(const std::string& dir);
@@ -192,6 +218,7 @@ private:
   std::map<std::string, std::string> m_spelled;     // path → spelled()
   std::set<std::string> m_names;                    // include names seen
   std::set<std::string> m_probed;
+  std::set<std::string> m_watched_links;  // links whose targets are watched (watch_entry)
   std::vector<std::string> m_pending;               // headers added, not scanned yet
   std::vector<std::string> m_pre_paths;
   std::map<std::string, std::optional<std::set<std::string>>> m_listings;  // folder → its names

@@ -398,6 +398,40 @@ BOOST_AUTO_TEST_CASE(a_name_expression_with_a_line_break_is_an_error)
   }
 }
 
+// A name expression is compiled with the program (NVRTC writes it into a file of its own): a
+// __has_include there probes the disk, and __TIME__ there is the time of the compile. Before, name
+// expressions were not looked at: the program counted as one naming no header and using no time,
+// and was found by its raw inputs. The lowered name of k<__has_include("x.h")> compiled before
+// x.h existed was served after it appeared, and k<__TIME__[7]> kept the first compile's second.
+BOOST_AUTO_TEST_CASE(a_name_expression_that_probes_a_file_or_uses_the_time_is_not_served_stale)
+{
+  const std::string d = tmp.path() + "/named";
+  put(d + "/k.cu", "template <int N> __global__ void k(int* o) { *o = N; }\n");
+  settle();
+  InDir in(d);
+  const kjit::Program probe{"k.cu", read_text(d + "/k.cu"), {}, {}, {"k<__has_include(\"x.h\")>"}};
+  const auto lowered = [&](kjit::Cache& cache) { return cache.get(probe, k_arch)->lowered_names.at(0).second; };
+  const auto plain = [&] { return kjit::compile(probe, k_arch).lowered_names.at(0).second; };
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST(lowered(cache) == plain());
+    BOOST_TEST(plain() == "_Z1kILi0EEvPi");
+    put(d + "/x.h", "\n");
+    settle();
+    BOOST_TEST(lowered(cache) == plain());
+    BOOST_TEST(plain() == "_Z1kILi1EEvPi");
+  }
+  kjit::Cache cache(config);
+  BOOST_TEST(lowered(cache) == plain());
+
+  const kjit::Program timed{"t.cu", read_text(d + "/k.cu"), {}, {}, {"k<__TIME__[7]>"}};
+  kjit::Cache timing(config);
+  timing.get(timed, k_arch);
+  timing.get(timed, k_arch);
+  BOOST_TEST(timing.stats().compiles == 2u);  // compiled each time, as with __TIME__ in the source
+  BOOST_TEST(timing.stats().disk_hits + timing.stats().memory_hits == 0u);
+}
+
 // -Xcudafe passes options to NVRTC's front end unseen: "-Xcudafe=-I<dir>" is an include folder
 // and "-Xcudafe=--preinclude=<file>" a pre-include kjit never knew of, so an edit of the header
 // there was served the old binary. It is an OptionError (before any lookup); as the value of an

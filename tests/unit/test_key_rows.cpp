@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <cstdio>
 #include <fcntl.h>
+#include <limits>
+#include <ctime>
 #include <sys/stat.h>
 #include <thread>
 #include <tuple>
@@ -871,6 +873,266 @@ BOOST_AUTO_TEST_CASE(item4_a_toolkit_header_probing_a_name_a_user_folder_has)
   settle();
   kjit::Cache cache(config);
   same_(config, cache, d + "/k.cu", options, "462");
+}
+
+namespace {
+
+std::int64_t coarse_now_ns()
+{
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
+// The stamps of the files under `dir` as a filesystem keeping whole seconds gives them (ext4 with
+// 128-byte inodes, ext3, HFS+, some NFS servers; FAT keeps 2 s), without needing one: what was
+// changed before start() reads as a second well in the past, what is changed after it as the
+// second start() fell in, however many times it changes (an edit within that second keeps the
+// size, inode, mtime and ctime).
+class WholeSecondStamps {
+public:
+  explicit WholeSecondStamps(std::string dir) : m_dir(std::move(dir))
+  {
+    kjit::deps::set_stamp_hook([this](const std::string& path, kjit::deps::FileStamp& stamp) {
+      if (path.compare(0, m_dir.size(), m_dir) != 0) {
+        return;
+      }
+      const auto whole = [this](std::int64_t t) { return t >= m_start ? m_second : m_second - 10 * k_second; };
+      stamp.mtime_ns = whole(stamp.mtime_ns);
+      stamp.ctime_ns = whole(stamp.ctime_ns);
+    });
+  }
+  ~WholeSecondStamps() { kjit::deps::set_stamp_hook({}); }
+  WholeSecondStamps(const WholeSecondStamps&) = delete;
+  WholeSecondStamps& operator=(const WholeSecondStamps&) = delete;
+  // From now on, each change of a file under the folder is stamped with this second.
+  void start()
+  {
+    m_start = coarse_now_ns();  // the clock the kernel stamps files with (or a later, finer one)
+    m_second = m_start - m_start % k_second;
+  }
+
+private:
+  static constexpr std::int64_t k_second = 1000000000;
+  std::string m_dir;
+  std::int64_t m_start = std::numeric_limits<std::int64_t>::max();
+  std::int64_t m_second = 20 * k_second;
+};
+
+// Rewrites `path` in place (same inode), as an editor saving over it or `echo >` does.
+void rewrite(const std::string& path, const std::string& content)
+{
+  write_text(path, content);
+}
+
+} // namespace
+
+// A header edited twice within one second on a filesystem keeping whole seconds: the second edit
+// keeps every field of the stamp. The compile that read the first version started in that second,
+// after it: its manifest must not be recorded (too new), or the second version is served the
+// first's binary. Before, "too new" compared the stamp with the start to the nanosecond (the
+// stamp's second began before the start), and 501 was served for 502, from memory and from disk.
+BOOST_AUTO_TEST_CASE(an_edit_within_the_same_second_on_whole_second_timestamps_is_not_served_stale)
+{
+  const std::string d = tmp.path() + "/secs";
+  put(d + "/k.cu", std::string("#include \"val.h\"\n") + k_kernel);
+  put(d + "/val.h", "#define V 500\n");
+  settle();
+  WholeSecondStamps stamps(d);
+  stamps.start();
+  rewrite(d + "/val.h", "#define V 501\n");
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", {}, "501");
+  rewrite(d + "/val.h", "#define V 502\n");  // the same size, inode and second
+  same_(config, cache, d + "/k.cu", {}, "502");
+  kjit::Cache fresh(config);
+  same_(config, fresh, d + "/k.cu", {}, "502");
+}
+
+// A header touched (same content) and then edited within the same second: the lookup after the
+// touch hashes it again and finds the same content. It must not take the touch's stamp as the
+// header's (too new): the edit that follows keeps that stamp. Before, it did, and 511 was served
+// for 512.
+BOOST_AUTO_TEST_CASE(a_touch_then_an_edit_within_the_same_second_is_not_served_stale)
+{
+  const std::string d = tmp.path() + "/touched";
+  put(d + "/k.cu", std::string("#include \"val.h\"\n") + k_kernel);
+  put(d + "/val.h", "#define V 511\n");
+  settle();
+  WholeSecondStamps stamps(d);
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", {}, "511");  // recorded: the header's second is long past
+  stamps.start();
+  rewrite(d + "/val.h", "#define V 511\n");  // a touch: the same content, a new stamp
+  same_(config, cache, d + "/k.cu", {}, "511");
+  rewrite(d + "/val.h", "#define V 512\n");  // the same size, inode and second as the touch
+  same_(config, cache, d + "/k.cu", {}, "512");
+  kjit::Cache fresh(config);
+  same_(config, fresh, d + "/k.cu", {}, "512");
+}
+
+// A folder searched first, changed and then given the header within the same second: its stamp
+// is the same before and after the file appears. Its change during the second of the compile
+// makes it too new to watch. Before, the manifest watched it, and the later folder's 521 was
+// served where NVRTC reads the new file's 522.
+BOOST_AUTO_TEST_CASE(a_header_appearing_within_the_same_second_in_an_earlier_folder_is_seen)
+{
+  const std::string d = tmp.path() + "/shadow";
+  put(d + "/k.cu", std::string("#include \"val.h\"\n") + k_kernel);
+  put(d + "/b/val.h", "#define V 521\n");
+  put(d + "/a/other.h", "\n");
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/a", "-I" + d + "/b"};
+  WholeSecondStamps stamps(d);
+  stamps.start();
+  BOOST_TEST(::unlink((d + "/a/other.h").c_str()) == 0);  // the folder changes in this second
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "521");
+  put(d + "/a/val.h", "#define V 522\n");
+  same_(config, cache, d + "/k.cu", options, "522");
+  kjit::Cache fresh(config);
+  same_(config, fresh, d + "/k.cu", options, "522");
+}
+
+// Two headers on two filesystems whose inode numbers, sizes and timestamps happen to be equal
+// (small filesystems number their inodes alike; whole-second or coarse timestamps of files made
+// together): they are two files, not one file by two names. Before, the identity kjit gave a file
+// left the device out: the second header's copy was a hard link to the first's, NVRTC read the
+// first's text for it and 531 was cached where plain NVRTC gives 532.
+BOOST_AUTO_TEST_CASE(headers_on_two_filesystems_with_equal_inode_numbers_are_two_files)
+{
+  const std::string shm = "/dev/shm";
+  struct stat here {};
+  struct stat there {};
+  if (::stat(tmp.path().c_str(), &here) != 0 || ::stat(shm.c_str(), &there) != 0 || here.st_dev == there.st_dev ||
+      ::access(shm.c_str(), W_OK) != 0) {
+    BOOST_TEST_MESSAGE("no writable /dev/shm on another filesystem than " + tmp.path() + ": not run");
+    return;
+  }
+  const std::string d = tmp.path() + "/devs";
+  const std::string e = shm + "/kjit-test-" + std::to_string(::getpid()) + "-devs";
+  struct Removed {
+    std::string dir;
+    ~Removed()
+    {
+      kjit::deps::set_stamp_hook({});
+      ::unlink((dir + "/two.h").c_str());
+      ::rmdir(dir.c_str());
+    }
+  } removed{e};
+  put(d + "/k.cu", std::string("#include \"one.h\"\n#include \"two.h\"\n") + k_kernel);
+  put(d + "/one.h", "#undef V\n#define V 531\n");
+  BOOST_REQUIRE(::mkdir(e.c_str(), 0700) == 0);
+  put(e + "/two.h", "#undef V\n#define V 532\n");  // the same size
+  settle();
+  const kjit::deps::FileStamp first = kjit::deps::stamp_of(d + "/one.h");
+  kjit::deps::set_stamp_hook([&](const std::string& path, kjit::deps::FileStamp& stamp) {
+    if (path == e + "/two.h") {  // as if the other filesystem had numbered and stamped it alike
+      stamp.inode = first.inode;
+      stamp.mtime_ns = first.mtime_ns;
+      stamp.ctime_ns = first.ctime_ns;
+    }
+  });
+  const std::vector<std::string> options{"-I" + e};
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "532");
+  }
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "532");
+}
+
+// A compile kjit does not cache (NVRTC or ptxas read a file no key holds) must not be kept in the
+// memory tier either: the next lookup in the same Cache compiles again. Before, the prepared key
+// of such a program (no "include" in its texts, so not provisional) was given the result: a lookup
+// after val.h was removed got 11 where NVRTC gives 22, and a lookup after the ptxas options file
+// was edited got the cubin of the old register limit, while the log said "not cached".
+BOOST_AUTO_TEST_CASE(a_compile_that_is_not_cached_is_not_kept_in_memory_either)
+{
+  const std::string d = tmp.path() + "/nocache";
+  put(d + "/probe.cu", "#if HAS\n#define V 11\n#else\n#define V 22\n#endif\n" + std::string(k_kernel));
+  put(d + "/val.h", "#define Q 1\n");
+  settle();
+  kjit::Cache cache(config);
+  const std::vector<std::string> probe{"-DHAS=__has_include(\"val.h\")"};
+  same_(config, cache, d + "/probe.cu", probe, "11");
+  BOOST_TEST_REQUIRE(::unlink((d + "/val.h").c_str()) == 0);
+  same_(config, cache, d + "/probe.cu", probe, "22");
+
+  const kjit::Arch sm80 = kjit::Arch::parse("sm_80");
+  put(d + "/ptxas.txt", "--maxrregcount=24\n");
+  kjit::Program program = kjit::Program::from_source(
+    "optf.cu", "extern \"C\" __global__ void k(float* p) { float a[64];\n"
+               "  for (int i = 0; i < 64; ++i) a[i] = p[i] * p[i + 1];\n"
+               "  float s = 0; for (int i = 0; i < 64; ++i) s += a[(i * 7) % 64] * p[i];\n  p[0] = s; }\n");
+  program.options.push_back("-Xptxas=--options-file=" + d + "/ptxas.txt");
+  const std::string before = cache.get(program, sm80)->cubin;
+  put(d + "/ptxas.txt", "--maxrregcount=128\n");
+  const std::string now = cache.get(program, sm80)->cubin;
+  BOOST_TEST((now == kjit::compile(program, sm80).cubin));
+  BOOST_TEST((now != before));
+  BOOST_TEST(cache.stats().compiles == 4u);
+}
+
+// A name found first as a symbolic link whose target is missing (a generated header not made yet,
+// a build tree's link farm): NVRTC skips it and takes the next folder's file. Its target can
+// appear in a folder no search looks into, the link's folder unchanged. Before, the manifest
+// watched only the link's folder: when the target appeared, the next folder's 541 was served where
+// NVRTC reads the target's 542; likewise through a dangling link to a folder (lnk/val.h).
+BOOST_AUTO_TEST_CASE(a_dangling_link_whose_target_appears_is_seen)
+{
+  const std::string d = tmp.path() + "/dangling";
+  put(d + "/k.cu", std::string("#include \"val.h\"\n") + k_kernel);
+  put(d + "/k2.cu", std::string("#include \"lnk/val.h\"\n") + k_kernel);
+  put(d + "/b/val.h", "#define V 541\n");
+  put(d + "/b/lnk/val.h", "#define V 541\n");
+  put(d + "/gen/other.h", "\n");
+  put(d + "/a/other.h", "\n");
+  BOOST_TEST_REQUIRE(::symlink("../gen/val.h", (d + "/a/val.h").c_str()) == 0);
+  BOOST_TEST_REQUIRE(::symlink("../gen/sub", (d + "/a/lnk").c_str()) == 0);
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/a", "-I" + d + "/b"};
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "541");
+    same_(config, cache, d + "/k2.cu", options, "541");
+    put(d + "/gen/val.h", "#define V 542\n");
+    put(d + "/gen/sub/val.h", "#define V 543\n");
+    settle();
+    same_(config, cache, d + "/k.cu", options, "542");
+    same_(config, cache, d + "/k2.cu", options, "543");
+  }
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "542");
+  same_(config, cache, d + "/k2.cu", options, "543");
+}
+
+// A header NVRTC can't read (no read permission): it skips it and takes the next folder's file.
+// chmod changes the file's ctime, not its folder's stamp. Before, the manifest watched only the
+// folder: once the file was made readable, the next folder's 545 was served where NVRTC reads
+// 546. Root reads every file: run by another user only.
+BOOST_AUTO_TEST_CASE(an_unreadable_header_made_readable_is_seen)
+{
+  if (::geteuid() == 0) {
+    BOOST_TEST_MESSAGE("run as root, who reads a file without read permission: not run");
+    return;
+  }
+  const std::string d = tmp.path() + "/unreadable";
+  put(d + "/k.cu", std::string("#include \"val.h\"\n") + k_kernel);
+  put(d + "/a/val.h", "#define V 546\n");
+  put(d + "/b/val.h", "#define V 545\n");
+  BOOST_TEST_REQUIRE(::chmod((d + "/a/val.h").c_str(), 0) == 0);
+  settle();
+  const std::vector<std::string> options{"-I" + d + "/a", "-I" + d + "/b"};
+  {
+    kjit::Cache cache(config);
+    same_(config, cache, d + "/k.cu", options, "545");
+    BOOST_TEST_REQUIRE(::chmod((d + "/a/val.h").c_str(), 0600) == 0);
+    settle();
+    same_(config, cache, d + "/k.cu", options, "546");
+  }
+  kjit::Cache cache(config);
+  same_(config, cache, d + "/k.cu", options, "546");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
