@@ -212,4 +212,28 @@ BOOST_AUTO_TEST_CASE(the_documented_cache_folder_default_is_the_code_s)
   BOOST_TEST(kjit::current_config().cache_dir == "/tmp/kjit-" + std::to_string(::getuid()));
 }
 
+// docs/embedding.md, "Where a lookup's binary came from", lists every Source a lookup reports (it
+// left out `remote` and said there was no remote tier).
+BOOST_AUTO_TEST_CASE(the_documented_lookup_sources_are_every_source)
+{
+  const char* root = std::getenv("KJIT_SOURCE_ROOT");
+  BOOST_TEST_REQUIRE(root != nullptr);
+  const std::string text = read_text(std::string(root) + "/docs/embedding.md");
+  const auto start = text.find("(`Source::memory`");
+  BOOST_TEST_REQUIRE(start != std::string::npos);
+  const std::string list = text.substr(start, text.find(')', start) - start);
+  const kjit::Source sources[] = {kjit::Source::memory, kjit::Source::disk,     kjit::Source::bundle,
+                                  kjit::Source::remote, kjit::Source::compiled, kjit::Source::compiled_elsewhere};
+  const char* const names[] = {"memory", "disk", "bundle", "remote", "compiled", "compiled_elsewhere"};
+  for (std::size_t i = 0; i < std::size(sources); ++i) {
+    BOOST_TEST(std::string(kjit::to_string(sources[i])) != "unknown");
+    const bool named = list.find(std::string("`") + names[i] + "`") != std::string::npos ||
+                       list.find(std::string("`Source::") + names[i] + "`") != std::string::npos;
+    BOOST_TEST(named, names[i] << " is not in " << list);
+  }
+  // No enumerator after these: the list above is the whole enum.
+  BOOST_TEST(std::string(kjit::to_string(static_cast<kjit::Source>(std::size(sources)))) == "unknown");
+  BOOST_TEST(text.find("There is no remote tier") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
