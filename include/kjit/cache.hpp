@@ -282,7 +282,8 @@ public:
 
   // Computes the key once: hashes the source and in-memory headers, and finds the disk headers
   // it includes through a manifest (a stat() per header) or, the first time and after a change,
-  // by resolving its includes. Resolves `auto`. Throws CompileError for a missing include.
+  // by resolving its includes. Resolves `auto` (CudaError without a usable driver, as compile()).
+  // Throws CompileError for a missing include.
   PreparedProgram prepare(const Program& program, const Arch& arch = Arch{});
 
   // Compares the program's key with the entries of the same program name (see MissExplanation).
