@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 #include <tuple>
+#include <utility>
 
 using namespace kjit::test;
 
@@ -85,6 +86,22 @@ BOOST_AUTO_TEST_CASE(explain_calls_a_repeated_option_repeated_not_reordered)
   const kjit::MissExplanation why = cache.explain(swapped, kjit::Arch::parse("sm_90"));
   BOOST_TEST(!why.hit);
   BOOST_TEST((std::find(why.differences.begin(), why.differences.end(), "options reordered") != why.differences.end()));
+}
+
+// of_compute_capability(INT_MAX, 9) overflowed into "sm_-1" (undefined behaviour), and (100, 0)
+// made "sm_1000", an arch Arch::parse refuses: every arch it makes now parses back to itself.
+BOOST_AUTO_TEST_CASE(every_compute_capability_arch_parses_back_to_itself)
+{
+  for (const auto& [major, minor] : {std::pair{100, 0}, {214748364, 8}, {2147483647, 9}, {1000, 0}}) {
+    BOOST_CHECK_THROW(kjit::Arch::of_compute_capability(major, minor), kjit::ArchError);
+  }
+  for (const int major : {1, 9, 10, 12, 99}) {
+    for (int minor = 0; minor <= 9; ++minor) {
+      const kjit::Arch arch = kjit::Arch::of_compute_capability(major, minor);
+      BOOST_TEST((kjit::Arch::parse(arch.str()) == arch), arch.str());
+      BOOST_TEST(arch.number() == major * 10 + minor);
+    }
+  }
 }
 
 // A moved-from PreparedProgram kept the key of the program it held but not the program: get()
