@@ -13,6 +13,7 @@ public:
   // Whether NVRTC supports the number is checked when compiling (see supported_archs()).
   static Arch parse(std::string_view text);
   // A real target for compute capability major.minor, e.g. of_compute_capability(9, 0) = sm_90.
+  // Throws ArchError unless 1 <= major <= 99 and 0 <= minor <= 9.
   static Arch of_compute_capability(int major, int minor);
 
   Arch() = default;  // auto

@@ -163,7 +163,9 @@ struct Lookup {
 };
 
 // A program with its key already computed, for repeated lookups at memory-tier speed.
-// Valid for the Cache that prepared it. Copyable.
+// Valid for the Cache that prepared it. Copyable. Only Cache::prepare() makes a usable one: a
+// default-constructed PreparedProgram, or one moved from (the move hands the program over), is
+// refused by Cache::get() and lookup() (kjit::Error).
 class PreparedProgram {
 public:
   const Program& program() const noexcept { return m_program; }
@@ -192,6 +194,24 @@ private:
   unsigned char m_digest[32] = {};
   bool m_provisional = false;
   bool m_from_disk = false;  // its key holds disk headers or the working directory: prepared again by get()
+  // Set by prepare(); false in a default-constructed PreparedProgram and in one moved from, whose
+  // key no longer goes with its (moved-out) program.
+  struct Made {
+    bool value = false;
+    Made() = default;
+    Made(const Made&) = default;
+    Made& operator=(const Made&) = default;
+    Made(Made&& other) noexcept : value(other.value) { other.value = false; }
+    Made& operator=(Made&& other) noexcept
+    {
+      if (this != &other) {
+        value = other.value;
+        other.value = false;
+      }
+      return *this;
+    }
+  };
+  Made m_made;
 };
 
 // One (program, arch) pair of a batch.
@@ -246,6 +266,8 @@ public:
   // else from LMDB, else compiled and stored. Throws what compile() throws; a program the
   // compiler rejected before throws the same CompileError again without compiling.
   std::shared_ptr<const Binary> get(const Program& program, const Arch& arch = Arch{});
+  // Throws kjit::Error for a PreparedProgram that prepare() did not make (default-constructed or
+  // moved from).
   std::shared_ptr<const Binary> get(const PreparedProgram& prepared);
   // get() that also says where the binary came from and how long this call took. Throws as get().
   Lookup lookup(const Program& program, const Arch& arch = Arch{});
@@ -260,7 +282,8 @@ public:
 
   // Computes the key once: hashes the source and in-memory headers, and finds the disk headers
   // it includes through a manifest (a stat() per header) or, the first time and after a change,
-  // by resolving its includes. Resolves `auto`. Throws CompileError for a missing include.
+  // by resolving its includes. Resolves `auto` (CudaError without a usable driver, as compile()).
+  // Throws CompileError for a missing include.
   PreparedProgram prepare(const Program& program, const Arch& arch = Arch{});
 
   // Compares the program's key with the entries of the same program name (see MissExplanation).

@@ -12,7 +12,8 @@ namespace kjit {
 // Compiles `program` for `arch` without looking at any cache.
 // NVRTC and nvJitLink are loaded on the first call. Toolkit headers (cuda_fp16.h, cuda/std/…)
 // are found without extra -I options. `auto` resolves to the current device.
-// Throws CompileError (the source was rejected), OptionError, ArchError, ToolchainError.
+// Throws CompileError (the source was rejected), OptionError, ArchError, ToolchainError; CudaError
+// when `auto` needs a device and there is no usable driver (see current_device_arch).
 // Thread-safe: distinct calls run in parallel.
 Binary compile(const Program& program, const Arch& arch);
 

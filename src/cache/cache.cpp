@@ -178,6 +178,7 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
   // in the prepared program, not in this Cache: another Cache served its key as it was.
   prepared.m_from_disk =
     may_include || deps::program_uses_time(program) || deps::options_name_files(program.options);
+  prepared.m_made.value = true;
   prepared.m_program_txt = std::move(texts.program_txt);
   prepared.m_options_txt = std::move(texts.options_txt);
   std::memcpy(prepared.m_digest, texts.digest.data(), sizeof prepared.m_digest);
@@ -256,6 +257,12 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
 
 std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepared, Source& source)
 {
+  if (!prepared.m_made.value) {
+    // Its key would be looked up, and on a miss its program compiled and stored under that key:
+    // 000…0 for a default-constructed one, another program's for one moved from.
+    throw Error("this PreparedProgram was not made by Cache::prepare() (default-constructed, or moved from): "
+                "prepare the program, or look the Program itself up");
+  }
   try {
     util::Sha256 key;
     std::memcpy(key.data(), prepared.m_digest, key.size());

@@ -36,7 +36,8 @@ Arch Arch::parse(std::string_view text)
 
 Arch Arch::of_compute_capability(int major, int minor)
 {
-  if (major <= 0 || minor < 0 || minor > 9) {
+  // At most 99.9: sm_999 is the largest number Arch::parse reads back (and major * 10 can't overflow).
+  if (major <= 0 || major > 99 || minor < 0 || minor > 9) {
     throw ArchError("invalid compute capability " + std::to_string(major) + "." + std::to_string(minor));
   }
   Arch arch;

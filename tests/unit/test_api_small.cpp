@@ -1,11 +1,30 @@
-// Small API defects of issue 20: Cache{Config{}}, Arch::parse's message, explain() on a repeated option.
+// Small API defects of issue 20: Cache{Config{}}, Arch::parse's message, explain() on a repeated option;
+// a PreparedProgram not made by prepare() (default-constructed, moved from).
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <tuple>
+#include <utility>
 
 using namespace kjit::test;
+
+namespace {
+
+// `lookup` throws the kjit::Error that names Cache::prepare (not, say, a CudaError for its arch).
+void refused(const std::function<void()>& lookup)
+{
+  try {
+    lookup();
+    BOOST_ERROR("a PreparedProgram that prepare() did not make was looked up");
+  } catch (const kjit::Error& e) {
+    BOOST_TEST(std::string(e.what()).find("Cache::prepare") != std::string::npos, e.what());
+  }
+}
+
+} // namespace
 
 BOOST_FIXTURE_TEST_SUITE(api_small, CacheFixture)
 
@@ -67,6 +86,57 @@ BOOST_AUTO_TEST_CASE(explain_calls_a_repeated_option_repeated_not_reordered)
   const kjit::MissExplanation why = cache.explain(swapped, kjit::Arch::parse("sm_90"));
   BOOST_TEST(!why.hit);
   BOOST_TEST((std::find(why.differences.begin(), why.differences.end(), "options reordered") != why.differences.end()));
+}
+
+// of_compute_capability(INT_MAX, 9) overflowed into "sm_-1" (undefined behaviour), and (100, 0)
+// made "sm_1000", an arch Arch::parse refuses: every arch it makes now parses back to itself.
+BOOST_AUTO_TEST_CASE(every_compute_capability_arch_parses_back_to_itself)
+{
+  for (const auto& [major, minor] : {std::pair{100, 0}, {214748364, 8}, {2147483647, 9}, {1000, 0}}) {
+    BOOST_CHECK_THROW(kjit::Arch::of_compute_capability(major, minor), kjit::ArchError);
+  }
+  for (const int major : {1, 9, 10, 12, 99}) {
+    for (int minor = 0; minor <= 9; ++minor) {
+      const kjit::Arch arch = kjit::Arch::of_compute_capability(major, minor);
+      BOOST_TEST((kjit::Arch::parse(arch.str()) == arch), arch.str());
+      BOOST_TEST(arch.number() == major * 10 + minor);
+    }
+  }
+}
+
+// A moved-from PreparedProgram kept the key of the program it held but not the program: get()
+// compiled the empty program left behind and stored it under the real program's key, which every
+// later lookup of that program (in any process) was then served. It is refused instead.
+BOOST_AUTO_TEST_CASE(a_moved_from_prepared_program_is_refused_not_compiled_under_its_key)
+{
+  const kjit::Program program{"moved.cu", "extern \"C\" __global__ void wanted(int* p) { *p = 1; }\n", {}, {}, {}};
+  const kjit::Arch sm90 = kjit::Arch::parse("sm_90");
+  {
+    kjit::Cache cache(config);
+    kjit::PreparedProgram prepared = cache.prepare(program, sm90);
+    const kjit::PreparedProgram kept = std::move(prepared);
+    refused([&] { std::ignore = cache.get(prepared); });  // NOLINT(bugprone-use-after-move)
+    refused([&] { std::ignore = cache.lookup(prepared); });
+    BOOST_TEST(cache.disk_entries() == 0u);
+    BOOST_TEST(cache.get(kept)->kernel("wanted").has_value());
+    kjit::PreparedProgram assigned;
+    assigned = kept;  // copies stay prepared, and so does the target of a move
+    kjit::PreparedProgram target = std::move(assigned);
+    BOOST_TEST(cache.get(target)->kernel("wanted").has_value());
+  }
+  kjit::Cache later(config);
+  BOOST_TEST(later.get(program, sm90)->kernel("wanted").has_value());
+}
+
+// A default-constructed PreparedProgram (arch auto, key 000…0) was compiled for the device and
+// stored under the key 000…0, then served to any other one whatever the device.
+BOOST_AUTO_TEST_CASE(a_default_constructed_prepared_program_is_refused)
+{
+  config.arch = "sm_90";
+  kjit::Cache cache(config);
+  refused([&] { std::ignore = cache.get(kjit::PreparedProgram{}); });
+  refused([&] { std::ignore = cache.lookup(kjit::PreparedProgram{}); });
+  BOOST_TEST(cache.disk_entries() == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

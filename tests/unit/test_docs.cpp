@@ -1,12 +1,15 @@
 // The documented defaults are the code's defaults: docs/configuration.md's table is read and each
 // default compared with the settings table and with current_config() without KJIT_* variables.
+// Every C++ line the docs show is in doc_snippets.cpp, which compiles and runs them.
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
 
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -81,9 +84,54 @@ std::map<std::string, std::string> documented_defaults()
   return defaults;
 }
 
+// The lines of a text, white space trimmed at both ends, blank ones left out.
+std::vector<std::string> trimmed_lines(const std::string& text)
+{
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first != std::string::npos) {
+      lines.push_back(line.substr(first, line.find_last_not_of(" \t") - first + 1));
+    }
+  }
+  return lines;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(docs)
+
+// tests/unit/doc_snippets.cpp compiles every ```cpp block of README.md and docs/*.md (as C++17,
+// without a warning) and runs what needs no GPU: each documented line must be in it, so a snippet
+// edited in the docs is compiled there too.
+BOOST_AUTO_TEST_CASE(every_documented_cpp_line_is_compiled_by_doc_snippets)
+{
+  const char* root = std::getenv("KJIT_SOURCE_ROOT");
+  BOOST_TEST_REQUIRE(root != nullptr);
+  const std::vector<std::string> compiled = trimmed_lines(read_text(std::string(root) + "/tests/unit/doc_snippets.cpp"));
+  const std::set<std::string> known(compiled.begin(), compiled.end());
+  std::vector<std::string> docs{std::string(root) + "/README.md"};
+  for (const auto& file : std::filesystem::directory_iterator(std::string(root) + "/docs")) {
+    if (file.path().extension() == ".md") {
+      docs.push_back(file.path().string());
+    }
+  }
+  std::size_t lines = 0;
+  for (const std::string& doc : docs) {
+    bool in_cpp = false;
+    for (const std::string& line : trimmed_lines(read_text(doc))) {
+      if (line.rfind("```", 0) == 0) {
+        in_cpp = !in_cpp && (line == "```cpp" || line == "```c++");
+      } else if (in_cpp) {
+        ++lines;
+        BOOST_TEST(known.count(line) == 1u, doc << ": not in doc_snippets.cpp: " << line);
+      }
+    }
+  }
+  BOOST_TEST(lines > 50u);  // README's usage, embedding.md's four blocks, scripts.md's example
+}
 
 BOOST_AUTO_TEST_CASE(every_setting_is_documented_with_the_default_of_the_settings_table)
 {
@@ -162,6 +210,30 @@ BOOST_AUTO_TEST_CASE(the_documented_cache_folder_default_is_the_code_s)
   BOOST_TEST(kjit::current_config().cache_dir == "/tmp/kjit-" + std::to_string(::getuid()));
   ::setenv("HOME", "", 1);
   BOOST_TEST(kjit::current_config().cache_dir == "/tmp/kjit-" + std::to_string(::getuid()));
+}
+
+// docs/embedding.md, "Where a lookup's binary came from", lists every Source a lookup reports (it
+// left out `remote` and said there was no remote tier).
+BOOST_AUTO_TEST_CASE(the_documented_lookup_sources_are_every_source)
+{
+  const char* root = std::getenv("KJIT_SOURCE_ROOT");
+  BOOST_TEST_REQUIRE(root != nullptr);
+  const std::string text = read_text(std::string(root) + "/docs/embedding.md");
+  const auto start = text.find("(`Source::memory`");
+  BOOST_TEST_REQUIRE(start != std::string::npos);
+  const std::string list = text.substr(start, text.find(')', start) - start);
+  const kjit::Source sources[] = {kjit::Source::memory, kjit::Source::disk,     kjit::Source::bundle,
+                                  kjit::Source::remote, kjit::Source::compiled, kjit::Source::compiled_elsewhere};
+  const char* const names[] = {"memory", "disk", "bundle", "remote", "compiled", "compiled_elsewhere"};
+  for (std::size_t i = 0; i < std::size(sources); ++i) {
+    BOOST_TEST(std::string(kjit::to_string(sources[i])) != "unknown");
+    const bool named = list.find(std::string("`") + names[i] + "`") != std::string::npos ||
+                       list.find(std::string("`Source::") + names[i] + "`") != std::string::npos;
+    BOOST_TEST(named, names[i] << " is not in " << list);
+  }
+  // No enumerator after these: the list above is the whole enum.
+  BOOST_TEST(std::string(kjit::to_string(static_cast<kjit::Source>(std::size(sources)))) == "unknown");
+  BOOST_TEST(text.find("There is no remote tier") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,8 @@
 // The lazily loaded driver, and what the built binaries link against.
 #include <boost/test/unit_test.hpp>
 
+#include <kjit/cache.hpp>
+#include <kjit/compile.hpp>
 #include <kjit/driver.hpp>
 #include <kjit/error.hpp>
 
@@ -20,6 +22,13 @@ BOOST_AUTO_TEST_CASE(status_says_why_when_unavailable)
   } else {
     BOOST_TEST(!status.reason.empty());
     BOOST_CHECK_THROW(kjit::device_compute_capability(0), kjit::CudaError);
+    // `auto` needs the device: compile() and Cache::prepare() say so with the same CudaError.
+    const kjit::Program program{"auto.cu", "__global__ void k() {}", {}, {}, {}};
+    BOOST_CHECK_THROW(kjit::compile(program, kjit::Arch{}), kjit::CudaError);
+    kjit::Config config;
+    config.disable_cache = true;
+    kjit::Cache cache(config);
+    BOOST_CHECK_THROW(cache.prepare(program), kjit::CudaError);
   }
 }
 
