@@ -140,6 +140,12 @@ bool text_uses_time(const std::string& text)
 
 bool program_uses_time(const Program& program)
 {
+  // A -D value is program text too (-DNOW=__TIME__, in any spelling): every option is looked at.
+  for (const auto& option : program.options) {
+    if (text_uses_time(option)) {
+      return true;
+    }
+  }
   return any_program_text(program, text_uses_time);
 }
 

@@ -83,7 +83,7 @@ bool has_word(const std::string& text, std::string_view word);
 // Whether `text` may put the time of its compile into the binary: __TIME__, __TIMESTAMP__ or
 // __DATE__ as whole identifiers. Such a program is compiled each time, never cached (as ccache does).
 bool text_uses_time(const std::string& text);
-// text_uses_time() of the source, an in-memory header or a name expression.
+// text_uses_time() of the source, an in-memory header, a name expression or an option (a -D value).
 bool program_uses_time(const Program& program);
 // Whether `test` holds for the program's source, one of its in-memory headers or one of its name
 // expressions (NVRTC compiles them with the program).
