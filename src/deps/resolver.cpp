@@ -185,6 +185,12 @@ void Resolver::compiled_from_disk(const std::string& reason)
 
 bool program_names_files(const Program& program)
 {
+  // A -D value is program text too: -DF=__FILE__ names the file where F is used.
+  for (const auto& option : program.options) {
+    if (text_names_files(option)) {
+      return true;
+    }
+  }
   return options_name_files(program.options) || any_program_text(program, text_names_files);
 }
 

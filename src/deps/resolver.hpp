@@ -76,7 +76,8 @@ bool text_names_files(const std::string& text);
 // Whether `text` names the program itself (__BASE_FILE__): the name NVRTC was given, which #line
 // does not change (so the program NVRTC gets must be named as the user's: the -G stub).
 bool text_names_program(const std::string& text);
-// options_name_files(), or text_names_files() of the source or of an in-memory header.
+// options_name_files(), or text_names_files() of the source, an in-memory header, a name
+// expression or an option (a -D value: -DF=__FILE__).
 bool program_names_files(const Program& program);
 // Whether `word` occurs in `text` as a whole identifier (not inside a longer name).
 bool has_word(const std::string& text, std::string_view word);
