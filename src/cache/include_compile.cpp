@@ -239,8 +239,9 @@ bool any_header(const Program& program, deps::Resolver& resolver, const Test& te
 bool wants_stub(const Program& program, deps::Resolver& resolver)
 {
   const auto& options = program.options;
+  const auto names_program = [](const std::string& option) { return deps::text_names_program(option); };
   return deps::device_debug(options) || deps::text_names_program(program.source) ||
-         std::any_of(options.begin(), options.end(), [](const std::string& option) { return deps::text_names_program(option); }) ||
+         std::any_of(options.begin(), options.end(), names_program) ||  // -DF=__BASE_FILE__
          any_header(program, resolver, deps::text_names_program);
 }
 

@@ -282,7 +282,8 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
     if (m_unfaithful.empty() && expression.find("include") != std::string::npos) {
       // __has_include("x.h") in the file NVRTC makes of the name expressions: a probe of the
       // disk kjit does not follow (nor can place: that file is not in the private folder).
-      m_unfaithful = "the name expression '" + expression + "' names include: NVRTC probes files from it that kjit does not follow";
+      m_unfaithful = "the name expression '" + expression +
+                     "' names include: NVRTC probes files from it that kjit does not follow";
     }
   }
   for (const auto& [name, value] : m_defines) {

@@ -202,7 +202,9 @@ BOOST_AUTO_TEST_CASE(a_compile_from_the_disk_for_two_names_is_not_cached)
   put(d + "/q.h", "#define V 561\n");
   settle();
   const kjit::Arch arch = kjit::Arch::parse("compute_80");
-  const auto value = [](const std::string& ptx) { return ptx.find("561;") != std::string::npos ? 561 : ptx.find("562;") != std::string::npos ? 562 : 0; };
+  const auto value = [](const std::string& ptx) {
+    return ptx.find("561;") != std::string::npos ? 561 : ptx.find("562;") != std::string::npos ? 562 : 0;
+  };
   {
     kjit::Cache cache(config);
     BOOST_TEST(value(cached(cache, d + "/k.cu", {}, arch)->ptx) == 561);
