@@ -238,7 +238,10 @@ bool any_header(const Program& program, deps::Resolver& resolver, const Test& te
 // compile unit by it, __BASE_FILE__ expands to it; #line changes neither.
 bool wants_stub(const Program& program, deps::Resolver& resolver)
 {
-  return deps::device_debug(program.options) || deps::text_names_program(program.source) ||
+  const auto& options = program.options;
+  const auto names_program = [](const std::string& option) { return deps::text_names_program(option); };
+  return deps::device_debug(options) || deps::text_names_program(program.source) ||
+         std::any_of(options.begin(), options.end(), names_program) ||  // -DF=__BASE_FILE__
          any_header(program, resolver, deps::text_names_program);
 }
 

@@ -174,11 +174,12 @@ Validation validate(Resolution& entry, ValidationCounters& counters)
     // The same content under a new stamp (a touch): the next check is a stat only, unless the stamp
     // is too new to stand for it (an edit within its tick would keep it; before, a touch and an
     // edit within one second on a filesystem of whole seconds were served the old binary). Then
-    // the old stamp stays, and the next lookup hashes the header again.
+    // the old stamp stays, and the next lookup hashes the header again (nothing to save: the
+    // entry is as recorded).
     if (!too_new(now, start)) {
       header.stamp = now;
+      result = Validation::same_content;
     }
-    result = Validation::same_content;
   }
   return result;
 }

@@ -29,7 +29,8 @@ struct ValidationCounters {
 
 enum class Validation {
   unchanged,      // every stamp as recorded
-  same_content,   // some stamps changed, contents did not (the entry's stamps were updated)
+  same_content,   // some stamps changed, contents did not (the entry's stamps were updated; a
+                  // stamp too new to stand for its content is not taken, and alone gives unchanged)
   changed,        // a header's content changed, one vanished, or a probed folder changed
 };
 

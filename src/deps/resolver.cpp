@@ -140,6 +140,12 @@ bool text_uses_time(const std::string& text)
 
 bool program_uses_time(const Program& program)
 {
+  // A -D value is program text too (-DNOW=__TIME__, in any spelling): every option is looked at.
+  for (const auto& option : program.options) {
+    if (text_uses_time(option)) {
+      return true;
+    }
+  }
   return any_program_text(program, text_uses_time);
 }
 
@@ -179,6 +185,12 @@ void Resolver::compiled_from_disk(const std::string& reason)
 
 bool program_names_files(const Program& program)
 {
+  // A -D value is program text too: -DF=__FILE__ names the file where F is used.
+  for (const auto& option : program.options) {
+    if (text_names_files(option)) {
+      return true;
+    }
+  }
   return options_name_files(program.options) || any_program_text(program, text_names_files);
 }
 
@@ -270,7 +282,8 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
     if (m_unfaithful.empty() && expression.find("include") != std::string::npos) {
       // __has_include("x.h") in the file NVRTC makes of the name expressions: a probe of the
       // disk kjit does not follow (nor can place: that file is not in the private folder).
-      m_unfaithful = "the name expression '" + expression + "' names include: NVRTC probes files from it that kjit does not follow";
+      m_unfaithful = "the name expression '" + expression +
+                     "' names include: NVRTC probes files from it that kjit does not follow";
     }
   }
   for (const auto& [name, value] : m_defines) {

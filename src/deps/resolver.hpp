@@ -76,14 +76,15 @@ bool text_names_files(const std::string& text);
 // Whether `text` names the program itself (__BASE_FILE__): the name NVRTC was given, which #line
 // does not change (so the program NVRTC gets must be named as the user's: the -G stub).
 bool text_names_program(const std::string& text);
-// options_name_files(), or text_names_files() of the source or of an in-memory header.
+// options_name_files(), or text_names_files() of the source, an in-memory header, a name
+// expression or an option (a -D value: -DF=__FILE__).
 bool program_names_files(const Program& program);
 // Whether `word` occurs in `text` as a whole identifier (not inside a longer name).
 bool has_word(const std::string& text, std::string_view word);
 // Whether `text` may put the time of its compile into the binary: __TIME__, __TIMESTAMP__ or
 // __DATE__ as whole identifiers. Such a program is compiled each time, never cached (as ccache does).
 bool text_uses_time(const std::string& text);
-// text_uses_time() of the source, an in-memory header or a name expression.
+// text_uses_time() of the source, an in-memory header, a name expression or an option (a -D value).
 bool program_uses_time(const Program& program);
 // Whether `test` holds for the program's source, one of its in-memory headers or one of its name
 // expressions (NVRTC compiles them with the program).

@@ -202,7 +202,9 @@ BOOST_AUTO_TEST_CASE(a_compile_from_the_disk_for_two_names_is_not_cached)
   put(d + "/q.h", "#define V 561\n");
   settle();
   const kjit::Arch arch = kjit::Arch::parse("compute_80");
-  const auto value = [](const std::string& ptx) { return ptx.find("561;") != std::string::npos ? 561 : ptx.find("562;") != std::string::npos ? 562 : 0; };
+  const auto value = [](const std::string& ptx) {
+    return ptx.find("561;") != std::string::npos ? 561 : ptx.find("562;") != std::string::npos ? 562 : 0;
+  };
   {
     kjit::Cache cache(config);
     BOOST_TEST(value(cached(cache, d + "/k.cu", {}, arch)->ptx) == 561);
@@ -214,6 +216,22 @@ BOOST_AUTO_TEST_CASE(a_compile_from_the_disk_for_two_names_is_not_cached)
   }
   kjit::Cache cache(config);
   BOOST_TEST(value(cached(cache, d + "/k.cu", {}, arch)->ptx) == 562);
+}
+
+// A -D value naming the file (-DF=__FILE__, __BASE_FILE__) makes the binary name the program as
+// given, as __FILE__ in the source does: the key must hold the name. Before, options were not
+// looked at: "bb/k.cu" was served the binary of "a/k.cu" (same source, same options: one key).
+BOOST_AUTO_TEST_CASE(a_define_naming_the_file_keys_the_name)
+{
+  const std::string source = "__device__ const char f[] = F;\nextern \"C\" __global__ void k(char* o) { *o = f[0] + f[1]; }\n";
+  const kjit::Arch arch = kjit::Arch::parse("compute_80");
+  kjit::Cache cache(config);
+  for (const char* define : {"-DF=__FILE__", "-DF=__BASE_FILE__"}) {
+    for (const char* name : {"a/k.cu", "bb/k.cu"}) {
+      const kjit::Program program{name, source, {}, {define}, {}};
+      BOOST_TEST(cache.get(program, arch)->ptx == kjit::compile(program, arch).ptx, name << " " << define);
+    }
+  }
 }
 
 // Item 4: an absolute include name formed only inside NVRTC (a function-like macro) is opened by

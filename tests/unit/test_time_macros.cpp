@@ -88,6 +88,27 @@ BOOST_AUTO_TEST_CASE(date_and_timestamp_are_not_cached_either)
   BOOST_TEST(cache.stats().memory_hits == 0u);
 }
 
+// A -D value is program text too: -DNOW=__TIME__ puts the time of each compile into the binary.
+// Before, options were not looked at: the program was found by its raw inputs and the first
+// compile's time was served (a second later, "49" for "50").
+BOOST_AUTO_TEST_CASE(time_in_a_define_is_compiled_each_time)
+{
+  kjit::Cache cache(config);
+  const std::vector<std::vector<std::string>> spellings{
+    {"-DNOW=__TIME__"}, {"-D", "NOW=__TIME__"}, {"--define-macro=NOW=__DATE__"}, {"--define-macro", "NOW=__TIME__"}};
+  const std::string source = "#ifndef NOW\n#define NOW \"unset   \"\n#endif\n" + writes("NOW");
+  for (const auto& options : spellings) {
+    const kjit::Program program{"n.cu", source, {}, options, {}};
+    static_cast<void>(cache.get(program, k_sm80));
+    static_cast<void>(cache.get(program, k_sm80));
+  }
+  BOOST_TEST(cache.stats().compiles == 8u);
+  BOOST_TEST(cache.stats().memory_hits + cache.stats().disk_hits == 0u);
+  kjit::Cache fresh(config);
+  static_cast<void>(fresh.get(kjit::Program{"n.cu", source, {}, {"-DNOW=__TIME__"}, {}}, k_sm80));
+  BOOST_TEST(fresh.stats().compiles == 1u);  // nor found by a later process
+}
+
 BOOST_AUTO_TEST_CASE(only_whole_identifiers_count)
 {
   kjit::Cache cache(config);
