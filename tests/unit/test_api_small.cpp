@@ -134,6 +134,26 @@ BOOST_AUTO_TEST_CASE(every_compute_capability_arch_parses_back_to_itself)
   }
 }
 
+// A path with a NUL byte was cut at it without a word (the system reads a C string): the cache of
+// option::cache_dir("/tmp/x\0y") went to /tmp/x. Refused as every other bad setting is.
+BOOST_AUTO_TEST_CASE(a_path_setting_with_a_nul_byte_is_a_config_error)
+{
+  const std::string cut = tmp.path() + "/cut";
+  const std::string with_nul = cut + std::string("\0/elsewhere", 11);
+  BOOST_CHECK_THROW(kjit::option::cache_dir(with_nul), kjit::ConfigError);
+  BOOST_CHECK_THROW(kjit::option::cuda_home(with_nul), kjit::ConfigError);
+  BOOST_CHECK_THROW(kjit::option::bundle(with_nul), kjit::ConfigError);
+  BOOST_CHECK_THROW(kjit::option::remote_password_file(with_nul), kjit::ConfigError);
+  kjit::option::reset();
+  for (int field = 0; field < 4; ++field) {
+    kjit::Config bad = config;
+    (field == 0 ? bad.cache_dir : field == 1 ? bad.cuda_home : field == 2 ? bad.remote_password_file
+                                                                          : bad.bundles.emplace_back()) = with_nul;
+    BOOST_CHECK_THROW(kjit::Cache{bad}, kjit::ConfigError);
+  }
+  BOOST_TEST(!exists(cut));  // no folder made at the cut path
+}
+
 // A moved-from PreparedProgram kept the key of the program it held but not the program: get()
 // compiled the empty program left behind and stored it under the real program's key, which every
 // later lookup of that program (in any process) was then served. It is refused instead.
