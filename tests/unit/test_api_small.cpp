@@ -1,5 +1,6 @@
 // Small API defects of issue 20: Cache{Config{}}, Arch::parse's message, explain() on a repeated option;
-// a PreparedProgram not made by prepare() (default-constructed, moved from).
+// and of the eleventh review: a PreparedProgram not made by prepare() (default-constructed, moved
+// from), compute capabilities past 99.9, path settings with a NUL byte, log sinks that throw or call kjit.
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
