@@ -74,8 +74,12 @@ std::size_t parse_size(std::string_view text, const std::string& variable);
 double parse_seconds(std::string_view text, const std::string& variable);
 
 // Where log lines go (verbose mode and warnings). The default writes "kjit: <line>\n" to stderr.
+// The sink is called from any of kjit's threads, one call at a time; a line it throws for goes to
+// stderr (an exception never leaves kjit's threads and destructors). It may call kjit, even
+// set_log_sink, on its own thread.
 using LogSink = std::function<void(std::string_view line)>;
-// Replaces the sink; an empty function restores the default. Thread-safe.
+// Replaces the sink; an empty function restores the default. Thread-safe: waits for a call of the
+// old sink on another thread, so the old one is never called once this returns.
 void set_log_sink(LogSink sink);
 
 // Programmatic settings in the tilus style: kjit::option::cache_dir("./cache").

@@ -63,6 +63,10 @@ std::string absolute(std::string_view path, const std::string& variable)
   if (path.empty()) {
     throw ConfigError(variable, "empty path");
   }
+  if (path.find('\0') != std::string_view::npos) {
+    // The system reads a path up to its first NUL: the rest would be dropped without a word.
+    throw ConfigError(variable, "the path contains a NUL byte");
+  }
   if (path.front() == '/') {
     return std::string(path);
   }
@@ -308,6 +312,19 @@ void check_config(const Config& config)
   if (!(timeout > 0.0 && timeout <= 86400.0)) {  // NaN fails too
     throw ConfigError("compile_lock_timeout", "Config::compile_lock_timeout_s is " + std::to_string(timeout) +
                                                 " s: it must be > 0 and at most a day (86400)");
+  }
+  // Paths the system would cut at a NUL byte (the table's parsers refuse them; a Config built by
+  // hand skipped those).
+  const auto no_nul = [](const std::string& path, const char* name, const char* field) {
+    if (path.find('\0') != std::string::npos) {
+      throw ConfigError(name, std::string("Config::") + field + " contains a NUL byte");
+    }
+  };
+  no_nul(config.cache_dir, "cache_dir", "cache_dir");
+  no_nul(config.cuda_home, "cuda_home", "cuda_home");
+  no_nul(config.remote_password_file, "remote_password_file", "remote_password_file");
+  for (const std::string& bundle : config.bundles) {
+    no_nul(bundle, "bundle", "bundles");
   }
   if (config.store_map_size < 32768) {
     throw ConfigError("store_map_size", "Config::store_map_size is " + std::to_string(config.store_map_size) +

@@ -1,13 +1,20 @@
 // Small API defects of issue 20: Cache{Config{}}, Arch::parse's message, explain() on a repeated option;
-// a PreparedProgram not made by prepare() (default-constructed, moved from).
+// and of the eleventh review: a PreparedProgram not made by prepare() (default-constructed, moved
+// from), compute capabilities past 99.9, path settings with a NUL byte, log sinks that throw or call kjit.
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <functional>
 #include <tuple>
 #include <utility>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace kjit::test;
 
@@ -22,6 +29,30 @@ void refused(const std::function<void()>& lookup)
   } catch (const kjit::Error& e) {
     BOOST_TEST(std::string(e.what()).find("Cache::prepare") != std::string::npos, e.what());
   }
+}
+
+// `body` run in a child process: its exit status (128 + the signal for a child a signal ended).
+int in_child(const std::function<int()>& body)
+{
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGABRT, SIG_DFL);  // reported as the child's end, not caught by the test framework
+    ::signal(SIGALRM, SIG_DFL);
+    ::alarm(120);  // only a bound for a child that hangs (the failure), never a wait for success
+    int code = 99;
+    try {
+      code = body();
+    } catch (...) {
+      code = 98;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 } // namespace
@@ -104,6 +135,26 @@ BOOST_AUTO_TEST_CASE(every_compute_capability_arch_parses_back_to_itself)
   }
 }
 
+// A path with a NUL byte was cut at it without a word (the system reads a C string): the cache of
+// option::cache_dir("/tmp/x\0y") went to /tmp/x. Refused as every other bad setting is.
+BOOST_AUTO_TEST_CASE(a_path_setting_with_a_nul_byte_is_a_config_error)
+{
+  const std::string cut = tmp.path() + "/cut";
+  const std::string with_nul = cut + std::string("\0/elsewhere", 11);
+  BOOST_CHECK_THROW(kjit::option::cache_dir(with_nul), kjit::ConfigError);
+  BOOST_CHECK_THROW(kjit::option::cuda_home(with_nul), kjit::ConfigError);
+  BOOST_CHECK_THROW(kjit::option::bundle(with_nul), kjit::ConfigError);
+  BOOST_CHECK_THROW(kjit::option::remote_password_file(with_nul), kjit::ConfigError);
+  kjit::option::reset();
+  for (int field = 0; field < 4; ++field) {
+    kjit::Config bad = config;
+    (field == 0 ? bad.cache_dir : field == 1 ? bad.cuda_home : field == 2 ? bad.remote_password_file
+                                                                          : bad.bundles.emplace_back()) = with_nul;
+    BOOST_CHECK_THROW(kjit::Cache{bad}, kjit::ConfigError);
+  }
+  BOOST_TEST(!exists(cut));  // no folder made at the cut path
+}
+
 // A moved-from PreparedProgram kept the key of the program it held but not the program: get()
 // compiled the empty program left behind and stored it under the real program's key, which every
 // later lookup of that program (in any process) was then served. It is refused instead.
@@ -137,6 +188,40 @@ BOOST_AUTO_TEST_CASE(a_default_constructed_prepared_program_is_refused)
   refused([&] { std::ignore = cache.get(kjit::PreparedProgram{}); });
   refused([&] { std::ignore = cache.lookup(kjit::PreparedProgram{}); });
   BOOST_TEST(cache.disk_entries() == 0u);
+}
+
+// A log sink that throws: the exception left kjit's threads (here the mirror writer's warning) and
+// ended the host with std::terminate. The line goes to stderr instead.
+BOOST_AUTO_TEST_CASE(a_log_sink_that_throws_never_ends_the_host)
+{
+  const int status = in_child([&] {
+    kjit::set_log_sink([](std::string_view line) { throw std::runtime_error("no room for: " + std::string(line)); });
+    kjit::Cache cache(config);
+    write_text(config.cache_dir + "/programs", "a file where the mirror's folder goes\n");  // every mirror write fails
+    std::ignore = cache.get(small_program("sink_throws"), kjit::Arch::parse("sm_90"));
+    cache.flush_mirror();
+    return cache.stats().mirror_errors > 0 ? 0 : 1;
+  });
+  BOOST_TEST(status == 0);  // 128 + SIGABRT before
+}
+
+// A sink that replaces itself (or calls anything that logs) waited for the lock its own call held
+// for ever.
+BOOST_AUTO_TEST_CASE(a_log_sink_may_replace_itself)
+{
+  const int status = in_child([&] {
+    int calls = 0;
+    kjit::set_log_sink([&calls](std::string_view) {
+      ++calls;
+      kjit::set_log_sink({});  // the next line goes to stderr
+    });
+    kjit::Cache cache(config);
+    write_text(config.cache_dir + "/programs", "a file where the mirror's folder goes\n");
+    std::ignore = cache.get(small_program("sink_replaced"), kjit::Arch::parse("sm_90"));
+    cache.flush_mirror();
+    return calls == 1 ? 0 : 1;
+  });
+  BOOST_TEST(status == 0);  // 128 + SIGALRM (a deadlock) before
 }
 
 BOOST_AUTO_TEST_SUITE_END()
