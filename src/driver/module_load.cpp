@@ -102,9 +102,11 @@ Module Context::load(const PreparedProgram& prepared, const Binary& binary) cons
   request.bytes = use_ptx ? std::string_view(binary.ptx) : std::string_view(binary.cubin);
   request.image_name = request.options.name + " (" + binary.arch + ")";
   request.lowered_names = binary.lowered_names;  // before the key, which holds them
-  if (prepared.m_from_disk || prepared.m_provisional) {
+  if (prepared.m_from_disk || prepared.m_provisional || !prepared.m_made.value) {
     // get(prepared) returns the binary of the headers (and working directory) now, whose key is
     // not prepared.key() after an edit: keyed by the image, or the old binary's module is found.
+    // So is a PreparedProgram prepare() did not make (default-constructed, moved from): its key
+    // names no binary (every default one has the same), and the first binary's module was found.
     request.key = content_key(request.bytes, request.options, request.lowered_names);
   } else {
     // The prepared key names one binary (source, options, in-memory headers, toolchain), the

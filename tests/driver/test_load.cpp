@@ -314,6 +314,25 @@ BOOST_AUTO_TEST_CASE(a_prepared_program_loads_the_binary_it_is_given_after_an_ed
   check_clean();
 }
 
+// A PreparedProgram that prepare() did not make (default-constructed, moved from) names no binary:
+// each binary loaded with one is its own module. (Before, all default ones shared one key: the
+// second binary got the first one's module, where its kernel is not found.)
+BOOST_AUTO_TEST_CASE(binaries_loaded_with_an_unprepared_program_are_their_own_modules)
+{
+  {
+    const kjit::Context context = kjit::Context::primary(0);
+    const kjit::Arch arch = kjit::Arch::parse("sm_90");
+    const auto first = kjit::compile({"a.cu", "extern \"C\" __global__ void first(int* o) { *o = 1; }\n", {}, {}, {}}, arch);
+    const auto other = kjit::compile({"b.cu", "extern \"C\" __global__ void other(int* o) { *o = 2; }\n", {}, {}, {}}, arch);
+    const kjit::Module a = context.load(kjit::PreparedProgram{}, first);
+    const kjit::Module b = context.load(kjit::PreparedProgram{}, other);
+    BOOST_TEST(b.handle() != a.handle());
+    BOOST_CHECK_NO_THROW(b.kernel("other"));
+    BOOST_CHECK_NO_THROW(a.kernel("first"));
+  }
+  check_clean();
+}
+
 // Two programs whose binaries are one image (name expressions "k<1>" and "k<0+1>" name the same
 // instance: NVRTC makes the same cubin) are two modules, each with its own lowered names
 // (docs/embedding.md: loaded once per content, name, lowered names and settings). The image's
