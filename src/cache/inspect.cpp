@@ -334,6 +334,10 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
 
 std::size_t Cache::prune_older_than(std::int64_t seconds)
 {
+  if (seconds < 0) {
+    // "Older than -1 s" is every entry (and INT64_MIN overflowed the cutoff): a caller's mistake.
+    throw Error("prune_older_than: " + std::to_string(seconds) + " is not an age (seconds, 0 or more)");
+  }
   require_writable(*this);
   const std::vector<Row> rows = decoded_rows(m_impl->store.get(), {});
   const std::int64_t cutoff = static_cast<std::int64_t>(::time(nullptr)) - seconds;

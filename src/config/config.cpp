@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -414,7 +415,13 @@ void repo_local_cache(bool value) { set_override("repo_local_cache", value ? "1"
 void store_map_size(std::size_t bytes) { set_override("store_map_size", std::to_string(bytes)); }
 void max_size(std::size_t bytes) { set_override("max_size", std::to_string(bytes)); }
 void force_ptx(bool value) { set_override("force_ptx", value ? "1" : "0"); }
-void compile_lock_timeout(double seconds) { set_override("compile_lock_timeout", std::to_string(seconds)); }
+void compile_lock_timeout(double seconds)
+{
+  // Fixed-point with every digit a duration can use: std::to_string's six decimals made 1e-7 "0.000000", refused.
+  char text[64];
+  std::snprintf(text, sizeof text, "%.17f", seconds);
+  set_override("compile_lock_timeout", text);
+}
 void bundle(const std::string& paths) { set_override("bundle", paths); }
 void remote_cache(const std::string& url) { set_override("remote_cache", url); }
 void remote_password_file(const std::string& path) { set_override("remote_password_file", path); }

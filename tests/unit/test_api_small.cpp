@@ -190,6 +190,30 @@ BOOST_AUTO_TEST_CASE(a_default_constructed_prepared_program_is_refused)
   BOOST_TEST(cache.disk_entries() == 0u);
 }
 
+// A compile lock timeout of any positive duration is taken as given: option::compile_lock_timeout
+// wrote it with six decimals, so 1e-7 s became "0.000000" and was refused. (Found by the API
+// reviewer; a ConfigError before.)
+BOOST_AUTO_TEST_CASE(a_tiny_compile_lock_timeout_is_taken_as_given)
+{
+  BOOST_CHECK_NO_THROW(kjit::option::compile_lock_timeout(1e-7));
+  BOOST_TEST(kjit::current_config().compile_lock_timeout_s == 1e-7, boost::test_tools::tolerance(1e-9));
+  BOOST_CHECK_THROW(kjit::option::compile_lock_timeout(-1), kjit::ConfigError);
+  kjit::option::reset();
+}
+
+// prune_older_than() with a negative age is an Error, not "every entry" (an age of -1 s made the
+// cutoff a second from now, and every entry was removed; INT64_MIN overflowed it). (Before, the
+// store was emptied.)
+BOOST_AUTO_TEST_CASE(pruning_by_a_negative_age_is_refused)
+{
+  kjit::Cache cache(config);
+  cache.get({"aged.cu", "extern \"C\" __global__ void aged(int* p) { *p = 1; }\n", {}, {}, {}}, kjit::Arch::parse("sm_90"));
+  BOOST_CHECK_THROW(cache.prune_older_than(-1), kjit::Error);
+  BOOST_CHECK_THROW(cache.prune_older_than(INT64_MIN), kjit::Error);
+  BOOST_TEST(cache.disk_entries() == 1u);
+  BOOST_TEST(cache.prune_older_than(0) == 0u);  // made just now: not older than 0 s
+}
+
 // A log sink that throws: the exception left kjit's threads (here the mirror writer's warning) and
 // ended the host with std::terminate. The line goes to stderr instead.
 BOOST_AUTO_TEST_CASE(a_log_sink_that_throws_never_ends_the_host)
