@@ -320,6 +320,9 @@ public:
   std::size_t disk_entries() const;
 
   // --- Operating the cache (inspect.cpp, bundles.cpp); each is also a `kjit` command. ---
+  // Those that change the disk tier (verify with Repair::quarantine, prune_older_than,
+  // prune_to_size, remove_mirror, zero_usage) throw StoreError without one (disabled, or its
+  // store could not be opened) and on a read-only cache.
   // Entries matching `filter`, sorted by program name then arch. Damaged records are left out.
   std::vector<EntryInfo> entries(const EntryFilter& filter = {}) const;
   // The full key of the one entry whose hex key starts with `prefix`. Throws Error if none or
