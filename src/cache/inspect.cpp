@@ -243,18 +243,33 @@ VerifyReport Cache::verify(Repair repair, const std::function<void(std::size_t, 
       progress(report.checked, total);
     }
   });
-  // Every header blob an entry needs is there and intact (content hashed again).
+  // Every header blob an entry needs is there and intact (content hashed again). The records were
+  // read in one transaction, the blobs in others: another process may have removed an entry
+  // meanwhile (prune, eviction, clear), and its blobs with it. So an entry whose blob is missing or
+  // damaged is read again with the blob in one transaction: gone is not damaged.
   for (const auto& [hash, keys] : users) {
     std::string why = "missing from the store";
     bool good = false;
-    m_impl->store->visit(store::Table::blobs, store::blob_key(hash), [&](std::string_view bytes) {
+    const std::string blob_key = store::blob_key(hash);
+    m_impl->store->visit(store::Table::blobs, blob_key, [&](std::string_view bytes) {
       good = store::decode_blob(bytes, hash, why).has_value();
     });
     for (const std::string& key : good ? std::vector<std::string>{} : keys) {
-      if (std::none_of(bad.begin(), bad.end(), [&](const Bad& b) { return b.key == key; })) {
-        auto bytes = m_impl->store->get(store::Table::entries, key);
-        bad.push_back({key, bytes.value_or(std::string()),
-                       "the content of a header (blob " + util::to_hex(hash).substr(0, 16) + ") is " + why});
+      if (std::any_of(bad.begin(), bad.end(), [&](const Bad& b) { return b.key == key; })) {
+        continue;
+      }
+      std::optional<std::string> record;  // the entry as it is now, if it is still stored
+      bool intact = false;
+      why = "missing from the store";
+      m_impl->store->visit_chained(
+        store::Table::entries, key,
+        [&](std::string_view bytes) -> std::optional<std::string_view> {
+          record.emplace(bytes);
+          return blob_key;
+        },
+        store::Table::blobs, [&](std::string_view bytes) { intact = store::decode_blob(bytes, hash, why).has_value(); });
+      if (record && !intact) {
+        bad.push_back({key, std::move(*record), "the content of a header (blob " + util::to_hex(hash).substr(0, 16) + ") is " + why});
       }
     }
   }

@@ -135,9 +135,15 @@ std::size_t sweep_headers(const std::string& cache_dir, const std::function<bool
   if (!programs) {
     return 0;
   }
-  // Dot files are temps of a writer at work; a file an entry folder still links is in use.
+  // Dot files are temps of a writer at work, or of a killed one once older than a writer takes
+  // (write_file_atomic's ".<name>.tmp.<pid>.<n>": nothing else would ever remove them, and the
+  // size limit counts them); a file an entry folder still links is in use.
+  const std::time_t now = ::time(nullptr);
   const auto pick = [&](int, const std::string& name, const struct stat& st) {
-    return name[0] != '.' && (st.st_nlink <= 1 || !S_ISREG(st.st_mode)) && !keep(name);
+    if (name[0] == '.') {
+      return now - st.st_mtime > k_stale_temp_seconds;
+    }
+    return (st.st_nlink <= 1 || !S_ISREG(st.st_mode)) && !keep(name);
   };
   return remove_picked(programs->get(), "headers", pick,
                        [](int dir, const std::string& name) { std::ignore = ::unlinkat(dir, name.c_str(), 0); });

@@ -25,7 +25,6 @@ using util::UniqueFd;
 
 constexpr std::size_t k_max_component = 200;  // below NAME_MAX (255) on every Linux filesystem
 constexpr const char* k_temp_prefix = ".tmp-";
-constexpr std::time_t k_stale_temp_seconds = 600;
 constexpr const char* k_shared_headers = "headers";
 constexpr const char* k_index = "index.txt";
 
@@ -404,7 +403,7 @@ std::size_t prune(const std::string& cache_dir, const std::set<std::string>* kee
       return !S_ISREG(st.st_mode);  // the index, unless damage took the name (written again after)
     }
     if (name.rfind(".index.txt", 0) == 0) {
-      return false;  // the index's temp file
+      return now - st.st_mtime > k_stale_temp_seconds;  // the index's temp file: a killed run's when old
     }
     return keep != nullptr && keep->count(name) == 0;  // not an entry of the store: junk
   };

@@ -42,14 +42,19 @@ std::string safe_relative_path(const std::string& name);
 // folder of another header ("cfg" beside "cfg/detail.h" becomes "cfg~") or already taken.
 std::map<std::string, std::string> header_paths(const std::map<std::string, std::string>& headers);
 
-// Removes from programs/ the temp folders of killed runs (older than 10 minutes) and, when `keep`
+// A temp folder or file older than this was left by a killed run (a writer finishes in far less).
+constexpr std::int64_t k_stale_temp_seconds = 600;
+
+// Removes from programs/ the temp folders and index temp files of killed runs (older than
+// k_stale_temp_seconds) and, when `keep`
 // is given, every name that is not in it (junk, entries no longer stored); the shared headers/
 // folder and index.txt stay, unless they are something else (a file or a symlink named headers,
 // a folder named index.txt: never followed). Returns how many.
 std::size_t prune(const std::string& cache_dir, const std::set<std::string>* keep);
 
 // Removes from programs/headers/ every file that no entry folder links (one link left) and whose
-// name `keep` rejects (a header no stored entry uses any more). Returns how many.
+// name `keep` rejects (a header no stored entry uses any more), and the temp files of killed
+// runs (dot files older than k_stale_temp_seconds). Returns how many.
 std::size_t sweep_headers(const std::string& cache_dir, const std::function<bool(const std::string& hex)>& keep);
 
 // One line of programs/index.txt.

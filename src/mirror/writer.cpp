@@ -143,6 +143,9 @@ void Writer::do_job(Job& job)
 {
   const util::FileSizeSignalBlock no_sigxfsz;  // a file past ulimit -f fails (EFBIG), never kills the host
   if (job.kind == Job::Kind::tidy) {
+    // Temps of killed runs (older than k_stale_temp_seconds) go too: a fleet whose jobs get killed
+    // piled them up until someone rebuilt the mirror, and the size limit counted them.
+    prune(m_cache_dir, nullptr);
     sweep_headers(m_cache_dir, m_source.has_blob);
     if (const std::error_code error = write_index(m_cache_dir, m_source.rows()); error && m_source.failed) {
       m_source.failed("index.txt", error);

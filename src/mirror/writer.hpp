@@ -40,7 +40,7 @@ public:
   // removed from the store before its turn is not written (or is removed again right after).
   void write(std::string hex_key, store::Entry entry);
   // The entries are gone from the store: drops their queued writes and removes their folders now;
-  // the unused shared headers and index.txt follow on the writer's thread.
+  // the unused shared headers, index.txt and the temps of killed runs follow on the writer's thread.
   void removed(const std::vector<std::string>& hex_keys);
   // Drops every queued write (the mirror is about to be removed or rebuilt).
   void discard();

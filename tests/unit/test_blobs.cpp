@@ -15,6 +15,7 @@
 #include <cstring>
 #include <lmdb.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
@@ -423,6 +424,52 @@ BOOST_AUTO_TEST_CASE(a_missing_shared_header_in_the_mirror_is_written_again)
   BOOST_TEST(cache.rebuild_mirror() == 3u);
   BOOST_TEST(read_text(config.cache_dir + "/programs/" + first.key() + "/module/headers/lib/shared.h") == header);
   BOOST_TEST(cache.stats().mirror_errors == 0u);
+}
+
+// kjit verify beside another process that removes entries (prune, eviction, clear): an entry the
+// walk of the records had read, removed with its header blob before the blobs were looked at, was
+// reported damaged ("the content of a header ... is missing from the store"), so kjit verify
+// exited 1 on a sound store (and --repair counted it moved aside). The window is narrow (30 rounds
+// of verify beside prune --max-size met none); here the other process prunes while the walk's read
+// transaction is still open (its progress call for the last record), which opens it every time.
+BOOST_AUTO_TEST_CASE(an_entry_another_process_removes_during_verify_is_not_damaged)
+{
+  const std::string header = shared_header();
+  kjit::Cache cache(config);
+  stored(cache, with_header("removed", header));
+  stored(cache, small_program("no_headers"));
+  bool pruned = false;
+  const auto prune_elsewhere = [&](std::size_t done, std::size_t total) {
+    if (done != total || pruned) {
+      return;
+    }
+    pruned = true;
+    const pid_t child = ::fork();
+    if (child == 0) {
+      int code = 1;
+      try {
+        kjit::Cache other(config);  // another process's cache, as kjit prune opens it
+        code = other.prune_to_size(0) >= 1 ? 0 : 1;
+      } catch (...) {
+        code = 2;
+      }
+      ::_exit(code);
+    }
+    int status = -1;
+    BOOST_TEST_REQUIRE(::waitpid(child, &status, 0) == child);
+    BOOST_TEST_REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "the other process's prune failed: " << status);
+  };
+  const kjit::VerifyReport report = cache.verify(kjit::Repair::no, prune_elsewhere);
+  BOOST_TEST(pruned);
+  BOOST_TEST(report.checked == 2u);
+  BOOST_TEST(report.bad.empty(), report.bad.size() << " reported damaged: " << (report.bad.empty() ? "" : report.bad[0].second));
+  pruned = false;
+  kjit::Cache again(config);  // (this process's memory tier still holds the entry: no write)
+  stored(again, with_header("removed", header));
+  const kjit::VerifyReport repaired = again.verify(kjit::Repair::quarantine, prune_elsewhere);
+  BOOST_TEST(pruned);
+  BOOST_TEST(repaired.bad.empty());
+  BOOST_TEST(repaired.quarantined == 0u);
 }
 
 // A format-3 record (headers inside it) left in a store: refused by name, listed as an orphan and

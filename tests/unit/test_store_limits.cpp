@@ -524,6 +524,58 @@ BOOST_AUTO_TEST_CASE(rebuild_prunes_junk_and_temp_folders_of_killed_runs)
   BOOST_TEST(output == prepared.key() + "\n");
 }
 
+// A run killed while it wrote the index or a shared header (util::write_file_atomic's temp file,
+// ".<name>.tmp.<pid>.<n>") left that file for good: a rebuild kept every dot file in programs/ and
+// programs/headers/, and KJIT_MAX_SIZE counted it (a 10 MiB header's temp stayed, seen in the chaos
+// run of 2026-11-24). Old ones are removed now; a young one may be a writer's at work and stays.
+BOOST_AUTO_TEST_CASE(rebuild_removes_temp_files_of_killed_runs)
+{
+  kjit::Cache cache(config);
+  const auto prepared = cache.prepare(small_program("temps"), k_sm90);
+  cache.get(prepared);
+  cache.flush_mirror();
+  const std::string programs = config.cache_dir + "/programs/";
+  const std::string hex(64, 'a');
+  const std::string old_index = programs + ".index.txt.tmp.999999.0";
+  const std::string old_header = programs + "headers/." + hex + ".tmp.999999.1";
+  const std::string young_header = programs + "headers/." + hex + ".tmp.999998.0";
+  std::string output;
+  run("mkdir -p '" + programs + "headers' && printf x > '" + old_index + "' && printf y > '" + old_header +
+        "' && printf z > '" + young_header + "' && touch -d '2 hours ago' '" + old_index + "' '" + old_header + "'",
+      output);
+  std::size_t skipped = 7;
+  BOOST_TEST(cache.rebuild_mirror(&skipped) == 1u);
+  BOOST_TEST(skipped == 0u);
+  BOOST_TEST(::access(old_index.c_str(), F_OK) != 0, "the index's temp file of a killed run was kept");
+  BOOST_TEST(::access(old_header.c_str(), F_OK) != 0, "a shared header's temp file of a killed run was kept");
+  BOOST_TEST(::access(young_header.c_str(), F_OK) == 0, "a young temp file (a writer at work) was removed");
+}
+
+// The temp folders and files of killed runs went only with a `kjit mirror --rebuild`: in a fleet
+// whose jobs get killed (timeouts, OOM) they piled up in programs/, and KJIT_MAX_SIZE counted them,
+// evicting live entries to make room for them. The writer's tidy after removals (eviction, prune,
+// verify --repair) removes the old ones too now.
+BOOST_AUTO_TEST_CASE(removals_tidy_away_temps_of_killed_runs)
+{
+  kjit::Cache cache(config);
+  cache.get(small_program("tidy"), k_sm90);
+  cache.flush_mirror();
+  const std::string programs = config.cache_dir + "/programs/";
+  const std::string old_folder = programs + ".tmp-000000000000-999999-0";
+  const std::string old_index = programs + ".index.txt.tmp.999999.0";
+  const std::string young_folder = programs + ".tmp-000000000000-999998-0";
+  std::string output;
+  run("mkdir -p '" + old_folder + "/module' '" + young_folder + "' && head -c 65536 /dev/zero > '" + old_folder +
+        "/module/kernel.ptx' && printf x > '" + old_index + "' && touch -d '2 hours ago' '" + old_folder + "' '" +
+        old_index + "'",
+      output);
+  BOOST_TEST_REQUIRE(cache.prune_to_size(0) == 1u);  // a removal, as an eviction makes
+  cache.flush_mirror();
+  BOOST_TEST(::access(old_folder.c_str(), F_OK) != 0, "a temp folder of a killed run was kept");
+  BOOST_TEST(::access(old_index.c_str(), F_OK) != 0, "the index's temp file of a killed run was kept");
+  BOOST_TEST(::access(young_folder.c_str(), F_OK) == 0, "a young temp folder (a writer at work) was removed");
+}
+
 // A child of the host (a compile worker, anything it runs) holds no descriptor of the store's
 // data file: LMDB leaves it inheritable.
 // A reader killed inside its read transaction leaves its slot, which pins every page freed after
