@@ -333,8 +333,8 @@ public:
   // Decodes every record completely; with Repair::quarantine moves the bad ones aside.
   // `progress(done, total)` is called after each record if given.
   VerifyReport verify(Repair repair, const std::function<void(std::size_t, std::size_t)>& progress = {});
-  // Removes entries created more than `seconds` ago (store and mirror); returns how many. Throws
-  // Error for a negative age.
+  // Removes entries created more than `seconds` ago (store and mirror); returns how many. A
+  // negative age removes every entry (created before a moment to come).
   std::size_t prune_older_than(std::int64_t seconds);
   // Removes the least recently used entries (last use, else creation; docs/configuration.md,
   // "Size limit") until the entries, records and mirror folders, take at most `bytes`; returns how many.

@@ -349,13 +349,14 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
 
 std::size_t Cache::prune_older_than(std::int64_t seconds)
 {
-  if (seconds < 0) {
-    // "Older than -1 s" is every entry (and INT64_MIN overflowed the cutoff): a caller's mistake.
-    throw Error("prune_older_than: " + std::to_string(seconds) + " is not an age (seconds, 0 or more)");
-  }
   require_writable(*this);
   const std::vector<Row> rows = decoded_rows(m_impl->store.get(), {});
-  const std::int64_t cutoff = static_cast<std::int64_t>(::time(nullptr)) - seconds;
+  // now - seconds, saturated: INT64_MIN overflowed it (undefined; here it wrapped to a cutoff
+  // before every entry, where -1 removes them all).
+  const std::int64_t now = static_cast<std::int64_t>(::time(nullptr));
+  const std::int64_t cutoff = seconds < 0 && now > INT64_MAX + seconds ? INT64_MAX
+                              : seconds > 0 && now < INT64_MIN + seconds ? INT64_MIN
+                                                                         : now - seconds;
   std::vector<const Row*> old;
   for (const Row& row : rows) {
     if (row.entry.created_unix < cutoff) {

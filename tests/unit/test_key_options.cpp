@@ -466,7 +466,7 @@ BOOST_AUTO_TEST_CASE(front_end_options_are_an_option_error)
 BOOST_AUTO_TEST_CASE(a_program_asking_for_nvrtc_s_pch_gets_the_headers_it_has_now)
 {
   for (int value = 1; value <= 3; ++value) {
-    kjit::Program asks{"k.cu", "#include \"h.cuh\"\n__global__ void k(int* p) { *p = V; }\n"};
+    kjit::Program asks{"k.cu", "#include \"h.cuh\"\n__global__ void k(int* p) { *p = V; }\n", {}, {}, {}};
     asks.headers = {{"h.cuh", "#define V " + std::to_string(value * 1111) + "\n"}};
     asks.options = {"--pch"};
     kjit::Cache fresh(config);
@@ -475,7 +475,7 @@ BOOST_AUTO_TEST_CASE(a_program_asking_for_nvrtc_s_pch_gets_the_headers_it_has_no
     BOOST_TEST(cached(again, asks) == std::to_string(value * 1111));  // as stored
   }
   const std::string include = tmp.path() + "/inc";
-  kjit::Program asks{"k.cu", "#include \"v.h\"\n__global__ void k(int* p) { *p = V; }\n"};
+  kjit::Program asks{"k.cu", "#include \"v.h\"\n__global__ void k(int* p) { *p = V; }\n", {}, {}, {}};
   asks.options = {"-I" + include, "-pch"};
   for (int value = 1; value <= 3; ++value) {
     put(include + "/v.h", "#define V " + std::to_string(value * 1111) + std::string(value, ' ') + "\n");
@@ -494,7 +494,7 @@ BOOST_AUTO_TEST_CASE(a_batch_s_pch_holds_each_group_s_headers_as_they_are)
   std::vector<kjit::BatchItem> items;
   for (int group = 1; group <= 2; ++group) {
     for (int i = 0; i < 2; ++i) {
-      kjit::Program program{"k.cu", "#include \"h.cuh\"\n__global__ void k" + std::to_string(i) + "(int* p) { *p = V; }\n"};
+      kjit::Program program{"k.cu", "#include \"h.cuh\"\n__global__ void k" + std::to_string(i) + "(int* p) { *p = V; }\n", {}, {}, {}};
       program.headers = {{"h.cuh", "#define V " + std::to_string(group * 1111) + "\n"}};
       items.push_back({program, k_arch});
     }
@@ -503,7 +503,7 @@ BOOST_AUTO_TEST_CASE(a_batch_s_pch_holds_each_group_s_headers_as_they_are)
   put(include + "/v.h", "#define V 3333\n");
   settle();
   for (int i = 0; i < 3; ++i) {
-    kjit::Program program{"k.cu", "#include \"v.h\"\n__global__ void k" + std::to_string(i) + "(int* p) { *p = V; }\n"};
+    kjit::Program program{"k.cu", "#include \"v.h\"\n__global__ void k" + std::to_string(i) + "(int* p) { *p = V; }\n", {}, {}, {}};
     program.options = {"-I" + include};
     items.push_back({program, k_arch});
   }
