@@ -132,6 +132,33 @@ std::size_t status_kib(const char* field)
   return 0;
 }
 
+// Imports `pack` into a Cache of `target` in a child whose address space is what it has mapped
+// (the store included) plus 1 GiB, and returns the child's status: exit 0 when the import threw a
+// BundleError saying `why` and stored nothing, 2 when it said otherwise or stored something, 3 on
+// std::bad_alloc, 4 on another exception, 5 when it imported.
+int import_under_a_memory_limit(const kjit::Config& target, const std::string& pack, const std::string& why)
+{
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    kjit::Cache cache(target);  // its store mapped before the limit
+    const std::size_t vm_kib = status_kib("VmSize:");
+    const rlimit limit{vm_kib * 1024 + (std::size_t{1} << 30), vm_kib * 1024 + (std::size_t{1} << 30)};
+    ::setrlimit(RLIMIT_AS, &limit);
+    try {
+      cache.import_bundle(pack);
+    } catch (const kjit::BundleError& e) {
+      ::_exit(std::string(e.what()).find(why) != std::string::npos && cache.disk_entries() == 0 ? 0 : 2);
+    } catch (const std::bad_alloc&) {
+      ::_exit(3);
+    } catch (...) {
+      ::_exit(4);
+    }
+    ::_exit(5);
+  }
+  return wait_status(child);
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(bundle, CacheFixture)
@@ -299,27 +326,8 @@ BOOST_AUTO_TEST_CASE(a_huge_bundle_is_refused_without_holding_it_in_memory)
     header.meta_sum = kjit::util::checksum("");
     write_text(pack, kjit::bundle::encode_header(header));
     BOOST_TEST_REQUIRE(::truncate(pack.c_str(), static_cast<off_t>(header.file_size())) == 0);
-    const kjit::Config target = config_at(config, tmp.path() + "/target");
-    const pid_t child = ::fork();
-    BOOST_TEST_REQUIRE(child >= 0);
-    if (child == 0) {
-      kjit::Cache cache(target);  // its store mapped before the limit
-      const std::size_t vm_kib = status_kib("VmSize:");
-      const rlimit limit{vm_kib * 1024 + (std::size_t{1} << 30), vm_kib * 1024 + (std::size_t{1} << 30)};
-      ::setrlimit(RLIMIT_AS, &limit);
-      try {
-        cache.import_bundle(pack);
-      } catch (const kjit::BundleError& e) {
-        const std::string why = huge_meta ? "impossible sizes" : "data checksum mismatch";
-        ::_exit(std::string(e.what()).find(why) != std::string::npos && cache.disk_entries() == 0 ? 0 : 2);
-      } catch (const std::bad_alloc&) {
-        ::_exit(3);
-      } catch (...) {
-        ::_exit(4);
-      }
-      ::_exit(5);
-    }
-    const int status = wait_status(child);
+    const std::string why = huge_meta ? "impossible sizes" : "data checksum mismatch";
+    const int status = import_under_a_memory_limit(config_at(config, tmp.path() + "/target"), pack, why);
     BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), huge + ": " + status_text(status));
   }
 }
@@ -543,26 +551,7 @@ BOOST_AUTO_TEST_CASE(an_index_entry_past_the_data_is_refused_before_it_is_read)
   } catch (const kjit::BundleError& e) {
     BOOST_TEST(std::string(e.what()).find("lies outside the data") != std::string::npos, e.what());
   }
-  const kjit::Config target = config_at(config, tmp.path() + "/target");
-  const pid_t child = ::fork();
-  BOOST_TEST_REQUIRE(child >= 0);
-  if (child == 0) {
-    kjit::Cache cache(target);  // its store mapped before the limit
-    const std::size_t vm_kib = status_kib("VmSize:");
-    const rlimit limit{vm_kib * 1024 + (std::size_t{1} << 30), vm_kib * 1024 + (std::size_t{1} << 30)};
-    ::setrlimit(RLIMIT_AS, &limit);
-    try {
-      cache.import_bundle(pack);
-    } catch (const kjit::BundleError&) {
-      ::_exit(cache.disk_entries() == 0 ? 0 : 2);
-    } catch (const std::bad_alloc&) {
-      ::_exit(3);
-    } catch (...) {
-      ::_exit(4);
-    }
-    ::_exit(5);
-  }
-  const int status = wait_status(child);
+  const int status = import_under_a_memory_limit(config_at(config, tmp.path() + "/target"), pack, "");
   BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), status_text(status));
 }
 
