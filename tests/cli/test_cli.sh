@@ -96,6 +96,13 @@ check "a compile under a file size limit exits 1, not killed" exit_code 1 \
   sh -c "ulimit -f 1; exec '$kjit' compile '$root/examples/saxpy.cu' --arch sm_80 --no-cache -o '$work/out_limit'"
 check "… says why" grep -q "cannot write $work/out_limit/saxpy.ptx: File too large" "$work/err"
 check "… leaves no file" test -z "$(ls -A "$work/out_limit" 2>/dev/null)"
+# A prune that fails (every store write past the limit) prints no half line on stdout. (Before, a
+# bare "removed " went out before the error.)
+KJIT_CACHE_DIR="$work/cache_prune_limit" "$kjit" compile "$root/examples/saxpy.cu" --arch sm_80 -o "$work/out_prune_limit" >/dev/null 2>&1
+check "a prune under a file size limit fails" exit_code 1 \
+  sh -c "ulimit -f 1; KJIT_CACHE_DIR='$work/cache_prune_limit' exec '$kjit' prune --max-size 1"
+check "… with nothing on stdout" test ! -s "$work/out"
+check "… and says why" grep -q "File too large" "$work/err"
 
 mkdir -p "$work/def_inc" "$work/def_out"
 printf '#define FROM_HEADER 1234\n' >"$work/def_inc/from_header.h"

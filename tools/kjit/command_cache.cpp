@@ -59,7 +59,8 @@ int command_cache(const std::vector<std::string>& args)
       std::cout << key << "\n";
     }
     if (vm.count("remove") != 0) {
-      std::cout << "removed " << cache.remove_orphans() << " orphans\n";
+      const std::size_t removed = cache.remove_orphans();  // before the line: it may throw
+      std::cout << "removed " << removed << " orphans\n";
     }
   } else if (action == "clear") {
     require_writable(cache);  // a store that is read-only or could not be opened: nothing cleared

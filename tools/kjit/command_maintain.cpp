@@ -107,15 +107,19 @@ int command_prune(const std::vector<std::string>& args)
     return 0;
   }
   require_writable(*cache);
+  // Each count is had before its line is printed: a prune that throws (a full disk) printed a bare
+  // "removed " on stdout before its error.
   if (vm.count("orphans") != 0) {
-    std::cout << "removed " << cache->remove_orphans() << " orphans\n";
+    const std::size_t removed = cache->remove_orphans();
+    std::cout << "removed " << removed << " orphans\n";
   }
   if (age >= 0) {
-    std::cout << "removed " << cache->prune_older_than(age) << " entries older than "
-              << vm["older-than"].as<std::string>() << "\n";
+    const std::size_t removed = cache->prune_older_than(age);
+    std::cout << "removed " << removed << " entries older than " << vm["older-than"].as<std::string>() << "\n";
   }
   if (size) {
-    std::cout << "removed " << cache->prune_to_size(*size) << " entries to fit in " << format_bytes(*size) << "\n";
+    const std::size_t removed = cache->prune_to_size(*size);
+    std::cout << "removed " << removed << " entries to fit in " << format_bytes(*size) << "\n";
   }
   return 0;
 }
