@@ -434,15 +434,24 @@ std::size_t Cache::rebuild_mirror(std::size_t* skipped)
       keep.insert(util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size()));
     }
     mirror::prune(m_impl->dir.io_path, &keep);  // junk, entries no longer stored, temps of killed runs
+    mirror::run_rebuild_hook();
     for (const std::string& key : keys) {
       std::optional<store::Entry> entry;
       std::string why;
-      m_impl->store->visit(store::Table::entries, key, [&](std::string_view bytes) {
+      const bool stored = m_impl->store->visit(store::Table::entries, key, [&](std::string_view bytes) {
         entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
       });
       const std::string hex = util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size());
-      if (!entry || !store::load_headers(*m_impl->store, *entry, why) ||
-          mirror::write_entry(m_impl->dir.io_path, hex, *entry)) {
+      const auto gone = [&] {
+        // Removed since the keys were listed (another process's prune, eviction or clear): neither
+        // written nor a failure. Its folder, if a writer made one meanwhile, goes with the next prune.
+        return !m_impl->store->visit(store::Table::entries, key, [](std::string_view) {});
+      };
+      const bool headers = entry && store::load_headers(*m_impl->store, *entry, why);
+      if (!stored || (entry && !headers && gone())) {
+        continue;
+      }
+      if (!entry || !headers || mirror::write_entry(m_impl->dir.io_path, hex, *entry)) {
         // Damaged (quarantined when next looked up or by verify --repair, never mirrored), a header
         // blob missing, or not writable.
         ++failed;
