@@ -30,15 +30,23 @@ BundleReport Cache::export_bundle(const std::string& path, const EntryFilter& fi
     // their headers inline, so each one stands alone.
     std::vector<std::string> keys;
     m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view) { keys.emplace_back(key); });
+    cache::run_listed_keys_hook();
     for (const std::string& key : keys) {
       const util::Sha256 digest = util::digest_of_bytes(key);
       const auto bytes = m_impl->store->get(store::Table::entries, key);
+      if (!bytes) {
+        continue;  // removed since the listing (another process's prune): not damage
+      }
       std::string why;
-      auto entry = bytes ? store::decode_record(*bytes, digest, store::Sections::all, why) : std::nullopt;
+      auto entry = store::decode_record(*bytes, digest, store::Sections::all, why);
       if (entry && !cache::entry_matches(filter, *entry)) {
         continue;
       }
-      if (!entry || !store::load_headers(*m_impl->store, *entry, why)) {
+      const bool headers = entry && store::load_headers(*m_impl->store, *entry, why);
+      if (entry && !headers && !m_impl->store->get(store::Table::entries, key)) {
+        continue;  // its blobs went with it meanwhile
+      }
+      if (!headers) {
         ++report.skipped_damaged;
         continue;
       }

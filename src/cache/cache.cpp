@@ -415,6 +415,25 @@ void Cache::clear()
   m_impl->memory.reset_hits();
 }
 
+namespace cache {
+
+namespace {
+
+std::function<void()> g_listed_keys_hook;
+
+} // namespace
+
+void set_listed_keys_hook(std::function<void()> hook) { g_listed_keys_hook = std::move(hook); }
+
+void run_listed_keys_hook()
+{
+  if (g_listed_keys_hook) {
+    g_listed_keys_hook();
+  }
+}
+
+} // namespace cache
+
 std::size_t Cache::rebuild_mirror(std::size_t* skipped)
 {
   std::size_t failed = 0;
@@ -434,7 +453,7 @@ std::size_t Cache::rebuild_mirror(std::size_t* skipped)
       keep.insert(util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size()));
     }
     mirror::prune(m_impl->dir.io_path, &keep);  // junk, entries no longer stored, temps of killed runs
-    mirror::run_rebuild_hook();
+    cache::run_listed_keys_hook();
     for (const std::string& key : keys) {
       std::optional<store::Entry> entry;
       std::string why;

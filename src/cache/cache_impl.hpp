@@ -223,6 +223,15 @@ struct Cache::Impl {
   void upload(const util::Sha256& key, const store::Entry& entry, remote::Lease lease = {}) noexcept;
 };
 
+namespace cache {
+
+// Tests: called by Cache::rebuild_mirror and export_bundle between listing the store's keys and
+// reading each, where another process's prune may remove some. Empty: none.
+void set_listed_keys_hook(std::function<void()> hook);
+void run_listed_keys_hook();
+
+} // namespace cache
+
 // The bytes of a digest, as LMDB keys them.
 inline std::string_view bytes_of(const util::Sha256& digest)
 {

@@ -410,19 +410,4 @@ std::size_t prune(const std::string& cache_dir, const std::set<std::string>* kee
   return remove_picked(root.get(), "programs", pick, remove_below);
 }
 
-namespace {
-
-std::function<void()> g_rebuild_hook;
-
-} // namespace
-
-void set_rebuild_hook(std::function<void()> hook) { g_rebuild_hook = std::move(hook); }
-
-void run_rebuild_hook()
-{
-  if (g_rebuild_hook) {
-    g_rebuild_hook();
-  }
-}
-
 } // namespace kjit::mirror

@@ -90,9 +90,4 @@ std::size_t remove_picked(int parent, const std::string& folder,
 // ".tmp-<12 hex of key>-<pid>-<n>": a temp folder name prune() recognizes.
 std::string temp_folder_name(const std::string& hex_key);
 
-// Tests: called by Cache::rebuild_mirror between listing the store's keys and reading each (where
-// another process's prune may remove some). Empty: none.
-void set_rebuild_hook(std::function<void()> hook);
-void run_rebuild_hook();
-
 } // namespace kjit::mirror

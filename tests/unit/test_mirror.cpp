@@ -5,6 +5,7 @@
 #include "fixture.hpp"
 #include "write_lock.hpp"
 
+#include "cache/cache_impl.hpp"
 #include "mirror/mirror.hpp"
 #include "mirror/writer.hpp"
 #include "store/store.hpp"
@@ -531,13 +532,13 @@ BOOST_AUTO_TEST_CASE(an_entry_removed_during_a_rebuild_is_not_skipped)
   cache.get(kept);
   cache.get(removed);
   cache.flush_mirror();
-  kjit::mirror::set_rebuild_hook([&] {
+  kjit::cache::set_listed_keys_hook([&] {
     kjit::store::Store::open(cache.store_path(), config.store_map_size)
       ->erase(kjit::store::Table::entries, {kjit::test::raw_key(removed)});
   });
   std::size_t skipped = 7;
   const std::size_t written = cache.rebuild_mirror(&skipped);
-  kjit::mirror::set_rebuild_hook({});
+  kjit::cache::set_listed_keys_hook({});
   BOOST_TEST(written == 1u);
   BOOST_TEST(skipped == 0u);
   BOOST_TEST(exists(config.cache_dir + "/programs/" + kept.key() + "/module/kernel.ptx"));
