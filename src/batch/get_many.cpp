@@ -80,26 +80,13 @@ private:
   bool m_in_process = false;
 };
 
-// What NVRTC's automatic PCH depends on: arch, options, in-memory headers.
-std::string pch_group(const BatchItem& item)
-{
-  std::string group = item.arch.str();
-  for (const auto& option : item.program.options) {
-    group += '\0' + option;
-  }
-  for (const auto& [name, content] : item.program.headers) {
-    group += '\1' + name + '\2' + content;
-  }
-  return group;
-}
-
 // The order to take items in: items sharing a PCH group next to each other (so each worker
 // reuses its PCH), and whether each item should use PCH (its group has two or more items).
 void plan(const std::vector<BatchItem>& items, bool use_pch, std::vector<std::size_t>& order, std::vector<bool>& pch)
 {
   std::map<std::string, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    groups[pch_group(items[i])].push_back(i);
+    groups[batch::pch_group(items[i].program, items[i].arch.str())].push_back(i);
   }
   pch.assign(items.size(), false);
   for (const auto& [group, members] : groups) {

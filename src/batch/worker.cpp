@@ -17,6 +17,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <spawn.h>
 #include <tuple>
 #include <sys/socket.h>
@@ -272,27 +273,33 @@ std::string Worker::exchange(const std::string& request, const std::string& what
   return std::move(*response);
 }
 
+std::string pch_group(const Program& program, const std::string& arch)
+{
+  std::string group = arch;
+  for (const auto& option : program.options) {
+    group += '\0' + option;
+  }
+  for (const auto& [name, content] : program.headers) {
+    group += '\1' + name + '\2' + content;
+  }
+  return group;
+}
+
 namespace {
 
-// "--pch-dir=F" for a folder of this worker's TMPDIR named by what a PCH made for `program` holds
-// besides its source (the arch, the options, the in-memory headers): NVRTC uses a PCH of the same
-// folder as made, whatever the headers hold now. Empty (no PCH) where the program names PCH
-// options of its own, or the folder can't be made.
+// "--pch-dir=F" for a folder of this worker's TMPDIR named by the program's pch_group(): NVRTC
+// uses a PCH of the same folder as made, whatever the headers hold now. Empty (no PCH) where the
+// program names PCH options of its own, or the folder can't be made.
 std::string pch_folder_option(const Program& program, const std::string& arch)
 {
-  std::string identity = arch;
   for (const auto& option : program.options) {
     if (option.find("pch") != std::string::npos) {
       return {};
     }
-    identity += '\0' + option;
-  }
-  for (const auto& [name, content] : program.headers) {
-    identity += '\1' + name + '\2' + content;
   }
   const char* tmpdir = std::getenv("TMPDIR");
   const std::string folder = std::string(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp") + "/kjit-pch-" +
-                             util::to_hex(util::checksum(identity));
+                             util::to_hex(util::checksum(pch_group(program, arch)));
   if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
     return {};
   }
@@ -319,10 +326,9 @@ int worker_main(int in, int out)
       Config config;  // a compile reads only the toolkit: the asking Cache's, never this environment's settings
       decode_request(*request, program, arch, pch, config.cuda_home);
       const std::string pch_option = pch ? pch_folder_option(program, arch) : std::string();
-      pch = !pch_option.empty();
       rtc::nvrtc_for(config);  // the asking Cache's toolkit (one per worker process, like any process)
-      Binary binary;
-      if (pch) {
+      std::optional<Binary> binary;
+      if (!pch_option.empty()) {
         // NVRTC's automatic PCH, kept for this process's next compile of the same options and
         // in-memory headers: in a folder of their own (see rtc::without_unfoldered_pch).
         Program with_pch = program;
@@ -330,21 +336,18 @@ int worker_main(int in, int out)
         with_pch.options.push_back(pch_option);
         try {
           binary = rtc::compile(config, with_pch, Arch::parse(arch));
+          binary->log = without_pch_lines(binary->log);
         } catch (const Error&) {
           // Compiled again without it, and that answered: the PCH is only a speed-up, and what
           // fails with it may be the PCH's own (its file can't be written under a file size limit:
           // "unable to obtain mapped memory"), which the cache would remember as the program's
           // error. A program's own error is the same error an in-process compile gives.
-          pch = false;
         }
       }
-      if (!pch) {
+      if (!binary) {
         binary = rtc::compile(config, program, Arch::parse(arch));
       }
-      if (pch) {
-        binary.log = without_pch_lines(binary.log);
-      }
-      response = encode_binary(binary);
+      response = encode_binary(*binary);
     } catch (const std::exception& e) {
       response = encode_error(e);
     }

@@ -61,6 +61,10 @@ private:
   std::uint32_t m_sequence = 0;  // of the last request sent
 };
 
+// What NVRTC's automatic PCH made for `program` holds besides its source: the arch, the options,
+// the in-memory headers. The batch groups items by it; a worker keeps a PCH folder per value.
+std::string pch_group(const Program& program, const std::string& arch);
+
 // The worker's loop: reads requests from `in`, compiles each with rtc::compile, writes results to
 // `out`, until end of input. Returns the process exit code.
 int worker_main(int in, int out);

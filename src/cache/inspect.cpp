@@ -353,10 +353,10 @@ std::size_t Cache::prune_older_than(std::int64_t seconds)
   const std::vector<Row> rows = decoded_rows(m_impl->store.get(), {});
   // now - seconds, saturated: INT64_MIN overflowed it (undefined; here it wrapped to a cutoff
   // before every entry, where -1 removes them all).
-  const std::int64_t now = static_cast<std::int64_t>(::time(nullptr));
-  const std::int64_t cutoff = seconds < 0 && now > INT64_MAX + seconds ? INT64_MAX
-                              : seconds > 0 && now < INT64_MIN + seconds ? INT64_MIN
-                                                                         : now - seconds;
+  std::int64_t cutoff = 0;
+  if (__builtin_sub_overflow(static_cast<std::int64_t>(::time(nullptr)), seconds, &cutoff)) {
+    cutoff = seconds < 0 ? INT64_MAX : INT64_MIN;
+  }
   std::vector<const Row*> old;
   for (const Row& row : rows) {
     if (row.entry.created_unix < cutoff) {

@@ -141,30 +141,19 @@ bool time_trace_writable(const std::string& value, const std::string& program_na
 
 std::vector<std::string> without_unfoldered_pch(const std::vector<std::string>& options)
 {
-  bool automatic = false;
+  std::vector<std::string> out;
   bool folder = false;
   bool value = false;
   for (const std::string& option : options) {
     const bool is_value = value;
     value = !is_value && takes_next(option);
-    if (!is_value) {
-      automatic = automatic || option == "-pch" || option == "--pch";
-      folder = folder || option.rfind("-pch-dir=", 0) == 0 || option.rfind("--pch-dir=", 0) == 0;
+    if (!is_value && (option == "-pch" || option == "--pch")) {
+      continue;  // kept only where a folder is named (below)
     }
+    folder = folder || (!is_value && (option.rfind("-pch-dir=", 0) == 0 || option.rfind("--pch-dir=", 0) == 0));
+    out.push_back(option);
   }
-  if (!automatic || folder) {
-    return options;
-  }
-  std::vector<std::string> out;
-  value = false;
-  for (const std::string& option : options) {
-    const bool is_value = value;
-    value = !is_value && takes_next(option);
-    if (is_value || (option != "-pch" && option != "--pch")) {
-      out.push_back(option);
-    }
-  }
-  return out;
+  return folder ? options : out;
 }
 
 const std::string* option_missing_its_value(const std::vector<std::string>& options)

@@ -3,7 +3,6 @@
 #include "script/script_store.hpp"
 #include "script/state.hpp"
 
-#include "cache/compile_lock.hpp"
 #include "config/log.hpp"
 #include "util/fork_safe.hpp"
 
@@ -252,14 +251,7 @@ void BuiltScript::set_table(const std::vector<DispatchEntry>& entries, const Fin
   // Not while another process or thread tunes the script: its row would be written over the
   // given table. The lock first, then the mutex (as a tuner takes them).
   std::optional<cache::CompileLock> tuning_lock;
-  if (s.store) {
-    double timeout_s = 0;
-    {
-      const State::Guard guard(s);
-      timeout_s = s.tuning.lock_timeout_s;
-    }
-    tuning_lock.emplace(s.store->io_path(), s.table_lock_key(), timeout_s);
-  }
+  s.lock_table(tuning_lock);
   const State::Guard lock(s);
   s.table = std::move(table);
   // As read: a store this process can't write never holds the given rows, and reading it at the

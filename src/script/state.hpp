@@ -3,6 +3,7 @@
 
 #include <kjit/script.hpp>
 
+#include "cache/compile_lock.hpp"
 #include "script/record.hpp"
 #include "store/store.hpp"
 #include "util/hash.hpp"
@@ -84,9 +85,10 @@ struct BuiltScript::State {
   const DispatchEntry* find(const std::vector<std::uint64_t>& key) const;
   // Stores the table (one transaction) and rewrites the mirror. Caller holds `mutex`.
   void save_table();
-  // The key of the script's cross-process lock (a byte of store/compile.lock), taken to tune a key
-  // and to set a table.
-  util::Sha256 table_lock_key() const;
+  // The script's cross-process lock (a byte of store/compile.lock; none without a store), taken
+  // to tune a key and to set a table, before `mutex`, waited for as long as the tuning options say
+  // (then taken anyway), into `lock`. Caller holds no `mutex`.
+  void lock_table(std::optional<cache::CompileLock>& lock);
   // tune.cpp: chooses a schedule for `key` with the tuning options: under the script's lock, then
   // `mutex`, which it lets go while measuring where there is a store. Caller holds neither.
   DispatchEntry tune(const std::vector<std::uint64_t>& key);

@@ -3,7 +3,6 @@
 #include "script/script_mirror.hpp"
 #include "script/state.hpp"
 
-#include "cache/compile_lock.hpp"
 #include "util/hash.hpp"
 
 #include <algorithm>
@@ -29,9 +28,16 @@ double finite_or_worst(double value)
 
 } // namespace
 
-util::Sha256 BuiltScript::State::table_lock_key() const
+void BuiltScript::State::lock_table(std::optional<cache::CompileLock>& lock)
 {
-  return util::sha256("script-table/" + record.hash);
+  double timeout_s = 0;
+  {
+    const Guard guard(*this);
+    timeout_s = tuning.lock_timeout_s;
+  }
+  if (store) {
+    lock.emplace(store->io_path(), util::sha256("script-table/" + record.hash), timeout_s);
+  }
 }
 
 DispatchEntry BuiltScript::State::tune(const std::vector<std::uint64_t>& key)
@@ -39,15 +45,8 @@ DispatchEntry BuiltScript::State::tune(const std::vector<std::uint64_t>& key)
   // One process (and one thread: OFD locks exclude both) tunes a script at a time; the others
   // wait, then find its row. The lock first, then the mutex (as set_table): a thread waiting for
   // the lock holds nothing another thread needs.
-  double timeout_s = 0;
-  {
-    const Guard guard(*this);
-    timeout_s = tuning.lock_timeout_s;
-  }
   std::optional<cache::CompileLock> lock;
-  if (store) {
-    lock.emplace(store->io_path(), table_lock_key(), timeout_s);
-  }
+  lock_table(lock);
   std::optional<Guard> guard(std::in_place, *this);
   reload_table();
   if (const DispatchEntry* entry = find(key)) {

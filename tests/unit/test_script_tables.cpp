@@ -466,6 +466,27 @@ BOOST_AUTO_TEST_CASE(a_table_given_first_over_a_read_only_store_is_kept)
 
 namespace {
 
+// The status of a fork()ed child that asks `built` for key 64: exit 0 served schedule 2, 1 another
+// schedule, 3 a ScriptError, 2 another error, a signal a hang (its alarm).
+int choose_64_in_a_child(kjit::BuiltScript& built)
+{
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(20);  // a hang ends as SIGALRM
+    try {
+      ::_exit(built.choose({64}) == 2u ? 0 : 1);
+    } catch (const kjit::ScriptError&) {
+      ::_exit(3);
+    } catch (...) {
+      ::_exit(2);
+    }
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
 // Forks while another thread of this process costs a new key of `built` (which has a row for 64,
 // schedule 2), and returns the child's exit status: 0 served that row, 3 a ScriptError, 2 another
 // error, a signal a hang (the child's alarm).
@@ -487,20 +508,7 @@ int fork_while_tuning(kjit::BuiltScript& built)
   while (!costing) {
     std::this_thread::yield();
   }
-  const pid_t child = ::fork();
-  BOOST_TEST_REQUIRE(child >= 0);
-  if (child == 0) {
-    ::alarm(20);  // a hang ends as SIGALRM
-    try {
-      ::_exit(built.choose({64}) == 2u ? 0 : 1);
-    } catch (const kjit::ScriptError&) {
-      ::_exit(3);
-    } catch (...) {
-      ::_exit(2);
-    }
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
+  const int status = choose_64_in_a_child(built);
   release = true;
   tuner.join();
   BOOST_TEST(built.choose({64}) == 2u);  // the parent goes on
@@ -642,20 +650,7 @@ BOOST_AUTO_TEST_CASE(children_forked_while_a_parent_thread_looks_rows_up_never_h
   int refused = 0;
   int other = 0;
   for (int i = 0; i < 400 && other == 0; ++i) {
-    const pid_t child = ::fork();
-    BOOST_TEST_REQUIRE(child >= 0);
-    if (child == 0) {
-      ::alarm(20);  // a hang ends as SIGALRM
-      try {
-        ::_exit(built.choose({64}) == 2u ? 0 : 1);
-      } catch (const kjit::ScriptError&) {
-        ::_exit(3);
-      } catch (...) {
-        ::_exit(2);
-      }
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
+    const int status = choose_64_in_a_child(built);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
       ++chose;
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
