@@ -180,9 +180,19 @@ check "… 16 records in all ($on1 + $on2)" test $((on1 + on2)) = 16
 check "… on both servers" test "$on1" -gt 0 -a "$on2" -gt 0
 KJIT_CACHE_DIR=$work/two-b check "node B" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
 check "… compiles nothing" grep -q "^0 compiled, 16 cached" "$work/out"
+# Each key's GET goes to the server that holds it: node B's 16 hits are remote hits, none a miss
+# (before, every GET went to the first server: its misses cost a lease round trip each, and the
+# lease path fetched the record from the right server, so "compiles nothing" still held).
+KJIT_CACHE_DIR=$work/two-b exit_code 0 "$kjit" stats --json
+check "… its 16 hits are remote hits" grep -q '"remote_hits": 16,' "$work/out"
+check "… with no remote miss" grep -q '"remote_misses": 0,' "$work/out"
 KJIT_REMOTE_CACHE="redis://127.0.0.1:$port2,redis://127.0.0.1:$port"
 KJIT_CACHE_DIR=$work/two-c check "node C lists them the other way round" exit_code 0 "$kjit" warm "${files[@]}" --arch sm_80
 check "… compiles nothing" grep -q "^0 compiled, 16 cached" "$work/out"
+KJIT_CACHE_DIR=$work/two-c exit_code 0 "$kjit" stats --json
+check "… all 16 from the remote, none a miss" grep -q '"remote_hits": 16, "remote_misses": 0,' "$work/out"
+check "… and each record is on one server only" test -z "$(comm -12 <(rcli --scan --pattern 'kjit:v*' | sort) \
+  <(redis-cli -p "$port2" --scan --pattern 'kjit:v*' | sort))"
 KJIT_REMOTE_CACHE="redis://127.0.0.1:$port redis://127.0.0.1:$port/0"
 check "a server listed twice is a config error" exit_code 1 "$kjit" config
 check "… naming the variable" grep -q KJIT_REMOTE_CACHE "$work/err"

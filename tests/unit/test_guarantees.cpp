@@ -6,6 +6,7 @@
 
 #include "store/store.hpp"
 
+#include <dlfcn.h>
 #include <map>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -76,6 +77,63 @@ std::string after(const std::string& text, const std::string& marker)
   }
   const auto start = at + marker.size();
   return text.substr(start, text.find('\n', start) - start);
+}
+
+// Compiles a program in a fresh process, then rewrites the toolchain identity the store remembers
+// so that its line `line` (0: NVRTC's build, 1: nvJitLink's version) names another toolchain, as
+// after an upgrade: the entry, and a record that fails to decode, are orphans; removing them removes
+// the entry's mirror folder too.
+void check_entries_of_another_toolchain_are_orphans(const std::string& work, const kjit::Config& config, int line)
+{
+  // A fresh process records its toolchain's identity in the store (this one remembers it in memory).
+  const std::string file = work + "/orphan.cu";
+  write_text(file, small_program("orphan").source);
+  std::string probe_output;
+  BOOST_TEST_REQUIRE(run("'" + helper("KJIT_TEST_CACHE_PROBE") + "' '" + config.cache_dir + "' '" + file + "' sm_90",
+                         probe_output) == 0,
+                     probe_output);
+  // Another toolchain: the remembered identity says so (a new process reads it).
+  {
+    auto store = kjit::store::Store::open(config.cache_dir + "/store", 1u << 26);
+    std::vector<kjit::store::Store::Row> rows;
+    store->for_each(kjit::store::Table::meta, [&](std::string_view key, std::string_view value) {
+      const std::string text(value);
+      if (key.rfind("toolchain ", 0) == 0 && key.find(" files") == std::string_view::npos &&
+          key.rfind("toolchain context ", 0) != 0) {
+        std::size_t newline = text.find('\n');
+        for (int i = 0; i < line; ++i) {
+          newline = text.find('\n', newline + 1);
+        }
+        rows.push_back({kjit::store::Table::meta, std::string(key),
+                        text.substr(0, newline) + "-other" + text.substr(newline)});
+      }
+    });
+    BOOST_TEST_REQUIRE(rows.size() == 1u);
+    // And a record that fails to decode: an orphan too, deleted without quarantine.
+    rows.push_back({kjit::store::Table::entries, std::string(32, '\x02'), "not a record"});
+    store->put(rows);
+  }
+  std::string binaries = helper("KJIT_TEST_BINARIES");
+  const std::string kjit = binaries.substr(binaries.find(' ') + 1);
+  const std::string env = "KJIT_CACHE_DIR='" + config.cache_dir + "' '" + kjit + "' cache orphans";
+  std::string output;
+  BOOST_TEST(run(env, output) == 0, output);
+  BOOST_TEST(output.size() == 2 * 65u, output);  // two keys, a line each
+  std::string undecodable;
+  for (int i = 0; i < 32; ++i) {
+    undecodable += "02";
+  }
+  BOOST_TEST(output.find(undecodable + "\n") != std::string::npos, output);
+  const std::string mirrored = config.cache_dir + "/programs/" + fields_of(probe_output)["key"];
+  BOOST_TEST(exists(mirrored + "/options.txt"), mirrored);
+  BOOST_TEST(run(env + " --remove", output) == 0, output);
+  BOOST_TEST(output.find("removed 2 orphans") != std::string::npos, output);
+  BOOST_TEST(!exists(mirrored), mirrored);  // the mirror goes with the entry
+  BOOST_TEST(run(env, output) == 0, output);
+  BOOST_TEST(output.empty(), output);
+  auto store = kjit::store::Store::open(config.cache_dir + "/store", 1u << 26);
+  BOOST_TEST(store->count(kjit::store::Table::entries) == 0u);
+  BOOST_TEST(store->count(kjit::store::Table::quarantine) == 0u);
 }
 
 } // namespace
@@ -154,52 +212,34 @@ BOOST_AUTO_TEST_CASE(the_key_names_nvrtc_s_build_id_and_release)
 // An entry made by another NVRTC build (same nvJitLink) is an orphan: listed, then removed.
 BOOST_AUTO_TEST_CASE(orphans_are_entries_of_another_nvrtc_build)
 {
-  // A fresh process records its toolchain's identity in the store (this one remembers it in memory).
-  const std::string file = tmp.path() + "/orphan.cu";
-  write_text(file, small_program("orphan").source);
-  std::string probe_output;
-  BOOST_TEST_REQUIRE(run("'" + helper("KJIT_TEST_CACHE_PROBE") + "' '" + config.cache_dir + "' '" + file + "' sm_90",
-                         probe_output) == 0,
-                     probe_output);
-  // Another NVRTC build: the remembered toolchain identity says so (a new process reads it).
-  {
-    auto store = kjit::store::Store::open(config.cache_dir + "/store", 1u << 26);
-    std::vector<kjit::store::Store::Row> rows;
-    store->for_each(kjit::store::Table::meta, [&](std::string_view key, std::string_view value) {
-      const std::string text(value);
-      if (key.rfind("toolchain ", 0) == 0 && key.find(" files") == std::string_view::npos &&
-          key.rfind("toolchain context ", 0) != 0) {
-        const auto newline = text.find('\n');
-        rows.push_back({kjit::store::Table::meta, std::string(key),
-                        text.substr(0, newline) + "-other" + text.substr(newline)});
-      }
-    });
-    BOOST_TEST_REQUIRE(rows.size() == 1u);
-    // And a record that fails to decode: an orphan too, deleted without quarantine.
-    rows.push_back({kjit::store::Table::entries, std::string(32, '\x02'), "not a record"});
-    store->put(rows);
-  }
-  std::string binaries = helper("KJIT_TEST_BINARIES");
-  const std::string kjit = binaries.substr(binaries.find(' ') + 1);
-  const std::string env = "KJIT_CACHE_DIR='" + config.cache_dir + "' '" + kjit + "' cache orphans";
-  std::string output;
-  BOOST_TEST(run(env, output) == 0, output);
-  BOOST_TEST(output.size() == 2 * 65u, output);  // two keys, a line each
-  std::string undecodable;
-  for (int i = 0; i < 32; ++i) {
-    undecodable += "02";
-  }
-  BOOST_TEST(output.find(undecodable + "\n") != std::string::npos, output);
-  const std::string mirrored = config.cache_dir + "/programs/" + fields_of(probe_output)["key"];
-  BOOST_TEST(exists(mirrored + "/options.txt"), mirrored);
-  BOOST_TEST(run(env + " --remove", output) == 0, output);
-  BOOST_TEST(output.find("removed 2 orphans") != std::string::npos, output);
-  BOOST_TEST(!exists(mirrored), mirrored);  // the mirror goes with the entry
-  BOOST_TEST(run(env, output) == 0, output);
-  BOOST_TEST(output.empty(), output);
-  auto store = kjit::store::Store::open(config.cache_dir + "/store", 1u << 26);
-  BOOST_TEST(store->count(kjit::store::Table::entries) == 0u);
-  BOOST_TEST(store->count(kjit::store::Table::quarantine) == 0u);
+  check_entries_of_another_toolchain_are_orphans(tmp.path(), config, 0);
+}
+
+// An entry made by another nvJitLink (same NVRTC: nvJitLink is often its own package or wheel) is
+// an orphan too: its -dlto cubins were linked by the old linker.
+BOOST_AUTO_TEST_CASE(orphans_are_entries_of_another_nvjitlink)
+{
+  check_entries_of_another_toolchain_are_orphans(tmp.path(), config, 1);
+}
+
+// The key's "nvjitlink: " line is the version nvJitLinkVersion reports, asked here of the
+// toolkit's library directly (before: nothing compared them, and a key without it passed).
+BOOST_AUTO_TEST_CASE(the_key_names_nvjitlink_s_version)
+{
+  const std::string toolkit =
+    kjit::current_config().cuda_home.empty() ? "/usr/local/cuda" : kjit::current_config().cuda_home;
+  void* library = ::dlopen((toolkit + "/lib64/libnvJitLink.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  BOOST_TEST_REQUIRE(library != nullptr, ::dlerror());
+  using Version = int (*)(unsigned*, unsigned*);
+  const auto version = reinterpret_cast<Version>(::dlsym(library, "nvJitLinkVersion"));
+  BOOST_TEST_REQUIRE(version != nullptr);
+  unsigned major = 0;
+  unsigned minor = 0;
+  BOOST_TEST_REQUIRE(version(&major, &minor) == 0);
+  kjit::Cache cache(config);
+  const kjit::PreparedProgram prepared = cache.prepare(small_program("nvjitlink_line"), kjit::Arch::parse("sm_90"));
+  const std::string expected = std::to_string(major) + "." + std::to_string(minor);
+  BOOST_TEST(after(prepared.options_txt(), "\nnvjitlink: ") == expected, prepared.options_txt());
 }
 
 // A second process gets the supported archs from the store, without loading NVRTC.

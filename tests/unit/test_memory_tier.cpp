@@ -5,6 +5,8 @@
 
 #include "cache/memory_tier.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <set>
 
 namespace {
@@ -76,6 +78,52 @@ BOOST_AUTO_TEST_CASE(erasing_keys_drops_only_those)
   BOOST_TEST(!tier.find(key(1)).has_value());
   BOOST_TEST(tier.find(key(0)).has_value());
   BOOST_TEST(tier.find(key(2)).has_value());
+}
+
+// A hit moves its entry to the front: with room for two, A survives A, B, A, C and B goes (the
+// lookup path is find_hit(); before, it did not move the entry, and the tier evicted by age).
+BOOST_AUTO_TEST_CASE(a_hit_keeps_its_entry_from_eviction)
+{
+  const std::size_t one = result_of_size(1000).bytes();
+  kjit::cache::MemoryTier tier(2 * one + one / 2);
+  tier.insert(key(0), result_of_size(1000));  // A
+  tier.insert(key(1), result_of_size(1000));  // B
+  BOOST_TEST_REQUIRE(tier.find_hit(key(0), false).has_value());  // A again
+  tier.insert(key(2), result_of_size(1000));  // C
+  BOOST_TEST(tier.find(key(0)).has_value());
+  BOOST_TEST(!tier.find(key(1)).has_value());
+  BOOST_TEST(tier.find(key(2)).has_value());
+}
+
+// The same through Cache::lookup, the way applications use it.
+BOOST_FIXTURE_TEST_CASE(a_cache_with_room_for_two_keeps_the_kernel_used_again, kjit::test::CacheFixture)
+{
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const kjit::Program a = kjit::test::small_program("lru_a");
+  const kjit::Program b = kjit::test::small_program("lru_b");
+  const kjit::Program c = kjit::test::small_program("lru_c");
+  std::size_t largest = 0;
+  std::size_t smallest = SIZE_MAX;
+  {
+    kjit::Cache cache(config);
+    for (const kjit::Program* program : {&a, &b, &c}) {
+      const std::size_t bytes = kjit::cache::Result{cache.get(*program, arch), nullptr}.bytes();
+      largest = std::max(largest, bytes);
+      smallest = std::min(smallest, bytes);
+    }
+  }
+  kjit::Config limited = config;
+  limited.memory_limit = 2 * largest + smallest / 2;  // room for two, not three
+  kjit::Cache cache(limited);
+  for (const kjit::Program* program : {&a, &b}) {  // a disk hit enters memory on its second hit
+    cache.lookup(*program, arch);
+    BOOST_TEST_REQUIRE(kjit::to_string(cache.lookup(*program, arch).source) == std::string("disk"));
+  }
+  BOOST_TEST_REQUIRE(kjit::to_string(cache.lookup(a, arch).source) == std::string("memory"));
+  cache.lookup(c, arch);
+  BOOST_TEST_REQUIRE(kjit::to_string(cache.lookup(c, arch).source) == std::string("disk"));
+  BOOST_TEST(kjit::to_string(cache.lookup(a, arch).source) == std::string("memory"));
+  BOOST_TEST(kjit::to_string(cache.lookup(b, arch).source) == std::string("disk"));
 }
 
 // KJIT_MAX_SIZE evicting one entry from the store leaves the others warm in memory (before, the
