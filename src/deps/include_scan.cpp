@@ -446,12 +446,85 @@ bool expanded_directive(const std::string& text, std::size_t at, std::size_t& ne
   return true;
 }
 
+// The parameters of the function-like macro a "define NAME(…)" at `at` (just after its '#')
+// defines; none for any other line.
+std::set<std::string> defined_parameters(const std::string& text, std::size_t at)
+{
+  at = skip_blank(text, at);
+  if (text.compare(at, 6, "define") != 0) {
+    return {};
+  }
+  at = skip_blank(text, at + 6);
+  while (at < text.size() && word_char(text[at])) {
+    ++at;
+  }
+  if (at >= text.size() || text[at] != '(') {
+    return {};
+  }
+  const std::size_t close = text.find(')', at);
+  return parameters(text.substr(at, close == std::string::npos ? std::string::npos : close - at + 1), 0);
+}
+
 } // namespace
 
-bool may_form_absolute_name(const std::string& text)
+bool EmptyNames::may_be_empty(const std::string& name) const
+{
+  if (auto known = m_known.find(name); known != m_known.end()) {
+    return known->second == 1;  // 0: its own expansion reached it again, where it stays itself
+  }
+  const auto values = m_macros.values.find(name);
+  if (values == m_macros.values.end()) {
+    const bool reserved = name.size() > 1 && name[0] == '_' && (name[1] == '_' || std::isupper(static_cast<unsigned char>(name[1])));
+    return reserved;
+  }
+  m_known[name] = 0;
+  bool empty = false;
+  for (const std::string& value : values->second) {
+    empty = empty || value_may_be_empty(value);
+  }
+  m_known[name] = empty ? 1 : 2;
+  return empty;
+}
+
+bool EmptyNames::value_may_be_empty(const std::string& value) const
+{
+  for (std::size_t at = 0; at < value.size();) {
+    const char ch = value[at];
+    if (std::isspace(static_cast<unsigned char>(ch)) || ch == '\\') {
+      ++at;
+    } else if (word_char(ch) && !std::isdigit(static_cast<unsigned char>(ch))) {
+      const std::string name = identifier(value, at);
+      std::size_t next = at;
+      skip_space(value, next);
+      if (next < value.size() && value[next] == '(') {
+        return true;  // a call of a function-like macro may expand to nothing
+      }
+      if (!may_be_empty(name)) {
+        return false;
+      }
+    } else {
+      return false;  // a number or a punctuator: never nothing
+    }
+  }
+  return true;
+}
+
+bool may_form_absolute_name(const std::string& text, const EmptyNames& empty)
 {
   char previous = '\n';  // the last character outside comments, strings and white space
+  std::size_t previous_at = 0;  // where it is
   bool expanded = false;  // inside a #define or an #include line: text a computed include may expand
+  std::set<std::string> parameters_here;  // of the function-like macro this #define line defines
+  // Whether the name ending at previous_at may expand to nothing here.
+  const auto empty_name_before = [&] {
+    std::size_t start = previous_at + 1;
+    while (start > 0 && word_char(text[start - 1])) {
+      --start;
+    }
+    const std::string name = text.substr(start, previous_at + 1 - start);
+    return parameters_here.count(name) != 0 || name == "__VA_ARGS__" || name == "__VA_OPT__" ||
+           (!std::isdigit(static_cast<unsigned char>(name[0])) && empty.may_be_empty(name));
+  };
   for (std::size_t at = 0; at < text.size(); ++at) {
     const char ch = text[at];
     // The first character of a line that is not blank ('#': a #define may start there); once per
@@ -462,9 +535,11 @@ bool may_form_absolute_name(const std::string& text)
       }
       std::size_t next = at;
       expanded = expanded_directive(text, at + introducer, next);
+      parameters_here = expanded ? defined_parameters(text, at + introducer) : std::set<std::string>{};
       if (next != at + introducer) {
         at = next;  // an #include <…>'s name: not formed by macros
         previous = '>';
+        previous_at = at;
         continue;
       }
     }
@@ -497,15 +572,17 @@ bool may_form_absolute_name(const std::string& text)
         --at;
       }
       previous = ch;
+      previous_at = at;
       continue;
     }
     if (slash_token(text, at) && (previous == '(' || previous == ',' || previous == '<')) {
       return true;  // a macro argument, or an angle name, starting with '/'
     }
-    if (expanded && slash_token(text, at) && word_char(previous)) {
-      return true;  // after a name that may expand to nothing: "P(EMPTY /abs/x.h)", "EMPTY/abs"
+    if (expanded && slash_token(text, at) && (previous == '#' || (word_char(previous) && empty_name_before()))) {
+      return true;  // after a name that may expand to nothing ("P(EMPTY /abs/x.h)", "EMPTY/abs"), or `x ## /abs`
     }
     previous = ch;
+    previous_at = at;
   }
   return false;
 }

@@ -39,13 +39,32 @@ struct ScanMacros {
 std::vector<IncludeDirective> scan_includes(const std::string& text, const std::map<std::string, std::string>& defines,
                                             ScanMacros* shared = nullptr);
 
+// Which names may expand to nothing where a computed #include's tokens are expanded, from what the
+// scanned texts define: a macro with a definition made only of such names (an empty one included)
+// or calling a function-like macro; a name reserved to the implementation (`__x`, `_X`) that no
+// scanned text defines (NVRTC's and the toolkit's own macros, which kjit does not scan). Any other
+// name no scanned text defines as an object-like macro stays itself, and so does a macro whose
+// expansion reaches itself again.
+class EmptyNames {
+public:
+  explicit EmptyNames(const ScanMacros& macros) : m_macros(macros) {}
+  bool may_be_empty(const std::string& name) const;
+
+private:
+  bool value_may_be_empty(const std::string& value) const;
+  const ScanMacros& m_macros;
+  mutable std::map<std::string, int> m_known;  // name → 0 deciding, 1 may be empty, 2 never
+};
+
 // Whether macros of `text` could form an absolute header name in a computed #include (one only
 // NVRTC expands, which then opens that name on disk itself): a string literal starting with '/',
 // a '/' right after '(', ',' or '<' (a macro argument or an angle name starting with it), or a
 // #define whose body starts with '/', or, in a #define or #include line, a '/' right after a name
-// (a macro that may expand to nothing: "P(EMPTY /usr/x.h)", "EMPTY/usr"); each '/' followed by a
-// name's character or '.'. Comments are skipped; code outside those lines (division) never counts.
-bool may_form_absolute_name(const std::string& text);
+// that may expand to nothing (`empty`; a function-like macro's parameter or __VA_ARGS__ always
+// may: "P(EMPTY /usr/x.h)", "<dir/x.h>" with `dir` a parameter) or right after `##`; each '/'
+// followed by a name's character or '.'. `<cuda/std/header>` forms no absolute name unless `cuda`
+// may expand to nothing. Comments are skipped; code outside those lines (division) never counts.
+bool may_form_absolute_name(const std::string& text, const EmptyNames& empty);
 
 // Object-like macros from -D options ("-DNAME=V", "-D NAME=V", "--define-macro=NAME=V", "--define-macro
 // NAME=V"; NAME alone is 1): NAME → V, the last definition winning.

@@ -776,22 +776,35 @@ void Resolver::check_formed_names()
   if (m_computed_dirs.empty() || !m_unfaithful.empty()) {
     return;  // no #include that only NVRTC expands
   }
+  // Whether a name may expand to nothing depends on every definition scanned: when a text scanned
+  // since the last check defined more, every text is read again.
+  std::size_t definitions = 0;
+  for (const auto& [name, values] : m_scan.values) {
+    definitions += values.size();
+  }
+  if (definitions != m_formed_definitions) {
+    m_formed_definitions = definitions;
+    m_formed_source = false;
+    m_formed_checked = 0;
+  }
+  const EmptyNames empty(m_scan);
   std::string where;
   if (!m_formed_source) {
     m_formed_source = true;
-    where = may_form_absolute_name(m_program.source) ? m_program.name : where;
+    where = may_form_absolute_name(m_program.source, empty) ? m_program.name : where;
     for (const auto& [name, content] : m_program.headers) {
-      where = where.empty() && may_form_absolute_name(content) ? name : where;
+      where = where.empty() && may_form_absolute_name(content, empty) ? name : where;
     }
     for (const auto& [name, value] : m_defines) {
       // A value is a macro argument and a #define body ("EMPTY /abs/x.h": after a name).
-      const bool forms = may_form_absolute_name("(" + value) || may_form_absolute_name("#define " + name + " " + value);
+      const bool forms =
+        may_form_absolute_name("(" + value, empty) || may_form_absolute_name("#define " + name + " " + value, empty);
       where = where.empty() && forms ? "-D" + name : where;
     }
   }
   for (; m_formed_checked < m_result.headers.size() && where.empty(); ++m_formed_checked) {
     const DiskHeader& header = m_result.headers[m_formed_checked];
-    where = may_form_absolute_name(header.content) ? header.path : where;
+    where = may_form_absolute_name(header.content, empty) ? header.path : where;
   }
   if (!where.empty()) {
     // NVRTC would open such a name on disk itself, a file kjit never hashed (nor sees).
