@@ -5,6 +5,7 @@
 #include <kjit/binary.hpp>
 #include <kjit/config.hpp>
 #include <kjit/program.hpp>
+#include <kjit/uncached.hpp>
 
 #include <cstdint>
 #include <exception>
@@ -39,6 +40,14 @@ struct CacheStats {
   std::uint64_t stores_replaced = 0; // times the store was found damaged, moved aside and replaced
   std::uint64_t header_stats = 0;   // stat() calls on tracked disk headers (manifest checks)
   std::uint64_t header_rehashes = 0; // tracked headers hashed again because their stamp changed
+  // Compiles made from the files on disk and not cached (also in `compiles`), by UncachedReason.
+  std::uint64_t uncached_formed_name = 0;
+  std::uint64_t uncached_disk_name = 0;
+  std::uint64_t uncached_time = 0;
+  std::uint64_t uncached_file_option = 0;
+  std::uint64_t uncached_probe = 0;
+  std::uint64_t uncached_names_file = 0;
+  std::uint64_t uncached_environment = 0;
   double compile_ms_saved = 0;     // compile time the hits did not spend again
   double compile_ms_spent = 0;     // compile time the misses spent
 };
@@ -113,6 +122,14 @@ struct UsageTotals {
   std::uint64_t remote_errors = 0;  // remote lookups that failed or returned a damaged record
   std::uint64_t remote_bytes_read = 0;
   std::uint64_t remote_bytes_written = 0;
+  // Compiles not cached, by UncachedReason (CacheStats' fields of the same names).
+  std::uint64_t uncached_formed_name = 0;
+  std::uint64_t uncached_disk_name = 0;
+  std::uint64_t uncached_time = 0;
+  std::uint64_t uncached_file_option = 0;
+  std::uint64_t uncached_probe = 0;
+  std::uint64_t uncached_names_file = 0;
+  std::uint64_t uncached_environment = 0;
   double compile_ms_saved = 0;
   double compile_ms_spent = 0;
 };

@@ -13,4 +13,5 @@
 #include <kjit/module.hpp>
 #include <kjit/program.hpp>
 #include <kjit/script.hpp>
+#include <kjit/uncached.hpp>
 #include <kjit/version.hpp>

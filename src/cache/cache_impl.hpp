@@ -29,6 +29,11 @@
 namespace kjit {
 
 namespace cache {
+// The CacheStats counter of the compiles not cached for `reason`.
+std::uint64_t CacheStats::*uncached_counter(UncachedReason reason) noexcept;
+} // namespace cache
+
+namespace cache {
 class CompileLock;
 // inspect.cpp: whether an entry passes a list/export filter (a name matches whole last path
 // components: "saxpy.cu" matches "/src/saxpy.cu").

@@ -394,7 +394,7 @@ Binary compile_with_includes(const Config& config, const Program& program, const
       // (a header only a computed include reaches, an edit since kjit read it). Before, a compile
       // for a file's two names was stored under the key of what kjit had read, and served after
       // such a header was edited (key_names/a_compile_from_the_disk_for_two_names_is_not_cached).
-      resolver.compiled_from_disk(named_limit);
+      resolver.compiled_from_disk(UncachedReason::names_file, named_limit);
       resolver.result().recordable = false;
       if (rounds != nullptr) {
         *rounds = round;

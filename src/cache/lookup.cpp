@@ -165,11 +165,15 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   // Compiled from the files on disk (see compile_with_includes): its key doesn't name what NVRTC
   // read, so storing it would serve it later for other files.
   cacheable = resolver.unfaithful().empty();
+  if (compiled && !cacheable) {
+    count(cache::uncached_counter(resolver.unfaithful_reason()));
+  }
   // NVRTC takes the compiler environment when it loads, the key when the key context is made: a
   // setenv() between the two (NV_NVVM_VERSION) compiles other code than the key names. Not stored.
   if (const auto loaded_with = rtc::nvrtc_environment();
       compiled && cacheable && loaded_with && *loaded_with != context.compiler_environment) {
     cacheable = false;
+    count(cache::uncached_counter(UncachedReason::environment));
     const std::string setting = loaded_with->empty() ? "no NV_NVVM_VERSION" : loaded_with->substr(0, loaded_with->find('\n'));
     log::line(program.name + ": NVRTC was loaded with " + setting +
               ", not the setting this Cache's keys were made with; compiled and not cached");
@@ -272,6 +276,34 @@ cache::Result cache::result_of(store::Entry&& entry)
     result.binary = std::make_shared<const Binary>(std::move(entry.binary));
   }
   return result;
+}
+
+const char* to_string(UncachedReason reason) noexcept
+{
+  switch (reason) {
+  case UncachedReason::formed_name: return "formed name";
+  case UncachedReason::disk_name: return "disk name";
+  case UncachedReason::time: return "time";
+  case UncachedReason::file_option: return "file option";
+  case UncachedReason::probe: return "probe";
+  case UncachedReason::names_file: return "names file";
+  case UncachedReason::environment: return "environment";
+  }
+  return "unknown";
+}
+
+std::uint64_t CacheStats::*cache::uncached_counter(UncachedReason reason) noexcept
+{
+  switch (reason) {
+  case UncachedReason::formed_name: return &CacheStats::uncached_formed_name;
+  case UncachedReason::disk_name: return &CacheStats::uncached_disk_name;
+  case UncachedReason::time: return &CacheStats::uncached_time;
+  case UncachedReason::file_option: return &CacheStats::uncached_file_option;
+  case UncachedReason::probe: return &CacheStats::uncached_probe;
+  case UncachedReason::names_file: return &CacheStats::uncached_names_file;
+  case UncachedReason::environment: break;
+  }
+  return &CacheStats::uncached_environment;
 }
 
 const char* to_string(Source source) noexcept

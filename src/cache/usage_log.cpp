@@ -1,14 +1,17 @@
-// The usage log: one "kjit-usage 2 …" line per process, appended atomically, summed on demand.
+// The usage log: one "kjit-usage 3 …" line per process, appended atomically, summed on demand.
 #include "cache/usage_log.hpp"
 
 #include "cache/cache_impl.hpp"
 #include "util/file_size_signal.hpp"
 #include "util/unique_handle.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <fcntl.h>
 #include <optional>
 #include <sstream>
@@ -35,7 +38,13 @@ constexpr std::uint64_t UsageTotals::*k_counts[] = {
   &UsageTotals::bundle_hits,   &UsageTotals::misses,            &UsageTotals::compiles,
   &UsageTotals::remote_hits,   &UsageTotals::remote_misses,     &UsageTotals::remote_errors,
   &UsageTotals::remote_bytes_read, &UsageTotals::remote_bytes_written,
+  &UsageTotals::uncached_formed_name, &UsageTotals::uncached_disk_name, &UsageTotals::uncached_time,
+  &UsageTotals::uncached_file_option, &UsageTotals::uncached_probe, &UsageTotals::uncached_names_file,
+  &UsageTotals::uncached_environment,
 };
+// How many of k_counts a line of each version holds (version 1: up to the compiles; 2: the remote
+// counts; 3: the uncached compiles by reason).
+constexpr std::size_t k_counts_of_version[] = {6, 11, 18};
 
 // Appends the decimal digits of `value`.
 void append_count(std::string& out, std::uint64_t value)
@@ -80,10 +89,11 @@ void append_ms(std::string& out, double ms)
 
 } // namespace
 
-// Version 2 adds the remote counts after the compiles; version 1 lines (older kjit) still count.
+// Version 3 adds the uncached compiles by reason, 2 the remote counts; lines of older versions
+// (older kjit) still count.
 std::string usage_line(const UsageTotals& t)
 {
-  std::string line = "kjit-usage 2";
+  std::string line = "kjit-usage 3";
   line.reserve(160);
   for (const auto count : k_counts) {
     line += ' ';
@@ -103,35 +113,40 @@ namespace {
 std::optional<UsageTotals> parse_line(const std::string& line)
 {
   UsageTotals t;
+  unsigned version = 0;
   int consumed = 0;
-  int fields = 0;
-  if (line.rfind("kjit-usage 1 ", 0) == 0) {
-    fields = std::sscanf(line.c_str(),
-                         "kjit-usage 1 %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-                         " %lf %lf%n",
-                         &t.processes, &t.memory_hits, &t.disk_hits, &t.bundle_hits, &t.misses, &t.compiles,
-                         &t.compile_ms_saved, &t.compile_ms_spent, &consumed) == 8 ? 13 : 0;
-  } else {
-    fields = std::sscanf(line.c_str(),
-                         "kjit-usage 2 %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-                         " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %lf %lf%n",
-                         &t.processes, &t.memory_hits, &t.disk_hits, &t.bundle_hits, &t.misses, &t.compiles,
-                         &t.remote_hits, &t.remote_misses, &t.remote_errors, &t.remote_bytes_read,
-                         &t.remote_bytes_written, &t.compile_ms_saved, &t.compile_ms_spent, &consumed);
-  }
-  // A line with a sign is skipped (sscanf would wrap "-3"), as is a count no process can reach
-  // or a time that is not a finite, non-negative number.
-  constexpr std::uint64_t k_max_count = std::uint64_t{1} << 48;
-  bool sane = line.find('-', 10) == std::string::npos &&  // after "kjit-usage"
-              std::isfinite(t.compile_ms_saved) && std::isfinite(t.compile_ms_spent) && t.compile_ms_saved < 1e15 &&
-              t.compile_ms_spent < 1e15;
-  for (const auto count : k_counts) {
-    sane = sane && t.*count < k_max_count;
-  }
-  if (fields != 13 || static_cast<std::size_t>(consumed) != line.size() || !sane) {
+  if (std::sscanf(line.c_str(), "kjit-usage %u%n", &version, &consumed) != 1 || version < 1 ||
+      version > std::size(k_counts_of_version)) {
     return std::nullopt;
   }
-  return t;
+  // A line with a sign is skipped (strtoull would wrap "-3"), as is a count no process can reach
+  // or a time that is not a finite, non-negative number.
+  if (line.find('-', 10) != std::string::npos) {  // after "kjit-usage"
+    return std::nullopt;
+  }
+  constexpr std::uint64_t k_max_count = std::uint64_t{1} << 48;
+  const char* at = line.c_str() + consumed;
+  for (std::size_t i = 0; i < k_counts_of_version[version - 1]; ++i) {
+    char* end = nullptr;
+    if (*at != ' ' || !std::isdigit(static_cast<unsigned char>(at[1]))) {
+      return std::nullopt;
+    }
+    errno = 0;
+    const unsigned long long value = std::strtoull(at + 1, &end, 10);
+    if (errno != 0 || value >= k_max_count) {
+      return std::nullopt;
+    }
+    t.*k_counts[i] = value;
+    at = end;
+  }
+  int rest = 0;
+  if (std::sscanf(at, " %lf %lf%n", &t.compile_ms_saved, &t.compile_ms_spent, &rest) != 2 || at[rest] != '\0' ||
+      *at != ' ') {
+    return std::nullopt;
+  }
+  const bool sane = std::isfinite(t.compile_ms_saved) && std::isfinite(t.compile_ms_spent) && t.compile_ms_saved < 1e15 &&
+                    t.compile_ms_spent < 1e15;
+  return sane ? std::optional<UsageTotals>(t) : std::nullopt;
 }
 
 UsageTotals sum_lines(const std::string& text)
@@ -185,6 +200,13 @@ void append_usage(const std::string& cache_dir, const CacheStats& s) noexcept
     t.remote_errors = s.remote_errors;
     t.remote_bytes_read = s.remote_bytes_read;
     t.remote_bytes_written = s.remote_bytes_written;
+    t.uncached_formed_name = s.uncached_formed_name;
+    t.uncached_disk_name = s.uncached_disk_name;
+    t.uncached_time = s.uncached_time;
+    t.uncached_file_option = s.uncached_file_option;
+    t.uncached_probe = s.uncached_probe;
+    t.uncached_names_file = s.uncached_names_file;
+    t.uncached_environment = s.uncached_environment;
     t.compile_ms_saved = s.compile_ms_saved;
     t.compile_ms_spent = s.compile_ms_spent;
     if (t.memory_hits + t.disk_hits + t.bundle_hits + t.remote_hits + t.misses == 0) {

@@ -172,14 +172,21 @@ bool binary_holds(const std::string& binary, const std::string& path)
 void Resolver::copies_named()
 {
   if (m_unfaithful.empty()) {
-    m_unfaithful = "the binary names a file through a macro kjit does not read (such as a toolkit header's __FILE__)";
+    refuse(UncachedReason::names_file,
+           "the binary names a file through a macro kjit does not read (such as a toolkit header's __FILE__)");
   }
 }
 
-void Resolver::compiled_from_disk(const std::string& reason)
+void Resolver::compiled_from_disk(UncachedReason why, const std::string& reason)
+{
+  refuse(why, reason);
+}
+
+void Resolver::refuse(UncachedReason why, std::string reason)
 {
   if (m_unfaithful.empty()) {
-    m_unfaithful = reason;
+    m_unfaithful = std::move(reason);
+    m_unfaithful_reason = why;
   }
 }
 
@@ -275,22 +282,23 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   if (program_uses_time(program)) {
     time_used();
   }
-  if (m_unfaithful.empty()) {
-    m_unfaithful = file_reading_option(program.options);
+  if (std::string option = file_reading_option(program.options); !option.empty()) {
+    refuse(UncachedReason::file_option, std::move(option));
   }
   for (const auto& expression : program.name_expressions) {
     if (m_unfaithful.empty() && expression.find("include") != std::string::npos) {
       // __has_include("x.h") in the file NVRTC makes of the name expressions: a probe of the
       // disk kjit does not follow (nor can place: that file is not in the private folder).
-      m_unfaithful = "the name expression '" + expression +
-                     "' names include: NVRTC probes files from it that kjit does not follow";
+      refuse(UncachedReason::probe, "the name expression '" + expression +
+                                      "' names include: NVRTC probes files from it that kjit does not follow");
     }
   }
   for (const auto& [name, value] : m_defines) {
     m_scan.values[name].insert(value);
     if (value.find("include") != std::string::npos && m_unfaithful.empty()) {
       // -DHAS=__has_include("x.h") probes files from an #if kjit never sees it in: not followed.
-      m_unfaithful = "the -D value of " + name + " names include (" + value + "): NVRTC probes files kjit does not follow";
+      refuse(UncachedReason::probe,
+             "the -D value of " + name + " names include (" + value + "): NVRTC probes files kjit does not follow");
     }
   }
   const std::string base = context.source_dir.empty() ? context.cwd : context.source_dir;
@@ -572,7 +580,7 @@ void Resolver::time_used()
 {
   m_result.recordable = false;  // no manifest leads to it: its key stays provisional, never looked up
   if (m_unfaithful.empty()) {
-    m_unfaithful = "__TIME__, __TIMESTAMP__ or __DATE__ puts the time of each compile into the binary";
+    refuse(UncachedReason::time, "__TIME__, __TIMESTAMP__ or __DATE__ puts the time of each compile into the binary");
   }
 }
 
@@ -697,8 +705,8 @@ void Resolver::follow(const std::string& text, const std::string& includer)
       const std::string beside = join_path(dir_of(includer), directive.name);
       // One that appears there later is seen by the closure, which predicts again.
       if (m_unfaithful.empty() && is_file(beside)) {
-        m_unfaithful = "an in-memory header includes \"" + directive.name + "\", which NVRTC opens next to it on disk (" +
-                       beside + ") itself";
+        refuse(UncachedReason::disk_name, "an in-memory header includes \"" + directive.name +
+                                            "\", which NVRTC opens next to it on disk (" + beside + ") itself");
       }
     }
     std::string includer_dir = dir_of(includer);
@@ -750,7 +758,7 @@ void Resolver::check_include_name(const std::string& dir, const std::string& nam
   if (m_unfaithful.empty() && !name.empty() && name.front() == '/') {
     // NVRTC opens an absolute name itself, never the copy: what it reads (and what that file
     // includes from its own folder) would not be what kjit hashed.
-    m_unfaithful = "the include name '" + name + "' is absolute (NVRTC opens it on disk itself)";
+    refuse(UncachedReason::disk_name, "the include name '" + name + "' is absolute (NVRTC opens it on disk itself)");
   }
   check_name(dir, name);
 }
@@ -765,7 +773,7 @@ void Resolver::check_name(const std::string& dir, const std::string& name)
   dirs.push_back(dir.empty() ? m_context.cwd : dir);
   for (const auto& from : dirs) {
     if (walk_path(join_path(from, name)).climbed) {
-      m_unfaithful = "the include name '" + name + "' climbs above / from " + from;
+      refuse(UncachedReason::disk_name, "the include name '" + name + "' climbs above / from " + from);
       return;
     }
   }
@@ -808,7 +816,7 @@ void Resolver::check_formed_names()
   }
   if (!where.empty()) {
     // NVRTC would open such a name on disk itself, a file kjit never hashed (nor sees).
-    m_unfaithful = "an #include only NVRTC expands, and " + where + " may form an absolute name for it";
+    refuse(UncachedReason::formed_name, "an #include only NVRTC expands, and " + where + " may form an absolute name for it");
   }
 }
 
@@ -851,7 +859,7 @@ void Resolver::close()
           continue;
         }
         if (values == m_scan.values.end()) {
-          m_unfaithful = "__has_include(" + operand + "): " + macro + " is not defined in a file kjit reads";
+          refuse(UncachedReason::probe, "__has_include(" + operand + "): " + macro + " is not defined in a file kjit reads");
           break;
         }
         for (const auto& value : values->second) {
@@ -868,7 +876,7 @@ void Resolver::close()
           } else if (end == value.size() && end != 0) {
             pending.push_back(value);
           } else {
-            m_unfaithful = "__has_include(" + operand + "): " + macro + " is defined as '" + value + "'";
+            refuse(UncachedReason::probe, "__has_include(" + operand + "): " + macro + " is defined as '" + value + "'");
             break;
           }
         }

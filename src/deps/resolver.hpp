@@ -2,6 +2,7 @@
 #pragma once
 
 #include <kjit/program.hpp>
+#include <kjit/uncached.hpp>
 
 #include "deps/include_scan.hpp"
 #include "deps/search.hpp"
@@ -147,13 +148,15 @@ public:
   // (the source, an in-memory header or a header added uses the time: text_uses_time()); empty
   // otherwise. Such a program is compiled from the disk, like `--no-cache`, and never stored.
   const std::string& unfaithful() const { return m_unfaithful; }
+  // Why, when unfaithful() says something (the first reason found).
+  UncachedReason unfaithful_reason() const { return m_unfaithful_reason; }
   // The binary of a compile from the private folder names a copy there (binary_holds()):
   // something kjit did not read (a toolkit macro's __FILE__) names a file, so the copies had no
   // #line and the key has no names. unfaithful() says so: compiled from the disk, never cached.
   void copies_named();
   // The compile is made from the files on disk for `reason` (a copy can't carry a file's names):
   // unfaithful() says so, never cached (NVRTC reads more than the key holds: computed includes).
-  void compiled_from_disk(const std::string& reason);
+  void compiled_from_disk(UncachedReason why, const std::string& reason);
   // Notes a name NVRTC asked for (for the checks of unfaithful()).
   void check_name(const std::string& dir, const std::string& name);
   // check_name() for a name an #include (or NVRTC) asks for: an absolute one is unfaithful too.
@@ -193,6 +196,8 @@ private:
   void check_formed_names();
   // The program uses the time (text_uses_time()): unfaithful() says so, and nothing is recordable.
   void time_used();
+  // Makes the program unfaithful for `reason` (the first reason found stays).
+  void refuse(UncachedReason why, std::string reason);
   void probe(const std::string& candidate);
   // Watches an entry that is there but was not taken (a dangling link's target, an unreadable file).
   void watch_entry(const std::string& entry);
@@ -228,6 +233,7 @@ private:
   std::set<std::string> m_operands;                 // __has_include operands that are macros
   std::map<std::string, std::string> m_defines;     // -D NAME=VALUE
   std::string m_unfaithful;
+  UncachedReason m_unfaithful_reason = UncachedReason::formed_name;
   std::string m_two_names;  // see two_names()
   bool m_names_files = false;  // see names_files()
   bool m_formed_source = false;      // check_formed_names() has read the source, its headers and -D

@@ -208,6 +208,43 @@ BOOST_AUTO_TEST_CASE(lookup_counts_are_summed_across_caches_and_processes)
   BOOST_TEST(cache.usage().misses == 0u);
 }
 
+// Compiles that are not cached are counted by reason (issue 36: a refusal is a cost users pay on
+// every call, and `kjit stats` shows it): in the Cache's stats, in the usage log, in `kjit stats`.
+BOOST_AUTO_TEST_CASE(uncached_compiles_are_counted_by_reason)
+{
+  const std::string d = tmp.path() + "/refused";
+  put(d + "/time.cu", "extern \"C\" __global__ void k(char* o) { *o = __TIME__[7]; }\n");
+  put(d + "/formed.cu", "#define EMPTY\n#define H <EMPTY" + d + "/abs.h>\n#include H\n"
+                        "extern \"C\" __global__ void k(int* o) { *o = V; }\n");
+  put(d + "/abs.h", "#define V 3\n");
+  settle();
+  {
+    kjit::Cache cache(config);
+    for (int round = 0; round < 2; ++round) {
+      for (const char* name : {"/time.cu", "/formed.cu"}) {
+        BOOST_TEST(kjit::to_string(cache.lookup(kjit::program_from_file(d + name), kjit::Arch::parse("sm_90")).source) ==
+                   std::string("compiled"));
+      }
+    }
+    BOOST_TEST(cache.stats().uncached_time == 2u);
+    BOOST_TEST(cache.stats().uncached_formed_name == 2u);
+    BOOST_TEST(cache.stats().uncached_probe == 0u);
+    BOOST_TEST(cache.stats().compiles == 4u);
+  }
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.usage().uncached_time == 2u);
+  BOOST_TEST(cache.usage().uncached_formed_name == 2u);
+  std::string binaries = helper("KJIT_TEST_BINARIES");
+  const std::string kjit = binaries.substr(binaries.find(' ') + 1);
+  std::string output;
+  BOOST_TEST(run("KJIT_CACHE_DIR='" + config.cache_dir + "' '" + kjit + "' stats", output) == 0, output);
+  BOOST_TEST(output.find("\nnot cached: 4 compiles (formed name 2, time 2);") != std::string::npos, output);
+  BOOST_TEST(run("KJIT_CACHE_DIR='" + config.cache_dir + "' '" + kjit + "' stats --json", output) == 0, output);
+  BOOST_TEST(output.find("\"uncached_compiles\": 4, \"uncached_by_reason\": {\"formed_name\": 2, \"disk_name\": 0, "
+                         "\"time\": 2,") != std::string::npos,
+             output);
+}
+
 // A host under a file-size limit (ulimit -f) below the usage log's size is not killed by SIGXFSZ
 // when its Cache appends its line as it goes (at exit, for the default cache): the line is lost
 // (counts are best effort). Before, the append ended the process.
@@ -259,7 +296,7 @@ BOOST_AUTO_TEST_CASE(a_log_line_into_a_stderr_file_past_the_limit_is_not_a_signa
 }
 
 // The usage line is formatted without printf (src/cache/usage_log.cpp); it must stay the line
-// "kjit-usage 2 %llu … %.3f %.3f\n" that `kjit stats` (and older kjit versions) read.
+// "kjit-usage 3 %llu … %.3f %.3f\n" that `kjit stats` reads (version 2 lines of older kjit too).
 BOOST_AUTO_TEST_CASE(usage_lines_are_the_printf_format)
 {
   kjit::UsageTotals t;
@@ -274,13 +311,20 @@ BOOST_AUTO_TEST_CASE(usage_lines_are_the_printf_format)
   t.remote_errors = 3;
   t.remote_bytes_read = 4096;
   t.remote_bytes_written = 1u << 31;
+  t.uncached_formed_name = 1;
+  t.uncached_disk_name = 2;
+  t.uncached_time = 30;
+  t.uncached_file_option = 400;
+  t.uncached_probe = 5;
+  t.uncached_names_file = 6;
+  t.uncached_environment = 7;
   for (const double ms : {0.0, 0.0004, 0.0016, 0.25, 1.5, 9.9996, 47.123456, 1234.5678, 99999.9994, 3.6e9, 2e12,
                           -1.0}) {
     t.compile_ms_saved = ms;
     t.compile_ms_spent = ms * 3;
     char expected[400];
     std::snprintf(expected, sizeof expected,
-                  "kjit-usage 2 %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %.3f %.3f\n",
+                  "kjit-usage 3 %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu 1 2 30 400 5 6 7 %.3f %.3f\n",
                   static_cast<unsigned long long>(t.processes), static_cast<unsigned long long>(t.memory_hits),
                   static_cast<unsigned long long>(t.disk_hits), static_cast<unsigned long long>(t.bundle_hits),
                   static_cast<unsigned long long>(t.misses), static_cast<unsigned long long>(t.compiles),
@@ -300,7 +344,7 @@ BOOST_AUTO_TEST_CASE(usage_line_times_round_as_printf_does)
   kjit::UsageTotals t;
   const auto printed = [](const kjit::UsageTotals& u) {
     char text[400];
-    std::snprintf(text, sizeof text, "kjit-usage 2 0 0 0 0 0 0 0 0 0 0 0 %.3f %.3f\n", u.compile_ms_saved,
+    std::snprintf(text, sizeof text, "kjit-usage 3 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 %.3f %.3f\n", u.compile_ms_saved,
                   u.compile_ms_spent);
     return std::string(text);
   };

@@ -1,11 +1,33 @@
 // kjit stats: entries, bytes by kind, compile time stored in a cache folder.
 #include "cache_args.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sys/stat.h>
+#include <utility>
+#include <vector>
 
 namespace kjit::cli {
+
+namespace {
+
+// Each UncachedReason with its count in `u`, and their sum.
+std::vector<std::pair<UncachedReason, std::uint64_t>> uncached_by_reason(const DiskUsage& u, std::uint64_t& total)
+{
+  std::vector<std::pair<UncachedReason, std::uint64_t>> out{
+    {UncachedReason::formed_name, u.uncached_formed_name}, {UncachedReason::disk_name, u.uncached_disk_name},
+    {UncachedReason::time, u.uncached_time},               {UncachedReason::file_option, u.uncached_file_option},
+    {UncachedReason::probe, u.uncached_probe},             {UncachedReason::names_file, u.uncached_names_file},
+    {UncachedReason::environment, u.uncached_environment}};
+  total = 0;
+  for (const auto& [reason, count] : out) {
+    total += count;
+  }
+  return out;
+}
+
+} // namespace
 
 int command_stats(const std::vector<std::string>& args)
 {
@@ -46,7 +68,16 @@ int command_stats(const std::vector<std::string>& args)
               << ", \"remote_bytes_read\": " << u.remote_bytes_read
               << ", \"remote_bytes_written\": " << u.remote_bytes_written << ", \"compile_ms_saved\": " << ms;
     std::snprintf(ms, sizeof ms, "%.3f", u.compile_ms_spent);
-    std::cout << ", \"compile_ms_spent\": " << ms << "}}\n";
+    std::cout << ", \"compile_ms_spent\": " << ms;
+    std::uint64_t uncached = 0;
+    const auto reasons = uncached_by_reason(u, uncached);
+    std::cout << ", \"uncached_compiles\": " << uncached << ", \"uncached_by_reason\": {";
+    for (std::size_t i = 0; i < reasons.size(); ++i) {
+      std::string name = to_string(reasons[i].first);
+      std::replace(name.begin(), name.end(), ' ', '_');
+      std::cout << (i == 0 ? "" : ", ") << json_string(name) << ": " << reasons[i].second;
+    }
+    std::cout << "}}}\n";
     return 0;
   }
   struct stat st {};
@@ -75,6 +106,20 @@ int command_stats(const std::vector<std::string>& args)
     std::cout << "remote: " << u.remote_hits << " hits, " << u.remote_misses << " misses, " << u.remote_errors
               << " errors; " << format_bytes(u.remote_bytes_read) << " read, " << format_bytes(u.remote_bytes_written)
               << " written\n";
+  }
+  std::uint64_t uncached = 0;
+  const auto reasons = uncached_by_reason(u, uncached);
+  if (uncached != 0) {
+    // Each is a compile on every lookup: what these programs lose (docs/includes.md says why).
+    std::cout << "not cached: " << uncached << " compiles (";
+    const char* separator = "";
+    for (const auto& [reason, count] : reasons) {
+      if (count != 0) {
+        std::cout << separator << to_string(reason) << " " << count;
+        separator = ", ";
+      }
+    }
+    std::cout << "); each compile says which program and why on stderr\n";
   }
   std::printf("compile time saved by hits: %.1f s; spent on misses: %.1f s\n", u.compile_ms_saved / 1000.0,
               u.compile_ms_spent / 1000.0);
