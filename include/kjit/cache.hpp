@@ -177,6 +177,11 @@ struct Lookup {
   std::shared_ptr<const Binary> binary;  // never null
   Source source = Source::memory;
   double lookup_ms = 0;  // wall time of this call, preparing the program included when given one
+  // The key (64 hex digits) of the entry served, where this lookup made it: a program with disk
+  // headers or a PreparedProgram, once its key is final. Empty for one found by its raw inputs
+  // (no key computed: Cache::prepare() gives it, without a header stat) or whose key the compile
+  // establishes (Cache::prepare() after the lookup gives it).
+  std::string key;
 };
 
 // A program with its key already computed, for repeated lookups at memory-tier speed.
@@ -384,9 +389,14 @@ public:
   struct Impl;
 
 private:
-  std::shared_ptr<const Binary> get_program(const Program& program, const Arch& arch, Source& source);
-  std::shared_ptr<const Binary> get_prepared(const PreparedProgram& prepared, Source& source);
+  // `key`, when given, gets the served entry's key where the lookup computed a final one.
+  std::shared_ptr<const Binary> get_program(const Program& program, const Arch& arch, Source& source,
+                                            std::string* key = nullptr);
+  std::shared_ptr<const Binary> get_prepared(const PreparedProgram& prepared, Source& source,
+                                             std::string* key = nullptr);
   std::shared_ptr<const Binary> get_once(const PreparedProgram& prepared, Source& source);
+  // get_once(), and in `key` (when given) the key of a hit it served.
+  std::shared_ptr<const Binary> get_keyed(const PreparedProgram& prepared, Source& source, std::string* key);
   std::unique_ptr<Impl> m_impl;
 };
 

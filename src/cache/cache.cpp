@@ -201,7 +201,7 @@ Lookup Cache::lookup(const Program& program, const Arch& arch)
 {
   const util::Stopwatch watch;
   Lookup result;
-  result.binary = get_program(program, arch, result.source);
+  result.binary = get_program(program, arch, result.source, &result.key);
   result.lookup_ms = watch.elapsed_ms();
   return result;
 }
@@ -210,12 +210,13 @@ Lookup Cache::lookup(const PreparedProgram& prepared)
 {
   const util::Stopwatch watch;
   Lookup result;
-  result.binary = get_prepared(prepared, result.source);
+  result.binary = get_prepared(prepared, result.source, &result.key);
   result.lookup_ms = watch.elapsed_ms();
   return result;
 }
 
-std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arch& arch, Source& source)
+std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arch& arch, Source& source,
+                                                std::string* key)
 {
   std::optional<Program> storage;
   const Program& program = rtc::as_nvrtc_reads(given, storage);  // found by the options NVRTC reads
@@ -236,26 +237,26 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
   }
   try {
     const PreparedProgram prepared = prepare(program, arch);
-    auto binary = get_once(prepared, source);  // just prepared: no need to validate it again
+    auto binary = get_keyed(prepared, source, key);  // just prepared: no need to validate it again
     if (direct && !prepared.m_provisional) {
       // Found by the SHA-256 path (stored without a direct row): found directly from now on.
-      util::Sha256 key;
-      std::memcpy(key.data(), prepared.m_digest, key.size());
-      m_impl->direct.insert(direct->fast, std::move(direct->inputs), key);
+      util::Sha256 digest;
+      std::memcpy(digest.data(), prepared.m_digest, digest.size());
+      m_impl->direct.insert(direct->fast, std::move(direct->inputs), digest);
     }
     return binary;
   } catch (const cache::HeadersChanged&) {
   }
   for (int attempt = 0; attempt < 3; ++attempt) {
     try {
-      return get_once(prepare(program, arch), source);
+      return get_keyed(prepare(program, arch), source, key);
     } catch (const cache::HeadersChanged&) {
     }
   }
   throw Error("the headers of " + program.name + " keep changing while it is compiled");
 }
 
-std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepared, Source& source)
+std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepared, Source& source, std::string* key)
 {
   if (!prepared.m_made.value) {
     // Its key would be looked up, and on a miss its program compiled and stored under that key:
@@ -264,24 +265,33 @@ std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepare
                 "prepare the program, or look the Program itself up");
   }
   try {
-    util::Sha256 key;
-    std::memcpy(key.data(), prepared.m_digest, key.size());
-    if (prepared.m_from_disk || m_impl->is_provisional(key)) {
+    util::Sha256 digest;
+    std::memcpy(digest.data(), prepared.m_digest, digest.size());
+    if (prepared.m_from_disk || m_impl->is_provisional(digest)) {
       // Prepared before a manifest was known (one made since may now validate it), or from disk
       // headers, which may have been edited since: what is served is for the files on disk now.
-      return get_once(prepare(prepared.program(), prepared.arch()), source);
+      return get_keyed(prepare(prepared.program(), prepared.arch()), source, key);
     }
-    return get_once(prepared, source);
+    return get_keyed(prepared, source, key);
   } catch (const cache::HeadersChanged&) {
   }
   // A tracked header changed since prepare(): resolve again (a few tries if it keeps changing).
   for (int attempt = 0; attempt < 3; ++attempt) {
     try {
-      return get_once(prepare(prepared.program(), prepared.arch()), source);
+      return get_keyed(prepare(prepared.program(), prepared.arch()), source, key);
     } catch (const cache::HeadersChanged&) {
     }
   }
   throw Error("the headers of " + prepared.program().name + " keep changing while it is compiled");
+}
+
+std::shared_ptr<const Binary> Cache::get_keyed(const PreparedProgram& prepared, Source& source, std::string* key)
+{
+  auto binary = get_once(prepared, source);
+  if (key != nullptr && !prepared.m_provisional && source != Source::compiled && source != Source::compiled_elsewhere) {
+    *key = prepared.key();  // a hit's key is final; a compile's may not be (what NVRTC read decides)
+  }
+  return binary;
 }
 
 std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, Source& source)

@@ -177,6 +177,16 @@ check "explain after a header edit" exit_code 0 "$kjit" explain "$work/explained
 check "explain names the header" grep -q "include params.h ($work/inc/params.h) changed" "$work/out"
 check "recompiled after the edit" exit_code 0 "$kjit" compile "$work/explained.cu" --arch sm_90 -I "$work/inc" -o "$work/out_dir"
 check "edit gives a new compile" grep -q "^compiled " "$work/out"
+# A warm hit checks each tracked header once (issue 36: the CLI prepared the program, then its
+# lookup validated it again: 2 stats per header, 1 050 for CUTLASS's GETT). The key it prints is
+# the entry's.
+printf '#include "params.h"\n#include "more.h"\nextern "C" __global__ void k2(int* p) { *p = VALUE + MORE; }\n' >"$work/two.cu"
+printf '#define MORE 3\n' >"$work/inc/more.h"
+"$kjit" compile "$work/two.cu" --arch sm_90 -I "$work/inc" -o "$work/out_dir" >/dev/null 2>&1
+check "a warm hit with two tracked headers" exit_code 0 "$kjit" compile "$work/two.cu" --arch sm_90 -I "$work/inc" -o "$work/out_dir"
+check "… checks each once" grep -q "^lookup: from disk in .*; 2 tracked header stats$" "$work/out"
+two_key=$(sed -n 's/^cache hit \([0-9a-f]\{64\}\)$/\1/p' "$work/out")
+check "… and names an entry that exists ($two_key)" exit_code 0 "$kjit" show "$two_key"
 before_bytes=$(wc -c <"$work/explained.cu")
 printf '// one more line\n' >>"$work/explained.cu"
 after_bytes=$(wc -c <"$work/explained.cu")

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <csignal>
 #include <ftw.h>
@@ -195,6 +196,17 @@ std::string raw_key(const kjit::PreparedProgram& prepared)
     bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
   }
   return bytes;
+}
+
+// `cubin` with section 1's file offset moved past the end: the ELF header and the tables' ranges
+// are sound, the section walk is not.
+std::string with_a_section_past_the_end(std::string cubin)
+{
+  std::uint64_t sections = 0;
+  std::memcpy(&sections, cubin.data() + 40, sizeof sections);
+  const std::uint64_t far = std::uint64_t(1) << 40;
+  std::memcpy(cubin.data() + sections + 64 + 24, &far, sizeof far);
+  return cubin;
 }
 
 } // namespace kjit::test

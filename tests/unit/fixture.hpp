@@ -89,4 +89,8 @@ bool output_has_line(const std::string& output, const std::string& line);
 // The entry key of `prepared` as the store's LMDB key (its 32 bytes, the hex key decoded).
 std::string raw_key(const kjit::PreparedProgram& prepared);
 
+// `cubin` with section 1's file offset moved past the end: the ELF header and the tables' ranges
+// are sound (the header check passes), the section walk is not (the full check refuses it).
+std::string with_a_section_past_the_end(std::string cubin);
+
 } // namespace kjit::test

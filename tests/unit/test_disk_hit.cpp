@@ -24,17 +24,6 @@ std::string stored_key(kjit::Cache& cache, const kjit::Program& program)
   return raw_key(cache.prepare(program, k_sm90));
 }
 
-// `cubin` with section 1's file offset moved past the end: the ELF header and the tables' ranges
-// are sound, the section walk is not.
-std::string with_a_section_past_the_end(std::string cubin)
-{
-  std::uint64_t sections = 0;
-  std::memcpy(&sections, cubin.data() + 40, sizeof sections);
-  const std::uint64_t far = std::uint64_t(1) << 40;
-  std::memcpy(cubin.data() + sections + 64 + 24, &far, sizeof far);
-  return cubin;
-}
-
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(disk_hit, CacheFixture)

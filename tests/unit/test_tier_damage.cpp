@@ -29,17 +29,6 @@ namespace {
 
 const kjit::Arch k_sm90 = kjit::Arch::parse("sm_90");
 
-// `cubin` with section 1's file offset moved past the end: the ELF header and the tables' ranges
-// are sound (the header check passes), the section walk is not.
-std::string with_a_section_past_the_end(std::string cubin)
-{
-  std::uint64_t sections = 0;
-  std::memcpy(&sections, cubin.data() + 40, sizeof sections);
-  const std::uint64_t far = std::uint64_t(1) << 40;
-  std::memcpy(cubin.data() + sections + 64 + 24, &far, sizeof far);
-  return cubin;
-}
-
 struct Forged {
   kjit::util::Sha256 key{};
   std::string record;      // sums valid, cubin damaged past its header

@@ -116,17 +116,22 @@ int command_compile(const std::vector<std::string>& args)
     outcome = timings_text(found);
   } else {
     Cache& cache = default_cache();
-    PreparedProgram prepared = cache.prepare(program, arch);
-    const Lookup found = cache.lookup(prepared);
+    // One lookup validates the headers once (a stat each); a PreparedProgram looked up validates
+    // them again, for the files of that moment.
+    const Lookup found = cache.lookup(program, arch);
+    const std::uint64_t header_stats = cache.stats().header_stats;  // this lookup's
     binary = *found.binary;
-    if (prepared.provisional()) {
-      prepared = cache.prepare(program, arch);  // the key the compile established
-    }
+    // A program found by its raw inputs, or compiled: its key from prepare() (the key the compile
+    // established; one found by its raw inputs has no disk header to stat).
+    const std::string key = found.key.empty() ? cache.prepare(program, arch).key() : found.key;
     std::cout << (found.source == Source::compiled             ? "compiled"
                   : found.source == Source::compiled_elsewhere ? "compiled by another process"
                                                                : "cache hit")
-              << " " << prepared.key() << "\n";
+              << " " << key << "\n";
     outcome = timings_text(found);
+    if (header_stats != 0 && found.source != Source::compiled && found.source != Source::compiled_elsewhere) {
+      outcome.insert(outcome.size() - 1, "; " + std::to_string(header_stats) + " tracked header stats");
+    }
   }
   std::string out_dir = vm["output"].as<std::string>();
   while (out_dir.size() > 1 && out_dir.back() == '/') {
