@@ -475,6 +475,7 @@ bool EmptyNames::may_be_empty(const std::string& name) const
   const auto values = m_macros.values.find(name);
   if (values == m_macros.values.end()) {
     const bool reserved = name.size() > 1 && name[0] == '_' && (name[1] == '_' || std::isupper(static_cast<unsigned char>(name[1])));
+    m_known[name] = reserved ? 1 : 2;
     return reserved;
   }
   m_known[name] = 0;

@@ -49,6 +49,8 @@ class EmptyNames {
 public:
   explicit EmptyNames(const ScanMacros& macros) : m_macros(macros) {}
   bool may_be_empty(const std::string& name) const;
+  // Every name may_be_empty() was asked about, with its answer.
+  const std::map<std::string, int>& asked() const { return m_known; }
 
 private:
   bool value_may_be_empty(const std::string& value) const;

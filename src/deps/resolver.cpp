@@ -785,17 +785,15 @@ void Resolver::check_formed_names()
     return;  // no #include that only NVRTC expands
   }
   // Whether a name may expand to nothing depends on every definition scanned: when a text scanned
-  // since the last check defined more, every text is read again.
-  std::size_t definitions = 0;
-  for (const auto& [name, values] : m_scan.values) {
-    definitions += values.size();
-  }
-  if (definitions != m_formed_definitions) {
-    m_formed_definitions = definitions;
-    m_formed_source = false;
-    m_formed_checked = 0;
-  }
+  // since the last check made a name the texts read so far asked about able to, they are read again.
   const EmptyNames empty(m_scan);
+  for (const auto& [name, answer] : m_formed_asked) {
+    if (answer != 1 && empty.may_be_empty(name)) {
+      m_formed_source = false;
+      m_formed_checked = 0;
+      break;
+    }
+  }
   std::string where;
   if (!m_formed_source) {
     m_formed_source = true;
@@ -814,6 +812,7 @@ void Resolver::check_formed_names()
     const DiskHeader& header = m_result.headers[m_formed_checked];
     where = may_form_absolute_name(header.content, empty) ? header.path : where;
   }
+  m_formed_asked = empty.asked();
   if (!where.empty()) {
     // NVRTC would open such a name on disk itself, a file kjit never hashed (nor sees).
     refuse(UncachedReason::formed_name, "an #include only NVRTC expands, and " + where + " may form an absolute name for it");
