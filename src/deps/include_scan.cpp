@@ -325,6 +325,12 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
         }
       } else if (at >= line.size() && shared != nullptr) {
         shared->values[macro].insert("");
+      } else if (shared != nullptr) {  // function-like: its body, for EmptyNames::ask_call()
+        const std::size_t close = line.find(')', at);
+        std::string body = close == std::string::npos ? std::string() : line.substr(close + 1);
+        const std::size_t first = body.find_first_not_of(" \t");
+        body = first == std::string::npos ? std::string() : body.substr(first, body.find_last_not_of(" \t\r") + 1 - first);
+        shared->functions[macro].insert(body);
       }
     } else if (directive_name == "include" || directive_name == "include_next") {
       IncludeDirective directive;
@@ -363,11 +369,37 @@ bool word_char(char ch)
   return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
 }
 
-// '/' at `at` that may start an absolute path: followed by a name's character or '.' ("/usr",
-// "/..": not "//", "/*", "/=", nor a lone '/' handed to a macro as an operator, as CCCL does).
-bool slash_token(const std::string& text, std::size_t at)
+// Past the line splices at `at` ("\\\n", "\\\r\n").
+std::size_t past_splices(const std::string& text, std::size_t at)
 {
-  return at + 1 < text.size() && text[at] == '/' && (word_char(text[at + 1]) || text[at + 1] == '.');
+  for (;;) {
+    if (text.compare(at, 2, "\\\n") == 0) {
+      at += 2;
+    } else if (text.compare(at, 3, "\\\r\n") == 0) {
+      at += 3;
+    } else {
+      return at;
+    }
+  }
+}
+
+// '/' at `at` that may start an absolute path: followed, past line splices, by a name's character
+// or '.' ("/usr", "/.."), or where `line_end_counts`, by the end of its line (a macro body ending in
+// '/', which the tokens after the macro's use continue); not "//", "/*", "/=", nor a lone '/'
+// handed to a macro as an operator, as CCCL does.
+bool slash_token(const std::string& text, std::size_t at, bool line_end_counts = false)
+{
+  if (at >= text.size() || text[at] != '/') {
+    return false;
+  }
+  std::size_t next = past_splices(text, at + 1);
+  if (next < text.size() && (word_char(text[next]) || text[next] == '.')) {
+    return true;
+  }
+  while (line_end_counts && next < text.size() && (text[next] == ' ' || text[next] == '\t' || text[next] == '\r')) {
+    next = past_splices(text, next + 1);
+  }
+  return line_end_counts && (next >= text.size() || text[next] == '\n');
 }
 
 // Past the blanks at `at` of a directive line: spaces, tabs, /* comments */ and line splices
@@ -419,7 +451,7 @@ bool define_body_starts_with_slash(const std::string& text, std::size_t at)
     at = text.find(')', at);
     at = at == std::string::npos ? text.size() : at + 1;
   }
-  return slash_token(text, skip(at));
+  return slash_token(text, skip(at), true);
 }
 
 // Whether the directive whose name starts at `at` (just after its '#') is #define, #include or
@@ -467,23 +499,94 @@ std::set<std::string> defined_parameters(const std::string& text, std::size_t at
 
 } // namespace
 
+namespace {
+
+// Past pathological macro graphs (a cycle reached through many names is decided again each time it
+// is met): every name may expand to nothing.
+constexpr std::size_t k_max_steps = 100000;
+
+// A reserved name no text defines may be NVRTC's own: empty, as far as kjit knows, unless it is one
+// NVRTC predefines with a value (a number or a name: never nothing).
+bool reserved(const std::string& name)
+{
+  static const std::set<std::string> k_predefined = {
+    "__CUDA_ARCH__", "__CUDACC__", "__CUDACC_RTC__", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__",
+    "__CUDACC_VER_BUILD__", "__NVCC__", "__cplusplus", "__LINE__", "__COUNTER__", "__FILE__", "__STDC__",
+    "__x86_64__", "__LP64__", "__CHAR_BIT__", "__SIZEOF_POINTER__", "__INT_MAX__"};
+  return name.size() > 1 && name[0] == '_' && (name[1] == '_' || std::isupper(static_cast<unsigned char>(name[1]))) &&
+         k_predefined.count(name) == 0;
+}
+
+} // namespace
+
+const std::set<std::string>* EmptyNames::definitions(
+  const std::map<std::string, std::set<std::string>> ScanMacros::*table, const std::string& name) const
+{
+  if (const auto found = (m_macros.*table).find(name); found != (m_macros.*table).end()) {
+    return &found->second;
+  }
+  if (m_toolkit && m_toolkit_macros == nullptr) {
+    m_toolkit_macros = m_toolkit();
+  }
+  if (m_toolkit_macros != nullptr) {
+    if (const auto found = (m_toolkit_macros->*table).find(name); found != (m_toolkit_macros->*table).end()) {
+      return &found->second;
+    }
+  }
+  return nullptr;
+}
+
+bool EmptyNames::ask(const std::string& name) const
+{
+  const bool empty = may_be_empty(name);
+  m_asked[name] = empty;
+  return empty;
+}
+
+bool EmptyNames::ask_call(const std::string& name) const
+{
+  bool empty = false;
+  if (const std::set<std::string>* bodies = definitions(&ScanMacros::functions, name)) {
+    for (const std::string& body : *bodies) {
+      // Names (parameters among them), calls and pastes only: each may be empty.
+      empty = empty || body.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_(),# \t\\\r\n") ==
+                         std::string::npos;
+    }
+  } else {
+    empty = definitions(&ScanMacros::values, name) != nullptr || reserved(name);
+  }
+  m_asked[name + "()"] = empty;
+  return empty;
+}
+
 bool EmptyNames::may_be_empty(const std::string& name) const
 {
   if (auto known = m_known.find(name); known != m_known.end()) {
-    return known->second == 1;  // 0: its own expansion reached it again, where it stays itself
+    if (known->second == 0) {
+      ++m_assumed;  // its own expansion reached it again, where it stays itself
+      return false;
+    }
+    return known->second == 1;
   }
-  const auto values = m_macros.values.find(name);
-  if (values == m_macros.values.end()) {
-    const bool reserved = name.size() > 1 && name[0] == '_' && (name[1] == '_' || std::isupper(static_cast<unsigned char>(name[1])));
-    m_known[name] = reserved ? 1 : 2;
-    return reserved;
+  if (++m_steps > k_max_steps) {
+    return true;
+  }
+  const std::set<std::string>* values = definitions(&ScanMacros::values, name);
+  if (values == nullptr) {
+    m_known[name] = reserved(name) ? 1 : 2;
+    return reserved(name);
   }
   m_known[name] = 0;
+  const std::size_t assumed = m_assumed;
   bool empty = false;
-  for (const std::string& value : values->second) {
+  for (const std::string& value : *values) {
     empty = empty || value_may_be_empty(value);
   }
-  m_known[name] = empty ? 1 : 2;
+  if (empty || m_assumed == assumed) {
+    m_known[name] = empty ? 1 : 2;
+  } else {
+    m_known.erase(name);  // "never" while a name it reached was still being decided: not final
+  }
   return empty;
 }
 
@@ -516,15 +619,20 @@ bool may_form_absolute_name(const std::string& text, const EmptyNames& empty)
   std::size_t previous_at = 0;  // where it is
   bool expanded = false;  // inside a #define or an #include line: text a computed include may expand
   std::set<std::string> parameters_here;  // of the function-like macro this #define line defines
-  // Whether the name ending at previous_at may expand to nothing here.
-  const auto empty_name_before = [&] {
+  std::vector<std::string> open_calls;  // the name before each '(' not closed yet ("" for none)
+  std::string closed_call;              // the name before the '(' the last ')' closed
+  // The name ending at previous_at.
+  const auto name_before = [&] {
     std::size_t start = previous_at + 1;
     while (start > 0 && word_char(text[start - 1])) {
       --start;
     }
-    const std::string name = text.substr(start, previous_at + 1 - start);
-    return parameters_here.count(name) != 0 || name == "__VA_ARGS__" || name == "__VA_OPT__" ||
-           (!std::isdigit(static_cast<unsigned char>(name[0])) && empty.may_be_empty(name));
+    return text.substr(start, previous_at + 1 - start);
+  };
+  const auto may_vanish = [&](const std::string& name, bool call) {
+    return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+           (parameters_here.count(name) != 0 || name == "__VA_ARGS__" || name == "__VA_OPT__" ||
+            (call ? empty.ask_call(name) : empty.ask(name)));
   };
   for (std::size_t at = 0; at < text.size(); ++at) {
     const char ch = text[at];
@@ -537,6 +645,7 @@ bool may_form_absolute_name(const std::string& text, const EmptyNames& empty)
       std::size_t next = at;
       expanded = expanded_directive(text, at + introducer, next);
       parameters_here = expanded ? defined_parameters(text, at + introducer) : std::set<std::string>{};
+      open_calls.clear();
       if (next != at + introducer) {
         at = next;  // an #include <…>'s name: not formed by macros
         previous = '>';
@@ -562,10 +671,24 @@ bool may_form_absolute_name(const std::string& text, const EmptyNames& empty)
     if (ch == ' ' || ch == '\t' || ch == '\\' || ch == '\r' || ch == '\f' || ch == '\v') {
       continue;
     }
-    if (ch == '"' && slash_token(text, at + 1)) {
+    if (ch == '"' && slash_token(text, past_splices(text, at + 1))) {
       return true;  // a string literal starting with '/'
     }
-    if (ch == '"' || (ch == '\'' && !word_char(previous))) {  // a digit separator is no quote
+    if (ch == '"' && raw_string_start(text, at)) {
+      const std::size_t open = text.find('(', at);
+      const std::string close = ")" + text.substr(at + 1, open == std::string::npos ? 0 : open - at - 1) + "\"";
+      const std::size_t end = open == std::string::npos ? std::string::npos : text.find(close, open);
+      if (end == std::string::npos) {
+        return false;  // unterminated: the compiler refuses it
+      }
+      at = end + close.size() - 1;
+      previous = '"';
+      previous_at = at;
+      continue;
+    }
+    // A quote after a name's character opens a literal with a prefix (u8'x', L'x'), except in a
+    // number, where it separates digits (1'000).
+    if (ch == '"' || (ch == '\'' && !(word_char(previous) && std::isdigit(static_cast<unsigned char>(name_before()[0]))))) {
       for (at = at + 1; at < text.size() && text[at] != ch && text[at] != '\n'; ++at) {
         at += text[at] == '\\' ? 1 : 0;
       }
@@ -576,11 +699,21 @@ bool may_form_absolute_name(const std::string& text, const EmptyNames& empty)
       previous_at = at;
       continue;
     }
-    if (slash_token(text, at) && (previous == '(' || previous == ',' || previous == '<')) {
+    if (expanded && ch == '(') {
+      open_calls.push_back(word_char(previous) ? name_before() : std::string());
+    } else if (expanded && ch == ')' && !open_calls.empty()) {
+      closed_call = open_calls.back();
+      open_calls.pop_back();
+    }
+    if (slash_token(text, at, expanded) && (previous == '(' || previous == ',' || previous == '<')) {
       return true;  // a macro argument, or an angle name, starting with '/'
     }
-    if (expanded && slash_token(text, at) && (previous == '#' || (word_char(previous) && empty_name_before()))) {
-      return true;  // after a name that may expand to nothing ("P(EMPTY /abs/x.h)", "EMPTY/abs"), or `x ## /abs`
+    if (expanded && slash_token(text, at, true)) {
+      const bool pasted = previous == '#' || (previous == ':' && previous_at >= 3 && text.compare(previous_at - 3, 4, "%:%:") == 0);
+      if (pasted || (word_char(previous) && may_vanish(name_before(), false)) ||
+          (previous == ')' && may_vanish(closed_call, true))) {
+        return true;  // after what may expand to nothing: "EMPTY/abs", "E()/abs", "x ## /abs"
+      }
     }
     previous = ch;
     previous_at = at;

@@ -1,6 +1,7 @@
 // Finding the #include directives of a CUDA C++ text without preprocessing it.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -24,6 +25,8 @@ struct ScanMacros {
   // Every value each object-like macro is defined with in any file scanned (conditionals are not
   // evaluated: all of them are possible).
   std::map<std::string, std::set<std::string>> values;
+  // Every body each function-like macro is defined with in any file scanned.
+  std::map<std::string, std::set<std::string>> functions;
   // Function-like macros that hand a parameter to __has_include (CCCL's _CCCL_HAS_INCLUDE(x)).
   std::set<std::string> wrappers;
 };
@@ -41,32 +44,58 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
 
 // Which names may expand to nothing where a computed #include's tokens are expanded, from what the
 // scanned texts define: a macro with a definition made only of such names (an empty one included)
-// or calling a function-like macro; a name reserved to the implementation (`__x`, `_X`) that no
-// scanned text defines (NVRTC's and the toolkit's own macros, which kjit does not scan). Any other
-// name no scanned text defines as an object-like macro stays itself, and so does a macro whose
-// expansion reaches itself again.
+// or calling a function-like macro. A name no scanned text defines is answered by the toolkit's
+// headers' definitions (`toolkit`, asked only then), and, defined nowhere, may expand to nothing
+// when it is reserved to the implementation (`__x`, `_X`: NVRTC's own macros). Any other name stays
+// itself, and so does a macro whose expansion reaches itself again.
 class EmptyNames {
 public:
-  explicit EmptyNames(const ScanMacros& macros) : m_macros(macros) {}
-  bool may_be_empty(const std::string& name) const;
-  // Every name may_be_empty() was asked about, with its answer.
-  const std::map<std::string, int>& asked() const { return m_known; }
+  explicit EmptyNames(const ScanMacros& macros, std::function<const ScanMacros*()> toolkit = {})
+    : m_macros(macros), m_toolkit(std::move(toolkit))
+  {
+  }
+  // Whether `name` may expand to nothing; remembered in asked().
+  bool ask(const std::string& name) const;
+  // Whether a call `name(…)` may expand to nothing: a function-like macro with a definition made
+  // only of names, calls and pastes (its arguments may be empty), an object-like macro (it may
+  // name one), or an undefined reserved name.
+  bool ask_call(const std::string& name) const;
+  // The names ask() and ask_call() were asked about ("name" and "name()"), with their answers.
+  const std::map<std::string, bool>& asked() const { return m_asked; }
 
 private:
+  bool may_be_empty(const std::string& name) const;
   bool value_may_be_empty(const std::string& value) const;
+  // The definitions of `name`: the scanned texts', else the toolkit's; null when none.
+  const std::set<std::string>* definitions(const std::map<std::string, std::set<std::string>> ScanMacros::*table,
+                                           const std::string& name) const;
   const ScanMacros& m_macros;
+  std::function<const ScanMacros*()> m_toolkit;
+  mutable const ScanMacros* m_toolkit_macros = nullptr;
   mutable std::map<std::string, int> m_known;  // name → 0 deciding, 1 may be empty, 2 never
+  mutable std::map<std::string, bool> m_asked;
+  mutable std::size_t m_assumed = 0;  // answers given for names still being decided (a cycle)
+  mutable std::size_t m_steps = 0;
 };
 
 // Whether macros of `text` could form an absolute header name in a computed #include (one only
-// NVRTC expands, which then opens that name on disk itself): a string literal starting with '/',
-// a '/' right after '(', ',' or '<' (a macro argument or an angle name starting with it), or a
-// #define whose body starts with '/', or, in a #define or #include line, a '/' right after a name
-// that may expand to nothing (`empty`; a function-like macro's parameter or __VA_ARGS__ always
-// may: "P(EMPTY /usr/x.h)", "<dir/x.h>" with `dir` a parameter) or right after `##`; each '/'
-// followed by a name's character or '.'. `<cuda/std/header>` forms no absolute name unless `cuda`
-// may expand to nothing. Comments are skipped; code outside those lines (division) never counts.
+// NVRTC expands, which then opens that name on disk itself). A '/' counts where it is followed,
+// past line splices, by a name's character or '.' (or, in a #define or #include line, by the end
+// of the line, which the tokens after the macro's use continue), and stands:
+// - first in a string literal (`"/tmp/x"`, raw strings and `u8`/`L` prefixes understood);
+// - right after '(', ',' or '<' (a macro argument or an angle name starting with it), or first in
+//   a #define's body;
+// - in a #define or #include line, right after a name that may expand to nothing (`empty`; a
+//   parameter of the macro being defined and __VA_ARGS__ always may: "P(EMPTY /usr/x.h)",
+//   "<dir/x.h>"), after the ')' of a call that may (`E()/usr`), or after a paste (`##`, `%:%:`).
+// `<cuda/std/header>` forms no absolute name unless `cuda` may expand to nothing. Comments are
+// skipped; code outside those lines (division) never counts.
 bool may_form_absolute_name(const std::string& text, const EmptyNames& empty);
+
+// The macros the toolkit's headers under `dirs` define (every definition of every file below them,
+// conditionals not evaluated): object-like values and function-like bodies. Read once per process
+// for each list of folders (≈ 25 MB for CUDA 13.0: about 0.1 s), on the first call that needs it.
+const ScanMacros& toolkit_macros(const std::vector<std::string>& dirs);
 
 // Object-like macros from -D options ("-DNAME=V", "-D NAME=V", "--define-macro=NAME=V", "--define-macro
 // NAME=V"; NAME alone is 1): NAME → V, the last definition winning.

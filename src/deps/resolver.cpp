@@ -786,9 +786,10 @@ void Resolver::check_formed_names()
   }
   // Whether a name may expand to nothing depends on every definition scanned: when a text scanned
   // since the last check made a name the texts read so far asked about able to, they are read again.
-  const EmptyNames empty(m_scan);
-  for (const auto& [name, answer] : m_formed_asked) {
-    if (answer != 1 && empty.may_be_empty(name)) {
+  const EmptyNames empty(m_scan, [this] { return &toolkit_macros(m_context.toolkit_dirs); });
+  for (const auto& [name, was_empty] : m_formed_asked) {
+    const bool call = name.size() > 2 && name.compare(name.size() - 2, 2, "()") == 0;
+    if (!was_empty && (call ? empty.ask_call(name.substr(0, name.size() - 2)) : empty.ask(name))) {
       m_formed_source = false;
       m_formed_checked = 0;
       break;

@@ -327,9 +327,42 @@ BOOST_AUTO_TEST_CASE(library_computed_includes_form_no_absolute_name)
          "#define E1\n#define E2 E1 E1\n#define H <E2/usr/x.h>\n",  // empty through another macro
          "#define F()\n#define E F()\n#define H <E/usr/x.h>\n",     // a call that may expand to nothing
          "#define H <__UNSEEN_TOOLKIT_MACRO/usr/x.h>\n",            // reserved, defined by nothing scanned
-         "#define P(x) <x##/usr/x.h>\n"}) {                         // pasted onto an empty argument
+         "#define P(x) <x##/usr/x.h>\n",                            // pasted onto an empty argument
+         // The review of this rule (each served stale before it was added):
+         "#define E()\n#define HDR <E()/tmp/abs.h>\n",               // after a call that expands to nothing
+         "#define S(x) #x\n#define XS(x) S(x)\n#define E()\n#define HDR XS(E()/tmp/abs.h)\n",
+         "#define SL() /\n#define HDR <SL()tmp/abs.h>\n",             // a body that is a lone '/'
+         "#define HDR </\\\ntmp/abs.h>\n",                          // a splice after the '/'
+         "#define P(x) <x %:%:/tmp/abs.h>\n#define HDR P()\n",       // a paste spelled %:%:
+         "#define ZE\n#ifdef N\n#define ANC VICTIM\n#else\n#define ANC ZE\n#endif\n#define VICTIM ANC\n"
+         "#define ASK ANC 1\n#define UNUSED ASK/w\n#define HDR <VICTIM/tmp/abs.h>\n",  // a cycle decided late
+         "#define DROP(x)\n#define HDR DROP(a'\"')</tmp/abs.h>\n",   // a prefixed character literal
+         "#define DROP(x)\n#define HDR DROP(R\"(\")\")</tmp/abs.h>\n",  // a raw string
+         "#define HDR0 \"\\\n/tmp/abs.h\"\n",                       // a splice after the quote
+         "#define HDR0 \"/\\\ntmp/abs.h\"\n"}) {                    // a splice after "/
     BOOST_TEST(forms_absolute(text), text);
   }
+  // What stays followed: division by a number after NVRTC's predefined macros, a known call.
+  for (const char* text : {"#define H(name) <name.h>\n#define MAJOR (__CUDA_ARCH__/100)\n",
+                           "#define H(name) <name.h>\n#define N (sizeof(int)/4)\n"}) {
+    BOOST_TEST(!forms_absolute(text), text);
+  }
+}
+
+// A name only a toolkit header defines empty (CUDARTAPI in cuda_runtime_api.h) may expand to
+// nothing; a name the toolkit defines with a value, or not at all, stays itself.
+BOOST_AUTO_TEST_CASE(names_the_toolkit_defines_are_read_from_its_headers)
+{
+  const std::string toolkit = kjit::current_config().cuda_home.empty() ? "/usr/local/cuda" : kjit::current_config().cuda_home;
+  const kjit::deps::ScanMacros& macros = kjit::deps::toolkit_macros({toolkit + "/include"});
+  BOOST_TEST_REQUIRE(macros.values.count("CUDARTAPI") == 1u);
+  const kjit::deps::ScanMacros none;
+  const kjit::deps::EmptyNames empty(none, [&] { return &macros; });
+  BOOST_TEST(empty.ask("CUDARTAPI"));
+  BOOST_TEST(!empty.ask("CUDART_VERSION"));
+  BOOST_TEST(!empty.ask("cuda"));
+  BOOST_TEST(kjit::deps::may_form_absolute_name("#define HDR <CUDARTAPI/tmp/abs.h>\n", empty));
+  BOOST_TEST(!kjit::deps::may_form_absolute_name("#define H(header) <cuda/std/header>\n", empty));
 }
 
 // Review (rkeys) 1: `static_assert` is no `assert`: it names no file, so its program's key stays
