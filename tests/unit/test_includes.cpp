@@ -412,6 +412,21 @@ BOOST_AUTO_TEST_CASE(damaged_manifests_are_ignored)
   BOOST_TEST(!kjit::deps::decode_manifest(encoded.substr(0, encoded.size() / 2)).has_value());
 }
 
+// Held-out mutants of manifest.cpp (docs/testing.md, issue 35's run): a path with escaped
+// characters reads back as written, and a manifest made in another resolution context is not used.
+BOOST_AUTO_TEST_CASE(manifests_keep_odd_paths_and_their_context)
+{
+  kjit::deps::Resolution entry;
+  const std::string odd = "/x/tab\there/new\nline/cr\rhere/back\\slash/t.h";
+  entry.headers.push_back({"t.h", odd, kjit::util::sha256("t"), {true, 1, 2, 3}, {}, {}});
+  const std::string encoded = kjit::deps::encode_manifest({entry}, "context A");
+  const auto decoded = kjit::deps::decode_manifest(encoded, "context A");
+  BOOST_TEST_REQUIRE(decoded.has_value());
+  BOOST_TEST((*decoded)[0].headers[0].path == odd);
+  BOOST_TEST(!kjit::deps::decode_manifest(encoded, "context B").has_value());
+  BOOST_TEST(!kjit::deps::decode_manifest(encoded).has_value());
+}
+
 // A host under a file-size limit (ulimit -f) below a header's size is not killed by SIGXFSZ when
 // the header is copied into the compile's private include folder: the copy fails as any failed
 // write does (a kjit::Error). Before, the copy ended the process.
