@@ -49,8 +49,12 @@ std::string strip_comments(const std::string& text)
       ++joined;
       continue;
     }
+    if (ch == '\n' && state == block_comment) {
+      ++joined;  // a comment is one space: a directive goes on after one that spans lines
+      continue;
+    }
     if (ch == '\n') {
-      state = state == block_comment ? block_comment : code;
+      state = code;
       newline();
       continue;
     }
@@ -325,7 +329,7 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
         }
       } else if (at >= line.size() && shared != nullptr) {
         shared->values[macro].insert("");
-      } else if (shared != nullptr) {  // function-like: its body, for EmptyNames::ask_call()
+      } else if (shared != nullptr) {  // function-like: its body, for OpenEnds::ask_call()
         const std::size_t close = line.find(')', at);
         std::string body = close == std::string::npos ? std::string() : line.substr(close + 1);
         const std::size_t first = body.find_first_not_of(" \t");
@@ -519,47 +523,72 @@ bool reserved(const std::string& name)
 
 } // namespace
 
-const std::set<std::string>* EmptyNames::definitions(
-  const std::map<std::string, std::set<std::string>> ScanMacros::*table, const std::string& name) const
+void OpenEnds::definitions(const std::map<std::string, std::set<std::string>> ScanMacros::*table, const std::string& name,
+                           std::vector<const std::set<std::string>*>& out) const
 {
+  out.clear();
   if (const auto found = (m_macros.*table).find(name); found != (m_macros.*table).end()) {
-    return &found->second;
+    out.push_back(&found->second);
   }
   if (m_toolkit && m_toolkit_macros == nullptr) {
     m_toolkit_macros = m_toolkit();
   }
   if (m_toolkit_macros != nullptr) {
     if (const auto found = (m_toolkit_macros->*table).find(name); found != (m_toolkit_macros->*table).end()) {
-      return &found->second;
+      out.push_back(&found->second);
     }
   }
-  return nullptr;
 }
 
-bool EmptyNames::ask(const std::string& name) const
+bool OpenEnds::ask(const std::string& name) const
 {
-  const bool empty = may_be_empty(name);
-  m_asked[name] = empty;
-  return empty;
+  const bool open = may_end_open(name);
+  m_asked[name] = open;
+  return open;
 }
 
-bool EmptyNames::ask_call(const std::string& name) const
+bool OpenEnds::ask_call(const std::string& name) const
 {
-  bool empty = false;
-  if (const std::set<std::string>* bodies = definitions(&ScanMacros::functions, name)) {
-    for (const std::string& body : *bodies) {
-      // Names (parameters among them), calls and pastes only: each may be empty.
-      empty = empty || body.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_(),# \t\\\r\n") ==
-                         std::string::npos;
+  std::vector<const std::set<std::string>*> bodies;
+  definitions(&ScanMacros::values, name, bodies);
+  bool open = !bodies.empty();  // an object-like macro: it may name a function-like one
+  definitions(&ScanMacros::functions, name, bodies);
+  for (const std::set<std::string>* set : bodies) {
+    for (const std::string& body : *set) {
+      // Closed only by a number or a string literal: a last name may be a parameter.
+      open = open || value_end(body) != End::closed_literal;
     }
-  } else {
-    empty = definitions(&ScanMacros::values, name) != nullptr || reserved(name);
   }
-  m_asked[name + "()"] = empty;
-  return empty;
+  open = open || (bodies.empty() && reserved(name));
+  m_asked[name + "()"] = open;
+  return open;
 }
 
-bool EmptyNames::may_be_empty(const std::string& name) const
+OpenEnds::End OpenEnds::value_end(const std::string& value) const
+{
+  // The last token: a number or string literal, a name (what it ends with decides), or anything else.
+  std::size_t end = value.find_last_not_of(" \t\r\n\\");
+  if (end == std::string::npos) {
+    return End::open;  // empty
+  }
+  const char last = value[end];
+  if (last == '"' || last == '\'') {
+    return End::closed_literal;
+  }
+  if (!word_char(last)) {
+    return End::open;  // a punctuator: '<', '(', ',', ')' of a call, a paste…
+  }
+  std::size_t start = end;
+  while (start > 0 && (word_char(value[start - 1]) || value[start - 1] == '.')) {
+    --start;
+  }
+  if (std::isdigit(static_cast<unsigned char>(value[start])) || value[start] == '.') {
+    return End::closed_literal;  // a pp-number
+  }
+  return may_end_open(value.substr(start, end + 1 - start)) ? End::open : End::closed_name;
+}
+
+bool OpenEnds::may_end_open(const std::string& name) const
 {
   if (auto known = m_known.find(name); known != m_known.end()) {
     if (known->second == 0) {
@@ -571,49 +600,29 @@ bool EmptyNames::may_be_empty(const std::string& name) const
   if (++m_steps > k_max_steps) {
     return true;
   }
-  const std::set<std::string>* values = definitions(&ScanMacros::values, name);
-  if (values == nullptr) {
+  std::vector<const std::set<std::string>*> values;
+  definitions(&ScanMacros::values, name, values);
+  if (values.empty()) {
     m_known[name] = reserved(name) ? 1 : 2;
     return reserved(name);
   }
   m_known[name] = 0;
   const std::size_t assumed = m_assumed;
-  bool empty = false;
-  for (const std::string& value : *values) {
-    empty = empty || value_may_be_empty(value);
-  }
-  if (empty || m_assumed == assumed) {
-    m_known[name] = empty ? 1 : 2;
-  } else {
-    m_known.erase(name);  // "never" while a name it reached was still being decided: not final
-  }
-  return empty;
-}
-
-bool EmptyNames::value_may_be_empty(const std::string& value) const
-{
-  for (std::size_t at = 0; at < value.size();) {
-    const char ch = value[at];
-    if (std::isspace(static_cast<unsigned char>(ch)) || ch == '\\') {
-      ++at;
-    } else if (word_char(ch) && !std::isdigit(static_cast<unsigned char>(ch))) {
-      const std::string name = identifier(value, at);
-      std::size_t next = at;
-      skip_space(value, next);
-      if (next < value.size() && value[next] == '(') {
-        return true;  // a call of a function-like macro may expand to nothing
-      }
-      if (!may_be_empty(name)) {
-        return false;
-      }
-    } else {
-      return false;  // a number or a punctuator: never nothing
+  bool open = false;
+  for (const std::set<std::string>* set : values) {
+    for (const std::string& value : *set) {
+      open = open || value_end(value) == End::open;
     }
   }
-  return true;
+  if (open || m_assumed == assumed) {
+    m_known[name] = open ? 1 : 2;
+  } else {
+    m_known.erase(name);  // "closed" while a name it reached was still being decided: not final
+  }
+  return open;
 }
 
-bool may_form_absolute_name(const std::string& text, const EmptyNames& empty)
+bool may_form_absolute_name(const std::string& text, const OpenEnds& ends)
 {
   char previous = '\n';  // the last character outside comments, strings and white space
   std::size_t previous_at = 0;  // where it is
@@ -629,10 +638,14 @@ bool may_form_absolute_name(const std::string& text, const EmptyNames& empty)
     }
     return text.substr(start, previous_at + 1 - start);
   };
-  const auto may_vanish = [&](const std::string& name, bool call) {
-    return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+  // Whether what `name` (or its call) expands to may leave a '/' after it first in a header name.
+  const auto may_open = [&](const std::string& name, bool call) {
+    if (name.empty()) {
+      return call;  // a bare group's ')' ("F()(x)/abs"): what stood before it is not known here
+    }
+    return !std::isdigit(static_cast<unsigned char>(name[0])) &&
            (parameters_here.count(name) != 0 || name == "__VA_ARGS__" || name == "__VA_OPT__" ||
-            (call ? empty.ask_call(name) : empty.ask(name)));
+            (call ? ends.ask_call(name) : ends.ask(name)));
   };
   for (std::size_t at = 0; at < text.size(); ++at) {
     const char ch = text[at];
@@ -663,7 +676,7 @@ bool may_form_absolute_name(const std::string& text, const EmptyNames& empty)
       continue;
     }
     if (ch == '\n') {
-      const bool spliced = at > 0 && text[at - 1] == '\\';
+      const bool spliced = (at > 0 && text[at - 1] == '\\') || (at > 1 && text[at - 1] == '\r' && text[at - 2] == '\\');
       previous = spliced ? previous : '\n';
       expanded = expanded && spliced;
       continue;
@@ -687,8 +700,10 @@ bool may_form_absolute_name(const std::string& text, const EmptyNames& empty)
       continue;
     }
     // A quote after a name's character opens a literal with a prefix (u8'x', L'x'), except in a
-    // number, where it separates digits (1'000).
-    if (ch == '"' || (ch == '\'' && !(word_char(previous) && std::isdigit(static_cast<unsigned char>(name_before()[0]))))) {
+    // number before a digit or letter, where it separates digits (1'000).
+    const bool separator = ch == '\'' && word_char(previous) && at + 1 < text.size() && word_char(text[at + 1]) &&
+                           std::isdigit(static_cast<unsigned char>(name_before()[0]));
+    if (ch == '"' || (ch == '\'' && !separator)) {
       for (at = at + 1; at < text.size() && text[at] != ch && text[at] != '\n'; ++at) {
         at += text[at] == '\\' ? 1 : 0;
       }
@@ -710,8 +725,8 @@ bool may_form_absolute_name(const std::string& text, const EmptyNames& empty)
     }
     if (expanded && slash_token(text, at, true)) {
       const bool pasted = previous == '#' || (previous == ':' && previous_at >= 3 && text.compare(previous_at - 3, 4, "%:%:") == 0);
-      if (pasted || (word_char(previous) && may_vanish(name_before(), false)) ||
-          (previous == ')' && may_vanish(closed_call, true))) {
+      if (pasted || (word_char(previous) && may_open(name_before(), false)) ||
+          (previous == ')' && may_open(closed_call, true))) {
         return true;  // after what may expand to nothing: "EMPTY/abs", "E()/abs", "x ## /abs"
       }
     }

@@ -42,37 +42,39 @@ struct ScanMacros {
 std::vector<IncludeDirective> scan_includes(const std::string& text, const std::map<std::string, std::string>& defines,
                                             ScanMacros* shared = nullptr);
 
-// Which names may expand to nothing where a computed #include's tokens are expanded, from what the
-// scanned texts define: a macro with a definition made only of such names (an empty one included)
-// or calling a function-like macro. A name no scanned text defines is answered by the toolkit's
-// headers' definitions (`toolkit`, asked only then), and, defined nowhere, may expand to nothing
-// when it is reserved to the implementation (`__x`, `_X`: NVRTC's own macros). Any other name stays
-// itself, and so does a macro whose expansion reaches itself again.
-class EmptyNames {
+// Which names' expansions may end "open" where a computed #include's tokens are expanded, so that a
+// '/' after them may come first in a header name: a macro one of whose definitions (in the scanned
+// texts or the toolkit's headers) is empty or ends in anything but a number, a string literal or a
+// name that ends closed (a punctuator such as '<' or ',', the ')' of a call); a name reserved to the
+// implementation (`__x`, `_X`) that nothing defines, other than NVRTC's predefined ones. A name
+// nothing defines stays itself (`cuda` in `<cuda/std/header>`), and so does a macro whose expansion
+// reaches itself again. The toolkit's definitions (`toolkit`) are read only when a name is asked.
+class OpenEnds {
 public:
-  explicit EmptyNames(const ScanMacros& macros, std::function<const ScanMacros*()> toolkit = {})
+  explicit OpenEnds(const ScanMacros& macros, std::function<const ScanMacros*()> toolkit = {})
     : m_macros(macros), m_toolkit(std::move(toolkit))
   {
   }
-  // Whether `name` may expand to nothing; remembered in asked().
+  // Whether `name`'s expansion may end open; remembered in asked().
   bool ask(const std::string& name) const;
-  // Whether a call `name(…)` may expand to nothing: a function-like macro with a definition made
-  // only of names, calls and pastes (its arguments may be empty), an object-like macro (it may
-  // name one), or an undefined reserved name.
+  // Whether a call `name(…)` may end open: an object-like macro (it may name a function-like one),
+  // a function-like macro with a body not ending in a number or string literal (a last name may be
+  // a parameter), an undefined reserved name. A name no macro has (sizeof) ends closed.
   bool ask_call(const std::string& name) const;
   // The names ask() and ask_call() were asked about ("name" and "name()"), with their answers.
   const std::map<std::string, bool>& asked() const { return m_asked; }
 
 private:
-  bool may_be_empty(const std::string& name) const;
-  bool value_may_be_empty(const std::string& value) const;
-  // The definitions of `name`: the scanned texts', else the toolkit's; null when none.
-  const std::set<std::string>* definitions(const std::map<std::string, std::set<std::string>> ScanMacros::*table,
-                                           const std::string& name) const;
+  enum class End { open, closed_name, closed_literal };
+  bool may_end_open(const std::string& name) const;
+  End value_end(const std::string& value) const;
+  // The definitions of `name` in `table`: the scanned texts' and the toolkit's.
+  void definitions(const std::map<std::string, std::set<std::string>> ScanMacros::*table, const std::string& name,
+                   std::vector<const std::set<std::string>*>& out) const;
   const ScanMacros& m_macros;
   std::function<const ScanMacros*()> m_toolkit;
   mutable const ScanMacros* m_toolkit_macros = nullptr;
-  mutable std::map<std::string, int> m_known;  // name → 0 deciding, 1 may be empty, 2 never
+  mutable std::map<std::string, int> m_known;  // name → 0 deciding, 1 may end open, 2 ends closed
   mutable std::map<std::string, bool> m_asked;
   mutable std::size_t m_assumed = 0;  // answers given for names still being decided (a cycle)
   mutable std::size_t m_steps = 0;
@@ -85,12 +87,13 @@ private:
 // - first in a string literal (`"/tmp/x"`, raw strings and `u8`/`L` prefixes understood);
 // - right after '(', ',' or '<' (a macro argument or an angle name starting with it), or first in
 //   a #define's body;
-// - in a #define or #include line, right after a name that may expand to nothing (`empty`; a
+// - in a #define or #include line, right after a name whose expansion may end open (`ends`; a
 //   parameter of the macro being defined and __VA_ARGS__ always may: "P(EMPTY /usr/x.h)",
-//   "<dir/x.h>"), after the ')' of a call that may (`E()/usr`), or after a paste (`##`, `%:%:`).
+//   "<dir/x.h>", "LT/usr" with LT '<'), after the ')' of a call that may or of a bare group
+//   (`E()/usr`), or after a paste (`##`, `%:%:`).
 // `<cuda/std/header>` forms no absolute name unless `cuda` may expand to nothing. Comments are
 // skipped; code outside those lines (division) never counts.
-bool may_form_absolute_name(const std::string& text, const EmptyNames& empty);
+bool may_form_absolute_name(const std::string& text, const OpenEnds& ends);
 
 // The macros the toolkit's headers under `dirs` define (every definition of every file below them,
 // conditionals not evaluated): object-like values and function-like bodies. Read once per process

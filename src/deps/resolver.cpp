@@ -678,7 +678,20 @@ std::string Resolver::add_next(const std::string& name, IncludeKind kind, const 
 
 void Resolver::follow(const std::string& text, const std::string& includer)
 {
+  if (text.find("??=") != std::string::npos || text.find("??/") != std::string::npos) {
+    // Before C++17 NVRTC reads them as '#' and '\\': a directive or a line splice this scanner
+    // does not see (an absolute #include among them).
+    refuse(UncachedReason::formed_name, includer + " has a trigraph (??= or ??/), which NVRTC reads as # or \\ before "
+                                                   "C++17: directives kjit does not see");
+  }
   for (const IncludeDirective& directive : scan_includes(text, m_defines, &m_scan)) {
+    if (directive.macro) {
+      // Followed by the macro's last definition in this text; another one (another branch or
+      // file, a -D) may be what NVRTC expands: the texts are read for absolute names as for any
+      // computed include.
+      const bool sourceless = includer == m_main_path && m_context.source_dir.empty();
+      m_computed_dirs.insert(sourceless ? std::string() : dir_of(includer));
+    }
     if (directive.computed) {
       if (directive.probe) {
         m_operands.insert(directive.name);  // expanded by close() with every value it may have
@@ -785,11 +798,11 @@ void Resolver::check_formed_names()
     return;  // no #include that only NVRTC expands
   }
   // Whether a name may expand to nothing depends on every definition scanned: when a text scanned
-  // since the last check made a name the texts read so far asked about able to, they are read again.
-  const EmptyNames empty(m_scan, [this] { return &toolkit_macros(m_context.toolkit_dirs); });
+  // since the last check let a name the texts read so far asked about end open, they are read again.
+  const OpenEnds ends(m_scan, [this] { return &toolkit_macros(m_context.toolkit_dirs); });
   for (const auto& [name, was_empty] : m_formed_asked) {
     const bool call = name.size() > 2 && name.compare(name.size() - 2, 2, "()") == 0;
-    if (!was_empty && (call ? empty.ask_call(name.substr(0, name.size() - 2)) : empty.ask(name))) {
+    if (!was_empty && (call ? ends.ask_call(name.substr(0, name.size() - 2)) : ends.ask(name))) {
       m_formed_source = false;
       m_formed_checked = 0;
       break;
@@ -798,22 +811,22 @@ void Resolver::check_formed_names()
   std::string where;
   if (!m_formed_source) {
     m_formed_source = true;
-    where = may_form_absolute_name(m_program.source, empty) ? m_program.name : where;
+    where = may_form_absolute_name(m_program.source, ends) ? m_program.name : where;
     for (const auto& [name, content] : m_program.headers) {
-      where = where.empty() && may_form_absolute_name(content, empty) ? name : where;
+      where = where.empty() && may_form_absolute_name(content, ends) ? name : where;
     }
     for (const auto& [name, value] : m_defines) {
       // A value is a macro argument and a #define body ("EMPTY /abs/x.h": after a name).
       const bool forms =
-        may_form_absolute_name("(" + value, empty) || may_form_absolute_name("#define " + name + " " + value, empty);
+        may_form_absolute_name("(" + value, ends) || may_form_absolute_name("#define " + name + " " + value, ends);
       where = where.empty() && forms ? "-D" + name : where;
     }
   }
   for (; m_formed_checked < m_result.headers.size() && where.empty(); ++m_formed_checked) {
     const DiskHeader& header = m_result.headers[m_formed_checked];
-    where = may_form_absolute_name(header.content, empty) ? header.path : where;
+    where = may_form_absolute_name(header.content, ends) ? header.path : where;
   }
-  m_formed_asked = empty.asked();
+  m_formed_asked = ends.asked();
   if (!where.empty()) {
     // NVRTC would open such a name on disk itself, a file kjit never hashed (nor sees).
     refuse(UncachedReason::formed_name, "an #include only NVRTC expands, and " + where + " may form an absolute name for it");

@@ -238,7 +238,7 @@ private:
   bool m_names_files = false;  // see names_files()
   bool m_formed_source = false;      // check_formed_names() has read the source, its headers and -D
   std::size_t m_formed_checked = 0;  // headers check_formed_names() has read
-  std::map<std::string, bool> m_formed_asked;  // the names it asked EmptyNames about, and the answers
+  std::map<std::string, bool> m_formed_asked;  // the names it asked OpenEnds about, and the answers
   std::map<std::string, std::string> m_real_files;  // inode, size, mtime, ctime → first path added
   std::set<std::string> m_closed_dirs;   // folders and names close() has tried together
   std::set<std::string> m_closed_names;

@@ -1,4 +1,4 @@
-// The macros the toolkit's headers define, for EmptyNames: a name no user text defines may still be
+// The macros the toolkit's headers define, for OpenEnds: a name no user text defines may still be
 // defined empty by a toolkit header the program includes (CUDARTAPI in cuda_runtime_api.h).
 #include "deps/include_scan.hpp"
 

@@ -54,7 +54,7 @@ bool forms_absolute(const std::string& text)
 {
   kjit::deps::ScanMacros macros;
   kjit::deps::scan_includes(text, {}, &macros);
-  return kjit::deps::may_form_absolute_name(text, kjit::deps::EmptyNames(macros));
+  return kjit::deps::may_form_absolute_name(text, kjit::deps::OpenEnds(macros));
 }
 
 } // namespace
@@ -339,7 +339,14 @@ BOOST_AUTO_TEST_CASE(library_computed_includes_form_no_absolute_name)
          "#define DROP(x)\n#define HDR DROP(a'\"')</tmp/abs.h>\n",   // a prefixed character literal
          "#define DROP(x)\n#define HDR DROP(R\"(\")\")</tmp/abs.h>\n",  // a raw string
          "#define HDR0 \"\\\n/tmp/abs.h\"\n",                       // a splice after the quote
-         "#define HDR0 \"/\\\ntmp/abs.h\"\n"}) {                    // a splice after "/
+         "#define HDR0 \"/\\\ntmp/abs.h\"\n",                       // a splice after "/
+         // The second review (each served stale before):
+         "#define EAT(x)\n#define F() EAT(.)\n#define H <F()/tmp/abs.h>\n",  // a body ending in a call
+         "#define EAT(x)\n#define F() EAT\n#define H <F()(x)/tmp/abs.h>\n",  // a group after a call
+         "#define EAT(x)\n#define H EAT(1'\"') \"/tmp/abs.h\"\n",     // a quote after a number, no digit after
+         "#define E\n#define H <E\\\r\n/tmp/abs.h>\n",               // a CRLF splice
+         "#define EF()\n#ifdef N\n#define E(x) (x+1)\n#else\n#define E EF\n#endif\n#define H <E()/tmp/abs.h>\n",
+         "#define LT <\n#define H LT/tmp/abs.h>\n"}) {                // a name expanding to '<'
     BOOST_TEST(forms_absolute(text), text);
   }
   // What stays followed: division by a number after NVRTC's predefined macros, a known call.
@@ -357,12 +364,17 @@ BOOST_AUTO_TEST_CASE(names_the_toolkit_defines_are_read_from_its_headers)
   const kjit::deps::ScanMacros& macros = kjit::deps::toolkit_macros({toolkit + "/include"});
   BOOST_TEST_REQUIRE(macros.values.count("CUDARTAPI") == 1u);
   const kjit::deps::ScanMacros none;
-  const kjit::deps::EmptyNames empty(none, [&] { return &macros; });
-  BOOST_TEST(empty.ask("CUDARTAPI"));
-  BOOST_TEST(!empty.ask("CUDART_VERSION"));
-  BOOST_TEST(!empty.ask("cuda"));
-  BOOST_TEST(kjit::deps::may_form_absolute_name("#define HDR <CUDARTAPI/tmp/abs.h>\n", empty));
-  BOOST_TEST(!kjit::deps::may_form_absolute_name("#define H(header) <cuda/std/header>\n", empty));
+  const kjit::deps::OpenEnds ends(none, [&] { return &macros; });
+  BOOST_TEST(ends.ask("CUDARTAPI"));
+  BOOST_TEST(!ends.ask("CUDART_VERSION"));
+  BOOST_TEST(!ends.ask("cuda"));
+  BOOST_TEST(kjit::deps::may_form_absolute_name("#define HDR <CUDARTAPI/tmp/abs.h>\n", ends));
+  BOOST_TEST(!kjit::deps::may_form_absolute_name("#define H(header) <cuda/std/header>\n", ends));
+  // A user definition does not hide the toolkit's empty one (#ifndef CUDARTAPI keeps NVRTC's).
+  kjit::deps::ScanMacros user;
+  user.values["CUDARTAPI"].insert("nonempty");
+  const kjit::deps::OpenEnds both(user, [&] { return &macros; });
+  BOOST_TEST(both.ask("CUDARTAPI"));
 }
 
 // Review (rkeys) 1: `static_assert` is no `assert`: it names no file, so its program's key stays

@@ -128,4 +128,31 @@ BOOST_AUTO_TEST_CASE(a_macro_angle_name_expanded_to_an_absolute_name_is_not_serv
   }
 }
 
+// The second review of issue 36's rule: directives the scanner did not see as NVRTC does. Each
+// was served stale after an edit of the absolute header: a directive split by a comment spanning
+// lines, an #include MACRO followed by its last definition while another one is expanded, a
+// trigraph forming the directive (C++14).
+BOOST_AUTO_TEST_CASE(directives_the_scanner_read_otherwise_are_not_served_stale)
+{
+  const std::string d = tmp.path() + "/otherwise";
+  const std::string abs = d + "/abs/h.h";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> programs{
+    {"# /*\n*/ include \"" + abs + "\"\n", {}},
+    {"#if 1\n#define H \"" + abs + "\"\n#else\n#define H \"x.h\"\n#endif\n#include H\n", {}},
+    {"#ifndef H\n#define H \"x.h\"\n#endif\n#include H\n", {"-DH=\"" + abs + "\""}},
+    {"??=include \"" + abs + "\"\n", {"-std=c++14"}},
+  };
+  put(d + "/src/x.h", "#define V 1\n");
+  int value = 651;
+  for (std::size_t i = 0; i < programs.size(); ++i) {
+    const std::string src = d + "/src/k" + std::to_string(i) + ".cu";
+    put(src, programs[i].first + "extern \"C\" __global__ void k(int* o) { *o = V; }\n");
+    for (int round = 0; round < 2; ++round, ++value) {
+      put(abs, "#define V " + std::to_string(value) + "\n");
+      settle();
+      same_as_plain(config, src, programs[i].second, std::to_string(value));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
