@@ -427,6 +427,27 @@ BOOST_AUTO_TEST_CASE(manifests_keep_odd_paths_and_their_context)
   BOOST_TEST(!kjit::deps::decode_manifest(encoded).has_value());
 }
 
+// Held-out mutants of include_scan.cpp and key.cpp (issue 35's run): the value of every option
+// that takes one is not read as a -D, and a header outside the -I folders and the source folder is
+// named in the key by its way from the source folder.
+BOOST_AUTO_TEST_CASE(option_values_are_not_defines_and_headers_beside_the_source_are_named_by_their_way)
+{
+  const auto defines = kjit::deps::defines_from_options(
+    {"-U", "-DA=1", "--undefine-macro", "-DB=1", "-I", "-DC=1", "--include-path", "-DD=1", "-include", "-DE=1",
+     "--pre-include", "-DF=1", "-DG=7"});
+  BOOST_TEST(defines.size() == 1u);
+  BOOST_TEST(defines.at("G") == "7");
+
+  const std::string d = tmp.path() + "/way";
+  put(d + "/proj/common/x.h", "#define X 1\n");
+  put(d + "/proj/src/k.cu", "#include \"../common/x.h\"\nextern \"C\" __global__ void k(int* o) { *o = X; }\n");
+  kjit::Cache cache(config);
+  const kjit::Program program = kjit::program_from_file(d + "/proj/src/k.cu");
+  cache.get(program, kjit::Arch::parse("sm_90"));
+  const std::string text = cache.prepare(program, kjit::Arch::parse("sm_90")).program_txt();
+  BOOST_TEST(text.find("\t{src}/../common/x.h\n") != std::string::npos, text);
+}
+
 // A host under a file-size limit (ulimit -f) below a header's size is not killed by SIGXFSZ when
 // the header is copied into the compile's private include folder: the copy fails as any failed
 // write does (a kjit::Error). Before, the copy ended the process.
