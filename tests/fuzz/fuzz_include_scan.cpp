@@ -1,4 +1,5 @@
-// libFuzzer target: the include scanner (deps/include_scan.hpp, read only here) on arbitrary text.
+// libFuzzer target: the include scanner (deps/include_scan.hpp, read only here) on arbitrary text,
+// and the absolute-name check with the macros that text defines.
 #include "deps/include_scan.hpp"
 
 #include <cstddef>
@@ -8,7 +9,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 {
   const std::string text(reinterpret_cast<const char*>(data), size);
   const std::map<std::string, std::string> defines{{"HEADER", "\"h.h\""}, {"EMPTY", ""}};
-  const auto includes = kjit::deps::scan_includes(text, defines);
+  kjit::deps::ScanMacros macros;
+  const auto includes = kjit::deps::scan_includes(text, defines, &macros);
   (void)includes;
+  const kjit::deps::OpenEnds ends(macros);
+  (void)kjit::deps::may_form_absolute_name(text, ends);
   return 0;
 }
