@@ -391,9 +391,9 @@ Binary compile_with_includes(const Config& config, const Program& program, const
       log::line(program.name + ": " + (resolver.unfaithful().empty() ? named_limit : resolver.unfaithful()) +
                 "; compiled from the files on disk and not cached");
       // Not cached, as it says: NVRTC reads the disk itself, which may hold more than the key
-      // (a header only a computed include reaches, an edit since kjit read it). Before, a compile
-      // for a file's two names was stored under the key of what kjit had read, and served after
-      // such a header was edited (key_names/a_compile_from_the_disk_for_two_names_is_not_cached).
+      // (a header only a computed include reaches, an edit since kjit read it): stored under the
+      // key of what kjit read, it would be served after such a header is edited
+      // (key_names/a_compile_from_the_disk_for_two_names_is_not_cached).
       resolver.compiled_from_disk(UncachedReason::names_file, named_limit);
       resolver.result().recordable = false;
       if (rounds != nullptr) {

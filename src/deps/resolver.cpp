@@ -428,8 +428,8 @@ void Resolver::probe(const std::string& candidate)
     // The entry is there but was not taken: what can change without the folder's stamp is watched
     // too. A symbolic link whose target is missing (a generated header not made yet): its target's
     // folder, where the target appears; an entry that is no readable file (unreadable, a folder):
-    // its own stamp (chmod changes its ctime). Before, only the folder was watched, and a target
-    // or a permission appearing later was never seen. Whether the entry is there is asked of the
+    // its own stamp (chmod changes its ctime): the folder's stamp alone misses a target or a
+    // permission that appears later. Whether the entry is there is asked of the
     // folder's listing when there is one (the closure's), else by one lstat: no listing is made
     // for it (a string program's working folder may be large).
     const auto listed = m_listings.find(dir);

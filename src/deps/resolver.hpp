@@ -48,8 +48,8 @@ std::int64_t stamp_clock_ns();
 // keep the stamp. A tick is what the filesystem keeps of a time: read off the value, 2 s for a
 // whole second (ext3, ext4 with 128-byte inodes, HFS+: 1 s; FAT: 2 s), else 10 to the power of
 // its trailing zero digits (1 ns on ext4, xfs, btrfs, tmpfs; 100 ns on CIFS; 1 µs on some NFS
-// servers). Before, a stamp was compared with the start to the nanosecond: on a filesystem of whole
-// seconds an edit in the second of a compile, after its start, kept the stamp the compile recorded.
+// servers). Compared with the start to the nanosecond instead, an edit in the second of a compile,
+// after its start, would keep the stamp the compile recorded on a filesystem of whole seconds.
 bool too_new(const FileStamp& stamp, std::int64_t start_ns);
 
 // A user header (outside the toolkit) that the compile may read.
