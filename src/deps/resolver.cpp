@@ -2,6 +2,7 @@
 #include "deps/resolver.hpp"
 
 #include "cache/toolkit_headers.hpp"
+#include "deps/formed_names.hpp"
 #include "util/file.hpp"
 
 #include <kjit/error.hpp>
@@ -678,10 +679,10 @@ std::string Resolver::add_next(const std::string& name, IncludeKind kind, const 
 
 void Resolver::follow(const std::string& text, const std::string& includer)
 {
-  if (text.find("??=") != std::string::npos || text.find("??/") != std::string::npos) {
-    // Before C++17 NVRTC reads them as '#' and '\\': a directive or a line splice this scanner
+  if (text.find("?\?=") != std::string::npos || text.find("?\?/") != std::string::npos) {
+    // Before C++17 NVRTC reads them as '#' and a backslash: a directive or a line splice this scanner
     // does not see (an absolute #include among them).
-    refuse(UncachedReason::formed_name, includer + " has a trigraph (??= or ??/), which NVRTC reads as # or \\ before "
+    refuse(UncachedReason::formed_name, includer + " has a trigraph (?\?= or ?\?/), which NVRTC reads as # or \\ before "
                                                    "C++17: directives kjit does not see");
   }
   for (const IncludeDirective& directive : scan_includes(text, m_defines, &m_scan)) {

@@ -1,6 +1,6 @@
 // The macros the toolkit's headers define, for OpenEnds: a name no user text defines may still be
 // defined empty by a toolkit header the program includes (CUDARTAPI in cuda_runtime_api.h).
-#include "deps/include_scan.hpp"
+#include "deps/formed_names.hpp"
 
 #include "util/file.hpp"
 

@@ -1,5 +1,6 @@
 // libFuzzer target: the include scanner (deps/include_scan.hpp, read only here) on arbitrary text,
 // and the absolute-name check with the macros that text defines.
+#include "deps/formed_names.hpp"
 #include "deps/include_scan.hpp"
 
 #include <cstddef>

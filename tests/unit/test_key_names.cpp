@@ -4,6 +4,7 @@
 
 #include "fixture.hpp"
 
+#include "deps/formed_names.hpp"
 #include "deps/include_scan.hpp"
 #include "rtc/compiler.hpp"
 

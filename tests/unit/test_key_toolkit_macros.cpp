@@ -140,7 +140,7 @@ BOOST_AUTO_TEST_CASE(directives_the_scanner_read_otherwise_are_not_served_stale)
     {"# /*\n*/ include \"" + abs + "\"\n", {}},
     {"#if 1\n#define H \"" + abs + "\"\n#else\n#define H \"x.h\"\n#endif\n#include H\n", {}},
     {"#ifndef H\n#define H \"x.h\"\n#endif\n#include H\n", {"-DH=\"" + abs + "\""}},
-    {"??=include \"" + abs + "\"\n", {"-std=c++14"}},
+    {"?\?=include \"" + abs + "\"\n", {"-std=c++14"}},
   };
   put(d + "/src/x.h", "#define V 1\n");
   int value = 651;
