@@ -95,9 +95,14 @@ int cold(const std::string& dir, kjit::Config config, const char* self)
   std::printf("compiles: %llu, compile time %.1f ms; store: %s, %zu entries; mirror: %s/programs/\n\n",
               static_cast<unsigned long long>(stats.compiles), stats.compile_ms_spent, cache.store_path().c_str(),
               cache.disk_entries(), config.cache_dir.c_str());
-  // The batch's workers: the kjit-worker built beside this demo (build/tools/kjit/).
+  // The batch's workers: the build's kjit-worker (build/tools/kjit/, the demo being in
+  // build/examples/), else the one beside the demo (an installed or packed demo).
   const std::string self_dir = std::string(self).substr(0, std::string(self).rfind('/'));
-  if (demo::show_script(cache, self_dir + "/../tools/kjit/kjit-worker") != 0) {
+  std::string worker = self_dir + "/../tools/kjit/kjit-worker";
+  if (::access(worker.c_str(), X_OK) != 0) {
+    worker = self_dir + "/kjit-worker";
+  }
+  if (demo::show_script(cache, worker) != 0) {
     return 1;
   }
   std::fflush(stdout);

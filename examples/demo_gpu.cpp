@@ -6,15 +6,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 namespace demo {
 
 namespace {
 
+// A program is named by its path (examples/saxpy.cu, /abs/examples/saxpy.cu); found by file name.
 const kjit::Program& find(const std::vector<kjit::Program>& programs, const char* name)
 {
   for (const auto& program : programs) {
-    if (program.name == name) {
+    if (std::filesystem::path(program.name).filename() == name) {
       return program;
     }
   }
