@@ -914,9 +914,24 @@ void Resolver::close()
     // Only pairs not tried before: a new folder with every name, a new name in every folder.
     for (const auto& dir : dirs) {
       const bool new_dir = m_closed_dirs.insert(dir).second;
+      // Most pairs are missing at their first step (a CCCL tree: thousands of names, hundreds of
+      // folders): for those the folder's listing answers, and its stamp, taken by the first such
+      // probe, watches every one of them (what probe() would record for each).
+      const std::set<std::string>* entries = listing(dir);
+      bool missing_probed = false;
       for (const auto& name : names) {
         if (name.empty() || name.front() == '/' || (!new_dir && m_closed_names.count(name) != 0)) {
           continue;
+        }
+        if (entries != nullptr) {
+          const std::string first = name.substr(0, name.find('/'));
+          if (first != "." && first != ".." && entries->count(first) == 0) {
+            if (!missing_probed) {
+              probe(join_path(dir, name));
+              missing_probed = true;
+            }
+            continue;
+          }
         }
         const std::string candidate = join_path(dir, name);
         if (m_index.count(candidate) != 0) {
