@@ -4,7 +4,7 @@
 #include "workload.hpp"
 
 #include "remote/remote_tier.hpp"
-#include "remote/url.hpp"
+#include "config/remote_url.hpp"
 #include "util/stopwatch.hpp"
 
 #include <algorithm>
@@ -90,9 +90,9 @@ int main(int argc, char** argv)
   std::size_t bytes = 0;
   for (int i = 0; i < gets; ++i) {
     const kjit::util::Stopwatch watch;
-    const kjit::cache::TierAnswer answer = tier.get(digest_of_hex(keys[static_cast<std::size_t>(i) % keys.size()]));
+    const kjit::tier::TierAnswer answer = tier.get(digest_of_hex(keys[static_cast<std::size_t>(i) % keys.size()]));
     get_ms.push_back(watch.elapsed_ms());
-    if (answer.kind != kjit::cache::TierAnswer::Kind::record) {
+    if (answer.kind != kjit::tier::TierAnswer::Kind::record) {
       std::fprintf(stderr, "a GET found no record: %s\n", answer.why.c_str());
       return 1;
     }

@@ -12,28 +12,28 @@ namespace kjit::bundle {
 
 namespace {
 
-class BundleTier final : public cache::Tier {
+class BundleTier final : public tier::Tier {
 public:
   explicit BundleTier(std::string path) : m_name("bundle " + path), m_path(std::move(path)) {}
 
   const std::string& name() const noexcept override { return m_name; }
 
-  cache::TierAnswer get(const util::Sha256& key) noexcept override
+  tier::TierAnswer get(const util::Sha256& key) noexcept override
   {
-    cache::TierAnswer answer;
+    tier::TierAnswer answer;
     try {
       const Reader* reader = open();
       if (reader == nullptr) {
-        answer.kind = cache::TierAnswer::Kind::failure;
+        answer.kind = tier::TierAnswer::Kind::failure;
         answer.why = m_open_error;
         return answer;
       }
       if (const IndexEntry* entry = reader->find(key)) {
         answer.bytes = reader->read(*entry);
-        answer.kind = cache::TierAnswer::Kind::record;
+        answer.kind = tier::TierAnswer::Kind::record;
       }
     } catch (const std::exception& e) {
-      answer.kind = cache::TierAnswer::Kind::failure;
+      answer.kind = tier::TierAnswer::Kind::failure;
       answer.why = e.what();
     }
     return answer;
@@ -72,12 +72,12 @@ private:
 
 } // namespace
 
-std::unique_ptr<cache::Tier> open_tier(const std::string& path)
+std::unique_ptr<tier::Tier> open_tier(const std::string& path)
 {
   return std::make_unique<BundleTier>(path);
 }
 
-std::vector<MetaRow> tier_meta(cache::Tier& tier)
+std::vector<MetaRow> tier_meta(tier::Tier& tier)
 {
   auto* bundle = dynamic_cast<BundleTier*>(&tier);
   return bundle != nullptr ? bundle->meta() : std::vector<MetaRow>{};

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "bundle/format.hpp"
-#include "cache/tier.hpp"
+#include "tier/tier.hpp"
 
 #include <memory>
 #include <string>
@@ -12,9 +12,9 @@ namespace kjit::bundle {
 
 // The tier for the bundle at `path`. The file is opened (header, index and meta checked) on the
 // first call to get() or meta(); if that fails every get() answers the same failure. Never throws.
-std::unique_ptr<cache::Tier> open_tier(const std::string& path);
+std::unique_ptr<tier::Tier> open_tier(const std::string& path);
 
 // The meta rows of a bundle tier (toolchain identities), empty if it can't be read. Never throws.
-std::vector<MetaRow> tier_meta(cache::Tier& tier);
+std::vector<MetaRow> tier_meta(tier::Tier& tier);
 
 } // namespace kjit::bundle

@@ -9,7 +9,7 @@
 #include "cache/direct_key.hpp"
 #include "cache/key.hpp"
 #include "cache/memory_tier.hpp"
-#include "cache/tier.hpp"
+#include "tier/tier.hpp"
 #include "deps/manifest.hpp"
 #include "mirror/writer.hpp"
 #include "remote/remote_tier.hpp"
@@ -61,7 +61,7 @@ struct Cache::Impl {
   cache::CacheDir dir;
   std::shared_ptr<store::Store> store;  // null without a disk tier
   cache::MemoryTier memory;
-  std::vector<std::unique_ptr<cache::Tier>> tiers;  // tiers after the store (bundles, then the remote), in order
+  std::vector<std::unique_ptr<tier::Tier>> tiers;  // tiers after the store (bundles, then the remote), in order
   remote::RemoteTier* remote = nullptr;             // the last of `tiers` when KJIT_REMOTE_CACHE is set
 
   std::mutex context_mutex;
@@ -216,7 +216,7 @@ struct Cache::Impl {
                                               bool* remote_hit = nullptr);
   // Verifies a tier's answer for `key`: a good record is counted, promoted to the store and
   // returned; a damaged one or a failure is counted and logged (once), never thrown.
-  std::optional<store::Entry> take_answer(cache::Tier& tier, cache::TierAnswer answer, const util::Sha256& key,
+  std::optional<store::Entry> take_answer(tier::Tier& tier, tier::TierAnswer answer, const util::Sha256& key,
                                           const PreparedProgram& prepared);
   // Before a compile, with a remote tier: takes the fleet's compile lease on `key` (into `lease`),
   // or waits (KJIT_COMPILE_LOCK_TIMEOUT at most) for the node that holds it and returns its

@@ -5,6 +5,7 @@
 #include "deps/search.hpp"
 #include "rtc/compile_options.hpp"
 #include "store/record.hpp"
+#include "util/text.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -312,26 +313,6 @@ std::vector<std::string> absolute_include_options(const std::vector<std::string>
   return out;
 }
 
-std::string escape_line(const std::string& value)
-{
-  std::string out;
-  out.reserve(value.size());
-  for (char ch : value) {
-    if (ch == '\\') {
-      out += "\\\\";
-    } else if (ch == '\n') {
-      out += "\\n";
-    } else if (ch == '\r') {
-      out += "\\r";
-    } else if (ch == '\t') {
-      out += "\\t";
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context,
                   const std::vector<deps::DiskHeader>& includes)
 {
@@ -342,9 +323,9 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   p += "kjit-program 1\n";
   const std::vector<std::string> options = normalize_options(program.options);
   const KeyRoots roots = roots_of(program.name, options);
-  p += "name: " + escape_line(base_name(program.name)) + "\n";
+  p += "name: " + util::escape_line(base_name(program.name)) + "\n";
   for (const auto& [name, content] : program.headers) {  // std::map: sorted by name
-    p += "header: " + util::to_hex(util::sha256(content)) + " " + escape_line(name) + "\n";
+    p += "header: " + util::to_hex(util::sha256(content)) + " " + util::escape_line(name) + "\n";
   }
   // One file by two names (a hard link, a symlink) is one file to #pragma once, a copy of it is
   // two: the line of the second name says which earlier place it is (the identity the private
@@ -352,12 +333,12 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   std::map<std::tuple<std::uint64_t, std::uint64_t, std::int64_t, std::int64_t, std::int64_t>, std::string> first_place;
   for (const auto& include : includes) {
     const std::string place = portable_path(roots, include.path);
-    p += "include: " + util::to_hex(include.hash) + " " + escape_line(include.name) + "\t" + escape_line(place);
+    p += "include: " + util::to_hex(include.hash) + " " + util::escape_line(include.name) + "\t" + util::escape_line(place);
     if (include.stamp.exists && include.stamp.inode != 0) {
       const auto identity = std::make_tuple(include.stamp.device, include.stamp.inode, include.stamp.size,
                                             include.stamp.mtime_ns, include.stamp.ctime_ns);
       if (const auto [first, added] = first_place.emplace(identity, place); !added) {
-        p += "\tsame file as " + escape_line(first->second);
+        p += "\tsame file as " + util::escape_line(first->second);
       }
     }
     p += "\n";
@@ -370,19 +351,19 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
     names_files = names_files || !include.spelled.empty();
   }
   if (names_files) {
-    p += "named-as: " + escape_line(program.name) + "\n";
+    p += "named-as: " + util::escape_line(program.name) + "\n";
     if (deps::options_name_files(program.options)) {
-      p += "named-from: " + escape_line(named_dir()) + "\n";
+      p += "named-from: " + util::escape_line(named_dir()) + "\n";
     }
     for (const auto& option : program.options) {
-      p += "named-option: " + escape_line(option) + "\n";
+      p += "named-option: " + util::escape_line(option) + "\n";
     }
     for (const auto& include : includes) {
-      p += "named-include: " + escape_line(include.spelled) + "\t" + escape_line(portable_path(roots, include.path)) + "\n";
+      p += "named-include: " + util::escape_line(include.spelled) + "\t" + util::escape_line(portable_path(roots, include.path)) + "\n";
     }
   }
   for (const auto& expression : program.name_expressions) {
-    p += "name-expression: " + escape_line(expression) + "\n";
+    p += "name-expression: " + util::escape_line(expression) + "\n";
   }
   p += "source-bytes: " + std::to_string(program.source.size()) + "\n";
   p += "source:\n";
@@ -395,10 +376,10 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   o += "cubin-path: " + std::string(rtc::cubin_path_name(rtc::cubin_path(program, arch))) + "\n";
   std::size_t include_index = 0;
   for (const auto& option : options) {
-    o += "option: " + escape_line(portable_option(roots, option, include_index)) + "\n";
+    o += "option: " + util::escape_line(portable_option(roots, option, include_index)) + "\n";
   }
   for (const auto& dir : context.toolkit_include_names) {
-    o += "toolkit-include: " + escape_line(dir) + "\n";
+    o += "toolkit-include: " + util::escape_line(dir) + "\n";
   }
   // A program that names no disk header (no "include" anywhere, no -I, no pre-include) reads no
   // toolkit header: NVRTC 13.0 opens nothing under the toolkit's include folders for it (strace),
@@ -413,7 +394,7 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
   for (std::size_t at = 0, end; at < context.compiler_environment.size(); at = end + 1) {
     end = context.compiler_environment.find('\n', at);
     end = end == std::string::npos ? context.compiler_environment.size() : end;
-    o += "nvrtc-environment: " + escape_line(context.compiler_environment.substr(at, end - at)) + "\n";
+    o += "nvrtc-environment: " + util::escape_line(context.compiler_environment.substr(at, end - at)) + "\n";
   }
   o += "nvrtc: " + context.nvrtc_identity + "\n";
   o += "nvjitlink: " + context.nvjitlink_identity + "\n";

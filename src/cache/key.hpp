@@ -78,9 +78,6 @@ std::vector<std::string> absolute_include_options(const std::vector<std::string>
 // include folders made absolute and normalized. Order is kept (it matters to the compiler).
 std::vector<std::string> normalize_options(const std::vector<std::string>& options);
 
-// Escapes '\\' and newlines so a value always stays on one line of a key text.
-std::string escape_line(const std::string& value);
-
 // The key of `program` on `arch`. `includes` are the disk headers it uses (found by
 // deps::resolve_includes or a manifest); each is listed with its content hash, include name and
 // portable_path(). Nothing in the texts depends on where the project or the toolkit is: the

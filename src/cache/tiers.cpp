@@ -13,7 +13,7 @@ namespace {
 
 // What tier_reported holds once a damaged record of `p` in `tier` was logged (an unreadable
 // tier: its name and why).
-std::string damaged_record(const cache::Tier& tier, const PreparedProgram& p)
+std::string damaged_record(const tier::Tier& tier, const PreparedProgram& p)
 {
   return tier.name() + p.key();
 }
@@ -67,23 +67,23 @@ std::optional<store::Entry> Cache::Impl::load_from_tiers(const util::Sha256& key
   return std::nullopt;
 }
 
-std::optional<store::Entry> Cache::Impl::take_answer(cache::Tier& tier, cache::TierAnswer answer,
+std::optional<store::Entry> Cache::Impl::take_answer(tier::Tier& tier, tier::TierAnswer answer,
                                                      const util::Sha256& key, const PreparedProgram& p)
 {
   const bool is_remote = &tier == remote;
-  if (answer.kind == cache::TierAnswer::Kind::none) {
+  if (answer.kind == tier::TierAnswer::Kind::none) {
     if (is_remote) {
       count(&CacheStats::remote_misses);
     }
     return std::nullopt;
   }
-  if (is_remote && answer.kind == cache::TierAnswer::Kind::failure) {
+  if (is_remote && answer.kind == tier::TierAnswer::Kind::failure) {
     count(&CacheStats::remote_errors);  // the tier warned once for this outage
     return std::nullopt;
   }
   std::string why = answer.why;
   std::optional<store::Entry> entry;
-  if (answer.kind == cache::TierAnswer::Kind::record) {
+  if (answer.kind == tier::TierAnswer::Kind::record) {
     if (is_remote) {
       count(&CacheStats::remote_bytes_read, nullptr, 0, answer.bytes.size());
     }
@@ -96,7 +96,7 @@ std::optional<store::Entry> Cache::Impl::take_answer(cache::Tier& tier, cache::T
     }
     // An unreadable tier is logged once; a damaged record once per key.
     const std::string what =
-      answer.kind == cache::TierAnswer::Kind::failure ? tier.name() + why : damaged_record(tier, p);
+      answer.kind == tier::TierAnswer::Kind::failure ? tier.name() + why : damaged_record(tier, p);
     std::lock_guard lock(flight_mutex);
     if (tier_reported.insert(what).second) {
       log::line("warning: " + tier.name() + ": " + why + " (" + p.program().name + ", " + p.arch().str() +
@@ -134,8 +134,8 @@ std::optional<store::Entry> Cache::Impl::await_fleet(const util::Sha256& key, co
   if (answer.kind == remote::LeaseAnswer::Kind::held) {
     lease = std::move(answer.lease);
   } else if (answer.kind == remote::LeaseAnswer::Kind::record) {
-    cache::TierAnswer record;
-    record.kind = cache::TierAnswer::Kind::record;
+    tier::TierAnswer record;
+    record.kind = tier::TierAnswer::Kind::record;
     record.bytes = std::move(answer.bytes);
     return take_answer(*remote, std::move(record), key, p);  // a damaged one: compiled here
   } else if (answer.timed_out) {

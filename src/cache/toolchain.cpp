@@ -2,7 +2,7 @@
 #include "cache/toolchain.hpp"
 
 #include "cache/cache_dir.hpp"
-#include "cache/toolkit_headers.hpp"
+#include "deps/toolkit_headers.hpp"
 #include "config/config_internal.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvjitlink_library.hpp"
@@ -124,7 +124,7 @@ bool remembers(const store::Store& store, const ContextText& text)
 std::string find_fingerprint(const std::vector<std::string>& dirs, store::Store* store, const ContextText& text)
 {
   try {
-    std::string fingerprint = toolkit_headers_fingerprint(dirs, store);
+    std::string fingerprint = deps::toolkit_headers_fingerprint(dirs, store);
     if (store != nullptr && store->writable()) {
       remember_context(*store, text, fingerprint);
     }
@@ -132,7 +132,7 @@ std::string find_fingerprint(const std::vector<std::string>& dirs, store::Store*
   } catch (const StoreError& e) {
     // Not kept or not remembered (disk full…): found again next time, never fatal.
     warn_once(std::string("cannot remember the toolkit headers' fingerprint: ") + e.what());
-    return toolkit_headers_fingerprint(dirs, nullptr);
+    return deps::toolkit_headers_fingerprint(dirs, nullptr);
   }
 }
 

@@ -4,7 +4,7 @@
 #include <kjit/arch.hpp>
 #include <kjit/error.hpp>
 
-#include "remote/url.hpp"
+#include "config/remote_url.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,8 +1,8 @@
 // Manifest encoding and validation.
 #include "deps/manifest.hpp"
 
-#include "cache/key.hpp"
 #include "util/file.hpp"
+#include "util/text.hpp"
 
 #include <sstream>
 
@@ -58,20 +58,20 @@ bool parse_hash(const std::string& hex, util::Sha256& out)
 
 std::string encode_manifest(const Manifest& manifest, const std::string& context)
 {
-  std::string body = "context " + cache::escape_line(context) + "\n";
+  std::string body = "context " + util::escape_line(context) + "\n";
   for (const Resolution& entry : manifest) {
     body += "entry\n";
     for (const DiskHeader& header : entry.headers) {
       body += "header " + util::to_hex(header.hash) + " " + stamp_text(header.stamp) + "\n";
-      body += "name " + cache::escape_line(header.name) + "\n";
-      body += "path " + cache::escape_line(header.path) + "\n";
+      body += "name " + util::escape_line(header.name) + "\n";
+      body += "path " + util::escape_line(header.path) + "\n";
       if (!header.spelled.empty()) {
-        body += "spelled " + cache::escape_line(header.spelled) + "\n";
+        body += "spelled " + util::escape_line(header.spelled) + "\n";
       }
     }
     for (const ProbedDir& dir : entry.dirs) {
       body += "dir " + stamp_text(dir.stamp) + "\n";
-      body += "path " + cache::escape_line(dir.path) + "\n";
+      body += "path " + util::escape_line(dir.path) + "\n";
     }
   }
   return std::string(k_magic) + " " + util::to_hex(util::checksum(body)) + "\n" + body;
@@ -92,7 +92,7 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
   std::istringstream lines{std::string(body)};
   std::string line;
   // Made in another resolution context (source folder, -I folders, pre-includes): not valid here.
-  if (!std::getline(lines, line) || line != "context " + cache::escape_line(context)) {
+  if (!std::getline(lines, line) || line != "context " + util::escape_line(context)) {
     return std::nullopt;
   }
   while (std::getline(lines, line)) {

@@ -1,7 +1,7 @@
 // Include resolution with stat() probes; user headers read and hashed once each.
 #include "deps/resolver.hpp"
 
-#include "cache/toolkit_headers.hpp"
+#include "deps/toolkit_headers.hpp"
 #include "deps/formed_names.hpp"
 #include "util/file.hpp"
 
@@ -343,7 +343,7 @@ void Resolver::add_toolkit_namesakes(const std::string& dir)
   }
   // A name a toolkit header includes or probes (`#if _CCCL_HAS_INCLUDE(<version>)`) finds this
   // folder's file before the toolkit's, or where the toolkit has none: passed, whether predicted or not.
-  for (const auto& name : *cache::toolkit_include_names(m_context.toolkit_dirs)) {
+  for (const auto& name : *toolkit_include_names(m_context.toolkit_dirs)) {
     const std::string candidate = join_path(dir, name);
     if (m_index.count(candidate) == 0 && !has_dot_dot(name)) {
       if (listed_file(candidate)) {

@@ -1,9 +1,9 @@
 // Building the search context from a Program and listing where nvcc would look for a name.
 #include "deps/search.hpp"
 
-#include "cache/key.hpp"
-
 #include <kjit/error.hpp>
+
+#include "util/text.hpp"
 
 #include <algorithm>
 #include <sys/stat.h>
@@ -150,24 +150,24 @@ std::string dir_of(const std::string& path)
 
 std::string SearchContext::text() const
 {
-  std::string out = "source-dir: " + cache::escape_line(source_dir) + "\n";
+  std::string out = "source-dir: " + util::escape_line(source_dir) + "\n";
   for (const auto& dir : include_dirs) {
-    out += "include-dir: " + cache::escape_line(dir) + "\n";
+    out += "include-dir: " + util::escape_line(dir) + "\n";
   }
   for (const auto& name : pre_includes) {
-    out += "pre-include: " + cache::escape_line(name) + "\n";
+    out += "pre-include: " + util::escape_line(name) + "\n";
   }
   if (!pre_includes.empty()) {
-    out += "cwd: " + cache::escape_line(cwd) + "\n";
+    out += "cwd: " + util::escape_line(cwd) + "\n";
   }
   for (const auto& dir : toolkit_dirs) {
-    out += "toolkit-dir: " + cache::escape_line(dir) + "\n";
+    out += "toolkit-dir: " + util::escape_line(dir) + "\n";
   }
   // The names as written, which a manifest's "spelled" names come from: a manifest made by another
   // spelling of the same files would give a key that no compile here stores (missed every time).
-  out += "named-as: " + cache::escape_line(program_spelled) + "\n";
+  out += "named-as: " + util::escape_line(program_spelled) + "\n";
   for (const auto& dir : include_spelled) {
-    out += "include-as: " + cache::escape_line(dir) + "\n";
+    out += "include-as: " + util::escape_line(dir) + "\n";
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // A small Redis client over hiredis, which is dlopen()ed on first use (never linked into libkjit).
 #pragma once
 
-#include "remote/url.hpp"
+#include "config/remote_url.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -69,11 +69,11 @@ const Server& RemoteTier::server_for(const util::Sha256& key) const noexcept
   return pick(key);
 }
 
-cache::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
+tier::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
 {
   const util::NoCancellation no_cancellation;  // its warning's write()
-  cache::TierAnswer answer;
-  answer.kind = cache::TierAnswer::Kind::failure;
+  tier::TierAnswer answer;
+  answer.kind = tier::TierAnswer::Kind::failure;
   try {
     Server& server = pick(key);
     const std::string name = redis_key(key);
@@ -82,7 +82,7 @@ cache::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
       return answer;
     }
     if (reply->kind == Reply::Kind::string) {
-      answer.kind = cache::TierAnswer::Kind::record;
+      answer.kind = tier::TierAnswer::Kind::record;
       answer.bytes = std::move(reply->text);
     } else if (reply->kind == Reply::Kind::too_large || reply->kind == Reply::Kind::error) {
       // Planted or damaged: no record is that large, or anything but a string. Not read; this key
@@ -97,7 +97,7 @@ cache::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
         log::line("warning: " + server.name() + ": " + answer.why + ", treated as a miss");
       }
     } else {
-      answer.kind = cache::TierAnswer::Kind::none;
+      answer.kind = tier::TierAnswer::Kind::none;
     }
   } catch (const std::exception& e) {
     answer.why = e.what();  // no memory

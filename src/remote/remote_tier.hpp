@@ -2,9 +2,9 @@
 // compile leases, spread over one or more servers by rendezvous hashing of the key.
 #pragma once
 
-#include "cache/tier.hpp"
+#include "tier/tier.hpp"
 #include "remote/lease.hpp"
-#include "remote/url.hpp"
+#include "config/remote_url.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -25,7 +25,7 @@ std::string redis_key(const util::Sha256& key);
 // The Redis key of a key's compile lease: "kjit:lease:v<record format>:<64 hex digits>".
 std::string lease_key(const util::Sha256& key);
 
-class RemoteTier : public cache::Tier {
+class RemoteTier : public tier::Tier {
 public:
   // Opens nothing yet: hiredis is loaded and a server reached on the first request to it.
   // `urls` is not empty; each key lives on one of them (rendezvous hashing of host:port/db).
@@ -36,7 +36,7 @@ public:
   const std::string& name() const noexcept override;
   // A GET with short timeouts: a record, none, or a failure (server down, circuit open, refused,
   // or a value over k_max_reply_bytes, which is not read and is warned about once per key).
-  cache::TierAnswer get(const util::Sha256& key) noexcept override;
+  tier::TierAnswer get(const util::Sha256& key) noexcept override;
   // Fleet-wide single flight for `key` (see acquire_lease): this node compiles (a held lease), or
   // another node's record arrived while waiting at most `wait_ms`, or none (compile anyway).
   // Never throws, but a pthread_cancel() acts in its wait (acquire_lease).

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "remote/redis.hpp"
-#include "remote/url.hpp"
+#include "config/remote_url.hpp"
 #include "util/fork_safe.hpp"
 
 #include <atomic>

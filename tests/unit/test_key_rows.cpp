@@ -6,7 +6,7 @@
 #include "deps/include_scan.hpp"
 #include "deps/resolver.hpp"
 #include "cache/key.hpp"
-#include "cache/toolkit_headers.hpp"
+#include "deps/toolkit_headers.hpp"
 #include "rtc/compiler.hpp"
 #include "store/store.hpp"
 
@@ -227,15 +227,15 @@ BOOST_AUTO_TEST_CASE(row9_toolkit_headers_are_in_the_key)
   put(tree + "/cuda/std/h.h", "#define V 1\n");
   put(tree + "/top.h", "#define T 1\n");
   const auto store = kjit::store::Store::open(tmp.path() + "/store", 1 << 20);
-  const std::string first = kjit::cache::toolkit_headers_fingerprint({tree}, store.get());
+  const std::string first = kjit::deps::toolkit_headers_fingerprint({tree}, store.get());
   BOOST_TEST(first.size() == 64u);
-  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint({tree}, store.get()) == first);  // kept: stats only
+  BOOST_TEST(kjit::deps::toolkit_headers_fingerprint({tree}, store.get()) == first);  // kept: stats only
   put(tree + "/cuda/std/h.h.new", "#define V 2\n");
   BOOST_TEST_REQUIRE(std::rename((tree + "/cuda/std/h.h.new").c_str(), (tree + "/cuda/std/h.h").c_str()) == 0);
-  const std::string replaced = kjit::cache::toolkit_headers_fingerprint({tree}, store.get());
+  const std::string replaced = kjit::deps::toolkit_headers_fingerprint({tree}, store.get());
   BOOST_TEST(replaced != first);
   put(tree + "/added.h", "\n");
-  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint({tree}, store.get()) != replaced);
+  BOOST_TEST(kjit::deps::toolkit_headers_fingerprint({tree}, store.get()) != replaced);
 
   kjit::cache::KeyContext context;
   context.toolkit_headers = first;

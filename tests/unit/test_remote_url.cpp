@@ -35,7 +35,7 @@
 #include "remote/remote_tier.hpp"
 #include "remote/resolve.hpp"
 #include "remote/server.hpp"
-#include "remote/url.hpp"
+#include "config/remote_url.hpp"
 #include "store/record.hpp"
 #include "util/stopwatch.hpp"
 

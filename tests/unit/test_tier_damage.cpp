@@ -9,7 +9,7 @@
 #include "bundle/writer.hpp"
 #include "remote/redis.hpp"
 #include "remote/remote_tier.hpp"
-#include "remote/url.hpp"
+#include "config/remote_url.hpp"
 #include "store/record.hpp"
 #include "store/store.hpp"
 #include "util/hash.hpp"

@@ -3,7 +3,7 @@
 // header still misses when that header changes.
 #include <boost/test/unit_test.hpp>
 
-#include "cache/toolkit_headers.hpp"
+#include "deps/toolkit_headers.hpp"
 #include "fixture.hpp"
 
 #include <cstdio>
@@ -43,21 +43,21 @@ BOOST_AUTO_TEST_CASE(a_hit_of_a_program_without_includes_checks_no_toolkit_stamp
     kjit::Cache first(config);
     first.get(program, k_arch);  // compiled and stored
   }
-  const std::uint64_t before = kjit::cache::toolkit_stamp_checks();
+  const std::uint64_t before = kjit::deps::toolkit_stamp_checks();
   kjit::Cache second(config);
   second.get(program, k_arch);
   BOOST_TEST(second.stats().disk_hits == 1u);
-  BOOST_TEST(kjit::cache::toolkit_stamp_checks() == before);  // NVRTC reads no toolkit header for it
+  BOOST_TEST(kjit::deps::toolkit_stamp_checks() == before);  // NVRTC reads no toolkit header for it
   BOOST_TEST(second.prepare(program, k_arch).options_txt().find("toolkit-headers:") == std::string::npos);
-  BOOST_TEST(kjit::cache::toolkit_stamp_checks() == before);
+  BOOST_TEST(kjit::deps::toolkit_stamp_checks() == before);
 
   // A program that includes a toolkit header: its key holds the fingerprint, checked once.
   kjit::Program with = program;
   with.source = "#include <cuda_fp16.h>\n" + with.source;
   BOOST_TEST(second.prepare(with, k_arch).options_txt().find("toolkit-headers: ") != std::string::npos);
-  BOOST_TEST(kjit::cache::toolkit_stamp_checks() == before + 1);
+  BOOST_TEST(kjit::deps::toolkit_stamp_checks() == before + 1);
   BOOST_TEST(second.prepare(with, k_arch).options_txt().find("toolkit-headers: ") != std::string::npos);
-  BOOST_TEST(kjit::cache::toolkit_stamp_checks() == before + 1);  // once per cache
+  BOOST_TEST(kjit::deps::toolkit_stamp_checks() == before + 1);  // once per cache
 }
 
 BOOST_AUTO_TEST_CASE(a_toolkit_header_change_misses_only_the_programs_that_may_include_it)

@@ -2,7 +2,7 @@
 // check): a change anywhere in the trees, or a root link pointed at another tree, is still seen.
 #include <boost/test/unit_test.hpp>
 
-#include "cache/toolkit_headers.hpp"
+#include "deps/toolkit_headers.hpp"
 #include "fixture.hpp"
 
 #include <cstdio>
@@ -23,11 +23,11 @@ BOOST_AUTO_TEST_CASE(a_deep_folder_change_under_a_linked_root_is_seen)
   BOOST_TEST_REQUIRE(::symlink((tmp.path() + "/cuda-1").c_str(), (tmp.path() + "/cuda").c_str()) == 0);
   const std::vector<std::string> dirs{tmp.path() + "/cuda/include", tmp.path() + "/cuda/include/cccl"};
   const auto store = kjit::store::Store::open(tmp.path() + "/store", 1 << 20);
-  const std::string first = kjit::cache::toolkit_headers_fingerprint(dirs, store.get());
-  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint(dirs, store.get()) == first);  // stamps hold
+  const std::string first = kjit::deps::toolkit_headers_fingerprint(dirs, store.get());
+  BOOST_TEST(kjit::deps::toolkit_headers_fingerprint(dirs, store.get()) == first);  // stamps hold
 
   put(real + "/cccl/cuda/std/__atomic/b.h", "#define B 1\n");  // a new file, four folders down
-  const std::string added = kjit::cache::toolkit_headers_fingerprint(dirs, store.get());
+  const std::string added = kjit::deps::toolkit_headers_fingerprint(dirs, store.get());
   BOOST_TEST(added != first);
 
   // The link now names another tree with the first content: its folders have other inodes.
@@ -35,11 +35,11 @@ BOOST_AUTO_TEST_CASE(a_deep_folder_change_under_a_linked_root_is_seen)
   put(tmp.path() + "/cuda-2/include/top.h", "#define T 1\n");
   BOOST_TEST_REQUIRE(::unlink((tmp.path() + "/cuda").c_str()) == 0);
   BOOST_TEST_REQUIRE(::symlink((tmp.path() + "/cuda-2").c_str(), (tmp.path() + "/cuda").c_str()) == 0);
-  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint(dirs, store.get()) == first);  // walked again: same content
+  BOOST_TEST(kjit::deps::toolkit_headers_fingerprint(dirs, store.get()) == first);  // walked again: same content
   put(tmp.path() + "/cuda-2/include/top.h.new", "#define T 2\n");
   BOOST_TEST_REQUIRE(std::rename((tmp.path() + "/cuda-2/include/top.h.new").c_str(),
                                  (tmp.path() + "/cuda-2/include/top.h").c_str()) == 0);
-  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint(dirs, store.get()) != first);
+  BOOST_TEST(kjit::deps::toolkit_headers_fingerprint(dirs, store.get()) != first);
 }
 
 // A folder changed and its mtime then set back, as `tar x`, `rsync -a` and `cp -a` leave a tree
@@ -53,8 +53,8 @@ BOOST_AUTO_TEST_CASE(a_folder_change_with_its_mtime_set_back_is_seen)
   const std::vector<std::string> dirs{root};
   struct stat before {};
   BOOST_TEST_REQUIRE(::stat(root.c_str(), &before) == 0);
-  const std::string first = kjit::cache::toolkit_headers_fingerprint(dirs, nullptr);
-  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint(dirs, nullptr) == first);  // stamps hold
+  const std::string first = kjit::deps::toolkit_headers_fingerprint(dirs, nullptr);
+  BOOST_TEST(kjit::deps::toolkit_headers_fingerprint(dirs, nullptr) == first);  // stamps hold
   put(root + "/top.h.new", "#define T 2\n");
   BOOST_TEST_REQUIRE(std::rename((root + "/top.h.new").c_str(), (root + "/top.h").c_str()) == 0);
   const timespec times[2] = {before.st_atim, before.st_mtim};
@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(a_folder_change_with_its_mtime_set_back_is_seen)
     BOOST_TEST_MESSAGE("skipped: the folder's ctime did not move (coarse timestamps)");
     return;
   }
-  BOOST_TEST(kjit::cache::toolkit_headers_fingerprint(dirs, nullptr) != first);
+  BOOST_TEST(kjit::deps::toolkit_headers_fingerprint(dirs, nullptr) != first);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,5 @@
 // Toolkit header fingerprint: one walk per change of the trees, folder stats otherwise.
-#include "cache/toolkit_headers.hpp"
+#include "deps/toolkit_headers.hpp"
 
 #include "util/file.hpp"
 #include "util/hash.hpp"
@@ -18,7 +18,7 @@
 #include <string_view>
 #include <sys/stat.h>
 
-namespace kjit::cache {
+namespace kjit::deps {
 
 namespace {
 
@@ -287,4 +287,4 @@ std::uint64_t toolkit_stamp_checks()
   return g_stamp_checks.load(std::memory_order_relaxed);
 }
 
-} // namespace kjit::cache
+} // namespace kjit::deps

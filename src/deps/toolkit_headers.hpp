@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace kjit::cache {
+namespace kjit::deps {
 
 // sha256 (hex) over every file of the include trees `dirs` (relative path and content, symbolic
 // links followed): where the trees are and their dates never change it. The
@@ -28,4 +28,4 @@ std::shared_ptr<const std::vector<std::string>> toolkit_include_names(const std:
 // toolkit_headers_fingerprint() that found a kept value): tests count them.
 std::uint64_t toolkit_stamp_checks();
 
-} // namespace kjit::cache
+} // namespace kjit::deps

@@ -1,5 +1,5 @@
 // Parsing of redis:// URLs for the remote tier; every bad part is a ConfigError naming the variable.
-#include "remote/url.hpp"
+#include "config/remote_url.hpp"
 
 #include <kjit/config.hpp>
 #include <kjit/error.hpp>

@@ -1,4 +1,4 @@
-// The interface of a lower cache tier (bundles now, a remote store later): asked by key after the
+// The interface of a lower cache tier (bundles, the remote store): asked by key after the
 // memory tier and the local store missed. The Cache walks the tiers in order and promotes a hit.
 #pragma once
 
@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace kjit::cache {
+namespace kjit::tier {
 
 // What a tier answers for one key.
 struct TierAnswer {
@@ -26,4 +26,4 @@ public:
   virtual TierAnswer get(const util::Sha256& key) noexcept = 0;
 };
 
-} // namespace kjit::cache
+} // namespace kjit::tier
