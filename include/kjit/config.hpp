@@ -58,8 +58,12 @@ struct SettingValue {
 // Throws ConfigError like current_config().
 std::vector<SettingValue> setting_values();
 
-// The current settings: defaults, then the environment, then API overrides.
-// Throws ConfigError naming the variable whose value is bad. Thread-safe.
+// The current settings: defaults, then the environment, then API overrides. An empty KJIT_*
+// variable is unset. A malformed one (KJIT_VERBOSE=maybe) is left out: its default applies, and
+// the log sink gets one warning naming it, once per process and value, so a stray variable on a
+// customer's machine never takes the application down. With option::strict_environment(true) it
+// throws ConfigError naming the variable instead. An API override that is bad throws ConfigError
+// (from the kjit::option call that set it). Thread-safe.
 Config current_config();
 
 // Parses a strict boolean: 1/true/yes/on or 0/false/no/off (any case). Throws ConfigError naming
@@ -111,7 +115,11 @@ void remote_password_file(const std::string& path);
 void max_size(std::size_t bytes);
 // The cache directory in force now.
 std::string get_cache_dir();
-// Forgets every API override (the environment and defaults apply again).
+// Malformed KJIT_* variables throw ConfigError from current_config(), and so from every call that
+// reads the settings (kjit::get, a Cache made without a Config), instead of being left out with
+// a warning. For programs that would rather stop than run on defaults (the kjit CLI turns it on).
+void strict_environment(bool value);
+// Forgets every API override (the environment and defaults apply again) and strict_environment.
 void reset();
 namespace debug {
 void dump_ir(bool value);

@@ -4,14 +4,17 @@
 #include <kjit/arch.hpp>
 #include <kjit/error.hpp>
 
+#include "config/log.hpp"
 #include "config/remote_url.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 #include <tuple>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -266,6 +269,22 @@ const std::vector<SettingInfo>& settings()
   return table;
 }
 
+std::atomic<bool> g_strict_environment{false};
+
+// One warning per variable and value in a process: current_config() runs on every get().
+void warn_left_out(const ConfigError& error, const std::string& value)
+{
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  {
+    std::lock_guard lock(mutex);
+    if (!warned.insert(error.variable() + "=" + value).second) {
+      return;
+    }
+  }
+  log::line(std::string(error.what()) + "; left out: its default is used");
+}
+
 Config current_config()
 {
   Config config;
@@ -274,9 +293,21 @@ Config current_config()
     if (r.default_text != nullptr) {
       r.apply(config, r.default_text, r.variable);
     }
-    if (const char* value = std::getenv(r.variable); value != nullptr) {
+    const char* value = std::getenv(r.variable);
+    if (value == nullptr || *value == '\0') {
+      continue;  // an empty variable is an unset one
+    }
+    try {
       r.apply(config, value, r.variable);
       cache_dir_given |= std::string_view(r.name) == "cache_dir";
+    } catch (const ConfigError& error) {
+      if (g_strict_environment.load(std::memory_order_relaxed)) {
+        throw;
+      }
+      warn_left_out(error, value);
+      if (r.default_text != nullptr) {
+        r.apply(config, r.default_text, r.variable);  // apply may have changed the field before it threw
+      }
     }
   }
   {
@@ -426,8 +457,16 @@ void bundle(const std::string& paths) { set_override("bundle", paths); }
 void remote_cache(const std::string& url) { set_override("remote_cache", url); }
 void remote_password_file(const std::string& path) { set_override("remote_password_file", path); }
 std::string get_cache_dir() { return current_config().cache_dir; }
+void strict_environment(bool value)
+{
+  g_strict_environment.store(value, std::memory_order_relaxed);
+  Overrides& o = overrides();
+  std::lock_guard lock(o.mutex);
+  ++o.generation;  // the settings in force may differ now
+}
 void reset()
 {
+  g_strict_environment.store(false, std::memory_order_relaxed);
   Overrides& o = overrides();
   std::lock_guard lock(o.mutex);
   o.values.clear();

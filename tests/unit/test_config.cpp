@@ -8,6 +8,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -92,11 +94,59 @@ BOOST_AUTO_TEST_CASE(every_bad_environment_value_names_its_variable)
     {"KJIT_DISABLE_CACHE", "maybe"}, {"KJIT_VERBOSE", "2"},         {"KJIT_MIRROR", "nope"},
     {"KJIT_DUMP_IR", "yess"},        {"KJIT_ARCH", "sm_9x"},        {"KJIT_MEMORY_LIMIT", "lots"},
     {"KJIT_SHARED_CACHE", "sure"},   {"KJIT_REPO_LOCAL_CACHE", "1.0"}, {"KJIT_STORE_MAP_SIZE", "1KiB"},
-    {"KJIT_CACHE_DIR", ""},
+    {"KJIT_COMPILE_LOCK_TIMEOUT", "0"}, {"KJIT_MAX_SIZE", "-1"},
   };
+  kjit::option::strict_environment(true);
   for (const auto& [name, value] : cases) {
     BOOST_TEST(config_error_variable(name, value) == name);
   }
+  kjit::option::reset();  // strictness too
+  BOOST_TEST(config_error_variable("KJIT_VERBOSE", "2") == "(no error)");
+}
+
+// A stray KJIT_* value on a customer's machine must not take the application down (issue 39):
+// before, each of these made current_config(), and so kjit::get, throw ConfigError. A malformed
+// value is left out with one warning naming it (once per value, though read on every call) and
+// its default applies; an empty value is unset, without a warning.
+BOOST_AUTO_TEST_CASE(a_malformed_environment_value_is_left_out_with_one_warning)
+{
+  kjit::option::reset();
+  std::vector<std::string> lines;
+  kjit::set_log_sink([&lines](std::string_view line) { lines.emplace_back(line); });
+  const kjit::Config defaults = kjit::current_config();
+  const std::pair<const char*, const char*> malformed[] = {
+    {"KJIT_VERBOSE", "maybe"}, {"KJIT_MAX_SIZE", "-1"}, {"KJIT_MEMORY_LIMIT", "lots"},
+    {"KJIT_STORE_MAP_SIZE", "1KiB"}, {"KJIT_ARCH", "sm_9x"}, {"KJIT_COMPILE_LOCK_TIMEOUT", "soon"},
+    {"KJIT_REMOTE_CACHE", "http://nope"},
+  };
+  for (const auto& [name, value] : malformed) {
+    lines.clear();
+    ScopedEnv env(name, value);
+    kjit::Config config;
+    BOOST_CHECK_NO_THROW(config = kjit::current_config());
+    BOOST_CHECK_NO_THROW(config = kjit::current_config());
+    BOOST_TEST(config.verbose == defaults.verbose);
+    BOOST_TEST(config.max_size == defaults.max_size);
+    BOOST_TEST(config.memory_limit == defaults.memory_limit);
+    BOOST_TEST(config.store_map_size == defaults.store_map_size);
+    BOOST_TEST(config.arch == defaults.arch);
+    BOOST_TEST(config.compile_lock_timeout_s == defaults.compile_lock_timeout_s);
+    BOOST_TEST(config.remote_cache == defaults.remote_cache);
+    BOOST_TEST_REQUIRE(lines.size() == 1u, name);
+    BOOST_TEST(lines[0].find(name) != std::string::npos, lines[0]);
+    BOOST_TEST(lines[0].find("default") != std::string::npos, lines[0]);
+  }
+  lines.clear();
+  for (const char* name : {"KJIT_CACHE_DIR", "KJIT_MAX_SIZE", "KJIT_VERBOSE", "KJIT_ARCH"}) {
+    ScopedEnv env(name, "");
+    kjit::Config config;
+    BOOST_CHECK_NO_THROW(config = kjit::current_config());
+    BOOST_TEST(config.cache_dir == defaults.cache_dir);
+    BOOST_TEST(config.max_size == defaults.max_size);
+    BOOST_TEST(config.arch == defaults.arch);
+  }
+  BOOST_TEST(lines.empty());
+  kjit::set_log_sink({});
 }
 
 BOOST_AUTO_TEST_CASE(precedence_default_environment_api)

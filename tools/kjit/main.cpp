@@ -2,6 +2,7 @@
 #include "commands.hpp"
 #include "standard_fds.hpp"
 
+#include <kjit/config.hpp>
 #include <kjit/error.hpp>
 
 #include <cstdio>
@@ -87,6 +88,9 @@ int main(int argc, char** argv)
   // with EFBIG, said and exit 1, instead of killing kjit half way with SIGXFSZ (exit 153, a
   // temporary file left in the output folder). The library's writes block it themselves.
   std::signal(SIGXFSZ, SIG_IGN);
+  // An operator's malformed KJIT_* value is an error here, named, exit 1: the library's default
+  // (left out with a warning) suits applications, not a command someone just typed.
+  kjit::option::strict_environment(true);
   const std::map<std::string, Command> commands{
     {"cache", command_cache},     {"compile", command_compile}, {"explain", command_explain},
     {"version", command_version}, {"--version", command_version}, {"list", command_list},
