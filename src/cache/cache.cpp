@@ -110,8 +110,11 @@ Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
         const store::Access access = config.shared_cache ? store::Access::group : store::Access::owner;
         m_impl->store = store::Store::open(m_impl->dir.store_dir, {config.store_map_size, access, m_impl->dir.store_fd->get(), config.inspect_only});
       } catch (const StoreError& e) {
+        m_impl->store_problem = e.what();
         cache::warn_once(std::string(e.what()) + "; running without a disk cache (kernels are kept in memory only)");
       }
+    } else {
+      m_impl->store_problem = m_impl->dir.store_problem;
     }
   }
   m_impl->open_tiers();
@@ -539,6 +542,19 @@ bool Cache::store_exists() const noexcept
 bool Cache::writable() const noexcept
 {
   return m_impl->store != nullptr && m_impl->store->writable();
+}
+
+std::string Cache::store_problem() const
+{
+  m_impl->commits.wait();  // the reports of commits still under way
+  std::lock_guard lock(m_impl->stats_mutex);
+  if (!m_impl->store_problem.empty() || m_impl->config.disable_cache) {
+    return m_impl->store_problem;
+  }
+  if (m_impl->store == nullptr) {
+    return "no disk store";
+  }
+  return m_impl->store->writable() ? std::string() : "the store " + m_impl->store->path() + " is read-only";
 }
 
 std::string Cache::store_path() const

@@ -111,11 +111,20 @@ std::shared_ptr<util::UniqueFd> open_store_folder(int parent_fd, const std::stri
       return nullptr;
     }
   }
+  int open_error = fd ? 0 : errno;
   if (!fd && errno == ENOENT) {  // made once; a warm start only opens it
-    std::ignore = ::mkdirat(parent_fd, name.c_str(), shared ? 02770 : 0700);
+    const bool made = ::mkdirat(parent_fd, name.c_str(), shared ? 02770 : 0700) == 0;
+    open_error = made ? 0 : errno;  // the reason it is missing: a read-only or full filesystem, ...
     fd = util::UniqueFd(::openat(parent_fd, name.c_str(), flags));
+    open_error = fd ? 0 : (open_error != 0 && open_error != EEXIST ? open_error : errno);
   }
-  std::string problem = fd ? private_folder_problem(fd.get(), shared) : std::string(std::strerror(errno));
+  if (!fd) {
+    // Not a question of who may write there: the folder can't be made or opened.
+    dir.store_problem = "cannot open the store " + shown + ": " + std::strerror(open_error);
+    warn_once(dir.store_problem + ". Running without a disk cache (memory only)");
+    return nullptr;
+  }
+  std::string problem = private_folder_problem(fd.get(), shared);
   if (problem.empty() && shared) {
     std::ignore = ::fchmod(fd.get(), 02770);  // the group's, whoever made it (fails harmlessly if not ours)
   }
@@ -125,8 +134,8 @@ std::shared_ptr<util::UniqueFd> open_store_folder(int parent_fd, const std::stri
     }
   }
   if (!problem.empty()) {
-    warn_once("refusing the store " + shown + ": " + problem +
-              "; another user could plant kernels there. Running without a disk cache (memory only)");
+    dir.store_problem = "refusing the store " + shown + ": " + problem;
+    warn_once(dir.store_problem + "; another user could plant kernels there. Running without a disk cache (memory only)");
     return nullptr;
   }
   return std::make_shared<util::UniqueFd>(std::move(fd));
@@ -199,10 +208,16 @@ CacheDir open_cache_dir(const Config& config)
     }
     std::ignore = ::mkdir(base.c_str(), 0700);
     util::UniqueFd base_fd(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    const std::string problem = base_fd ? private_folder_problem(base_fd.get(), false, true) : std::strerror(errno);
+    if (!base_fd) {
+      dir.store_problem = "cannot open the node-local store folder " + base + ": " + std::strerror(errno);
+      warn_once(dir.store_problem + ". Running without a disk cache (memory only)");
+      dir.store_dir.clear();
+      return dir;
+    }
+    const std::string problem = private_folder_problem(base_fd.get(), false, true);
     if (!problem.empty()) {
-      warn_once("refusing the node-local store folder " + base + ": " + problem +
-                "; another user could plant kernels there. Running without a disk cache (memory only)");
+      dir.store_problem = "refusing the node-local store folder " + base + ": " + problem;
+      warn_once(dir.store_problem + "; another user could plant kernels there. Running without a disk cache (memory only)");
       dir.store_dir.clear();
       return dir;
     }

@@ -22,6 +22,7 @@ struct CacheDir {
   std::shared_ptr<util::UniqueFd> store_fd;  // the checked store folder (LMDB opens through it)
   bool writable = false;
   bool store_absent = false;  // Config::inspect_only and no store made yet (none is made then)
+  std::string store_problem;  // why there is no store (store_dir empty), as the warning said
 };
 
 // Creates config.cache_dir with mode 0700 if missing and vets it through descriptors:

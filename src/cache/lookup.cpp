@@ -246,6 +246,10 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   commits.begin();
   try {
     store->put_later(std::move(rows), [this, lock = std::move(lock)](const StoreError* error) mutable {
+      {
+        std::lock_guard stats_lock(stats_mutex);
+        store_problem = error != nullptr ? std::string("cannot store compiled kernels: ") + error->what() : "";
+      }
       if (error != nullptr) {
         // The caller still got its binary (and the memory tier keeps it): a store that can't be
         // written costs later processes a compile, nothing more.

@@ -119,5 +119,25 @@ check "a later run finds them cached" exit_code 0 env KJIT_CACHE_DIR="$work/cach
   "$work"/h2.cu "$work"/h3.cu "$work"/h4.cu --arch sm_90 --jobs 1
 check "… 4 cached" grep -q "^0 compiled, 4 cached, 0 failed" "$work/out"
 
+# --- a warm or compile that stored nothing says so (issue 39) ---
+# Before: "1 compiled, 0 cached, 0 failed", exit 0, with the store unusable (a folder where none
+# can be made: /proc/self) or every commit failing (a file size limit under the store's size); and
+# compile printed a key that `kjit show` could not find. The store's warning blamed "another user
+# could plant kernels there" for a folder that could not be made.
+check "warm into a store that can't be made exits 1" exit_code 1 env KJIT_CACHE_DIR=/proc/self \
+  "$kjit" warm "$work/w1.cu" --arch sm_80
+check "… and says in one line why nothing was stored" grep -q "^kjit warm: 1 of the 1 compiled kernels were not stored: cannot open the store" "$work/err"
+check "… without blaming another user" sh -c "! grep -q plant '$work/err'"
+check "compile into a store that can't be made still writes its files" exit_code 0 env KJIT_CACHE_DIR=/proc/self \
+  "$kjit" compile "$work/w1.cu" --arch sm_80 -o "$work/proc_out"
+check "… says it did not store it, and prints no key" grep -qx "compiled, not stored: cannot open the store .*" "$work/out"
+check "warm into a cache that exists" exit_code 0 env KJIT_CACHE_DIR="$work/cache_small" "$kjit" warm "$work/w1.cu" --arch sm_80
+check "warm whose commits fail (ulimit -f under the store's size) exits 1" exit_code 1 \
+  sh -c "ulimit -f 64; KJIT_CACHE_DIR='$work/cache_small' KJIT_MIRROR=0 exec '$kjit' warm '$work/w2.cu' '$work/w3.cu' --arch sm_80"
+check "… and says why" grep -q "^kjit warm: 2 of the 2 compiled kernels were not stored: cannot store compiled kernels: " "$work/err"
+check "compile whose commit fails prints no key" exit_code 0 \
+  sh -c "ulimit -f 64; KJIT_CACHE_DIR='$work/cache_small' KJIT_MIRROR=0 exec '$kjit' compile '$work/w2.cu' --arch sm_90 -o '$work/small_out'"
+check "… and says it was not stored" grep -q "^compiled, not stored: cannot store compiled kernels: " "$work/out"
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

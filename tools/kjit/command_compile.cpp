@@ -2,6 +2,7 @@
 // and list each kernel's registers and memory.
 #include "commands.hpp"
 #include "program_args.hpp"
+#include "stored.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -118,16 +119,24 @@ int command_compile(const std::vector<std::string>& args)
     Cache& cache = default_cache();
     // One lookup validates the headers once (a stat each); a PreparedProgram looked up validates
     // them again, for the files of that moment.
+    const CacheStats before = cache.stats();
     const Lookup found = cache.lookup(program, arch);
-    const std::uint64_t header_stats = cache.stats().header_stats;  // this lookup's
+    const CacheStats after = cache.stats();
+    const std::uint64_t header_stats = after.header_stats - before.header_stats;  // this lookup's
     binary = *found.binary;
-    // A program found by its raw inputs, or compiled: its key from prepare() (the key the compile
-    // established; one found by its raw inputs has no disk header to stat).
-    const std::string key = found.key.empty() ? cache.prepare(program, arch).key() : found.key;
-    std::cout << (found.source == Source::compiled             ? "compiled"
-                  : found.source == Source::compiled_elsewhere ? "compiled by another process"
-                                                               : "cache hit")
-              << " " << key << "\n";
+    std::string why;
+    if (not_stored(cache, before, after, found.source == Source::compiled ? 1 : 0, why) != 0) {
+      // No key: none was stored, and `kjit show` would find nothing under it.
+      std::cout << "compiled, not stored: " << why << "\n";
+    } else {
+      // A program found by its raw inputs, or compiled: its key from prepare() (the key the
+      // compile established; one found by its raw inputs has no disk header to stat).
+      const std::string key = found.key.empty() ? cache.prepare(program, arch).key() : found.key;
+      std::cout << (found.source == Source::compiled             ? "compiled"
+                    : found.source == Source::compiled_elsewhere ? "compiled by another process"
+                                                                 : "cache hit")
+                << " " << key << "\n";
+    }
     outcome = timings_text(found);
     if (header_stats != 0 && found.source != Source::compiled && found.source != Source::compiled_elsewhere) {
       outcome.insert(outcome.size() - 1, "; " + std::to_string(header_stats) + " tracked header stats");

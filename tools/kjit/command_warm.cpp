@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "cache_args.hpp"
 #include "program_args.hpp"
+#include "stored.hpp"
 
 #include <kjit/kjit.hpp>
 
@@ -129,7 +130,10 @@ int command_warm(const std::vector<std::string>& args)
     }
   };
   const auto start = std::chrono::steady_clock::now();
-  const auto results = default_cache().get_many(items, batch);
+  Cache& cache = default_cache();
+  const CacheStats before = cache.stats();
+  const auto results = cache.get_many(items, batch);
+  const CacheStats after = cache.stats();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::size_t compiled = 0;
   std::size_t cached = 0;
@@ -145,8 +149,15 @@ int command_warm(const std::vector<std::string>& args)
       ++cached;
     }
   }
+  std::string why;
+  const std::uint64_t lost = not_stored(cache, before, after, compiled, why);
   std::printf("%zu compiled, %zu cached, %zu failed in %.1f s\n", compiled, cached, failed, seconds);
-  return failed == 0 ? 0 : k_exit_failure;
+  if (lost != 0) {
+    // A warm that stored nothing must not pass as one that did (a CI step filling a bundle).
+    std::fprintf(stderr, "kjit warm: %llu of the %zu compiled kernels were not stored: %s\n",
+                 static_cast<unsigned long long>(lost), compiled, why.c_str());
+  }
+  return failed == 0 && lost == 0 ? 0 : k_exit_failure;
 }
 
 } // namespace kjit::cli
