@@ -167,6 +167,10 @@ struct Cache::Impl {
   // Closes the resolver first; nullopt when it is unfaithful.
   std::optional<Binary> ptx_of_real_arch(const Program& program, const Arch& arch, deps::Resolver& resolver);
 
+  // predicted_hit.cpp: for a provisional key, its prediction's own key (`real_key`, what a compile
+  // that needs no further header stores) and the prediction; null when there is none (no
+  // prediction kept, a file changed since, or one only the disk can answer).
+  std::shared_ptr<deps::Resolver> predicted_key(const PreparedProgram& prepared, util::Sha256& real_key);
   // predicted_hit.cpp: for a provisional key, the entry stored under its prediction's own key
   // (`real_key`), from the store or a tier, or nullopt; a hit records the manifest that leads to it
   // and sets `source` to where it came from.

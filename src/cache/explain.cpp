@@ -172,6 +172,22 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
     explanation.hit = true;
     return explanation;
   }
+  if (m_impl->is_provisional(key)) {
+    // No manifest holds (a folder changed, the project moved): the lookup then looks up the
+    // prediction's own key, and so does this, or it would say miss where the lookup hits.
+    util::Sha256 real_key{};
+    if (m_impl->predicted_key(prepared, real_key)) {
+      explanation.key = util::to_hex(real_key);
+      if (const auto bytes = m_impl->store->get(store::Table::entries, bytes_of(real_key))) {
+        std::string why;
+        const auto entry = store::decode_record(*bytes, real_key, store::Sections::all, why);
+        if (entry && entry->kind != store::EntryKind::failure) {
+          explanation.hit = true;  // a remembered failure is compiled again: a miss
+          return explanation;
+        }
+      }
+    }
+  }
   const cache::KeyRoots roots = cache::key_roots(prepared.program());
   const KeyFields now = parse(prepared.program_txt(), prepared.options_txt(), roots);
   // Not validated by a manifest: say which header or part of the resolution context is why.

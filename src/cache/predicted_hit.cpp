@@ -8,8 +8,7 @@
 
 namespace kjit {
 
-std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p, util::Sha256& real_key,
-                                                        Source& source)
+std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram& p, util::Sha256& real_key)
 {
   util::Sha256 key;
   std::memcpy(key.data(), p.m_digest, key.size());
@@ -21,17 +20,27 @@ std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p
     }
   }
   if (!resolver || !resolver->unchanged()) {
-    return std::nullopt;
+    return nullptr;
   }
   // What a compile would start from: the prediction and every file an include of a known name
   // could reach. A compile that needed no further header stored exactly this key; NVRTC sees only
   // these copies, so the same headers give the same output wherever they are.
   resolver->close();
   if (!resolver->unfaithful().empty()) {
-    return std::nullopt;  // the private folder can't answer as the disk would: compiled from disk, never served
+    return nullptr;  // the private folder can't answer as the disk would: compiled from disk, never served
+  }
+  real_key = cache::make_key(p.program(), p.arch(), key_context(), resolver->result().headers).digest;
+  return resolver;
+}
+
+std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p, util::Sha256& real_key,
+                                                        Source& source)
+{
+  const std::shared_ptr<deps::Resolver> resolver = predicted_key(p, real_key);
+  if (!resolver) {
+    return std::nullopt;
   }
   const cache::KeyContext& context = key_context();
-  real_key = cache::make_key(p.program(), p.arch(), context, resolver->result().headers).digest;
   std::optional<store::Entry> entry = load(real_key, p.program().name, p.arch());
   bool remote_hit = false;
   if (entry) {

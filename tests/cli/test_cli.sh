@@ -167,16 +167,27 @@ check "verbose line on stderr" grep -q "^kjit: miss, compiled .*saxpy.cu sm_90" 
 mkdir -p "$work/inc"
 printf '#define VALUE 1\n' >"$work/inc/params.h"
 printf '#include "params.h"\nextern "C" __global__ void k(int* p) { *p = VALUE; }\n' >"$work/explained.cu"
-check "explain before any entry" exit_code 0 "$kjit" explain "$work/explained.cu" --arch sm_90 -I "$work/inc"
+check "explain before any entry (a miss: exit 3)" exit_code 3 "$kjit" explain "$work/explained.cu" --arch sm_90 -I "$work/inc"
 check "explain says no entry" grep -q "^miss: no earlier entry" "$work/out"
 check "compile with a header" exit_code 0 "$kjit" compile "$work/explained.cu" --arch sm_90 -I "$work/inc" -o "$work/out_dir"
 check "explain a hit" exit_code 0 "$kjit" explain "$work/explained.cu" --arch sm_90 -I "$work/inc"
 check "explain says hit" grep -q "^hit: " "$work/out"
 printf '#define VALUE 2\n' >"$work/inc/params.h"
-check "explain after a header edit" exit_code 0 "$kjit" explain "$work/explained.cu" --arch sm_90 -I "$work/inc"
+check "explain after a header edit" exit_code 3 "$kjit" explain "$work/explained.cu" --arch sm_90 -I "$work/inc"
 check "explain names the header" grep -q "include params.h ($work/inc/params.h) changed" "$work/out"
 check "recompiled after the edit" exit_code 0 "$kjit" compile "$work/explained.cu" --arch sm_90 -I "$work/inc" -o "$work/out_dir"
 check "edit gives a new compile" grep -q "^compiled " "$work/out"
+# explain says what the lookup does (issue 39): after a file appeared and vanished in the include
+# folder (its stamp changed, so no manifest holds) the lookup resolves the headers again and hits;
+# explain said "miss … folder changed", with a key stored nowhere, and exited 0 for both.
+touch "$work/inc/passing"
+rm "$work/inc/passing"
+check "explain after a folder's stamp changed says hit" exit_code 0 "$kjit" explain "$work/explained.cu" --arch sm_90 -I "$work/inc"
+check "… hit:" grep -q "^hit: " "$work/out"
+explained_key=$(sed -n 's/^key \([0-9a-f]\{64\}\)$/\1/p' "$work/out")
+check "… with the key of an entry that exists ($explained_key)" exit_code 0 "$kjit" show "$explained_key"
+check "… as compile then finds" exit_code 0 "$kjit" compile "$work/explained.cu" --arch sm_90 -I "$work/inc" -o "$work/out_dir"
+check "… cache hit $explained_key" grep -qx "cache hit $explained_key" "$work/out"
 # A warm hit checks each tracked header once (issue 36: the CLI prepared the program, then its
 # lookup validated it again: 2 stats per header, 1 050 for CUTLASS's GETT). The key it prints is
 # the entry's.
@@ -190,7 +201,7 @@ check "… and names an entry that exists ($two_key)" exit_code 0 "$kjit" show "
 before_bytes=$(wc -c <"$work/explained.cu")
 printf '// one more line\n' >>"$work/explained.cu"
 after_bytes=$(wc -c <"$work/explained.cu")
-check "explain after a source edit" exit_code 0 "$kjit" explain "$work/explained.cu" --arch sm_90 -I "$work/inc"
+check "explain after a source edit" exit_code 3 "$kjit" explain "$work/explained.cu" --arch sm_90 -I "$work/inc"
 check "explain gives the source sizes" grep -q "source changed ($before_bytes -> $after_bytes bytes)" "$work/out"
 check "explain without file" exit_code 2 "$kjit" explain
 check "orphans lists nothing" exit_code 0 "$kjit" cache orphans

@@ -91,9 +91,27 @@ BOOST_AUTO_TEST_CASE(explain_names_the_header_or_context_of_each_row)
   const std::vector<std::string> folders{"-I" + d + "/n/first", "-I" + d + "/n/second"};
   const auto row7 = explained(cache, d + "/n/k.cu", folders, [&] { put(d + "/n/second/cfg.h", "#define BASE 80\n"); });
   BOOST_TEST(mentions(row7, d + "/n/second/cfg.h) changed"), row7.size());
-  // A new header earlier in the search (a file appearing where an include is looked for first).
-  const auto shadow = explained(cache, d + "/n/k.cu", folders, [&] { put(d + "/n/first/extra.h", "\n"); });
-  BOOST_TEST(mentions(shadow, "folder " + d + "/n/first changed"), shadow.size());
+  // A file appearing in a searched folder that no include names: no manifest holds any more (the
+  // folder changed), but the headers resolve as before, so the lookup hits, and explain says so
+  // with the key the lookup finds (issue 39: it said "miss … folder changed", with a key stored
+  // nowhere).
+  cache.get(program_of(d + "/n/k.cu", folders), k_arch);
+  put(d + "/n/first/extra.h", "\n");
+  settle();
+  const kjit::MissExplanation same = cache.explain(program_of(d + "/n/k.cu", folders), k_arch);
+  BOOST_TEST(same.hit);
+  const kjit::Lookup found = cache.lookup(program_of(d + "/n/k.cu", folders), k_arch);
+  BOOST_TEST((found.source == kjit::Source::disk || found.source == kjit::Source::memory));
+  BOOST_TEST(cache.prepare(program_of(d + "/n/k.cu", folders), k_arch).key() == same.key);
+  // A header that appears earlier in the search than the one included (the includer's folder,
+  // before -I): the lookup compiles, and explain says miss, naming the header now found first.
+  put(d + "/s/k.cu", std::string("#include \"v.h\"\n") + k_kernel);
+  put(d + "/s/inc/v.h", "#define V 90\n");
+  settle();
+  const std::vector<std::string> inc{"-I" + d + "/s/inc"};
+  const auto shadow = explained(cache, d + "/s/k.cu", inc, [&] { put(d + "/s/v.h", "#define V 91\n"); });
+  BOOST_TEST(mentions(shadow, "include v.h (" + d + "/s/v.h) added"), shadow.size());
+  BOOST_TEST((cache.lookup(program_of(d + "/s/k.cu", inc), k_arch).source == kjit::Source::compiled));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

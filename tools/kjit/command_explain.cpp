@@ -42,7 +42,8 @@ int command_explain(const std::vector<std::string>& args)
       std::cout << "  " << difference << "\n";
     }
   }
-  return 0;
+  // 0: a lookup would hit; 3: it would miss (1 and 2 keep their meaning: failed, bad usage).
+  return explanation.hit ? 0 : k_exit_miss;
 }
 
 } // namespace kjit::cli

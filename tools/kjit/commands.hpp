@@ -8,6 +8,7 @@ namespace kjit::cli {
 
 // Exit codes: 0 success, 1 the operation failed (message on stderr), 2 bad usage.
 constexpr int k_exit_failure = 1;
+constexpr int k_exit_miss = 3;  // kjit explain: the lookup would miss
 constexpr int k_exit_usage = 2;
 
 // Thrown for bad command-line arguments; main() prints it with the usage text (the command's
