@@ -74,16 +74,23 @@ void Cache::Impl::verbose(const char* what, const PreparedProgram& p, double ms)
 {
   util::Sha256 key;
   std::memcpy(key.data(), p.m_digest, key.size());
-  verbose(what, p.program().name, p.arch(), key, ms);
+  verbose(what, p.program().name, p.arch(), &key, ms);
 }
 
 void Cache::Impl::verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256& key,
                           double ms)
 {
+  verbose(what, name, arch, &key, ms);
+}
+
+void Cache::Impl::verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256* key,
+                          double ms)
+{
   if (config.verbose) {
     char time[32];
     std::snprintf(time, sizeof time, ms < 1.0 ? "%.1f us" : "%.1f ms", ms < 1.0 ? ms * 1000.0 : ms);
-    log::line(std::string(what) + " " + name + " " + arch.str() + " " + util::to_hex(key).substr(0, 12) + " " + time);
+    log::line(std::string(what) + " " + name + " " + arch.str() + (key ? " " + util::to_hex(*key).substr(0, 12) : "") +
+              " " + time);
   }
 }
 

@@ -112,6 +112,8 @@ struct Cache::Impl {
   const cache::KeyContext& key_context();
   void verbose(const char* what, const PreparedProgram& p, double ms);
   void verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256& key, double ms);
+  // `key` null: a line without a key (a compile that was not cached names no entry).
+  void verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256* key, double ms);
 
   // direct_lookup.cpp: a lookup by the program's raw inputs (cache::direct_options programs;
   // only direct_eligible ones are ever found): the memory tier, then the store's direct row and

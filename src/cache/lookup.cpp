@@ -349,7 +349,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   util::Sha256 real_key{};  // a provisional key's prediction's own key, once load_predicted made it
   if (provisional) {
     if (auto entry = load_predicted(p, real_key, source)) {
-      verbose("hit (headers found at another place)", p, watch.elapsed_ms());
+      verbose("hit (headers found at another place)", p.program().name, p.arch(), real_key, watch.elapsed_ms());
       cache::Result result = cache::result_of(std::move(*entry));
       keep(real_key, result, source);
       return result;
@@ -377,7 +377,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   const util::Sha256& fleet_key = provisional ? real_key : key;
   if (auto entry = fleet_key == util::Sha256{} ? std::nullopt : await_fleet(fleet_key, p, lease)) {
     source = Source::remote;
-    verbose("hit remote (compiled by another node)", p, watch.elapsed_ms());
+    verbose("hit remote (compiled by another node)", p.program().name, p.arch(), fleet_key, watch.elapsed_ms());
     cache::Result result = cache::result_of(std::move(*entry));
     memory.insert(fleet_key, result);
     return result;
@@ -394,7 +394,14 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     persist(final_key, p, entry, std::move(lock));
     upload(final_key, entry, std::move(lease));  // KJIT_REMOTE_CACHE: queued for the upload thread
   }
-  verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p, watch.elapsed_ms());
+  // The key it is stored under (a provisional key names no entry); one not cached is said so.
+  if (cacheable) {
+    verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p.program().name,
+            p.arch(), final_key, watch.elapsed_ms());
+  } else {
+    verbose(entry.kind == store::EntryKind::binary ? "miss, compiled, not cached" : "miss, compile error, not cached",
+            p.program().name, p.arch(), nullptr, watch.elapsed_ms());
+  }
   cache::Result result = cache::result_of(std::move(entry));
   if (cacheable && final_key != key) {
     memory.insert(final_key, result);  // found under its true key by the next, validated, lookup

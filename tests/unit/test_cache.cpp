@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <csignal>
 #include <pthread.h>
 #include <sys/wait.h>
@@ -244,6 +245,32 @@ BOOST_AUTO_TEST_CASE(verbose_mode_logs_to_the_replaceable_sink)
   BOOST_TEST(lines[0].find("miss, compiled small_verbose.cu sm_90") == 0u, lines[0]);
   BOOST_TEST(lines[0].find(" ms") != std::string::npos);
   BOOST_TEST(lines[1].find("hit memory small_verbose.cu sm_90") == 0u, lines[1]);
+}
+
+// The key a verbose line shows names an entry the store has (issue 39). A program with a disk header
+// is compiled under a provisional key first; the line showed that key, which names nothing, where
+// the entry is stored under the key the compile established.
+BOOST_AUTO_TEST_CASE(a_verbose_miss_names_the_key_it_was_stored_under)
+{
+  std::vector<std::string> lines;
+  kjit::set_log_sink([&lines](std::string_view line) { lines.emplace_back(line); });
+  config.verbose = true;
+  const std::string dir = tmp.path() + "/verbose_src";
+  std::filesystem::create_directories(dir);
+  write_text(dir + "/v.h", "#define V 7\n");
+  write_text(dir + "/v.cu", "#include \"v.h\"\nextern \"C\" __global__ void k(int* p) { *p = V; }\n");
+  kjit::Cache cache(config);
+  const kjit::Program program = kjit::program_from_file(dir + "/v.cu");
+  const kjit::Lookup found = cache.lookup(program, kjit::Arch::parse("sm_90"));
+  kjit::set_log_sink({});
+  BOOST_TEST_REQUIRE((found.source == kjit::Source::compiled));
+  BOOST_TEST_REQUIRE(!lines.empty());
+  const std::string& line = lines.back();
+  BOOST_TEST(line.find("miss, compiled " + dir + "/v.cu sm_90 ") == 0u, line);
+  const std::string shown = line.substr(line.find(" sm_90 ") + 7, 12);
+  const std::string key = cache.prepare(program, kjit::Arch::parse("sm_90")).key();
+  BOOST_TEST(key.compare(0, 12, shown) == 0, shown << " vs " << key);
+  BOOST_TEST(cache.resolve_key(shown) == key);
 }
 
 BOOST_AUTO_TEST_CASE(dump_ir_writes_the_ir_folder)
