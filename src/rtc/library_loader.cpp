@@ -2,6 +2,8 @@
 #include "rtc/library_loader.hpp"
 
 #include <dlfcn.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 namespace kjit::rtc {
 
@@ -19,14 +21,33 @@ void SymbolBinder::check(const char* what) const
                        -1);
 }
 
+namespace {
+
+// What to do about a library that did not load: where it is missing, name the toolkit settings;
+// where it is there but could not be mapped under an address-space limit, name the limit (setting
+// the toolkit root would not help).
+std::string advice(const std::string& path)
+{
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return " (set KJIT_CUDA_HOME or CUDA_HOME to the toolkit root)";
+  }
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    return " (the process's address space is limited to " + std::to_string(as.rlim_cur >> 20) +
+           " MiB (ulimit -v): raise the limit)";
+  }
+  return "";
+}
+
+} // namespace
+
 util::DynamicLibrary open_toolchain_library(const std::string& path, const char* what, int flags)
 {
   std::string error;
   auto library = util::DynamicLibrary::open(path, flags | RTLD_LOCAL, error);
   if (!library) {
-    throw ToolchainError(std::string("cannot load ") + what + " from " + path + ": " + error +
-                           " (set KJIT_CUDA_HOME or CUDA_HOME to the toolkit root)",
-                         -1);
+    throw ToolchainError(std::string("cannot load ") + what + " from " + path + ": " + error + advice(path), -1);
   }
   return std::move(*library);
 }

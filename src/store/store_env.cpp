@@ -50,6 +50,32 @@ std::size_t virtual_size()
   return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
+// The first map within the address space the process has (RLIMIT_AS, ulimit -v): at most a quarter
+// of the room left, so that a miss still has room to load and run NVRTC and nvJitLink (a 1 GiB map
+// under a 1.2 GB limit left them too little: no binary). LMDB maps at least the data the store
+// holds, and the map grows later within the same limit (growth_limit).
+std::size_t fitted_map_size(std::size_t wanted)
+{
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) {
+    return wanted;
+  }
+  const std::size_t used = virtual_size();
+  const std::size_t room = as.rlim_cur > used ? as.rlim_cur - used : 0;
+  constexpr std::size_t k_least = 32768;  // KJIT_STORE_MAP_SIZE's least
+  return std::max(std::min(wanted, room / 4 / 4096 * 4096), k_least);
+}
+
+// The address-space limit, for messages: " (ulimit -v: N MiB)", or "" when there is none.
+std::string address_space_limit()
+{
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) {
+    return "";
+  }
+  return " under the address-space limit (ulimit -v) of " + std::to_string(as.rlim_cur >> 20) + " MiB";
+}
+
 // LMDB's page size as written in meta page 0 (MDB_meta.mm_dbs[FREE_DBI].md_pad), read with pread.
 std::size_t stored_page_size(int fd)
 {
@@ -208,8 +234,9 @@ bool Store::Impl::inside_file(const void* data, std::size_t size)
   return end <= checked_end.load();
 }
 
-void Store::Impl::open_env(std::size_t map_size)
+void Store::Impl::open_env(std::size_t wanted_map_size)
 {
+  const std::size_t map_size = fitted_map_size(wanted_map_size);
   const util::FileSizeSignalBlock no_sigxfsz;  // creating data.mdb writes its meta pages
   check(mdb_env_create(&env), "mdb_env_create");
   mdb_env_set_maxdbs(env, 16);
@@ -231,8 +258,9 @@ void Store::Impl::open_env(std::size_t map_size)
     }
     const int rc = mdb_env_open(env, lmdb_path.c_str(), flags, file_mode());
     if (rc == ENOMEM) {
-      throw StoreError("cannot map the store " + path + " (" + std::to_string(map_size) +
-                         " bytes): " + std::strerror(rc) + "; lower KJIT_STORE_MAP_SIZE or raise the address-space limit (ulimit -v)",
+      throw StoreError("cannot map the store " + path + " (" + std::to_string(map_size) + " bytes" +
+                         address_space_limit() + "): " + std::strerror(rc) +
+                         "; lower KJIT_STORE_MAP_SIZE or raise the address-space limit (ulimit -v)",
                        rc);
     }
     std::string detail;
