@@ -56,6 +56,11 @@ check "two processes compiled 6 in all (got $compiled)" test "$compiled" = 6
 check "and found the other 6 cached (got $cached)" test "$cached" = 6
 
 # --- the toolchain probe never runs in a worker: a time limit names the item, not the probe ---
+# --timeout 0 is no limit, as BatchOptions says (issue 39: it was refused as bad usage, exit 2).
+check "warm --timeout 0 (no limit)" exit_code 0 env KJIT_CACHE_DIR="$work/cache_no_timeout" \
+  "$kjit" warm "$work/w1.cu" --arch sm_80 --timeout 0
+check "… compiles" grep -q "^1 compiled, 0 cached, 0 failed" "$work/out"
+check "a negative --timeout is bad usage" exit_code 2 "$kjit" warm "$work/w1.cu" --arch sm_80 --timeout -1
 check "a compile past --timeout fails" exit_code 1 env KJIT_CACHE_DIR="$work/cache_timeout" \
   "$kjit" warm "$work/w1.cu" --arch sm_80 --timeout 0.001
 check "the item is named" grep -q "^failed: $work/w1.cu (sm_80): .*timed out" "$work/err"

@@ -52,7 +52,7 @@ int command_warm(const std::vector<std::string>& args)
      "name expression added to every program, e.g. 'scale<float>'")
     ("option,X", po::value<std::vector<std::string>>()->composing(), "pass an option to NVRTC")
     ("jobs,j", po::value<unsigned>()->default_value(0), "worker processes at once (0: one per core)")
-    ("timeout", po::value<double>()->default_value(600), "seconds one compile may take before its worker is killed")
+    ("timeout", po::value<double>()->default_value(600), "seconds one compile may take before its worker is killed (0: no limit)")
     ("worker", po::value<std::string>(), "the kjit-worker executable (default: next to kjit)")
     ("cache-dir", po::value<std::string>(), "cache folder (default: KJIT_CACHE_DIR or ~/.cache/kjit)");
   po::options_description hidden;
@@ -87,9 +87,10 @@ int command_warm(const std::vector<std::string>& args)
   BatchOptions batch;  // checked before any file is read: a usage error comes first
   batch.jobs = jobs_option(vm);
   batch.timeout_s = vm["timeout"].as<double>();
-  // NaN, negative or beyond a day would mean "no limit" (or overflow the milliseconds): refused.
-  if (!(batch.timeout_s > 0 && batch.timeout_s <= 86400)) {
-    throw UsageError{"--timeout must be a number of seconds > 0 and at most 86400", ""};
+  // 0 is no limit, as for BatchOptions::timeout_s; NaN, a negative number (a typo more likely than
+  // a wish) or beyond a day (overflowing the milliseconds) are refused.
+  if (!(batch.timeout_s >= 0 && batch.timeout_s <= 86400)) {
+    throw UsageError{"--timeout must be a number of seconds from 0 (no limit) to 86400", ""};
   }
   std::vector<BatchItem> items;
   std::size_t unreadable = 0;
