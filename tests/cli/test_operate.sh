@@ -145,6 +145,14 @@ check "entries kept" sh -c "'$kjit' stats | grep -q '^entries: 23 '"
 check "config" exit_code 0 "$kjit" config
 check "config shows the cache folder from the environment" grep -q "^KJIT_CACHE_DIR *$KJIT_CACHE_DIR *KJIT_CACHE_DIR" "$work/out"
 check "config shows defaults" grep -q "^KJIT_MIRROR *1 *default" "$work/out"
+# Columns as wide as their longest entry (issue 39: a long variable name or value shifted the
+# columns after it on its line).
+long_url=redis://a-rather-long-host-name.cluster.example.internal:6379/3
+check "config with a long value" exit_code 0 env KJIT_REMOTE_CACHE="$long_url" "$kjit" config
+check "… keeps every source column in line" python3 -c "
+lines = open('$work/out').read().splitlines()
+starts = {l.index('default') if l.split()[-1] == 'default' else l.rindex(l.split()[-1]) for l in lines}
+assert len(starts) == 1, starts"
 check "config --cache-dir" exit_code 0 "$kjit" config --cache-dir "$work/elsewhere"
 check "config says --cache-dir came from the command line" grep -q "^KJIT_CACHE_DIR *$work/elsewhere *command line" "$work/out"
 check "config --json" exit_code 0 env KJIT_BUNDLE="$work/a.kjitpack" "$kjit" config --json

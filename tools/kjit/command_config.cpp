@@ -1,6 +1,7 @@
 // kjit config / doctor: the settings in force and where they came from; a health check.
 #include "cache_args.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -74,13 +75,21 @@ int command_config(const std::vector<std::string>& args)
     std::cout << "\n]\n";
     return bad.empty() ? 0 : k_exit_failure;
   }
+  // Columns as wide as their longest entry (a long path or URL must not shift the next column).
+  int variable_width = 0;
+  int value_width = 0;
+  for (const SettingValue& v : values) {
+    variable_width = std::max(variable_width, static_cast<int>(v.variable.size()));
+    value_width = std::max(value_width, static_cast<int>(v.value.empty() ? 7 : v.value.size()));
+  }
   for (const SettingValue& v : values) {
     // Set through kjit::option here means --cache-dir on the command line.
     const std::string source = v.source == "api"           ? "command line"
                                : v.source == "environment" ? v.variable
                                : v.source == "invalid"     ? v.variable + " (invalid, ignored)"
                                                            : "default";
-    std::printf("%-22s %-26s %s\n", v.variable.c_str(), (v.value.empty() ? "(empty)" : v.value).c_str(), source.c_str());
+    std::printf("%-*s  %-*s  %s\n", variable_width, v.variable.c_str(), value_width,
+                (v.value.empty() ? "(empty)" : v.value).c_str(), source.c_str());
   }
   return bad.empty() ? 0 : k_exit_failure;
 }
