@@ -95,14 +95,9 @@ int cold(const std::string& dir, kjit::Config config, const char* self)
   std::printf("compiles: %llu, compile time %.1f ms; store: %s, %zu entries; mirror: %s/programs/\n\n",
               static_cast<unsigned long long>(stats.compiles), stats.compile_ms_spent, cache.store_path().c_str(),
               cache.disk_entries(), config.cache_dir.c_str());
-  // The batch's workers: the build's kjit-worker (build/tools/kjit/, the demo being in
-  // build/examples/), else the one beside the demo (an installed or packed demo).
-  const std::string self_dir = std::string(self).substr(0, std::string(self).rfind('/'));
-  std::string worker = self_dir + "/../tools/kjit/kjit-worker";
-  if (::access(worker.c_str(), X_OK) != 0) {
-    worker = self_dir + "/kjit-worker";
-  }
-  if (demo::show_script(cache, worker) != 0) {
+  // The batch's workers: libkjit's own kjit-worker (the one beside the demo, else the one of its
+  // build or installation; BatchOptions::worker_path).
+  if (demo::show_script(cache, "") != 0) {
     return 1;
   }
   std::fflush(stdout);

@@ -62,8 +62,8 @@ struct IncludedHeader {
 // Why a program is not in the cache: the closest earlier entry with the same program name and
 // the key fields that differ from it.
 struct MissExplanation {
-  bool hit = false;                      // the program is cached as it is (nothing to explain)
-  std::string key;                       // the program's key now
+  bool hit = false;                      // a lookup now would find it in the store (nothing to explain)
+  std::string key;                       // the key that lookup finds, or a compile would store it under
   std::string closest_key;               // empty if no entry of that program name exists
   std::vector<std::string> differences;  // e.g. "include params.h (/src/params.h) changed"
 };
@@ -253,8 +253,10 @@ struct BatchResult {
 struct BatchOptions {
   unsigned jobs = 0;         // worker processes at once; 0: one per core
   double timeout_s = 600;    // per compile in a worker; the worker is killed past it (<= 0: none)
-  // The kjit-worker executable. Empty: kjit-worker next to the running executable. When it
-  // can't be started the batch compiles in-process (one compile at a time: NVRTC is serial).
+  // The kjit-worker executable. Empty: libkjit's own, the first found of: next to the running
+  // executable, next to libkjit, where the build installed it, where the build made it (so an
+  // application that builds kjit as a Meson subproject gets it). When it can't be started the
+  // batch compiles in-process (one compile at a time: NVRTC is serial), with one warning.
   // Workers inherit the environment but for TMPDIR (a folder of their own) and NV_NVVM_VERSION
   // (the Cache's, as its keys name it), and compile with the Cache's toolkit (Config::cuda_home;
   // when empty, CUDA_HOME or CUDA_PATH, as for the Cache), never by their own KJIT_* settings.

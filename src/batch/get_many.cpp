@@ -5,6 +5,7 @@
 
 #include "batch/worker.hpp"
 #include "cache/cache_impl.hpp"
+#include "kjit_build_config.hpp"
 #include "config/log.hpp"
 #include "rtc/compiler.hpp"
 
@@ -15,21 +16,45 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <dlfcn.h>
 #include <unistd.h>
 
 namespace kjit {
 
 namespace {
 
+std::string folder_of(const std::string& path)
+{
+  return path.substr(0, path.rfind('/') + 1);
+}
+
+// The kjit-worker of this libkjit: next to the running program (the CLI, a packed application),
+// next to libkjit itself, where this build installs it, else where this build made it (a Meson
+// subproject's application). The first that can be run; the first place when none can (its
+// error is the one reported).
 std::string default_worker_path()
 {
+  std::vector<std::string> places;
   char buffer[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
-  if (n <= 0) {
-    return {};
+  if (const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1); n > 0) {
+    places.push_back(folder_of(std::string(buffer, static_cast<std::size_t>(n))) + "kjit-worker");
   }
-  std::string exe(buffer, static_cast<std::size_t>(n));
-  return exe.substr(0, exe.rfind('/') + 1) + "kjit-worker";
+  Dl_info library{};
+  if (::dladdr(reinterpret_cast<void*>(&default_worker_path), &library) != 0 && library.dli_fname != nullptr &&
+      library.dli_fname[0] == '/') {
+    places.push_back(folder_of(library.dli_fname) + "kjit-worker");
+  }
+  for (const char* built : {KJIT_INSTALLED_WORKER, KJIT_BUILD_WORKER}) {
+    if (built[0] != '\0') {
+      places.emplace_back(built);
+    }
+  }
+  for (const std::string& place : places) {
+    if (::access(place.c_str(), X_OK) == 0) {
+      return place;
+    }
+  }
+  return places.empty() ? std::string() : places.front();
 }
 
 // One batch thread's compiler: its worker process, replaced when lost; in-process without one.

@@ -5,7 +5,9 @@
 #    stops after its cold launches; what must hold is that every example kernel was found (by file
 #    name) and launched;
 # 2. the demo and kjit-worker copied into one folder, as tools/gpu-pack packs them, with no driver:
-#    the batch finds the worker beside the demo (no "cannot start the compile worker" warning).
+#    the batch finds the worker beside the demo (no "cannot start the compile worker" warning);
+# 3. the build's demo (build/examples/, no worker beside it), with no driver: libkjit finds the
+#    worker where the build made it.
 # Usage: demo_launch_half.sh KJIT_DEMO KJIT_WORKER EXAMPLES_DIR FAKE_LIBCUDA_DIR
 set -u
 demo=$1 worker=$2 examples=$3 fake=$4
@@ -33,6 +35,13 @@ output=$(cd "$dir" && LD_LIBRARY_PATH=$libraries KJIT_CACHE_DIR=$dir/packed "$di
 demo_status=$?
 if [ "$demo_status" != 0 ] || grep -q 'warning' <<<"$output"; then
   echo "FAIL: the packed demo exited $demo_status or warned"
+  printf '%s\n' "$output"
+  status=1
+fi
+output=$(cd "$dir" && LD_LIBRARY_PATH=$libraries KJIT_CACHE_DIR=$dir/built "$demo" "$examples" 2>&1)
+demo_status=$?
+if [ "$demo_status" != 0 ] || grep -q 'warning' <<<"$output"; then
+  echo "FAIL: the build's demo exited $demo_status or warned"
   printf '%s\n' "$output"
   status=1
 fi
