@@ -916,8 +916,14 @@ void Resolver::close()
       const bool new_dir = m_closed_dirs.insert(dir).second;
       // Most pairs are missing at their first step (a CCCL tree: thousands of names, hundreds of
       // folders): for those the folder's listing answers, and its stamp, taken by the first such
-      // probe, watches every one of them (what probe() would record for each).
-      const std::set<std::string>* entries = listing(dir);
+      // probe, watches every one of them (what probe() would record for each). Only for a folder
+      // that a name of one step makes listed anyway: no folder is listed that was not before (a
+      // string program's working folder is the user's, of any size).
+      const bool listed_anyway = std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+        return !name.empty() && name.find('/') == std::string::npos && name != "." && name != ".." &&
+               (new_dir || m_closed_names.count(name) == 0) && m_index.count(join_path(dir, name)) == 0;
+      });
+      const std::set<std::string>* entries = listed_anyway ? listing(dir) : nullptr;
       bool missing_probed = false;
       for (const auto& name : names) {
         if (name.empty() || name.front() == '/' || (!new_dir && m_closed_names.count(name) != 0)) {
