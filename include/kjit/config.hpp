@@ -51,7 +51,7 @@ struct SettingValue {
   std::string name;      // API name
   std::string variable;  // environment variable
   std::string value;     // as text; secrets (passwords in URLs) are replaced by "***"
-  std::string source;    // "default", "environment" or "api"
+  std::string source;    // "default", "environment", "api", or "invalid" (a malformed variable, left out)
 };
 
 // Every setting with its current value and source (defaults < environment < API).

@@ -294,14 +294,17 @@ Config current_config()
       r.apply(config, r.default_text, r.variable);
     }
     const char* value = std::getenv(r.variable);
-    if (value == nullptr || *value == '\0') {
-      continue;  // an empty variable is an unset one
+    const bool strict = g_strict_environment.load(std::memory_order_relaxed);
+    if (value == nullptr || (*value == '\0' && !strict)) {
+      // An empty variable is an unset one, but where strictness is asked for (the CLI, where
+      // `KJIT_CACHE_DIR=$UNSET kjit clear` must not clear the default folder), an error.
+      continue;
     }
     try {
       r.apply(config, value, r.variable);
       cache_dir_given |= std::string_view(r.name) == "cache_dir";
     } catch (const ConfigError& error) {
-      if (g_strict_environment.load(std::memory_order_relaxed)) {
+      if (strict) {
         throw;
       }
       warn_left_out(error, value);
@@ -413,9 +416,15 @@ std::vector<SettingValue> setting_values()
   std::vector<SettingValue> out;
   for (const Row& r : k_rows) {
     SettingValue value{r.name, r.variable, r.default_text != nullptr ? r.default_text : "", "default"};
-    if (const char* env = std::getenv(r.variable); env != nullptr) {
+    if (const char* env = std::getenv(r.variable); env != nullptr && *env != '\0') {
       value.value = env;
       value.source = "environment";
+      try {
+        Config scratch;
+        r.apply(scratch, env, r.variable);
+      } catch (const ConfigError&) {
+        value.source = "invalid";  // left out (current_config() threw for it when strict)
+      }
     }
     if (const auto it = api.find(r.name); it != api.end()) {
       value.value = it->second;

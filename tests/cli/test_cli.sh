@@ -158,6 +158,16 @@ check "mirror rebuilt" test -f "$KJIT_CACHE_DIR/programs/$key/module/kernel.ptx"
 check "cache clear" exit_code 0 "$kjit" cache clear
 check "clear removed the mirror" test ! -e "$KJIT_CACHE_DIR/programs"
 check "bad cache action" exit_code 2 "$kjit" cache explode
+# An empty KJIT_CACHE_DIR (a variable set from an unset one) is an error for the CLI, not the
+# default folder: `clear` must not empty the user's cache for it.
+check "a kernel in the default folder" exit_code 0 env -u KJIT_CACHE_DIR -u XDG_CACHE_HOME HOME="$work/home" \
+  "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/home_out"
+check "an empty KJIT_CACHE_DIR is an error for the CLI" exit_code 1 env -u XDG_CACHE_HOME KJIT_CACHE_DIR= \
+  HOME="$work/home" "$kjit" clear
+check "… named" grep -q "KJIT_CACHE_DIR" "$work/err"
+check "… and the default folder keeps its kernel" exit_code 0 env -u KJIT_CACHE_DIR -u XDG_CACHE_HOME HOME="$work/home" \
+  "$kjit" list
+check "… (listed)" grep -q "saxpy.cu" "$work/out"
 check "bad environment value exits 1" exit_code 1 env KJIT_VERBOSE=maybe "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
 check "bad environment value is named" grep -q "KJIT_VERBOSE" "$work/err"
 check "verbose logs hits" exit_code 0 env KJIT_VERBOSE=1 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"

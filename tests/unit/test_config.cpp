@@ -147,6 +147,26 @@ BOOST_AUTO_TEST_CASE(a_malformed_environment_value_is_left_out_with_one_warning)
   }
   BOOST_TEST(lines.empty());
   kjit::set_log_sink({});
+  // What `kjit config` and setting_values() show is what is in force: an empty variable is the
+  // default's, a malformed one is marked invalid (both showed as set by the environment).
+  {
+    ScopedEnv empty("KJIT_MAX_SIZE", "");
+    ScopedEnv malformed("KJIT_VERBOSE", "maybe");
+    for (const kjit::SettingValue& value : kjit::setting_values()) {
+      if (value.variable == "KJIT_MAX_SIZE") {
+        BOOST_TEST(value.source == "default");
+        BOOST_TEST(value.value == "5GiB");
+      }
+      if (value.variable == "KJIT_VERBOSE") {
+        BOOST_TEST(value.source == "invalid");
+      }
+    }
+  }
+  // A program that asks for strictness (the CLI) gets an error for an empty variable too: an
+  // empty KJIT_CACHE_DIR must not make `kjit clear` clear the default folder.
+  kjit::option::strict_environment(true);
+  BOOST_TEST(config_error_variable("KJIT_CACHE_DIR", "") == "KJIT_CACHE_DIR");
+  kjit::option::reset();
 }
 
 BOOST_AUTO_TEST_CASE(precedence_default_environment_api)
