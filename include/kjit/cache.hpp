@@ -384,10 +384,11 @@ public:
   bool store_exists() const noexcept;
   // False when the cache folder is read-only: misses are then kept in memory only.
   bool writable() const noexcept;
-  // Why a compile now would not be kept on disk: the store was refused or could not be opened
-  // (the reason the warning gave), it is read-only, or its last commit failed (the error; cleared
-  // by a commit that succeeds). Empty when new entries are stored, and with Config::disable_cache.
-  // Waits for commits under way.
+  // Why entries are not kept on disk: the store was refused or could not be opened (the reason
+  // the warning gave), it is read-only, or the error of the last commit that failed (kept after
+  // later commits succeed: it says why an entry is missing). Empty when nothing of that happened,
+  // and with Config::disable_cache. Waits for commits under way (not to be called from the log
+  // sink).
   std::string store_problem() const;
   // The LMDB folder (<cache_dir>/store, or a node-local folder when cache_dir is on a network
   // filesystem). Empty without a disk tier.

@@ -30,8 +30,9 @@ std::string folder_of(const std::string& path)
 
 // The kjit-worker of this libkjit: next to the running program (the CLI, a packed application),
 // next to libkjit itself, where this build installs it, else where this build made it (a Meson
-// subproject's application). The first that can be run; the first place when none can (its
-// error is the one reported).
+// subproject's application); the last two only for the libkjit installed there or made by that
+// build (a copied libkjit never runs what lies at its builder's paths). The first that can be run;
+// the first place when none can (its error is the one reported).
 std::string default_worker_path()
 {
   std::vector<std::string> places;
@@ -42,11 +43,14 @@ std::string default_worker_path()
   Dl_info library{};
   if (::dladdr(reinterpret_cast<void*>(&default_worker_path), &library) != 0 && library.dli_fname != nullptr &&
       library.dli_fname[0] == '/') {
-    places.push_back(folder_of(library.dli_fname) + "kjit-worker");
-  }
-  for (const char* built : {KJIT_INSTALLED_WORKER, KJIT_BUILD_WORKER}) {
-    if (built[0] != '\0') {
-      places.emplace_back(built);
+    const std::string library_dir = folder_of(library.dli_fname);
+    places.push_back(library_dir + "kjit-worker");
+    const std::pair<const char*, const char*> owned[] = {{KJIT_INSTALLED_LIBDIR, KJIT_INSTALLED_WORKER},
+                                                         {KJIT_BUILD_LIBDIR, KJIT_BUILD_WORKER}};
+    for (const auto& [libdir, worker] : owned) {
+      if (worker[0] != '\0' && library_dir == std::string(libdir) + "/") {
+        places.emplace_back(worker);
+      }
     }
   }
   for (const std::string& place : places) {

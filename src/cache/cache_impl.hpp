@@ -89,8 +89,9 @@ struct Cache::Impl {
 
   mutable std::mutex stats_mutex;
   CacheStats stats;
-  // Why new entries are not kept on disk: no store (the reason it was refused or failed to open),
-  // or the last commit's error (cleared by a commit that succeeds). Guarded by stats_mutex.
+  // Why entries are not kept on disk: no store (the reason it was refused or failed to open), or
+  // the error of the last commit that failed (kept after later commits succeed). Guarded by
+  // stats_mutex.
   std::string store_problem;
 
   explicit Impl(const Config& c) : config(c), memory(c.memory_limit) {}

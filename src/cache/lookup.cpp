@@ -246,11 +246,11 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   commits.begin();
   try {
     store->put_later(std::move(rows), [this, lock = std::move(lock)](const StoreError* error) mutable {
-      {
-        std::lock_guard stats_lock(stats_mutex);
-        store_problem = error != nullptr ? std::string("cannot store compiled kernels: ") + error->what() : "";
-      }
       if (error != nullptr) {
+        {
+          std::lock_guard stats_lock(stats_mutex);
+          store_problem = std::string("cannot store compiled kernels: ") + error->what();  // kept: why one is missing
+        }
         // The caller still got its binary (and the memory tier keeps it): a store that can't be
         // written costs later processes a compile, nothing more.
         count(&CacheStats::store_errors);
@@ -394,12 +394,15 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     persist(final_key, p, entry, std::move(lock));
     upload(final_key, entry, std::move(lease));  // KJIT_REMOTE_CACHE: queued for the upload thread
   }
-  // The key it is stored under (a provisional key names no entry); one not cached is said so.
-  if (cacheable) {
+  // The key it is stored under (a provisional key names no entry); one not cached, or with no
+  // store to keep it, is said so without a key (a commit that fails later warns on its own).
+  if (cacheable && store && store->writable()) {
     verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p.program().name,
             p.arch(), final_key, watch.elapsed_ms());
   } else {
-    verbose(entry.kind == store::EntryKind::binary ? "miss, compiled, not cached" : "miss, compile error, not cached",
+    const bool binary = entry.kind == store::EntryKind::binary;
+    verbose(cacheable ? (binary ? "miss, compiled, not stored (no writable store)" : "miss, compile error, not stored (no writable store)")
+                      : (binary ? "miss, compiled, not cached" : "miss, compile error, not cached"),
             p.program().name, p.arch(), nullptr, watch.elapsed_ms());
   }
   cache::Result result = cache::result_of(std::move(entry));

@@ -24,16 +24,18 @@ void SymbolBinder::check(const char* what) const
 namespace {
 
 // What to do about a library that did not load: where it is missing, name the toolkit settings;
-// where it is there but could not be mapped under an address-space limit, name the limit (setting
-// the toolkit root would not help).
-std::string advice(const std::string& path)
+// where it is there but could not be mapped ("failed to map segment", "cannot allocate memory")
+// under an address-space limit, name the limit (setting the toolkit root would not help); else
+// dlerror's own words say it (a damaged file).
+std::string advice(const std::string& path, const std::string& error)
 {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     return " (set KJIT_CUDA_HOME or CUDA_HOME to the toolkit root)";
   }
   struct rlimit as {};
-  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+  const bool mapping = error.find("map") != std::string::npos || error.find("memory") != std::string::npos;
+  if (mapping && ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
     return " (the process's address space is limited to " + std::to_string(as.rlim_cur >> 20) +
            " MiB (ulimit -v): raise the limit)";
   }
@@ -47,7 +49,7 @@ util::DynamicLibrary open_toolchain_library(const std::string& path, const char*
   std::string error;
   auto library = util::DynamicLibrary::open(path, flags | RTLD_LOCAL, error);
   if (!library) {
-    throw ToolchainError(std::string("cannot load ") + what + " from " + path + ": " + error + advice(path), -1);
+    throw ToolchainError(std::string("cannot load ") + what + " from " + path + ": " + error + advice(path, error), -1);
   }
   return std::move(*library);
 }

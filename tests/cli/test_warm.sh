@@ -144,5 +144,19 @@ check "compile whose commit fails prints no key" exit_code 0 \
   sh -c "ulimit -f 64; KJIT_CACHE_DIR='$work/cache_small' KJIT_MIRROR=0 exec '$kjit' compile '$work/w2.cu' --arch sm_90 -o '$work/small_out'"
 check "… and says it was not stored" grep -q "^compiled, not stored: cannot store compiled kernels: " "$work/out"
 
+# What warm says about storing is what the store holds, whichever commit the file size limit
+# stops: "not stored" exactly when the compiled kernel is missing (before, a failed commit of the
+# other item's remembered compile error was counted as the compiled kernel not stored).
+printf 'extern "C" __global__ void broken(int* p) { *p = undefined_name; }\n' >"$work/broken.cu"
+for limit in 48 64 80; do
+  rm -rf "$work/cache_mixed"
+  sh -c "ulimit -f $limit; KJIT_CACHE_DIR='$work/cache_mixed' KJIT_MIRROR=0 exec '$kjit' warm '$work/w1.cu' '$work/broken.cu' --arch sm_90 --jobs 1" \
+    >"$work/out" 2>"$work/err"
+  said=$(grep -c "were not stored" "$work/err")
+  held=$(env KJIT_CACHE_DIR="$work/cache_mixed" "$kjit" list --name w1.cu 2>/dev/null | grep -c "w1.cu")
+  check "ulimit -f $limit: 'not stored' said ($said) exactly when the kernel is missing (listed: $held)" \
+    test "$said" != "$held"
+done
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

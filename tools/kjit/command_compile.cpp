@@ -124,10 +124,9 @@ int command_compile(const std::vector<std::string>& args)
     const CacheStats after = cache.stats();
     const std::uint64_t header_stats = after.header_stats - before.header_stats;  // this lookup's
     binary = *found.binary;
-    std::string why;
-    if (not_stored(cache, before, after, found.source == Source::compiled ? 1 : 0, why) != 0) {
+    if (found.source == Source::compiled && !stored(cache, program, arch)) {
       // No key: none was stored, and `kjit show` would find nothing under it.
-      std::cout << "compiled, not stored: " << why << "\n";
+      std::cout << "compiled, not stored: " << why_not_stored(cache, before, after) << "\n";
     } else {
       // A program found by its raw inputs, or compiled: its key from prepare() (the key the
       // compile established; one found by its raw inputs has no disk header to stat).

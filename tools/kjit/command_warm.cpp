@@ -53,7 +53,7 @@ int command_warm(const std::vector<std::string>& args)
     ("option,X", po::value<std::vector<std::string>>()->composing(), "pass an option to NVRTC")
     ("jobs,j", po::value<unsigned>()->default_value(0), "worker processes at once (0: one per core)")
     ("timeout", po::value<double>()->default_value(600), "seconds one compile may take before its worker is killed (0: no limit)")
-    ("worker", po::value<std::string>(), "the kjit-worker executable (default: next to kjit)")
+    ("worker", po::value<std::string>(), "the kjit-worker executable (default: libkjit's, next to kjit)")
     ("cache-dir", po::value<std::string>(), "cache folder (default: KJIT_CACHE_DIR or ~/.cache/kjit)");
   po::options_description hidden;
   hidden.add_options()("files", po::value<std::vector<std::string>>()->required(), "CUDA C++ files");
@@ -150,13 +150,16 @@ int command_warm(const std::vector<std::string>& args)
       ++cached;
     }
   }
-  std::string why;
-  const std::uint64_t lost = not_stored(cache, before, after, compiled, why);
+  std::size_t lost = 0;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    lost += results[i].binary && results[i].compiled && !stored(cache, items[i].program, items[i].arch) ? 1 : 0;
+  }
+  const std::string why = lost != 0 ? why_not_stored(cache, before, after) : std::string();
   std::printf("%zu compiled, %zu cached, %zu failed in %.1f s\n", compiled, cached, failed, seconds);
   if (lost != 0) {
     // A warm that stored nothing must not pass as one that did (a CI step filling a bundle).
-    std::fprintf(stderr, "kjit warm: %llu of the %zu compiled kernels were not stored: %s\n",
-                 static_cast<unsigned long long>(lost), compiled, why.c_str());
+    std::fprintf(stderr, "kjit warm: %zu of the %zu compiled kernels were not stored: %s\n", lost, compiled,
+                 why.c_str());
   }
   return failed == 0 && lost == 0 ? 0 : k_exit_failure;
 }

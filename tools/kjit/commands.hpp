@@ -6,7 +6,7 @@
 
 namespace kjit::cli {
 
-// Exit codes: 0 success, 1 the operation failed (message on stderr), 2 bad usage.
+// Exit codes: 0 success, 1 the operation failed (message on stderr), 2 bad usage, 3 (explain) a miss.
 constexpr int k_exit_failure = 1;
 constexpr int k_exit_miss = 3;  // kjit explain: the lookup would miss
 constexpr int k_exit_usage = 2;

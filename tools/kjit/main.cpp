@@ -47,7 +47,8 @@ operating a cache (all take --cache-dir DIR):
   version                                       versions and driver status
   help [COMMAND]                                this text, or a command's options
 
-Exit codes: 0 success, 1 the operation failed, 2 bad usage. Errors go to stderr.
+Exit codes: 0 success, 1 the operation failed, 2 bad usage, 3 explain: the lookup would miss.
+Errors go to stderr.
 )";
 
 // A command's output that could not be written (a full disk, /dev/full, a closed descriptor) is a

@@ -1,29 +1,30 @@
 #include "stored.hpp"
 
+#include <kjit/error.hpp>
 #include <kjit/uncached.hpp>
 
-#include <algorithm>
+#include <cstdint>
 #include <utility>
 
 namespace kjit::cli {
 
-std::uint64_t not_stored(const Cache& cache, const CacheStats& before, const CacheStats& after,
-                         std::uint64_t compiled, std::string& why)
+bool stored(Cache& cache, const Program& program, const Arch& arch)
 {
-  why.clear();
-  if (compiled == 0 || cache.config().disable_cache) {
-    return 0;
+  if (cache.config().disable_cache) {
+    return true;
   }
-  const std::string problem = cache.store_problem();
-  if (!cache.has_disk_tier() || !cache.writable()) {
-    why = problem.empty() ? "the cache has no writable store" : problem;
-    return compiled;
+  if (!cache.has_disk_tier()) {
+    return false;
   }
-  std::uint64_t count = 0;
-  if (after.store_errors > before.store_errors) {
-    count += after.store_errors - before.store_errors;
-    why = problem.empty() ? "a commit to the store failed" : problem;
+  try {
+    return cache.resolve_key(cache.prepare(program, arch).key()).size() == 64;
+  } catch (const Error&) {
+    return false;  // no entry under that key (or the program can't be prepared now)
   }
+}
+
+std::string why_not_stored(const Cache& cache, const CacheStats& before, const CacheStats& after)
+{
   const std::pair<UncachedReason, std::uint64_t CacheStats::*> refusals[] = {
     {UncachedReason::formed_name, &CacheStats::uncached_formed_name},
     {UncachedReason::disk_name, &CacheStats::uncached_disk_name},
@@ -33,15 +34,16 @@ std::uint64_t not_stored(const Cache& cache, const CacheStats& before, const Cac
     {UncachedReason::names_file, &CacheStats::uncached_names_file},
     {UncachedReason::environment, &CacheStats::uncached_environment},
   };
+  std::string why = cache.store_problem();
   for (const auto& [reason, counter] : refusals) {
     if (after.*counter > before.*counter) {
-      count += after.*counter - before.*counter;
-      if (why.empty()) {
-        why = std::string("not cached: ") + to_string(reason) + " (the warning above names the program and why)";
-      }
+      const std::string refusal =
+        std::string("not cached: ") + to_string(reason) + " (the warning above names the program and why)";
+      why = why.empty() ? refusal : why + "; " + refusal;
+      break;
     }
   }
-  return std::min(count, compiled);
+  return why.empty() ? "the store did not keep them (the warnings above say why)" : why;
 }
 
 } // namespace kjit::cli

@@ -4,15 +4,17 @@
 
 #include <kjit/cache.hpp>
 
-#include <cstdint>
 #include <string>
 
 namespace kjit::cli {
 
-// The compiles between two stats() of `cache` that were not stored: all of `compiled` when the
-// cache has no writable store (with Config::disable_cache: none), else the failed commits and the
-// compiles refused for caching. `why` is set to one line saying why (empty when none).
-std::uint64_t not_stored(const Cache& cache, const CacheStats& before, const CacheStats& after,
-                         std::uint64_t compiled, std::string& why);
+// Whether `program` on `arch`, just compiled through `cache`, is now an entry of its store (the
+// key prepare() gives: the one its compile established). False without a store; true with
+// Config::disable_cache, which asks for nothing to be stored.
+bool stored(Cache& cache, const Program& program, const Arch& arch);
+
+// One line saying why compiles between two stats() of `cache` were not stored: the store's
+// problem (none, read-only, a failed commit), else a refusal to cache and its reason.
+std::string why_not_stored(const Cache& cache, const CacheStats& before, const CacheStats& after);
 
 } // namespace kjit::cli
