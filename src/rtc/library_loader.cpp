@@ -5,6 +5,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <mutex>
+#include <utility>
+
 namespace kjit::rtc {
 
 void SymbolBinder::check(const char* what) const
@@ -43,6 +46,25 @@ std::string advice(const std::string& path, const std::string& error)
 }
 
 } // namespace
+
+namespace {
+
+std::mutex g_unreported_mutex;
+double g_unreported_ms = 0;
+
+} // namespace
+
+void add_unreported_load_ms(double ms)
+{
+  std::lock_guard lock(g_unreported_mutex);
+  g_unreported_ms += ms;
+}
+
+double take_unreported_load_ms()
+{
+  std::lock_guard lock(g_unreported_mutex);
+  return std::exchange(g_unreported_ms, 0.0);
+}
 
 util::DynamicLibrary open_toolchain_library(const std::string& path, const char* what, int flags)
 {

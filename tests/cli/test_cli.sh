@@ -168,6 +168,11 @@ check "… named" grep -q "KJIT_CACHE_DIR" "$work/err"
 check "… and the default folder keeps its kernel" exit_code 0 env -u KJIT_CACHE_DIR -u XDG_CACHE_HOME HOME="$work/home" \
   "$kjit" list
 check "… (listed)" grep -q "saxpy.cu" "$work/out"
+# The first compile of a process reports the load of NVRTC even when the key's toolchain probe
+# loaded it (issue 39: "load 0.0 ms" in a process that loaded NVRTC).
+check "a first compile in a fresh cache" exit_code 0 env KJIT_CACHE_DIR="$work/cache_load" "$kjit" compile \
+  "$root/examples/saxpy.cu" --arch sm_90 -o "$work/load_out"
+check "… reports the library load" sh -c "grep '^compile: ' '$work/out' | grep -qv '(load 0.0 ms'"
 check "bad environment value exits 1" exit_code 1 env KJIT_VERBOSE=maybe "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
 check "bad environment value is named" grep -q "KJIT_VERBOSE" "$work/err"
 check "verbose logs hits" exit_code 0 env KJIT_VERBOSE=1 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_90 -o "$work/out_dir"
