@@ -163,13 +163,24 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
   const PreparedProgram prepared = prepare(program, arch);
   MissExplanation explanation;
   explanation.key = prepared.key();
-  if (!m_impl->store) {
-    return explanation;
-  }
+  // The tiers below the store (bundles, the remote) answer the lookup too: a record there is a hit
+  // (the lookup verifies it; one that fails is compiled again).
+  const auto in_a_tier = [this](const util::Sha256& key) {
+    for (const auto& tier : m_impl->tiers) {
+      if (tier->get(key).kind == tier::TierAnswer::Kind::record) {
+        return true;
+      }
+    }
+    return false;
+  };
   util::Sha256 key;
   std::memcpy(key.data(), prepared.m_digest, key.size());
-  if (m_impl->store->get(store::Table::entries, bytes_of(key))) {
+  if ((m_impl->store && m_impl->store->get(store::Table::entries, bytes_of(key))) ||
+      (!m_impl->is_provisional(key) && in_a_tier(key))) {
     explanation.hit = true;
+    return explanation;
+  }
+  if (!m_impl->store) {
     return explanation;
   }
   if (m_impl->is_provisional(key)) {
@@ -185,6 +196,9 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
           explanation.hit = true;  // a remembered failure is compiled again: a miss
           return explanation;
         }
+      } else if (in_a_tier(real_key)) {
+        explanation.hit = true;
+        return explanation;
       }
     }
   }

@@ -175,6 +175,15 @@ check "and checks the rest" grep -q "^ok *store " "$work/out"
 # --- export / import / KJIT_BUNDLE ---
 check "export saxpy sm_90 only" exit_code 0 "$kjit" export "$work/sm90.kjitpack" --name saxpy.cu --arch sm_90
 check "export counts" grep -q "^exported 1 entries" "$work/out"
+# explain says what the lookup does with a bundle too (it said miss, exit 3, where the lookup hits
+# the bundle).
+mkdir -p "$work/explain_bundle"
+check "explain with the program only in a bundle says hit" exit_code 0 env KJIT_BUNDLE="$work/sm90.kjitpack" \
+  "$kjit" explain "$root/examples/saxpy.cu" --arch sm_90 --cache-dir "$work/explain_bundle"
+check "… hit:" grep -q "^hit: " "$work/out"
+check "… as compile finds it" exit_code 0 env KJIT_BUNDLE="$work/sm90.kjitpack" "$kjit" compile "$root/examples/saxpy.cu" \
+  --arch sm_90 --cache-dir "$work/explain_bundle" -o "$work/explain_bundle_out"
+check "… from the bundle" grep -q "^lookup: from bundle" "$work/out"
 check "export all" exit_code 0 "$kjit" export "$work/all.kjitpack"
 check "export counts all" grep -q "^exported 23 entries" "$work/out"
 check "import into an empty cache" exit_code 0 "$kjit" import "$work/all.kjitpack" --cache-dir "$work/imported"
