@@ -2,6 +2,7 @@
 #include "deps/include_scan.hpp"
 
 #include "deps/lex.hpp"
+#include "deps/resolver.hpp"  // directive_kind
 
 #include <cctype>
 
@@ -363,6 +364,47 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
     }
   }
   return found;
+}
+
+namespace {
+
+// The line `line` (1-based) of `text`, with continued lines joined.
+std::string line_of(const std::string& text, int line)
+{
+  std::size_t at = 0;
+  for (int i = 1; i < line && at != std::string::npos; ++i) {
+    at = text.find('\n', at);
+    at = at == std::string::npos ? at : at + 1;
+  }
+  if (at == std::string::npos) {
+    return {};
+  }
+  std::string out;
+  for (; at < text.size() && text[at] != '\n'; ++at) {
+    if (text[at] == '\\' && at + 1 < text.size() && text[at + 1] == '\n') {
+      ++at;
+      continue;
+    }
+    out += text[at];
+  }
+  return out;
+}
+
+} // namespace
+
+// Which directive is at `line` of `text` (for the compile loop, from NVRTC's log).
+IncludeKind directive_kind(const std::string& text, int line)
+{
+  const std::string directive = line_of(text, line);
+  const auto at = directive.find("include");
+  if (at == std::string::npos) {
+    return IncludeKind::quoted;
+  }
+  if (directive.compare(at, 12, "include_next") == 0) {
+    return IncludeKind::next;
+  }
+  const auto open = directive.find_first_not_of(" \t", at + 7);
+  return open != std::string::npos && directive[open] == '<' ? IncludeKind::angle : IncludeKind::quoted;
 }
 
 } // namespace kjit::deps

@@ -22,40 +22,6 @@ std::function<void(const std::string&)> g_read_hook;
 std::function<void(const std::string&, FileStamp&)> g_stamp_hook;
 std::atomic<std::uint64_t> g_listings{0};
 
-bool is_file(const std::string& path)
-{
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool is_dir(const std::string& path)
-{
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// The line `line` (1-based) of `text`, with continued lines joined.
-std::string line_of(const std::string& text, int line)
-{
-  std::size_t at = 0;
-  for (int i = 1; i < line && at != std::string::npos; ++i) {
-    at = text.find('\n', at);
-    at = at == std::string::npos ? at : at + 1;
-  }
-  if (at == std::string::npos) {
-    return {};
-  }
-  std::string out;
-  for (; at < text.size() && text[at] != '\n'; ++at) {
-    if (text[at] == '\\' && at + 1 < text.size() && text[at + 1] == '\n') {
-      ++at;
-      continue;
-    }
-    out += text[at];
-  }
-  return out;
-}
-
 // The reason an option makes the compiler read a file no key holds, or empty: ptxas reads
 // -Xptxas=--options-file=F (-optf) itself, NVRTC --use-pch=F and --pch-dir=D.
 std::string file_reading_option(const std::vector<std::string>& options)
@@ -71,104 +37,6 @@ std::string file_reading_option(const std::vector<std::string>& options)
 }
 
 } // namespace
-
-bool any_program_text(const Program& program, bool (*test)(const std::string&))
-{
-  if (test(program.source)) {
-    return true;
-  }
-  for (const auto& [name, content] : program.headers) {
-    if (test(content)) {
-      return true;
-    }
-  }
-  // NVRTC compiles each name expression with the program (a file of its own): __TIME__ or
-  // __has_include there count as in the source.
-  for (const auto& expression : program.name_expressions) {
-    if (test(expression)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-bool device_debug(const std::vector<std::string>& options)
-{
-  for (const auto& option : options) {
-    if (option == "-G" || option == "--device-debug") {
-      return true;
-    }
-  }
-  return false;
-}
-
-bool options_name_files(const std::vector<std::string>& options)
-{
-  for (const auto& option : options) {
-    if (option == "-lineinfo" || option == "--generate-line-info") {
-      return true;
-    }
-  }
-  return device_debug(options);
-}
-
-bool text_names_files(const std::string& text)
-{
-  for (const char* word : {"__FILE__", "__builtin_FILE", "source_location"}) {
-    if (text.find(word) != std::string::npos) {
-      return true;
-    }
-  }
-  // "assert" as a word: not static_assert (it names no file), nor a name that contains it.
-  return has_word(text, "assert") || text_names_program(text);
-}
-
-bool has_word(const std::string& text, std::string_view word)
-{
-  const auto word_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
-  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
-    if ((at == 0 || !word_char(text[at - 1])) && (at + word.size() == text.size() || !word_char(text[at + word.size()]))) {
-      return true;
-    }
-  }
-  return false;
-}
-
-bool text_uses_time(const std::string& text)
-{
-  return has_word(text, "__TIME__") || has_word(text, "__TIMESTAMP__") || has_word(text, "__DATE__");
-}
-
-bool program_uses_time(const Program& program)
-{
-  // A -D value is program text too (-DNOW=__TIME__, in any spelling): every option is looked at.
-  for (const auto& option : program.options) {
-    if (text_uses_time(option)) {
-      return true;
-    }
-  }
-  return any_program_text(program, text_uses_time);
-}
-
-bool text_names_program(const std::string& text)
-{
-  return text.find("__BASE_FILE__") != std::string::npos;
-}
-
-bool binary_holds(const std::string& binary, const std::string& path)
-{
-  if (path.empty()) {
-    return false;
-  }
-  if (binary.find(path) != std::string::npos) {
-    return true;
-  }
-  std::string bytes;  // "47, 116, 109, 112"
-  for (const char ch : path) {
-    bytes += (bytes.empty() ? "" : ", ") + std::to_string(static_cast<unsigned char>(ch));
-  }
-  return binary.find(bytes) != std::string::npos;
-}
 
 void Resolver::copies_named()
 {
@@ -189,22 +57,6 @@ void Resolver::refuse(UncachedReason why, std::string reason)
     m_unfaithful = std::move(reason);
     m_unfaithful_reason = why;
   }
-}
-
-bool program_names_files(const Program& program)
-{
-  // A -D value is program text too: -DF=__FILE__ names the file where F is used.
-  for (const auto& option : program.options) {
-    if (text_names_files(option)) {
-      return true;
-    }
-  }
-  return options_name_files(program.options) || any_program_text(program, text_names_files);
-}
-
-bool must_be_one_copy(const std::string& content)
-{
-  return content.find("once") != std::string::npos;  // #pragma once, _Pragma("once")
 }
 
 std::uint64_t folder_listings() noexcept
@@ -312,7 +164,7 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
     for (const auto& candidate : program.headers.count(name) != 0
                                    ? std::vector<std::string>{}
                                    : user_candidates(context, name, IncludeKind::quoted, context.cwd)) {
-      if (is_file(candidate)) {
+      if (util::is_regular_file(candidate)) {
         found = candidate;
         break;
       }
@@ -331,84 +183,6 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   }
   if (!context.source_dir.empty()) {
     probe(context.source_dir + "/.");
-  }
-}
-
-void Resolver::add_toolkit_namesakes(const std::string& dir)
-{
-  for (const auto& toolkit : m_context.toolkit_dirs) {
-    if (toolkit == dir) {
-      return;  // the toolkit's own folder given as -I: its files are the toolkit's
-    }
-  }
-  // A name a toolkit header includes or probes (`#if _CCCL_HAS_INCLUDE(<version>)`) finds this
-  // folder's file before the toolkit's, or where the toolkit has none: passed, whether predicted or not.
-  for (const auto& name : *toolkit_include_names(m_context.toolkit_dirs)) {
-    const std::string candidate = join_path(dir, name);
-    if (m_index.count(candidate) == 0 && !has_dot_dot(name)) {
-      if (listed_file(candidate)) {
-        m_names.insert(name);
-        add(name, candidate);
-      } else {
-        probe(candidate);
-      }
-    }
-  }
-  DIR* listing = ::opendir(dir.c_str());
-  if (listing == nullptr) {
-    return;
-  }
-  std::vector<std::string> names;
-  while (const dirent* entry = ::readdir(listing)) {
-    names.emplace_back(entry->d_name);
-  }
-  ::closedir(listing);
-  for (const auto& name : names) {
-    if (name == "." || name == "..") {
-      continue;
-    }
-    for (const auto& toolkit : m_context.toolkit_dirs) {
-      if (is_file(toolkit + "/" + name) && is_file(dir + "/" + name)) {
-        // <name> from a toolkit header finds this file first (the -I folders come before the
-        // toolkit's): NVRTC must find its copy, so it is passed whether or not it is predicted.
-        m_names.insert(name);
-        add(name, dir + "/" + name);
-        break;
-      }
-      if (is_dir(toolkit + "/" + name) && is_dir(dir + "/" + name)) {
-        // A vendored tree over the toolkit's (cub/, thrust/, cuda/…): any include below it that
-        // only NVRTC follows would otherwise fall through to the toolkit's copy. Pass all of it.
-        add_tree(dir, name);
-        break;
-      }
-    }
-  }
-}
-
-void Resolver::add_tree(const std::string& dir, const std::string& relative)
-{
-  const std::string folder = dir + "/" + relative;
-  probe(folder + "/.");
-  DIR* handle = ::opendir(folder.c_str());
-  if (handle == nullptr) {
-    return;
-  }
-  std::vector<std::string> names;
-  while (const dirent* entry = ::readdir(handle)) {
-    names.emplace_back(entry->d_name);
-  }
-  ::closedir(handle);
-  for (const auto& name : names) {
-    if (name == "." || name == "..") {
-      continue;
-    }
-    const std::string below = relative + "/" + name;
-    if (is_dir(dir + "/" + below)) {
-      add_tree(dir, below);
-    } else if (is_file(dir + "/" + below)) {
-      m_names.insert(below);
-      add(below, dir + "/" + below);
-    }
   }
 }
 
@@ -517,7 +291,7 @@ bool Resolver::listed_file(const std::string& path)
 {
   const auto slash = path.rfind('/');
   const std::set<std::string>* names = listing(slash == 0 ? "/" : path.substr(0, slash));
-  return names != nullptr && names->count(path.substr(slash + 1)) != 0 && is_file(path);
+  return names != nullptr && names->count(path.substr(slash + 1)) != 0 && util::is_regular_file(path);
 }
 
 bool Resolver::add(const std::string& name, const std::string& path, const std::string& includer, IncludeKind kind)
@@ -662,7 +436,7 @@ std::string Resolver::add_next(const std::string& name, IncludeKind kind, const 
     if (m_index.count(candidate) != 0) {
       continue;
     }
-    if (is_file(candidate)) {
+    if (util::is_regular_file(candidate)) {
       for (const auto& dir : m_context.include_dirs) {
         if (join_path(dir, name) == candidate && m_found_in.count(candidate) == 0) {
           m_found_in[candidate] = dir;
@@ -718,7 +492,7 @@ void Resolver::follow(const std::string& text, const std::string& includer)
       // the compile would be built under the key of the bytes kjit read.
       const std::string beside = join_path(dir_of(includer), directive.name);
       // One that appears there later is seen by the closure, which predicts again.
-      if (m_unfaithful.empty() && is_file(beside)) {
+      if (m_unfaithful.empty() && util::is_regular_file(beside)) {
         refuse(UncachedReason::disk_name, "an in-memory header includes \"" + directive.name +
                                             "\", which NVRTC opens next to it on disk (" + beside + ") itself");
       }
@@ -738,7 +512,7 @@ void Resolver::follow(const std::string& text, const std::string& includer)
         }
         break;
       }
-      if (is_file(candidate)) {
+      if (util::is_regular_file(candidate)) {
         for (const auto& dir : m_context.include_dirs) {
           if (join_path(dir, directive.name) == candidate && m_found_in.count(candidate) == 0) {
             m_found_in[candidate] = dir;
@@ -765,208 +539,6 @@ void Resolver::predict()
     m_pending.pop_back();
     follow(m_result.headers[m_index.at(path)].content, path);
   }
-}
-
-void Resolver::check_include_name(const std::string& dir, const std::string& name)
-{
-  if (m_unfaithful.empty() && !name.empty() && name.front() == '/') {
-    // NVRTC opens an absolute name itself, never the copy: what it reads (and what that file
-    // includes from its own folder) would not be what kjit hashed.
-    refuse(UncachedReason::disk_name, "the include name '" + name + "' is absolute (NVRTC opens it on disk itself)");
-  }
-  check_name(dir, name);
-}
-
-void Resolver::check_name(const std::string& dir, const std::string& name)
-{
-  if (!m_unfaithful.empty() || !has_dot_dot(name)) {
-    return;
-  }
-  // From the private folder, a ".." that stops at "/" on disk would climb out of it.
-  std::vector<std::string> dirs = m_context.include_dirs;
-  dirs.push_back(dir.empty() ? m_context.cwd : dir);
-  for (const auto& from : dirs) {
-    if (walk_path(join_path(from, name)).climbed) {
-      refuse(UncachedReason::disk_name, "the include name '" + name + "' climbs above / from " + from);
-      return;
-    }
-  }
-}
-
-void Resolver::check_formed_names()
-{
-  if (m_computed_dirs.empty() || !m_unfaithful.empty()) {
-    return;  // no #include that only NVRTC expands
-  }
-  // Whether a name may expand to nothing depends on every definition scanned: when a text scanned
-  // since the last check let a name the texts read so far asked about end open, they are read again.
-  const OpenEnds ends(m_scan, [this] { return &toolkit_macros(m_context.toolkit_dirs); });
-  for (const auto& [name, was_empty] : m_formed_asked) {
-    const bool call = name.size() > 2 && name.compare(name.size() - 2, 2, "()") == 0;
-    if (!was_empty && (call ? ends.ask_call(name.substr(0, name.size() - 2)) : ends.ask(name))) {
-      m_formed_source = false;
-      m_formed_checked = 0;
-      break;
-    }
-  }
-  std::string where;
-  if (!m_formed_source) {
-    m_formed_source = true;
-    where = may_form_absolute_name(m_program.source, ends) ? m_program.name : where;
-    for (const auto& [name, content] : m_program.headers) {
-      where = where.empty() && may_form_absolute_name(content, ends) ? name : where;
-    }
-    for (const auto& [name, value] : m_defines) {
-      // A value is a macro argument and a #define body ("EMPTY /abs/x.h": after a name).
-      const bool forms =
-        may_form_absolute_name("(" + value, ends) || may_form_absolute_name("#define " + name + " " + value, ends);
-      where = where.empty() && forms ? "-D" + name : where;
-    }
-  }
-  for (; m_formed_checked < m_result.headers.size() && where.empty(); ++m_formed_checked) {
-    const DiskHeader& header = m_result.headers[m_formed_checked];
-    where = may_form_absolute_name(header.content, ends) ? header.path : where;
-  }
-  m_formed_asked = ends.asked();
-  if (!where.empty()) {
-    // NVRTC would open such a name on disk itself, a file kjit never hashed (nor sees).
-    refuse(UncachedReason::formed_name, "an #include only NVRTC expands, and " + where + " may form an absolute name for it");
-  }
-}
-
-void Resolver::close()
-{
-  // Every known name × every folder searched: NVRTC's own search over the private folder then
-  // meets, for a known name, exactly the files nvcc meets on disk, whichever folder it starts
-  // from (#include_next from any includer, pre-includes, __has_include, wrong predictions).
-  for (bool grew = true; grew;) {
-    if (!m_unfaithful.empty()) {
-      // The program is compiled from the disk anyway; and a name climbing above "/" would meet the
-      // same file under ever longer "/../../" paths from every folder it adds (endless).
-      return;
-    }
-    grew = false;
-    const std::size_t wrappers = m_scan.wrappers.size();
-    predict();
-    check_formed_names();
-    if (!m_unfaithful.empty()) {
-      return;
-    }
-    if (m_scan.wrappers.size() != wrappers) {
-      // A wrapper of __has_include defined in a file scanned after one that calls it: scan again.
-      follow(m_program.source, m_main_path);
-      for (std::size_t i = 0; i < m_result.headers.size(); ++i) {
-        const std::string path = m_result.headers[i].path;  // follow() may add headers
-        follow(m_result.headers[i].content, path);
-      }
-      predict();
-    }
-    for (const std::string& operand : m_operands) {
-      // Every value the operand may have (conditionals are not evaluated): each must be a name.
-      std::set<std::string> seen;
-      std::vector<std::string> pending{operand};
-      while (!pending.empty() && m_unfaithful.empty()) {
-        const std::string macro = pending.back();
-        pending.pop_back();
-        const auto values = m_scan.values.find(macro);
-        if (!seen.insert(macro).second) {
-          continue;
-        }
-        if (values == m_scan.values.end()) {
-          refuse(UncachedReason::probe, "__has_include(" + operand + "): " + macro + " is not defined in a file kjit reads");
-          break;
-        }
-        for (const auto& value : values->second) {
-          const bool quoted = value.size() >= 2 && value.front() == '"' && value.back() == '"';
-          const bool angle = value.size() >= 2 && value.front() == '<' && value.back() == '>';
-          std::size_t end = 0;
-          while (end < value.size() && (std::isalnum(static_cast<unsigned char>(value[end])) || value[end] == '_')) {
-            ++end;
-          }
-          if (quoted || angle) {
-            const std::string name = value.substr(1, value.size() - 2);
-            grew = m_names.insert(name).second || grew;
-            check_include_name(m_context.source_dir, name);
-          } else if (end == value.size() && end != 0) {
-            pending.push_back(value);
-          } else {
-            refuse(UncachedReason::probe, "__has_include(" + operand + "): " + macro + " is defined as '" + value + "'");
-            break;
-          }
-        }
-      }
-    }
-    std::set<std::string> dirs(m_context.include_dirs.begin(), m_context.include_dirs.end());
-    if (!m_context.source_dir.empty()) {
-      dirs.insert(m_context.source_dir);
-    }
-    std::set<std::string> names = m_names;
-    for (const auto& header : m_result.headers) {
-      dirs.insert(dir_of(header.path));
-    }
-    for (const auto& header : m_result.headers) {
-      for (const auto& dir : dirs) {
-        if (header.path.compare(0, dir.size() + 1, dir + "/") == 0) {
-          names.insert(header.path.substr(dir.size() + 1));
-        }
-      }
-    }
-    // Only pairs not tried before: a new folder with every name, a new name in every folder.
-    for (const auto& dir : dirs) {
-      const bool new_dir = m_closed_dirs.insert(dir).second;
-      // Most pairs are missing at their first step (a CCCL tree: thousands of names, hundreds of
-      // folders): for those the folder's listing answers, and its stamp, taken by the first such
-      // probe, watches every one of them (what probe() would record for each). Only for a folder
-      // that a name of one step makes listed anyway: no folder is listed that was not before (a
-      // string program's working folder is the user's, of any size).
-      const bool listed_anyway = std::any_of(names.begin(), names.end(), [&](const std::string& name) {
-        return !name.empty() && name.find('/') == std::string::npos && name != "." && name != ".." &&
-               (new_dir || m_closed_names.count(name) == 0) && m_index.count(join_path(dir, name)) == 0;
-      });
-      const std::set<std::string>* entries = listed_anyway ? listing(dir) : nullptr;
-      bool missing_probed = false;
-      for (const auto& name : names) {
-        if (name.empty() || name.front() == '/' || (!new_dir && m_closed_names.count(name) != 0)) {
-          continue;
-        }
-        if (entries != nullptr) {
-          const std::string first = name.substr(0, name.find('/'));
-          if (first != "." && first != ".." && entries->count(first) == 0) {
-            if (!missing_probed) {
-              probe(join_path(dir, name));
-              missing_probed = true;
-            }
-            continue;
-          }
-        }
-        const std::string candidate = join_path(dir, name);
-        if (m_index.count(candidate) != 0) {
-          continue;
-        }
-        if (listed_file(candidate) && add(name, candidate)) {
-          grew = true;
-        } else {
-          probe(candidate);
-        }
-      }
-    }
-    m_closed_names.insert(names.begin(), names.end());
-  }
-}
-
-// Exposed for the compile loop: which directive is at `line` of `text`.
-IncludeKind directive_kind(const std::string& text, int line)
-{
-  const std::string directive = line_of(text, line);
-  const auto at = directive.find("include");
-  if (at == std::string::npos) {
-    return IncludeKind::quoted;
-  }
-  if (directive.compare(at, 12, "include_next") == 0) {
-    return IncludeKind::next;
-  }
-  const auto open = directive.find_first_not_of(" \t", at + 7);
-  return open != std::string::npos && directive[open] == '<' ? IncludeKind::angle : IncludeKind::quoted;
 }
 
 } // namespace kjit::deps

@@ -54,9 +54,9 @@ std::vector<std::string> without_unfoldered_pch(const std::vector<std::string>& 
 // include folders and pre-includes no key would hold), for an option with a NUL byte (NVRTC reads up to it: "-lineinfo\0"
 // is -lineinfo to NVRTC, and kjit would key it as another option), and Error for a name expression
 // with a line break or a NUL byte (NVRTC writes each on a line of a file it compiles: "k<1>\n#include
-// \"x.h\"" reads x.h, a file no key holds). Before this, an option kjit did not recognise for its white space reached NVRTC,
-// which read files no key held (a pre-include, an -I folder) or named the working directory in
-// the binary (-lineinfo) of a program looked up without it.
+// \"x.h\"" reads x.h, a file no key holds). Options are compared as NVRTC reads them because an
+// option kjit did not recognise for its white space would reach NVRTC as a pre-include, an -I
+// folder or -lineinfo no key holds.
 const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& storage);
 
 } // namespace kjit::rtc

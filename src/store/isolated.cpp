@@ -1,6 +1,7 @@
 // fork + setrlimit + bounded waitpid: a damaged store may crash or hang the child, never the host.
 #include "store/isolated.hpp"
 
+#include "store/address_space.hpp"
 #include "util/unique_handle.hpp"
 
 #include <cerrno>
@@ -9,7 +10,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
-#include <fstream>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -18,18 +18,6 @@
 
 namespace kjit::store {
 
-namespace {
-
-// The process's current virtual size in bytes (from /proc/self/statm), 0 if unknown.
-std::size_t virtual_size()
-{
-  std::ifstream statm("/proc/self/statm");
-  std::size_t pages = 0;
-  statm >> pages;
-  return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-}
-
-} // namespace
 
 IsolatedOutcome run_isolated(const std::function<int()>& body, const IsolatedLimits& limits, std::string& detail)
 {

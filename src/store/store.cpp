@@ -7,6 +7,7 @@
 #include "store/committer.hpp"
 #include "util/file_size_signal.hpp"
 #include "store/isolated.hpp"
+#include "store/registry.hpp"
 #include "store/store_impl.hpp"
 #include "util/file.hpp"
 #include "util/fork_safe.hpp"
@@ -32,106 +33,6 @@ namespace kjit::store {
 
 namespace {
 
-// One environment per file per process (LMDB's rule: closing a second one drops the process's
-// fcntl locks on lock.mdb). A Store is registered while it lives and found by the identity of the
-// data.mdb it has open now (Store::has_file: a folder reached by another path, or renamed, is the
-// same store; recover() and follow_folder() change the file and so move the key with it, under
-// the registry's mutex, so that an open() meanwhile never opens a second environment on either
-// file, and never onto a file another Store of this process has open). An
-// expired entry is a Store being destroyed, its environment not yet closed: its deleter notes the
-// file it has open (`closing`) before the close, and open() waits for the closes of that file or
-// of that path (a recover() or follow_folder() during the close opens a new file there), and for
-// those not noted yet; never for the close of another store (which waits for its commits: another
-// process may hold that store's write lock for as long as it likes). Never destroyed, and fresh in
-// a fork()ed child (util::ForkFresh): a parent's thread may have held or waited on the copies.
-struct Registered {
-  const Store* raw;
-  std::weak_ptr<Store> store;
-  std::string path;
-  bool closing = false;  // expired, and the file below noted
-  bool has_file = false;
-  std::uint64_t dev = 0;
-  std::uint64_t ino = 0;
-};
-struct Registry {
-  std::mutex mutex;
-  std::condition_variable closed;
-  std::vector<Registered> stores;
-};
-const util::ForkFresh<Registry> g_registry;
-
-Registry& registry()
-{
-  return *g_registry;
-}
-
-// The live Store (other than `self`) whose environment has the file (dev, ino) open, or null.
-// Waits for the closes in progress of that file or of `path` (see Registry; but never for
-// `self`'s own, nor, when `self` is being closed itself, for any: its commits may be what another
-// close waits for). Caller holds `lock`, and keeps the Store returned until it has let go of it:
-// that reference may be the last one by then, and its deleter takes the registry's mutex.
-std::shared_ptr<Store> find_open(Registry& stores, std::unique_lock<std::mutex>& lock, const std::string& path,
-                                 dev_t dev, ino_t ino, const Store* self = nullptr)
-{
-  const auto file_dev = static_cast<std::uint64_t>(dev);
-  const auto file_ino = static_cast<std::uint64_t>(ino);
-  for (;;) {
-    bool closing = false;
-    bool self_closing = false;
-    for (const Registered& entry : stores.stores) {
-      // A live Store is asked through `raw` (alive while the mutex is held: its deleter takes it
-      // before the delete), not through a reference taken here: dropped under the mutex, that
-      // could be the last one, and its deleter would wait for the mutex for ever.
-      std::shared_ptr<Store> store;
-      if (!entry.store.expired() && entry.raw != self && entry.raw->has_file(file_dev, file_ino)) {
-        store = entry.store.lock();
-        if (store) {
-          return store;
-        }
-      }
-      if (entry.store.expired()) {
-        const bool this_file = !entry.closing || entry.path == path ||
-                               (entry.has_file && entry.dev == file_dev && entry.ino == file_ino);
-        (entry.raw == self ? self_closing : closing) |= entry.raw == self || this_file;
-      }
-    }
-    if (!closing || self_closing) {
-      return nullptr;
-    }
-    stores.closed.wait(lock);
-  }
-}
-
-// Whether a Store of this process other than `self` has the file (dev, ino) open, or is being
-// closed with it open, without waiting for any close: for recover(), which holds its store's guard
-// unique. find_open()'s wait there held every call of that store for as long as the other close
-// took (its commits wait for a write lock another process may hold for as long as it likes), and
-// deadlocked with an open() meanwhile (which asks each store for its file under the registry's
-// mutex: the wait could never take that mutex back). Caller holds the registry's mutex.
-bool open_or_closing(const Registry& stores, dev_t dev, ino_t ino, const Store* self)
-{
-  const auto file_dev = static_cast<std::uint64_t>(dev);
-  const auto file_ino = static_cast<std::uint64_t>(ino);
-  for (const Registered& entry : stores.stores) {
-    if (entry.raw == self) {
-      continue;
-    }
-    // Every Store not noted as closing is alive while the mutex is held (its deleter notes it
-    // under the mutex before deleting it): asked through `raw`, never through a reference taken
-    // here, which could be its last one and run its deleter under this mutex.
-    if (entry.closing ? entry.has_file && entry.dev == file_dev && entry.ino == file_ino
-                      : entry.raw->has_file(file_dev, file_ino)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// Limits of a check in a child process: a walk of a 1 GiB store takes about a second (see
-// docs/reliability.md); the child may map the store once more plus this much memory.
-constexpr double k_check_seconds = 30.0;
-constexpr std::size_t k_check_memory = std::size_t(1) << 30;
-
 constexpr char k_meta_trailer[4] = {'K', 'J', 'M', '1'};
 
 bool is_permission_error(int rc)
@@ -146,38 +47,6 @@ bool on_read_only_filesystem(const std::string& dir, int dir_fd)
   return rc == 0 && (info.f_flag & ST_RDONLY) != 0;
 }
 
-std::string canonical(const std::string& dir)
-{
-  char buffer[PATH_MAX];
-  return ::realpath(dir.c_str(), buffer) != nullptr ? std::string(buffer) : dir;
-}
-
-// The path of the open folder `fd` (of `dir`), as realpath() would give it: the kernel's name for
-// it, one readlink where realpath() reads every component of the path again.
-std::string canonical(const std::string& dir, int fd)
-{
-  char buffer[PATH_MAX];
-  const std::string link = "/proc/self/fd/" + std::to_string(fd);
-  const ssize_t size = ::readlink(link.c_str(), buffer, sizeof buffer);
-  const std::string_view name(buffer, size > 0 ? static_cast<std::size_t>(size) : 0);
-  constexpr std::string_view deleted = " (deleted)";
-  if (size <= 0 || static_cast<std::size_t>(size) == sizeof buffer || name.front() != '/' ||
-      (name.size() >= deleted.size() && name.substr(name.size() - deleted.size()) == deleted)) {
-    return canonical(dir);  // no /proc, or a name the kernel marks: as before
-  }
-  return std::string(name);
-}
-
-void warn_once(const std::string& message)
-{
-  static std::mutex mutex;
-  static std::set<std::string> said;
-  std::lock_guard lock(mutex);
-  if (said.insert(message).second) {
-    log::line("warning: " + message);
-  }
-}
-
 std::string with_meta_trailer(std::string_view value)
 {
   std::string out(value);
@@ -185,22 +54,6 @@ std::string with_meta_trailer(std::string_view value)
   out.append(reinterpret_cast<const char*>(sum.data()), sum.size());
   out.append(k_meta_trailer, sizeof k_meta_trailer);
   return out;
-}
-
-// The value without its trailer, or nullopt if the trailer is missing or does not match.
-std::optional<std::string_view> strip_meta_trailer(std::string_view stored)
-{
-  const std::size_t trailer = sizeof(util::Checksum) + sizeof k_meta_trailer;
-  if (stored.size() < trailer || stored.substr(stored.size() - sizeof k_meta_trailer) !=
-                                   std::string_view(k_meta_trailer, sizeof k_meta_trailer)) {
-    return std::nullopt;
-  }
-  const std::string_view value = stored.substr(0, stored.size() - trailer);
-  const util::Checksum sum = util::checksum(value);
-  if (std::memcmp(sum.data(), stored.data() + value.size(), sum.size()) != 0) {
-    return std::nullopt;
-  }
-  return value;
 }
 
 // A write failure said truly: LMDB reports a full disk as EIO in places; look at the filesystem.
@@ -220,6 +73,31 @@ std::string write_failure(const std::string& dir, const StoreError& e)
 }
 
 } // namespace
+
+void warn_once(const std::string& message)
+{
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard lock(mutex);
+  if (said.insert(message).second) {
+    log::line("warning: " + message);
+  }
+}
+
+std::optional<std::string_view> strip_meta_trailer(std::string_view stored)
+{
+  const std::size_t trailer = sizeof(util::Checksum) + sizeof k_meta_trailer;
+  if (stored.size() < trailer || stored.substr(stored.size() - sizeof k_meta_trailer) !=
+                                   std::string_view(k_meta_trailer, sizeof k_meta_trailer)) {
+    return std::nullopt;
+  }
+  const std::string_view value = stored.substr(0, stored.size() - trailer);
+  const util::Checksum sum = util::checksum(value);
+  if (std::memcmp(sum.data(), stored.data() + value.size(), sum.size()) != 0) {
+    return std::nullopt;
+  }
+  return value;
+}
 
 std::string names_prefix(std::string_view program_name)
 {
@@ -333,7 +211,7 @@ std::shared_ptr<Store> Store::open(const std::string& dir, const OpenOptions& op
   if (options.dir_fd < 0) {
     mkdir_error = util::create_directories(dir, folder_mode);
   }
-  const std::string path = options.dir_fd >= 0 ? canonical(dir, options.dir_fd) : canonical(dir);
+  const std::string path = options.dir_fd >= 0 ? util::canonical_path(dir, options.dir_fd) : util::canonical_path(dir);
   Registry& stores = registry();
   const HoldsForCommits holds;  // the registry, which a commit following its folder needs
   std::shared_ptr<Store> found;  // let go of after the mutex (find_open())
@@ -707,307 +585,6 @@ void Store::write_rows(const std::vector<Row>& rows)
   } catch (const StoreError& e) {
     throw StoreError(write_failure(path(), e), e.code());
   }
-}
-
-bool Store::quarantine(std::string_view key, std::string_view bytes, const std::string& reason)
-{
-  m_committer->settle();
-  if (!m_writable || m_impl->pid != ::getpid()) {
-    return false;  // (a fork()ed child's copy: refused, as every write is)
-  }
-  Impl& impl = *m_impl;
-  std::uint64_t seen = 0;
-  std::size_t map_size = 0;
-  std::string dir;
-  {
-    std::shared_lock shared = impl.shared_guard();
-    if (impl.retired || impl.env == nullptr) {
-      return false;
-    }
-    seen = impl.generation.load();
-    map_size = impl.map_bytes;
-    dir = impl.lmdb_path;
-  }
-  const std::string row_key = std::string(key) + ":" + std::to_string(::time(nullptr));
-  const std::string row = reason + "\n" + std::string(bytes);
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return false;
-  }
-  util::UniqueFd read_end(pipe_fds[0]);
-  util::UniqueFd write_end(pipe_fds[1]);
-  std::string detail;
-  const IsolatedOutcome outcome = run_isolated(
-    [&] {
-      const util::FileSizeSignalBlock no_sigxfsz;  // a write past ulimit -f fails, never reads as damage
-      std::size_t rows = 0;
-      std::string why;
-      if (const Walk walk = walk_store(dir, false, rows, why); walk != Walk::sound) {
-        why = (walk == Walk::damaged ? "d" : "w") + why;  // w: left in place, as a failed write is
-      } else if (const int rc = quarantine_in_place(dir, map_size, key, bytes, row_key, row, k_quarantine_rows, why);
-                 rc != MDB_SUCCESS) {
-        why = (is_structural(rc) ? "d" : "w") + why;  // w: the store walked sound, the write failed
-      } else {
-        return 0;
-      }
-      std::ignore = ::write(write_end.get(), why.data(), why.size());
-      return 1;
-    },
-    IsolatedLimits{k_check_seconds, map_size + k_check_memory}, detail);
-  write_end.reset();
-  char buffer[512];
-  const ssize_t got = ::read(read_end.get(), buffer, sizeof buffer);
-  const bool write_failed = got > 0 && buffer[0] == 'w';
-  if (got > 1) {
-    detail = std::string(buffer + 1, static_cast<std::size_t>(got - 1)) + (detail.empty() ? "" : " (" + detail + ")");
-  }
-  if (outcome == IsolatedOutcome::ok) {
-    return true;
-  }
-  if (outcome == IsolatedOutcome::no_child || (outcome == IsolatedOutcome::failed && write_failed)) {
-    // Left as it is (a full disk, an I/O error: the store walked sound): the record is
-    // recognized, and never served, on every read.
-    warn_once("a damaged record in " + path() + " could not be moved aside: " + detail);
-    return false;
-  }
-  impl.recover("a damaged record (" + reason + ") and the check of the store around it: " + detail, seen);
-  return true;
-}
-
-CheckReport Store::check(bool repair)
-{
-  // No wait for the queue: the walk before the first write runs this beside the writer thread.
-  CheckReport report;
-  Impl& impl = *m_impl;
-  if (impl.pid != ::getpid()) {
-    // A fork()ed child's copy: refused (a parent's thread may hold the guard its repair takes).
-    report.not_checked = true;
-    report.detail = "the store at " + impl.path + " was opened before fork(); open a new cache in the child";
-    return report;
-  }
-  ++impl.walks;
-  std::uint64_t seen = 0;
-  std::size_t map_size = 0;
-  bool no_lock = false;
-  std::string dir;
-  {
-    std::shared_lock shared = impl.shared_guard();
-    if (impl.retired || impl.env == nullptr) {
-      report.detail = "no store";
-      return report;
-    }
-    seen = impl.generation.load();
-    map_size = impl.map_bytes;
-    no_lock = impl.mode == Mode::read_only_no_lock;
-    dir = impl.lmdb_path;
-  }
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    report.detail = std::string("pipe: ") + std::strerror(errno);
-    return report;
-  }
-  util::UniqueFd read_end(pipe_fds[0]);
-  util::UniqueFd write_end(pipe_fds[1]);
-  const util::Stopwatch watch;
-  std::string detail;
-  const IsolatedOutcome outcome = run_isolated(
-    [&] {
-      std::size_t rows = 0;
-      std::string why;
-      const Walk walk = walk_store(dir, no_lock, rows, why);
-      // The first byte says what the walk found: s(ound, then the rows), d(amaged), or n(ot run).
-      const std::string message = walk == Walk::sound ? "s" + std::to_string(rows) : (walk == Walk::damaged ? "d" : "n") + why;
-      std::ignore = ::write(write_end.get(), message.data(), message.size());
-      return walk == Walk::sound ? 0 : 1;
-    },
-    IsolatedLimits{k_check_seconds, map_size + k_check_memory}, detail);
-  write_end.reset();
-  report.ms = watch.elapsed_ms();
-  char buffer[512];
-  const ssize_t got = ::read(read_end.get(), buffer, sizeof buffer);
-  const char found = got > 0 ? buffer[0] : 'd';
-  const std::string message = got > 1 ? std::string(buffer + 1, static_cast<std::size_t>(got - 1)) : std::string();
-  report.ok = outcome == IsolatedOutcome::ok;
-  if (report.ok) {
-    report.rows = std::strtoull(message.c_str(), nullptr, 10);
-    report.detail = "walked " + message + " rows";
-  } else {
-    report.detail = message.empty() ? detail : message + (detail.empty() ? "" : " (" + detail + ")");
-    // A walk that could not run (no memory to map the store, as a child that can't be started)
-    // says nothing about the store: left as it is.
-    const bool not_run = outcome == IsolatedOutcome::no_child || (outcome == IsolatedOutcome::failed && found == 'n');
-    if (not_run) {
-      report.not_checked = true;
-      report.detail = "not checked: " + report.detail;
-    } else if (repair) {
-      impl.recover("its check failed: " + report.detail, seen);
-    }
-  }
-  return report;
-}
-
-void Store::for_each(Table table, const std::function<void(std::string_view, std::string_view)>& visit) const
-{
-  m_committer->settle();
-  for_each_prefix(table, {}, visit);
-}
-
-void Store::for_each_prefix(Table table, std::string_view prefix,
-                            const std::function<void(std::string_view, std::string_view)>& visit) const
-{
-  m_committer->settle();
-  const int t = static_cast<int>(table);
-  Impl& impl = *m_impl;
-  impl.guarded(
-    [&] {
-      return impl.read(
-        [&](MDB_txn* txn) {
-          if (!impl.has_table[t]) {
-            return true;
-          }
-          MDB_cursor* cursor = nullptr;
-          impl.check(mdb_cursor_open(txn, impl.dbis[t], &cursor), "mdb_cursor_open");
-          struct Close {
-            MDB_cursor* cursor;
-            ~Close() { mdb_cursor_close(cursor); }
-          } close{cursor};
-          MDB_val k = Impl::val(prefix);
-          MDB_val v{};
-          int rc = mdb_cursor_get(cursor, &k, &v, prefix.empty() ? MDB_FIRST : MDB_SET_RANGE);
-          for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
-            if (!impl.inside_file(k.mv_data, k.mv_size) || !impl.inside_file(v.mv_data, v.mv_size)) {
-              throw Damaged("a row of " + impl.path + " lies outside data.mdb");
-            }
-            if (Impl::view(k).substr(0, prefix.size()) != prefix) {
-              break;
-            }
-            std::string_view value = Impl::view(v);
-            if (table == Table::meta) {
-              const auto stripped = strip_meta_trailer(value);
-              if (!stripped) {
-                continue;
-              }
-              value = *stripped;
-            }
-            visit(Impl::view(k), value);
-          }
-          if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
-            impl.check(rc, "mdb_cursor_get");
-          }
-          return true;
-        },
-        true);
-    },
-    true);
-}
-
-void Store::erase(Table table, const std::vector<std::string>& keys)
-{
-  m_committer->settle();
-  if (!m_writable || keys.empty()) {
-    return;
-  }
-  before_write();
-  Impl& impl = *m_impl;
-  impl.guarded(
-    [&] {
-      impl.write([&](MDB_txn* txn) {
-        const bool blobs = table == Table::entries && impl.has_blob_tables();
-        for (const auto& key : keys) {
-          if (const int rc = blobs ? release_blobs(txn, impl.blob_dbis(), key) : MDB_SUCCESS; rc != MDB_SUCCESS) {
-            return rc;
-          }
-          MDB_val k = Impl::val(key);
-          const int rc = mdb_del(txn, impl.dbis[static_cast<int>(table)], &k, nullptr);
-          if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
-            return rc;
-          }
-        }
-        return MDB_SUCCESS;
-      });
-      return true;
-    },
-    false);
-}
-
-Store::TableSize Store::table_size(Table table) const
-{
-  const int t = static_cast<int>(table);
-  Impl& impl = *m_impl;
-  return impl.guarded(
-    [&] {
-      return impl.read(
-        [&](MDB_txn* txn) {
-          TableSize size;
-          if (impl.has_table[t]) {
-            MDB_stat stat{};
-            impl.check(mdb_stat(txn, impl.dbis[t], &stat), "mdb_stat");
-            size.entries = stat.ms_entries;
-            size.bytes = static_cast<std::size_t>(stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages) *
-                         stat.ms_psize;
-          }
-          return size;
-        },
-        TableSize{});
-    },
-    TableSize{});
-}
-
-std::size_t Store::count(Table table) const
-{
-  m_committer->settle();
-  return table_size(table).entries;
-}
-
-std::size_t Store::table_bytes(Table table) const
-{
-  // No settle(): the size limit calls this right after queueing a commit, with a bound on what
-  // the pending commit adds; it counts() (which settles) first when that bound could pass the limit.
-  return table_size(table).bytes;
-}
-
-void Store::clear(Table table)
-{
-  m_committer->settle();
-  if (!m_writable) {
-    throw StoreError("the store " + path() + " is read-only: nothing was cleared", EROFS);
-  }
-  before_write();
-  Impl& impl = *m_impl;
-  impl.guarded(
-    [&] {
-      impl.write([&](MDB_txn* txn) {
-        int rc = mdb_drop(txn, impl.dbis[static_cast<int>(table)], 0);
-        if (rc == MDB_SUCCESS && table == Table::entries && impl.has_blob_tables()) {
-          rc = mdb_drop(txn, impl.blob_dbis().blobs, 0);
-          rc = rc == MDB_SUCCESS ? mdb_drop(txn, impl.blob_dbis().refs, 0) : rc;
-        }
-        return rc;
-      });
-      return true;
-    },
-    false);
-}
-
-Store::BlobSweep Store::sweep_blobs()
-{
-  m_committer->settle();
-  BlobSweep report;
-  if (!m_writable || !m_impl->has_blob_tables()) {
-    return report;
-  }
-  before_write();
-  Impl& impl = *m_impl;
-  impl.guarded(
-    [&] {
-      impl.write([&](MDB_txn* txn) {
-        report = BlobSweep{};  // a retried transaction counts again
-        return store::sweep_blobs(txn, impl.blob_dbis(), report);
-      });
-      return true;
-    },
-    false);
-  return report;
 }
 
 } // namespace kjit::store

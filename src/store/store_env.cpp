@@ -13,6 +13,7 @@
 #include "store/store_impl.hpp"
 
 #include "config/log.hpp"
+#include "store/address_space.hpp"
 #include "store/check.hpp"
 #include "util/file_size_signal.hpp"
 #include "store/isolated.hpp"
@@ -23,8 +24,6 @@
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
-#include <fstream>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -35,46 +34,11 @@ const char* const k_table_names[k_table_count] = {"entries", "meta", "quarantine
 
 namespace {
 
-constexpr std::size_t k_max_map = std::size_t(1) << 40;  // growth stops at 1 TiB whatever the limits
 constexpr std::size_t k_slack = std::size_t(512) << 10;  // sparse tail kept past the last page
 constexpr unsigned k_max_readers = 512;
 // The size LMDB 0.9 gives lock.mdb for k_max_readers: MDB_txninfo (192 bytes on 64-bit, with its
 // first reader slot) and the other slots, 64 bytes each (cache-line padded).
 constexpr std::size_t k_lock_bytes = 192 + (k_max_readers - 1) * std::size_t(64);
-
-std::size_t virtual_size()
-{
-  std::ifstream statm("/proc/self/statm");
-  std::size_t pages = 0;
-  statm >> pages;
-  return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-}
-
-// The first map within the address space the process has (RLIMIT_AS, ulimit -v): at most a quarter
-// of the room left, so that a miss still has room to load and run NVRTC and nvJitLink (a 1 GiB map
-// under a 1.2 GB limit left them too little: no binary). LMDB maps at least the data the store
-// holds, and the map grows later within the same limit (growth_limit).
-std::size_t fitted_map_size(std::size_t wanted)
-{
-  struct rlimit as {};
-  if (::getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) {
-    return wanted;
-  }
-  const std::size_t used = virtual_size();
-  const std::size_t room = as.rlim_cur > used ? as.rlim_cur - used : 0;
-  constexpr std::size_t k_least = 32768;  // KJIT_STORE_MAP_SIZE's least
-  return std::max(std::min(wanted, room / 4 / 4096 * 4096), k_least);
-}
-
-// The address-space limit, for messages: " (ulimit -v: N MiB)", or "" when there is none.
-std::string address_space_limit()
-{
-  struct rlimit as {};
-  if (::getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) {
-    return "";
-  }
-  return " under the address-space limit (ulimit -v) of " + std::to_string(as.rlim_cur >> 20) + " MiB";
-}
 
 // LMDB's page size as written in meta page 0 (MDB_meta.mm_dbs[FREE_DBI].md_pad), read with pread.
 std::size_t stored_page_size(int fd)
@@ -259,7 +223,7 @@ void Store::Impl::open_env(std::size_t wanted_map_size)
     const int rc = mdb_env_open(env, lmdb_path.c_str(), flags, file_mode());
     if (rc == ENOMEM) {
       throw StoreError("cannot map the store " + path + " (" + std::to_string(map_size) + " bytes" +
-                         address_space_limit() + "): " + std::strerror(rc) +
+                         address_space_limit_text() + "): " + std::strerror(rc) +
                          "; lower KJIT_STORE_MAP_SIZE or raise the address-space limit (ulimit -v)",
                        rc);
     }
@@ -461,65 +425,6 @@ MDB_txn* Store::Impl::begin(unsigned flags, std::shared_lock<std::shared_mutex>&
     check(rc, "mdb_txn_begin");
     return txn;
   }
-}
-
-std::size_t Store::Impl::growth_limit(std::size_t current) const
-{
-  std::size_t limit = std::max(current, k_max_map);
-  struct rlimit as {};
-  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
-    // The remap needs the new size while the old one is gone; leave the host half of what is left.
-    const std::size_t used = virtual_size();
-    const std::size_t room = as.rlim_cur > used ? (as.rlim_cur - used) / 2 : 0;
-    limit = std::min(limit, current + room);
-  }
-  return limit;
-}
-
-void Store::Impl::grow(std::shared_lock<std::shared_mutex>& shared, std::size_t seen)
-{
-  shared.unlock();
-  {
-    std::unique_lock exclusive(guard);
-    grow_locked(seen);
-  }  // (the shared lock is taken again only once the unique one is gone: glibc refuses it inside)
-  shared.lock();
-}
-
-void Store::Impl::grow_locked(std::size_t seen)
-{
-  if (retired || env == nullptr) {
-    return;
-  }
-  MDB_envinfo info{};
-  mdb_env_info(env, &info);
-  if (info.me_mapsize > seen) {
-    return;  // threads that hit a full map together grow it once
-  }
-  int dead = 0;
-  if (mode != Mode::read_only_no_lock && mdb_reader_check(env, &dead) == MDB_SUCCESS && dead > 0) {
-    // A reader killed inside its transaction held the oldest snapshot: every page freed since was
-    // kept. Its slot is cleared: the retry reuses those pages instead of growing the map.
-    return;
-  }
-  const std::size_t limit = growth_limit(info.me_mapsize);
-  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  // Doubling, but at least 16 pages at a time (a tiny map would otherwise creep).
-  const std::size_t next = std::min(std::max(info.me_mapsize * 2, info.me_mapsize + 16 * page), limit);
-  if (next < info.me_mapsize + page) {
-    throw StoreError("the store " + path + " is full: its map of " + std::to_string(info.me_mapsize) +
-                       " bytes cannot grow within the address-space limit (ulimit -v) or the 1 TiB cap; "
-                       "set KJIT_STORE_MAP_SIZE or remove entries",
-                     MDB_MAP_FULL);
-  }
-  if (const int rc = mdb_env_set_mapsize(env, next / page * page); rc != MDB_SUCCESS) {
-    reopen_locked("growing the map to " + std::to_string(next) + " bytes failed: " + mdb_strerror(rc));
-    throw StoreError("cannot grow the map of the store " + path + " to " + std::to_string(next) +
-                       " bytes: " + mdb_strerror(rc) + "; the store was reopened at its old size "
-                       "(KJIT_STORE_MAP_SIZE, ulimit -v)",
-                     rc);
-  }
-  check_file_size();
 }
 
 void Store::Impl::reopen_locked(const std::string& why) noexcept

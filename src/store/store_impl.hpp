@@ -261,4 +261,14 @@ struct Store::Impl {
   }
 };
 
+// Shared by store.cpp and the files that split it (store_repair.cpp, store_tables.cpp).
+// Limits of a check in a child process: a walk of a 1 GiB store takes about a second (see
+// docs/reliability.md); the child may map the store once more plus this much memory.
+constexpr double k_check_seconds = 30.0;
+constexpr std::size_t k_check_memory = std::size_t(1) << 30;
+// Logs "warning: `message`" once per process.
+void warn_once(const std::string& message);
+// A meta row's value without its trailer, or nullopt if the trailer is missing or does not match.
+std::optional<std::string_view> strip_meta_trailer(std::string_view stored);
+
 } // namespace kjit::store

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <fcntl.h>
 #include <string>
 #include <sys/stat.h>
@@ -149,6 +150,40 @@ std::error_code create_directories(const std::string& path, int mode)
     return last_error();
   }
   return S_ISDIR(st.st_mode) ? std::error_code{} : std::make_error_code(std::errc::not_a_directory);
+}
+
+bool is_regular_file(const std::string& path)
+{
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_directory(const std::string& path)
+{
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string canonical_path(const std::string& dir)
+{
+  char buffer[PATH_MAX];
+  return ::realpath(dir.c_str(), buffer) != nullptr ? std::string(buffer) : dir;
+}
+
+// The path of the open folder `fd` (of `dir`), as realpath() would give it: the kernel's name for
+// it, one readlink where realpath() reads every component of the path again.
+std::string canonical_path(const std::string& dir, int fd)
+{
+  char buffer[PATH_MAX];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t size = ::readlink(link.c_str(), buffer, sizeof buffer);
+  const std::string_view name(buffer, size > 0 ? static_cast<std::size_t>(size) : 0);
+  constexpr std::string_view deleted = " (deleted)";
+  if (size <= 0 || static_cast<std::size_t>(size) == sizeof buffer || name.front() != '/' ||
+      (name.size() >= deleted.size() && name.substr(name.size() - deleted.size()) == deleted)) {
+    return canonical_path(dir);  // no /proc, or a name the kernel marks: as before
+  }
+  return std::string(name);
 }
 
 } // namespace kjit::util

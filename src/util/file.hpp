@@ -32,4 +32,13 @@ std::optional<UniqueFd> open_subdir(int dir_fd, const std::string& name, bool cr
 // Creates a folder and its parents with `mode` (existing ones are left as they are).
 std::error_code create_directories(const std::string& path, int mode);
 
+// Whether `path` is (after symlinks) a regular file; a folder.
+bool is_regular_file(const std::string& path);
+bool is_directory(const std::string& path);
+
+// `dir` as realpath() gives it (`dir` itself when that fails); with `fd` open on it, the kernel's
+// name for the open folder (one readlink of /proc/self/fd), else as realpath().
+std::string canonical_path(const std::string& dir);
+std::string canonical_path(const std::string& dir, int fd);
+
 } // namespace kjit::util
