@@ -119,7 +119,7 @@ std::vector<std::string> Cache::Impl::manifest_changes(const util::Sha256& direc
   std::vector<std::string> out;
   const deps::Resolution& newest = manifest->front();
   for (const deps::ProbedDir& dir : newest.dirs) {
-    if (!(deps::stamp_of(dir.path) == dir.stamp)) {
+    if (deps::folder_changed(dir, deps::stamp_of(dir.path))) {
       out.push_back("folder " + dir.path + " changed (a file appeared, vanished or was renamed there)");
     }
   }

@@ -5,6 +5,7 @@
 #include "util/text.hpp"
 
 #include <sstream>
+#include <sys/stat.h>
 
 namespace kjit::deps {
 
@@ -12,7 +13,7 @@ namespace {
 
 // 3: a header's "spelled" line (the name a binary naming files gives it). 4: the device in each
 // stamp (an inode number names a file on one filesystem only).
-constexpr const char* k_magic = "kjit-manifest 4";
+constexpr const char* k_magic = "kjit-manifest 5";
 
 std::string unescape(const std::string& text)
 {
@@ -72,6 +73,12 @@ std::string encode_manifest(const Manifest& manifest, const std::string& context
     for (const ProbedDir& dir : entry.dirs) {
       body += "dir " + stamp_text(dir.stamp) + "\n";
       body += "path " + util::escape_line(dir.path) + "\n";
+      if (dir.whole) {
+        body += "whole\n";
+      }
+      if (!dir.absent.empty()) {
+        body += "absent " + util::escape_line(dir.absent) + "\n";
+      }
     }
   }
   return std::string(k_magic) + " " + util::to_hex(util::checksum(body)) + "\n" + body;
@@ -106,6 +113,17 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
     if (manifest.empty()) {
       return std::nullopt;
     }
+    if (kind == "whole" || kind == "absent") {
+      if (manifest.back().dirs.empty() || (kind == "absent" && line.size() <= 7)) {
+        return std::nullopt;
+      }
+      if (kind == "whole") {
+        manifest.back().dirs.back().whole = true;
+      } else {
+        manifest.back().dirs.back().absent = unescape(line.substr(7));
+      }
+      continue;
+    }
     if (kind == "spelled") {
       if (manifest.back().headers.empty() || line.size() <= 8) {
         return std::nullopt;
@@ -139,7 +157,7 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
       if (!std::getline(lines, path_line) || path_line.rfind("path ", 0) != 0) {
         return std::nullopt;
       }
-      manifest.back().dirs.push_back({unescape(path_line.substr(5)), stamp});
+      manifest.back().dirs.push_back({unescape(path_line.substr(5)), stamp, false, {}});
     } else {
       return std::nullopt;
     }
@@ -147,11 +165,31 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
   return manifest;
 }
 
+bool folder_changed(const ProbedDir& dir, const FileStamp& now)
+{
+  if (now == dir.stamp) {
+    return false;
+  }
+  if (dir.whole || !now.exists || now.inode != dir.stamp.inode || now.device != dir.stamp.device) {
+    return true;  // watched whole, or another folder (removed, replaced) by that name
+  }
+  const std::string folder = dir.path == "/" ? std::string() : dir.path;
+  for (std::size_t at = 0, end; (end = dir.absent.find('\n', at)) != std::string::npos; at = end + 1) {
+    struct stat st {};
+    if (::lstat((folder + "/" + dir.absent.substr(at, end - at)).c_str(), &st) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Validation validate(Resolution& entry, ValidationCounters& counters)
 {
   const std::int64_t start = stamp_clock_ns();  // before any stat: a change after it is stamped later
   for (const ProbedDir& dir : entry.dirs) {
-    if (!(stamp_of(dir.path) == dir.stamp)) {
+    // A folder's new stamp is not taken: it may be too new, and a lookup that changes nothing in
+    // the store stays a read. The next lookup asks its names again (an lstat each).
+    if (const FileStamp now = stamp_of(dir.path); !(now == dir.stamp) && folder_changed(dir, now)) {
       return Validation::changed;
     }
   }

@@ -178,7 +178,9 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
     }
   }
   for (const auto& dir : context.include_dirs) {
-    probe(dir + "/.");
+    // Listed whole for names like the toolkit's, and searched for names only NVRTC forms.
+    watch_whole(dir);
+    probe(dir + "/.", true);
     add_toolkit_namesakes(dir);
   }
   if (!context.source_dir.empty()) {
@@ -186,7 +188,7 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   }
 }
 
-void Resolver::probe(const std::string& candidate)
+void Resolver::probe(const std::string& candidate, bool whole)
 {
   // A missing folder is watched through its deepest existing ancestor: creating anything below
   // changes that folder's stamp.
@@ -198,8 +200,10 @@ void Resolver::probe(const std::string& candidate)
     dir = dir_of(dir);
     stamp = folder_stamp(dir);
   }
-  if (const std::string name = entry.substr(std::min(entry.size(), dir.size() + 1));
-      name != "." && name != ".." && !name.empty() && name.find('/') == std::string::npos && m_index.count(entry) == 0) {
+  const std::string name = entry.substr(std::min(entry.size(), dir.size() + 1));
+  const bool one_step = name != "." && name != ".." && !name.empty() && name.find('/') == std::string::npos;
+  bool absent = false;
+  if (one_step && m_index.count(entry) == 0) {
     // The entry is there but was not taken: what can change without the folder's stamp is watched
     // too. A symbolic link whose target is missing (a generated header not made yet): its target's
     // folder, where the target appears; an entry that is no readable file (unreadable, a folder):
@@ -212,18 +216,51 @@ void Resolver::probe(const std::string& candidate)
     if (listed != m_listings.end() ? listed->second && listed->second->count(name) != 0
                                    : ::lstat(entry.c_str(), &st) == 0) {
       watch_entry(entry);
+    } else {
+      absent = true;
     }
   }
-  if (m_probed.insert(dir).second) {
-    const FileStamp watched = stamp != nullptr ? *stamp : stamp_of(dir);
+  // "." and ".." name no entry: a change of the folder matters through its names or not at all.
+  ProbedDir& watch = watched(dir, stamp != nullptr ? *stamp : stamp_of(dir), whole || name == "..");
+  if (absent) {
+    note_absent(watch, name);
+  }
+}
+
+void Resolver::note_absent(ProbedDir& dir, const std::string& name)
+{
+  if (name.find('\n') != std::string::npos) {
+    dir.whole = true;  // not in a list of lines (no #include can name it)
+  } else if (m_absent.emplace(dir.path, name).second) {
+    dir.absent += name + '\n';
+  }
+}
+
+ProbedDir& Resolver::watched(const std::string& path, const FileStamp& stamp, bool whole)
+{
+  auto it = m_probed.find(path);
+  if (it == m_probed.end()) {
     // "Too new", as for headers: a folder changed within the timestamp tick of the start of the
     // resolution, or after it, may change again within that tick (coarse timestamps: kernels
     // before 6.13, filesystems of whole seconds) with the same stamp, and a file appearing there
     // would go unseen.
-    if (too_new(watched, m_start_ns)) {
+    if (too_new(stamp, m_start_ns)) {
       m_result.recordable = false;
     }
-    m_result.dirs.push_back({dir, watched});
+    m_result.dirs.push_back({path, stamp, false, {}});
+    it = m_probed.emplace(path, m_result.dirs.size() - 1).first;
+  }
+  ProbedDir& dir = m_result.dirs[it->second];
+  dir.whole = dir.whole || whole || m_whole_dirs.count(path) != 0;
+  return dir;
+}
+
+void Resolver::watch_whole(const std::string& dir)
+{
+  if (m_whole_dirs.insert(dir).second) {
+    if (const auto it = m_probed.find(dir); it != m_probed.end()) {
+      m_result.dirs[it->second].whole = true;
+    }
   }
 }
 
@@ -241,12 +278,8 @@ void Resolver::watch_entry(const std::string& entry)
     }
     return;
   }
-  if (m_probed.insert(entry).second) {
-    const FileStamp watched = stamp_of(entry);
-    if (too_new(watched, m_start_ns)) {
-      m_result.recordable = false;
-    }
-    m_result.dirs.push_back({entry, watched});
+  if (m_probed.count(entry) == 0) {
+    watched(entry, stamp_of(entry), true);  // its own stamp: any change matters
   }
 }
 
@@ -466,6 +499,9 @@ void Resolver::follow(const std::string& text, const std::string& includer)
       // computed include.
       const bool sourceless = includer == m_main_path && m_context.source_dir.empty();
       m_computed_dirs.insert(sourceless ? std::string() : dir_of(includer));
+      if (!sourceless) {
+        watch_whole(dir_of(includer));  // NVRTC may form any name there
+      }
     }
     if (directive.computed) {
       if (directive.probe) {
@@ -475,6 +511,9 @@ void Resolver::follow(const std::string& text, const std::string& includer)
       const bool sourceless = includer == m_main_path && m_context.source_dir.empty();
       const std::string dir = dir_of(includer);
       m_computed_dirs.insert(sourceless ? std::string() : dir);  // "": the -I folders only
+      if (!sourceless) {
+        watch_whole(dir);
+      }
       if (!dir.empty() && !sourceless && m_namesake_dirs.insert(dir).second) {
         // An #include left to the compiler's answer (the retry loop) misses only what NVRTC can't
         // open: a file here named like a toolkit header would be found in the toolkit instead of

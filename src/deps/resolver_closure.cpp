@@ -68,7 +68,7 @@ void Resolver::add_toolkit_namesakes(const std::string& dir)
 void Resolver::add_tree(const std::string& dir, const std::string& relative)
 {
   const std::string folder = dir + "/" + relative;
-  probe(folder + "/.");
+  probe(folder + "/.", true);  // passed whole: a file appearing anywhere in it is passed too
   DIR* handle = ::opendir(folder.c_str());
   if (handle == nullptr) {
     return;
@@ -229,38 +229,60 @@ void Resolver::close()
     for (const auto& header : m_result.headers) {
       dirs.insert(dir_of(header.path));
     }
+    // Each header's path below each folder of `dirs` it is in (its folders' few prefixes looked
+    // up, not every folder compared: 1 691 headers × 200 folders for a vendored CCCL).
     for (const auto& header : m_result.headers) {
-      for (const auto& dir : dirs) {
-        if (header.path.compare(0, dir.size() + 1, dir + "/") == 0) {
-          names.insert(header.path.substr(dir.size() + 1));
+      for (std::size_t slash = header.path.find('/', 1); slash != std::string::npos;
+           slash = header.path.find('/', slash + 1)) {
+        if (dirs.count(header.path.substr(0, slash)) != 0) {
+          names.insert(header.path.substr(slash + 1));
         }
       }
     }
-    // Only pairs not tried before: a new folder with every name, a new name in every folder.
+    // Only pairs not tried before: a new folder with every name, a new name in every folder (the
+    // new names found once: a second close() asked each of 3 000 names in each of 200 folders).
+    std::set<std::string> new_names;
+    for (const auto& name : names) {
+      if (m_closed_names.count(name) == 0) {
+        new_names.insert(name);
+      }
+    }
     for (const auto& dir : dirs) {
       const bool new_dir = m_closed_dirs.insert(dir).second;
+      if (!new_dir && new_names.empty()) {
+        continue;
+      }
+      const std::set<std::string>& asked = new_dir ? names : new_names;
       // Most pairs are missing at their first step (a CCCL tree: thousands of names, hundreds of
       // folders): for those the folder's listing answers, and its stamp, taken by the first such
       // probe, watches every one of them (what probe() would record for each). Only for a folder
       // that a name of one step makes listed anyway: no folder is listed that was not before (a
       // string program's working folder is the user's, of any size).
-      const bool listed_anyway = std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+      const bool listed_anyway = std::any_of(asked.begin(), asked.end(), [&](const std::string& name) {
         return !name.empty() && name.find('/') == std::string::npos && name != "." && name != ".." &&
-               (new_dir || m_closed_names.count(name) == 0) && m_index.count(join_path(dir, name)) == 0;
+               m_index.count(join_path(dir, name)) == 0;
       });
       const std::set<std::string>* entries = listed_anyway ? listing(dir) : nullptr;
       bool missing_probed = false;
-      for (const auto& name : names) {
-        if (name.empty() || name.front() == '/' || (!new_dir && m_closed_names.count(name) != 0)) {
+      std::string last_absent;
+      for (const auto& name : asked) {
+        if (name.empty() || name.front() == '/') {
           continue;
         }
         if (entries != nullptr) {
-          const std::string first = name.substr(0, name.find('/'));
-          if (first != "." && first != ".." && entries->count(first) == 0) {
+          const std::string_view first = std::string_view(name).substr(0, name.find('/'));
+          if (!last_absent.empty() && first == last_absent) {
+            continue;  // the names are sorted: those through one missing first step follow each other
+          }
+          if (first != "." && first != ".." && entries->count(std::string(first)) == 0) {
             if (!missing_probed) {
               probe(join_path(dir, name));
               missing_probed = true;
             }
+            if (const FileStamp* stamp = folder_stamp(dir); stamp != nullptr) {
+              note_absent(watched(dir, *stamp, false), std::string(first));
+            }
+            last_absent = first;
             continue;
           }
         }
@@ -275,7 +297,7 @@ void Resolver::close()
         }
       }
     }
-    m_closed_names.insert(names.begin(), names.end());
+    m_closed_names.insert(new_names.begin(), new_names.end());
   }
 }
 
