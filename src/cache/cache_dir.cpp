@@ -12,12 +12,17 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <linux/magic.h>
 #include <string_view>
 #include <cstdio>
 #include <mutex>
 #include <set>
+#include <vector>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 namespace kjit::cache {
@@ -281,11 +286,56 @@ std::string private_folder_problem(int fd, bool shared, bool strict)
   return {};
 }
 
-TempFolder::TempFolder(const std::string& prefix, const std::string& what)
+namespace {
+
+bool roomy_tmpfs(const char* path)
+{
+  struct statfs fs {};
+  constexpr unsigned long long k_room = 256ULL << 20;
+  return ::statfs(path, &fs) == 0 && fs.f_type == TMPFS_MAGIC &&
+         static_cast<unsigned long long>(fs.f_bavail) * static_cast<unsigned long long>(fs.f_bsize) >= k_room &&
+         ::access(path, W_OK | X_OK) == 0;
+}
+
+} // namespace
+
+void remove_dead_folders(const std::string& parent, const std::string& prefix)
+{
+  DIR* listing = ::opendir(parent.c_str());
+  if (listing == nullptr) {
+    return;
+  }
+  std::vector<std::string> dead;
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string name = entry->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) {
+      continue;
+    }
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    struct stat st {};
+    if (pid > 0 && *end == '-' && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH &&
+        ::lstat((parent + "/" + name).c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::getuid()) {
+      dead.push_back(name);
+    }
+  }
+  ::closedir(listing);
+  for (const auto& name : dead) {
+    remove_tree(parent, name);
+  }
+}
+
+TempFolder::TempFolder(const std::string& prefix, const std::string& what, bool in_memory)
 {
   const char* tmp = std::getenv("TMPDIR");
-  m_parent = tmp != nullptr && *tmp == '/' ? tmp : "/tmp";
+  in_memory = in_memory && (tmp == nullptr || *tmp != '/') && roomy_tmpfs("/dev/shm");
+  m_parent = tmp != nullptr && *tmp == '/' ? tmp : in_memory ? "/dev/shm" : "/tmp";
   std::string pattern = m_parent + "/" + prefix + "XXXXXX";
+  if (in_memory) {
+    static std::once_flag swept;
+    std::call_once(swept, [&] { remove_dead_folders(m_parent, prefix); });
+    pattern = m_parent + "/" + prefix + std::to_string(::getpid()) + "-XXXXXX";
+  }
   if (::mkdtemp(pattern.data()) == nullptr) {
     throw Error("cannot create " + what + " under " + m_parent + ": " + std::strerror(errno));
   }

@@ -57,6 +57,12 @@ std::string named(const std::string& path, const std::string& content)
   return bom ? content.substr(0, 3) + line + content.substr(3) : line + content;
 }
 
+// How headers are placed in a private folder (see PrivateFolder::place).
+struct Placing {
+  bool names_every = false;   // a copy with #line for each header (when the binary names files)
+  bool copies_every = false;  // no links: a linked header changed during a compile
+};
+
 // A fresh folder under $TMPDIR, removed with everything in it when this goes away.
 class PrivateFolder {
 public:
@@ -161,11 +167,33 @@ public:
   // Places `header` where its path leads. One file on disk (a hard link's two names, the same
   // inode and stamp) is one file here too, so that #pragma once (by inode) sees one file; in a
   // binary naming files, one without #pragma once gets a copy per name (each names itself).
-  void place(const deps::DiskHeader& header, const std::string& spelled)
+  //
+  //
+  // A header whose stamp is older than the resolution's start (not too_new(): any later edit
+  // changes its stamp) is a symlink to the file on disk instead of a copy, unless it needs a #line:
+  // every header does when names_every (-G, -lineinfo, __BASE_FILE__), else only one whose own
+  // text names files (text_names_files(): 39 of a vendored CCCL's 1 691, whose copies cost 0.5–0.8 s
+  // of a 2.7 s compile, docs/benchmarks.md). A macro of another header may still put a linked
+  // header's name into the binary: the caller then compiles again with names_every. NVRTC names
+  // and searches a link by where it is (its includer's folder is the private one), and opens one
+  // file on disk by both names of a hard link, as it does without kjit. What it read is what kjit
+  // hashed only while the stamps hold: the caller asks resolver.unchanged() after the compile when
+  // linked(), and compiles again from copies (copies_every) if not.
+  void place(const deps::DiskHeader& header, const std::string& spelled, std::int64_t start_ns)
   {
     const std::string real = replicate(header.path).real;
     if (!m_files.insert(real).second) {
       return;  // reached before by another name (a symlinked folder)
+    }
+    if (!m_placing.copies_every && header.stamp.exists && !deps::too_new(header.stamp, start_ns) &&
+        (!m_named || (!m_placing.names_every && !deps::text_names_files(header.content)))) {
+      ensure_dir(deps::dir_of(real));
+      if (::symlink(header.path.c_str(), (path() + real).c_str()) != 0) {
+        throw Error("cannot create " + path() + real + ": " + std::strerror(errno));
+      }
+      m_linked = true;
+      m_unnamed_links = m_unnamed_links || m_named;
+      return;
     }
     const auto identity = std::make_tuple(header.stamp.device, header.stamp.inode, header.stamp.size,
                                           header.stamp.mtime_ns, header.stamp.ctime_ns);
@@ -207,10 +235,18 @@ public:
   }
 
   bool m_named = false;  // copies begin with #line naming the user's file (see names_files())
+  // Whether a header was placed as a symlink to the disk (its stamps must hold after the compile).
+  bool linked() const { return m_linked; }
+  // Whether a header that a #line would have named was linked (a binary naming the private folder
+  // is then made again with every header named).
+  bool unnamed_links() const { return m_unnamed_links; }
+  Placing m_placing;
 
 private:
-  TempFolder m_folder{"kjit-includes-", "a private include folder"};
+  TempFolder m_folder{"kjit-includes-", "a private include folder", true};
   std::set<std::string> m_links;  // symlinks made (their paths on disk)
+  bool m_linked = false;
+  bool m_unnamed_links = false;
   std::set<std::string> m_files;  // files placed (their symlink-free paths)
   std::set<std::string> m_climbed;    // lexical folders before a ".." made here
   std::set<std::string> m_skeletons;  // folders whose subfolders are made here
@@ -312,16 +348,24 @@ void check_absent(const std::vector<std::string>& paths)
   }
 }
 
+// NVRTC read the headers linked to the disk: what it read is what kjit hashed only while their
+// stamps hold.
+bool links_held(const std::optional<PrivateFolder>& folder, const deps::Resolver& resolver)
+{
+  return !folder || !folder->linked() || resolver.unchanged();
+}
+
 bool may_read_files(const Program& program, const deps::SearchContext& context, deps::Resolver& resolver)
 {
   return !context.include_dirs.empty() || !context.pre_includes.empty() || !resolver.result().headers.empty() ||
          cache::mentions_include(program);
 }
 
-} // namespace
+Binary again(const Config& config, const Program& program, const Arch& arch, deps::Resolver& resolver, int* rounds,
+             int round, Placing placing, std::optional<PrivateFolder>& folder);
 
-Binary compile_with_includes(const Config& config, const Program& program, const Arch& arch,
-                             deps::Resolver& resolver, int* rounds)
+Binary compile_placed(const Config& config, const Program& program, const Arch& arch, deps::Resolver& resolver,
+                      int* rounds, Placing placing)
 {
   // One toolchain per process: the Cache's own NVRTC, or a ToolchainError.
   rtc::nvrtc_for(config);
@@ -335,12 +379,16 @@ Binary compile_with_includes(const Config& config, const Program& program, const
   std::optional<PrivateFolder> folder;
   if (may_read_files(program, context, resolver)) {
     folder.emplace();
+    folder->m_placing = placing;
   }
   const std::string root = folder ? folder->path() : std::string();
   Program nvrtc_program = program;
   // Without a private folder NVRTC reads no file: the program keeps its name (NVRTC names it so).
   nvrtc_program.name = root.empty() ? program.name : root + resolver.main_path();
   const bool stub = folder && resolver.names_files() && wants_stub(program, resolver);
+  if (stub) {
+    folder->m_placing.names_every = true;  // the stub names the program: every header named too
+  }
   if (folder && resolver.names_files()) {
     folder->m_named = true;
     nvrtc_program.source = named(program.name, program.source);  // the name plain NVRTC would show
@@ -372,7 +420,7 @@ Binary compile_with_includes(const Config& config, const Program& program, const
       // (once: names_files() and wants_stub() stay true).
       folder.reset();
       int more = 0;
-      Binary binary = compile_with_includes(config, program, arch, resolver, &more);
+      Binary binary = compile_placed(config, program, arch, resolver, &more, placing);
       if (rounds != nullptr) {
         *rounds = round - 1 + more;  // this round compiled nothing
       }
@@ -406,7 +454,7 @@ Binary compile_with_includes(const Config& config, const Program& program, const
         folder->ensure_dir(folder->replicate(dir).real);
       }
       for (const auto& header : resolver.result().headers) {
-        folder->place(header, resolver.spelled(header.path));
+        folder->place(header, resolver.spelled(header.path), resolver.start_ns());
       }
       if (stub && round == 1) {
         const std::string copy = root + resolver.main_path();
@@ -445,9 +493,19 @@ Binary compile_with_includes(const Config& config, const Program& program, const
     }
     try {
       Binary binary = rtc::compile(config, nvrtc_program, arch);
-      if (folder && (deps::binary_holds(binary.ptx, root) || deps::binary_holds(binary.cubin, root))) {
+      const bool names_folder = folder && (deps::binary_holds(binary.ptx, root) || deps::binary_holds(binary.cubin, root));
+      if (names_folder && folder->unnamed_links()) {
+        // A linked header's name reached the binary (through a macro of another header): again,
+        // each header a copy named by its #line.
+        return again(config, program, arch, resolver, rounds, round, {true, placing.copies_every}, folder);
+      }
+      if (names_folder) {
         resolver.copies_named();  // the next round compiles from the disk
         continue;
+      }
+      if (!links_held(folder, resolver)) {
+        // A linked header changed while NVRTC read it: again from copies of what kjit hashed.
+        return again(config, program, arch, resolver, rounds, round, {placing.names_every, true}, folder);
       }
       binary.log = without(binary.log, root);
       check_absent(absent_in_cwd);
@@ -478,6 +536,10 @@ Binary compile_with_includes(const Config& config, const Program& program, const
       const bool added = resolver.result().headers.size() != known;
       if (!added) {
         check_absent(absent_in_cwd);
+        if (!links_held(folder, resolver)) {
+          // The error may be an edit's, half written: again from copies of what kjit hashed.
+          return again(config, program, arch, resolver, rounds, round, {placing.names_every, true}, folder);
+        }
         if (!resolver.unfaithful().empty()) {
           continue;  // a name NVRTC asked for can't be answered from the private folder
         }
@@ -485,6 +547,28 @@ Binary compile_with_includes(const Config& config, const Program& program, const
       }
     }
   }
+}
+
+// compile_placed() again, with `placing`, in a new private folder (the old one removed first),
+// after `round` rounds of this one.
+Binary again(const Config& config, const Program& program, const Arch& arch, deps::Resolver& resolver, int* rounds,
+             int round, Placing placing, std::optional<PrivateFolder>& folder)
+{
+  folder.reset();
+  int more = 0;
+  Binary binary = compile_placed(config, program, arch, resolver, &more, placing);
+  if (rounds != nullptr) {
+    *rounds = round + more;
+  }
+  return binary;
+}
+
+} // namespace
+
+Binary compile_with_includes(const Config& config, const Program& program, const Arch& arch,
+                             deps::Resolver& resolver, int* rounds)
+{
+  return compile_placed(config, program, arch, resolver, rounds, Placing{deps::options_name_files(program.options), false});
 }
 
 } // namespace kjit::cache

@@ -6,6 +6,7 @@
 
 #include "deps/formed_names.hpp"
 #include "deps/include_scan.hpp"
+#include "deps/resolver.hpp"
 #include "rtc/compiler.hpp"
 
 #include <chrono>
@@ -561,6 +562,31 @@ BOOST_AUTO_TEST_CASE(a_prepared_program_naming_the_working_directory_is_served_f
     BOOST_TEST(cache.get(program, k_sm80)->ptx == want.ptx, option);
     BOOST_TEST(cache.lookup(*prepared).binary->ptx == want.ptx, option);
   }
+}
+
+// Issue 36: a header that names no file is a symlink in the private folder, not a copy with a
+// #line. When another header's macro (WHERE, defined where __FILE__ is written) puts a linked
+// header's name into the binary anyway, it is compiled again with every header a named copy:
+// the binary is plain NVRTC's and cached (before the links, every header was a named copy).
+BOOST_AUTO_TEST_CASE(a_linked_headers_name_reached_through_another_headers_macro_is_named)
+{
+  const std::string d = tmp.path() + "/linked";
+  put(d + "/inc/names.h", "#define WHERE __FILE__\n");
+  put(d + "/inc/use.h", "__device__ const char* where_use() { return WHERE; }\n");
+  put(d + "/k.cu", "#include <names.h>\n#include <use.h>\n"
+                   "extern \"C\" __global__ void k(const char** s) { *s = where_use(); }\n");
+  settle();
+  InDir here(d);
+  const std::vector<std::string> options{"-Iinc"};
+  {
+    kjit::Cache cache(config);
+    same_binary_(cache, config, "k.cu", options);
+  }
+  BOOST_TEST(kjit::deps::binary_holds(plain(config, "k.cu", options).ptx, "inc/use.h"));  // the name reaches it
+  kjit::Cache fresh(config);
+  kjit::Program program = kjit::program_from_file("k.cu");
+  program.options = options;
+  BOOST_TEST((fresh.lookup(program, k_sm80).source == kjit::Source::disk));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
