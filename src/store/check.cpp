@@ -315,7 +315,7 @@ const char* map_address_from_a_page(MDB_env* env)
 
 // Where data.mdb (dev, ino) is mapped in this process, from /proc/self/maps: LMDB does not say
 // (MDB_envinfo.me_mapaddr is only the fixed address of MDB_FIXEDMAP).
-const char* map_address(MDB_env* env, dev_t dev, ino_t ino)
+const char* map_address(MDB_env* env, dev_t dev, ino_t ino, const char* inside)
 {
   const auto mappings = [dev, ino] {
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> found;
@@ -349,7 +349,7 @@ const char* map_address(MDB_env* env, dev_t dev, ino_t ino)
   }
   // Several (a forked child also holds its parent's map, as the isolated check does): the one
   // holding a key read through env. Only here is a page read before the walk.
-  const char* inside = first_main_key(env);  // a key in env's own map
+  inside = inside != nullptr ? inside : first_main_key(env);  // a key in env's own map
   for (const auto& [start, end] : mappings) {
     if (inside == nullptr ||
         (reinterpret_cast<std::uintptr_t>(inside) >= start && reinterpret_cast<std::uintptr_t>(inside) < end)) {
@@ -388,7 +388,25 @@ Walk walk_store(const std::string& dir, bool no_lock, std::size_t& rows, std::st
   mdb_env_info(e.env, &info);
   std::uint32_t psize = 0;
   std::ignore = ::pread(fd, &psize, sizeof psize, 40);
-  const char* base = map_address(e.env, st.st_dev, st.st_ino);
+  // A key read in this walk's own snapshot tells its map from the parent's (a forked child holds
+  // both): read in a transaction of its own, another process's growth of the map could refuse it,
+  // and the walk then took the parent's map (the first listed) for its own and found every key
+  // "outside data.mdb": a sound store moved aside (seen once in remote_fleet, processes writing
+  // side by side; the cause inferred from the code, not reproduced alone).
+  const char* first_key = nullptr;
+  {
+    MDB_dbi main_dbi = 0;
+    MDB_cursor* cursor = nullptr;
+    if (mdb_dbi_open(txn, nullptr, 0, &main_dbi) == MDB_SUCCESS && mdb_cursor_open(txn, main_dbi, &cursor) == MDB_SUCCESS) {
+      MDB_val key{};
+      MDB_val value{};
+      if (mdb_cursor_get(cursor, &key, &value, MDB_FIRST) == MDB_SUCCESS) {
+        first_key = static_cast<const char*>(key.mv_data);
+      }
+      mdb_cursor_close(cursor);
+    }
+  }
+  const char* base = map_address(e.env, st.st_dev, st.st_ino, first_key);
   if (base == nullptr || psize < 512 || static_cast<std::size_t>(st.st_size) < (info.me_last_pgno + 1) * std::size_t(psize)) {
     why = base == nullptr ? "data.mdb is not mapped" : "data.mdb shorter than its last page";
     mdb_txn_abort(txn);

@@ -15,7 +15,10 @@ namespace kjit::store {
 // holds its parent's mapping of the same file: with several, the mapping that holds a key `env`
 // returns is taken (a read of the main table: the first one only when the store has no key at
 // all); with one, it is taken without reading a page (the caller's pages are not walked yet).
-const char* map_address(MDB_env* env, dev_t dev, ino_t ino);
+// `inside`: a pointer LMDB gave into env's map (a key read in a transaction the caller holds);
+// when null, one is read in a transaction of its own, which another process's map growth can
+// refuse (MDB_MAP_RESIZED), leaving no way to tell the maps apart.
+const char* map_address(MDB_env* env, dev_t dev, ino_t ino, const char* inside = nullptr);
 
 // Where `env`'s map starts, found without /proc/self/maps (whose read costs ≈ 35 µs of CPU time
 // here: the kernel writes out every mapping of the process): from the page that holds the main
