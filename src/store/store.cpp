@@ -163,6 +163,12 @@ void Store::Impl::note_commit(const std::optional<FileState>& before) noexcept
   std::lock_guard lock(sound_mutex);
   if (sound && before && *sound == *before) {
     sound = file_state(env);
+    if (sound && stamped != sound) {
+      // Stamped now, not only when the Store closes: a process opening the store meanwhile (while
+      // a long-lived host keeps writing) trusts it instead of walking it before its first read.
+      write_stamp(lmdb_path, *sound, file_mode());
+      stamped = sound;
+    }
   } else {
     sound.reset();  // another process wrote meanwhile: no stamp from this one
   }

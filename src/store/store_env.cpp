@@ -262,6 +262,9 @@ void Store::Impl::open_env(std::size_t wanted_map_size)
         std::ignore = ::chmod((lmdb_path + "/lock.mdb").c_str(), 0660);
       }
     }
+    // Reads trust LMDB's pages, and a page of garbage crashed every process inside LMDB (finding
+    // the map's address below reads the main table, as do opening the tables and a lookup; issue 38).
+    walk_unless_known_sound(map_size);
     check_file_size();
     if (mode != Mode::read_only_no_lock) {
       int dead = 0;
@@ -360,6 +363,36 @@ void Store::Impl::allocate_lock_file() const
   const bool pages_written_at_open = !exists || static_cast<std::size_t>(st.st_size) < k_lock_bytes;
   if ((error == ENOSPC || error == EDQUOT) && pages_written_at_open) {
     throw StoreError("no space left on device (disk full) for the lock file of the store " + path, error);
+  }
+}
+
+void Store::Impl::walk_unless_known_sound(std::size_t map_size)
+{
+  MDB_envinfo info{};
+  mdb_env_info(env, &info);
+  const std::optional<FileState> before = file_state(env);
+  if (info.me_last_pgno <= 1 || (before && stamp_matches(lmdb_path, *before))) {
+    // The common case: the stamp a kjit process wrote after its last commit or walk (an fstat and
+    // a read of a small file), or a store made empty (nothing but the meta pages LMDB checks).
+    std::lock_guard lock(sound_mutex);
+    sound = before;
+    stamped = info.me_last_pgno <= 1 ? stamped : before;
+    return;
+  }
+  std::string detail;
+  ++walks;
+  const Walk walk = walk_isolated(map_size, mode == Mode::read_only_no_lock, detail);
+  if (walk == Walk::damaged) {
+    throw Damaged("its walk before the first read failed (" + detail + ")", MDB_CORRUPTED);
+  }
+  const std::optional<FileState> after = file_state(env);
+  if (walk == Walk::sound && before && after == before) {  // nothing wrote while the walk ran
+    std::lock_guard lock(sound_mutex);
+    sound = before;
+    stamped = before;
+    if (mode == Mode::writable) {
+      write_stamp(lmdb_path, *before, file_mode());
+    }
   }
 }
 

@@ -119,6 +119,10 @@ struct Store::Impl {
   // not_run when the walk could not run (no memory to map data.mdb, no child): no verdict either
   // way. `detail` describes a damaged outcome (a crash, a time-out).
   Walk walk_isolated(std::size_t map_size, bool no_lock, std::string& detail) const;
+  // Before this process reads a page of data.mdb (env open): walks it in a child unless it is as a
+  // kjit process last knew it sound (the checked stamp) or holds only its meta pages. Throws
+  // Damaged when the walk fails; without a verdict (no memory or process for it) it is read as is.
+  void walk_unless_known_sound(std::size_t map_size);
   // Throws Damaged if data.mdb is shorter than the environment's last page. Caller holds `guard`.
   void check_file_size();
   // Writable stores keep data.mdb a sparse 256–512 KiB longer than its last page (see store_env.cpp).
