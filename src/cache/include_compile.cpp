@@ -293,7 +293,9 @@ std::string stub_limit(const Program& program, deps::Resolver& resolver)
   if (resolver.context().source_dir.empty()) {
     return "the stub (-G or __BASE_FILE__) with --no-source-include (kept by the stub, it would search no includer's folder)";
   }
-  if (program.source.find("include_next") != std::string::npos || program.source.find("__INCLUDE_LEVEL__") != std::string::npos) {
+  std::string storage;
+  const std::string& source = deps::as_preprocessed(program.source, storage);
+  if (source.find("include_next") != std::string::npos || source.find("__INCLUDE_LEVEL__") != std::string::npos) {
     return "the stub (-G or __BASE_FILE__) and #include_next or __INCLUDE_LEVEL__ in the main source (a stub includes it)";
   }
   if (resolver.find(path) != nullptr) {
@@ -301,7 +303,10 @@ std::string stub_limit(const Program& program, deps::Resolver& resolver)
   }
   // Each header is one level deeper under the stub than on disk.
   if (any_header(program, resolver,
-                 [](const std::string& text) { return text.find("__INCLUDE_LEVEL__") != std::string::npos; })) {
+                 [](const std::string& text) {
+                   std::string spliced;
+                   return deps::as_preprocessed(text, spliced).find("__INCLUDE_LEVEL__") != std::string::npos;
+                 })) {
     return "the stub (-G or __BASE_FILE__) and __INCLUDE_LEVEL__ in a header (one level deeper under it)";
   }
   for (const char ch : path) {
@@ -391,6 +396,8 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
   }
   if (folder && resolver.names_files()) {
     folder->m_named = true;
+    // A pasted __FILE__ may be formed in any header: none of their texts says which.
+    folder->m_placing.names_every = folder->m_placing.names_every || resolver.names_by_paste();
     nvrtc_program.source = named(program.name, program.source);  // the name plain NVRTC would show
   }
   nvrtc_program.options = context.nvrtc_options;

@@ -6,6 +6,8 @@
 
 #include <cctype>
 
+#include <string_view>
+
 namespace kjit::deps {
 
 bool identifier_char(char ch)
@@ -266,12 +268,31 @@ void probes(const std::string& line, int line_number, const std::set<std::string
 
 } // namespace
 
+std::string trigraphs_replaced(const std::string& text)
+{
+  if (text.find("??") == std::string::npos) {
+    return text;
+  }
+  static constexpr std::string_view k_trigraphs = "=(/)'<!>-";
+  static constexpr std::string_view k_replacements = "#[\\]^{|}~";
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto which = i + 2 < text.size() && text[i] == '?' && text[i + 1] == '?' ? k_trigraphs.find(text[i + 2])
+                                                                                   : std::string_view::npos;
+    out += which == std::string_view::npos ? text[i] : k_replacements[which];
+    i += which == std::string_view::npos ? 0 : 2;
+  }
+  return out;
+}
+
 std::vector<IncludeDirective> scan_includes(const std::string& text, const std::map<std::string, std::string>& defines,
                                             ScanMacros* shared)
 {
   std::map<std::string, std::string> macros = defines;
   std::vector<IncludeDirective> found;
-  const std::string clean = strip_comments(text);
+  // Trigraphs first (the preprocessor's first phase): a `??/` splice joins lines as `\` does.
+  const std::string clean = strip_comments(text.find("??") == std::string::npos ? text : trigraphs_replaced(text));
   int depth = 0;
   int line_number = 0;
   std::size_t start = 0;

@@ -30,6 +30,11 @@ struct ScanMacros {
   std::set<std::string> wrappers;
 };
 
+// `text` with its trigraphs (??= ??/ ??( …) replaced by the characters they stand for, line
+// for line; `text` itself when it has no "??". C++14 and before have trigraphs (NVRTC's -std=c++14):
+// `??/` before a newline splices, `??=include` is a directive.
+std::string trigraphs_replaced(const std::string& text);
+
 // Every include of `text`, in order: #include "…", #include <…>, #include MACRO when MACRO is an
 // object-like macro defined in `text` or in `defines` as "…" or <…>, and __has_include(…) probes.
 // Comments, strings, raw strings, digit separators, digraphs (%:include) and line continuations are

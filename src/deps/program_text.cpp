@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
+#include <vector>
+#include <string_view>
 
 namespace kjit::deps {
 
@@ -47,8 +50,31 @@ bool options_name_files(const std::vector<std::string>& options)
   return device_debug(options);
 }
 
-bool text_names_files(const std::string& text)
+const std::string& as_preprocessed(const std::string& text, std::string& storage)
 {
+  if (text.find("\\\n") == std::string::npos && text.find("\\\r\n") == std::string::npos &&
+      text.find("??") == std::string::npos) {
+    return text;
+  }
+  const std::string replaced = trigraphs_replaced(text);
+  storage.clear();
+  storage.reserve(replaced.size());
+  for (std::size_t i = 0; i < replaced.size(); ++i) {
+    if (replaced[i] == '\\' && i + 1 < replaced.size() && replaced[i + 1] == '\n') {
+      ++i;
+    } else if (replaced[i] == '\\' && i + 2 < replaced.size() && replaced[i + 1] == '\r' && replaced[i + 2] == '\n') {
+      i += 2;
+    } else {
+      storage += replaced[i];
+    }
+  }
+  return storage;
+}
+
+bool text_names_files(const std::string& raw)
+{
+  std::string storage;
+  const std::string& text = as_preprocessed(raw, storage);
   for (const char* word : {"__FILE__", "__builtin_FILE", "source_location"}) {
     if (text.find(word) != std::string::npos) {
       return true;
@@ -69,8 +95,10 @@ bool has_word(const std::string& text, std::string_view word)
   return false;
 }
 
-bool text_uses_time(const std::string& text)
+bool text_uses_time(const std::string& raw)
 {
+  std::string storage;
+  const std::string& text = as_preprocessed(raw, storage);
   return has_word(text, "__TIME__") || has_word(text, "__TIMESTAMP__") || has_word(text, "__DATE__");
 }
 
@@ -85,9 +113,10 @@ bool program_uses_time(const Program& program)
   return any_program_text(program, text_uses_time);
 }
 
-bool text_names_program(const std::string& text)
+bool text_names_program(const std::string& raw)
 {
-  return text.find("__BASE_FILE__") != std::string::npos;
+  std::string storage;
+  return as_preprocessed(raw, storage).find("__BASE_FILE__") != std::string::npos;
 }
 
 bool binary_holds(const std::string& binary, const std::string& path)
@@ -116,9 +145,62 @@ bool program_names_files(const Program& program)
   return options_name_files(program.options) || any_program_text(program, text_names_files);
 }
 
+namespace {
+
+const std::vector<std::string>& looked_for_words()
+{
+  static const std::vector<std::string> words{"__FILE__",     "__builtin_FILE", "__BASE_FILE__",     "__TIME__",
+                                              "__TIMESTAMP__", "__DATE__",       "__INCLUDE_LEVEL__", "__has_include",
+                                              "__has_include_next"};
+  return words;
+}
+
+bool is_piece(const std::string& token, const std::string& word)
+{
+  return token.size() >= 4 && token.size() < word.size() && word.compare(0, token.size(), token) == 0;
+}
+
+} // namespace
+
+void PastedWords::read(const std::string& raw)
+{
+  std::string storage;
+  const std::string& text = as_preprocessed(raw, storage);
+  m_pastes = m_pastes || text.find("##") != std::string::npos;
+  const auto word_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (std::size_t at = text.find("__"); at != std::string::npos; at = text.find("__", at)) {
+    if (at > 0 && word_char(text[at - 1])) {
+      at += 2;
+      continue;
+    }
+    std::size_t end = at;
+    while (end < text.size() && word_char(text[end])) {
+      ++end;
+    }
+    const std::string token = text.substr(at, end - at);
+    const auto& words = looked_for_words();
+    if (std::find(words.begin(), words.end(), token) != words.end()) {
+      at = end;
+      continue;  // a word itself (__has_include begins __has_include_next): no piece
+    }
+    for (const auto& word : words) {
+      if (is_piece(token, word)) {
+        m_words.insert(word);
+      }
+    }
+    at = end;
+  }
+}
+
+std::set<std::string> PastedWords::formed() const
+{
+  return m_pastes ? m_words : std::set<std::string>{};
+}
+
 bool must_be_one_copy(const std::string& content)
 {
-  return content.find("once") != std::string::npos;  // #pragma once, _Pragma("once")
+  std::string storage;
+  return as_preprocessed(content, storage).find("once") != std::string::npos;  // #pragma once, _Pragma("once")
 }
 
 } // namespace kjit::deps

@@ -135,6 +135,17 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   if (program_uses_time(program)) {
     time_used();
   }
+  // A -D value, an in-memory header or a name expression may hold a piece or the ## (issue 38).
+  for (const auto& option : program.options) {
+    m_pasted.read(option);
+  }
+  for (const auto& [name, content] : program.headers) {
+    m_pasted.read(content);
+  }
+  for (const auto& expression : program.name_expressions) {
+    m_pasted.read(expression);
+  }
+  read_pastes(program.source);
   if (std::string option = file_reading_option(program.options); !option.empty()) {
     refuse(UncachedReason::file_option, std::move(option));
   }
@@ -359,13 +370,11 @@ bool Resolver::add(const std::string& name, const std::string& path, const std::
       time_used();
     }
     if (!m_names_files && text_names_files(*content)) {
-      m_names_files = true;
-      for (DiskHeader& header : m_result.headers) {
-        header.spelled = spelled(header.path);
-      }
+      name_files();
     }
     m_result.headers.push_back({name, path, util::sha256(*content), before, std::move(*content),
                                 m_names_files ? m_spelled[path] : std::string()});
+    read_pastes(m_result.headers.back().content);
     // One file by two names (a hard link, a symlinked folder: one inode) must be one copy where
     // NVRTC must see one file: #pragma once (by inode), or one path (a symlinked folder); such a
     // copy can carry one name only. A hard-linked file without it gets a copy per name.
@@ -381,6 +390,34 @@ bool Resolver::add(const std::string& name, const std::string& path, const std::
     m_pending.push_back(path);
     probe(path);
     return true;
+  }
+}
+
+void Resolver::name_files()
+{
+  m_names_files = true;
+  for (DiskHeader& header : m_result.headers) {
+    header.spelled = spelled(header.path);
+  }
+}
+
+void Resolver::read_pastes(const std::string& text)
+{
+  m_pasted.read(text);
+  for (const auto& word : m_pasted.formed()) {
+    if (!m_pasted_seen.insert(word).second) {
+      continue;
+    }
+    if (word == "__TIME__" || word == "__TIMESTAMP__" || word == "__DATE__") {
+      time_used();
+    } else if (word == "__FILE__" || word == "__builtin_FILE") {
+      if (!m_names_files) {
+        name_files();
+      }
+    } else if (m_unfaithful.empty()) {
+      refuse(word == "__BASE_FILE__" || word == "__INCLUDE_LEVEL__" ? UncachedReason::names_file : UncachedReason::probe,
+             "a token paste (##) may form " + word + " from pieces the texts hold; kjit does not follow it");
+    }
   }
 }
 

@@ -68,6 +68,32 @@ struct DiskHeader {
 bool device_debug(const std::vector<std::string>& options);
 // Whether a binary of `options` names files whatever its text says: -G, -lineinfo and their long forms.
 bool options_name_files(const std::vector<std::string>& options);
+// `text` as the preprocessor's first phases leave it, for the questions below: trigraphs replaced
+// and backslash-newline splices (also before a CR LF) joined. `storage` holds it when the text has
+// a splice or "??" (most have neither: `text` itself is returned). Trigraphs are replaced whatever
+// the standard (C++14 and before have them): a "??/" that is no trigraph only makes an answer
+// more careful. Issue 38: `sizeof(__FI\⏎LE__)`, `__TI\⏎ME__`, `#pragma on\⏎ce` got past
+// questions asked of the raw text.
+const std::string& as_preprocessed(const std::string& text, std::string& storage);
+// The words kjit looks for that a token paste may form (issue 38: `#define CAT(a,b) a##b` and
+// `CAT(__FI,LE__)` is __FILE__ to the preprocessor), over every text of a program: the pieces and
+// the `##` may be in different files. A piece is a token of 4 characters or more that begins one
+// of the words and is none of them (__has_include begins __has_include_next). None is in the
+// toolkit's 1 982 headers nor in CUTLASS's 825; shorter ones are (`__b`, `__h` in libcu++, `__F`
+// in CUTLASS's half.h, all with `##` elsewhere), so words pasted from a first piece of 3
+// characters or fewer (`__F ## ILE__`, `_ ## _FILE__`) are not seen.
+class PastedWords {
+public:
+  // Reads `text` (as_preprocessed()) for `##` and pieces.
+  void read(const std::string& text);
+  // The words some text's `##` may form from the pieces read: empty while no text pastes.
+  std::set<std::string> formed() const;
+
+private:
+  bool m_pastes = false;
+  std::set<std::string> m_words;  // words a piece of which was read
+};
+
 // Whether NVRTC must see a file of this content by two names as one file (it may say #pragma
 // once, which goes by inode): its hard links are hard links between the copies too.
 bool must_be_one_copy(const std::string& content);
@@ -194,6 +220,9 @@ public:
   // Whether the binary may name files: options_name_files(), or text_names_files() of the source
   // or of a header added. From then on every header carries its spelled() name.
   bool names_files() const { return m_names_files; }
+  // Whether a token paste may form __FILE__ or __builtin_FILE (PastedWords): no header's own text
+  // then tells which headers the binary names, so each is named.
+  bool names_by_paste() const { return m_pasted_seen.count("__FILE__") != 0 || m_pasted_seen.count("__builtin_FILE") != 0; }
   // True while every header added still has the stamp it was read with (a stat each).
   bool unchanged() const;
   const std::string& main_path() const { return m_main_path; }
@@ -213,6 +242,12 @@ private:
   void check_formed_names();
   // The program uses the time (text_uses_time()): unfaithful() says so, and nothing is recordable.
   void time_used();
+  // From now on every header carries its spelled() name (names_files()).
+  void name_files();
+  // Reads `text` for pasted words (PastedWords) and acts on each newly formed one as on the word
+  // itself: the time refuses, __FILE__ names files, the others refuse (a probe, the program's name
+  // or its include depth that kjit's copies or stub can't keep).
+  void read_pastes(const std::string& text);
   // Makes the program unfaithful for `reason` (the first reason found stays).
   void refuse(UncachedReason why, std::string reason);
   // Watches the folder `candidate` is looked for in (its deepest existing one) and, when the
@@ -252,6 +287,8 @@ private:
   std::map<std::string, std::size_t> m_probed;  // paths watched: index in m_result.dirs
   std::set<std::string> m_whole_dirs;           // folders watched whole (ProbedDir::whole)
   std::set<std::pair<std::string, std::string>> m_absent;  // (folder, name) noted absent
+  PastedWords m_pasted;
+  std::set<std::string> m_pasted_seen;  // formed words acted on
   std::set<std::string> m_watched_links;  // links whose targets are watched (watch_entry)
   std::vector<std::string> m_pending;               // headers added, not scanned yet
   std::vector<std::string> m_pre_paths;

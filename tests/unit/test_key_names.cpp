@@ -589,4 +589,85 @@ BOOST_AUTO_TEST_CASE(a_linked_headers_name_reached_through_another_headers_macro
   BOOST_TEST((fresh.lookup(program, k_sm80).source == kjit::Source::disk));
 }
 
+// Issue 38: a header naming its file across a splice (sizeof(__FI\⏎LE__): the length of the
+// name, 70 for the private folder's copy against 6 on disk) named the private folder in the
+// binary, which the check for the folder's path as bytes did not see. Looked for as the
+// preprocessor sees the text, the header is named: plain NVRTC's binary, cached.
+BOOST_AUTO_TEST_CASE(a_name_spelled_across_a_splice_is_named)
+{
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases{
+    {"__device__ int name_size() { return sizeof(__FI\\\nLE__); }\n", {"-Iinc"}},
+    {"__device__ int name_size() { return sizeof(__FI??/\nLE__); }\n", {"-Iinc", "-std=c++14"}},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::string d = tmp.path() + "/spliced" + std::to_string(i);
+    put(d + "/inc/h.h", cases[i].first);
+    put(d + "/k.cu", "#include <h.h>\nextern \"C\" __global__ void k(int* o) { *o = name_size(); }\n");
+    settle();
+    InDir here(d);
+    {
+      kjit::Cache cache(config);
+      same_binary_(cache, config, "k.cu", cases[i].second);  // 51 for 8, before
+    }
+    kjit::Cache fresh(config);
+    kjit::Program program = kjit::program_from_file("k.cu");
+    program.options = cases[i].second;
+    // A trigraph before C++17 is refused ("directives kjit does not see"): compiled, not cached.
+    BOOST_TEST(((fresh.lookup(program, k_sm80).source == kjit::Source::disk) == (i == 0)), i);
+  }
+}
+
+// `#pragma on\⏎ce` is `#pragma once`: a file reached by two names (a hard link) is one file to
+// NVRTC, and must be one file in the private folder too.
+BOOST_AUTO_TEST_CASE(once_is_seen_across_a_splice)
+{
+  BOOST_TEST(kjit::deps::must_be_one_copy("#pragma on\\\nce\n"));
+  BOOST_TEST(kjit::deps::must_be_one_copy("#pragma on\\\r\nce\n"));
+  BOOST_TEST(!kjit::deps::must_be_one_copy("#pragma message(\"on\")\n"));
+}
+
+// Issue 38: a token paste forms the word: `CAT(__FI,LE__)` is __FILE__ (the name's size, or one of
+// its characters, was the private folder's: 70 for 6). The header is then named, as for the word.
+BOOST_AUTO_TEST_CASE(a_name_formed_by_a_token_paste_is_named)
+{
+  const std::string d = tmp.path() + "/pasted";
+  put(d + "/inc/cat.h", "#define CAT_(a, b) a##b\n#define CAT(a, b) CAT_(a, b)\n");
+  put(d + "/inc/h.h", "__device__ int name_size() { return sizeof(CAT(__FI, LE__)); }\n"
+                      "__device__ char name_char() { return CAT(__FI, LE__)[4]; }\n");
+  put(d + "/k.cu", "#include <cat.h>\n#include <h.h>\n"
+                   "extern \"C\" __global__ void k(int* o) { o[0] = name_size(); o[1] = name_char(); }\n");
+  settle();
+  InDir here(d);
+  {
+    kjit::Cache cache(config);
+    same_binary_(cache, config, "k.cu", {"-Iinc"});
+  }
+  kjit::Cache fresh(config);
+  kjit::Program program = kjit::program_from_file("k.cu");
+  program.options = {"-Iinc"};
+  BOOST_TEST((fresh.lookup(program, k_sm80).source == kjit::Source::disk));
+}
+
+// `#if CAT(__has_, include)("opt.h")` probes a file kjit can't follow: compiled from the disk, not
+// cached (a fresh compile saw the file appear; a cached one served its absence).
+BOOST_AUTO_TEST_CASE(a_probe_formed_by_a_token_paste_is_not_cached)
+{
+  const std::string d = tmp.path() + "/pasted_probe";
+  put(d + "/k.cu", "#define CAT_(a, b) a##b\n#define CAT(a, b) CAT_(a, b)\n"
+                   "#if CAT(__has_, include)(\"opt.h\")\n#include \"opt.h\"\n#else\n#define OPT 1\n#endif\n"
+                   "extern \"C\" __global__ void k(int* o) { *o = OPT; }\n");
+  settle();
+  InDir here(d);
+  kjit::Program program = kjit::program_from_file("k.cu");
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST(cache.get(program, k_sm80)->ptx == plain(config, "k.cu", {}).ptx);
+    BOOST_TEST(cache.stats().uncached_probe == 1u);
+  }
+  put(d + "/opt.h", "#define OPT 2\n");
+  settle();
+  kjit::Cache fresh(config);
+  BOOST_TEST(fresh.get(program, k_sm80)->ptx == plain(config, "k.cu", {}).ptx);  // OPT 2, not a stale 1
+}
+
 BOOST_AUTO_TEST_SUITE_END()

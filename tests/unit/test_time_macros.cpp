@@ -121,4 +121,24 @@ BOOST_AUTO_TEST_CASE(only_whole_identifiers_count)
   BOOST_TEST(!kjit::Cache(config).prepare(program, k_sm80).provisional());
 }
 
+// Issue 38: the words are looked for as the preprocessor sees the text: a backslash-newline
+// splice, or a trigraph splice (??/ before a newline, in the standards that have trigraphs), inside
+// __TIME__ served the first compile's time from the cache.
+BOOST_AUTO_TEST_CASE(time_spelled_across_a_splice_is_compiled_each_time)
+{
+  kjit::Cache cache(config);
+  compiled_each_time(cache, config, kjit::Program{"splice.cu", writes("__TI\\\nME__"), {}, {}, {}});
+  compiled_each_time(cache, config, kjit::Program{"trigraph.cu", writes("__TI??/\nME__"), {}, {"-std=c++14"}, {}});
+}
+
+// Nor a time formed by a token paste (`CAT(__TI, ME__)`), whose pieces may be in another file.
+BOOST_AUTO_TEST_CASE(time_formed_by_a_token_paste_is_compiled_each_time)
+{
+  kjit::Cache cache(config);
+  const std::string cat = "#define CAT_(a, b) a##b\n#define CAT(a, b) CAT_(a, b)\n";
+  compiled_each_time(cache, config, kjit::Program{"pasted.cu", cat + writes("CAT(__TI, ME__)"), {}, {}, {}});
+  compiled_each_time(cache, config,
+                     kjit::Program{"pasted_header.cu", "#include \"cat.h\"\n" + writes("CAT(__TI, ME__)"), {{"cat.h", cat}}, {}, {}});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
