@@ -248,24 +248,33 @@ bool skip_field(const char*& p, const char* end)
   return skip(p, end, ' ');
 }
 
-// The first key of env's main table, where LMDB read it (in the map), or nullptr (none, an error).
-const char* first_main_key(MDB_env* env)
+// The first key of the main table in `txn`'s snapshot, where LMDB read it (in the map), or
+// nullptr (none, an error).
+const char* first_key_in(MDB_txn* txn)
 {
   const char* key = nullptr;
-  MDB_txn* txn = nullptr;
-  if (mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) == MDB_SUCCESS) {
-    MDB_dbi main = 0;
-    MDB_cursor* cursor = nullptr;
-    if (mdb_dbi_open(txn, nullptr, 0, &main) == MDB_SUCCESS && mdb_cursor_open(txn, main, &cursor) == MDB_SUCCESS) {
-      MDB_val found_key{};
-      MDB_val value{};
-      if (mdb_cursor_get(cursor, &found_key, &value, MDB_FIRST) == MDB_SUCCESS) {
-        key = static_cast<const char*>(found_key.mv_data);
-      }
-      mdb_cursor_close(cursor);
+  MDB_dbi main = 0;
+  MDB_cursor* cursor = nullptr;
+  if (mdb_dbi_open(txn, nullptr, 0, &main) == MDB_SUCCESS && mdb_cursor_open(txn, main, &cursor) == MDB_SUCCESS) {
+    MDB_val found_key{};
+    MDB_val value{};
+    if (mdb_cursor_get(cursor, &found_key, &value, MDB_FIRST) == MDB_SUCCESS) {
+      key = static_cast<const char*>(found_key.mv_data);
     }
-    mdb_txn_abort(txn);
+    mdb_cursor_close(cursor);
   }
+  return key;
+}
+
+// The first key of env's main table, read in a transaction of its own (first_key_in).
+const char* first_main_key(MDB_env* env)
+{
+  MDB_txn* txn = nullptr;
+  if (mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) != MDB_SUCCESS) {
+    return nullptr;
+  }
+  const char* key = first_key_in(txn);
+  mdb_txn_abort(txn);
   return key;
 }
 
@@ -393,20 +402,7 @@ Walk walk_store(const std::string& dir, bool no_lock, std::size_t& rows, std::st
   // and the walk then took the parent's map (the first listed) for its own and found every key
   // "outside data.mdb": a sound store moved aside (seen once in remote_fleet, processes writing
   // side by side; the cause inferred from the code, not reproduced alone).
-  const char* first_key = nullptr;
-  {
-    MDB_dbi main_dbi = 0;
-    MDB_cursor* cursor = nullptr;
-    if (mdb_dbi_open(txn, nullptr, 0, &main_dbi) == MDB_SUCCESS && mdb_cursor_open(txn, main_dbi, &cursor) == MDB_SUCCESS) {
-      MDB_val key{};
-      MDB_val value{};
-      if (mdb_cursor_get(cursor, &key, &value, MDB_FIRST) == MDB_SUCCESS) {
-        first_key = static_cast<const char*>(key.mv_data);
-      }
-      mdb_cursor_close(cursor);
-    }
-  }
-  const char* base = map_address(e.env, st.st_dev, st.st_ino, first_key);
+  const char* base = map_address(e.env, st.st_dev, st.st_ino, first_key_in(txn));
   if (base == nullptr || psize < 512 || static_cast<std::size_t>(st.st_size) < (info.me_last_pgno + 1) * std::size_t(psize)) {
     why = base == nullptr ? "data.mdb is not mapped" : "data.mdb shorter than its last page";
     mdb_txn_abort(txn);
