@@ -59,7 +59,6 @@ std::string named(const std::string& path, const std::string& content)
 
 // How headers are placed in a private folder (see PrivateFolder::place).
 struct Placing {
-  bool names_every = false;   // a copy with #line for each header (when the binary names files)
   bool copies_every = false;  // no links: a linked header changed during a compile
 };
 
@@ -168,31 +167,29 @@ public:
   // inode and stamp) is one file here too, so that #pragma once (by inode) sees one file; in a
   // binary naming files, one without #pragma once gets a copy per name (each names itself).
   //
-  //
-  // A header whose stamp is older than the resolution's start (not too_new(): any later edit
-  // changes its stamp) is a symlink to the file on disk instead of a copy, unless it needs a #line:
-  // every header does when names_every (-G, -lineinfo, __BASE_FILE__), else only one whose own
-  // text names files (text_names_files(): 39 of a vendored CCCL's 1 691, whose copies cost 0.5–0.8 s
-  // of a 2.7 s compile, docs/benchmarks.md). A macro of another header may still put a linked
-  // header's name into the binary: the caller then compiles again with names_every. NVRTC names
-  // and searches a link by where it is (its includer's folder is the private one), and opens one
-  // file on disk by both names of a hard link, as it does without kjit. What it read is what kjit
-  // hashed only while the stamps hold: the caller asks resolver.unchanged() after the compile when
-  // linked(), and compiles again from copies (copies_every) if not.
+  // In a binary that names no file, a header whose stamp is older than the resolution's start
+  // (not too_new(): any later edit changes its stamp) is a symlink to the file on disk instead of
+  // a copy (with the folder on tmpfs: a vendored CCCL's 1 691 copies cost 0.5–0.8 s of a 2.7 s
+  // compile on ext4, docs/benchmarks.md). NVRTC names and searches a link by where it is (its
+  // includer's folder is the private one), and opens one file on disk by both names of a hard
+  // link, as it does without kjit. What it read is what kjit hashed only while the stamps hold:
+  // the caller asks resolver.unchanged() after the compile when linked(), and compiles again from
+  // copies (copies_every) if not. In a binary that may name files every header is a named copy: a
+  // header whose own text names nothing may expand another's __FILE__ macro, and a binary holding
+  // only a character or the size of the name can't be told from one that holds none (a review
+  // found 'd' of /dev/shm/… served for '.' of "c.h" when only the texts naming files were copies).
   void place(const deps::DiskHeader& header, const std::string& spelled, std::int64_t start_ns)
   {
     const std::string real = replicate(header.path).real;
     if (!m_files.insert(real).second) {
       return;  // reached before by another name (a symlinked folder)
     }
-    if (!m_placing.copies_every && header.stamp.exists && !deps::too_new(header.stamp, start_ns) &&
-        (!m_named || (!m_placing.names_every && !deps::text_names_files(header.content)))) {
+    if (!m_placing.copies_every && !m_named && header.stamp.exists && !deps::too_new(header.stamp, start_ns)) {
       ensure_dir(deps::dir_of(real));
       if (::symlink(header.path.c_str(), (path() + real).c_str()) != 0) {
         throw Error("cannot create " + path() + real + ": " + std::strerror(errno));
       }
       m_linked = true;
-      m_unnamed_links = m_unnamed_links || m_named;
       return;
     }
     const auto identity = std::make_tuple(header.stamp.device, header.stamp.inode, header.stamp.size,
@@ -237,16 +234,12 @@ public:
   bool m_named = false;  // copies begin with #line naming the user's file (see names_files())
   // Whether a header was placed as a symlink to the disk (its stamps must hold after the compile).
   bool linked() const { return m_linked; }
-  // Whether a header that a #line would have named was linked (a binary naming the private folder
-  // is then made again with every header named).
-  bool unnamed_links() const { return m_unnamed_links; }
   Placing m_placing;
 
 private:
   TempFolder m_folder{"kjit-includes-", "a private include folder", true};
   std::set<std::string> m_links;  // symlinks made (their paths on disk)
   bool m_linked = false;
-  bool m_unnamed_links = false;
   std::set<std::string> m_files;  // files placed (their symlink-free paths)
   std::set<std::string> m_climbed;    // lexical folders before a ".." made here
   std::set<std::string> m_skeletons;  // folders whose subfolders are made here
@@ -391,13 +384,8 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
   // Without a private folder NVRTC reads no file: the program keeps its name (NVRTC names it so).
   nvrtc_program.name = root.empty() ? program.name : root + resolver.main_path();
   const bool stub = folder && resolver.names_files() && wants_stub(program, resolver);
-  if (stub) {
-    folder->m_placing.names_every = true;  // the stub names the program: every header named too
-  }
   if (folder && resolver.names_files()) {
     folder->m_named = true;
-    // A pasted __FILE__ may be formed in any header: none of their texts says which.
-    folder->m_placing.names_every = folder->m_placing.names_every || resolver.names_by_paste();
     nvrtc_program.source = named(program.name, program.source);  // the name plain NVRTC would show
   }
   nvrtc_program.options = context.nvrtc_options;
@@ -500,19 +488,13 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
     }
     try {
       Binary binary = rtc::compile(config, nvrtc_program, arch);
-      const bool names_folder = folder && (deps::binary_holds(binary.ptx, root) || deps::binary_holds(binary.cubin, root));
-      if (names_folder && folder->unnamed_links()) {
-        // A linked header's name reached the binary (through a macro of another header): again,
-        // each header a copy named by its #line.
-        return again(config, program, arch, resolver, rounds, round, {true, placing.copies_every}, folder);
-      }
-      if (names_folder) {
+      if (folder && (deps::binary_holds(binary.ptx, root) || deps::binary_holds(binary.cubin, root))) {
         resolver.copies_named();  // the next round compiles from the disk
         continue;
       }
       if (!links_held(folder, resolver)) {
         // A linked header changed while NVRTC read it: again from copies of what kjit hashed.
-        return again(config, program, arch, resolver, rounds, round, {placing.names_every, true}, folder);
+        return again(config, program, arch, resolver, rounds, round, {true}, folder);
       }
       binary.log = without(binary.log, root);
       check_absent(absent_in_cwd);
@@ -545,7 +527,7 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
         check_absent(absent_in_cwd);
         if (!links_held(folder, resolver)) {
           // The error may be an edit's, half written: again from copies of what kjit hashed.
-          return again(config, program, arch, resolver, rounds, round, {placing.names_every, true}, folder);
+          return again(config, program, arch, resolver, rounds, round, {true}, folder);
         }
         if (!resolver.unfaithful().empty()) {
           continue;  // a name NVRTC asked for can't be answered from the private folder
@@ -575,7 +557,7 @@ Binary again(const Config& config, const Program& program, const Arch& arch, dep
 Binary compile_with_includes(const Config& config, const Program& program, const Arch& arch,
                              deps::Resolver& resolver, int* rounds)
 {
-  return compile_placed(config, program, arch, resolver, rounds, Placing{deps::options_name_files(program.options), false});
+  return compile_placed(config, program, arch, resolver, rounds, Placing{});
 }
 
 } // namespace kjit::cache

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 #include <vector>
 #include <string_view>
@@ -155,9 +156,38 @@ const std::vector<std::string>& looked_for_words()
   return words;
 }
 
-bool is_piece(const std::string& token, const std::string& word)
+// The words real code uses on their own everywhere (the directive, a common name, stdio's type):
+// never taken as pieces, but taken as there when the rest of a word is one of them.
+bool common_word(const std::string& text)
 {
-  return token.size() >= 4 && token.size() < word.size() && word.compare(0, token.size(), token) == 0;
+  return text == "include" || text == "next" || text == "FILE";
+}
+
+struct Piece {
+  std::string word;
+  bool first = false;  // begins the word (else ends it)
+};
+
+// Tokens of 4 characters or more that begin or end one of the words and are none of them (nor
+// common_word()), each with the words it is a piece of.
+const std::map<std::string, std::vector<Piece>>& pieces()
+{
+  static const std::map<std::string, std::vector<Piece>> table = [] {
+    std::map<std::string, std::vector<Piece>> out;
+    const auto& words = looked_for_words();
+    for (const auto& word : words) {
+      for (std::size_t size = 4; size < word.size(); ++size) {
+        for (const bool first : {true, false}) {
+          const std::string piece = first ? word.substr(0, size) : word.substr(word.size() - size);
+          if (std::find(words.begin(), words.end(), piece) == words.end() && !common_word(piece)) {
+            out[piece].push_back({word, first});
+          }
+        }
+      }
+    }
+    return out;
+  }();
+  return table;
 }
 
 } // namespace
@@ -168,24 +198,21 @@ void PastedWords::read(const std::string& raw)
   const std::string& text = as_preprocessed(raw, storage);
   m_pastes = m_pastes || text.find("##") != std::string::npos;
   const auto word_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
-  for (std::size_t at = text.find("__"); at != std::string::npos; at = text.find("__", at)) {
-    if (at > 0 && word_char(text[at - 1])) {
-      at += 2;
+  const auto& table = pieces();
+  for (std::size_t at = 0; at < text.size();) {
+    if (!word_char(text[at])) {
+      ++at;
       continue;
     }
     std::size_t end = at;
     while (end < text.size() && word_char(text[end])) {
       ++end;
     }
-    const std::string token = text.substr(at, end - at);
-    const auto& words = looked_for_words();
-    if (std::find(words.begin(), words.end(), token) != words.end()) {
-      at = end;
-      continue;  // a word itself (__has_include begins __has_include_next): no piece
-    }
-    for (const auto& word : words) {
-      if (is_piece(token, word)) {
-        m_words.insert(word);
+    if (end - at >= 4 && end - at < 19) {  // no piece is longer than the longest word
+      if (const auto found = table.find(text.substr(at, end - at)); found != table.end()) {
+        for (const Piece& piece : found->second) {
+          (piece.first ? m_firsts : m_lasts)[piece.word].insert(end - at);
+        }
       }
     }
     at = end;
@@ -194,7 +221,29 @@ void PastedWords::read(const std::string& raw)
 
 std::set<std::string> PastedWords::formed() const
 {
-  return m_pastes ? m_words : std::set<std::string>{};
+  std::set<std::string> out;
+  if (!m_pastes) {
+    return out;
+  }
+  // A word is formed from pieces seen when what they leave of it can't be seen as a piece: 3
+  // characters or fewer, or a common word; or from a first and a last piece (anything between).
+  for (const auto& word : looked_for_words()) {
+    const auto firsts = m_firsts.find(word);
+    const auto lasts = m_lasts.find(word);
+    const auto unseen = [](const std::string& rest) { return rest.size() <= 3 || common_word(rest); };
+    bool formed = firsts != m_firsts.end() && lasts != m_lasts.end() &&
+                  *firsts->second.begin() + *lasts->second.begin() <= word.size();
+    for (const std::size_t size : firsts != m_firsts.end() ? firsts->second : std::set<std::size_t>{}) {
+      formed = formed || unseen(word.substr(size));
+    }
+    for (const std::size_t size : lasts != m_lasts.end() ? lasts->second : std::set<std::size_t>{}) {
+      formed = formed || unseen(word.substr(0, word.size() - size));
+    }
+    if (formed) {
+      out.insert(word);
+    }
+  }
+  return out;
 }
 
 bool must_be_one_copy(const std::string& content)

@@ -77,11 +77,14 @@ bool options_name_files(const std::vector<std::string>& options);
 const std::string& as_preprocessed(const std::string& text, std::string& storage);
 // The words kjit looks for that a token paste may form (issue 38: `#define CAT(a,b) a##b` and
 // `CAT(__FI,LE__)` is __FILE__ to the preprocessor), over every text of a program: the pieces and
-// the `##` may be in different files. A piece is a token of 4 characters or more that begins one
-// of the words and is none of them (__has_include begins __has_include_next). None is in the
-// toolkit's 1 982 headers nor in CUTLASS's 825; shorter ones are (`__b`, `__h` in libcu++, `__F`
-// in CUTLASS's half.h, all with `##` elsewhere), so words pasted from a first piece of 3
-// characters or fewer (`__F ## ILE__`, `_ ## _FILE__`) are not seen.
+// the `##` may be in different files. A piece is a token of 4 characters or more that begins or
+// ends one of the words and is none of them (__has_include begins __has_include_next), nor
+// "include", "next" or "FILE", which real code uses on its own. A word is formed when some text
+// pastes and pieces of it leave nothing a piece could show: 3 characters or fewer, or one of those
+// three (`__has_ ## include`), or a first and a last piece (`__FI ## LE__`). None of the pieces is
+// in the toolkit's 1 982 headers nor in CUTLASS's 825; shorter tokens are (`__b`, `__h` in
+// libcu++, `__F` in CUTLASS's half.h, all with `##` elsewhere), so a word pasted from pieces of 3
+// characters or fewer at both ends (`__F ## IL ## E__`) is not seen.
 class PastedWords {
 public:
   // Reads `text` (as_preprocessed()) for `##` and pieces.
@@ -91,7 +94,8 @@ public:
 
 private:
   bool m_pastes = false;
-  std::set<std::string> m_words;  // words a piece of which was read
+  std::map<std::string, std::set<std::size_t>> m_firsts;  // word → sizes of its first pieces read
+  std::map<std::string, std::set<std::size_t>> m_lasts;   // word → sizes of its last pieces read
 };
 
 // Whether NVRTC must see a file of this content by two names as one file (it may say #pragma
@@ -220,9 +224,6 @@ public:
   // Whether the binary may name files: options_name_files(), or text_names_files() of the source
   // or of a header added. From then on every header carries its spelled() name.
   bool names_files() const { return m_names_files; }
-  // Whether a token paste may form __FILE__ or __builtin_FILE (PastedWords): no header's own text
-  // then tells which headers the binary names, so each is named.
-  bool names_by_paste() const { return m_pasted_seen.count("__FILE__") != 0 || m_pasted_seen.count("__builtin_FILE") != 0; }
   // True while every header added still has the stamp it was read with (a stat each).
   bool unchanged() const;
   const std::string& main_path() const { return m_main_path; }

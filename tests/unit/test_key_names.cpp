@@ -564,10 +564,9 @@ BOOST_AUTO_TEST_CASE(a_prepared_program_naming_the_working_directory_is_served_f
   }
 }
 
-// Issue 36: a header that names no file is a symlink in the private folder, not a copy with a
-// #line. When another header's macro (WHERE, defined where __FILE__ is written) puts a linked
-// header's name into the binary anyway, it is compiled again with every header a named copy:
-// the binary is plain NVRTC's and cached (before the links, every header was a named copy).
+// Issue 36: headers may be symlinks in the private folder, but not when the binary may name files:
+// another header's macro (WHERE, defined where __FILE__ is written) puts use.h's name into the
+// binary, which must be plain NVRTC's, and cached.
 BOOST_AUTO_TEST_CASE(a_linked_headers_name_reached_through_another_headers_macro_is_named)
 {
   const std::string d = tmp.path() + "/linked";
@@ -668,6 +667,44 @@ BOOST_AUTO_TEST_CASE(a_probe_formed_by_a_token_paste_is_not_cached)
   settle();
   kjit::Cache fresh(config);
   BOOST_TEST(fresh.get(program, k_sm80)->ptx == plain(config, "k.cu", {}).ptx);  // OPT 2, not a stale 1
+}
+
+// Found by review: a header whose own text names nothing expands another header's __FILE__
+// macro, and the binary holds only a character of the name (`HERE[1]`): linked instead of
+// copied with its #line, it gave the private folder's character ('d' of /dev/shm/…) where NVRTC
+// gives '.' of "c.h". When the binary may name files, every header is a named copy.
+BOOST_AUTO_TEST_CASE(a_character_of_a_name_from_another_headers_macro_is_the_users)
+{
+  const std::string d = tmp.path() + "/character";
+  put(d + "/a.h", "#define HERE __FILE__\n");
+  put(d + "/c.h", "extern \"C\" __global__ void k(int* o) { *o = HERE[1]; }\n");
+  put(d + "/k.cu", "#include \"a.h\"\n#include \"c.h\"\n");
+  settle();
+  InDir here(d);
+  kjit::Cache cache(config);
+  same_binary_(cache, config, "k.cu", {});
+}
+
+// Found by review: pastes whose first piece is short, with a longer last piece: `P(__, FILE__)`,
+// `P(_, _TIME__)`, `P(__, has_include)`. A piece is also a token that ends a word.
+BOOST_AUTO_TEST_CASE(a_word_pasted_onto_its_ending_counts)
+{
+  const std::string d = tmp.path() + "/ending";
+  put(d + "/h.h", "#define P(a, b) a##b\n#define HI P(__, has_include)\n"
+                  "#if HI(\"flag.h\")\n#define VALUE 2\n#else\n#define VALUE 1\n#endif\n"
+                  "#define WHERE (P(__, FILE__)[1])\n");
+  put(d + "/k.cu", "#include \"h.h\"\nextern \"C\" __global__ void k(int* o) { o[0] = VALUE; o[1] = WHERE; }\n");
+  settle();
+  InDir here(d);
+  kjit::Program program = kjit::program_from_file("k.cu");
+  {
+    kjit::Cache cache(config);
+    same_binary_(cache, config, "k.cu", {});
+  }
+  put(d + "/flag.h", "");
+  settle();
+  kjit::Cache fresh(config);
+  BOOST_TEST(fresh.get(program, k_sm80)->ptx == plain(config, "k.cu", {}).ptx);  // VALUE 2, not a stale 1
 }
 
 BOOST_AUTO_TEST_SUITE_END()

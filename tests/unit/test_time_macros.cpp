@@ -137,6 +137,7 @@ BOOST_AUTO_TEST_CASE(time_formed_by_a_token_paste_is_compiled_each_time)
   kjit::Cache cache(config);
   const std::string cat = "#define CAT_(a, b) a##b\n#define CAT(a, b) CAT_(a, b)\n";
   compiled_each_time(cache, config, kjit::Program{"pasted.cu", cat + writes("CAT(__TI, ME__)"), {}, {}, {}});
+  compiled_each_time(cache, config, kjit::Program{"ending.cu", cat + writes("CAT(_, _TIME__)"), {}, {}, {}});
   compiled_each_time(cache, config,
                      kjit::Program{"pasted_header.cu", "#include \"cat.h\"\n" + writes("CAT(__TI, ME__)"), {{"cat.h", cat}}, {}, {}});
 }
