@@ -19,7 +19,6 @@ namespace kjit::deps {
 namespace {
 
 std::function<void(const std::string&)> g_read_hook;
-std::function<void(const std::string&, FileStamp&)> g_stamp_hook;
 std::atomic<std::uint64_t> g_listings{0};
 
 // The reason an option makes the compiler read a file no key holds, or empty: ptxas reads
@@ -67,65 +66,6 @@ std::uint64_t folder_listings() noexcept
 void set_read_hook(std::function<void(const std::string& path)> hook)
 {
   g_read_hook = std::move(hook);
-}
-
-void set_stamp_hook(std::function<void(const std::string& path, FileStamp& stamp)> hook)
-{
-  g_stamp_hook = std::move(hook);
-}
-
-namespace {
-
-FileStamp stamp_from(const struct stat& st)
-{
-  return {true,
-          static_cast<std::int64_t>(st.st_size),
-          static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
-          static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec,
-          static_cast<std::uint64_t>(st.st_ino),
-          static_cast<std::uint64_t>(st.st_dev)};
-}
-
-// The timestamp tick of a time a filesystem gave (too_new()).
-std::int64_t tick_of(std::int64_t time_ns)
-{
-  constexpr std::int64_t second = 1000000000;
-  if (time_ns % second == 0) {
-    return 2 * second;
-  }
-  std::int64_t tick = 1;
-  while (time_ns % (tick * 10) == 0) {
-    tick *= 10;
-  }
-  return tick;
-}
-
-} // namespace
-
-std::int64_t stamp_clock_ns()
-{
-  struct timespec now {};
-  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
-}
-
-bool too_new(const FileStamp& stamp, std::int64_t start_ns)
-{
-  // Recordable when the stamp's tick ended by the start: every later change is stamped in a later tick.
-  return stamp.mtime_ns > start_ns - tick_of(stamp.mtime_ns) || stamp.ctime_ns > start_ns - tick_of(stamp.ctime_ns);
-}
-
-FileStamp stamp_of(const std::string& path)
-{
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return {};
-  }
-  FileStamp stamp = stamp_from(st);
-  if (g_stamp_hook) {
-    g_stamp_hook(path, stamp);
-  }
-  return stamp;
 }
 
 Resolver::Resolver(const Program& program, const SearchContext& context)
@@ -302,13 +242,7 @@ const FileStamp* Resolver::folder_stamp(const std::string& dir)
   // so a change after it is never missed.
   auto it = m_folders.find(dir);
   if (it == m_folders.end()) {
-    struct stat st {};
-    const bool folder = ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-    FileStamp stamp = folder ? stamp_from(st) : FileStamp{};
-    if (folder && g_stamp_hook) {
-      g_stamp_hook(dir, stamp);
-    }
-    it = m_folders.emplace(dir, stamp).first;
+    it = m_folders.emplace(dir, folder_stamp_of(dir)).first;
   }
   return it->second.exists ? &it->second : nullptr;
 }

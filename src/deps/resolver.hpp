@@ -38,6 +38,8 @@ struct FileStamp {
 };
 
 FileStamp stamp_of(const std::string& path);
+// stamp_of() of a folder; not exists when `dir` is not a folder.
+FileStamp folder_stamp_of(const std::string& dir);
 
 // The clock the kernel stamps files with (CLOCK_REALTIME_COARSE; a file's stamp is that or, on
 // Linux 6.13 and later, a finer and later time).
