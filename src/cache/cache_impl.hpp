@@ -176,9 +176,12 @@ struct Cache::Impl {
   std::shared_ptr<deps::Resolver> predicted_key(const PreparedProgram& prepared, util::Sha256& real_key);
   // predicted_hit.cpp: for a provisional key, the entry stored under its prediction's own key
   // (`real_key`), from the store or a tier, or nullopt; a hit records the manifest that leads to it
-  // and sets `source` to where it came from.
+  // and sets `source` to where it came from. `prediction`: predicted_key()'s, null when there is none.
   std::optional<store::Entry> load_predicted(const PreparedProgram& prepared, util::Sha256& real_key,
-                                             Source& source);
+                                             Source& source, std::shared_ptr<deps::Resolver>& prediction);
+  // predicted_hit.cpp: records (and stores) the manifest that leads from the program's raw inputs
+  // to `prediction`'s key, for an entry found under that key.
+  void remember_prediction(const PreparedProgram& prepared, deps::Resolver& prediction);
 
   // size_limit.cpp: last use, recorded in batches, and eviction by it (docs/configuration.md).
   std::mutex use_mutex;              // the size count (not `used`: stats_mutex guards it)

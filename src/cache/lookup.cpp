@@ -347,8 +347,9 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     return cache::result_of(std::move(*entry));
   }
   util::Sha256 real_key{};  // a provisional key's prediction's own key, once load_predicted made it
+  std::shared_ptr<deps::Resolver> prediction;
   if (provisional) {
-    if (auto entry = load_predicted(p, real_key, source)) {
+    if (auto entry = load_predicted(p, real_key, source, prediction)) {
       verbose("hit (headers found at another place)", p.program().name, p.arch(), real_key, watch.elapsed_ms());
       cache::Result result = cache::result_of(std::move(*entry));
       keep(real_key, result, source);
@@ -378,6 +379,11 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   if (auto entry = fleet_key == util::Sha256{} ? std::nullopt : await_fleet(fleet_key, p, lease)) {
     source = Source::remote;
     verbose("hit remote (compiled by another node)", p.program().name, p.arch(), fleet_key, watch.elapsed_ms());
+    if (prediction) {
+      // As for a hit of the prediction: the next lookup finds the key the entry is stored under
+      // (without the manifest, a `kjit compile` here printed the provisional key, which names none).
+      remember_prediction(p, *prediction);
+    }
     cache::Result result = cache::result_of(std::move(*entry));
     memory.insert(fleet_key, result);
     return result;

@@ -34,13 +34,12 @@ std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram
 }
 
 std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p, util::Sha256& real_key,
-                                                        Source& source)
+                                                        Source& source, std::shared_ptr<deps::Resolver>& prediction)
 {
-  const std::shared_ptr<deps::Resolver> resolver = predicted_key(p, real_key);
-  if (!resolver) {
+  prediction = predicted_key(p, real_key);
+  if (!prediction) {
     return std::nullopt;
   }
-  const cache::KeyContext& context = key_context();
   std::optional<store::Entry> entry = load(real_key, p.program().name, p.arch());
   bool remote_hit = false;
   if (entry) {
@@ -56,10 +55,17 @@ std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p
     // missing then): only a compile can say whether it still fails, and it records the true key.
     return std::nullopt;
   }
+  remember_prediction(p, *prediction);
+  return entry;
+}
+
+void Cache::Impl::remember_prediction(const PreparedProgram& p, deps::Resolver& prediction)
+{
   // The next lookup here takes the manifest's fast path to the same key.
   util::Sha256 direct;
   std::memcpy(direct.data(), p.m_direct, direct.size());
-  record_manifest(direct, deps::search_context(p.program(), context.toolkit_include_dirs).text(), resolver->result());
+  record_manifest(direct, deps::search_context(p.program(), key_context().toolkit_include_dirs).text(),
+                  prediction.result());
   if (auto manifest = take_unsaved_manifest(p); manifest && store && store->writable()) {
     try {
       store->put({std::move(*manifest)});
@@ -67,7 +73,6 @@ std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p
       cache::warn_once(std::string("cannot store a manifest: ") + e.what());
     }
   }
-  return entry;
 }
 
 } // namespace kjit

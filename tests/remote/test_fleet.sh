@@ -116,6 +116,28 @@ wait "$holder"
 check "the holder compiled it" test $? = 0
 check "… and no lease is left" test -z "$(rcli --scan --pattern 'kjit:lease:*')"
 
+# --- a waiter served a program with headers (a provisional key: no manifest yet on its node) prints
+#     the key its entry is stored under, which `kjit show` finds there (it printed the provisional
+#     key, which named no entry anywhere: issue 39) ---
+{ printf '#include "scale.h"\n'; cat "$work/slow.cu"; } >"$work/slowh.cu"
+KJIT_CACHE_DIR=$work/keyed-a KJIT_COMPILE_LOCK_TIMEOUT=60s "$kjit" compile "$work/slowh.cu" -I "$work/inc" --arch sm_80 \
+  -o "$work" >"$work/keyed-a.out" 2>"$work/keyed-a.err" &
+holder=$!
+lease=$(await_lease)
+check "a slow compile with a header took a lease" test -n "$lease"
+KJIT_CACHE_DIR=$work/keyed-b KJIT_COMPILE_LOCK_TIMEOUT=60s check "a node asking meanwhile" \
+  exit_code 0 "$kjit" compile "$work/slowh.cu" -I "$work/inc" --arch sm_80 -o "$work"
+check "… is served the holder's upload" grep -q "lookup: from remote" "$work/out"
+waiter_key=$(sed -n 's/^cache hit \([0-9a-f]\{64\}\)$/\1/p' "$work/out")
+wait "$holder"
+holder_key=$(sed -n 's/^compiled \([0-9a-f]\{64\}\)$/\1/p' "$work/keyed-a.out")
+check "… and prints the holder's key (waiter '$waiter_key', holder '$holder_key')" \
+  test -n "$holder_key" -a "$waiter_key" = "$holder_key"
+KJIT_CACHE_DIR=$work/keyed-b check "… which kjit show finds in the waiter's cache" exit_code 0 "$kjit" show "$waiter_key"
+KJIT_CACHE_DIR=$work/keyed-b check "… and a second lookup there is a disk hit under it" \
+  exit_code 0 "$kjit" compile "$work/slowh.cu" -I "$work/inc" --arch sm_80 -o "$work"
+check "… (got: $(head -1 "$work/out"))" grep -q "^cache hit $holder_key" "$work/out"
+
 # --- a holder whose lease was taken over (it expired while the holder was stopped or slow, and
 #     another node took it) neither renews nor releases the other node's lease: both are checked
 #     against the holder's token. Without the checks the holder released the new holder's lease
