@@ -6,7 +6,11 @@
 #include "store/blobs.hpp"
 #include "store/record.hpp"
 
+#include <memory>
+#include <mutex>
+#include <set>
 #include <sys/stat.h>
+#include <system_error>
 
 namespace kjit {
 
@@ -45,9 +49,19 @@ void Cache::Impl::open_mirror()
   };
   source.has_blob = [this](const std::string& hex) { return has_blob(hex); };
   source.rows = [this] { return index_rows(); };
-  source.failed = [this](const std::string& what, std::error_code error) {
+  // One warning per cause (a full disk, a folder that is a file…), not one per entry: the entries
+  // after it are counted (CacheStats::mirror_errors), and a new cause is said again.
+  struct Said {
+    std::mutex mutex;
+    std::set<std::error_code> causes;
+  };
+  source.failed = [this, said = std::make_shared<Said>()](const std::string& what, std::error_code error) {
     count(&CacheStats::mirror_errors);
-    log::line("warning: cannot mirror " + what + ": " + error.message() + " (the store is unaffected)");
+    std::lock_guard lock(said->mutex);
+    if (said->causes.insert(error).second) {
+      log::line("warning: cannot mirror " + what + ": " + error.message() +
+                " (the store is unaffected; entries that fail for the same reason later are not named)");
+    }
   };
   mirror_writer = std::make_unique<mirror::Writer>(dir.io_path, std::move(source));
 }

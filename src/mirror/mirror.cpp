@@ -210,9 +210,13 @@ std::error_code write_files(int programs, int dir, const store::Entry& entry)
     {dir, "program.txt", entry.program_txt, 0644},
     {dir, "options.txt", entry.options_txt, 0644},
     {module_dir->get(), "source.cu", entry.source, 0644},
-    {module_dir->get(), "nvrtc_log.txt", log_text(entry), 0644},
     {module_dir->get(), "compile.sh", compile_script(entry), 0755},
   };
+  if (entry.kind != store::EntryKind::binary || !entry.binary.log.empty()) {
+    // Only when the compiler said something: else it would hold only the options, which
+    // compile.sh and options.txt hold, in a 4 KiB block of its own.
+    files.push_back({module_dir->get(), "nvrtc_log.txt", log_text(entry), 0644});
+  }
   if (entry.kind == store::EntryKind::binary) {
     files.push_back({module_dir->get(), "kernel.ptx", entry.binary.ptx, 0644});
     if (!entry.binary.lowered_names.empty()) {

@@ -158,5 +158,15 @@ for limit in 48 64 80; do
     test "$said" != "$held"
 done
 
+# A mirror that can't be written (its folder is a file) is said once per cause, not once per entry
+# (before: one "cannot mirror" line per kernel, 56 of them on a full disk), and the store has them all.
+mkdir -p "$work/cache_nomirror"
+: >"$work/cache_nomirror/programs"
+check "warm with a mirror that can't be written" exit_code 0 env KJIT_CACHE_DIR="$work/cache_nomirror" \
+  "$kjit" warm "$work/w1.cu" "$work/w2.cu" "$work/w3.cu" --arch sm_90 --jobs 1
+check "… says so once ($(grep -c 'cannot mirror' "$work/err") lines)" test "$(grep -c 'cannot mirror' "$work/err")" = 1
+check "… naming the cause" grep -q "cannot mirror [0-9a-f]*: Not a directory" "$work/err"
+check "… and stores all three" test "$(env KJIT_CACHE_DIR="$work/cache_nomirror" "$kjit" list | grep -c sm_90)" = 3
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
