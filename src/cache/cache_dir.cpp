@@ -150,7 +150,8 @@ std::shared_ptr<util::UniqueFd> open_store_folder(int parent_fd, const std::stri
 // opens and checks it; `real` is set to its resolved path. Throws StoreError.
 util::UniqueFd open_checked_folder(const std::string& path, const std::string& shown, bool shared, std::string& real)
 {
-  const std::error_code created = util::create_directories(path, 0700);
+  // A shared cache's folder is its group's (setgid: what is made in it keeps the group).
+  const std::error_code created = util::create_directories(path, shared ? 02770 : 0700);
   char resolved[PATH_MAX];
   if (::realpath(path.c_str(), resolved) == nullptr) {
     throw StoreError("cannot create the cache folder " + shown + ": " +

@@ -1,6 +1,8 @@
 // Byte-range OFD locks on <store>/compile.lock, polled up to a bound, dropped by forked children.
 #include "cache/compile_lock.hpp"
 
+#include "util/file.hpp"
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -61,10 +63,13 @@ bool set_lock(int fd, off_t slot, short type)
 CompileLock::CompileLock(const std::string& store_dir, const util::Sha256& key, double timeout_s)
 {
   register_fork_handler();
-  const int fd = ::open((store_dir + "/compile.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  // In a shared cache's store folder the group's too: every member takes locks in it.
+  const int mode = util::mode_in(store_dir, 0600, false);
+  const int fd = ::open((store_dir + "/compile.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) {
     return;  // no lock: at worst two processes compile the same key
   }
+  util::set_group_mode(fd, mode);
   std::uint64_t slot;
   std::memcpy(&slot, key.data(), sizeof slot);
   m_slot = static_cast<off_t>(slot % k_lock_slots);

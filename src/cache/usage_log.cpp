@@ -2,6 +2,7 @@
 #include "cache/usage_log.hpp"
 
 #include "cache/cache_impl.hpp"
+#include "util/file.hpp"
 #include "util/file_size_signal.hpp"
 #include "util/unique_handle.hpp"
 
@@ -212,10 +213,12 @@ void append_usage(const std::string& cache_dir, const CacheStats& s) noexcept
     if (t.memory_hits + t.disk_hits + t.bundle_hits + t.remote_hits + t.misses == 0) {
       return;
     }
-    util::UniqueFd fd(::open(log_path(cache_dir).c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600));
+    const int mode = util::mode_in(cache_dir, 0600, false);  // a shared cache's: every member adds its line
+    util::UniqueFd fd(::open(log_path(cache_dir).c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode));
     if (!fd) {
       return;
     }
+    util::set_group_mode(fd.get(), mode);
     // A log past ulimit -f: the line is lost, the host (often at its exit) is not killed.
     const util::FileSizeSignalBlock no_sigxfsz;
     struct stat st {};

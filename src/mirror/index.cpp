@@ -26,7 +26,7 @@ std::optional<util::UniqueFd> open_programs(const std::string& cache_dir, bool c
     error = {errno, std::generic_category()};
     return std::nullopt;
   }
-  return util::open_subdir(root.get(), "programs", create, 0755, error);
+  return util::open_subdir(root.get(), "programs", create, util::mode_in(root.get(), 0755, true), error);
 }
 
 std::string one_line(std::string text)
@@ -86,11 +86,13 @@ std::error_code append_index(const std::string& cache_dir, const IndexRow& row, 
   // process's write_index() may replace the file while this line goes into the old one: then it is
   // appended to the new file too (unless that one lists it already).
   for (int attempt = 0; attempt < 4; ++attempt) {
+    const int mode = util::mode_in(programs->get(), 0644, false);  // a shared cache's: the group appends too
     util::UniqueFd fd(
-      ::openat(programs->get(), "index.txt", O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+      ::openat(programs->get(), "index.txt", O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode));
     if (!fd) {
       return {errno, std::generic_category()};
     }
+    util::set_group_mode(fd.get(), mode);  // (fails harmlessly on another member's file)
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) {
       return {errno, std::generic_category()};
@@ -125,7 +127,8 @@ std::error_code write_index(const std::string& cache_dir, std::vector<IndexRow> 
   if (!programs) {
     return error;
   }
-  return util::write_file_atomic(programs->get(), "index.txt", text, 0644, util::Durability::none);
+  return util::write_file_atomic(programs->get(), "index.txt", text, util::mode_in(programs->get(), 0644, false),
+                                 util::Durability::none);
 }
 
 std::size_t sweep_headers(const std::string& cache_dir, const std::function<bool(const std::string& hex)>& keep)

@@ -40,12 +40,13 @@ std::optional<UniqueFd> open_path(int base, const std::string& relative, std::er
 {
   std::optional<UniqueFd> current;
   int fd = base;
+  const int mode = util::mode_in(base, 0700, true);  // a shared cache's folders are the group's too
   std::size_t start = 0;
   while (start < relative.size()) {
     const auto slash = relative.find('/', start);
     const std::string part = relative.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     start = slash == std::string::npos ? relative.size() : slash + 1;
-    auto next = util::open_subdir(fd, part, true, 0700, error);
+    auto next = util::open_subdir(fd, part, true, mode, error);
     if (!next) {
       return std::nullopt;
     }
@@ -58,10 +59,12 @@ std::optional<UniqueFd> open_path(int base, const std::string& relative, std::er
 // A new file in a folder only this process writes (the temp folder): no temp name, no rename.
 std::error_code write_new_file(int dir, const std::string& name, std::string_view content, int mode)
 {
+  mode = util::mode_in(dir, mode, false);
   UniqueFd fd(::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd) {
     return last_error();
   }
+  util::set_group_mode(fd.get(), mode);
   while (!content.empty()) {
     const ssize_t written = ::write(fd.get(), content.data(), content.size());
     if (written < 0) {
@@ -185,7 +188,7 @@ std::error_code link_shared_header(int shared, const std::string& hex, const std
       }
     }
   }
-  if (auto e = util::write_file_atomic(shared, hex, content, 0644, util::Durability::none)) {
+  if (auto e = util::write_file_atomic(shared, hex, content, util::mode_in(shared, 0644, false), util::Durability::none)) {
     return e;
   }
   return ::linkat(shared, hex.c_str(), folder, name.c_str(), 0) == 0 ? std::error_code{} : last_error();
@@ -241,7 +244,7 @@ std::error_code write_files(int programs, int dir, const store::Entry& entry)
     }
     const std::string& content = entry.headers.at(name);
     if (!shared) {
-      shared = util::open_subdir(programs, k_shared_headers, true, 0755, error);
+      shared = util::open_subdir(programs, k_shared_headers, true, util::mode_in(programs, 0755, true), error);
       if (!shared) {
         return error;
       }
@@ -325,13 +328,13 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
     return error;
   }
   const std::string temp = temp_folder_name(hex_key);
-  auto temp_dir = util::open_subdir(programs->get(), temp, true, 0700, error);
+  auto temp_dir = util::open_subdir(programs->get(), temp, true, util::mode_in(programs->get(), 0700, true), error);
   if (!temp_dir) {
     return error;
   }
   error = write_files(programs->get(), temp_dir->get(), entry);
   if (!error) {
-    std::ignore = ::fchmod(temp_dir->get(), 0755);
+    std::ignore = ::fchmod(temp_dir->get(), static_cast<mode_t>(util::mode_in(programs->get(), 0755, true)));
     // Into place: a plain rename if there is nothing there, else an exchange (whatever was there —
     // an old folder, a planted symlink — ends up under the temp name and is removed, never followed).
     if (::renameat2(programs->get(), temp.c_str(), programs->get(), hex_key.c_str(), RENAME_NOREPLACE) == 0) {

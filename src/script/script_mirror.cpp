@@ -162,13 +162,13 @@ std::error_code write_mirror(const std::string& cache_dir, const ScriptRecord& s
     return error;
   }
   const std::string temp = mirror::temp_folder_name(script.hash);
-  auto temp_dir = util::open_subdir(parent->get(), temp, true, 0700, error);
+  auto temp_dir = util::open_subdir(parent->get(), temp, true, util::mode_in(parent->get(), 0700, true), error);
   if (!temp_dir) {
     return error;
   }
   error = write_files(temp_dir->get(), script, table);
   if (!error) {
-    std::ignore = ::fchmod(temp_dir->get(), 0755);
+    std::ignore = ::fchmod(temp_dir->get(), static_cast<mode_t>(util::mode_in(parent->get(), 0755, true)));
     const int fd = parent->get();
     if (::renameat2(fd, temp.c_str(), fd, script.hash.c_str(), RENAME_NOREPLACE) != 0) {
       if (errno != EEXIST || ::renameat2(fd, temp.c_str(), fd, script.hash.c_str(), RENAME_EXCHANGE) != 0) {

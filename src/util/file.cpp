@@ -82,6 +82,7 @@ std::error_code write_file_atomic(int dir_fd, const std::string& name, std::stri
   if (!fd) {
     return last_error();
   }
+  set_group_mode(fd.get(), mode);
   std::error_code error = write_all(fd.get(), content);
   if (!error && durability == Durability::fsync && ::fsync(fd.get()) != 0) {
     error = last_error();
@@ -116,7 +117,8 @@ std::optional<UniqueFd> open_subdir(int dir_fd, const std::string& name, bool cr
     error = std::make_error_code(std::errc::invalid_argument);
     return std::nullopt;
   }
-  if (create && ::mkdirat(dir_fd, name.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
+  const bool made = create && ::mkdirat(dir_fd, name.c_str(), static_cast<mode_t>(mode)) == 0;
+  if (create && !made && errno != EEXIST) {
     error = last_error();
     return std::nullopt;
   }
@@ -124,6 +126,9 @@ std::optional<UniqueFd> open_subdir(int dir_fd, const std::string& name, bool cr
   if (!fd) {
     error = last_error();
     return std::nullopt;
+  }
+  if (made) {
+    set_group_mode(fd.get(), mode);
   }
   return fd;
 }
@@ -142,7 +147,11 @@ std::error_code create_directories(const std::string& path, int mode)
     if (prefix.empty()) {
       continue;
     }
-    if (::mkdir(prefix.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
+    if (::mkdir(prefix.c_str(), static_cast<mode_t>(mode)) == 0) {
+      if ((mode & S_IWGRP) != 0) {
+        std::ignore = ::chmod(prefix.c_str(), static_cast<mode_t>(mode));  // past the umask
+      }
+    } else if (errno != EEXIST) {
       return last_error();
     }
   }
@@ -150,6 +159,29 @@ std::error_code create_directories(const std::string& path, int mode)
     return last_error();
   }
   return S_ISDIR(st.st_mode) ? std::error_code{} : std::make_error_code(std::errc::not_a_directory);
+}
+
+int mode_in(int dir_fd, int mode, bool folder)
+{
+  struct stat st {};
+  if (::fstat(dir_fd, &st) != 0 || (st.st_mode & S_IWGRP) == 0) {
+    return mode;
+  }
+  const int owner = mode & S_IRWXU;
+  return owner | (owner >> 3) | (folder ? S_ISGID : 0);
+}
+
+int mode_in(const std::string& dir, int mode, bool folder)
+{
+  const UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  return fd ? mode_in(fd.get(), mode, folder) : mode;
+}
+
+void set_group_mode(int fd, int mode)
+{
+  if ((mode & S_IWGRP) != 0) {
+    std::ignore = ::fchmod(fd, static_cast<mode_t>(mode));
+  }
 }
 
 bool is_regular_file(const std::string& path)

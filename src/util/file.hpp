@@ -32,6 +32,17 @@ std::optional<UniqueFd> open_subdir(int dir_fd, const std::string& name, bool cr
 // Creates a folder and its parents with `mode` (existing ones are left as they are).
 std::error_code create_directories(const std::string& path, int mode);
 
+// Modes of what kjit makes in a cache folder shared by a group (KJIT_SHARED_CACHE, a folder its
+// group may write): `mode`, the owner's (0700, 0644, 0755…), given to the group as well and to
+// nothing else; a folder is setgid too, so what is made in it keeps the group. In a folder only
+// its owner writes, `mode` as it is. A mode that gives the group write access is set exactly by
+// the functions above (and by set_group_mode()), whatever the umask: a umask of 022 would
+// otherwise leave the group unable to write.
+int mode_in(int dir_fd, int mode, bool folder);
+int mode_in(const std::string& dir, int mode, bool folder);
+// fchmod(fd, mode) when `mode` gives the group write access (the umask may have taken it away).
+void set_group_mode(int fd, int mode);
+
 // Whether `path` is (after symlinks) a regular file; a folder.
 bool is_regular_file(const std::string& path);
 bool is_directory(const std::string& path);
