@@ -389,6 +389,33 @@ wait "$first"
 check "a process that only waited says so" grep -q "^compiled by another process " "$work/second"
 check "and how long it waited, apart from the compile" \
   grep -q "^lookup: waited [0-9.]* ms for another process's compile, which took [0-9.]* ms" "$work/second"
+# In-memory headers on the command line (--header NAME=FILE, Program::headers; issue 39): the
+# program sees FILE's text as "NAME" with no such file on disk; another text is another key.
+mkdir -p "$work/memhdr"
+printf '#include "params.h"\nextern "C" __global__ void mem(int* p) { p[0] = PARAM; }\n' >"$work/memhdr/mem.cu"
+printf '#define PARAM 41\n' >"$work/memhdr/p41.txt"
+printf '#define PARAM 43\n' >"$work/memhdr/p43.txt"
+check "compile with --header params.h=FILE" exit_code 0 "$kjit" compile "$work/memhdr/mem.cu" --arch sm_90 \
+  --header "params.h=$work/memhdr/p41.txt" -o "$work/memhdr/o41"
+key41=$(sed -n 's/^compiled \([0-9a-f]\{64\}\)$/\1/p' "$work/out")
+check "… compiles the header's text" grep -q "41" "$work/memhdr/o41/mem.ptx"
+check "… and a second run is a hit" exit_code 0 "$kjit" compile "$work/memhdr/mem.cu" --arch sm_90 \
+  --header "params.h=$work/memhdr/p41.txt" -o "$work/memhdr/o41"
+check "… under the same key" grep -q "^cache hit $key41" "$work/out"
+check "another text under the same name" exit_code 0 "$kjit" compile "$work/memhdr/mem.cu" --arch sm_90 \
+  --header "params.h=$work/memhdr/p43.txt" -o "$work/memhdr/o43"
+check "… is compiled under another key" grep -q "^compiled " "$work/out"
+check "… from that text" grep -q "43" "$work/memhdr/o43/mem.ptx"
+check "explain takes --header too" exit_code 0 "$kjit" explain "$work/memhdr/mem.cu" --arch sm_90 \
+  --header "params.h=$work/memhdr/p43.txt"
+check "warm takes --header too" exit_code 0 "$kjit" warm "$work/memhdr/mem.cu" --arch sm_80 \
+  --header "params.h=$work/memhdr/p41.txt"
+check "--header without NAME=FILE is bad usage" exit_code 2 "$kjit" compile "$work/memhdr/mem.cu" --arch sm_90 \
+  --header "params.h"
+check "… and says what it needs" grep -q "needs NAME=FILE" "$work/err"
+check "--header of a missing FILE fails" exit_code 1 "$kjit" compile "$work/memhdr/mem.cu" --arch sm_90 \
+  --header "params.h=$work/memhdr/missing.txt"
+
 chmod 755 "$work"
 if [ "$(id -u)" = 0 ] && setpriv --reuid=65534 --regid=65534 --clear-groups "$kjit" --help >/dev/null 2>&1; then
   # A store another user may read and lock but not write: clear must fail, not claim success.

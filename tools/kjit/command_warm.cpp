@@ -51,6 +51,8 @@ int command_warm(const std::vector<std::string>& args)
     ("name-expr,n", po::value<std::vector<std::string>>()->composing(),
      "name expression added to every program, e.g. 'scale<float>'")
     ("option,X", po::value<std::vector<std::string>>()->composing(), "pass an option to NVRTC")
+    ("header", po::value<std::vector<std::string>>()->composing(),
+     "an in-memory header NAME=FILE given to every program (#include \"NAME\" gets FILE's text)")
     ("jobs,j", po::value<unsigned>()->default_value(0), "worker processes at once (0: one per core)")
     ("timeout", po::value<double>()->default_value(600), "seconds one compile may take before its worker is killed (0: no limit)")
     ("worker", po::value<std::string>(), "the kjit-worker executable (default: libkjit's, next to kjit)")
@@ -83,6 +85,7 @@ int command_warm(const std::vector<std::string>& args)
   for (const auto& option : list("option")) {
     options.push_back(option);
   }
+  const std::map<std::string, std::string> headers = headers_from_arguments(vm);
   const std::vector<Arch> archs = arch_list(vm["arch"].as<std::string>());
   BatchOptions batch;  // checked before any file is read: a usage error comes first
   batch.jobs = jobs_option(vm);
@@ -105,6 +108,7 @@ int command_warm(const std::vector<std::string>& args)
     }
     program.options = options;
     program.name_expressions = list("name-expr");
+    program.headers = headers;
     for (const Arch& arch : archs) {
       items.push_back({program, arch});
     }

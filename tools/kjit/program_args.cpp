@@ -16,6 +16,8 @@ void add_program_options(po::options_description& visible, po::options_descripti
     ("include,I", po::value<std::vector<std::string>>()->composing(), "add an include folder")
     ("name-expr,n", po::value<std::vector<std::string>>()->composing(), "name expression, e.g. 'scale<float>'")
     ("option,X", po::value<std::vector<std::string>>()->composing(), "pass an option to NVRTC, e.g. -X--std=c++17")
+    ("header", po::value<std::vector<std::string>>()->composing(),
+     "an in-memory header NAME=FILE: #include \"NAME\" gets FILE's text, wherever the includer is")
     ("cache-dir", po::value<std::string>(), "cache folder (default: KJIT_CACHE_DIR or ~/.cache/kjit)");
   hidden.add_options()("file", po::value<std::string>()->required(), "CUDA C++ file");
   positional.add("file", 1);
@@ -23,7 +25,8 @@ void add_program_options(po::options_description& visible, po::options_descripti
 
 void refuse_empty_program_values(const po::variables_map& vm)
 {
-  for (const auto& [key, name] : {std::pair{"define", "-D"}, {"include", "-I"}, {"option", "-X"}, {"name-expr", "--name-expr"}}) {
+  for (const auto& [key, name] : {std::pair{"define", "-D"}, {"include", "-I"}, {"option", "-X"}, {"name-expr", "--name-expr"},
+                                  {"header", "--header"}}) {
     if (vm.count(key) == 0) {
       continue;
     }
@@ -33,6 +36,27 @@ void refuse_empty_program_values(const po::variables_map& vm)
       }
     }
   }
+}
+
+std::map<std::string, std::string> headers_from_arguments(const po::variables_map& vm)
+{
+  std::map<std::string, std::string> headers;
+  if (vm.count("header") == 0) {
+    return headers;
+  }
+  for (const std::string& value : vm["header"].as<std::vector<std::string>>()) {
+    const auto equals = value.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == value.size()) {
+      throw UsageError{"--header needs NAME=FILE, not \"" + value + "\"", ""};
+    }
+    const std::string name = value.substr(0, equals);
+    if (headers.count(name) != 0) {
+      throw UsageError{"--header " + name + " is given twice", ""};
+    }
+    // Read as a program is (program_from_file refuses FIFOs, devices and folders): kjit::Error.
+    headers.emplace(name, program_from_file(value.substr(equals + 1)).source);
+  }
+  return headers;
 }
 
 Program program_from_arguments(const po::variables_map& vm, Arch& arch)
@@ -61,6 +85,7 @@ Program program_from_arguments(const po::variables_map& vm, Arch& arch)
     program.options.push_back(option);
   }
   program.name_expressions = list("name-expr");
+  program.headers = headers_from_arguments(vm);
   if (vm.count("cache-dir") != 0) {
     option::cache_dir(vm["cache-dir"].as<std::string>());
   }
