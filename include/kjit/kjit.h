@@ -225,7 +225,8 @@ kjit_status kjit_module_load(const kjit_binary* binary, int device, kjit_module*
 void kjit_module_destroy(kjit_module* module);
 /* Waits for all work in the module's context. */
 kjit_status kjit_module_synchronize(const kjit_module* module);
-/* The kernel named `name` (extern "C" or lowered) or by a name expression of the program. */
+/* The kernel named `name` (extern "C" or lowered) or by a name expression of the program.
+   KJIT_ERROR_DRIVER (the driver's CUDA_ERROR_NOT_FOUND in kjit_last_error_code()) if there is none. */
 kjit_status kjit_module_kernel(const kjit_module* module, const char* name, kjit_kernel** out);
 void kjit_kernel_destroy(kjit_kernel* kernel);
 

@@ -331,7 +331,9 @@ static void test_module(const kjit_binary* binary)
   kjit_kernel* missing = (kjit_kernel*)1;
   CHECK_OK(kjit_module_kernel(module, "fill", &fill));
   CHECK_OK(kjit_module_kernel(module, "scale<float>", &scale));
-  CHECK(kjit_module_kernel(module, "missing", &missing) != KJIT_OK && missing == NULL);
+  CHECK_STATUS(kjit_module_kernel(module, "missing", &missing), KJIT_ERROR_DRIVER);
+  CHECK(missing == NULL);
+  CHECK_CONTAINS(kjit_last_error_message(), "missing");
   kjit_module_destroy(module);  /* the kernels keep it loaded */
 
   /* n == 0: the kernels touch no memory, so a null pointer is a valid argument. */
