@@ -16,6 +16,7 @@ layers=(
   "bundle remote"
   "cache"
   "batch script"
+  "capi"
 )
 # Known upward includes, each to be removed: "file -> folder".
 known=(

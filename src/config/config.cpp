@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -327,6 +328,14 @@ Config current_config()
     config.cache_dir = root.empty() ? default_cache_dir() : root + "/.kjit_cache";
   }
   return config;
+}
+
+void apply_setting(Config& config, std::string_view name, std::string_view value)
+{
+  const Row& r = row(name);
+  Config changed = config;  // apply may change its field before it throws: the caller's stays whole
+  r.apply(changed, value, std::string(name));
+  config = std::move(changed);
 }
 
 std::uint64_t config_generation()

@@ -5,8 +5,14 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace kjit {
+
+// Sets the setting `name` (its API name in the settings table: "cache_dir", "mirror", …) of
+// `config` from text, parsed as its environment variable is. Throws ConfigError naming the setting
+// for a bad value or a name not in the table, leaving `config` unchanged. For the C API.
+void apply_setting(Config& config, std::string_view name, std::string_view value);
 
 // Incremented by every kjit::option call; the default cache rebuilds itself when it changes.
 std::uint64_t config_generation();
