@@ -156,6 +156,10 @@ struct BundleReport {
   std::size_t already_present = 0;  // import: good entries the store already had (left as they are)
   std::size_t skipped_damaged = 0;  // export: damaged store records left out
   std::vector<std::pair<std::string, std::string>> rejected;  // import: key (hex), why
+  // Script and dispatch-table records (a tuned kernel family: docs/scripts.md) written to the
+  // bundle / added to the store (one the store has already is left as it is). Every script and
+  // table goes with every export, whatever the filter: a few hundred bytes each.
+  std::size_t scripts = 0;
 };
 
 // Where the binary of one lookup came from.

@@ -6,7 +6,8 @@
 //            | u64 data size | i64 created | sum(index)[16] | sum(meta)[16] | sum(data)[16]
 //            | sum(header so far)[16]
 //   index  = entries × (key[32] | u64 offset in data | u64 size)   sorted by key, no duplicates
-//   meta   = (u32 length | key | u32 length | value)*               store meta rows (toolchains)
+//   meta   = (u32 length | key | u32 length | value)*               store meta rows (toolchains,
+//                                                                    scripts and their tables)
 //   data   = records, exactly as the store holds them
 //
 // Integers little-endian; sums are XXH3-128. The file size must equal the sizes it declares.

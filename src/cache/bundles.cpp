@@ -3,6 +3,7 @@
 
 #include "bundle/reader.hpp"
 #include "bundle/writer.hpp"
+#include "store/meta_keys.hpp"
 #include "store/store.hpp"
 #include "store/blobs.hpp"
 #include "store/record.hpp"
@@ -10,15 +11,6 @@
 #include <cerrno>
 
 namespace kjit {
-
-namespace {
-
-bool is_toolchain_row(std::string_view key)
-{
-  return key.substr(0, 10) == "toolchain ";
-}
-
-} // namespace
 
 BundleReport Cache::export_bundle(const std::string& path, const EntryFilter& filter)
 {
@@ -54,13 +46,14 @@ BundleReport Cache::export_bundle(const std::string& path, const EntryFilter& fi
     }
     std::vector<std::string> meta_keys;
     m_impl->store->for_each(store::Table::meta, [&](std::string_view key, std::string_view) {
-      if (is_toolchain_row(key)) {
-        meta_keys.emplace_back(key);
+      if (store::travels_in_bundles(key)) {
+        meta_keys.emplace_back(key);  // toolchains, scripts and their tables: store/meta_keys.hpp
       }
     });
     for (std::string& key : meta_keys) {
       // Through get(): the value as the store hands it out (checked, in the store's own encoding).
       if (auto value = m_impl->store->get(store::Table::meta, key)) {
+        report.scripts += store::is_script_row(key) ? 1 : 0;
         meta.push_back({std::move(key), std::move(*value)});
       }
     }
@@ -111,8 +104,11 @@ BundleReport Cache::import_bundle(const std::string& path)
     ++report.entries;
   }
   for (const bundle::MetaRow& row : reader.meta()) {
-    if (is_toolchain_row(row.key) && !m_impl->store->get(store::Table::meta, row.key)) {
+    // A script or table the store has already is left as it is (a table tuned here stays); a
+    // script's record and its table each carry their own checksum, read when they are used.
+    if (store::travels_in_bundles(row.key) && !m_impl->store->get(store::Table::meta, row.key)) {
       rows.push_back({store::Table::meta, row.key, row.value});
+      report.scripts += store::is_script_row(row.key) ? 1 : 0;
     }
   }
   std::size_t row_bytes = 0;  // what KJIT_MAX_SIZE counts, as a compile's write does (lookup.cpp)

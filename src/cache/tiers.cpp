@@ -5,6 +5,7 @@
 #include "bundle/bundle_tier.hpp"
 #include "config/log.hpp"
 #include "remote/remote_tier.hpp"
+#include "store/meta_keys.hpp"
 #include "store/record.hpp"
 
 namespace kjit {
@@ -44,7 +45,7 @@ void Cache::Impl::open_tiers()
   std::vector<store::Store::Row> rows;
   for (const auto& tier : tiers) {
     for (bundle::MetaRow& row : bundle::tier_meta(*tier)) {
-      if (row.key.rfind("toolchain ", 0) == 0 && !store->get(store::Table::meta, row.key)) {
+      if (row.key.rfind(store::k_toolchain_prefix, 0) == 0 && !store->get(store::Table::meta, row.key)) {
         rows.push_back({store::Table::meta, std::move(row.key), std::move(row.value)});
       }
     }

@@ -8,6 +8,7 @@
 #include "rtc/nvjitlink_library.hpp"
 #include "rtc/nvrtc_library.hpp"
 #include "rtc/toolkit.hpp"
+#include "store/meta_keys.hpp"
 
 #include <kjit/error.hpp>
 
@@ -231,7 +232,7 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
     }
   }
   // Meta rows are named by XXH3-128: a hit runs no SHA-256, so nettle is not loaded (util/hash.cpp).
-  const std::string meta_key = "toolchain " + util::to_hex(util::checksum(identity));
+  const std::string meta_key = std::string(store::k_toolchain_prefix) + util::to_hex(util::checksum(identity));
   std::lock_guard lock(g_memo_mutex);
   Versions& versions = g_memo[identity];
   // Read even when this process knows the versions: a store that lacks them gets them below, or

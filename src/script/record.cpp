@@ -138,7 +138,7 @@ std::string script_key(const std::string& hash)
 
 std::string table_key(const std::string& hash)
 {
-  return "script-table/" + hash;
+  return std::string(store::k_script_table_prefix) + hash;
 }
 
 std::string encode(const ScriptRecord& record)

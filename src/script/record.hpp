@@ -2,6 +2,8 @@
 // in the store's meta table under "script/<hash>" and "script-table/<hash>" (docs/scripts.md).
 #pragma once
 
+#include "store/meta_keys.hpp"
+
 #include <kjit/script.hpp>
 
 #include <cstdint>
@@ -55,7 +57,7 @@ std::string programs_digest(const std::vector<std::pair<std::size_t, std::string
 // Meta-table keys of a script's two records.
 std::string script_key(const std::string& hash);
 std::string table_key(const std::string& hash);
-constexpr std::string_view k_script_prefix = "script/";
+using store::k_script_prefix;  // (store/meta_keys.hpp: the meta table's namespaces)
 
 // Encoded as: magic "KJITSCRP" or "KJITTABL", u32 version, 16-byte XXH3-128 of the body, body
 // (length-prefixed fields). decode_* return nullopt for anything that does not check out.

@@ -193,7 +193,7 @@ check "imported cache lists the same entries" bash -c "diff <('$kjit' list --jso
 check "imported entries hit" exit_code 0 "$kjit" compile "$root/examples/saxpy.cu" --arch sm_80 --cache-dir "$work/imported" -o "$work/o"
 check "imported hit reported" grep -q "^cache hit" "$work/out"
 check "import again adds nothing" exit_code 0 "$kjit" import "$work/all.kjitpack" --cache-dir "$work/imported"
-check "import again counts present" grep -q "^imported 0 entries .*(23 already present)" "$work/out"
+check "import again counts present" grep -q "^imported 0 entries .*(23 entries already present)" "$work/out"
 check "a bundle as a tier" exit_code 0 env KJIT_BUNDLE="$work/sm90.kjitpack" "$kjit" compile "$root/examples/saxpy.cu" \
   --arch sm_90 --cache-dir "$work/tiered" -o "$work/o"
 check "a bundle hit is a cache hit" grep -q "^cache hit $sm90" "$work/out"

@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
+#include "script_samples.hpp"
 #include "write_lock.hpp"
 
 #include "bundle/reader.hpp"
@@ -215,6 +216,35 @@ BOOST_AUTO_TEST_CASE(a_bundle_named_by_kjit_bundle_is_a_tier_below_the_store)
     BOOST_TEST(has_line(out, "disk_hits: 1"), out);
     BOOST_TEST(has_line(out, "compiles: 0"), out);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_bundle_carries_scripts_and_their_dispatch_tables)
+{
+  // A tuned kernel family ships as its kernels do (issue 39: after export and import into a new
+  // folder, `kjit script list` was empty and a dispatch with no tuner failed there).
+  kjit::Cache cache(config);
+  kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  built.set_table({{{1024}, 2, "", {}}}, kjit::Fingerprint{"*", "*", "*", "*", "*"});
+  const std::string pack = tmp.path() + "/family.kjitpack";
+  const kjit::BundleReport exported = cache.export_bundle(pack);
+  BOOST_TEST(exported.entries == 3u);
+  BOOST_TEST(exported.scripts == 2u);  // the script's record and its table's
+
+  kjit::Cache imported(config_at(config, tmp.path() + "/elsewhere"));
+  BOOST_TEST(imported.import_bundle(pack).scripts == 2u);
+  const std::vector<kjit::ScriptSummary> scripts = kjit::stored_scripts(imported);
+  BOOST_TEST_REQUIRE(scripts.size() == 1u);
+  BOOST_TEST(scripts[0].hash == built.hash());
+  BOOST_TEST_REQUIRE(scripts[0].table.size() == 1u);
+  BOOST_TEST(scripts[0].table[0].choice == 2u);
+  // Built there from the imported entries (no compile), it dispatches by the shipped row: with no
+  // timer or cost function, a key missing from the table would be a ScriptError.
+  kjit::BuiltScript there = macro_script().build(imported, test_batch());
+  BOOST_TEST(imported.stats().compiles == 0u);
+  BOOST_TEST(there.dispatch_sizes(1000)->cubin == there.binary(2)->cubin);  // 1000 → key 1024
+  BOOST_TEST(there.binary(2)->cubin != there.binary(0)->cubin);
+  // Imported again: nothing added (a table the store has already stays as it is).
+  BOOST_TEST(imported.import_bundle(pack).scripts == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(bundle_hits_are_counted_and_export_filters)

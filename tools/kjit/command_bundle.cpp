@@ -40,7 +40,8 @@ int command_export(const std::vector<std::string>& args)
   }
   const std::string file = vm["file"].as<std::string>();
   const BundleReport report = cache->export_bundle(file, filter);
-  std::cout << "exported " << report.entries << " entries to " << file << "\n";
+  std::cout << "exported " << report.entries << " entries and " << report.scripts << " script and table records to "
+            << file << "\n";
   if (report.skipped_damaged > 0) {
     std::cerr << "kjit export: left out " << report.skipped_damaged << " damaged entries (see kjit verify)\n";
   }
@@ -60,8 +61,8 @@ int command_import(const std::vector<std::string>& args)
   const std::string file = vm["file"].as<std::string>();
   const auto cache = open_cache(vm, Access::write);
   const BundleReport report = cache->import_bundle(file);
-  std::cout << "imported " << report.entries << " entries from " << file << " (" << report.already_present
-            << " already present)\n";
+  std::cout << "imported " << report.entries << " entries and " << report.scripts << " script and table records from "
+            << file << " (" << report.already_present << " entries already present)\n";
   for (const auto& [key, why] : report.rejected) {
     std::cerr << "kjit import: rejected " << key << ": " << why << "\n";
   }

@@ -1,0 +1,32 @@
+// The namespaces of the store's meta table that the layers above write, in one place: what a
+// bundle carries is decided here, below the layers that write the rows.
+#pragma once
+
+#include <string_view>
+
+namespace kjit::store {
+
+// "toolchain <XXH3 of the libraries' identity>": NVRTC's and nvJitLink's versions (src/cache).
+constexpr std::string_view k_toolchain_prefix = "toolchain ";
+// "script/<hash>": a script's schedules; "script-table/<hash>": its dispatch table (src/script).
+constexpr std::string_view k_script_prefix = "script/";
+constexpr std::string_view k_script_table_prefix = "script-table/";
+
+// Whether a meta row goes into bundles with the entries: the toolchains' identities (an empty
+// store finds a key's toolchain part without loading NVRTC), scripts and their dispatch tables
+// (a tuned kernel family ships as its kernels do). Each is checksummed on its own as well.
+constexpr bool travels_in_bundles(std::string_view key)
+{
+  return key.substr(0, k_toolchain_prefix.size()) == k_toolchain_prefix ||
+         key.substr(0, k_script_prefix.size()) == k_script_prefix ||
+         key.substr(0, k_script_table_prefix.size()) == k_script_table_prefix;
+}
+
+// A script's row or its table's (what a bundle's import reports as scripts).
+constexpr bool is_script_row(std::string_view key)
+{
+  return key.substr(0, k_script_prefix.size()) == k_script_prefix ||
+         key.substr(0, k_script_table_prefix.size()) == k_script_table_prefix;
+}
+
+} // namespace kjit::store
