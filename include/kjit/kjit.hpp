@@ -13,5 +13,6 @@
 #include <kjit/module.hpp>
 #include <kjit/program.hpp>
 #include <kjit/script.hpp>
+#include <kjit/stream.hpp>
 #include <kjit/uncached.hpp>
 #include <kjit/version.hpp>

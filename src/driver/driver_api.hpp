@@ -42,7 +42,15 @@ namespace kjit::driver {
   X(mem_alloc, cuMemAlloc, 3020)                                                           \
   X(mem_free, cuMemFree, 3020)                                                             \
   X(memcpy_htod, cuMemcpyHtoD, 3020)                                                       \
-  X(memcpy_dtoh, cuMemcpyDtoH, 3020)
+  X(memcpy_dtoh, cuMemcpyDtoH, 3020)                                                       \
+  X(stream_create, cuStreamCreate, 2000)                                                   \
+  X(stream_destroy, cuStreamDestroy, 4000)                                                 \
+  X(stream_synchronize, cuStreamSynchronize, 2000)                                         \
+  X(event_create, cuEventCreate, 2000)                                                     \
+  X(event_destroy, cuEventDestroy, 4000)                                                   \
+  X(event_record, cuEventRecord, 2000)                                                     \
+  X(event_synchronize, cuEventSynchronize, 2000)                                           \
+  X(event_elapsed_time, cuEventElapsedTime, 12080)
 
 // The oldest driver kjit runs on: the ABI of the entry points above as of CUDA 13.0.
 constexpr int k_min_driver_version = 13000;

@@ -60,6 +60,36 @@ BOOST_AUTO_TEST_CASE(load_and_launch_give_correct_results)
   BOOST_TEST(kernel.active_blocks_per_multiprocessor(256) > 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_launch_on_a_kjit_stream_is_timed_by_events_and_correct)
+{
+  const kjit::Context context = kjit::Context::primary(0);
+  const kjit::Kernel kernel = kjit::get_kernel({"saxpy_stream.cu", k_saxpy, {}, {}, {}}, "saxpy");
+  const int n = 1 << 20;
+  std::vector<float> x(n, 2.0f), y(n, 1.0f);
+  kjit::DeviceBuffer dx(context, n * sizeof(float));
+  kjit::DeviceBuffer dy(context, n * sizeof(float));
+  dx.upload(x.data(), n * sizeof(float));
+  dy.upload(y.data(), n * sizeof(float));
+  kjit::Stream stream(context);
+  kjit::Event start(context);
+  kjit::Event end(context);
+  kjit::LaunchConfig config{{(n + 255) / 256}, {256}};
+  config.stream = stream.handle();
+  start.record(stream);
+  kernel.launch(config, 3.0f, dx.pointer(), dy.pointer(), n);
+  end.record(stream);
+  const float ms = kjit::elapsed_ms(start, end);
+  BOOST_TEST(ms > 0.0f);
+  BOOST_TEST(ms < 1000.0f);
+  stream.synchronize();
+  dy.download(y.data(), n * sizeof(float));
+  int wrong = 0;
+  for (int i = 0; i < n; ++i) {
+    wrong += y[i] != 7.0f;
+  }
+  BOOST_TEST(wrong == 0);
+}
+
 BOOST_AUTO_TEST_CASE(one_program_is_loaded_once_per_context)
 {
   const kjit::Context context = kjit::Context::primary(0);

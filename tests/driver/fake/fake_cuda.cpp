@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <algorithm>
 #include <condition_variable>
@@ -88,7 +89,14 @@ struct Driver {
   std::vector<std::string> log;
   std::vector<std::string> violations;
   std::string last_params;
-  std::map<CUstream, std::string> streams;  // made by fake_cuda_create_stream
+  std::map<CUstream, std::string> streams;  // made by fake_cuda_create_stream or cuStreamCreate
+  std::map<CUstream, struct Context*> created_streams;  // cuStreamCreate's, by context
+  struct Event {
+    struct Context* context = nullptr;
+    bool recorded = false;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<CUevent, Event> events;
 };
 
 Driver& driver()
@@ -850,6 +858,90 @@ CUresult CUDAAPI fake_cuMemcpyDtoH(void* to, CUdeviceptr from, size_t bytes)
   return CUDA_SUCCESS;
 }
 
+// Streams and events: made in the current context, checked on use (a stream or event of another
+// context, one destroyed, destroyed twice: violations), timed by the host's clock.
+CUresult CUDAAPI fake_cuStreamCreate(CUstream* stream, unsigned int flags)
+{
+  CALL;
+  record(d, "cuStreamCreate flags=" + std::to_string(flags));
+  if (current(d) == nullptr || !current(d)->alive) return violation(d, "cuStreamCreate without a current context", CUDA_ERROR_INVALID_CONTEXT);
+  *stream = reinterpret_cast<CUstream>(new char);
+  d.streams[*stream] = "S" + std::to_string(d.streams.size() + 1);
+  d.created_streams[*stream] = current(d);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuStreamDestroy(CUstream stream)
+{
+  CALL;
+  record(d, "cuStreamDestroy");
+  if (d.created_streams.erase(stream) == 0) return violation(d, "cuStreamDestroy of a stream cuStreamCreate did not make (or destroyed)", CUDA_ERROR_INVALID_HANDLE);
+  d.streams.erase(stream);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuStreamSynchronize(CUstream stream)
+{
+  CALL;
+  record(d, "cuStreamSynchronize");
+  if (stream != nullptr && d.streams.count(stream) == 0) return violation(d, "cuStreamSynchronize of a stream that does not exist", CUDA_ERROR_INVALID_HANDLE);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuEventCreate(CUevent* event, unsigned int flags)
+{
+  CALL;
+  record(d, "cuEventCreate flags=" + std::to_string(flags));
+  if (current(d) == nullptr || !current(d)->alive) return violation(d, "cuEventCreate without a current context", CUDA_ERROR_INVALID_CONTEXT);
+  *event = reinterpret_cast<CUevent>(new char);
+  d.events[*event].context = current(d);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuEventDestroy(CUevent event)
+{
+  CALL;
+  record(d, "cuEventDestroy");
+  if (d.events.erase(event) == 0) return violation(d, "cuEventDestroy of an event that does not exist", CUDA_ERROR_INVALID_HANDLE);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuEventRecord(CUevent event, CUstream stream)
+{
+  CALL;
+  record(d, "cuEventRecord");
+  const auto it = d.events.find(event);
+  if (it == d.events.end()) return violation(d, "cuEventRecord of an event that does not exist", CUDA_ERROR_INVALID_HANDLE);
+  if (stream != nullptr && d.streams.count(stream) == 0) return violation(d, "cuEventRecord on a stream that does not exist", CUDA_ERROR_INVALID_HANDLE);
+  const auto owner = d.created_streams.find(stream);
+  if (owner != d.created_streams.end() && owner->second != it->second.context) {
+    return CUDA_ERROR_INVALID_HANDLE;  // the driver's answer for a stream of another context
+  }
+  it->second.recorded = true;
+  it->second.at = std::chrono::steady_clock::now();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuEventSynchronize(CUevent event)
+{
+  CALL;
+  record(d, "cuEventSynchronize");
+  if (d.events.count(event) == 0) return violation(d, "cuEventSynchronize of an event that does not exist", CUDA_ERROR_INVALID_HANDLE);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_cuEventElapsedTime(float* ms, CUevent start, CUevent end)
+{
+  CALL;
+  record(d, "cuEventElapsedTime");
+  const auto a = d.events.find(start);
+  const auto b = d.events.find(end);
+  if (a == d.events.end() || b == d.events.end()) return violation(d, "cuEventElapsedTime of an event that does not exist", CUDA_ERROR_INVALID_HANDLE);
+  if (!a->second.recorded || !b->second.recorded) return CUDA_ERROR_INVALID_HANDLE;  // as the driver answers
+  *ms = std::chrono::duration<float, std::milli>(b->second.at - a->second.at).count();
+  return CUDA_SUCCESS;
+}
+
 struct Entry {
   const char* name;
   int since;  // the version whose ABI `function` has
@@ -895,6 +987,14 @@ const Entry k_entries[] = {
   {"cuMemFree", 3020, reinterpret_cast<void*>(&fake_cuMemFree)},
   {"cuMemcpyHtoD", 3020, reinterpret_cast<void*>(&fake_cuMemcpyHtoD)},
   {"cuMemcpyDtoH", 3020, reinterpret_cast<void*>(&fake_cuMemcpyDtoH)},
+  {"cuStreamCreate", 2000, reinterpret_cast<void*>(&fake_cuStreamCreate)},
+  {"cuStreamDestroy", 4000, reinterpret_cast<void*>(&fake_cuStreamDestroy)},
+  {"cuStreamSynchronize", 2000, reinterpret_cast<void*>(&fake_cuStreamSynchronize)},
+  {"cuEventCreate", 2000, reinterpret_cast<void*>(&fake_cuEventCreate)},
+  {"cuEventDestroy", 4000, reinterpret_cast<void*>(&fake_cuEventDestroy)},
+  {"cuEventRecord", 2000, reinterpret_cast<void*>(&fake_cuEventRecord)},
+  {"cuEventSynchronize", 2000, reinterpret_cast<void*>(&fake_cuEventSynchronize)},
+  {"cuEventElapsedTime", 12080, reinterpret_cast<void*>(&fake_cuEventElapsedTime)},
 };
 
 std::string joined(const std::vector<std::string>& lines)
