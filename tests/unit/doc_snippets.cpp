@@ -100,6 +100,20 @@ auto best = kernel.max_potential_block_size([](int block) { return block * sizeo
   (void)best;
 }
 
+// docs/embedding.md, "Launch kinds, occupancy and kernel attributes": streams and events (compiled only).
+[[maybe_unused]] float embedding_streams(const kjit::Context& context, const kjit::Kernel& kernel, kjit::LaunchConfig config,
+                                         std::uint64_t data, int n)
+{
+kjit::Stream stream(context);
+kjit::Event start(context), end(context);
+config.stream = stream.handle();
+start.record(stream);
+kernel.launch(config, data, n);
+end.record(stream);
+float ms = kjit::elapsed_ms(start, end);
+  return ms;
+}
+
 // docs/embedding.md, "Typed options and named construction".
 kjit::Program embedding_typed_options()
 {
