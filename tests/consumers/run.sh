@@ -51,6 +51,12 @@ if readelf -d "$libdir/libkjit.so" | grep -q 'NEEDED.*libzstd'; then :; else unn
 if grep -E '^Requires' "$pc" | grep -qE "$unneeded"; then
   echo "FAILED: $pc requires a library libkjit does not link ($unneeded):" >&2; grep -E '^Requires' "$pc" >&2; exit 1
 fi
+# Nor does it name a library by its absolute path (libzstd.a is inside libkjit: before, Libs.private
+# named /usr/lib/…/libzstd.a, which a static link on another machine can't find; issue 39).
+if grep -E '^Libs' "$pc" | grep -qE '(^|[ :])/[^ ]*\.a( |$)'; then
+  echo "FAILED: $pc names an archive by its path:" >&2; grep -E '^Libs' "$pc" >&2; exit 1
+fi
+passed=$((passed + 1))
 flags=$(PKG_CONFIG_PATH=$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$work/dest pkg-config --cflags --libs kjit)
 c++ -std=c++17 -o "$work/pkgconfig-consumer" "$root/tests/consumers/cmake/consumer.cpp" $flags
 LD_LIBRARY_PATH=$libdir "$work/pkgconfig-consumer" | sed 's/cmake consumer/pkg-config consumer/'
