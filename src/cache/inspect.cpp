@@ -380,10 +380,9 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
 {
   if (bytes == SIZE_MAX) {
     // A count only (a process's first write): the records' sizes as stored, with no decoding, no
-    // last uses and no folder per entry; in a store of 100 000 entries those took seconds.
-    if (mirror_writer) {
-      mirror_writer->flush();
-    }
+    // last uses and no folder per entry; in a store of 100 000 entries those took seconds. The
+    // mirror as it is now, not waited for: that put the mirror's writing of this process's first
+    // entry on the caller's path (after_write() adds the queued writes' guess).
     remaining = allocated_bytes(config.cache_dir + "/programs") + cache::lead_bytes(*store, false).total;
     store->for_each(store::Table::entries, [&](std::string_view, std::string_view value) { remaining += value.size(); });
     store->for_each(store::Table::blobs, [&](std::string_view, std::string_view value) { remaining += value.size(); });

@@ -86,8 +86,9 @@ void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_by
   }
   try {
     std::lock_guard lock(use_mutex);
-    // The mirror folder is written later, on the mirror's thread: a full count waits for it, a
-    // write adds mirror_entry()'s guess. evict_to() counts what is there.
+    // The mirror folder is written later, on the mirror's thread: a count adds mirror_entry()'s
+    // guess for the queued writes (a folder being written may be counted twice: more, never
+    // less); an eviction's full count waits for them.
     // Header blobs are rows of their own (stored once, shared): a write adds the growth of their
     // table's pages (one mdb_stat), which shows only once its commit has landed on the store's
     // writer thread. Waiting for that would make every miss wait for its commit; read before it,
@@ -98,7 +99,7 @@ void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_by
     if (!size_counted) {
       std::size_t remaining = 0;
       evict_to(SIZE_MAX, remaining);  // counts (once the commits are in), removes nothing
-      size_estimate = remaining;
+      size_estimate = remaining + queued_mirror_bytes;  // the mirror's queued writes: their guess
       size_counted = true;
       blob_table_bytes = store->table_bytes(store::Table::blobs);
       unseen_blob_bound = 0;

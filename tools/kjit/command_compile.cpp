@@ -155,13 +155,14 @@ int command_compile(const std::vector<std::string>& args)
     }
     if (found.source == Source::compiled && !not_stored) {
       // The mirror's background writer would finish at exit, in no column: it is waited for
-      // here, and said (a file per header for a heavy program).
+      // here, and the wait said (the writer started after the commit, beside the work above; a
+      // file per header for a heavy program).
       const auto start = std::chrono::steady_clock::now();
       cache.flush_mirror();
       const double mirror_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (cache.config().mirror) {  // (an entry that is not stored is not mirrored either)
         char line[96];
-        std::snprintf(line, sizeof line, "mirror: %.1f ms (programs/, written after the store)\n", mirror_ms);
+        std::snprintf(line, sizeof line, "mirror: waited %.1f ms for its writer (programs/)\n", mirror_ms);
         outcome += line;
       }
     }
