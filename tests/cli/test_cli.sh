@@ -61,7 +61,7 @@ outside_ms=$(sed -n 's/.*, \([0-9.]*\) ms of it outside the compile (headers, ke
 check "… the lookup's time beside the compile's ($timing)" test -n "$lookup_ms" -a -n "$outside_ms"
 check "… which add up" awk -v c="$compile_ms" -v l="$lookup_ms" -v o="$outside_ms" \
   'BEGIN { exit !(l + 0.05 >= c && (l - c - o) < 0.15 && (l - c - o) > -0.15) }'
-check "… and the mirror's time" grep -q "^mirror: [0-9.]* ms (programs/, written after the store)$" "$work/out"
+check "… and the mirror's time" grep -q "^mirror: waited [0-9.]* ms for its writer (programs/)$" "$work/out"
 check "name expression" exit_code 0 "$kjit" compile "$root/examples/scale.cu" --arch sm_80 \
   --name-expr 'scale<float>' -o "$work/out_dir"
 check "lowered name printed" grep -q "scale<float> -> _Z5scaleIfEvPT_S0_i" "$work/out"
@@ -423,6 +423,9 @@ check "warm takes --header too" exit_code 0 "$kjit" warm "$work/memhdr/mem.cu" -
 check "--header without NAME=FILE is bad usage" exit_code 2 "$kjit" compile "$work/memhdr/mem.cu" --arch sm_90 \
   --header "params.h"
 check "… and says what it needs" grep -q "needs NAME=FILE" "$work/err"
+check "… before the program is read" exit_code 2 "$kjit" compile "$work/memhdr/missing.cu" --arch sm_90 --header "params.h"
+check "warm: a bad --arch is bad usage before any --header is read" exit_code 2 "$kjit" warm "$work/memhdr/mem.cu" \
+  --arch sm_bogus --header "params.h=$work/memhdr/missing.txt"
 check "--header of a missing FILE fails" exit_code 1 "$kjit" compile "$work/memhdr/mem.cu" --arch sm_90 \
   --header "params.h=$work/memhdr/missing.txt"
 

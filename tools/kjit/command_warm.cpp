@@ -85,7 +85,6 @@ int command_warm(const std::vector<std::string>& args)
   for (const auto& option : list("option")) {
     options.push_back(option);
   }
-  const std::map<std::string, std::string> headers = headers_from_arguments(vm);
   const std::vector<Arch> archs = arch_list(vm["arch"].as<std::string>());
   BatchOptions batch;  // checked before any file is read: a usage error comes first
   batch.jobs = jobs_option(vm);
@@ -95,6 +94,7 @@ int command_warm(const std::vector<std::string>& args)
   if (!(batch.timeout_s >= 0 && batch.timeout_s <= 86400)) {
     throw UsageError{"--timeout must be a number of seconds from 0 (no limit) to 86400", ""};
   }
+  const std::map<std::string, std::string> headers = headers_from_arguments(vm);  // after the usage checks
   std::vector<BatchItem> items;
   std::size_t unreadable = 0;
   for (const auto& file : list("files")) {

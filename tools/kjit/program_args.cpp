@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <sys/stat.h>
+#include <utility>
 
 namespace kjit::cli {
 
@@ -40,21 +41,22 @@ void refuse_empty_program_values(const po::variables_map& vm)
 
 std::map<std::string, std::string> headers_from_arguments(const po::variables_map& vm)
 {
-  std::map<std::string, std::string> headers;
-  if (vm.count("header") == 0) {
-    return headers;
+  std::map<std::string, std::string> files;  // NAME → FILE, every value checked before any is read
+  if (vm.count("header") != 0) {
+    for (const std::string& value : vm["header"].as<std::vector<std::string>>()) {
+      const auto equals = value.find('=');
+      if (equals == std::string::npos || equals == 0 || equals + 1 == value.size()) {
+        throw UsageError{"--header needs NAME=FILE, not \"" + value + "\"", ""};
+      }
+      if (!files.emplace(value.substr(0, equals), value.substr(equals + 1)).second) {
+        throw UsageError{"--header " + value.substr(0, equals) + " is given twice", ""};
+      }
+    }
   }
-  for (const std::string& value : vm["header"].as<std::vector<std::string>>()) {
-    const auto equals = value.find('=');
-    if (equals == std::string::npos || equals == 0 || equals + 1 == value.size()) {
-      throw UsageError{"--header needs NAME=FILE, not \"" + value + "\"", ""};
-    }
-    const std::string name = value.substr(0, equals);
-    if (headers.count(name) != 0) {
-      throw UsageError{"--header " + name + " is given twice", ""};
-    }
+  std::map<std::string, std::string> headers;
+  for (const auto& [name, file] : files) {
     // Read as a program is (program_from_file refuses FIFOs, devices and folders): kjit::Error.
-    headers.emplace(name, program_from_file(value.substr(equals + 1)).source);
+    headers.emplace(name, program_from_file(file).source);
   }
   return headers;
 }
@@ -67,6 +69,7 @@ Program program_from_arguments(const po::variables_map& vm, Arch& arch)
   } catch (const ArchError& e) {
     throw UsageError{std::string("--arch: ") + e.what(), ""};  // no arch name: bad usage (exit 2)
   }
+  std::map<std::string, std::string> headers = headers_from_arguments(vm);  // a malformed one first: bad usage
   const std::string file = vm["file"].as<std::string>();
   Program program = program_from_file(file);  // refuses FIFOs, devices and folders
   auto list = [&vm](const char* key) {
@@ -85,7 +88,7 @@ Program program_from_arguments(const po::variables_map& vm, Arch& arch)
     program.options.push_back(option);
   }
   program.name_expressions = list("name-expr");
-  program.headers = headers_from_arguments(vm);
+  program.headers = std::move(headers);
   if (vm.count("cache-dir") != 0) {
     option::cache_dir(vm["cache-dir"].as<std::string>());
   }
