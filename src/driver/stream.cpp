@@ -67,9 +67,10 @@ Stream::Stream(Stream&& other) noexcept
 Stream& Stream::operator=(Stream&& other) noexcept
 {
   if (this != &other) {
-    std::swap(m_context, other.m_context);
-    std::swap(m_stream, other.m_stream);
-    std::swap(m_owned, other.m_owned);
+    Stream old(std::move(*this));  // this one's stream, destroyed at the end of the scope
+    m_context = other.m_context;
+    m_stream = std::exchange(other.m_stream, nullptr);
+    m_owned = std::exchange(other.m_owned, false);
   }
   return *this;
 }
@@ -105,8 +106,9 @@ Event::Event(Event&& other) noexcept : m_context(other.m_context), m_event(std::
 Event& Event::operator=(Event&& other) noexcept
 {
   if (this != &other) {
-    std::swap(m_context, other.m_context);
-    std::swap(m_event, other.m_event);
+    Event old(std::move(*this));  // this one's event, destroyed at the end of the scope
+    m_context = other.m_context;
+    m_event = std::exchange(other.m_event, nullptr);
   }
   return *this;
 }
@@ -157,6 +159,9 @@ void Event::synchronize() const
 
 float elapsed_ms(const Event& start, const Event& end)
 {
+  if (start.handle() == nullptr) {
+    throw CudaError("elapsed_ms from a moved-from Event", CUDA_ERROR_INVALID_HANDLE);
+  }
   end.synchronize();
   float ms = 0;
   driver::check(driver::require_driver().event_elapsed_time(&ms, static_cast<CUevent>(start.handle()),

@@ -45,13 +45,17 @@ BOOST_AUTO_TEST_CASE(a_stream_is_made_non_blocking_used_by_launches_and_destroye
     BOOST_TEST(fake().count("cuLaunchKernel saxpy grid=4x1x1 block=128x1x1 shared=0 stream=S") == 1, fake().log());
     stream.synchronize();
     BOOST_TEST(fake().count("cuStreamSynchronize") == 1);
-    // Moved twice: one owner at a time, one destroy in all.
+    // Moved twice: one owner at a time, each stream destroyed once.
+    void* const first = stream.handle();
     kjit::Stream moved(std::move(stream));
     BOOST_TEST(stream.handle() == nullptr);
     kjit::Stream assigned(context);
-    assigned = std::move(moved);
-    BOOST_TEST(fake().count("cuStreamDestroy") == 0);
+    assigned = std::move(moved);  // the stream `assigned` made goes now; `moved` holds nothing
+    BOOST_TEST(fake().count("cuStreamDestroy") == 1, fake().log());
+    BOOST_TEST(assigned.handle() == first);
+    BOOST_TEST(moved.handle() == nullptr);
     BOOST_CHECK_THROW(stream.synchronize(), kjit::CudaError);  // moved from
+    BOOST_CHECK_THROW(moved.synchronize(), kjit::CudaError);   // moved from by assignment
   }
   BOOST_TEST(fake().count("cuStreamDestroy") == 2, fake().log());  // the two made, each once
   check_clean();
@@ -91,9 +95,15 @@ BOOST_AUTO_TEST_CASE(events_time_a_streams_work)
     kjit::Event moved(std::move(end));
     BOOST_CHECK_THROW(end.record(stream), kjit::CudaError);  // moved from
     moved.record_default();
+    kjit::Event assigned(context);
+    assigned = std::move(start);  // the event `assigned` made goes now
+    BOOST_TEST(fake().count("cuEventDestroy") == 1, fake().log());
+    BOOST_CHECK_THROW(start.record(stream), kjit::CudaError);
+    BOOST_CHECK_THROW(kjit::elapsed_ms(start, moved), kjit::CudaError);
+    BOOST_TEST(kjit::elapsed_ms(assigned, moved) >= 0.0f);
   }
-  BOOST_TEST(fake().count("cuEventCreate flags=0") == 2);
-  BOOST_TEST(fake().count("cuEventDestroy") == 2, fake().log());
+  BOOST_TEST(fake().count("cuEventCreate flags=0") == 3);
+  BOOST_TEST(fake().count("cuEventDestroy") == 3, fake().log());
   check_clean();
 }
 
