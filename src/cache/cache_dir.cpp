@@ -8,6 +8,7 @@
 
 #include <kjit/error.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <signal.h>
 #include <linux/magic.h>
 #include <string_view>
+#include <tuple>
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -146,11 +148,43 @@ std::shared_ptr<util::UniqueFd> open_store_folder(int parent_fd, const std::stri
   return std::make_shared<util::UniqueFd>(std::move(fd));
 }
 
+// A shared cache folder (group-writable) must be setgid: without it, what each member makes in it
+// belongs to that member's own primary group, and the others are locked out (or that group, maybe
+// everyone's, let in). One this process just made takes its parent's group (the folder an
+// administrator gave the group) and is made setgid; one of ours is made setgid; another member's
+// that is not is refused, saying what to do.
+void keep_the_group(int fd, struct stat& st, const std::string& real, const std::string& shown, bool made_now)
+{
+  if ((st.st_mode & S_IWGRP) == 0) {
+    return;  // not group-writable: an owner's cache, accepted as before
+  }
+  struct stat parent {};
+  const std::string above = real.substr(0, std::max<std::size_t>(real.rfind('/'), 1));
+  if (made_now && st.st_uid == ::geteuid() && ::stat(above.c_str(), &parent) == 0 && (parent.st_mode & S_IWGRP) != 0 &&
+      parent.st_gid != st.st_gid && ::fchown(fd, static_cast<uid_t>(-1), parent.st_gid) == 0) {
+    std::ignore = ::fstat(fd, &st);  // the parent's group (one this user is in, or fchown failed)
+  }
+  if ((st.st_mode & S_ISGID) != 0) {
+    return;
+  }
+  if (st.st_uid != ::geteuid()) {
+    throw StoreError("refusing the shared cache folder " + shown + ": it is group-writable but not setgid (mode " +
+                       octal(st.st_mode) + "), so what each member makes in it would belong to that member's own "
+                       "group. chmod g+s it (its owner or root)",
+                     EPERM);
+  }
+  if (::fchmod(fd, (st.st_mode & 07777) | S_ISGID) == 0) {
+    std::ignore = ::fstat(fd, &st);
+  }
+}
+
 // Creates the cache folder `path` (as configured: `shown`) if missing, checks its parents and
 // opens and checks it; `real` is set to its resolved path. Throws StoreError.
 util::UniqueFd open_checked_folder(const std::string& path, const std::string& shown, bool shared, std::string& real)
 {
   // A shared cache's folder is its group's (setgid: what is made in it keeps the group).
+  struct stat before {};
+  const bool existed = ::stat(path.c_str(), &before) == 0;
   const std::error_code created = util::create_directories(path, shared ? 02770 : 0700);
   char resolved[PATH_MAX];
   if (::realpath(path.c_str(), resolved) == nullptr) {
@@ -166,7 +200,9 @@ util::UniqueFd open_checked_folder(const std::string& path, const std::string& s
     const int error = errno;
     throw StoreError("the cache folder " + shown + " cannot be opened as a folder: " + std::strerror(error), error);
   }
-  if (!shared) {
+  if (shared) {
+    keep_the_group(fd.get(), st, real, shown, !existed);
+  } else {
     if (st.st_uid != ::geteuid()) {
       throw StoreError("refusing the cache folder " + shown + ": it belongs to uid " + std::to_string(st.st_uid) +
                          ", not to you (uid " + std::to_string(::geteuid()) +

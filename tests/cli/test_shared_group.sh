@@ -34,12 +34,12 @@ for uid in 1001 1002; do
 done
 
 as_user() {  # as_user UID ARGS...: kjit as that user of group 4242, on the team's cache ("UID" in an
-            # argument: the user's number)
+            # argument: the user's number; $cache_dir: another cache folder)
   local uid=$1
   shift
   setpriv --reuid "$uid" --regid "$uid" --groups 4242 \
     sh -c 'umask 022; HOME=/nonexistent KJIT_SHARED_CACHE=1 KJIT_CACHE_DIR="$0" exec "$@"' \
-    "$work/team/cache" "$kjit" "${@//UID/$uid}"
+    "${cache_dir:-$work/team/cache}" "$kjit" "${@//UID/$uid}"
 }
 key_of() { sed -n "s/^$1 \([0-9a-f]\{64\}\)$/\1/p" "$work/out"; }
 
@@ -69,6 +69,26 @@ check "… and both entries are there" test -d "$work/team/cache/programs/$key1"
 check "the second user clears the cache" exit_code 0 as_user 1002 clear
 check "… the first user's entry too" test "$(as_user 1001 list | grep -c sm_90)" = 0
 check "… and its mirrored folder" test ! -e "$work/team/cache/programs/$key1"
+
+# A group folder that is not setgid (review): the cache folder kjit makes in it takes the folder's
+# group (not the maker's own primary group, 1001) and is made setgid, so the other member is served.
+mkdir "$work/team2"
+chgrp 4242 "$work/team2"
+chmod 0770 "$work/team2"
+cache_dir=$work/team2/cache check "in a group folder that is not setgid, the first user compiles" \
+  exit_code 0 as_user 1001 compile "$work/k1.cu" --arch sm_90 -o "$work/outUID"
+check "… the cache folder it made is the group's and setgid ($(stat -c '%A %g' "$work/team2/cache"))" \
+  test "$(stat -c '%g' "$work/team2/cache")" = 4242 -a -g "$work/team2/cache"
+cache_dir=$work/team2/cache check "… and the second user" exit_code 0 as_user 1002 compile "$work/k1.cu" --arch sm_90 -o "$work/outUID"
+check "… gets it as a hit" grep -q "^cache hit " "$work/out"
+# A cache folder an administrator made group-writable but not setgid, not the user's own: refused,
+# saying what to do (before: each member's files went to its own group, and the next was locked out).
+mkdir -p "$work/team3/cache"
+chgrp -R 4242 "$work/team3"
+chmod 0770 "$work/team3" "$work/team3/cache"
+cache_dir=$work/team3/cache check "a shared cache folder that is not setgid, not the user's, is refused" \
+  exit_code 1 as_user 1001 compile "$work/k1.cu" --arch sm_90 -o "$work/outUID"
+check "… saying chmod g+s" grep -q "not setgid.*chmod g+s" "$work/err"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
