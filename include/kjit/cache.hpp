@@ -154,11 +154,14 @@ struct DiskUsage : UsageTotals {
 struct BundleReport {
   std::size_t entries = 0;          // written to the bundle / imported into the store
   std::size_t already_present = 0;  // import: good entries the store already had (left as they are)
-  std::size_t skipped_damaged = 0;  // export: damaged store records left out
-  std::vector<std::pair<std::string, std::string>> rejected;  // import: key (hex), why
+  std::size_t skipped_damaged = 0;  // export: damaged store records (entries, scripts, tables) left out
+  // import: key (an entry's hex, or a script's or table's "script/<hash>" row), why
+  std::vector<std::pair<std::string, std::string>> rejected;
   // Script and dispatch-table records (a tuned kernel family: docs/scripts.md) written to the
-  // bundle / added to the store (one the store has already is left as it is). Every script and
-  // table goes with every export, whatever the filter: a few hundred bytes each.
+  // bundle / added to the store (one the store has already and can read is left as it is; a
+  // damaged one is replaced). Every script and table goes with every export, whatever the filter:
+  // a few hundred bytes each. Each is checked as its reader will: a damaged one, or one whose
+  // record holds another script's hash, is left out of an export and rejected by an import.
   std::size_t scripts = 0;
 };
 

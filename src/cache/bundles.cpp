@@ -4,6 +4,7 @@
 #include "bundle/reader.hpp"
 #include "bundle/writer.hpp"
 #include "store/meta_keys.hpp"
+#include "store/script_record.hpp"
 #include "store/store.hpp"
 #include "store/blobs.hpp"
 #include "store/record.hpp"
@@ -53,7 +54,13 @@ BundleReport Cache::export_bundle(const std::string& path, const EntryFilter& fi
     for (std::string& key : meta_keys) {
       // Through get(): the value as the store hands it out (checked, in the store's own encoding).
       if (auto value = m_impl->store->get(store::Table::meta, key)) {
-        report.scripts += store::is_script_row(key) ? 1 : 0;
+        if (store::is_script_row(key)) {
+          if (!script::script_row_problem(key, *value).empty()) {
+            ++report.skipped_damaged;  // left out, as a damaged entry is
+            continue;
+          }
+          ++report.scripts;
+        }
         meta.push_back({std::move(key), std::move(*value)});
       }
     }
@@ -104,11 +111,26 @@ BundleReport Cache::import_bundle(const std::string& path)
     ++report.entries;
   }
   for (const bundle::MetaRow& row : reader.meta()) {
-    // A script or table the store has already is left as it is (a table tuned here stays); a
-    // script's record and its table each carry their own checksum, read when they are used.
-    if (store::travels_in_bundles(row.key) && !m_impl->store->get(store::Table::meta, row.key)) {
+    if (!store::travels_in_bundles(row.key)) {
+      continue;
+    }
+    const std::optional<std::string> existing = m_impl->store->get(store::Table::meta, row.key);
+    if (!store::is_script_row(row.key)) {
+      if (!existing) {
+        rows.push_back({store::Table::meta, row.key, row.value});  // a toolchain's identity
+      }
+      continue;
+    }
+    // A script or table is checked as its reader will (decoded, its key's hash its own): a damaged
+    // or foreign one is rejected, not stored to stand in the way of a good one. One the store has
+    // and can read is left as it is (a table tuned here stays); one it can't read is replaced.
+    if (std::string why = script::script_row_problem(row.key, row.value); !why.empty()) {
+      report.rejected.emplace_back(row.key, why);
+      continue;
+    }
+    if (!existing || !script::script_row_problem(row.key, *existing).empty()) {
       rows.push_back({store::Table::meta, row.key, row.value});
-      report.scripts += store::is_script_row(row.key) ? 1 : 0;
+      ++report.scripts;
     }
   }
   std::size_t row_bytes = 0;  // what KJIT_MAX_SIZE counts, as a compile's write does (lookup.cpp)

@@ -2,7 +2,7 @@
 // dispatch_table.txt, fingerprint.txt, failed/building/<i>.txt and latency/<key>/ (docs/scripts.md).
 #pragma once
 
-#include "script/record.hpp"
+#include "store/script_record.hpp"
 #include "store/store.hpp"
 
 #include <optional>

@@ -1,7 +1,7 @@
 // Reading and writing script records through the store's meta table (one transaction per update).
 #pragma once
 
-#include "script/record.hpp"
+#include "store/script_record.hpp"
 #include "store/store.hpp"
 
 #include <kjit/cache.hpp>

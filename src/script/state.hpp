@@ -4,7 +4,7 @@
 #include <kjit/script.hpp>
 
 #include "cache/compile_lock.hpp"
-#include "script/record.hpp"
+#include "store/script_record.hpp"
 #include "store/store.hpp"
 #include "util/hash.hpp"
 

@@ -1,5 +1,5 @@
 // Encoding and checked decoding of script and dispatch-table records.
-#include "script/record.hpp"
+#include "store/script_record.hpp"
 
 #include "util/bytes.hpp"
 #include "util/hash.hpp"
@@ -264,6 +264,23 @@ std::optional<TableRecord> decode_table(std::string_view bytes)
   } catch (const Bad&) {
     return std::nullopt;
   }
+}
+
+std::string script_row_problem(std::string_view key, std::string_view value)
+{
+  const bool table = key.substr(0, store::k_script_table_prefix.size()) == store::k_script_table_prefix;
+  const std::string_view hash = key.substr(table ? store::k_script_table_prefix.size() : k_script_prefix.size());
+  if (hash.size() != 64 || hash.find_first_not_of("0123456789abcdef") != std::string_view::npos) {
+    return "its key names no script hash";
+  }
+  if (table) {
+    return decode_table(value) ? "" : "the dispatch table does not decode (damaged)";
+  }
+  const std::optional<ScriptRecord> record = decode_script(value);
+  if (!record) {
+    return "the script record does not decode (damaged)";
+  }
+  return record->hash == hash ? "" : "the script record holds another script's hash";
 }
 
 } // namespace kjit::script

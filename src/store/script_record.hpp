@@ -1,5 +1,7 @@
 // The stored forms of a script (its schedules) and of its dispatch table: checksummed records kept
 // in the store's meta table under "script/<hash>" and "script-table/<hash>" (docs/scripts.md).
+// In the store's layer (the scripts of src/script/ write them) so that the bundles of src/cache/,
+// which carry them, can check them.
 #pragma once
 
 #include "store/meta_keys.hpp"
@@ -65,5 +67,10 @@ std::string encode(const ScriptRecord& record);
 std::string encode(const TableRecord& record);
 std::optional<ScriptRecord> decode_script(std::string_view bytes);
 std::optional<TableRecord> decode_table(std::string_view bytes);
+
+// Why the meta row `key` → `value` (a "script/…" or "script-table/…" row) would not be read as a
+// script or table: it does not decode, or its key's hash is not 64 hex digits or not the record's
+// own. Empty when it would.
+std::string script_row_problem(std::string_view key, std::string_view value);
 
 } // namespace kjit::script

@@ -8,6 +8,7 @@
 #include "bundle/reader.hpp"
 #include "cache/cache_impl.hpp"
 #include "bundle/writer.hpp"
+#include "script/script_store.hpp"
 #include "store/record.hpp"
 #include "util/bytes.hpp"
 #include "util/hash.hpp"
@@ -245,6 +246,38 @@ BOOST_AUTO_TEST_CASE(a_bundle_carries_scripts_and_their_dispatch_tables)
   BOOST_TEST(there.binary(2)->cubin != there.binary(0)->cubin);
   // Imported again: nothing added (a table the store has already stays as it is).
   BOOST_TEST(imported.import_bundle(pack).scripts == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_damaged_or_foreign_script_row_in_a_bundle_is_rejected_and_a_good_one_replaces_a_damaged_row)
+{
+  // Review: rows were stored without being decoded: a damaged one was counted as imported and
+  // then kept a good one out for good (the store "had" the key), and one naming another script's
+  // hash was listed under a folder of ../ parts.
+  kjit::Cache cache(config);
+  const kjit::BuiltScript built = macro_script().build(cache, test_batch());
+  const std::string key = "script/" + built.hash();
+  const std::string good = *kjit::script::store_of(cache)->get(kjit::store::Table::meta, key);
+  std::string flipped = good;
+  flipped[flipped.size() - 1] ^= 0x20;  // the body: its checksum no longer holds
+  const std::string foreign_key = "script/" + std::string(64, 'e');  // the record holds built.hash()
+  const std::string path = tmp.path() + "/rows.kjitpack";
+  kjit::bundle::write_bundle(path, {}, {{key, flipped}, {foreign_key, good}}, kjit::store::k_record_format);
+
+  kjit::Cache elsewhere(config_at(config, tmp.path() + "/elsewhere"));
+  const kjit::BundleReport report = elsewhere.import_bundle(path);
+  BOOST_TEST(report.scripts == 0u);
+  BOOST_TEST_REQUIRE(report.rejected.size() == 2u);
+  BOOST_TEST(report.rejected[0].second == "the script record does not decode (damaged)");
+  BOOST_TEST(report.rejected[1].second == "the script record holds another script's hash");
+  BOOST_TEST(kjit::stored_scripts(elsewhere).empty());
+
+  // A damaged row already in the store is replaced by the bundle's good one.
+  kjit::script::store_of(elsewhere)->put(kjit::store::Table::meta, key, flipped);
+  const std::string fine = tmp.path() + "/fine.kjitpack";
+  kjit::bundle::write_bundle(fine, {}, {{key, good}}, kjit::store::k_record_format);
+  BOOST_TEST(elsewhere.import_bundle(fine).scripts == 1u);
+  BOOST_TEST_REQUIRE(kjit::stored_scripts(elsewhere).size() == 1u);
+  BOOST_TEST(kjit::stored_scripts(elsewhere)[0].hash == built.hash());
 }
 
 BOOST_AUTO_TEST_CASE(bundle_hits_are_counted_and_export_filters)

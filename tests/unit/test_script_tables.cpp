@@ -6,7 +6,7 @@
 
 #include <kjit/script.hpp>
 
-#include "script/record.hpp"
+#include "store/script_record.hpp"
 #include "script/script_store.hpp"
 
 #include <atomic>
