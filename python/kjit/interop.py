@@ -25,11 +25,14 @@ def object_code(binary, *, name=None):
     names: ``object_code(binary).get_kernel("scale<float>")`` finds the kernel. A binary of a
     virtual arch (PTX only) becomes ``ObjectCode.from_ptx``. ``name`` defaults to the arch."""
     ObjectCode = _object_code_class()
-    mapping = binary.lowered_names
+    # Lowered names as bytes, as cuda.core's own Program.compile keeps them: it hands the mapped
+    # name to the driver as a char* (a str raises TypeError in get_kernel).
+    mapping = {expression: lowered.encode() for expression, lowered in binary.lowered_names.items()}
     name = binary.arch if name is None else name
     if binary.cubin:
         return ObjectCode.from_cubin(binary.cubin, name=name, symbol_mapping=mapping)
-    return ObjectCode.from_ptx(binary.ptx, name=name, symbol_mapping=mapping)
+    # Bytes: a str given to from_ptx is taken for the path of a file.
+    return ObjectCode.from_ptx(binary.ptx.encode(), name=name, symbol_mapping=mapping)
 
 
 _cubin_dir = None
@@ -51,8 +54,10 @@ def _cubin_file(binary):
     cubin = binary.cubin
     path = os.path.join(_cubin_dir, hashlib.sha256(cubin).hexdigest() + ".cubin")
     if not os.path.exists(path):
-        partial = path + f".{os.getpid()}.{id(cubin)}"
-        with open(partial, "wb") as out:
+        # A name of its own for each writer (threads of this process may write the same cubin at
+        # once), then renamed into place: a reader sees the whole file or none.
+        fd, partial = tempfile.mkstemp(dir=_cubin_dir, suffix=".partial")
+        with os.fdopen(fd, "wb") as out:
             out.write(cubin)
         os.replace(partial, path)
     return path

@@ -1,6 +1,7 @@
 // kjit.Binary: a compiled program's cubin, PTX, lowered names, log and timings, and each kernel's
 // resources read from the cubin (KernelInfo, KernelParam), no GPU needed.
 #include "bindings.hpp"
+#include "text.hpp"
 
 #include <kjit/binary.hpp>
 
@@ -11,16 +12,7 @@
 
 namespace kjit::python {
 
-namespace {
-
 using namespace nb::literals;
-
-nb::str str_of(const std::string& text)
-{
-  return nb::str(text.c_str(), text.size());
-}
-
-} // namespace
 
 void bind_binary(nb::module_& m)
 {
@@ -78,7 +70,7 @@ void bind_binary(nb::module_& m)
         return b.ptx;
       },
       nb::sig("def ptx(self) -> str"), "The PTX text; empty for an -dlto program.")
-    .def_prop_ro("log", [](const BinaryRef& b) { return b.binary->log; }, "The compiler's warnings, maybe empty.")
+    .def_prop_ro("log", [](const BinaryRef& b) { return str_of(b.binary->log); }, "The compiler's warnings, maybe empty.")
     .def_prop_ro("cubin_path", [](const BinaryRef& b) { return b.binary->cubin_path; },
       "Which step made the cubin: 'nvrtc', 'nvjitlink-lto' or 'none'.")
     .def_prop_ro("lowered_names",

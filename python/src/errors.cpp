@@ -2,6 +2,7 @@
 // attributes (a CompileError's log, a StoreError's code…). Other exceptions go on to nanobind's
 // own translators (std::bad_alloc → MemoryError…).
 #include "bindings.hpp"
+#include "text.hpp"
 
 #include <kjit/error.hpp>
 
@@ -24,7 +25,7 @@ template <typename... Details>
 void raise(const char* name, const std::exception& e, Details&&... details)
 {
   nb::object type = nb::borrow(g_errors).attr(name);
-  nb::object error = type(nb::str(e.what()), std::forward<Details>(details)...);
+  nb::object error = type(str_of(e.what()), std::forward<Details>(details)...);
   PyErr_SetObject(type.ptr(), error.ptr());
 }
 
@@ -33,7 +34,7 @@ void translate(const std::exception_ptr& thrown, void*)
   try {
     std::rethrow_exception(thrown);
   } catch (const CompileError& e) {
-    raise("CompileError", e, "log"_a = e.log(), "program_name"_a = e.program_name(), "arch"_a = e.arch(),
+    raise("CompileError", e, "log"_a = str_of(e.log()), "program_name"_a = str_of(e.program_name()), "arch"_a = e.arch(),
           "options"_a = e.options());
   } catch (const OptionError& e) {
     raise("OptionError", e);

@@ -176,7 +176,7 @@ void bind_program(nb::module_& m)
       "The program in the file `path`, named by the path (its folder is searched for quoted includes). "
       "Raises kjit.Error if it can't be read.")
     .def_ro("name", &Program::name)
-    .def_ro("source", &Program::source)
+    .def_prop_ro("source", [](const Program& p) { return str_of(p.source); })
     .def_ro("headers", &Program::headers)
     .def_ro("options", &Program::options)
     .def_ro("name_expressions", &Program::name_expressions)

@@ -43,4 +43,13 @@ Arch arch_of(nb::handle value)
   return Arch::parse(text_of(value, "arch"));
 }
 
+nb::str str_of(std::string_view text)
+{
+  PyObject* decoded = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
+  if (decoded == nullptr) {
+    throw nb::python_error();  // no memory
+  }
+  return nb::steal<nb::str>(decoded);
+}
+
 } // namespace kjit::python

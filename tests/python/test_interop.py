@@ -15,8 +15,10 @@ def test_object_code_from_cubin_maps_the_name_expressions(cache):
     assert code.code_type == "cubin"
     assert code.code == binary.cubin
     assert code.name == ARCH
-    assert code.symbol_mapping == {"saxpy<float>": "_Z5saxpyIfEvT_PKS0_PS0_i",
-                                   "saxpy<double>": "_Z5saxpyIdEvT_PKS0_PS0_i"}
+    # Bytes, as cuda.core's own Program.compile keeps them: get_kernel hands them to the driver as
+    # a char* (a str raised TypeError there).
+    assert code.symbol_mapping == {"saxpy<float>": b"_Z5saxpyIfEvT_PKS0_PS0_i",
+                                   "saxpy<double>": b"_Z5saxpyIdEvT_PKS0_PS0_i"}
 
 
 def test_object_code_of_a_virtual_arch_is_ptx(cache):
@@ -25,7 +27,8 @@ def test_object_code_of_a_virtual_arch_is_ptx(cache):
     code = kjit.object_code(binary, name="saxpy")
     assert code.code_type == "ptx"
     assert code.name == "saxpy"
-    assert code.symbol_mapping == binary.lowered_names
+    assert code.code == binary.ptx.encode()  # bytes: a str is taken for a file's path
+    assert code.symbol_mapping == {k: v.encode() for k, v in binary.lowered_names.items()}
 
 
 def test_without_cuda_core_the_import_error_says_what_to_install(cache, monkeypatch):
