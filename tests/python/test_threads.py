@@ -53,7 +53,9 @@ def test_many_threads_get_the_same_binaries(cache):
     assert len(by_program) == 4
     stats = cache.stats()
     assert stats["compiles"] == 4  # each key compiled once, however many threads asked at once
-    assert stats["memory_hits"] + stats["misses"] == 400
+    # Every lookup counted once: a thread that asks after a compile's commit and before its result
+    # is in the memory tier is served by the store (a disk hit).
+    assert stats["memory_hits"] + stats["disk_hits"] + stats["misses"] == 400
 
 
 def test_many_threads_through_the_default_cache():
