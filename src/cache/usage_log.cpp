@@ -186,7 +186,7 @@ bool write_all(int fd, const std::string& text)
 
 } // namespace
 
-void append_usage(const std::string& cache_dir, const CacheStats& s) noexcept
+void append_usage(const std::string& cache_dir, const CacheStats& s, bool shared) noexcept
 {
   try {
     UsageTotals t;
@@ -213,7 +213,9 @@ void append_usage(const std::string& cache_dir, const CacheStats& s) noexcept
     if (t.memory_hits + t.disk_hits + t.bundle_hits + t.remote_hits + t.misses == 0) {
       return;
     }
-    const int mode = util::mode_in(cache_dir, 0600, false);  // a shared cache's: every member adds its line
+    // From the setting, not by a stat of the folder: every process with a lookup writes this line
+    // at its exit, a warm one included.
+    const int mode = shared ? 0660 : 0600;
     util::UniqueFd fd(::open(log_path(cache_dir).c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode));
     if (!fd) {
       return;
@@ -278,7 +280,7 @@ Cache::Impl::~Impl()
       remote->flush();  // the uploads' bytes count
       stats.remote_bytes_written = remote->bytes_written();
     }
-    cache::append_usage(dir.path, stats_now());
+    cache::append_usage(dir.path, stats_now(), config.shared_cache);
   }
   flush_uses();  // the last uses of this process's hits, in one transaction
 }

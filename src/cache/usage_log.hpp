@@ -14,8 +14,9 @@ using kjit::UsageTotals;  // one line of the log per Cache; summed by read_usage
 
 // Appends one line with `stats` if they count any lookup (a single O_APPEND write under a shared
 // flock; past 64 KiB the log is first summed into one line under an exclusive flock). Never throws;
-// a failure loses these counts only.
-void append_usage(const std::string& cache_dir, const CacheStats& stats) noexcept;
+// a failure loses these counts only. `shared` (KJIT_SHARED_CACHE): the log is the group's too, so
+// every member adds its line.
+void append_usage(const std::string& cache_dir, const CacheStats& stats, bool shared) noexcept;
 
 // The sum of the log's lines (zeros without a log). Unreadable lines are skipped. Never throws.
 UsageTotals read_usage(const std::string& cache_dir) noexcept;

@@ -12,21 +12,19 @@ constexpr std::string_view k_toolchain_prefix = "toolchain ";
 constexpr std::string_view k_script_prefix = "script/";
 constexpr std::string_view k_script_table_prefix = "script-table/";
 
-// Whether a meta row goes into bundles with the entries: the toolchains' identities (an empty
-// store finds a key's toolchain part without loading NVRTC), scripts and their dispatch tables
-// (a tuned kernel family ships as its kernels do). Each is checksummed on its own as well.
-constexpr bool travels_in_bundles(std::string_view key)
-{
-  return key.substr(0, k_toolchain_prefix.size()) == k_toolchain_prefix ||
-         key.substr(0, k_script_prefix.size()) == k_script_prefix ||
-         key.substr(0, k_script_table_prefix.size()) == k_script_table_prefix;
-}
-
 // A script's row or its table's (what a bundle's import reports as scripts).
 constexpr bool is_script_row(std::string_view key)
 {
   return key.substr(0, k_script_prefix.size()) == k_script_prefix ||
          key.substr(0, k_script_table_prefix.size()) == k_script_table_prefix;
+}
+
+// Whether a meta row goes into bundles with the entries: the toolchains' identities (an empty
+// store finds a key's toolchain part without loading NVRTC), scripts and their dispatch tables
+// (a tuned kernel family ships as its kernels do). Each is checksummed on its own as well.
+constexpr bool travels_in_bundles(std::string_view key)
+{
+  return key.substr(0, k_toolchain_prefix.size()) == k_toolchain_prefix || is_script_row(key);
 }
 
 } // namespace kjit::store

@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(lookup_counts_are_summed_across_caches_and_processes)
   one.disk_hits = 2;
   one.misses = 1;
   for (int i = 0; i < 3000; ++i) {
-    kjit::cache::append_usage(config.cache_dir, one);
+    kjit::cache::append_usage(config.cache_dir, one, false);
   }
   const kjit::DiskUsage many = cache.usage();
   BOOST_TEST(many.processes == 3002u);

@@ -49,6 +49,16 @@ void same_binary_(kjit::Cache& cache, const kjit::Config& config, const std::str
   BOOST_TEST(got->ptx.find("kjit-includes-") == std::string::npos);
 }
 
+// Where a Cache made now finds `src` with `options` for sm_80: the store, once an earlier Cache
+// cached it.
+kjit::Source fresh_lookup(const kjit::Config& config, const std::string& src, const std::vector<std::string>& options)
+{
+  kjit::Cache fresh(config);
+  kjit::Program program = kjit::program_from_file(src);
+  program.options = options;
+  return fresh.lookup(program, k_sm80).source;
+}
+
 const char* k_where = "__device__ const char* where() { return __FILE__; }\n";
 
 // Whether `text` may form an absolute name, with the macros it defines itself.
@@ -582,10 +592,7 @@ BOOST_AUTO_TEST_CASE(a_linked_headers_name_reached_through_another_headers_macro
     same_binary_(cache, config, "k.cu", options);
   }
   BOOST_TEST(kjit::deps::binary_holds(plain(config, "k.cu", options).ptx, "inc/use.h"));  // the name reaches it
-  kjit::Cache fresh(config);
-  kjit::Program program = kjit::program_from_file("k.cu");
-  program.options = options;
-  BOOST_TEST((fresh.lookup(program, k_sm80).source == kjit::Source::disk));
+  BOOST_TEST((fresh_lookup(config, "k.cu", options) == kjit::Source::disk));
 }
 
 // Issue 38: a header naming its file across a splice (sizeof(__FI\⏎LE__): the length of the
@@ -608,11 +615,8 @@ BOOST_AUTO_TEST_CASE(a_name_spelled_across_a_splice_is_named)
       kjit::Cache cache(config);
       same_binary_(cache, config, "k.cu", cases[i].second);  // 51 for 8, before
     }
-    kjit::Cache fresh(config);
-    kjit::Program program = kjit::program_from_file("k.cu");
-    program.options = cases[i].second;
     // A trigraph before C++17 is refused ("directives kjit does not see"): compiled, not cached.
-    BOOST_TEST(((fresh.lookup(program, k_sm80).source == kjit::Source::disk) == (i == 0)), i);
+    BOOST_TEST(((fresh_lookup(config, "k.cu", cases[i].second) == kjit::Source::disk) == (i == 0)), i);
   }
 }
 
@@ -641,10 +645,7 @@ BOOST_AUTO_TEST_CASE(a_name_formed_by_a_token_paste_is_named)
     kjit::Cache cache(config);
     same_binary_(cache, config, "k.cu", {"-Iinc"});
   }
-  kjit::Cache fresh(config);
-  kjit::Program program = kjit::program_from_file("k.cu");
-  program.options = {"-Iinc"};
-  BOOST_TEST((fresh.lookup(program, k_sm80).source == kjit::Source::disk));
+  BOOST_TEST((fresh_lookup(config, "k.cu", {"-Iinc"}) == kjit::Source::disk));
 }
 
 // `#if CAT(__has_, include)("opt.h")` probes a file kjit can't follow: compiled from the disk, not
