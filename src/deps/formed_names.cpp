@@ -303,6 +303,15 @@ bool may_form_absolute_name(const std::string& text, const OpenEnds& ends)
         continue;
       }
     }
+    if (identifier_char(ch)) {
+      // A name or number whole: no check below stops inside one (each would only move `previous`).
+      while (at + 1 < text.size() && identifier_char(text[at + 1])) {
+        ++at;
+      }
+      previous = text[at];
+      previous_at = at;
+      continue;
+    }
     if (ch == '/' && at + 1 < text.size() && (text[at + 1] == '/' || text[at + 1] == '*')) {
       const bool line = text[at + 1] == '/';
       at = line ? text.find('\n', at) : text.find("*/", at + 2);

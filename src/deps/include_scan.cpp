@@ -3,17 +3,15 @@
 
 #include "deps/lex.hpp"
 #include "deps/resolver.hpp"  // directive_kind
+#include "util/text.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cctype>
 
 #include <string_view>
 
 namespace kjit::deps {
-
-bool identifier_char(char ch)
-{
-  return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
-}
 
 bool raw_string_start(const std::string& text, std::size_t i)
 {
@@ -44,8 +42,35 @@ std::string strip_comments(const std::string& text)
     out.append(joined, '\n');
     joined = 0;
   };
-  enum { code, line_comment, block_comment, string, character } state = code;
+  enum State { code, line_comment, block_comment, string, character } state = code;
+  // Whether a character changes nothing in a state: a run of such characters is copied (or, in a
+  // comment, skipped) whole. Never the first character of a line splice, a newline or what ends
+  // the state; in code, no quote, '/', nor a digit (which may start a pp-number).
+  static constexpr auto k_inert = [] {
+    std::array<std::array<bool, 256>, 5> table{};
+    for (int ch = 0; ch < 256; ++ch) {
+      const bool any = ch != '\\' && ch != '\n';
+      table[code][ch] = any && ch != '/' && ch != '"' && ch != '\'' && (ch < '0' || ch > '9');
+      table[line_comment][ch] = any;
+      table[block_comment][ch] = any && ch != '*';
+      table[string][ch] = any && ch != '"';
+      table[character][ch] = any && ch != '\'';
+    }
+    return table;
+  }();
+  const auto inert = [](State in, char ch) { return k_inert[in][static_cast<unsigned char>(ch)]; };
   for (std::size_t i = 0; i < text.size(); ++i) {
+    if (inert(state, text[i])) {
+      std::size_t end = i + 1;
+      while (end < text.size() && inert(state, text[end])) {
+        ++end;
+      }
+      if (state == code || state == string || state == character) {
+        out.append(text, i, end - i);
+      }
+      i = end - 1;
+      continue;
+    }
     const char ch = text[i];
     const char next = i + 1 < text.size() ? text[i + 1] : '\0';
     if (ch == '\\' && (next == '\n' || (next == '\r' && i + 2 < text.size() && text[i + 2] == '\n'))) {
@@ -158,7 +183,7 @@ void skip_space(const std::string& line, std::size_t& at)
 std::string identifier(const std::string& line, std::size_t& at)
 {
   const std::size_t start = at;
-  while (at < line.size() && (std::isalnum(static_cast<unsigned char>(line[at])) || line[at] == '_')) {
+  while (at < line.size() && identifier_char(line[at])) {
     ++at;
   }
   return line.substr(start, at - start);
@@ -296,12 +321,22 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
   int depth = 0;
   int line_number = 0;
   std::size_t start = 0;
+  std::string line;  // one buffer for every line
+  // Whether a line may hold a word of probes(): asked of each line only when the text holds one.
+  const auto holds_probe_word = [&](const std::string& in) {
+    return util::find_text(in, "__has_include") != std::string::npos ||
+           (shared != nullptr && std::any_of(shared->wrappers.begin(), shared->wrappers.end(), [&](const std::string& wrapper) {
+              return util::find_text(in, wrapper) != std::string::npos;
+            }));
+  };
+  const bool text_probes = holds_probe_word(clean);
+  const auto may_probe = [&] { return text_probes && holds_probe_word(line); };
   while (start <= clean.size()) {
     auto end = clean.find('\n', start);
     if (end == std::string::npos) {
       end = clean.size();
     }
-    const std::string line = clean.substr(start, end - start);
+    line.assign(clean, start, end - start);
     start = end + 1;
     ++line_number;
 
@@ -326,7 +361,7 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
       const std::string macro = identifier(line, after);
       const bool function_like = after < line.size() && line[after] == '(';
       probes(line, line_number, function_like ? parameters(line, after) : std::set<std::string>{}, macro, shared, found);
-    } else if (line.find("__has_include") != std::string::npos || (shared != nullptr && !shared->wrappers.empty())) {
+    } else if (may_probe()) {  // probes() finds nothing in a line holding none of its words
       probes(line, line_number, {}, {}, shared, found);
     }
     if (!directive_line) {

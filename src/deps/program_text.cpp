@@ -2,7 +2,11 @@
 // time, name files in the binary, or make the compiler read a file kjit does not see.
 #include "deps/resolver.hpp"
 
+#include "deps/lex.hpp"
+#include "util/text.hpp"
+
 #include <algorithm>
+#include <bitset>
 #include <cctype>
 #include <map>
 #include <set>
@@ -53,22 +57,28 @@ bool options_name_files(const std::vector<std::string>& options)
 
 const std::string& as_preprocessed(const std::string& text, std::string& storage)
 {
-  if (text.find("\\\n") == std::string::npos && text.find("\\\r\n") == std::string::npos &&
-      text.find("??") == std::string::npos) {
+  const bool trigraphs = util::find_text(text, "??") != std::string::npos;
+  if (!trigraphs && util::find_text(text, "\\\n") == std::string::npos &&
+      util::find_text(text, "\\\r\n") == std::string::npos) {
     return text;
   }
-  const std::string replaced = trigraphs_replaced(text);
+  const std::string replaced_storage = trigraphs ? trigraphs_replaced(text) : std::string();
+  const std::string& replaced = trigraphs ? replaced_storage : text;
   storage.clear();
   storage.reserve(replaced.size());
-  for (std::size_t i = 0; i < replaced.size(); ++i) {
-    if (replaced[i] == '\\' && i + 1 < replaced.size() && replaced[i + 1] == '\n') {
-      ++i;
-    } else if (replaced[i] == '\\' && i + 2 < replaced.size() && replaced[i + 1] == '\r' && replaced[i + 2] == '\n') {
-      i += 2;
-    } else {
-      storage += replaced[i];
+  // The spans between splices, each copied whole (a vendored CCCL is 17 MB of text).
+  std::size_t from = 0;
+  for (std::size_t at = replaced.find('\\'); at != std::string::npos; at = replaced.find('\\', at + 1)) {
+    const std::size_t after = replaced.compare(at + 1, 1, "\n") == 0     ? at + 2
+                              : replaced.compare(at + 1, 2, "\r\n") == 0 ? at + 3
+                                                                         : 0;
+    if (after != 0) {
+      storage.append(replaced, from, at - from);
+      from = after;
+      at = after - 1;
     }
   }
+  storage.append(replaced, from);
   return storage;
 }
 
@@ -77,7 +87,7 @@ bool text_names_files(const std::string& raw)
   std::string storage;
   const std::string& text = as_preprocessed(raw, storage);
   for (const char* word : {"__FILE__", "__builtin_FILE", "source_location"}) {
-    if (text.find(word) != std::string::npos) {
+    if (util::find_text(text, word) != std::string::npos) {
       return true;
     }
   }
@@ -87,8 +97,8 @@ bool text_names_files(const std::string& raw)
 
 bool has_word(const std::string& text, std::string_view word)
 {
-  const auto word_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
-  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+  const auto word_char = identifier_char;
+  for (std::size_t at = util::find_text(text, word); at != std::string::npos; at = util::find_text(text, word, at + 1)) {
     if ((at == 0 || !word_char(text[at - 1])) && (at + word.size() == text.size() || !word_char(text[at + word.size()]))) {
       return true;
     }
@@ -117,7 +127,7 @@ bool program_uses_time(const Program& program)
 bool text_names_program(const std::string& raw)
 {
   std::string storage;
-  return as_preprocessed(raw, storage).find("__BASE_FILE__") != std::string::npos;
+  return util::find_text(as_preprocessed(raw, storage), "__BASE_FILE__") != std::string::npos;
 }
 
 bool binary_holds(const std::string& binary, const std::string& path)
@@ -170,10 +180,11 @@ struct Piece {
 
 // Tokens of 4 characters or more that begin or end one of the words and are none of them (nor
 // common_word()), each with the words it is a piece of.
-const std::map<std::string, std::vector<Piece>>& pieces()
+using PieceTable = std::map<std::string, std::vector<Piece>, std::less<>>;
+const PieceTable& pieces()
 {
-  static const std::map<std::string, std::vector<Piece>> table = [] {
-    std::map<std::string, std::vector<Piece>> out;
+  static const PieceTable table = [] {
+    PieceTable out;
     const auto& words = looked_for_words();
     for (const auto& word : words) {
       for (std::size_t size = 4; size < word.size(); ++size) {
@@ -190,28 +201,55 @@ const std::map<std::string, std::vector<Piece>>& pieces()
   return table;
 }
 
+// The pieces' (first, last) and (second, next to last) characters: a token matching neither
+// pair of a piece is no piece, without a lookup (most tokens of a text).
+struct PieceEnds {
+  std::bitset<256 * 256> outer;
+  std::bitset<256 * 256> inner;
+  static std::size_t pair(char a, char b) { return static_cast<unsigned char>(a) * 256 + static_cast<unsigned char>(b); }
+  bool may_be_piece(std::string_view token) const
+  {
+    return outer[pair(token.front(), token.back())] && inner[pair(token[1], token[token.size() - 2])];
+  }
+};
+
+const PieceEnds& piece_ends()
+{
+  static const PieceEnds ends = [] {
+    PieceEnds out;
+    for (const auto& [piece, words] : pieces()) {
+      out.outer.set(PieceEnds::pair(piece.front(), piece.back()));
+      out.inner.set(PieceEnds::pair(piece[1], piece[piece.size() - 2]));
+    }
+    return out;
+  }();
+  return ends;
+}
+
 } // namespace
 
 void PastedWords::read(const std::string& raw)
 {
   std::string storage;
   const std::string& text = as_preprocessed(raw, storage);
-  m_pastes = m_pastes || text.find("##") != std::string::npos;
-  const auto word_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  m_pastes = m_pastes || util::find_text(text, "##") != std::string::npos;
   const auto& table = pieces();
-  for (std::size_t at = 0; at < text.size();) {
-    if (!word_char(text[at])) {
+  const PieceEnds& ends = piece_ends();
+  const std::string_view view = text;
+  for (std::size_t at = 0; at < view.size();) {
+    if (!identifier_char(view[at])) {
       ++at;
       continue;
     }
-    std::size_t end = at;
-    while (end < text.size() && word_char(text[end])) {
+    std::size_t end = at + 1;
+    while (end < view.size() && identifier_char(view[end])) {
       ++end;
     }
-    if (end - at >= 4 && end - at < 19) {  // no piece is longer than the longest word
-      if (const auto found = table.find(text.substr(at, end - at)); found != table.end()) {
+    const std::string_view token = view.substr(at, end - at);
+    if (token.size() >= 4 && token.size() < 19 && ends.may_be_piece(token)) {  // no piece is longer than the longest word
+      if (const auto found = table.find(token); found != table.end()) {
         for (const Piece& piece : found->second) {
-          (piece.first ? m_firsts : m_lasts)[piece.word].insert(end - at);
+          (piece.first ? m_firsts : m_lasts)[piece.word].insert(token.size());
         }
       }
     }
@@ -249,7 +287,7 @@ std::set<std::string> PastedWords::formed() const
 bool must_be_one_copy(const std::string& content)
 {
   std::string storage;
-  return as_preprocessed(content, storage).find("once") != std::string::npos;  // #pragma once, _Pragma("once")
+  return util::find_text(as_preprocessed(content, storage), "once") != std::string::npos;  // #pragma once, _Pragma("once")
 }
 
 } // namespace kjit::deps

@@ -182,7 +182,7 @@ void Resolver::note_absent(ProbedDir& dir, const std::string& name)
 {
   if (name.find('\n') != std::string::npos) {
     dir.whole = true;  // not in a list of lines (no #include can name it)
-  } else if (m_absent.emplace(dir.path, name).second) {
+  } else if (m_absent.insert(dir.path + '\0' + name).second) {
     dir.absent += name + '\n';
   }
 }

@@ -1,5 +1,8 @@
 #include "util/text.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 namespace kjit::util {
 
 std::string escape_line(const std::string& value)
@@ -20,6 +23,33 @@ std::string escape_line(const std::string& value)
     }
   }
   return out;
+}
+
+std::size_t find_text(std::string_view text, std::string_view needle, std::size_t from)
+{
+  if (from > text.size() || needle.size() > text.size() - from) {
+    return std::string_view::npos;
+  }
+  if (needle.empty()) {
+    return from;
+  }
+  // memchr() for the first character that is not '_' (std::string::find looks for the first one,
+  // and stops at every '_' of a header), then the whole needle compared.
+  const std::size_t pivot = std::min(needle.find_first_not_of('_'), needle.size() - 1);
+  const char* const begin = text.data();
+  const char* const last = begin + text.size() - needle.size();  // the last place the needle may start
+  for (const char* at = begin + from + pivot; at <= last + pivot;) {
+    const void* hit = std::memchr(at, needle[pivot], static_cast<std::size_t>(last + pivot - at) + 1);
+    if (hit == nullptr) {
+      return std::string_view::npos;
+    }
+    const char* start = static_cast<const char*>(hit) - pivot;
+    if (std::memcmp(start, needle.data(), needle.size()) == 0) {
+      return static_cast<std::size_t>(start - begin);
+    }
+    at = static_cast<const char*>(hit) + 1;
+  }
+  return std::string_view::npos;
 }
 
 } // namespace kjit::util

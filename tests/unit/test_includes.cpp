@@ -9,12 +9,14 @@
 #include "store/record.hpp"
 #include "store/store.hpp"
 #include "util/hash.hpp"
+#include "util/text.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <fcntl.h>
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <csignal>
 #include <cstring>
 #include <sys/resource.h>
@@ -59,6 +61,33 @@ void set_mtime_later(const std::string& path)
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(include_scan)
+
+// The scanners' substring search (util::find_text: memchr on the needle's first character that is
+// not '_') answers as std::string::find for every start, needle and text, '_'-heavy ones included.
+BOOST_AUTO_TEST_CASE(find_text_answers_as_string_find)
+{
+  std::mt19937 random(36);
+  const std::string alphabet = "__a_b\n";
+  const auto make = [&](std::size_t size) {
+    std::string out;
+    for (std::size_t i = 0; i < size; ++i) {
+      out += alphabet[random() % alphabet.size()];
+    }
+    return out;
+  };
+  for (int round = 0; round < 20000; ++round) {
+    const std::string text = make(random() % 24);
+    const std::string needle = make(random() % 6);
+    for (std::size_t from = 0; from <= text.size() + 1; ++from) {
+      BOOST_TEST_REQUIRE(kjit::util::find_text(text, needle, from) == text.find(needle, from),
+                         "find '" << needle << "' in '" << text << "' from " << from);
+    }
+  }
+  BOOST_TEST(kjit::util::find_text("x__FILE__ __FILE__", "__FILE__", 2) == 10u);
+  BOOST_TEST(kjit::util::find_text("____", "__") == 0u);
+  BOOST_TEST(kjit::util::find_text("ab", "") == 0u);
+  BOOST_TEST(kjit::util::find_text("ab", "", 3) == std::string::npos);
+}
 
 // A number ending in an exponent letter ends before anything but a sign (a held-out mutant of
 // strip_comments ran 0x1e on into the comment after it, whose #include was then seen).
