@@ -182,7 +182,14 @@ void Resolver::note_absent(ProbedDir& dir, const std::string& name)
 {
   if (name.find('\n') != std::string::npos) {
     dir.whole = true;  // not in a list of lines (no #include can name it)
-  } else if (m_absent.insert(dir.path + '\0' + name).second) {
+    return;
+  }
+  // `dir` is one of m_result.dirs (watched() gave it): its names are kept by its place there.
+  const auto index = static_cast<std::size_t>(&dir - m_result.dirs.data());
+  if (m_absent.size() <= index) {
+    m_absent.resize(m_result.dirs.size());
+  }
+  if (m_absent[index].insert(name).second) {
     dir.absent += name + '\n';
   }
 }

@@ -290,8 +290,9 @@ private:
   std::set<std::string> m_names;                    // include names seen
   std::map<std::string, std::size_t> m_probed;  // paths watched: index in m_result.dirs
   std::set<std::string> m_whole_dirs;           // folders watched whole (ProbedDir::whole)
-  // "folder\0name" noted absent (hashed: a vendored CCCL notes ≈ 100 000, under long common prefixes)
-  std::unordered_set<std::string> m_absent;
+  // The names noted absent in each folder, by its place in m_result.dirs (hashed: a vendored CCCL
+  // notes ≈ 100 000 pairs, whose folders share long prefixes).
+  std::vector<std::unordered_set<std::string>> m_absent;
   PastedWords m_pasted;
   std::set<std::string> m_pasted_seen;  // formed words acted on
   std::set<std::string> m_watched_links;  // links whose targets are watched (watch_entry)
