@@ -88,6 +88,16 @@ void Writer::write(std::string hex_key, store::Entry entry)
   dispatch(lock);
 }
 
+void Writer::write_headers(std::vector<std::string> contents)
+{
+  if (::getpid() != m_pid) {
+    return;
+  }
+  std::unique_lock lock(m_mutex);
+  m_jobs.push_back({Job::Kind::headers, {}, {}, std::move(contents)});
+  dispatch(lock);
+}
+
 void Writer::removed(const std::vector<std::string>& hex_keys)
 {
   const std::set<std::string> gone(hex_keys.begin(), hex_keys.end());
@@ -150,6 +160,10 @@ void Writer::do_job(Job& job)
     if (const std::error_code error = write_index(m_cache_dir, m_source.rows()); error && m_source.failed) {
       m_source.failed("index.txt", error);
     }
+    return;
+  }
+  if (job.kind == Job::Kind::headers) {
+    std::ignore = write_shared_headers(m_cache_dir, job.contents);
     return;
   }
   bool replaced = false;
