@@ -16,9 +16,31 @@ from kjit._errors import (ArchError, BundleError, CompileError, ConfigError, Cud
                           GlobalError, ImageError, LaunchError, OptionError, StoreError,
                           ToolchainError)
 from kjit._kjit import (Binary, Cache, KernelInfo, KernelParam, Lookup, Options, Program,
-                        StageTimings, __version__, compile, default_cache, get, lookup,
+                        StageTimings, __version__, _cuda_major, compile, default_cache, get, lookup,
                         supported_archs)
 from kjit.interop import cupy_module, object_code
+
+
+def _toolkit_from_wheels():
+    """Without a configured toolkit (KJIT_CUDA_HOME, CUDA_HOME and CUDA_PATH unset or empty), the
+    CUDA of NVIDIA's wheels on sys.path (`pip install nvidia-cuda-nvrtc nvidia-nvjitlink`, headers
+    from nvidia-cuda-runtime and nvidia-cuda-cccl: all in nvidia/cu<major>/, include/ and lib/) is
+    kjit's toolkit, found before the one kjit was built with, as cuda.core and CuPy find them. Set
+    as KJIT_CUDA_HOME, so that kjit's compile workers (child processes) use it too."""
+    import os
+    import sys
+
+    if any(os.environ.get(name) for name in ("KJIT_CUDA_HOME", "CUDA_HOME", "CUDA_PATH")):
+        return
+    folder = f"nvidia/cu{_cuda_major}"
+    nvrtc = f"{folder}/lib/libnvrtc.so.{_cuda_major}"
+    for entry in sys.path:
+        if entry and os.path.isfile(os.path.join(entry, nvrtc)):
+            os.environ["KJIT_CUDA_HOME"] = os.path.join(os.path.abspath(entry), folder)
+            return
+
+
+_toolkit_from_wheels()
 
 __all__ = [
     "ArchError", "Binary", "BundleError", "Cache", "CompileError", "ConfigError", "CudaError",

@@ -8,4 +8,6 @@ NB_MODULE(_kjit, m)
   kjit::python::bind_program(m);
   kjit::python::bind_binary(m);
   kjit::python::bind_cache(m);
+  // The CUDA version this kjit was built for: NVIDIA's wheels for it live in nvidia/cu<major>/.
+  m.attr("_cuda_major") = KJIT_PY_CUDA_MAJOR;
 }
