@@ -1,6 +1,8 @@
-// kjit script build|list|show: build a script's schedules, list stored scripts, show one.
+// kjit script build|list|show|table|set-table|tune: build a script's schedules, list stored scripts, show
+// one; the table actions are in script_table.cpp and script_tune.cpp.
 #include "cache_args.hpp"
 #include "script_args.hpp"
+#include "script_commands.hpp"
 
 #include <kjit/script.hpp>
 
@@ -16,7 +18,10 @@ constexpr const char* k_synopsis =
   "kjit script build FILE --name NAME --space NAME=V1,V2 [--space …] [--name-expr PATTERN] [--sizes N,M]\n"
   "                  --arch ARCH [-D…] [-I…] [-X…] [--jobs N] [--cache-dir DIR]\n"
   "       kjit script list [--cache-dir DIR]\n"
-  "       kjit script show NAME|HASH-PREFIX [--cache-dir DIR]";
+  "       kjit script show NAME|HASH-PREFIX [--cache-dir DIR]\n"
+  "       kjit script table NAME|HASH-PREFIX [--cache-dir DIR]\n"
+  "       kjit script set-table FILE <build options> (--row KEYS=SCHEDULE [--row …] | --rows TABLE)\n"
+  "       kjit script tune FILE <build options> --at SIZES [--at …] --grid X[,Y,Z] --block X[,Y,Z] [--arg TYPE:VALUE …]";
 
 std::string values_text(const ScheduleInfo& s)
 {
@@ -147,11 +152,20 @@ int command_script(const std::vector<std::string>& args)
   if (action == "list" || action == "show") {
     return list_or_show(rest, action == "show");
   }
+  if (action == "table") {
+    return script_table(rest);
+  }
+  if (action == "set-table") {
+    return script_set_table(rest);
+  }
+  if (action == "tune") {
+    return script_tune(rest);
+  }
   if (action == "--help" || action == "-h") {
     std::cout << "usage: " << k_synopsis << "\n";
     return 0;
   }
-  throw UsageError{action.empty() ? "missing action: build, list or show" : "unknown action '" + action + "'",
+  throw UsageError{action.empty() ? "missing action: build, list, show, table, set-table or tune" : "unknown action '" + action + "'",
                    std::string("usage: ") + k_synopsis + "\n"};
 }
 
