@@ -436,13 +436,25 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
     ranked.push_back({&row, unreadable ? used : std::max(row.entry.created_unix, used), size});
     total += row.bytes;
   }
+  // What no removal frees: the mirror's shared files and folders (index.txt, headers/, programs/
+  // itself) and rows that lead to no entry. The limit bounds what the entries take: counted, these
+  // made a limit that the entries' own bytes fit in remove every entry (issue 39: 60 KiB removed all
+  // 28 entries whose records took 125 KiB, and each entry with its folder about 50 KiB).
+  std::size_t own = 0;
+  for (const Ranked& r : ranked) {
+    own += r.bytes;
+  }
+  for (const auto& [blob, size] : blob_size) {
+    own += blob_users.count(blob) != 0 ? size : 0;
+  }
+  const std::size_t shared = total > own ? total - own : 0;
   // Least recently used first (last use recorded by hits, else creation); ties by key.
   std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
     return a.last_use != b.last_use ? a.last_use < b.last_use : a.row->raw_key < b.row->raw_key;
   });
   std::vector<const Row*> removed;
   for (const Ranked& r : ranked) {
-    if (total <= bytes) {
+    if (total - std::min(total, shared) <= bytes) {
       break;
     }
     total -= r.bytes;
@@ -459,7 +471,7 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
   if (!removed.empty()) {
     remove_rows(*this, removed);
   }
-  remaining = total;
+  remaining = total - std::min(total, shared);
   return removed.size();
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end tests of `kjit script build|list|show` and the scripts/ mirror they leave, rebuilt by
+# End-to-end tests of `kjit script build|list|show|table|set-table|tune` and the scripts/ mirror they leave, rebuilt by
 # `kjit mirror --rebuild`.
 # Usage: test_script.sh KJIT
 set -u
@@ -87,6 +87,39 @@ for space in BLOCK=64, BLOCK=,64 BLOCK=64,,128; do  # an empty value, as an empt
 done
 check "a bad parameter name" exit_code 1 "$kjit" script build "$work/tile.cu" --name t --space 1X=1 --arch sm_80
 check "an unknown action" exit_code 2 "$kjit" script frobnicate
+
+# Dispatch tables from the command line (issue 39: no command set, showed or tuned one): set-table
+# builds the script again (every schedule a hit) and gives it its rows; table prints them as
+# set-table reads them; a bundle carries them; tune needs a GPU and says so where there is none.
+tile=("$work/tile.cu" --name TileScale --space BLOCK=64,128,256 --space UNROLL=1,2 --name-expr 'tile<{BLOCK},{UNROLL}>'
+      --arch sm_80)
+check "script set-table with --row" exit_code 0 "$kjit" script set-table "${tile[@]}" --row 1024=2 --row 4096=5
+check "it says two rows" grep -q "dispatch table of 2 rows set" "$work/out"
+check "script table" exit_code 0 "$kjit" script table TileScale
+check "table prints the rows" sh -c "grep -q '^1024=2  # given$' '$work/out' && grep -q '^4096=5  # given$' '$work/out'"
+check "valid everywhere" grep -q "^# fingerprint: kjit_version=\* arch=\* gpu=\* compute_capability=\* cuda_version=\*$" "$work/out"
+check "script list counts them" sh -c "'$kjit' script list | grep -q 'TileScale.*6/6 built  2 table rows'"
+check "the mirror's dispatch_table.txt has them" grep -q "1024" "$dir/dispatch_table.txt"
+cp "$work/out" "$work/table.txt"
+check "script set-table --rows of what table printed" exit_code 0 "$kjit" script set-table "${tile[@]}" \
+  --rows "$work/table.txt"
+check "script table again" exit_code 0 "$kjit" script table "${hash:0:10}"
+check "the same rows" bash -c "grep -v '^#' '$work/out' | diff - <(grep -v '^#' '$work/table.txt')"
+check "a schedule that is not built" exit_code 1 "$kjit" script set-table "${tile[@]}" --row 1024=9
+check "a size that is no tuning key" exit_code 1 "$kjit" script set-table "${tile[@]}" --row 1000=1
+check "that names the key" grep -q "1000 is not a tuning key (1024 is)" "$work/err"
+check "a row that is no row" exit_code 2 "$kjit" script set-table "${tile[@]}" --row 1024
+check "no rows" exit_code 2 "$kjit" script set-table "${tile[@]}"
+check "script table of an unknown name" exit_code 1 "$kjit" script table NoSuchScript
+check "export" exit_code 0 "$kjit" export "$work/tile.kjit"
+check "import into a new folder" exit_code 0 env KJIT_CACHE_DIR="$work/elsewhere" "$kjit" import "$work/tile.kjit"
+check "the table came along" exit_code 0 env KJIT_CACHE_DIR="$work/elsewhere" "$kjit" script table TileScale
+check "with its rows" bash -c "grep -v '^#' '$work/out' | diff - <(grep -v '^#' '$work/table.txt')"
+check "tune without a GPU fails" exit_code 1 env CUDA_VISIBLE_DEVICES=-1 "$kjit" script tune "${tile[@]}" \
+  --at 2048 --grid 'n/BLOCK' --block BLOCK --arg buffer:n*4
+check "saying there is no GPU" grep -q "no GPU is present (.*): tuning times each schedule on a GPU" "$work/err"
+check "on one line" test "$(wc -l <"$work/err")" = 1
+check "and tuned nothing" sh -c "'$kjit' script table TileScale | grep -q '^2048=' && exit 1 || exit 0"
 
 # The mirror is a view: deleted, it comes back from the store.
 rm -rf "$KJIT_CACHE_DIR/scripts"

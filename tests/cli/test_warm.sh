@@ -168,5 +168,26 @@ check "… says so once ($(grep -c 'cannot mirror' "$work/err") lines)" test "$(
 check "… naming the cause" grep -q "cannot mirror [0-9a-f]*: Not a directory" "$work/err"
 check "… and stores all three" test "$(env KJIT_CACHE_DIR="$work/cache_nomirror" "$kjit" list | grep -c sm_90)" = 3
 
+# --- prune --max-size keeps the most recently used entries that fit (issue 39: 60KiB removed all 28
+# entries of a cache whose records took 125 KiB). The limit counted the mirror's shared files
+# (programs/ and index.txt, 8 KiB here), which no removal frees: with an entry at about 36 KiB
+# (4.4 KiB record, 32 KiB folder), 40KiB removed all 28 ---
+mkdir -p "$work/many"
+for i in $(seq 1 28); do
+  printf 'extern "C" __global__ void m%s(int* p) { p[threadIdx.x] = %s; }\n' "$i" "$i" >"$work/many/m$i.cu"
+done
+many=(env KJIT_CACHE_DIR="$work/cache_many")
+check "warm 28 one-line kernels" exit_code 0 "${many[@]}" "$kjit" warm "$work"/many/m*.cu --arch sm_80
+check "prune --max-size 40KiB" exit_code 0 "${many[@]}" "$kjit" prune --max-size 40KiB
+check "keeps an entry" test "$("${many[@]}" "$kjit" list | wc -l)" -ge 1
+check "what it keeps fits: records and their folders" python3 -c "
+import json, os, subprocess
+d = json.loads(subprocess.check_output(['env', 'KJIT_CACHE_DIR=$work/cache_many', '$kjit', 'stats', '--json']))
+programs = '$work/cache_many/programs'
+folders = sum(os.lstat(os.path.join(r, n)).st_blocks * 512 for k in os.listdir(programs) if len(k) == 64
+              for r, ds, fs in os.walk(os.path.join(programs, k)) for n in ds + fs) + \
+          sum(os.lstat(os.path.join(programs, k)).st_blocks * 512 for k in os.listdir(programs) if len(k) == 64)
+assert d['entries'] >= 1 and d['bytes']['records'] + folders <= 40 * 1024, (d, folders)"
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

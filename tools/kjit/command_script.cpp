@@ -1,6 +1,8 @@
-// kjit script build|list|show: build a script's schedules, list stored scripts, show one.
+// kjit script build|list|show|table|set-table|tune: build a script's schedules, list stored scripts, show
+// one; the table actions are in script_table.cpp and script_tune.cpp.
 #include "cache_args.hpp"
-#include "program_args.hpp"
+#include "script_args.hpp"
+#include "script_commands.hpp"
 
 #include <kjit/script.hpp>
 
@@ -16,21 +18,10 @@ constexpr const char* k_synopsis =
   "kjit script build FILE --name NAME --space NAME=V1,V2 [--space …] [--name-expr PATTERN] [--sizes N,M]\n"
   "                  --arch ARCH [-D…] [-I…] [-X…] [--jobs N] [--cache-dir DIR]\n"
   "       kjit script list [--cache-dir DIR]\n"
-  "       kjit script show NAME|HASH-PREFIX [--cache-dir DIR]";
-
-std::vector<std::string> split(const std::string& text, char separator)
-{
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (;;) {
-    const auto at = text.find(separator, start);
-    parts.push_back(text.substr(start, at == std::string::npos ? std::string::npos : at - start));
-    if (at == std::string::npos) {
-      return parts;
-    }
-    start = at + 1;
-  }
-}
+  "       kjit script show NAME|HASH-PREFIX [--cache-dir DIR]\n"
+  "       kjit script table NAME|HASH-PREFIX [--cache-dir DIR]\n"
+  "       kjit script set-table FILE <build options> (--row KEYS=SCHEDULE [--row …] | --rows TABLE)\n"
+  "       kjit script tune FILE <build options> --at SIZES [--at …] --grid X[,Y,Z] --block X[,Y,Z] [--arg TYPE:VALUE …]";
 
 std::string values_text(const ScheduleInfo& s)
 {
@@ -64,51 +55,12 @@ int build(const std::vector<std::string>& args)
   po::options_description visible("options");
   po::options_description hidden;
   po::positional_options_description positional;
-  add_program_options(visible, hidden, positional);
-  visible.add_options()
-    ("name", po::value<std::string>()->required(), "the script's name (its folder under scripts/)")
-    ("space", po::value<std::vector<std::string>>()->composing()->required(), "a tuning parameter: NAME=V1,V2,…")
-    ("sizes", po::value<std::string>()->default_value("n"), "names of the dynamic sizes, comma-separated")
-    ("jobs,j", po::value<unsigned>()->default_value(0), "worker processes (0: one per core)");
+  add_script_options(visible, hidden, positional);
   po::variables_map vm;
   if (!parse_arguments(args, k_synopsis, visible, hidden, positional, vm)) {
     return 0;
   }
-  // Empty values are bad usage (docs/cli.md): an empty name filed the script under "script", an
-  // empty size name reached the library's check (exit 1).
-  if (vm["name"].as<std::string>().empty()) {
-    throw UsageError{"--name needs the script's name, not \"\"", ""};
-  }
-  const std::vector<std::string> size_names = split(vm["sizes"].as<std::string>(), ',');
-  if (size_names.empty() || std::find(size_names.begin(), size_names.end(), "") != size_names.end()) {
-    throw UsageError{"--sizes " + vm["sizes"].as<std::string>() + ": expected names, comma-separated (e.g. n,m)", ""};
-  }
-  Script script;
-  const Program program = program_from_arguments(vm, script.arch);
-  if (program.name_expressions.size() > 1) {
-    throw UsageError{"give one --name-expr pattern (e.g. 'kern<{BLOCK}>')", ""};
-  }
-  script.name = vm["name"].as<std::string>();
-  script.program_name = program.name;
-  script.source = program.source;
-  script.options = program.options;
-  script.name_expression = program.name_expressions.empty() ? "" : program.name_expressions[0];
-  script.size_names = size_names;
-  for (const auto& text : vm["space"].as<std::vector<std::string>>()) {
-    const auto equals = text.find('=');
-    if (equals == std::string::npos || equals == 0 || equals + 1 == text.size()) {
-      throw UsageError{"--space " + text + ": expected NAME=V1,V2,…", ""};
-    }
-    std::vector<std::string> values = split(text.substr(equals + 1), ',');
-    if (std::find(values.begin(), values.end(), "") != values.end()) {
-      // As an empty size name in --sizes: bad usage, not the library's check (exit 1).
-      throw UsageError{"--space " + text + ": a value is empty (expected NAME=V1,V2,…)", ""};
-    }
-    script.space.push_back({text.substr(0, equals), std::move(values)});
-  }
-  BatchOptions batch;
-  batch.jobs = jobs_option(vm);
-  const BuiltScript built = script.build(default_cache(), batch);
+  const BuiltScript built = build_from_arguments(vm);
   std::printf("script %s (%s): %zu of %zu schedules built for %s\n", one_line(built.name()).c_str(), built.hash().c_str(),
               built_count(built.schedules()), built.schedules().size(), built.arch().str().c_str());
   print_schedules(built.schedules());
@@ -200,11 +152,20 @@ int command_script(const std::vector<std::string>& args)
   if (action == "list" || action == "show") {
     return list_or_show(rest, action == "show");
   }
+  if (action == "table") {
+    return script_table(rest);
+  }
+  if (action == "set-table") {
+    return script_set_table(rest);
+  }
+  if (action == "tune") {
+    return script_tune(rest);
+  }
   if (action == "--help" || action == "-h") {
     std::cout << "usage: " << k_synopsis << "\n";
     return 0;
   }
-  throw UsageError{action.empty() ? "missing action: build, list or show" : "unknown action '" + action + "'",
+  throw UsageError{action.empty() ? "missing action: build, list, show, table, set-table or tune" : "unknown action '" + action + "'",
                    std::string("usage: ") + k_synopsis + "\n"};
 }
 

@@ -28,6 +28,9 @@ scripts (a kernel family built for every schedule of a tuning space; docs/script
                                                 build every schedule as a batch, record and mirror them
   script list                                   the stored scripts
   script show NAME|HASH-PREFIX                  schedules, dispatch table and its fingerprint
+  script table NAME|HASH-PREFIX                 the dispatch table as rows KEYS=SCHEDULE
+  script set-table FILE [build options] --row KEYS=SCHEDULE…|--rows TABLE   give a script its table
+  script tune FILE [build options] --at SIZES… --grid G --block B [--arg T:V…]   time the schedules (a GPU)
 
 operating a cache (all take --cache-dir DIR):
   list [--name N] [--arch A] [--json]           the entries
