@@ -84,7 +84,7 @@ void Writer::write(std::string hex_key, store::Entry entry)
     return;
   }
   std::unique_lock lock(m_mutex);
-  m_jobs.push_back({Job::Kind::write, std::move(hex_key), std::move(entry)});
+  m_jobs.push_back({Job::Kind::write, std::move(hex_key), std::move(entry), {}});
   dispatch(lock);
 }
 
@@ -117,7 +117,7 @@ void Writer::removed(const std::vector<std::string>& hex_keys)
   }
   std::unique_lock lock(m_mutex);
   if (m_jobs.empty() || m_jobs.back().kind != Job::Kind::tidy) {
-    m_jobs.push_back({Job::Kind::tidy, {}, {}});
+    m_jobs.push_back({Job::Kind::tidy, {}, {}, {}});
   }
   dispatch(lock);
 }
