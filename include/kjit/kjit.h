@@ -21,7 +21,8 @@
    - Threads: a cache, binary, module and kernel may be used from many threads at once. A program
      or config must not be changed while another thread uses it.
 
-   Symbols carry the version node KJIT_C_1.0 (src/exports.map): a later kjit adds calls in new
+   Symbols carry the version node of the C API that added them (src/exports.map): KJIT_C_1.0 for
+   the first calls, KJIT_C_1.1 for batches, statistics and upkeep. A later kjit adds calls in new
    nodes, and a program built against this header keeps working with it. */
 #ifndef KJIT_KJIT_H
 #define KJIT_KJIT_H
@@ -35,7 +36,7 @@ extern "C" {
 
 /* The version of the C API this header declares (the symbol version node KJIT_C_<major>.<minor>). */
 #define KJIT_C_API_VERSION_MAJOR 1
-#define KJIT_C_API_VERSION_MINOR 0
+#define KJIT_C_API_VERSION_MINOR 1
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Status codes. The values are fixed: later versions only add codes. */
@@ -162,6 +163,52 @@ kjit_status kjit_cache_lookup(kjit_cache* cache, const kjit_program* program, co
 /* The key of `program` for `arch`: 64 hex digits and a NUL written to `key` (kjit::Cache::prepare).
    Before the first compile of a program that includes disk headers it is a prediction. */
 kjit_status kjit_cache_key(kjit_cache* cache, const kjit_program* program, const char* arch, char key[65]);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Batches, statistics and upkeep (C API 1.1). */
+
+/* The binaries of `count` programs, as kjit_cache_get() would give them one by one: hits are served
+   at once, misses compiled in parallel worker processes (kjit::Cache::get_many; `jobs` workers at
+   once, 0: one per core), each stored. For each i, binaries[i] gets the binary or NULL and
+   statuses[i] its status. Returns KJIT_OK when every item succeeded, else the status of the first
+   item that failed, whose message (and compile log) kjit_last_error_message() and
+   kjit_last_error_log() then give. `archs` may be NULL (every arch auto) or hold NULLs. */
+kjit_status kjit_cache_get_many(kjit_cache* cache, size_t count, const kjit_program* const* programs,
+                                const char* const* archs, unsigned jobs, kjit_binary** binaries,
+                                kjit_status* statuses);
+
+/* What a cache has done since it was opened (kjit::CacheStats). The caller sets `size` to
+   sizeof(kjit_cache_stats); a later kjit, whose struct has more fields at its end, writes none
+   past `size`. */
+typedef struct kjit_cache_stats {
+  size_t size;
+  uint64_t memory_hits;        /* served from this process's memory tier */
+  uint64_t disk_hits;          /* served from the store */
+  uint64_t bundle_hits;        /* served from a bundle */
+  uint64_t remote_hits;        /* served from the remote tier */
+  uint64_t misses;             /* found in no tier */
+  uint64_t compiles;           /* NVRTC runs of this cache */
+  uint64_t uncached_compiles;  /* of those, compiled from the disk and not stored (every reason) */
+  uint64_t failed_hits;        /* hits on a remembered compile error */
+  uint64_t quarantined;        /* damaged records moved aside */
+  uint64_t store_errors;       /* commits that failed (served from memory) */
+  uint64_t mirror_errors;      /* mirror writes that failed (the store is unaffected) */
+  double compile_ms_saved;     /* compile time the hits did not spend again */
+  double compile_ms_spent;     /* compile time the misses spent */
+} kjit_cache_stats;
+
+/* Fills `stats` up to stats->size (at least the size field and one counter). */
+kjit_status kjit_cache_get_stats(const kjit_cache* cache, kjit_cache_stats* stats);
+/* How many entries the cache's store holds (0 without a store). */
+kjit_status kjit_cache_disk_entries(const kjit_cache* cache, size_t* count);
+/* Removes every entry: the store's, the mirror's and the memory tier's. */
+kjit_status kjit_cache_clear(kjit_cache* cache);
+/* Removes the least recently used entries until the rest take at most `bytes` (what eviction can
+   free: each entry's record, its own header blobs and mirror folder); `removed` (may be NULL)
+   gets how many went. */
+kjit_status kjit_cache_prune_to_size(kjit_cache* cache, uint64_t bytes, size_t* removed);
+/* Removes the entries not used for `seconds`; `removed` (may be NULL) gets how many went. */
+kjit_status kjit_cache_prune_older_than(kjit_cache* cache, int64_t seconds, size_t* removed);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Binaries: what a compile made. Read-only; thread-safe. Pointers are valid until

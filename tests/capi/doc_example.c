@@ -45,6 +45,33 @@ static kjit_status launch_saxpy(const kjit_binary* binary, float a, uint64_t x, 
   return status;
 }
 
+/* The program for two archs in one batch (misses compiled in parallel workers), then what the
+   cache did and holds. */
+static kjit_status batch_and_stats(kjit_cache* cache, const kjit_program* program)
+{
+  const kjit_program* programs[2] = {program, program};
+  const char* archs[2] = {"sm_80", "sm_90"};
+  kjit_binary* binaries[2] = {NULL, NULL};
+  kjit_status statuses[2];
+  kjit_status status = kjit_cache_get_many(cache, 2, programs, archs, 0, binaries, statuses);
+  kjit_binary_destroy(binaries[0]);
+  kjit_binary_destroy(binaries[1]);
+  kjit_cache_stats stats;
+  stats.size = sizeof stats;
+  size_t entries = 0;
+  if (status == KJIT_OK) {
+    status = kjit_cache_get_stats(cache, &stats);
+  }
+  if (status == KJIT_OK) {
+    status = kjit_cache_disk_entries(cache, &entries);
+  }
+  if (status == KJIT_OK) {
+    printf("%llu hits, %llu compiles; %zu entries on disk\n",
+           (unsigned long long)(stats.memory_hits + stats.disk_hits), (unsigned long long)stats.compiles, entries);
+  }
+  return status;
+}
+
 int main(void)
 {
   kjit_cache* cache = NULL;
@@ -73,6 +100,9 @@ int main(void)
       printf("no GPU here: compiled and cached only\n");
       status = KJIT_OK;
     }
+  }
+  if (status == KJIT_OK) {
+    status = batch_and_stats(cache, program);
   }
   if (status != KJIT_OK) {
     report(status);
