@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <cstdlib>
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -47,8 +48,18 @@ std::string default_worker_path()
     places.push_back(library_dir + "kjit-worker");
     const std::pair<const char*, const char*> owned[] = {{KJIT_INSTALLED_LIBDIR, KJIT_INSTALLED_WORKER},
                                                          {KJIT_BUILD_LIBDIR, KJIT_BUILD_WORKER}};
+    // By where the folders lead: libkjit found through a relative RUNPATH is named as the loader
+    // joined it (".../build/tests/capi/../../lib/libkjit.so.0.1", an app's
+    // "$ORIGIN/subprojects/kjit/lib"), which names the build's folder without being its text.
+    const auto real = [](const std::string& path) {
+      char* resolved = ::realpath(path.c_str(), nullptr);
+      std::string out = resolved != nullptr ? resolved : "";
+      std::free(resolved);
+      return out;
+    };
+    const std::string real_library_dir = real(library_dir);
     for (const auto& [libdir, worker] : owned) {
-      if (worker[0] != '\0' && library_dir == std::string(libdir) + "/") {
+      if (worker[0] != '\0' && !real_library_dir.empty() && real_library_dir == real(libdir)) {
         places.emplace_back(worker);
       }
     }
