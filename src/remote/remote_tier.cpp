@@ -47,12 +47,16 @@ const std::string& RemoteTier::name() const noexcept
 
 Server& RemoteTier::pick(const util::Sha256& key) const noexcept
 {
+  return pick(std::string_view(reinterpret_cast<const char*>(key.data()), key.size()));
+}
+
+Server& RemoteTier::pick(std::string_view digest) const noexcept
+{
   // Rendezvous (highest random weight) hashing: adding or removing a server moves only the keys
   // it wins or held. The weight names the server by host:port/db, never by its password.
   Server* best = m_servers.front().get();
   if (m_servers.size() > 1) {
     util::Checksum best_weight{};
-    const std::string_view digest(reinterpret_cast<const char*>(key.data()), key.size());
     for (const auto& server : m_servers) {
       const util::Checksum weight = util::checksum(server->url().server() + "|" + std::string(digest));
       if (best_weight < weight) {

@@ -54,6 +54,8 @@ public:
 
 private:
   Server& pick(const util::Sha256& key) const noexcept;
+  // The server that rendezvous hashing picks for `digest` (a key's bytes, or a meta row's checksum).
+  Server& pick(std::string_view digest) const noexcept;
   std::vector<std::unique_ptr<Server>> m_servers;
   std::string m_name;
   std::mutex m_warned_mutex;
