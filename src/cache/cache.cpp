@@ -59,11 +59,11 @@ const cache::KeyContext& Cache::Impl::key_context()
   std::lock_guard lock(context_mutex);
   if (!context) {
     try {
-      context = cache::toolchain_context(config, store.get());
+      context = cache::toolchain_context(config, store.get(), remote);
     } catch (const StoreError& e) {
       // The identities could not be remembered (disk full…): found again next time, never fatal.
       cache::warn_once(std::string("cannot remember the toolchain's identity: ") + e.what());
-      context = cache::toolchain_context(config, nullptr);
+      context = cache::toolchain_context(config, nullptr, remote);
     }
     direct_context = cache::direct_context(*context);
   }

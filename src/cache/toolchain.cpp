@@ -4,6 +4,8 @@
 #include "cache/cache_dir.hpp"
 #include "deps/toolkit_headers.hpp"
 #include "config/config_internal.hpp"
+#include "remote/remote_tier.hpp"
+#include "rtc/build_id.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvjitlink_library.hpp"
 #include "rtc/nvrtc_library.hpp"
@@ -21,14 +23,18 @@ namespace kjit::cache {
 
 namespace {
 
-// "path size mtime inode" of a file, or "path missing"; `present` says which. One stat, unless
-// find_toolkit() stat()ed the file just before (`seen`).
-std::string file_identity(const std::string& path, bool* present = nullptr, const rtc::FileSeen& seen = {})
+// "path size mtime inode" of a file, or "path missing"; `present` says which, `saw` what the stat
+// saw. One stat, unless find_toolkit() stat()ed the file just before (`seen`).
+std::string file_identity(const std::string& path, bool* present = nullptr, const rtc::FileSeen& seen = {},
+                          rtc::FileSeen* saw = nullptr)
 {
   const rtc::FileSeen now = seen.state == rtc::FileSeen::State::not_seen ? rtc::stat_file(path) : seen;
   const bool found = now.state == rtc::FileSeen::State::present;
   if (present != nullptr) {
     *present = found;
+  }
+  if (saw != nullptr) {
+    *saw = now;
   }
   if (!found) {
     return path + " missing";
@@ -98,25 +104,43 @@ struct ContextText {
     const auto fingerprint = row.substr(start + before.size(), row.size() - after.size() - start - before.size());
     return !fingerprint.empty() && fingerprint.find('\n') == fingerprint.size() - 1;
   }
+
+  // The fingerprint in a row that matches().
+  std::string fingerprint_in(std::string_view row) const
+  {
+    const auto start = row.find('\n') + 1 + before.size();
+    return std::string(row.substr(start, row.size() - after.size() - start - 1));
+  }
 };
+
+// The meta row that remembers the context of this toolchain with `fingerprint`.
+store::Store::Row context_row(const ContextText& text, const std::string& fingerprint)
+{
+  const std::string part = text.with(fingerprint);
+  return {store::Table::meta, k_context_prefix + util::to_hex(util::checksum(part)),
+          std::to_string(::time(nullptr)) + "\n" + part};
+}
 
 // Remembers the context of this toolchain with `fingerprint` in the store (one read when known).
 void remember_context(store::Store& store, const ContextText& text, const std::string& fingerprint)
 {
-  const std::string part = text.with(fingerprint);
-  const std::string key = k_context_prefix + util::to_hex(util::checksum(part));
-  if (!store.get(store::Table::meta, key)) {
-    store.put({{store::Table::meta, key, std::to_string(::time(nullptr)) + "\n" + part}});
+  store::Store::Row row = context_row(text, fingerprint);
+  if (!store.get(store::Table::meta, row.key)) {
+    store.put({std::move(row)});
   }
 }
 
-// Whether the store remembers a context of this toolchain, with any fingerprint: then processes
-// without NVRTC find it, and this one needs no fingerprint to remember it.
-bool remembers(const store::Store& store, const ContextText& text)
+// The fingerprint of a context of this toolchain the store remembers (any one of them), or
+// nullopt: with one, processes without NVRTC find the toolchain, and this one needs no fingerprint
+// to remember it.
+std::optional<std::string> remembered_fingerprint(const store::Store& store, const ContextText& text)
 {
-  bool found = false;
-  store.for_each_prefix(store::Table::meta, k_context_prefix,
-                        [&](std::string_view, std::string_view value) { found = found || text.matches(value); });
+  std::optional<std::string> found;
+  store.for_each_prefix(store::Table::meta, k_context_prefix, [&](std::string_view, std::string_view value) {
+    if (!found && text.matches(value)) {
+      found = text.fingerprint_in(value);
+    }
+  });
   return found;
 }
 
@@ -195,15 +219,89 @@ std::optional<KeyContext> remembered_toolchain(const store::Store& store)
 
 namespace {
 
+// What the stats of toolchain_file_identity() saw of the three libraries.
+struct LibrariesSeen {
+  rtc::FileSeen nvrtc;
+  rtc::FileSeen builtins;
+  rtc::FileSeen nvjitlink;
+};
+
 // toolchain_file_identity(), also saying whether the NVRTC library file is there (one stat each;
 // none for the files a fresh find_toolkit() already stat()ed, `fresh`).
-std::string file_identities(const rtc::Toolkit& toolkit, bool& has_nvrtc, bool fresh)
+std::string file_identities(const rtc::Toolkit& toolkit, bool& has_nvrtc, bool fresh, LibrariesSeen* saw = nullptr)
 {
   const rtc::FileSeen none;
-  return "nvrtc " + file_identity(toolkit.nvrtc_path, &has_nvrtc, fresh ? toolkit.nvrtc_seen : none) +
-         "\nbuiltins " + file_identity(toolkit.nvrtc_builtins_path, nullptr, fresh ? toolkit.nvrtc_builtins_seen : none) +
-         "\nnvjitlink " + file_identity(toolkit.nvjitlink_path) + "\nheaders " +
-         file_identity(toolkit.root + "/version.json") + "\n";
+  LibrariesSeen seen;
+  std::string identity =
+    "nvrtc " + file_identity(toolkit.nvrtc_path, &has_nvrtc, fresh ? toolkit.nvrtc_seen : none, &seen.nvrtc) +
+    "\nbuiltins " +
+    file_identity(toolkit.nvrtc_builtins_path, nullptr, fresh ? toolkit.nvrtc_builtins_seen : none, &seen.builtins) +
+    "\nnvjitlink " + file_identity(toolkit.nvjitlink_path, nullptr, none, &seen.nvjitlink) + "\nheaders " +
+    file_identity(toolkit.root + "/version.json") + "\n";
+  if (saw != nullptr) {
+    *saw = seen;
+  }
+  return identity;
+}
+
+// The libraries' GNU build IDs ("nvrtc <id>\nbuiltins <id>\nnvjitlink <id>\n"; "builtins none"
+// when the toolkit has no builtins library), each read from the file `seen` describes: the name
+// of the fleet's memo of their versions. nullopt when one of them has no build ID.
+std::optional<std::string> build_identity(const rtc::Toolkit& toolkit, const LibrariesSeen& seen)
+{
+  const auto nvrtc = rtc::gnu_build_id(toolkit.nvrtc_path, seen.nvrtc);
+  const auto nvjitlink = rtc::gnu_build_id(toolkit.nvjitlink_path, seen.nvjitlink);
+  const bool no_builtins = toolkit.nvrtc_builtins_path.empty();
+  const auto builtins = no_builtins ? std::optional<std::string>("none")
+                                    : rtc::gnu_build_id(toolkit.nvrtc_builtins_path, seen.builtins);
+  if (!nvrtc || !nvjitlink || !builtins) {
+    return std::nullopt;
+  }
+  return "nvrtc " + *nvrtc + "\nbuiltins " + *builtins + "\nnvjitlink " + *nvjitlink + "\n";
+}
+
+// The name of the fleet's memo row for the libraries whose build IDs are `build`.
+std::string fleet_memo_name(const std::string& build)
+{
+  return "toolchain:v1:" + util::to_hex(util::checksum(build));
+}
+
+// Versions as the memo rows hold them: "nvrtc\nnvjitlink\narchs".
+std::string memo_text(const Versions& versions)
+{
+  return versions.nvrtc + "\n" + versions.nvjitlink + "\n" + versions.archs;
+}
+
+// The fleet's memo: the versions, then (when the node that learned them knew it) a line with the
+// fingerprint of its toolkit headers, which a new node remembers its context with, as a bundle's
+// context row gives one: never a fingerprint of this node's keys, which find their own.
+struct FleetMemo {
+  Versions versions;
+  std::string fingerprint;  // may be empty
+};
+
+// A fleet memo's text; nullopt unless it has the three lines of versions, an NVRTC identity that
+// starts with its version ("13.0 …") and a list of archs (a fleet's row could be planted or damaged).
+std::optional<FleetMemo> parse_fleet_memo(const std::string& text)
+{
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; lines.size() < 5 && std::getline(in, line);) {
+    lines.push_back(line);
+  }
+  if (lines.size() < 3 || lines.size() > 4) {
+    return std::nullopt;
+  }
+  FleetMemo memo{{lines[0], lines[1], lines[2]}, lines.size() == 4 ? lines[3] : std::string()};
+  try {
+    if (nvrtc_version(memo.versions.nvrtc).first <= 0 || memo.versions.nvjitlink.empty() ||
+        parse_archs(memo.versions.archs).empty()) {
+      return std::nullopt;
+    }
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return memo;
 }
 
 } // namespace
@@ -214,14 +312,15 @@ std::string toolchain_file_identity(const rtc::Toolkit& toolkit)
   return file_identities(toolkit, has_nvrtc, false);
 }
 
-KeyContext toolchain_context(const Config& config, store::Store* store)
+KeyContext toolchain_context(const Config& config, store::Store* store, remote::RemoteTier* remote)
 {
   KeyContext context;
   const rtc::Toolkit toolkit = rtc::remember_toolkit(config);  // once per Cache: its misses stat nothing
   context.toolkit_include_dirs = toolkit.include_dirs;
   context.toolkit_include_names = relative_to_root(toolkit);
   bool has_nvrtc = false;
-  const std::string identity = file_identities(toolkit, has_nvrtc, true);  // found just now
+  LibrariesSeen seen;
+  const std::string identity = file_identities(toolkit, has_nvrtc, true, &seen);  // found just now
   if (store != nullptr && !has_nvrtc) {
     // No NVRTC here: the keys of the toolchain that made the store's entries (hits only; a miss
     // fails with the ToolchainError of the missing library).
@@ -246,6 +345,19 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
       versions = {stored->substr(0, first), stored->substr(first + 1, second - first - 1), stored->substr(second + 1)};
     }
   }
+  // A new store (a fleet's new container): the fleet's memo, named by the libraries' build IDs,
+  // which the linker derives from their bytes, so a node of another toolkit never finds this one's.
+  const std::optional<std::string> build =
+    versions.nvrtc.empty() && remote != nullptr ? build_identity(toolkit, seen) : std::nullopt;
+  std::string fleet_fingerprint;
+  if (build) {
+    if (const auto shared = remote->get_meta(fleet_memo_name(*build))) {
+      if (auto parsed = parse_fleet_memo(*shared)) {
+        versions = std::move(parsed->versions);
+        fleet_fingerprint = std::move(parsed->fingerprint);
+      }
+    }
+  }
   const bool probed = versions.nvrtc.empty();
   if (probed) {
     // Probed with this toolkit's libraries only: never record another toolkit's versions here.
@@ -257,9 +369,9 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
     }
     versions = {rtc::nvrtc_build_identity(config), rtc::nvjitlink_identity(), archs};
   }
+  std::vector<store::Store::Row> rows;  // written in one commit at the end
   if (store != nullptr && !stored && (probed || store->writable())) {
-    store->put({{store::Table::meta, meta_key, versions.nvrtc + "\n" + versions.nvjitlink + "\n" + versions.archs},
-                {store::Table::meta, meta_key + " files", identity}});
+    rows = {{store::Table::meta, meta_key, memo_text(versions)}, {store::Table::meta, meta_key + " files", identity}};
   }
   context.nvrtc_identity = versions.nvrtc;
   context.nvjitlink_identity = versions.nvjitlink;
@@ -270,10 +382,24 @@ KeyContext toolchain_context(const Config& config, store::Store* store)
   const ContextText text(context);
   context.toolkit_headers = ToolkitHeaders(
     [dirs = toolkit.include_dirs, store, text] { return find_fingerprint(dirs, store, text); });
-  if (store != nullptr && store->writable() && !remembers(*store, text)) {
+  std::optional<std::string> fingerprint =
+    store != nullptr && store->writable() ? remembered_fingerprint(*store, text) : std::nullopt;
+  if (store != nullptr && store->writable() && !fingerprint) {
     // Processes without NVRTC need a remembered context of this toolchain, whatever keys are made
-    // here: the first process of a toolchain remembers it now (with the fingerprint).
-    std::ignore = context.toolkit_headers.value();
+    // here: the first process of a toolchain remembers it now, with the fleet's fingerprint on a
+    // new node of a fleet (reading the toolkit's headers costs ≈ 0.2 s), else with this one's.
+    if (!fleet_fingerprint.empty()) {
+      rows.push_back(context_row(text, fleet_fingerprint));  // with the versions: one fdatasync
+    } else {
+      fingerprint = context.toolkit_headers.value();
+    }
+  }
+  if (!rows.empty()) {
+    store->put(rows);
+  }
+  if (probed && build) {
+    // The next new node of the fleet loads nothing.
+    remote->put_meta(fleet_memo_name(*build), memo_text(versions) + (fingerprint ? "\n" + *fingerprint : ""));
   }
   return context;
 }

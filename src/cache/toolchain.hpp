@@ -9,6 +9,10 @@
 
 #include <optional>
 
+namespace kjit::remote {
+class RemoteTier;
+}
+
 namespace kjit::cache {
 
 // The identity of the NVRTC, NVRTC-builtins and nvJitLink library files and of the toolkit's
@@ -25,11 +29,16 @@ inline constexpr const char* k_context_prefix = "toolchain context ";
 // unknown one loads NVRTC and nvJitLink once (compiling a probe program), then is recorded, and
 // the whole context is remembered in the store. The toolkit headers' fingerprint is found (folder
 // stats, toolkit_headers.hpp) when the first key that holds it is made, and the context is then
-// remembered with it; a store that remembers no context of this toolchain gets one at once. When
+// remembered with it; a store that remembers no context of this toolchain gets one at once. A
+// store that knows no versions of these library files asks `remote` (if any) for the fleet's memo,
+// named by the libraries' GNU build IDs, before loading anything (one GET); versions it had to
+// learn by loading NVRTC are left there for the next new node (RemoteTier::put_meta), with the
+// fingerprint of its context, which a new node remembers its context with instead of reading the
+// toolkit's headers (as a bundle's context row does; its own keys find their own). When
 // the toolkit has no NVRTC library file, the context is remembered_toolchain() of the store (hits
 // are served without NVRTC; a miss fails with a ToolchainError naming the missing library).
 // `store` may be null (no disk tier); the context must not outlive it.
-KeyContext toolchain_context(const Config& config, store::Store* store);
+KeyContext toolchain_context(const Config& config, store::Store* store, remote::RemoteTier* remote = nullptr);
 
 // The toolchain a store without a loadable NVRTC uses: of the contexts remembered in `store`,
 // the newest NVRTC version (major.minor), and of equal versions the one remembered last.

@@ -17,6 +17,18 @@ std::string key_name(const char* prefix, const util::Sha256& key)
   return prefix + std::to_string(store::k_record_format) + ":" + util::to_hex(key.data(), key.size());
 }
 
+std::string meta_key(const std::string& name)
+{
+  return "kjit:meta:" + name;
+}
+
+// What picks the server of a meta row: its name's checksum (any node finds it on the same one).
+std::string meta_digest(const std::string& name)
+{
+  const util::Checksum sum = util::checksum(name);
+  return std::string(reinterpret_cast<const char*>(sum.data()), sum.size());
+}
+
 } // namespace
 
 std::string redis_key(const util::Sha256& key)
@@ -47,12 +59,16 @@ const std::string& RemoteTier::name() const noexcept
 
 Server& RemoteTier::pick(const util::Sha256& key) const noexcept
 {
+  return pick(std::string_view(reinterpret_cast<const char*>(key.data()), key.size()));
+}
+
+Server& RemoteTier::pick(std::string_view digest) const noexcept
+{
   // Rendezvous (highest random weight) hashing: adding or removing a server moves only the keys
   // it wins or held. The weight names the server by host:port/db, never by its password.
   Server* best = m_servers.front().get();
   if (m_servers.size() > 1) {
     util::Checksum best_weight{};
-    const std::string_view digest(reinterpret_cast<const char*>(key.data()), key.size());
     for (const auto& server : m_servers) {
       const util::Checksum weight = util::checksum(server->url().server() + "|" + std::string(digest));
       if (best_weight < weight) {
@@ -132,6 +148,36 @@ void RemoteTier::upload(const util::Sha256& key, std::string record, Lease lease
     server.enqueue(std::move(item));
   } catch (const std::exception&) {
     // no memory: the record stays local
+  }
+}
+
+std::optional<std::string> RemoteTier::get_meta(const std::string& name) noexcept
+{
+  const util::NoCancellation no_cancellation;  // a warning's write()
+  try {
+    const std::string key = meta_key(name);
+    std::string why;
+    const std::optional<Reply> reply =
+      pick(meta_digest(name)).ask({"GET", key}, why, Server::OnError::fail_but_wrong_type);
+    if (reply && reply->kind == Reply::Kind::string && reply->text.size() <= k_max_meta_bytes) {
+      return reply->text;
+    }
+  } catch (const std::exception&) {
+    // no memory: none
+  }
+  return std::nullopt;
+}
+
+void RemoteTier::put_meta(const std::string& name, std::string value) noexcept
+{
+  try {
+    Server& server = pick(meta_digest(name));
+    if (server.url().readonly || value.size() > k_max_meta_bytes || server.circuit_open()) {
+      return;
+    }
+    server.enqueue(UploadItem{meta_key(name), std::move(value), std::string(), std::string()});
+  } catch (const std::exception&) {
+    // no memory: not shared; another node learns it the slow way
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@ namespace kjit::remote {
 class Server;
 
 constexpr std::size_t k_max_upload_bytes = 16u << 20;  // larger records are not uploaded
+constexpr std::size_t k_max_meta_bytes = 4096;         // a larger meta value is not one of kjit's
 
 // The Redis key of a record: "kjit:v<record format>:<64 hex digits of the key>", so kjit versions
 // with different record formats can share a server.
@@ -45,6 +47,14 @@ public:
   // upload thread, then the release of `lease`. The record is dropped when read-only, over
   // k_max_upload_bytes or while the circuit is open.
   void upload(const util::Sha256& key, std::string record, Lease lease = {}) noexcept;
+  // A small fact shared by the fleet beside the records (the toolchain's versions for the key,
+  // cache/toolchain.cpp): the value under "kjit:meta:<name>", or nullopt when there is none, it is
+  // not a string or over k_max_meta_bytes, or the server can't be reached (one GET with the lookup
+  // timeouts). Never throws.
+  std::optional<std::string> get_meta(const std::string& name) noexcept;
+  // Queues a SET of `value` under "kjit:meta:<name>" on the upload thread, like upload(): dropped
+  // when read-only or while the circuit is open. Never throws.
+  void put_meta(const std::string& name, std::string value) noexcept;
   // Waits for every queued upload and release. Never throws.
   void flush() noexcept;
   // Bytes of records the servers accepted from this tier.
@@ -54,6 +64,8 @@ public:
 
 private:
   Server& pick(const util::Sha256& key) const noexcept;
+  // The server that rendezvous hashing picks for `digest` (a key's bytes, or a meta row's checksum).
+  Server& pick(std::string_view digest) const noexcept;
   std::vector<std::unique_ptr<Server>> m_servers;
   std::string m_name;
   std::mutex m_warned_mutex;

@@ -33,8 +33,27 @@ check "… reachable, its version, read-write" \
 check "node A's warm hit" env LD_DEBUG=files LD_DEBUG_OUTPUT="$work/ld" \
   "$kjit" compile "$work/r1.cu" --arch sm_80 -o "$work/hit-out"
 check "… loads no hiredis" bash -c "! cat '$work'/ld.* | grep -q 'file=libhiredis'"
-check "… and no NVRTC" bash -c "! cat '$work'/ld.* | grep -q 'file=libnvrtc'"
+check "… and no NVRTC" bash -c "! cat '$work'/ld.* | grep -q 'file=[^ ]*libnvrtc'"
 check "… (LD_DEBUG saw the libraries it did load)" bash -c "cat '$work'/ld.* | grep -q 'file=liblmdb'"
+rm -f "$work"/ld.*
+
+# --- a fresh node's first remote hit loads no compiler (issue 38): the key's NVRTC and nvJitLink
+#     versions come with the server (node A left them there under the libraries' build IDs) ---
+check "a fresh node's first lookup" exit_code 0 env KJIT_CACHE_DIR="$work/fresh" LD_DEBUG=files \
+  LD_DEBUG_OUTPUT="$work/ld" "$kjit" compile "$work/r1.cu" --arch sm_80 -o "$work/hit-out"
+check "… is served from the remote" grep -q "^lookup: from remote" "$work/out"
+check "… loads no NVRTC" bash -c "! cat '$work'/ld.* | grep -q 'file=[^ ]*libnvrtc'"
+check "… nor nvJitLink" bash -c "! cat '$work'/ld.* | grep -q 'file=[^ ]*libnvJitLink'"
+check "… (LD_DEBUG saw it load hiredis)" bash -c "cat '$work'/ld.* | grep -q 'file=libhiredis'"
+rm -f "$work"/ld.*
+memo=$(rcli --scan --pattern 'kjit:meta:toolchain:*')
+check "one toolchain memo on the server" test "$(wc -w <<<"$memo")" = 1
+rcli set "$memo" "garbage" >/dev/null
+check "a fresh node, the memo damaged" exit_code 0 env KJIT_CACHE_DIR="$work/fresh2" LD_DEBUG=files \
+  LD_DEBUG_OUTPUT="$work/ld" "$kjit" compile "$work/r2.cu" --arch sm_80 -o "$work/hit-out"
+check "… learns the versions from NVRTC" bash -c "cat '$work'/ld.* | grep -q 'file=[^ ]*libnvrtc'"
+check "… and finds the record all the same" grep -q "^lookup: from remote" "$work/out"
+check "… and the memo is repaired" test "$(rcli get "$memo" | head -c 3)" != gar
 rm -f "$work"/ld.*
 
 # --- node B: every kernel from the server, 0 compiles, written to its own store ---
