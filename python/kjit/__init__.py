@@ -18,7 +18,15 @@ from kjit._errors import (ArchError, BundleError, CompileError, ConfigError, Cud
 from kjit._kjit import (Binary, Cache, KernelInfo, KernelParam, Lookup, Options, Program,
                         StageTimings, __version__, _cuda_major, compile, default_cache, get, lookup,
                         supported_archs)
-from kjit.interop import cupy_module, object_code
+
+
+def __getattr__(name):
+    """kjit.interop and its two helpers, imported on first use: `import kjit` does not pay for them."""
+    if name in ("interop", "cupy_module", "object_code"):
+        import kjit.interop
+
+        return kjit.interop if name == "interop" else getattr(kjit.interop, name)
+    raise AttributeError(f"module 'kjit' has no attribute {name!r}")
 
 
 def _toolkit_from_wheels():
