@@ -1,6 +1,8 @@
 // The compile-and-retry loop over a private folder of header copies (see docs/includes.md).
 #include "cache/include_compile.hpp"
 
+#include "cache/named_copy.hpp"
+
 #include "cache/cache_dir.hpp"
 #include "cache/direct_key.hpp"
 #include "cache/cache_impl.hpp"
@@ -33,29 +35,6 @@ namespace {
 
 // At most this many folders are made for the skeletons of a compile's computed includes.
 constexpr std::size_t k_skeleton_folders = 512;
-
-// `content` as NVRTC gets it: a first line `#line 1 "<path>"` makes __FILE__, -lineinfo's .file
-// and the log name the user's file, not its copy, by the name NVRTC on disk gives it
-// (Resolver::spelled: "inc/x.h" for `#include "inc/x.h"` from k.cu, not the absolute path). Only names change: NVRTC's include search (the
-// includer's folder, #include_next, #pragma once) goes by where the copy is (measured, NVRTC 13.0;
-// key_rows/item1_*). A path a string literal can't hold as it is (a control character) keeps the
-// copy's name. A UTF-8 byte order mark stays first.
-std::string named(const std::string& path, const std::string& content)
-{
-  std::string line = "#line 1 \"";
-  for (const char ch : path) {
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
-      return content;
-    }
-    if (ch == '"' || ch == '\\') {
-      line += '\\';
-    }
-    line += ch;
-  }
-  line += "\"\n";
-  const bool bom = content.compare(0, 3, "\xEF\xBB\xBF") == 0;
-  return bom ? content.substr(0, 3) + line + content.substr(3) : line + content;
-}
 
 // How headers are placed in a private folder (see PrivateFolder::place).
 struct Placing {
