@@ -182,7 +182,7 @@ public:
       }
       return;
     }  // else a copy of its own, named by this name (NVRTC on disk names each inclusion so)
-    write(real, m_named ? named(spelled, header.content) : header.content);
+    write(real, m_named ? named(spelled, header.content, m_after_guards) : header.content);
   }
   void write(const std::string& real, const std::string& content) const
   {
@@ -211,6 +211,7 @@ public:
   }
 
   bool m_named = false;  // copies begin with #line naming the user's file (see names_files())
+  bool m_after_guards = false;  // ... after their include guard (named()): no -G, no -lineinfo
   // Whether a header was placed as a symlink to the disk (its stamps must hold after the compile).
   bool linked() const { return m_linked; }
   Placing m_placing;
@@ -365,6 +366,7 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
   const bool stub = folder && resolver.names_files() && wants_stub(program, resolver);
   if (folder && resolver.names_files()) {
     folder->m_named = true;
+    folder->m_after_guards = !deps::options_name_files(program.options);
     nvrtc_program.source = named(program.name, program.source);  // the name plain NVRTC would show
   }
   nvrtc_program.options = context.nvrtc_options;

@@ -1,11 +1,13 @@
 // Issue 22's table, row by row: a cached result always equals an uncached compile of the files now.
 #include <boost/test/unit_test.hpp>
 
+#include "cache/named_copy.hpp"
 #include "fixture.hpp"
 
 #include "deps/include_scan.hpp"
 #include "deps/resolver.hpp"
 #include "cache/key.hpp"
+#include "cache/named_copy.hpp"
 #include "deps/toolkit_headers.hpp"
 #include "rtc/compiler.hpp"
 #include "store/store.hpp"
@@ -705,6 +707,52 @@ BOOST_AUTO_TEST_CASE(review11_file_names_as_written_relative_to_the_working_dire
     BOOST_TEST(got == want, src << " " << dir);
   }
   BOOST_REQUIRE(::chdir(here) == 0);
+}
+
+// Issue 36: a copy's #line goes after its include guard or #pragma once (NVRTC reads a header with
+// a directive before its guard again at each inclusion: 0.2 s of a vendored CCCL's compile). The
+// lines keep their numbers and the binary names the user's files: __FILE__ and __LINE__ in
+// guarded headers included twice give the PTX of plain NVRTC on the files.
+BOOST_AUTO_TEST_CASE(a_copys_line_directive_goes_after_its_include_guard)
+{
+  using kjit::cache::named;
+  BOOST_TEST(named("inc/g.h", "// c\n/* two\nlines */\n#ifndef G\n#define G\nint a;\n#endif\n", true) ==
+             "// c\n/* two\nlines */\n#ifndef G\n#define G\n#line 6 \"inc/g.h\"\nint a;\n#endif\n");
+  BOOST_TEST(named("o.h", "#pragma once\nint b;\n", true) == "#pragma once\n#line 2 \"o.h\"\nint b;\n");
+  BOOST_TEST(named("v.h", "  # ifndef V\n\n#  define V 1\nint e;\n#endif\n", true) ==
+             "  # ifndef V\n\n#  define V 1\n#line 4 \"v.h\"\nint e;\n#endif\n");
+  BOOST_TEST(named("t.h", "\xEF\xBB\xBF#pragma once\nint d;\n", true) == "\xEF\xBB\xBF#pragma once\n#line 2 \"t.h\"\nint d;\n");
+  // Code before the guard, a guard this reader does not follow, or no -G/-lineinfo promise: on top.
+  BOOST_TEST(named("p.h", "int c;\n#ifndef G\n#define G\n#endif\n", true) == "#line 1 \"p.h\"\nint c;\n#ifndef G\n#define G\n#endif\n");
+  for (const std::string text : {"#ifndef G // guard\n#define G\n#endif\n", "// a \\\n#ifndef G\n#define G\n#endif\n",
+                                 "#ifndef G\n#define H\n#endif\n", "#ifndef G\n#define G"}) {
+    BOOST_TEST(named("q.h", text, true) == "#line 1 \"q.h\"\n" + text);
+  }
+  BOOST_TEST(named("o.h", "#pragma once\nint b;\n") == "#line 1 \"o.h\"\n#pragma once\nint b;\n");
+
+  const std::string d = tmp.path() + "/guarded";
+  put(d + "/inc/str.h", "// Stringify.\n#ifndef STR_H\n#define STR_H\n#define S2(x) #x\n#define S(x) S2(x)\n#endif\n");
+  put(d + "/inc/g.h", "/* g.h:\n   where */\n#ifndef G_H\n#define G_H\n#include \"str.h\"\n"
+                      "__device__ const char* g() { return __FILE__ \":\" S(__LINE__); }\n#endif\n");
+  put(d + "/inc/o.h", "#pragma once\n#include \"g.h\"\n__device__ const char* o() { return __FILE__ \":\" S(__LINE__); }\n");
+  put(d + "/k.cu", "#include \"inc/g.h\"\n#include \"inc/o.h\"\n#include \"inc/g.h\"\n#include \"inc/o.h\"\n"
+                   "extern \"C\" __global__ void k(const char** s) { s[0] = g(); s[1] = o(); }\n");
+  settle();
+  config.cache_dir = tmp.path() + "/guarded-cache";
+  kjit::Cache cache(config);
+  const std::string source = read_text(d + "/k.cu");
+  const std::string want = kjit::rtc::compile(config, {d + "/k.cu", source, {}, {}, {}}, k_arch).ptx;
+  // The names and lines the binary holds (PTX spells a string as its bytes: "105, 110, 99, …").
+  const auto bytes_of = [](const std::string& text) {
+    std::string out;
+    for (const char ch : text) {
+      out += (out.empty() ? "" : ", ") + std::to_string(static_cast<unsigned char>(ch));
+    }
+    return out;
+  };
+  BOOST_TEST(want.find(bytes_of("inc/g.h:6")) != std::string::npos);
+  BOOST_TEST(want.find(bytes_of("inc/o.h:3")) != std::string::npos);
+  BOOST_TEST(cache.get(kjit::program_from_file(d + "/k.cu"), k_arch)->ptx == want);
 }
 
 // NVRTC looks for a quoted include of an in-memory header ("sub/h.h" including "x.h") next to it,
