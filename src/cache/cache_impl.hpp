@@ -212,6 +212,9 @@ struct Cache::Impl {
   void open_mirror();
   // Queues the entry's mirror folder (off the caller's path); its headers must be loaded.
   void mirror_entry(const util::Sha256& key, const store::Entry& entry);
+  // Queues the shared mirror files of the headers of a program about to compile: written while
+  // NVRTC runs (on the other core), the entry's folder then only links them.
+  void mirror_headers_early(const deps::Resolution& resolution);
   // After entries were removed from the store: their mirror folders go now, the shared headers
   // they alone used and their index lines on the writer's thread.
   void mirror_removed(const std::vector<std::string>& raw_keys);

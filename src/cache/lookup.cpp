@@ -136,6 +136,9 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
       entry.binary = std::move(*reused);
     } else {
       compiled = true;
+      if (resolver.unfaithful().empty()) {
+        mirror_headers_early(resolver.result());  // stored with the entry if it compiles
+      }
       entry.binary = cache::compile_with_includes(config, program, p.arch(), resolver);
     }
     entry.options = cache::absolute_include_options(program.options);  // compile.sh names the folders used

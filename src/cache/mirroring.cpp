@@ -79,6 +79,19 @@ bool Cache::Impl::has_blob(const std::string& hex) const
   return store && !raw.empty() && store->visit(store::Table::blobs, raw, [](std::string_view) {});
 }
 
+void Cache::Impl::mirror_headers_early(const deps::Resolution& resolution)
+{
+  if (!mirror_writer || resolution.headers.empty()) {
+    return;
+  }
+  std::vector<std::string> contents;
+  contents.reserve(resolution.headers.size());
+  for (const deps::DiskHeader& header : resolution.headers) {
+    contents.push_back(header.content);
+  }
+  mirror_writer->write_headers(std::move(contents));
+}
+
 void Cache::Impl::mirror_entry(const util::Sha256& key, const store::Entry& entry)
 {
   if (mirror_writer) {

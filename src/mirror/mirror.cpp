@@ -162,31 +162,45 @@ std::string log_text(const store::Entry& entry)
   return text;
 }
 
-// programs/headers/<hex of the content's SHA-256>: written unless a file with this content is
-// there, then hard-linked as `name` into `folder`. Hard links, not symlinks: a symlink whose target
-// is longer than 60 bytes takes a 4 KiB block of its own on ext4 (163 of them per CUB entry).
+// Whether programs/headers/<hex> (in `shared`) is a regular file holding `content`.
+bool holds(int shared, const std::string& hex, const std::string& content)
+{
+  // O_NONBLOCK: a FIFO there (damage) must not wait for a writer; not being a regular file, it is
+  // replaced by the caller.
+  UniqueFd existing(::openat(shared, hex.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  struct stat st {};
+  if (!existing || ::fstat(existing.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::size_t>(st.st_size) != content.size()) {
+    return false;
+  }
+  std::string present(content.size(), '\0');
+  return (content.empty() || ::pread(existing.get(), present.data(), present.size(), 0) == st.st_size) &&
+         present == content;
+}
+
+// programs/headers/<hex of the content's SHA-256>, written unless it holds `content` already.
+std::error_code ensure_shared_header(int shared, const std::string& hex, const std::string& content)
+{
+  if (holds(shared, hex, content)) {
+    return {};
+  }
+  return util::write_file_atomic(shared, hex, content, util::mode_in(shared, 0644, false), util::Durability::none);
+}
+
+// programs/headers/<hex>, written unless a file with this content is there, then hard-linked as
+// `name` into `folder`. Hard links, not symlinks: a symlink whose target is longer than 60 bytes
+// takes a 4 KiB block of its own on ext4 (163 of them per CUB entry).
 std::error_code link_shared_header(int shared, const std::string& hex, const std::string& content, int folder,
                                    const std::string& name)
 {
-  // O_NONBLOCK: a FIFO there (damage) must not wait for a writer; not being a regular file, it is
-  // replaced below.
-  UniqueFd existing(::openat(shared, hex.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  struct stat st {};
-  if (existing && ::fstat(existing.get(), &st) == 0 && S_ISREG(st.st_mode) &&
-      static_cast<std::size_t>(st.st_size) == content.size()) {
-    std::string present(content.size(), '\0');
-    if (content.empty() || ::pread(existing.get(), present.data(), present.size(), 0) == st.st_size) {
-      if (present == content) {
-        existing.reset();
-        if (::linkat(shared, hex.c_str(), folder, name.c_str(), 0) == 0) {
-          return {};
-        }
-        if (errno != ENOENT) {
-          return last_error();
-        }
-        // Swept meanwhile (another process): written again below.
-      }
+  if (holds(shared, hex, content)) {
+    if (::linkat(shared, hex.c_str(), folder, name.c_str(), 0) == 0) {
+      return {};
     }
+    if (errno != ENOENT) {
+      return last_error();
+    }
+    // Swept meanwhile (another process): written again below.
   }
   if (auto e = util::write_file_atomic(shared, hex, content, util::mode_in(shared, 0644, false), util::Durability::none)) {
     return e;
@@ -349,6 +363,29 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
   }
   remove_below(programs->get(), temp);
   return error;
+}
+
+std::error_code write_shared_headers(const std::string& cache_dir, const std::vector<std::string>& contents)
+{
+  std::error_code error;
+  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) {
+    return last_error();
+  }
+  auto programs = open_path(root.get(), "programs", error);
+  if (!programs) {
+    return error;
+  }
+  auto shared = util::open_subdir(programs->get(), k_shared_headers, true, util::mode_in(programs->get(), 0755, true), error);
+  if (!shared) {
+    return error;
+  }
+  for (const std::string& content : contents) {
+    if (auto e = ensure_shared_header(shared->get(), util::to_hex(util::sha256(content)), content)) {
+      return e;
+    }
+  }
+  return {};
 }
 
 void remove_entry(const std::string& cache_dir, const std::string& hex_key)

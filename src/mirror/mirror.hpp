@@ -27,6 +27,12 @@ namespace kjit::mirror {
 std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry,
                             bool* replaced = nullptr);
 
+// Writes programs/headers/<sha256> for each content that is not there yet, as write_entry() would:
+// called while an entry compiles, so that its write_entry() after the commit only links them (a
+// vendored CCCL's 1 691 files on ext4 cost ≈ 0.4 s). One no entry comes to use goes with the next
+// sweep_headers(). Returns the first error; never throws.
+std::error_code write_shared_headers(const std::string& cache_dir, const std::vector<std::string>& contents);
+
 // Removes programs/<hex_key> (never following a symlink). Never throws.
 void remove_entry(const std::string& cache_dir, const std::string& hex_key);
 

@@ -84,7 +84,17 @@ void Writer::write(std::string hex_key, store::Entry entry)
     return;
   }
   std::unique_lock lock(m_mutex);
-  m_jobs.push_back({Job::Kind::write, std::move(hex_key), std::move(entry)});
+  m_jobs.push_back({Job::Kind::write, std::move(hex_key), std::move(entry), {}});
+  dispatch(lock);
+}
+
+void Writer::write_headers(std::vector<std::string> contents)
+{
+  if (::getpid() != m_pid) {
+    return;
+  }
+  std::unique_lock lock(m_mutex);
+  m_jobs.push_back({Job::Kind::headers, {}, {}, std::move(contents)});
   dispatch(lock);
 }
 
@@ -107,7 +117,7 @@ void Writer::removed(const std::vector<std::string>& hex_keys)
   }
   std::unique_lock lock(m_mutex);
   if (m_jobs.empty() || m_jobs.back().kind != Job::Kind::tidy) {
-    m_jobs.push_back({Job::Kind::tidy, {}, {}});
+    m_jobs.push_back({Job::Kind::tidy, {}, {}, {}});
   }
   dispatch(lock);
 }
@@ -150,6 +160,10 @@ void Writer::do_job(Job& job)
     if (const std::error_code error = write_index(m_cache_dir, m_source.rows()); error && m_source.failed) {
       m_source.failed("index.txt", error);
     }
+    return;
+  }
+  if (job.kind == Job::Kind::headers) {
+    std::ignore = write_shared_headers(m_cache_dir, job.contents);
     return;
   }
   bool replaced = false;

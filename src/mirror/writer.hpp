@@ -39,6 +39,10 @@ public:
   // Queues the entry's folder and its index line (entry.headers must hold the contents). An entry
   // removed from the store before its turn is not written (or is removed again right after).
   void write(std::string hex_key, store::Entry entry);
+  // Queues programs/headers/<sha256> for each content (write_shared_headers()): called when an
+  // entry starts to compile, so that its write() after the commit only links them. A failure is
+  // not reported: the entry's own write meets it again and reports it.
+  void write_headers(std::vector<std::string> contents);
   // The entries are gone from the store: drops their queued writes and removes their folders now;
   // the unused shared headers, index.txt and the temps of killed runs follow on the writer's thread.
   void removed(const std::vector<std::string>& hex_keys);
@@ -49,9 +53,10 @@ public:
 
 private:
   struct Job {
-    enum class Kind { write, tidy } kind;
+    enum class Kind { write, tidy, headers } kind;
     std::string hex_key;
     store::Entry entry;
+    std::vector<std::string> contents;  // of a `headers` job
   };
   void run();
   // Hands the queued jobs to the thread (started here on the first job), or runs them on the
