@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A program on a vendored CCCL through kjit, side by side with `--no-cache` (issue 36; not for CI):
+# the toolkit's include/cccl copied into WORK_DIR/vendor and passed with -I, a cub::BlockReduce
+# kernel for sm_90. Alternated ROUNDS times: `kjit compile --no-cache`, then a miss into an empty
+# cache; then 5 warm hits in fresh processes. Prints each run's wall time, peak memory and the
+# compile line's split (NVRTC, the lookup outside the compile), then the medians.
+# Usage: bench/vendored_cccl.sh KJIT_BINARY [WORK_DIR] [ROUNDS]
+set -euo pipefail
+kjit=$(realpath "$1")
+work=${2:-$(mktemp -d)}
+rounds=${3:-3}
+toolkit=${CUDA_HOME:-/usr/local/cuda}
+mkdir -p "$work/out"
+cd "$work"
+[ -d vendor ] || cp -r "$toolkit/include/cccl" vendor
+cat >br.cu <<'CU'
+#include <cub/block/block_reduce.cuh>
+extern "C" __global__ void br(const int* in, int* out) {
+  using R = cub::BlockReduce<int, 128>;
+  __shared__ typename R::TempStorage tmp;
+  int v = R(tmp).Sum(in[threadIdx.x]);
+  if (threadIdx.x == 0) *out = v;
+}
+CU
+args=(br.cu --arch sm_90 -I vendor -o out)
+run() {  # run LABEL [kjit compile options…]: one process, its wall s, peak MB and compile line
+  local label=$1
+  shift
+  /usr/bin/time -f "%e %M" -o time.txt "$kjit" compile "${args[@]}" "$@" >run.log 2>&1
+  local wall peak nvrtc outside
+  read -r wall peak <time.txt
+  nvrtc=$(grep -o 'nvrtc [0-9.]* ms' run.log | head -n 1 | cut -d' ' -f2 || true)
+  outside=$(grep -o '[0-9.]* ms of it outside' run.log | cut -d' ' -f1 || true)
+  printf '%-8s %6.2f s %6.0f MB  nvrtc %7s ms  outside the compile %7s ms\n' "$label" "$wall" \
+    "$(echo "$peak / 1024" | bc -l)" "${nvrtc:--}" "${outside:--}"
+  echo "$label $wall $peak" >>runs.txt
+}
+rm -f runs.txt
+for ((r = 0; r < rounds; r++)); do
+  run nocache --no-cache
+  rm -rf cache
+  KJIT_CACHE_DIR=$work/cache run miss
+done
+for r in 1 2 3 4 5; do
+  KJIT_CACHE_DIR=$work/cache run hit
+done
+median() { awk -v l="$1" -v c="$2" '$1 == l {print $c}' runs.txt | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+plain=$(median nocache 2) miss=$(median miss 2)
+printf 'median: --no-cache %.2f s %.0f MB; miss %.2f s %.0f MB (%+.1f %%, %+.0f MB); hit %.3f s\n' \
+  "$plain" "$(echo "$(median nocache 3) / 1024" | bc -l)" "$miss" "$(echo "$(median miss 3) / 1024" | bc -l)" \
+  "$(echo "100 * ($miss - $plain) / $plain" | bc -l)" "$(echo "($(median miss 3) - $(median nocache 3)) / 1024" | bc -l)" \
+  "$(median hit 2)"
