@@ -328,16 +328,27 @@ std::map<std::string, std::string> header_paths(const std::map<std::string, std:
   return paths;
 }
 
+namespace {
+
+// <cache_dir>/programs, made if missing (open_path: no symlink followed below `cache_dir`).
+std::optional<UniqueFd> open_programs(const std::string& cache_dir, std::error_code& error)
+{
+  // `cache_dir` may be /proc/self/fd/<n> (a checked descriptor): a magic link, so no O_NOFOLLOW here.
+  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) {
+    error = last_error();
+    return std::nullopt;
+  }
+  return open_path(root.get(), "programs", error);
+}
+
+} // namespace
+
 std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry,
                             bool* replaced)
 {
   std::error_code error;
-  // `cache_dir` may be /proc/self/fd/<n> (a checked descriptor): a magic link, so no O_NOFOLLOW here.
-  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root) {
-    return last_error();
-  }
-  auto programs = open_path(root.get(), "programs", error);
+  auto programs = open_programs(cache_dir, error);
   if (!programs) {
     return error;
   }
@@ -368,11 +379,7 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
 std::error_code write_shared_headers(const std::string& cache_dir, const std::vector<std::string>& contents)
 {
   std::error_code error;
-  UniqueFd root(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root) {
-    return last_error();
-  }
-  auto programs = open_path(root.get(), "programs", error);
+  auto programs = open_programs(cache_dir, error);
   if (!programs) {
     return error;
   }
