@@ -1,6 +1,7 @@
 // Naming a header's copy by #line (named_copy.hpp).
 #include "cache/named_copy.hpp"
 
+#include "deps/include_scan.hpp"
 #include "deps/lex.hpp"
 
 #include <algorithm>
@@ -79,14 +80,65 @@ std::vector<std::string> directive_words(const std::string& text, std::size_t& a
   return words;
 }
 
-// Just past `#ifndef G` + `#define G`, or `#pragma once`, when only blanks and comments come
-// before them.
+// Whether the conditional opened at line `guard_line` (1-based) of `text` is the whole file: no
+// #else or #elif of its own, and nothing but blanks and comments after its #endif. A #line inside
+// it is skipped with it (a second inclusion, G defined before, an #else taken): what stands
+// outside would be named by the copy (a review found __LINE__ one too high and sizeof(__FILE__)
+// the copy's after such an #endif).
+bool encloses_the_rest(const std::string& text, int guard_line)
+{
+  const std::string clean = deps::without_comments(text);
+  int line = 0;
+  int depth = 0;
+  bool closed = false;
+  for (std::size_t start = 0; start <= clean.size();) {
+    const std::size_t end = std::min(clean.find('\n', start), clean.size());
+    const std::string_view row(clean.data() + start, end - start);
+    start = end + 1;
+    if (++line < guard_line) {
+      continue;  // blanks and comments (after_guard() read them)
+    }
+    const std::size_t first = row.find_first_not_of(" \t\r\f\v");
+    if (first == std::string_view::npos) {
+      continue;
+    }
+    if (closed) {
+      return false;  // something after the guard's #endif
+    }
+    const std::size_t introducer = row[first] == '#' ? 1 : row.compare(first, 2, "%:") == 0 ? 2 : 0;
+    if (introducer == 0) {
+      continue;
+    }
+    std::size_t at = row.find_first_not_of(" \t", first + introducer);
+    std::size_t word_end = at;
+    while (word_end < row.size() && deps::identifier_char(row[word_end])) {
+      ++word_end;
+    }
+    const std::string_view directive = at == std::string_view::npos ? std::string_view() : row.substr(at, word_end - at);
+    if (directive == "if" || directive == "ifdef" || directive == "ifndef") {
+      ++depth;
+    } else if (directive == "endif") {
+      closed = --depth == 0;
+    } else if (depth == 1 && (directive == "else" || directive == "elif" || directive == "elifdef" ||
+                              directive == "elifndef")) {
+      return false;
+    }
+  }
+  return closed;
+}
+
+// Just past `#ifndef G` + `#define G`, when that guard is the whole file, or `#pragma once`, when
+// only blanks and comments come before them.
 std::optional<Place> after_guard(const std::string& text, std::size_t at)
 {
+  if (text.find("??") != std::string::npos) {
+    return std::nullopt;  // trigraphs (??= is #) where the standard has them: not read here
+  }
   int line = 1;
   if (!skip_blank(text, at, line)) {
     return std::nullopt;
   }
+  const int guard_line = line;
   const std::vector<std::string> first = directive_words(text, at, line);
   if (first == std::vector<std::string>{"pragma", "once"}) {
     return Place{at, line};
@@ -95,7 +147,8 @@ std::optional<Place> after_guard(const std::string& text, std::size_t at)
     return std::nullopt;
   }
   const std::vector<std::string> second = directive_words(text, at, line);
-  if (second.size() < 2 || second[0] != "define" || second[1] != first[1]) {  // `#define G` or `#define G 1`
+  if (second.size() < 2 || second[0] != "define" || second[1] != first[1] ||  // `#define G` or `#define G 1`
+      !encloses_the_rest(text, guard_line)) {
     return std::nullopt;
   }
   return Place{at, line};

@@ -26,13 +26,11 @@ bool raw_string_start(const std::string& text, std::size_t i)
   return prefix == "R" || prefix == "u8R" || prefix == "uR" || prefix == "UR" || prefix == "LR";
 }
 
-namespace {
-
 // Removes comments and the contents of raw strings (a "#include" at the start of a raw string's
 // line is not a directive) and joins continued lines, keeping line numbers (one '\n' per
 // original line). Digit separators (1'000) do not open a character literal; digraphs (%:) are
 // left for the line parser.
-std::string strip_comments(const std::string& text)
+std::string without_comments(const std::string& text)
 {
   std::string out;
   out.reserve(text.size());
@@ -155,6 +153,8 @@ std::string strip_comments(const std::string& text)
   }
   return out;
 }
+
+namespace {
 
 // Parses `"name"` or `<name>` at `at`; false if neither.
 bool header_name(const std::string& text, std::size_t at, std::string& name, bool& quoted)
@@ -317,7 +317,7 @@ std::vector<IncludeDirective> scan_includes(const std::string& text, const std::
   std::map<std::string, std::string> macros = defines;
   std::vector<IncludeDirective> found;
   // Trigraphs first (the preprocessor's first phase): a `??/` splice joins lines as `\` does.
-  const std::string clean = strip_comments(text.find("??") == std::string::npos ? text : trigraphs_replaced(text));
+  const std::string clean = without_comments(text.find("??") == std::string::npos ? text : trigraphs_replaced(text));
   int depth = 0;
   int line_number = 0;
   std::size_t start = 0;

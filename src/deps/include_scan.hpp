@@ -35,6 +35,11 @@ struct ScanMacros {
 // `??/` before a newline splices, `??=include` is a directive.
 std::string trigraphs_replaced(const std::string& text);
 
+// `text` with its comments removed and raw strings' contents emptied, continued lines joined, one
+// '\n' kept per line of `text` (a line joined to the one before is empty): the scanner's first pass.
+// Trigraphs are not replaced (trigraphs_replaced() first where the standard has them).
+std::string without_comments(const std::string& text);
+
 // Every include of `text`, in order: #include "…", #include <…>, #include MACRO when MACRO is an
 // object-like macro defined in `text` or in `defines` as "…" or <…>, and __has_include(…) probes.
 // Comments, strings, raw strings, digit separators, digraphs (%:include) and line continuations are

@@ -729,6 +729,14 @@ BOOST_AUTO_TEST_CASE(a_copys_line_directive_goes_after_its_include_guard)
     BOOST_TEST(named("q.h", text, true) == "#line 1 \"q.h\"\n" + text);
   }
   BOOST_TEST(named("o.h", "#pragma once\nint b;\n") == "#line 1 \"o.h\"\n#pragma once\nint b;\n");
+  // A guard that is not the whole file (code after its #endif, an #else of its own): the #line
+  // inside it would be skipped with it (a review's finding); nested conditionals are fine.
+  for (const std::string text : {"#ifndef G\n#define G\n#endif\nint x;\n", "#ifndef G\n#define G\nint x;\n#else\nint y;\n#endif\n",
+                                 "#ifndef G\n#define G\n#elif 1\n#endif\n", "#ifndef G\n#define G\n#endif\n#ifndef G\n#endif\n"}) {
+    BOOST_TEST(named("r.h", text, true) == "#line 1 \"r.h\"\n" + text);
+  }
+  BOOST_TEST(named("n.h", "#ifndef G\n#define G\n#if A\nint a;\n#else\nint b;\n#endif\n#endif // G\n/* end */\n", true) ==
+             "#ifndef G\n#define G\n#line 3 \"n.h\"\n#if A\nint a;\n#else\nint b;\n#endif\n#endif // G\n/* end */\n");
 
   const std::string d = tmp.path() + "/guarded";
   put(d + "/inc/str.h", "// Stringify.\n#ifndef STR_H\n#define STR_H\n#define S2(x) #x\n#define S(x) S2(x)\n#endif\n");
@@ -737,6 +745,19 @@ BOOST_AUTO_TEST_CASE(a_copys_line_directive_goes_after_its_include_guard)
   put(d + "/inc/o.h", "#pragma once\n#include \"g.h\"\n__device__ const char* o() { return __FILE__ \":\" S(__LINE__); }\n");
   put(d + "/k.cu", "#include \"inc/g.h\"\n#include \"inc/o.h\"\n#include \"inc/g.h\"\n#include \"inc/o.h\"\n"
                    "extern \"C\" __global__ void k(const char** s) { s[0] = g(); s[1] = o(); }\n");
+  // Guards that are not the whole file, each included twice (the second skips the guarded part),
+  // one with its guard defined by -D (the review's reproducers: __LINE__ one too high, the copy's
+  // sizeof(__FILE__)).
+  put(d + "/inc/after.h", "#ifndef AFTER_H\n#define AFTER_H\n#endif\nA(__LINE__)\n");
+  put(d + "/inc/predef.h", "#ifndef PREDEF_H\n#define PREDEF_H\n#endif\n"
+                           "__device__ int fsize = sizeof(__FILE__); __device__ int fline = __LINE__;\n");
+  put(d + "/inc/other.h", "#ifndef OTHER_H\n#define OTHER_H\n__device__ int oa = __LINE__;\n#else\n"
+                          "__device__ int ob = __LINE__;\n#endif\n");
+  put(d + "/after.cu", "#define A(x) __device__ int a1 = x;\n#include \"inc/after.h\"\n#undef A\n"
+                       "#define A(x) __device__ int a2 = x;\n#include \"inc/after.h\"\n#include \"inc/predef.h\"\n"
+                       "#include \"inc/other.h\"\n#include \"inc/other.h\"\n"
+                       "__device__ const char* f = __FILE__;\n"
+                       "extern \"C\" __global__ void k(int* x) { x[0] = a1 + a2 + fsize + fline + oa + ob + (f != 0); }\n");
   settle();
   config.cache_dir = tmp.path() + "/guarded-cache";
   kjit::Cache cache(config);
@@ -753,6 +774,11 @@ BOOST_AUTO_TEST_CASE(a_copys_line_directive_goes_after_its_include_guard)
   BOOST_TEST(want.find(bytes_of("inc/g.h:6")) != std::string::npos);
   BOOST_TEST(want.find(bytes_of("inc/o.h:3")) != std::string::npos);
   BOOST_TEST(cache.get(kjit::program_from_file(d + "/k.cu"), k_arch)->ptx == want);
+  const kjit::Program after_plain{d + "/after.cu", read_text(d + "/after.cu"), {}, {"-DPREDEF_H"}, {}};
+  const std::string after_want = kjit::rtc::compile(config, after_plain, k_arch).ptx;
+  kjit::Program after = kjit::program_from_file(d + "/after.cu");
+  after.options = {"-DPREDEF_H"};
+  BOOST_TEST(cache.get(after, k_arch)->ptx == after_want);
 }
 
 // NVRTC looks for a quoted include of an in-memory header ("sub/h.h" including "x.h") next to it,
