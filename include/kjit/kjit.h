@@ -172,12 +172,16 @@ kjit_status kjit_cache_key(kjit_cache* cache, const kjit_program* program, const
    once, 0: one per core), each stored. For each i, binaries[i] gets the binary or NULL and
    statuses[i] its status. Returns KJIT_OK when every item succeeded, else the status of the first
    item that failed, whose message (and compile log) kjit_last_error_message() and
-   kjit_last_error_log() then give. `archs` may be NULL (every arch auto) or hold NULLs. */
+   kjit_last_error_log() then give. `archs` may be NULL (every arch auto) or hold NULLs; an arch
+   that does not parse fails its item only (KJIT_ERROR_ARCH). A NULL `programs` or a NULL in it:
+   KJIT_ERROR_INVALID_ARGUMENT for every item, nothing looked up. With `count` 0 the arrays may be
+   NULL. */
 kjit_status kjit_cache_get_many(kjit_cache* cache, size_t count, const kjit_program* const* programs,
                                 const char* const* archs, unsigned jobs, kjit_binary** binaries,
                                 kjit_status* statuses);
 
-/* What a cache has done since it was opened (kjit::CacheStats). The caller sets `size` to
+/* What a cache has done since it was opened or last cleared (kjit::CacheStats; kjit_cache_clear
+   sets them to zero). The caller sets `size` to
    sizeof(kjit_cache_stats); a later kjit, whose struct has more fields at its end, writes none
    past `size`. */
 typedef struct kjit_cache_stats {

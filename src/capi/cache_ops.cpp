@@ -3,16 +3,21 @@
 #include "capi/status.hpp"
 
 #include <kjit/arch.hpp>
+#include <kjit/error.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <vector>
 
 namespace {
 
 // The status of a batch item's error, recorded as the calling thread's last error.
 kjit_status status_of(const std::exception_ptr& error) noexcept
 {
+  if (!error) {
+    return kjit::capi::fail(KJIT_ERROR_OTHER, "kjit_cache_get_many: an item got neither a binary nor an error");
+  }
   try {
     std::rethrow_exception(error);
   } catch (...) {
@@ -35,28 +40,38 @@ kjit_status kjit_cache_get_many(kjit_cache* cache, size_t count, const kjit_prog
                                 kjit_status* statuses)
 {
   KJIT_CAPI_REQUIRE(cache);
+  if (count == 0) {
+    return KJIT_OK;  // nothing to get: the arrays may be NULL
+  }
   KJIT_CAPI_REQUIRE(binaries);
   KJIT_CAPI_REQUIRE(statuses);
-  if (count != 0) {
-    KJIT_CAPI_REQUIRE(programs);
-  }
   std::fill(binaries, binaries + count, nullptr);
-  for (size_t i = 0; i < count; ++i) {
-    if (programs[i] == nullptr) {
-      return kjit::capi::fail(KJIT_ERROR_INVALID_ARGUMENT, "kjit_cache_get_many: a program is NULL");
-    }
+  if (programs == nullptr || std::find(programs, programs + count, nullptr) != programs + count) {
+    std::fill(statuses, statuses + count, KJIT_ERROR_INVALID_ARGUMENT);
+    return kjit::capi::fail(KJIT_ERROR_INVALID_ARGUMENT, "kjit_cache_get_many: `programs` is NULL or holds a NULL");
   }
-  std::vector<kjit::BatchResult> results;
+  // Each item's arch parsed on its own: one that does not parse fails that item only, as
+  // kjit_cache_get would (the others are looked up in the batch).
+  std::vector<kjit::BatchResult> results(count);
+  std::vector<size_t> batched;
   const kjit_status ran = kjit::capi::guarded([&] {
     std::vector<kjit::BatchItem> items;
-    items.reserve(count);
     for (size_t i = 0; i < count; ++i) {
       const char* arch = archs == nullptr ? nullptr : archs[i];
-      items.push_back({programs[i]->program, arch == nullptr ? kjit::Arch{} : kjit::Arch::parse(arch)});
+      try {
+        items.push_back({programs[i]->program, arch == nullptr ? kjit::Arch{} : kjit::Arch::parse(arch)});
+        batched.push_back(i);
+      } catch (const kjit::Error&) {
+        results[i].error = std::current_exception();
+      }
     }
     kjit::BatchOptions options;
     options.jobs = jobs;
-    results = cache->cache->get_many(items, options);
+    std::vector<kjit::BatchResult> done = items.empty() ? std::vector<kjit::BatchResult>{}
+                                                        : cache->cache->get_many(items, options);
+    for (size_t k = 0; k < batched.size(); ++k) {
+      results[batched[k]] = std::move(done[k]);
+    }
   });
   if (ran != KJIT_OK) {
     std::fill(statuses, statuses + count, ran);

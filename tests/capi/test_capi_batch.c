@@ -88,12 +88,26 @@ static void test_batch(kjit_cache* cache)
   for (int i = 0; i < k_programs; ++i) {
     kjit_binary_destroy(binaries[i]);
   }
-  /* No items: nothing to do. A NULL program: refused, naming it. */
-  CHECK_OK(kjit_cache_get_many(cache, 0, NULL, NULL, 0, binaries, statuses));
+  /* An arch that does not parse fails its item only, as kjit_cache_get would (a review's finding:
+     the whole batch failed). */
+  const char* some_bad[3] = {"sm_90", "sm_bogus", "sm_90"};
+  CHECK_STATUS(kjit_cache_get_many(cache, 3, (const kjit_program* const*)programs, some_bad, 0, binaries, statuses),
+               KJIT_ERROR_ARCH);
+  CHECK(statuses[0] == KJIT_OK && statuses[1] == KJIT_ERROR_ARCH && statuses[2] == KJIT_OK);
+  CHECK(binaries[0] != NULL && binaries[1] == NULL && binaries[2] != NULL);
+  CHECK_CONTAINS(kjit_last_error_message(), "sm_bogus");
+  kjit_binary_destroy(binaries[0]);
+  kjit_binary_destroy(binaries[2]);
+  /* No items: nothing to do, the arrays may be NULL. A NULL program: every item refused. */
+  CHECK_OK(kjit_cache_get_many(cache, 0, NULL, NULL, 0, NULL, NULL));
+  kjit_program* kept = programs[1];
   programs[1] = NULL;
+  statuses[0] = statuses[1] = KJIT_OK;
   CHECK_STATUS(kjit_cache_get_many(cache, 2, (const kjit_program* const*)programs, NULL, 0, binaries, statuses),
                KJIT_ERROR_INVALID_ARGUMENT);
   CHECK(binaries[0] == NULL && binaries[1] == NULL);
+  CHECK(statuses[0] == KJIT_ERROR_INVALID_ARGUMENT && statuses[1] == KJIT_ERROR_INVALID_ARGUMENT);
+  programs[1] = kept;
   for (int i = 0; i <= k_programs; ++i) {
     kjit_program_destroy(programs[i]);
   }
