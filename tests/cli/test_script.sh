@@ -31,6 +31,18 @@ check "script show by hash prefix" exit_code 0 "$kjit" script show "${hash:0:10}
 check "script show of an unknown name fails" exit_code 1 "$kjit" script show NoSuchScript
 check "naming it" grep -q "NoSuchScript" "$work/err"
 
+# --header NAME=FILE reaches the script's programs as an in-memory header (it was dropped: the
+# build failed with NVRTC's "cannot open source file"); the file is nowhere NVRTC would search.
+mkdir -p "$work/elsewhere"
+echo '#define SCALE 3' >"$work/elsewhere/scale_value.h"
+cat >"$work/scaled.cu" <<'CU'
+#include "scale.h"
+extern "C" __global__ void scaled(int* p) { p[0] = BLOCK * SCALE; }
+CU
+check "a script's --header is an in-memory header of its programs" exit_code 0 "$kjit" script build "$work/scaled.cu" \
+  --name scaled --space BLOCK=32,64 --header scale.h="$work/elsewhere/scale_value.h" --arch sm_80
+check "both schedules built with it" grep -q "2 of 2 schedules built for sm_80" "$work/out"
+
 # A schedule that fails to compile lands in failed/building/; the others are built.
 cat >"$work/picky.cu" <<'CU'
 extern "C" __global__ void picky(int* p) { p[0] = BLOCK; }

@@ -52,6 +52,7 @@ BuiltScript build_from_arguments(const po::variables_map& vm)
   script.name = vm["name"].as<std::string>();
   script.program_name = program.name;
   script.source = program.source;
+  script.headers = program.headers;  // --header NAME=FILE
   script.options = program.options;
   script.name_expression = program.name_expressions.empty() ? "" : program.name_expressions[0];
   script.size_names = size_names;
