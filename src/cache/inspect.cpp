@@ -447,22 +447,22 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
   for (const auto& [blob, size] : blob_size) {
     own += blob_users.count(blob) != 0 ? size : 0;
   }
-  const std::size_t shared = total > own ? total - own : 0;
+  std::size_t counted = std::min(total, own);  // what the limit bounds, as entries go
   // Least recently used first (last use recorded by hits, else creation); ties by key.
   std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
     return a.last_use != b.last_use ? a.last_use < b.last_use : a.row->raw_key < b.row->raw_key;
   });
   std::vector<const Row*> removed;
   for (const Ranked& r : ranked) {
-    if (total - std::min(total, shared) <= bytes) {
+    if (counted <= bytes) {
       break;
     }
-    total -= r.bytes;
+    counted -= std::min(counted, r.bytes);
     if (const auto blobs = entry_blobs.find(r.row->raw_key); blobs != entry_blobs.end()) {
       for (const std::string& blob : blobs->second) {
         const auto size = blob_size.find(blob);
         if (--blob_users[blob] == 0 && size != blob_size.end()) {
-          total -= std::min(total, size->second);
+          counted -= std::min(counted, size->second);
         }
       }
     }
@@ -471,7 +471,7 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
   if (!removed.empty()) {
     remove_rows(*this, removed);
   }
-  remaining = total - std::min(total, shared);
+  remaining = counted;
   return removed.size();
 }
 

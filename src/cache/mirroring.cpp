@@ -5,6 +5,7 @@
 #include "config/log.hpp"
 #include "store/blobs.hpp"
 #include "store/record.hpp"
+#include "util/hash.hpp"
 
 #include <memory>
 #include <mutex>
@@ -84,12 +85,16 @@ void Cache::Impl::mirror_headers_early(const deps::Resolution& resolution)
   if (!mirror_writer || resolution.headers.empty()) {
     return;
   }
-  std::vector<std::string> contents;
-  contents.reserve(resolution.headers.size());
+  // Named by the hash the resolver made (not made again on the mirror's thread, beside NVRTC). A
+  // header without its content (one a manifest named) is left to the entry's write.
+  std::vector<std::pair<std::string, std::string>> files;
+  files.reserve(resolution.headers.size());
   for (const deps::DiskHeader& header : resolution.headers) {
-    contents.push_back(header.content);
+    if (!header.content.empty()) {
+      files.emplace_back(util::to_hex(header.hash), header.content);
+    }
   }
-  mirror_writer->write_headers(std::move(contents));
+  mirror_writer->write_headers(std::move(files));
 }
 
 void Cache::Impl::mirror_entry(const util::Sha256& key, const store::Entry& entry)

@@ -220,6 +220,27 @@ std::optional<KeyContext> remembered_toolchain(const store::Store& store)
 namespace {
 
 // What the stats of toolchain_file_identity() saw of the three libraries.
+// Versions as the memo rows hold them: "nvrtc\nnvjitlink\narchs".
+std::string memo_text(const Versions& versions)
+{
+  return versions.nvrtc + "\n" + versions.nvjitlink + "\n" + versions.archs;
+}
+
+// The versions at the head of a memo row (memo_text()), and what follows them (the fleet memo's
+// fingerprint line, "" for none); nullopt without three lines.
+std::optional<std::pair<Versions, std::string>> versions_in(const std::string& text)
+{
+  const auto first = text.find('\n');
+  const auto second = first == std::string::npos ? first : text.find('\n', first + 1);
+  if (second == std::string::npos) {
+    return std::nullopt;
+  }
+  const auto third = text.find('\n', second + 1);
+  Versions versions{text.substr(0, first), text.substr(first + 1, second - first - 1),
+                    text.substr(second + 1, third == std::string::npos ? std::string::npos : third - second - 1)};
+  return std::pair{std::move(versions), third == std::string::npos ? std::string() : text.substr(third + 1)};
+}
+
 struct LibrariesSeen {
   rtc::FileSeen nvrtc;
   rtc::FileSeen builtins;
@@ -266,11 +287,6 @@ std::string fleet_memo_name(const std::string& build)
   return "toolchain:v1:" + util::to_hex(util::checksum(build));
 }
 
-// Versions as the memo rows hold them: "nvrtc\nnvjitlink\narchs".
-std::string memo_text(const Versions& versions)
-{
-  return versions.nvrtc + "\n" + versions.nvjitlink + "\n" + versions.archs;
-}
 
 // The fleet's memo: the versions, then (when the node that learned them knew it) a line with the
 // fingerprint of its toolkit headers, which a new node remembers its context with, as a bundle's
@@ -284,15 +300,14 @@ struct FleetMemo {
 // starts with its version ("13.0 …") and a list of archs (a fleet's row could be planted or damaged).
 std::optional<FleetMemo> parse_fleet_memo(const std::string& text)
 {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; lines.size() < 5 && std::getline(in, line);) {
-    lines.push_back(line);
+  auto parsed = versions_in(text);
+  if (parsed && !parsed->second.empty() && parsed->second.back() == '\n') {
+    parsed->second.pop_back();  // a line's own end
   }
-  if (lines.size() < 3 || lines.size() > 4) {
+  if (!parsed || parsed->second.find('\n') != std::string::npos) {
     return std::nullopt;
   }
-  FleetMemo memo{{lines[0], lines[1], lines[2]}, lines.size() == 4 ? lines[3] : std::string()};
+  FleetMemo memo{std::move(parsed->first), std::move(parsed->second)};
   try {
     if (nvrtc_version(memo.versions.nvrtc).first <= 0 || memo.versions.nvjitlink.empty() ||
         parse_archs(memo.versions.archs).empty()) {
@@ -339,10 +354,8 @@ KeyContext toolchain_context(const Config& config, store::Store* store, remote::
   const std::optional<std::string> stored =
     store != nullptr ? store->get(store::Table::meta, meta_key) : std::nullopt;
   if (versions.nvrtc.empty() && stored) {
-    const auto first = stored->find('\n');
-    const auto second = first == std::string::npos ? first : stored->find('\n', first + 1);
-    if (second != std::string::npos) {
-      versions = {stored->substr(0, first), stored->substr(first + 1, second - first - 1), stored->substr(second + 1)};
+    if (auto parsed = versions_in(*stored)) {
+      versions = std::move(parsed->first);
     }
   }
   // A new store (a fleet's new container): the fleet's memo, named by the libraries' build IDs,

@@ -178,13 +178,16 @@ bool holds(int shared, const std::string& hex, const std::string& content)
          present == content;
 }
 
+// Writes programs/headers/<hex> (in `shared`): `content`, whose SHA-256 is `hex`.
+std::error_code write_shared_header(int shared, const std::string& hex, const std::string& content)
+{
+  return util::write_file_atomic(shared, hex, content, util::mode_in(shared, 0644, false), util::Durability::none);
+}
+
 // programs/headers/<hex of the content's SHA-256>, written unless it holds `content` already.
 std::error_code ensure_shared_header(int shared, const std::string& hex, const std::string& content)
 {
-  if (holds(shared, hex, content)) {
-    return {};
-  }
-  return util::write_file_atomic(shared, hex, content, util::mode_in(shared, 0644, false), util::Durability::none);
+  return holds(shared, hex, content) ? std::error_code{} : write_shared_header(shared, hex, content);
 }
 
 // programs/headers/<hex>, written unless a file with this content is there, then hard-linked as
@@ -202,7 +205,7 @@ std::error_code link_shared_header(int shared, const std::string& hex, const std
     }
     // Swept meanwhile (another process): written again below.
   }
-  if (auto e = util::write_file_atomic(shared, hex, content, util::mode_in(shared, 0644, false), util::Durability::none)) {
+  if (auto e = write_shared_header(shared, hex, content)) {
     return e;
   }
   return ::linkat(shared, hex.c_str(), folder, name.c_str(), 0) == 0 ? std::error_code{} : last_error();
@@ -376,7 +379,8 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
   return error;
 }
 
-std::error_code write_shared_headers(const std::string& cache_dir, const std::vector<std::string>& contents)
+std::error_code write_shared_headers(const std::string& cache_dir,
+                                     const std::vector<std::pair<std::string, std::string>>& files)
 {
   std::error_code error;
   auto programs = open_programs(cache_dir, error);
@@ -387,8 +391,8 @@ std::error_code write_shared_headers(const std::string& cache_dir, const std::ve
   if (!shared) {
     return error;
   }
-  for (const std::string& content : contents) {
-    if (auto e = ensure_shared_header(shared->get(), util::to_hex(util::sha256(content)), content)) {
+  for (const auto& [hex, content] : files) {
+    if (auto e = ensure_shared_header(shared->get(), hex, content)) {
       return e;
     }
   }

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <sys/stat.h>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace kjit::mirror {
@@ -31,7 +32,9 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
 // called while an entry compiles, so that its write_entry() after the commit only links them (a
 // vendored CCCL's 1 691 files on ext4 cost ≈ 0.4 s). One no entry comes to use goes with the next
 // sweep_headers(). Returns the first error; never throws.
-std::error_code write_shared_headers(const std::string& cache_dir, const std::vector<std::string>& contents);
+// Each file is (hex of its content's SHA-256, content), as the resolver hashed it.
+std::error_code write_shared_headers(const std::string& cache_dir,
+                                     const std::vector<std::pair<std::string, std::string>>& files);
 
 // Removes programs/<hex_key> (never following a symlink). Never throws.
 void remove_entry(const std::string& cache_dir, const std::string& hex_key);

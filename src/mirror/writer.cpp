@@ -88,13 +88,13 @@ void Writer::write(std::string hex_key, store::Entry entry)
   dispatch(lock);
 }
 
-void Writer::write_headers(std::vector<std::string> contents)
+void Writer::write_headers(std::vector<std::pair<std::string, std::string>> files)
 {
   if (::getpid() != m_pid) {
     return;
   }
   std::unique_lock lock(m_mutex);
-  m_jobs.push_back({Job::Kind::headers, {}, {}, std::move(contents)});
+  m_jobs.push_back({Job::Kind::headers, {}, {}, std::move(files)});
   dispatch(lock);
 }
 
@@ -163,7 +163,7 @@ void Writer::do_job(Job& job)
     return;
   }
   if (job.kind == Job::Kind::headers) {
-    std::ignore = write_shared_headers(m_cache_dir, job.contents);
+    std::ignore = write_shared_headers(m_cache_dir, job.files);
     return;
   }
   bool replaced = false;

@@ -12,6 +12,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 #include <sys/types.h>
 
@@ -42,7 +43,7 @@ public:
   // Queues programs/headers/<sha256> for each content (write_shared_headers()): called when an
   // entry starts to compile, so that its write() after the commit only links them. A failure is
   // not reported: the entry's own write meets it again and reports it.
-  void write_headers(std::vector<std::string> contents);
+  void write_headers(std::vector<std::pair<std::string, std::string>> files);
   // The entries are gone from the store: drops their queued writes and removes their folders now;
   // the unused shared headers, index.txt and the temps of killed runs follow on the writer's thread.
   void removed(const std::vector<std::string>& hex_keys);
@@ -56,7 +57,7 @@ private:
     enum class Kind { write, tidy, headers } kind;
     std::string hex_key;
     store::Entry entry;
-    std::vector<std::string> contents;  // of a `headers` job
+    std::vector<std::pair<std::string, std::string>> files;  // of a `headers` job: (hex of SHA-256, content)
   };
   void run();
   // Hands the queued jobs to the thread (started here on the first job), or runs them on the
