@@ -342,6 +342,21 @@ bool may_read_files(const Program& program, const deps::SearchContext& context, 
 Binary again(const Config& config, const Program& program, const Arch& arch, deps::Resolver& resolver, int* rounds,
              int round, Placing placing, std::optional<PrivateFolder>& folder);
 
+// A toolkit include folder that `binary` names when the key of `program` leaves the toolkit's
+// root out (options that name no file: docs/keys.md); empty when none.
+std::string toolkit_named(const Program& program, const deps::SearchContext& context, const Binary& binary)
+{
+  if (deps::options_name_files(program.options)) {
+    return {};  // the key holds the toolkit's folders as they are here ("named-toolkit:")
+  }
+  for (const auto& dir : context.toolkit_dirs) {
+    if (deps::binary_holds(binary.ptx, dir + "/") || deps::binary_holds(binary.cubin, dir + "/")) {
+      return dir;
+    }
+  }
+  return {};
+}
+
 Binary compile_placed(const Config& config, const Program& program, const Arch& arch, deps::Resolver& resolver,
                       int* rounds, Placing placing)
 {
@@ -476,6 +491,15 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
       if (!links_held(folder, resolver)) {
         // A linked header changed while NVRTC read it: again from copies of what kjit hashed.
         return again(config, program, arch, resolver, rounds, round, {true}, folder);
+      }
+      if (const std::string named = toolkit_named(program, context, binary); !named.empty()) {
+        // The key holds the toolkit's folders relative to its root (portable) unless the options
+        // name files (-lineinfo, -G: then the root too): served under another root, this binary
+        // would name the wrong files. The binary is right; it is only not stored.
+        resolver.compiled_from_disk(UncachedReason::names_file,
+                                    "the binary names the toolkit's files (" + named +
+                                      ": a toolkit header's __FILE__), which a portable key leaves out");
+        log::line(program.name + ": " + resolver.unfaithful() + "; compiled and not cached");
       }
       binary.log = without(binary.log, root);
       check_absent(absent_in_cwd);

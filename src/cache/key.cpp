@@ -354,6 +354,12 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
     p += "named-as: " + util::escape_line(program.name) + "\n";
     if (deps::options_name_files(program.options)) {
       p += "named-from: " + util::escape_line(named_dir()) + "\n";
+      // -lineinfo's .file lines and -G's DWARF name toolkit headers by where they are here (a
+      // link to the toolkit is another name). Other keys leave the root out; a binary that names
+      // it anyway is not stored (include_compile.cpp, toolkit_named()).
+      for (const auto& dir : context.toolkit_include_dirs) {
+        p += "named-toolkit: " + util::escape_line(dir) + "\n";
+      }
     }
     for (const auto& option : program.options) {
       p += "named-option: " + util::escape_line(option) + "\n";
