@@ -176,7 +176,7 @@ public:
     ensure_dir(deps::dir_of(real));
     if (const auto first = m_inodes.find(identity); first == m_inodes.end()) {
       m_inodes.emplace(identity, real);
-    } else if (!m_named || deps::must_be_one_copy(header.content)) {
+    } else if (!m_named || m_once_by_macro || deps::must_be_one_copy(header.content)) {
       if (::link((path() + first->second).c_str(), (path() + real).c_str()) != 0) {
         throw Error("cannot create " + path() + real + ": " + std::strerror(errno));
       }
@@ -211,6 +211,7 @@ public:
   }
 
   bool m_named = false;  // copies begin with #line naming the user's file (see names_files())
+  bool m_once_by_macro = false;  // every header may say #pragma once (Resolver::once_by_macro())
   bool m_after_guards = false;  // ... after their include guard (named()): no -G, no -lineinfo
   // Whether a header was placed as a symlink to the disk (its stamps must hold after the compile).
   bool linked() const { return m_linked; }
@@ -444,6 +445,7 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
       for (const auto& dir : lexical_dirs) {
         folder->ensure_dir(folder->replicate(dir).real);
       }
+      folder->m_once_by_macro = resolver.once_by_macro();
       for (const auto& header : resolver.result().headers) {
         folder->place(header, resolver.spelled(header.path), resolver.start_ns());
       }

@@ -290,4 +290,11 @@ bool must_be_one_copy(const std::string& content)
   return util::find_text(as_preprocessed(content, storage), "once") != std::string::npos;  // #pragma once, _Pragma("once")
 }
 
+bool text_may_define_once(const std::string& raw)
+{
+  std::string storage;
+  const std::string& text = as_preprocessed(raw, storage);
+  return util::find_text(text, "_Pragma") != std::string::npos && has_word(text, "once");
+}
+
 } // namespace kjit::deps

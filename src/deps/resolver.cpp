@@ -21,8 +21,16 @@ namespace {
 std::function<void(const std::string&)> g_read_hook;
 std::atomic<std::uint64_t> g_listings{0};
 
+// One file's identity: a hard link or a symlinked folder gives it another path, not another identity.
+std::string identity_of(const FileStamp& stamp)
+{
+  return std::to_string(stamp.device) + " " + std::to_string(stamp.inode) + " " + std::to_string(stamp.size) + " " +
+         std::to_string(stamp.mtime_ns) + " " + std::to_string(stamp.ctime_ns);
+}
+
 // The reason an option makes the compiler read a file no key holds, or empty: ptxas reads
 // -Xptxas=--options-file=F (-optf) itself, NVRTC --use-pch=F and --pch-dir=D.
+
 std::string file_reading_option(const std::vector<std::string>& options)
 {
   for (const auto& option : options) {
@@ -86,6 +94,8 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
     m_pasted.read(expression);
   }
   read_pastes(program.source);
+  m_once_by_macro = any_program_text(program, text_may_define_once) ||
+                    std::any_of(program.options.begin(), program.options.end(), text_may_define_once);
   if (std::string option = file_reading_option(program.options); !option.empty()) {
     refuse(UncachedReason::file_option, std::move(option));
   }
@@ -319,18 +329,35 @@ bool Resolver::add(const std::string& name, const std::string& path, const std::
     // One file by two names (a hard link, a symlinked folder: one inode) must be one copy where
     // NVRTC must see one file: #pragma once (by inode), or one path (a symlinked folder); such a
     // copy can carry one name only. A hard-linked file without it gets a copy per name.
-    const std::string identity = std::to_string(before.device) + " " + std::to_string(before.inode) + " " +
-                                 std::to_string(before.size) + " " + std::to_string(before.mtime_ns) + " " +
-                                 std::to_string(before.ctime_ns);
-    if (const auto [first, added] = m_real_files.emplace(identity, path);
-        !added && m_two_names.empty() && spelled(first->second) != m_spelled[path] &&
-        (must_be_one_copy(m_result.headers.back().content) || walk_path(path).real == walk_path(first->second).real)) {
-      m_two_names = path + " is " + first->second + " by another name (" + spelled(first->second) + ", " +
-                    m_spelled[path] + ")";
+    if (const auto [first, added] = m_real_files.emplace(identity_of(before), path); !added) {
+      check_one_file(first->second, path);
+    }
+    if (!m_once_by_macro && text_may_define_once(m_result.headers.back().content)) {
+      once_through_macros();
     }
     m_pending.push_back(path);
     probe(path);
     return true;
+  }
+}
+
+void Resolver::check_one_file(const std::string& first, const std::string& path)
+{
+  if (m_two_names.empty() && spelled(first) != spelled(path) &&
+      (m_once_by_macro || must_be_one_copy(m_result.headers[m_index.at(path)].content) ||
+       walk_path(path).real == walk_path(first).real)) {
+    m_two_names = path + " is " + first + " by another name (" + spelled(first) + ", " + spelled(path) + ")";
+  }
+}
+
+void Resolver::once_through_macros()
+{
+  m_once_by_macro = true;
+  std::map<std::string, std::string> first_of;  // identity → first path
+  for (const DiskHeader& header : m_result.headers) {
+    if (const auto [first, added] = first_of.emplace(identity_of(header.stamp), header.path); !added) {
+      check_one_file(first->second, header.path);
+    }
   }
 }
 

@@ -104,6 +104,10 @@ private:
 // Whether NVRTC must see a file of this content by two names as one file (it may say #pragma
 // once, which goes by inode): its hard links are hard links between the copies too.
 bool must_be_one_copy(const std::string& content);
+// Whether `text` may define a macro that says `#pragma once` (`#define PO _Pragma("once")`): a
+// header saying PO holds no "once" of its own (issue 38). Then every file of the program must be
+// one copy (Resolver::once_by_macro()).
+bool text_may_define_once(const std::string& text);
 // Whether `text` may put a file's name into the binary: __FILE__, __builtin_FILE,
 // source_location, __BASE_FILE__, or the word assert (which uses __FILE__; not static_assert).
 bool text_names_files(const std::string& text);
@@ -227,6 +231,9 @@ public:
   // Whether the binary may name files: options_name_files(), or text_names_files() of the source
   // or of a header added. From then on every header carries its spelled() name.
   bool names_files() const { return m_names_files; }
+  // Whether a text of the program or an option may define `#pragma once` as a macro
+  // (text_may_define_once()): then any header may say it, and must_be_one_copy() holds for all.
+  bool once_by_macro() const { return m_once_by_macro; }
   // True while every header added still has the stamp it was read with (a stat each).
   bool unchanged() const;
   const std::string& main_path() const { return m_main_path; }
@@ -260,6 +267,12 @@ private:
   // The ProbedDir of `path`, made with `stamp` the first time (too_new() makes the result not
   // recordable); whole when `whole` or the folder is one of m_whole_dirs.
   ProbedDir& watched(const std::string& path, const FileStamp& stamp, bool whole);
+  // From now on every header must be one copy (once_by_macro()): files already added by two
+  // names are checked again for two_names().
+  void once_through_macros();
+  // Sets two_names() when `path` is the file at `first` by a name spelled otherwise, and NVRTC
+  // must see one file (one inode with #pragma once, or one real path).
+  void check_one_file(const std::string& first, const std::string& path);
   // Adds `name` to the absent names of `dir` (once).
   void note_absent(ProbedDir& dir, const std::string& name);
   // Watches `dir` whole from now on (a folder searched for names only NVRTC forms).
@@ -307,6 +320,7 @@ private:
   UncachedReason m_unfaithful_reason = UncachedReason::formed_name;
   std::string m_two_names;  // see two_names()
   bool m_names_files = false;  // see names_files()
+  bool m_once_by_macro = false;  // see once_by_macro()
   bool m_formed_source = false;      // check_formed_names() has read the source, its headers and -D
   std::size_t m_formed_checked = 0;  // headers check_formed_names() has read
   std::map<std::string, bool> m_formed_asked;  // the names it asked OpenEnds about, and the answers

@@ -708,4 +708,29 @@ BOOST_AUTO_TEST_CASE(a_word_pasted_onto_its_ending_counts)
   BOOST_TEST(fresh.get(program, k_sm80)->ptx == plain(config, "k.cu", {}).ptx);  // VALUE 2, not a stale 1
 }
 
+// Issue 38: `#pragma once` reached through a macro (`#define PO _Pragma("once")` in another header,
+// or `-DPO=_Pragma("once")`): a hard-linked header saying PO is one file to NVRTC (by inode), so it
+// must be one file in the private folder too. Before, a binary naming files got a copy per name:
+// where() was defined twice (a compile error where NVRTC compiles), or, with a guard, named twice.
+BOOST_AUTO_TEST_CASE(once_through_a_macro_keeps_a_hard_linked_header_one_file)
+{
+  const std::string d = tmp.path() + "/once_macro";
+  put(d + "/po.h", "#define PO _Pragma(\"once\")\n");
+  put(d + "/o.h", std::string("PO\n") + k_where);
+  BOOST_TEST_REQUIRE(::link((d + "/o.h").c_str(), (d + "/p.h").c_str()) == 0);
+  put(d + "/k.cu", "#include \"po.h\"\n#include \"o.h\"\n#include \"p.h\"\n"
+                   "extern \"C\" __global__ void k(const char** s) { *s = where(); }\n");
+  put(d + "/d.cu", "#include \"o.h\"\n#include \"p.h\"\n"
+                   "extern \"C\" __global__ void k(const char** s) { *s = where(); }\n");
+  settle();
+  InDir here(d);
+  for (const auto& options : {std::vector<std::string>{"-lineinfo"}, std::vector<std::string>{}}) {
+    kjit::Cache cache(config);
+    same_binary_(cache, config, "k.cu", options);
+    std::vector<std::string> with_define = options;
+    with_define.push_back("-DPO=_Pragma(\"once\")");
+    same_binary_(cache, config, "d.cu", with_define);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
