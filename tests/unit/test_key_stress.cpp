@@ -63,7 +63,7 @@ public:
       define(out, "FLAG=1");
     }
     define(out, "NAME=h" + std::to_string(m_name));
-    out.push_back("-std=c++17");
+    out.push_back(m_cxx14 ? "-std=c++14" : "-std=c++17");  // C++14 has trigraphs: ??/ is a backslash
     if (m_debug != 0) {
       out.push_back(m_debug == 1 ? "-lineinfo" : "-G");  // the binary names the files: the user's, as plain NVRTC's
     }
@@ -76,7 +76,10 @@ public:
   // One random change; returns what it did (for the failure message).
   std::string change()
   {
-    switch (pick(16)) {
+    switch (pick(17)) {
+    case 16:
+      m_cxx14 = !m_cxx14;
+      return m_cxx14 ? "-std=c++14" : "-std=c++17";
     case 15:  // -I folders and the source spelled another way: the same files, other names
       m_dir_spelling = (m_dir_spelling + 1 + pick(2)) % 3;
       return "spelling " + std::to_string(m_dir_spelling);
@@ -203,7 +206,8 @@ private:
   std::string include_line(int name)
   {
     const std::string file = "h" + std::to_string(name) + ".h";
-    return pick(2) == 0 ? "#include \"" + file + "\"\n" : "#include <" + file + ">\n";
+    const std::string directive = pick(6) == 0 ? "#inc\\\nlude" : "#include";  // a line splice in the word
+    return pick(2) == 0 ? directive + " \"" + file + "\"\n" : directive + " <" + file + ">\n";
   }
 
   std::string write_header()
@@ -213,7 +217,9 @@ private:
     const std::string guard = "G_" + std::string(k_folders[folder]) + "_" + std::to_string(name) + "_" +
                               std::to_string(m_version);
     const bool once = pick(3) == 0;
-    std::string text = (once ? "#pragma once\nstruct S" + guard + " {};\n" : "#ifndef " + guard + "\n#define " + guard + "\n") +
+    // #pragma once as written, across a splice, as _Pragma, or through the source's macro PO.
+    const char* const onces[] = {"#pragma once\n", "#pragma on\\\nce\n", "_Pragma(\"once\")\n", "#ifdef PO\nPO\n#endif\n"};
+    std::string text = (once ? onces[pick(4)] + ("struct S" + guard + " {};\n") : "#ifndef " + guard + "\n#define " + guard + "\n") +
                        "#undef H" + std::to_string(name) + "_V\n#define H" + std::to_string(name) + "_V " +
                        std::to_string(++m_version) + "\n";
     const int extra = folder == 3 ? 4 : pick(5);  // incC's stay plain
@@ -234,7 +240,11 @@ private:
 
   std::string write_source()
   {
-    std::string text = "#define STR(x) #x\n#define XSTR(x) STR(x)\n#define HDR XSTR(NAME.h)\n";
+    std::string text = "#define STR(x) #x\n#define XSTR(x) STR(x)\n#define HDR XSTR(NAME.h)\n"
+                       "#define CAT_(a, b) a##b\n#define CAT(a, b) CAT_(a, b)\n";
+    if (pick(2) == 0) {
+      text += "#define PO _Pragma(\"once\")\n";  // said by the headers that test for it
+    }
     if (pick(4) == 0) {
       text += "#include <cuda/std/version>\n";  // a toolkit header that probes for <version>
     }
@@ -262,8 +272,12 @@ private:
       text += "#if FLAG\n#include \"gone.h\"\n#endif\n";
     }
     text += "extern \"C\" __global__ void k(int* o, const char** file) {\n  int v = 0;\n";
+    // The source's name in the binary: as written, across a splice, through a trigraph splice
+    // (C++14), pasted, or its size.
+    const char* const names[] = {"  *file = __FILE__;\n", "  *file = __FI\\\nLE__;\n", "  *file = __FI?\?/\nLE__;\n",
+                                 "  *file = CAT(__FI, LE__);\n", "  v += sizeof(CAT(__FI, LE__));\n"};
     if (pick(3) == 0) {
-      text += "  *file = __FILE__;\n";  // the source's name in the binary
+      text += names[pick(5)];
     }
     for (int i = 0; i < k_names; ++i) {
       const std::string macro = "H" + std::to_string(i) + "_V";
@@ -283,6 +297,7 @@ private:
   bool m_flag = false;
   bool m_pre = false;
   bool m_has = false;
+  bool m_cxx14 = false;
   int m_debug = 0;         // 1: -lineinfo, 2: -G
   int m_dir_spelling = 0;  // how -I folders and the source are spelled (source())
   int m_spelling = 0;
