@@ -9,6 +9,7 @@ src=${1:-$(dirname "$0")/../src}
 layers=(
   "util"
   "config"
+  "options"
   "rtc driver"
   "store"
   "deps mirror"

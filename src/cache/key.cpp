@@ -3,6 +3,7 @@
 
 #include "cache/direct_key.hpp"
 #include "deps/search.hpp"
+#include "options/option_table.hpp"
 #include "rtc/compile_options.hpp"
 #include "store/record.hpp"
 #include "util/text.hpp"
@@ -118,61 +119,6 @@ std::string portable_option(const KeyRoots& roots, const std::string& option, st
   return option;
 }
 
-// NVRTC options by their short name and their long one (nvrtc.h; NVRTC's messages name them as one
-// option, "--ftz (-ftz)"; the binaries are the same byte for byte, measured with NVRTC 13.0): the
-// key names each by its long name, so the two spellings are one key. A name ending in '=' takes
-// its value after it; the others are exact. -I, -D, -U, -lineinfo and -G are keyed by their short
-// names (CompileOptions::render's); -std= as --std= (below).
-constexpr std::pair<const char*, const char*> k_long_names[] = {
-  {"-ftz=", "--ftz="},
-  {"-prec-div=", "--prec-div="},
-  {"-prec-sqrt=", "--prec-sqrt="},
-  {"-fmad=", "--fmad="},
-  {"-use_fast_math", "--use_fast_math"},
-  {"-maxrregcount=", "--maxrregcount="},
-  {"-Xptxas=", "--ptxas-options="},
-  {"-include=", "--pre-include="},
-  {"-rdc=", "--relocatable-device-code="},
-  {"-dc", "--device-c"},
-  {"-dw", "--device-w"},
-  {"-ewp", "--extensible-whole-program"},
-  {"-jtd=", "--jump-table-density="},
-  {"-modify-stack-limit=", "--modify-stack-limit="},
-  {"-device-stack-protector=", "--device-stack-protector="},
-  {"-default-device", "--device-as-default-execution-space"},
-  {"-restrict", "--restrict"},
-  {"-w", "--disable-warnings"},
-  {"-Ofc=", "--Ofast-compile="},
-  {"-dopt=", "--dopt="},
-  {"-extra-device-vectorization", "--extra-device-vectorization"},
-  {"-device-int128", "--device-int128"},
-  {"-no-source-include", "--no-source-include"},
-  {"-dlto", "--dlink-time-opt"},
-};
-
-// Options whose value may be given apart, keyed as "<long name>=<value>" ("-Xptxas" "-v" is
-// --ptxas-options=-v; the value is a value, never read as an option).
-constexpr std::pair<const char*, const char*> k_value_apart[] = {
-  {"-Xptxas", "--ptxas-options="},
-  {"--ptxas-options", "--ptxas-options="},
-  {"-maxrregcount", "--maxrregcount="},
-  {"--maxrregcount", "--maxrregcount="},
-  {"-include", "--pre-include="},
-  {"--pre-include", "--pre-include="},
-};
-
-// `option` by its long name (k_long_names), or as it is.
-std::string long_named(const std::string& option)
-{
-  for (const auto& [short_name, long_name] : k_long_names) {
-    const std::size_t size = std::char_traits<char>::length(short_name);
-    if (short_name[size - 1] == '=' ? starts_with(option, short_name) : option == short_name) {
-      return long_name + option.substr(size);
-    }
-  }
-  return option;
-}
-
 } // namespace
 
 struct ToolkitHeaders::State {
@@ -235,12 +181,10 @@ std::vector<std::string> normalize_options(const std::vector<std::string>& optio
       // long name given to it would be another program's key.
       out.push_back(option);
       out.push_back(options[++i]);
-    } else if (const auto apart = std::find_if(std::begin(k_value_apart), std::end(k_value_apart),
-                                               [&](const auto& form) { return option == form.first; });
-               apart != std::end(k_value_apart) && has_next) {
-      out.push_back(apart->second + options[++i]);
+    } else if (const std::string joined = options::joined_prefix(option); !joined.empty() && has_next) {
+      out.push_back(joined + options[++i]);  // "-Xptxas" "-v" as --ptxas-options=-v
     } else {
-      out.push_back(long_named(option));
+      out.push_back(options::keyed_name(option));  // one key for both names (the same binaries)
     }
   }
   return out;

@@ -3,6 +3,7 @@
 #include "deps/resolver.hpp"
 
 #include "deps/lex.hpp"
+#include "options/option_table.hpp"
 #include "util/text.hpp"
 
 #include <algorithm>
@@ -37,22 +38,12 @@ bool any_program_text(const Program& program, bool (*test)(const std::string&))
 
 bool device_debug(const std::vector<std::string>& options)
 {
-  for (const auto& option : options) {
-    if (option == "-G" || option == "--device-debug") {
-      return true;
-    }
-  }
-  return false;
+  return options::any(options, options::device_debug);
 }
 
 bool options_name_files(const std::vector<std::string>& options)
 {
-  for (const auto& option : options) {
-    if (option == "-lineinfo" || option == "--generate-line-info") {
-      return true;
-    }
-  }
-  return device_debug(options);
+  return options::any(options, options::line_info) || device_debug(options);
 }
 
 const std::string& as_preprocessed(const std::string& text, std::string& storage)

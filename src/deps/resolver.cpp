@@ -3,6 +3,7 @@
 
 #include "deps/toolkit_headers.hpp"
 #include "deps/formed_names.hpp"
+#include "options/option_table.hpp"
 #include "util/file.hpp"
 
 #include <kjit/error.hpp>
@@ -26,21 +27,6 @@ std::string identity_of(const FileStamp& stamp)
 {
   return std::to_string(stamp.device) + " " + std::to_string(stamp.inode) + " " + std::to_string(stamp.size) + " " +
          std::to_string(stamp.mtime_ns) + " " + std::to_string(stamp.ctime_ns);
-}
-
-// The reason an option makes the compiler read a file no key holds, or empty: ptxas reads
-// -Xptxas=--options-file=F (-optf) itself, NVRTC --use-pch=F and --pch-dir=D.
-
-std::string file_reading_option(const std::vector<std::string>& options)
-{
-  for (const auto& option : options) {
-    for (const char* word : {"options-file", "optf", "use-pch", "pch-dir"}) {
-      if (option.find(word) != std::string::npos) {
-        return "the option '" + option + "' makes the compiler read a file kjit does not hash";
-      }
-    }
-  }
-  return {};
 }
 
 } // namespace
@@ -96,7 +82,7 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   read_pastes(program.source);
   m_once_by_macro = any_program_text(program, text_may_define_once) ||
                     std::any_of(program.options.begin(), program.options.end(), text_may_define_once);
-  if (std::string option = file_reading_option(program.options); !option.empty()) {
+  if (std::string option = options::file_reading(program.options); !option.empty()) {
     refuse(UncachedReason::file_option, std::move(option));
   }
   for (const auto& expression : program.name_expressions) {

@@ -2,6 +2,7 @@
 // once per context and content, with JIT options for what the driver compiles.
 #include "driver/image.hpp"
 #include "driver/module_state.hpp"
+#include "options/option_table.hpp"
 
 #include "util/file.hpp"
 #include "util/hash.hpp"
@@ -75,7 +76,8 @@ LoadOptions load_options_of(const std::vector<std::string>& options)
     std::string_view name = option;
     const std::size_t equals = name.find('=');
     name = name.substr(0, equals);
-    if (name == "-maxrregcount" || name == "--maxrregcount") {
+    if (const options::Option* known = options::find(name);
+        known != nullptr && (known->traits & options::max_registers) != 0) {
       if (equals != std::string::npos) {
         load.max_registers = register_limit(option.substr(equals + 1), option);
       } else if (i + 1 < options.size()) {
@@ -84,9 +86,9 @@ LoadOptions load_options_of(const std::vector<std::string>& options)
       } else {
         throw OptionError("'" + option + "' lacks its number of registers");
       }
-    } else if (option == "-lineinfo" || option == "--generate-line-info") {
+    } else if (options::has(option, options::line_info)) {
       load.line_info = true;
-    } else if (option == "-G" || option == "--device-debug") {
+    } else if (options::has(option, options::device_debug)) {
       load.debug = true;
     }
   }

@@ -1,6 +1,8 @@
 // Option classification for the compile paths: arch, LTO and ptxas-level options.
 #include "rtc/compile_options.hpp"
 
+#include "options/option_table.hpp"
+
 #include <kjit/error.hpp>
 
 #include <algorithm>
@@ -16,13 +18,13 @@ bool starts_with(const std::string& text, const char* prefix)
 
 bool is_maxrregcount(const std::string& option)
 {
-  return starts_with(option, "-maxrregcount") || starts_with(option, "--maxrregcount");
+  return options::has(option, options::max_registers);
 }
 
 // -Xptxas=X, --ptxas-options=X, or the two-token forms "-Xptxas" "X".
 bool is_ptxas_passthrough(const std::string& option)
 {
-  return starts_with(option, "-Xptxas") || starts_with(option, "--ptxas-options");
+  return options::has(option, options::ptxas_value);
 }
 
 std::string value_of(const std::vector<std::string>& options, std::size_t& i)
@@ -74,13 +76,7 @@ CubinPath cubin_path(const Program& program, const Arch& arch)
 // they are translated, -dlto with one of them is refused rather than compiled without it.
 bool is_math_option(const std::string& option)
 {
-  for (const char* prefix : {"-ftz", "--ftz", "-prec-div", "--prec-div", "-prec-sqrt", "--prec-sqrt", "-fmad",
-                             "--fmad", "-use_fast_math", "--use_fast_math"}) {
-    if (starts_with(option, prefix)) {
-      return true;
-    }
-  }
-  return false;
+  return options::has(option, options::math);
 }
 
 void check_options(const Program& program, const Arch& arch)
@@ -115,23 +111,23 @@ void check_options(const Program& program, const Arch& arch)
 
 std::vector<std::string> linker_options(const std::vector<std::string>& program_options, const Arch& arch, bool lto)
 {
-  std::vector<std::string> options{"-arch=" + arch.real_name()};
+  std::vector<std::string> out{"-arch=" + arch.real_name()};
   if (lto) {
-    options.push_back("-lto");
+    out.push_back("-lto");
   }
   for (std::size_t i = 0; i < program_options.size(); ++i) {
     const std::string& option = program_options[i];
-    if (option == "-lineinfo" || option == "--generate-line-info") {
-      options.push_back("-lineinfo");
-    } else if (option == "-G" || option == "--device-debug") {
-      options.push_back("-g");
+    if (options::has(option, options::line_info)) {
+      out.push_back("-lineinfo");
+    } else if (options::has(option, options::device_debug)) {
+      out.push_back("-g");
     } else if (is_maxrregcount(option)) {
-      options.push_back("-maxrregcount=" + value_of(program_options, i));
+      out.push_back("-maxrregcount=" + value_of(program_options, i));
     } else if (is_ptxas_passthrough(option)) {
-      options.push_back("-Xptxas=" + value_of(program_options, i));
+      out.push_back("-Xptxas=" + value_of(program_options, i));
     }
   }
-  return options;
+  return out;
 }
 
 } // namespace kjit::rtc

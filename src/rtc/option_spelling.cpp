@@ -2,6 +2,8 @@
 // the options NVRTC acts on.
 #include "rtc/option_spelling.hpp"
 
+#include "options/option_table.hpp"
+
 #include <kjit/error.hpp>
 
 #include <algorithm>
@@ -28,32 +30,11 @@ bool short_with_space(const std::string& option) noexcept
          option[2] == ' ';
 }
 
-// An option whose value NVRTC takes from the next option when it is given alone ("-I" "inc"):
-// that next option is a value, trimmed, never split ("-I" "-I inc" is the folder "-I inc"; the
-// value of -Xptxas and -Xnvvm goes to ptxas and NVVM as it is: "-Xptxas" "-D x" is ptxas's "-D x").
-bool takes_next(std::string_view option) noexcept
+// An option whose value NVRTC takes from the next option when it is given alone ("-I" "inc"),
+// when that next option is a value taken as it is (options::value_verbatim).
+bool takes_next(std::string_view option)
 {
-  return option == "-I" || option == "--include-path" || option == "-D" || option == "--define-macro" || option == "-U" ||
-         option == "--undefine-macro" || option == "-include" || option == "--pre-include" || option == "-Xptxas" ||
-         option == "--ptxas-options" || option == "-Xnvvm" || option == "-Xcudafe";
-}
-
-// Options NVRTC also takes a value apart for ("-maxrregcount" "32"; measured, NVRTC 13.0).
-bool takes_value_apart(const std::string& option) noexcept
-{
-  if (takes_next(option)) {
-    return true;
-  }
-  for (const char* name : {"-arch", "--gpu-architecture", "-maxrregcount", "--maxrregcount", "-ftz", "--ftz", "-prec-div",
-                           "--prec-div", "-prec-sqrt", "--prec-sqrt", "-fmad", "--fmad", "-rdc",
-                           "--relocatable-device-code", "-dopt", "--dopt", "-Ofc", "--Ofast-compile", "-jtd",
-                           "--jump-table-density", "-split-compile", "--split-compile", "-modify-stack-limit",
-                           "--modify-stack-limit", "-device-stack-protector", "--device-stack-protector"}) {
-    if (option == name) {
-      return true;
-    }
-  }
-  return false;
+  return options::takes_verbatim_value(option);
 }
 
 // "-I=dir", "-D=X", "-U=X": NVRTC drops the one '=' after the short flag ("-I=inc" is the folder
@@ -92,16 +73,6 @@ std::string trimmed_of(const std::string& option)
 {
   return std::string(trimmed_view(option));
 }
-
-// Options whose value NVRTC reads with std::stoi, given after '=' or apart ("-jtd" "5"), and the
-// largest value kjit passes on (-split-compile=N starts N threads: NVRTC 13.0 needed 322 MB for
-// 30000, was killed for memory at 65536 and crashed, SIGSEGV, at 2147483647).
-struct IntOption {
-  const char* name;
-  long long most;
-};
-constexpr IntOption k_int_options[] = {
-  {"-jtd", INT_MAX}, {"--jump-table-density", INT_MAX}, {"-split-compile", 1024}, {"--split-compile", 1024}};
 
 // Whether NVRTC reads `value` (trimmed) of an int option without ending the process: empty (NVRTC
 // ignores it), or an int ("-" and numbers out of int's range throw through stoi) up to `most`.
@@ -160,7 +131,7 @@ const std::string* option_missing_its_value(const std::vector<std::string>& opti
 {
   const std::string* open = nullptr;
   for (const std::string& option : options) {
-    open = open == nullptr && takes_value_apart(trimmed_of(option)) ? &option : nullptr;
+    open = open == nullptr && options::takes_value_apart(trimmed_of(option)) ? &option : nullptr;
   }
   return open;
 }
@@ -176,11 +147,10 @@ const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& opti
     if (is_value) {
       continue;
     }
-    for (const char* name : {"-Xptxas=", "--ptxas-options=", "-Xnvvm=", "-Xcudafe=", "-dopt=", "--dopt=", "-Ofc=",
-                             "--Ofast-compile="}) {
-      if (trimmed == name) {
-        return &option;
-      }
+    const std::size_t equals = trimmed.find('=');
+    const options::Option* known = options::find(std::string_view(trimmed).substr(0, equals));
+    if (known != nullptr && (known->traits & options::aborts_when_empty) != 0 && equals + 1 == trimmed.size()) {
+      return &option;
     }
     for (const char* name : {"-fdevice-time-trace=", "--fdevice-time-trace="}) {
       const std::size_t size = std::char_traits<char>::length(name);
@@ -188,17 +158,13 @@ const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& opti
         return &option;
       }
     }
-    for (const IntOption& int_option : k_int_options) {
-      const std::size_t size = std::char_traits<char>::length(int_option.name);
-      if (trimmed == int_option.name) {
-        if (i + 1 < options.size() && !int_value_ok(options[i + 1], int_option.most)) {
+    if (known != nullptr && (known->traits & options::int_value) != 0) {
+      if (equals == std::string::npos) {
+        if (i + 1 < options.size() && !int_value_ok(options[i + 1], known->most)) {
           return &options[i + 1];
         }
         ++i;  // its value
-        break;
-      }
-      if (trimmed.compare(0, size, int_option.name) == 0 && trimmed.size() > size && trimmed[size] == '=' &&
-                 !int_value_ok(trimmed.substr(size + 1), int_option.most)) {
+      } else if (!int_value_ok(trimmed.substr(equals + 1), known->most)) {
         return &option;
       }
     }
