@@ -145,10 +145,13 @@ void Cache::Impl::record_manifest(const util::Sha256& direct_key, const std::str
   if (!resolution.recordable) {
     return;  // a header too new to trust its stamp: the next lookup compiles again
   }
-  deps::Resolution recorded = resolution;
-  for (auto& header : recorded.headers) {
-    header.content.clear();
-    header.content.shrink_to_fit();
+  // A manifest holds no texts: the headers are copied without theirs (a vendored CCCL's are 20 MB).
+  deps::Resolution recorded;
+  recorded.dirs = resolution.dirs;
+  recorded.recordable = resolution.recordable;
+  recorded.headers.reserve(resolution.headers.size());
+  for (const auto& header : resolution.headers) {
+    recorded.headers.push_back({header.name, header.path, header.hash, header.stamp, {}, header.spelled});
   }
   KnownManifest updated;
   {
