@@ -186,7 +186,7 @@ void Resolver::note_absent(ProbedDir& dir, const std::string& name)
     m_absent.resize(m_result.dirs.size());
   }
   if (m_absent[index].insert(name).second) {
-    dir.absent += name + '\n';
+    dir.absent.append(name).push_back('\n');
   }
 }
 
