@@ -1,7 +1,7 @@
 // Shared benchmark workloads.
 #include "workload.hpp"
 
-#include "cache/direct_key.hpp"
+#include "cache/direct_index.hpp"
 #include "cache/key.hpp"
 #include "deps/manifest.hpp"
 #include "cache/toolchain.hpp"
@@ -96,7 +96,7 @@ void populate(const std::string& dir, int count, int first_salt)
     const std::string key(reinterpret_cast<const char*>(texts.digest.data()), texts.digest.size());
     rows.push_back({kjit::store::Table::entries, key, kjit::store::encode_record(entry, texts.digest)});
     rows.push_back({kjit::store::Table::direct,
-                    std::string(kjit::cache::fast_key_bytes(kjit::util::checksum(entry.direct_inputs))),
+                    std::string(kjit::cache::input_digest_bytes(kjit::util::checksum(entry.direct_inputs))),
                     kjit::cache::direct_row(texts.digest, entry.direct_inputs.size())});
     if (rows.size() >= 2000) {
       flush();

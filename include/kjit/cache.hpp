@@ -7,6 +7,7 @@
 #include <kjit/program.hpp>
 #include <kjit/uncached.hpp>
 
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -217,10 +218,10 @@ private:
   Program m_program;
   Arch m_arch;
   std::vector<IncludedHeader> m_includes;
-  unsigned char m_direct[32] = {};  // key without the disk headers: names the manifest
+  std::array<std::uint8_t, 32> m_manifest_key{};  // the key without the disk headers: names the manifest (docs/keys.md)
   std::string m_program_txt;
   std::string m_options_txt;
-  unsigned char m_digest[32] = {};
+  std::array<std::uint8_t, 32> m_key{};  // the prepared key: an entry key, or a provisional one
   bool m_provisional = false;
   bool m_from_disk = false;  // its key holds disk headers or the working directory: prepared again by get()
   // Set by prepare(); false in a default-constructed PreparedProgram and in one moved from, whose

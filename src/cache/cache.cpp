@@ -1,7 +1,7 @@
 // Cache lookups: memory tier → LMDB → compile (single-flight across threads and processes).
 #include "cache/cache_impl.hpp"
 
-#include "cache/direct_key.hpp"
+#include "cache/direct_index.hpp"
 #include "cache/toolchain.hpp"
 #include "config/config_internal.hpp"
 #include "config/log.hpp"
@@ -73,7 +73,7 @@ const cache::KeyContext& Cache::Impl::key_context()
 void Cache::Impl::verbose(const char* what, const PreparedProgram& p, double ms)
 {
   util::Sha256 key;
-  std::memcpy(key.data(), p.m_digest, key.size());
+  key = p.m_key;
   verbose(what, p.program().name, p.arch(), &key, ms);
 }
 
@@ -96,7 +96,7 @@ void Cache::Impl::verbose(const char* what, const std::string& name, const Arch&
 
 std::string PreparedProgram::key() const
 {
-  return util::to_hex(m_digest, sizeof m_digest);
+  return util::to_hex(m_key.data(), m_key.size());
 }
 
 Cache::Cache() : Cache(current_config()) {}
@@ -150,15 +150,16 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
   const std::string search_text = search.text();
   cache::KeyTexts texts = cache::make_key(program, prepared.m_arch, context);
   // The manifest's key: the program and the resolution context it is resolved in.
-  const util::Sha256 direct = util::Sha256Hasher().update(texts.program_txt).update(texts.options_txt).update(search_text).finish();
-  std::memcpy(prepared.m_direct, direct.data(), sizeof prepared.m_direct);
+  const util::Sha256 manifest_key =
+    util::Sha256Hasher().update(texts.program_txt).update(texts.options_txt).update(search_text).finish();
+  prepared.m_manifest_key = manifest_key;
   // Without the word "include" anywhere (#include, %:include, __has_include) and no pre-include,
   // there is nothing to resolve: no manifest to read.
   const bool may_include = !search.pre_includes.empty() || cache::mentions_include(program);
   // A program whose source or in-memory header uses the time (__TIME__…) gets a provisional key
   // too, never looked up: it is compiled each time and never stored (Resolver::unfaithful()).
   if (may_include || deps::program_uses_time(program)) {
-    if (auto found = m_impl->valid_manifest(direct, search_text)) {
+    if (auto found = m_impl->valid_manifest(manifest_key, search_text)) {
       texts = cache::make_key(program, prepared.m_arch, context, found->headers);
       for (const deps::DiskHeader& header : found->headers) {
         prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
@@ -175,11 +176,11 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
       texts.digest = util::Sha256Hasher().update("kjit provisional key\n").update(texts.program_txt).update(texts.options_txt).finish();
       prepared.m_provisional = true;
       std::lock_guard lock(m_impl->manifest_mutex);
-      m_impl->provisional.insert(texts.digest);
+      m_impl->provisional_keys.insert(texts.digest);
       m_impl->any_provisional.store(true, std::memory_order_release);
-      m_impl->predicted[texts.digest] = std::move(resolver);
-      while (m_impl->predicted.size() > 8) {
-        m_impl->predicted.erase(m_impl->predicted.begin());
+      m_impl->predictions[texts.digest] = std::move(resolver);
+      while (m_impl->predictions.size() > 8) {
+        m_impl->predictions.erase(m_impl->predictions.begin());
       }
     }
   }
@@ -191,7 +192,7 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
   prepared.m_made.value = true;
   prepared.m_program_txt = std::move(texts.program_txt);
   prepared.m_options_txt = std::move(texts.options_txt);
-  std::memcpy(prepared.m_digest, texts.digest.data(), sizeof prepared.m_digest);
+  prepared.m_key = texts.digest;
   return prepared;
 }
 
@@ -251,8 +252,8 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
     if (direct && !prepared.m_provisional) {
       // Found by the SHA-256 path (stored without a direct row): found directly from now on.
       util::Sha256 digest;
-      std::memcpy(digest.data(), prepared.m_digest, digest.size());
-      m_impl->direct.insert(direct->fast, std::move(direct->inputs), digest);
+      digest = prepared.m_key;
+      m_impl->direct.insert(direct->input_digest, std::move(direct->inputs), digest);
     }
     return binary;
   } catch (const cache::HeadersChanged&) {
@@ -276,7 +277,7 @@ std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepare
   }
   try {
     util::Sha256 digest;
-    std::memcpy(digest.data(), prepared.m_digest, digest.size());
+    digest = prepared.m_key;
     if (prepared.m_from_disk || m_impl->is_provisional(digest)) {
       // Prepared before a manifest was known (one made since may now validate it), or from disk
       // headers, which may have been edited since: what is served is for the files on disk now.
@@ -309,7 +310,7 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
   source = Source::memory;
   Impl& impl = *m_impl;
   util::Sha256 key;
-  std::memcpy(key.data(), prepared.m_digest, key.size());
+  key = prepared.m_key;
   const auto unwrap = [](const cache::Result& result) {
     if (result.failure) {
       throw CompileError(*result.failure);
@@ -408,8 +409,8 @@ void Cache::clear()
     std::lock_guard lock(m_impl->manifest_mutex);
     m_impl->manifests.clear();
     m_impl->unsaved_manifests.clear();
-    m_impl->provisional.clear();
-    m_impl->predicted.clear();
+    m_impl->provisional_keys.clear();
+    m_impl->predictions.clear();
   }
   m_impl->direct.clear();
   if (m_impl->store) {
@@ -419,7 +420,7 @@ void Cache::clear()
       m_impl->store->clear(table);
     }
     std::vector<std::string> uses;  // the last uses of the entries (src/cache/size_limit.cpp)
-    m_impl->store->for_each_prefix(store::Table::meta, cache::used_key(""),
+    m_impl->store->for_each_prefix(store::Table::meta, cache::used_row(""),
                                    [&](std::string_view key, std::string_view) { uses.emplace_back(key); });
     m_impl->store->erase(store::Table::meta, uses);
     if (m_impl->mirror_writer) {

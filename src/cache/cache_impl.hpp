@@ -6,7 +6,7 @@
 #include <kjit/error.hpp>
 
 #include "cache/cache_dir.hpp"
-#include "cache/direct_key.hpp"
+#include "cache/direct_index.hpp"
 #include "cache/key.hpp"
 #include "cache/memory_tier.hpp"
 #include "tier/tier.hpp"
@@ -42,7 +42,7 @@ bool entry_matches(const EntryFilter& filter, const store::Entry& entry);
 std::size_t mirror_bytes(const std::string& cache_dir, const std::string& hex);
 // size_limit.cpp: the meta row holding an entry's last use (unix time as text), and its value
 // (0 when none is recorded).
-std::string used_key(std::string_view raw_key);
+std::string used_row(std::string_view raw_key);
 std::int64_t recorded_use(const store::Store& store, std::string_view raw_key);
 // size_limit.cpp: the most the blob table's pages can grow by when a blob row of `bytes` (key and
 // raw content) is written: its encoding, rounded up to whole pages, plus a page split.
@@ -76,11 +76,11 @@ struct Cache::Impl {
   std::mutex manifest_mutex;
   std::map<util::Sha256, KnownManifest> manifests;  // this process's copy, ahead of the store
   std::set<util::Sha256> unsaved_manifests;         // new resolutions, stored with the next commit
-  std::set<util::Sha256> provisional;               // keys from an unvalidated prediction: never looked up
+  std::set<util::Sha256> provisional_keys;               // keys from an unvalidated prediction: never looked up
   std::atomic<bool> any_provisional{false};         // lets the hot path skip the lock
   // The prediction behind a provisional key, handed to its compile (so the headers are read,
   // hashed and scanned once); a few at most.
-  std::map<util::Sha256, std::shared_ptr<deps::Resolver>> predicted;
+  std::map<util::Sha256, std::shared_ptr<deps::Resolver>> predictions;
 
   std::mutex flight_mutex;
   std::map<util::Sha256, std::shared_future<cache::Result>> in_flight;
@@ -121,7 +121,7 @@ struct Cache::Impl {
   // the entry it names, all without SHA-256.
   struct Direct {
     std::string inputs;       // cache::direct_inputs()
-    util::Checksum fast{};    // XXH3-128 of them
+    util::Checksum input_digest{};    // XXH3-128 of them
     std::optional<cache::Result> hit;
     std::optional<cache::Result> in_memory;  // load_entry(): the row named an entry of the memory tier
   };
@@ -131,15 +131,15 @@ struct Cache::Impl {
 
   // includes.cpp: the user headers of a program from a manifest whose every stamp still holds
   // (stats only), or nullopt when there is none: then only a compile can tell.
-  std::optional<deps::Resolution> valid_manifest(const util::Sha256& direct_key, const std::string& context);
-  // Puts a compile's final resolution first in the manifest of `direct_key` (stored with the commit).
-  void record_manifest(const util::Sha256& direct_key, const std::string& context, const deps::Resolution& resolution);
+  std::optional<deps::Resolution> valid_manifest(const util::Sha256& manifest_key, const std::string& context);
+  // Puts a compile's final resolution first in the manifest of `manifest_key` (stored with the commit).
+  void record_manifest(const util::Sha256& manifest_key, const std::string& context, const deps::Resolution& resolution);
   // Keeps the manifest in memory; `now` also stores it, else it waits for take_unsaved_manifest().
-  void save_manifest(const util::Sha256& direct_key, const KnownManifest& manifest, bool now);
+  void save_manifest(const util::Sha256& manifest_key, const KnownManifest& manifest, bool now);
   bool is_provisional(const util::Sha256& key);
-  // For explain: what makes the manifest of `direct_key` invalid now (headers, folders), or that
+  // For explain: what makes the manifest of `manifest_key` invalid now (headers, folders), or that
   // none was made in this resolution context. Stats and reads only; changes nothing.
-  std::vector<std::string> manifest_changes(const util::Sha256& direct_key, const std::string& context);
+  std::vector<std::string> manifest_changes(const util::Sha256& manifest_key, const std::string& context);
   // The store row of a manifest not stored yet, if any (and forgets that it is unsaved).
   std::optional<store::Store::Row> take_unsaved_manifest(const PreparedProgram& prepared);
 
@@ -155,10 +155,10 @@ struct Cache::Impl {
   // memory tier must not keep it either.
   cache::Result load_or_compile(const util::Sha256& key, const PreparedProgram& prepared, Source& source,
                                 bool& keepable);
-  // Compiles with exactly the headers kjit hashed; `final_key` is the key of what was compiled
+  // Compiles with exactly the headers kjit hashed; `compiled_entry_key` is the key of what was compiled
   // (it differs from the prepared key when the compile needed headers the prediction missed).
   // `cacheable` is false when it was compiled from disk (resolver unfaithful): never stored.
-  store::Entry compile_entry(const PreparedProgram& prepared, util::Sha256& final_key, bool& cacheable);
+  store::Entry compile_entry(const PreparedProgram& prepared, util::Sha256& compiled_entry_key, bool& cacheable);
   // Stores the entry (record, name, headers, direct row, manifest) in one transaction committed on
   // the store's writer thread (Store::put_later); `lock` (the key's compile lock, may be null) is
   // released once the commit is durable, so a process waiting for the key then finds it. A store
@@ -170,14 +170,14 @@ struct Cache::Impl {
   // Closes the resolver first; nullopt when it is unfaithful.
   std::optional<Binary> ptx_of_real_arch(const Program& program, const Arch& arch, deps::Resolver& resolver);
 
-  // predicted_hit.cpp: for a provisional key, its prediction's own key (`real_key`, what a compile
+  // predicted_hit.cpp: for a provisional key, its prediction's own key (`predicted_entry_key`, what a compile
   // that needs no further header stores) and the prediction; null when there is none (no
   // prediction kept, a file changed since, or one only the disk can answer).
-  std::shared_ptr<deps::Resolver> predicted_key(const PreparedProgram& prepared, util::Sha256& real_key);
+  std::shared_ptr<deps::Resolver> predicted_key(const PreparedProgram& prepared, util::Sha256& predicted_entry_key);
   // predicted_hit.cpp: for a provisional key, the entry stored under its prediction's own key
-  // (`real_key`), from the store or a tier, or nullopt; a hit records the manifest that leads to it
+  // (`predicted_entry_key`), from the store or a tier, or nullopt; a hit records the manifest that leads to it
   // and sets `source` to where it came from. `prediction`: predicted_key()'s, null when there is none.
-  std::optional<store::Entry> load_predicted(const PreparedProgram& prepared, util::Sha256& real_key,
+  std::optional<store::Entry> load_predicted(const PreparedProgram& prepared, util::Sha256& predicted_entry_key,
                                              Source& source, std::shared_ptr<deps::Resolver>& prediction);
   // predicted_hit.cpp: records (and stores) the manifest that leads from the program's raw inputs
   // to `prediction`'s key, for an entry found under that key.

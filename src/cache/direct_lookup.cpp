@@ -20,14 +20,14 @@ Cache::Impl::Direct Cache::Impl::direct_lookup(const Program& program, const Arc
   const Arch resolved = rtc::resolve_arch(arch.is_auto() ? Arch::parse(config.arch) : arch);
   Direct out;
   out.inputs = direct_inputs(program, resolved);
-  out.fast = util::checksum(out.inputs);
+  out.input_digest = util::checksum(out.inputs);
   const auto memory_hit = [&](const util::Sha256& key, cache::Result found) {
     memory.count_hit(key, found, store != nullptr);
     source = Source::memory;
     verbose("hit memory", program.name, resolved, key, 0.0);
     out.hit = std::move(found);
   };
-  std::optional<util::Sha256> key = direct.find(out.fast, out.inputs);
+  std::optional<util::Sha256> key = direct.find(out.input_digest, out.inputs);
   if (key && !is_provisional(*key)) {
     if (auto found = memory.find(*key)) {
       memory_hit(*key, std::move(*found));
@@ -42,7 +42,7 @@ Cache::Impl::Direct Cache::Impl::direct_lookup(const Program& program, const Arc
     // are kept from now on (a program looked up once keeps none: 4 KiB more per kernel of a bulk
     // warm start).
     memory_hit(entry_key, std::move(*out.in_memory));
-    direct.insert(out.fast, std::move(out.inputs), entry_key);
+    direct.insert(out.input_digest, std::move(out.inputs), entry_key);
     return out;
   }
   if (!entry || is_provisional(entry_key)) {
@@ -59,7 +59,7 @@ Cache::Impl::Direct Cache::Impl::direct_lookup(const Program& program, const Arc
     // Its second disk hit: the binary and the inputs are kept from now on, so the next lookup is
     // a memory hit without the store (a program looked up once keeps neither: ≈ 9 KiB of heap
     // per kernel of a bulk warm start).
-    direct.insert(out.fast, std::move(out.inputs), entry_key);
+    direct.insert(out.input_digest, std::move(out.inputs), entry_key);
   }
   out.hit = std::move(result);
   return out;

@@ -1,7 +1,7 @@
 // Direct rows and manifests: their bytes for the size limit, and their removal with their entries.
 #include "cache/entry_leads.hpp"
 
-#include "cache/direct_key.hpp"
+#include "cache/direct_index.hpp"
 #include "store/record.hpp"
 
 namespace kjit::cache {
@@ -68,9 +68,9 @@ void erase_leads(store::Store& store, const std::vector<std::string>& keys, cons
 {
   const std::set<std::string_view> gone(keys.begin(), keys.end());
   std::vector<std::string> rows;
-  store.for_each(store::Table::direct, [&](std::string_view fast, std::string_view row) {
+  store.for_each(store::Table::direct, [&](std::string_view input_digest, std::string_view row) {
     if (row.size() >= k_key_bytes && gone.count(row.substr(0, k_key_bytes)) != 0) {
-      rows.emplace_back(fast);
+      rows.emplace_back(input_digest);
     }
   });
   store.erase(store::Table::direct, rows);

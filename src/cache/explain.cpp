@@ -174,7 +174,7 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
     return false;
   };
   util::Sha256 key;
-  std::memcpy(key.data(), prepared.m_digest, key.size());
+  key = prepared.m_key;
   if ((m_impl->store && m_impl->store->get(store::Table::entries, bytes_of(key))) ||
       (!m_impl->is_provisional(key) && in_a_tier(key))) {
     explanation.hit = true;
@@ -186,17 +186,17 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
   if (m_impl->is_provisional(key)) {
     // No manifest holds (a folder changed, the project moved): the lookup then looks up the
     // prediction's own key, and so does this, or it would say miss where the lookup hits.
-    util::Sha256 real_key{};
-    if (m_impl->predicted_key(prepared, real_key)) {
-      explanation.key = util::to_hex(real_key);
-      if (const auto bytes = m_impl->store->get(store::Table::entries, bytes_of(real_key))) {
+    util::Sha256 predicted_entry_key{};
+    if (m_impl->predicted_key(prepared, predicted_entry_key)) {
+      explanation.key = util::to_hex(predicted_entry_key);
+      if (const auto bytes = m_impl->store->get(store::Table::entries, bytes_of(predicted_entry_key))) {
         std::string why;
-        const auto entry = store::decode_record(*bytes, real_key, store::Sections::all, why);
+        const auto entry = store::decode_record(*bytes, predicted_entry_key, store::Sections::all, why);
         if (entry && entry->kind != store::EntryKind::failure) {
           explanation.hit = true;  // a remembered failure is compiled again: a miss
           return explanation;
         }
-      } else if (in_a_tier(real_key)) {
+      } else if (in_a_tier(predicted_entry_key)) {
         explanation.hit = true;
         return explanation;
       }
@@ -207,10 +207,9 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
   // Not validated by a manifest: say which header or part of the resolution context is why.
   std::vector<std::string> context_changes;
   if (m_impl->is_provisional(key)) {
-    util::Sha256 direct;
-    std::memcpy(direct.data(), prepared.m_direct, direct.size());
+    const util::Sha256 manifest_key = prepared.m_manifest_key;
     const deps::SearchContext search = deps::search_context(prepared.program(), m_impl->key_context().toolkit_include_dirs);
-    context_changes = m_impl->manifest_changes(direct, search.text());
+    context_changes = m_impl->manifest_changes(manifest_key, search.text());
   }
   std::vector<std::string> candidates;
   const std::string prefix = store::names_prefix(program.name);

@@ -4,7 +4,7 @@
 #include "cache/named_copy.hpp"
 
 #include "cache/cache_dir.hpp"
-#include "cache/direct_key.hpp"
+#include "cache/direct_index.hpp"
 #include "cache/cache_impl.hpp"
 #include "config/log.hpp"
 #include "rtc/compiler.hpp"

@@ -7,32 +7,31 @@
 
 namespace kjit {
 
-void Cache::Impl::save_manifest(const util::Sha256& direct_key, const KnownManifest& manifest, bool now)
+void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const KnownManifest& manifest, bool now)
 {
   {
     std::lock_guard lock(manifest_mutex);
-    manifests[direct_key] = manifest;
+    manifests[manifest_key] = manifest;
     if (now) {
-      unsaved_manifests.erase(direct_key);
+      unsaved_manifests.erase(manifest_key);
     } else {
-      unsaved_manifests.insert(direct_key);
+      unsaved_manifests.insert(manifest_key);
     }
   }
   if (now && store && store->writable()) {
-    store->put(store::Table::manifests, bytes_of(direct_key), deps::encode_manifest(manifest.entries, manifest.context));
+    store->put(store::Table::manifests, bytes_of(manifest_key), deps::encode_manifest(manifest.entries, manifest.context));
   }
 }
 
 std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const PreparedProgram& prepared)
 {
-  util::Sha256 direct;
-  std::memcpy(direct.data(), prepared.m_direct, direct.size());
+  const util::Sha256 manifest_key = prepared.m_manifest_key;
   std::lock_guard lock(manifest_mutex);
-  if (unsaved_manifests.erase(direct) == 0) {
+  if (unsaved_manifests.erase(manifest_key) == 0) {
     return std::nullopt;
   }
-  const KnownManifest& known = manifests.at(direct);
-  return store::Store::Row{store::Table::manifests, std::string(bytes_of(direct)),
+  const KnownManifest& known = manifests.at(manifest_key);
+  return store::Store::Row{store::Table::manifests, std::string(bytes_of(manifest_key)),
                            deps::encode_manifest(known.entries, known.context)};
 }
 
@@ -42,21 +41,21 @@ bool Cache::Impl::is_provisional(const util::Sha256& key)
     return false;
   }
   std::lock_guard lock(manifest_mutex);
-  return provisional.count(key) != 0;
+  return provisional_keys.count(key) != 0;
 }
 
-std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& direct_key, const std::string& context)
+std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& manifest_key, const std::string& context)
 {
   std::optional<KnownManifest> manifest;
   {
     std::lock_guard lock(manifest_mutex);
-    if (const auto it = manifests.find(direct_key); it != manifests.end() && it->second.context == context) {
+    if (const auto it = manifests.find(manifest_key); it != manifests.end() && it->second.context == context) {
       manifest = it->second;
     }
   }
   const bool from_store = !manifest && store;
   if (from_store) {
-    if (const auto bytes = store->get(store::Table::manifests, bytes_of(direct_key))) {
+    if (const auto bytes = store->get(store::Table::manifests, bytes_of(manifest_key))) {
       if (auto decoded = deps::decode_manifest(*bytes, context)) {
         manifest = KnownManifest{std::move(*decoded), context};
       }
@@ -81,27 +80,27 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
       // Newest matching entry first, with the stamps seen now: the next check is stats only.
       manifest->entries.erase(manifest->entries.begin() + static_cast<std::ptrdiff_t>(i));
       manifest->entries.insert(manifest->entries.begin(), found);
-      save_manifest(direct_key, *manifest, true);
+      save_manifest(manifest_key, *manifest, true);
     } else if (from_store) {
       std::lock_guard lock(manifest_mutex);
-      manifests[direct_key] = *manifest;
+      manifests[manifest_key] = *manifest;
     }
     return found;
   }
   return std::nullopt;
 }
 
-std::vector<std::string> Cache::Impl::manifest_changes(const util::Sha256& direct_key, const std::string& context)
+std::vector<std::string> Cache::Impl::manifest_changes(const util::Sha256& manifest_key, const std::string& context)
 {
   std::optional<deps::Manifest> manifest;
   {
     std::lock_guard lock(manifest_mutex);
-    if (const auto it = manifests.find(direct_key); it != manifests.end() && it->second.context == context) {
+    if (const auto it = manifests.find(manifest_key); it != manifests.end() && it->second.context == context) {
       manifest = it->second.entries;
     }
   }
   if (!manifest && store) {
-    if (const auto bytes = store->get(store::Table::manifests, bytes_of(direct_key))) {
+    if (const auto bytes = store->get(store::Table::manifests, bytes_of(manifest_key))) {
       manifest = deps::decode_manifest(*bytes, context);
     }
   }
@@ -139,7 +138,7 @@ std::vector<std::string> Cache::Impl::manifest_changes(const util::Sha256& direc
   return out;
 }
 
-void Cache::Impl::record_manifest(const util::Sha256& direct_key, const std::string& context,
+void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::string& context,
                                   const deps::Resolution& resolution)
 {
   if (!resolution.recordable) {
@@ -156,12 +155,12 @@ void Cache::Impl::record_manifest(const util::Sha256& direct_key, const std::str
   KnownManifest updated;
   {
     std::lock_guard lock(manifest_mutex);
-    if (const auto it = manifests.find(direct_key); it != manifests.end() && it->second.context == context) {
+    if (const auto it = manifests.find(manifest_key); it != manifests.end() && it->second.context == context) {
       updated = it->second;
     }
   }
   if (updated.entries.empty() && store) {
-    if (const auto bytes = store->get(store::Table::manifests, bytes_of(direct_key))) {
+    if (const auto bytes = store->get(store::Table::manifests, bytes_of(manifest_key))) {
       if (auto decoded = deps::decode_manifest(*bytes, context)) {
         updated.entries = std::move(*decoded);
       }
@@ -173,7 +172,7 @@ void Cache::Impl::record_manifest(const util::Sha256& direct_key, const std::str
     updated.entries.resize(deps::k_manifest_entries);
   }
   // Stored with the entry's commit: no extra write transaction on a miss.
-  save_manifest(direct_key, updated, false);
+  save_manifest(manifest_key, updated, false);
 }
 
 } // namespace kjit

@@ -319,7 +319,7 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
   for (const Row* row : rows) {
     keys.push_back(row->raw_key);
     names.push_back(store::names_key(row->entry.program_name, row->raw_key));
-    uses.push_back(cache::used_key(row->raw_key));
+    uses.push_back(cache::used_row(row->raw_key));
     if (row->entry.program_name.empty()) {
       unnamed.insert(row->raw_key);
     }

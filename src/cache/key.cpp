@@ -1,7 +1,7 @@
 // program.txt and options.txt: stable, documented texts (docs/cache-format.md) hashed into the key.
 #include "cache/key.hpp"
 
-#include "cache/direct_key.hpp"
+#include "cache/direct_index.hpp"
 #include "deps/search.hpp"
 #include "options/option_table.hpp"
 #include "rtc/compile_options.hpp"

@@ -49,7 +49,7 @@ std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std
       // the record's own copy of the raw inputs must be exactly these (not a collision of their
       // XXH3-128, not a row of another program), else the lookup takes the SHA-256 path.
       const auto follow = [&](std::string_view row) -> std::optional<std::string_view> {
-        const auto named = cache::direct_row_key(row, via->inputs.size());
+        const auto named = cache::direct_row_entry_key(row, via->inputs.size());
         if (!named) {
           return std::nullopt;
         }
@@ -63,7 +63,7 @@ std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std
           decode(bytes);
         }
       };
-      found = store->visit_chained(store::Table::direct, cache::fast_key_bytes(via->fast), follow,
+      found = store->visit_chained(store::Table::direct, cache::input_digest_bytes(via->input_digest), follow,
                                    store::Table::entries, check_and_decode);
       found = found && !other_inputs && !via->in_memory;
     } else {
@@ -96,7 +96,7 @@ std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std
   return entry;
 }
 
-store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& final_key, bool& cacheable)
+store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& compiled_entry_key, bool& cacheable)
 {
   const Program& program = p.program();
   const cache::KeyContext& context = key_context();
@@ -104,11 +104,11 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   std::shared_ptr<deps::Resolver> taken;
   {
     util::Sha256 key;
-    std::memcpy(key.data(), p.m_digest, key.size());
+    key = p.m_key;
     std::lock_guard lock(manifest_mutex);
-    if (const auto it = predicted.find(key); it != predicted.end()) {
+    if (const auto it = predictions.find(key); it != predictions.end()) {
       taken = std::move(it->second);  // the prediction of prepare(): headers read and hashed once
-      predicted.erase(it);
+      predictions.erase(it);
     }
   }
   if (taken && !taken->unchanged()) {
@@ -189,12 +189,12 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
       !deps::options_name_files(program.options)) {
     entry.program_txt = p.m_program_txt;
     entry.options_txt = p.m_options_txt;
-    std::memcpy(final_key.data(), p.m_digest, final_key.size());
+    compiled_entry_key = p.m_key;
   } else {
     cache::KeyTexts texts = cache::make_key(program, p.arch(), context, resolution.headers);
     entry.program_txt = std::move(texts.program_txt);
     entry.options_txt = std::move(texts.options_txt);
-    final_key = texts.digest;
+    compiled_entry_key = texts.digest;
   }
   entry.headers = program.headers;
   for (const deps::DiskHeader& header : resolution.headers) {
@@ -205,10 +205,9 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
     // keeps the inputs its direct row is checked against (format 6).
     entry.direct_inputs = direct_inputs(program, p.arch());
   } else {
-    util::Sha256 direct;
-    std::memcpy(direct.data(), p.m_direct, direct.size());
-    record_manifest(direct, search.text(), resolution);
-    entry.manifest_key.assign(bytes_of(direct));  // the manifest goes when its last entry does
+    const util::Sha256 manifest_key = p.m_manifest_key;
+    record_manifest(manifest_key, search.text(), resolution);
+    entry.manifest_key.assign(bytes_of(manifest_key));  // the manifest goes when its last entry does
   }
   return entry;
 }
@@ -228,10 +227,10 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   };
   store::add_header_rows(entry, key, rows);
   if (!entry.direct_inputs.empty()) {  // the direct row that leads to it without SHA-256
-    const util::Checksum fast = util::checksum(entry.direct_inputs);
-    rows.push_back({store::Table::direct, std::string(cache::fast_key_bytes(fast)),
+    const util::Checksum input_digest = util::checksum(entry.direct_inputs);
+    rows.push_back({store::Table::direct, std::string(cache::input_digest_bytes(input_digest)),
                     cache::direct_row(key, entry.direct_inputs.size())});
-    direct.insert(fast, entry.direct_inputs, key);
+    direct.insert(input_digest, entry.direct_inputs, key);
   }
   if (auto manifest = take_unsaved_manifest(p)) {
     rows.push_back(std::move(*manifest));
@@ -349,13 +348,13 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     verbose(remote_hit ? "hit remote" : "hit bundle", p, watch.elapsed_ms());
     return cache::result_of(std::move(*entry));
   }
-  util::Sha256 real_key{};  // a provisional key's prediction's own key, once load_predicted made it
+  util::Sha256 predicted_entry_key{};  // a provisional key's prediction's own key, once load_predicted made it
   std::shared_ptr<deps::Resolver> prediction;
   if (provisional) {
-    if (auto entry = load_predicted(p, real_key, source, prediction)) {
-      verbose("hit (headers found at another place)", p.program().name, p.arch(), real_key, watch.elapsed_ms());
+    if (auto entry = load_predicted(p, predicted_entry_key, source, prediction)) {
+      verbose("hit (headers found at another place)", p.program().name, p.arch(), predicted_entry_key, watch.elapsed_ms());
       cache::Result result = cache::result_of(std::move(*entry));
-      keep(real_key, result, source);
+      keep(predicted_entry_key, result, source);
       return result;
     }
   }
@@ -378,36 +377,36 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     }
   }
   remote::Lease lease;  // KJIT_REMOTE_CACHE: one node of the fleet compiles, the others wait (tiers.cpp)
-  const util::Sha256& fleet_key = provisional ? real_key : key;
-  if (auto entry = fleet_key == util::Sha256{} ? std::nullopt : await_fleet(fleet_key, p, lease)) {
+  const util::Sha256& lease_entry_key = provisional ? predicted_entry_key : key;
+  if (auto entry = lease_entry_key == util::Sha256{} ? std::nullopt : await_fleet(lease_entry_key, p, lease)) {
     source = Source::remote;
-    verbose("hit remote (compiled by another node)", p.program().name, p.arch(), fleet_key, watch.elapsed_ms());
+    verbose("hit remote (compiled by another node)", p.program().name, p.arch(), lease_entry_key, watch.elapsed_ms());
     if (prediction) {
       // As for a hit of the prediction: the next lookup finds the key the entry is stored under
       // (without the manifest, a `kjit compile` here printed the provisional key, which names none).
       remember_prediction(p, *prediction);
     }
     cache::Result result = cache::result_of(std::move(*entry));
-    memory.insert(fleet_key, result);
+    memory.insert(lease_entry_key, result);
     return result;
   }
   if (store && store->writable()) {
     store->walk_ahead();  // the walk before this process's first write runs beside the compile
   }
-  util::Sha256 final_key;
+  util::Sha256 compiled_entry_key;
   source = Source::compiled;
   bool cacheable = true;
-  store::Entry entry = compile_entry(p, final_key, cacheable);
+  store::Entry entry = compile_entry(p, compiled_entry_key, cacheable);
   keepable = cacheable;
   if (cacheable) {
-    persist(final_key, p, entry, std::move(lock));
-    upload(final_key, entry, std::move(lease));  // KJIT_REMOTE_CACHE: queued for the upload thread
+    persist(compiled_entry_key, p, entry, std::move(lock));
+    upload(compiled_entry_key, entry, std::move(lease));  // KJIT_REMOTE_CACHE: queued for the upload thread
   }
   // The key it is stored under (a provisional key names no entry); one not cached, or with no
   // store to keep it, is said so without a key (a commit that fails later warns on its own).
   if (cacheable && store && store->writable()) {
     verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p.program().name,
-            p.arch(), final_key, watch.elapsed_ms());
+            p.arch(), compiled_entry_key, watch.elapsed_ms());
   } else {
     const bool binary = entry.kind == store::EntryKind::binary;
     verbose(cacheable ? (binary ? "miss, compiled, not stored (no writable store)" : "miss, compile error, not stored (no writable store)")
@@ -415,8 +414,8 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
             p.program().name, p.arch(), nullptr, watch.elapsed_ms());
   }
   cache::Result result = cache::result_of(std::move(entry));
-  if (cacheable && final_key != key) {
-    memory.insert(final_key, result);  // found under its true key by the next, validated, lookup
+  if (cacheable && compiled_entry_key != key) {
+    memory.insert(compiled_entry_key, result);  // found under its true key by the next, validated, lookup
   }
   return result;
 }

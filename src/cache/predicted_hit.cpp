@@ -8,14 +8,14 @@
 
 namespace kjit {
 
-std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram& p, util::Sha256& real_key)
+std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram& p, util::Sha256& predicted_entry_key)
 {
   util::Sha256 key;
-  std::memcpy(key.data(), p.m_digest, key.size());
+  key = p.m_key;
   std::shared_ptr<deps::Resolver> resolver;
   {
     std::lock_guard lock(manifest_mutex);
-    if (const auto it = predicted.find(key); it != predicted.end()) {
+    if (const auto it = predictions.find(key); it != predictions.end()) {
       resolver = it->second;  // left in place: a miss hands it to the compile
     }
   }
@@ -29,23 +29,23 @@ std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram
   if (!resolver->unfaithful().empty()) {
     return nullptr;  // the private folder can't answer as the disk would: compiled from disk, never served
   }
-  real_key = cache::make_key(p.program(), p.arch(), key_context(), resolver->result().headers).digest;
+  predicted_entry_key = cache::make_key(p.program(), p.arch(), key_context(), resolver->result().headers).digest;
   return resolver;
 }
 
-std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p, util::Sha256& real_key,
+std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p, util::Sha256& predicted_entry_key,
                                                         Source& source, std::shared_ptr<deps::Resolver>& prediction)
 {
-  prediction = predicted_key(p, real_key);
+  prediction = predicted_key(p, predicted_entry_key);
   if (!prediction) {
     return std::nullopt;
   }
-  std::optional<store::Entry> entry = load(real_key, p.program().name, p.arch());
+  std::optional<store::Entry> entry = load(predicted_entry_key, p.program().name, p.arch());
   bool remote_hit = false;
   if (entry) {
     count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
     source = Source::disk;
-  } else if ((entry = load_from_tiers(real_key, p, &remote_hit))) {
+  } else if ((entry = load_from_tiers(predicted_entry_key, p, &remote_hit))) {
     source = remote_hit ? Source::remote : Source::bundle;
   } else {
     return std::nullopt;
@@ -62,9 +62,8 @@ std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p
 void Cache::Impl::remember_prediction(const PreparedProgram& p, deps::Resolver& prediction)
 {
   // The next lookup here takes the manifest's fast path to the same key.
-  util::Sha256 direct;
-  std::memcpy(direct.data(), p.m_direct, direct.size());
-  record_manifest(direct, deps::search_context(p.program(), key_context().toolkit_include_dirs).text(),
+  const util::Sha256 manifest_key = p.m_manifest_key;
+  record_manifest(manifest_key, deps::search_context(p.program(), key_context().toolkit_include_dirs).text(),
                   prediction.result());
   if (auto manifest = take_unsaved_manifest(p); manifest && store && store->writable()) {
     try {

@@ -18,14 +18,14 @@ constexpr std::int64_t k_use_granularity_s = 3600;
 
 namespace cache {
 
-std::string used_key(std::string_view raw_key)
+std::string used_row(std::string_view raw_key)
 {
   return "used " + std::string(raw_key);
 }
 
 std::int64_t recorded_use(const store::Store& store, std::string_view raw_key)
 {
-  const auto value = store.get(store::Table::meta, used_key(raw_key));
+  const auto value = store.get(store::Table::meta, used_row(raw_key));
   return value ? std::atoll(value->c_str()) : 0;
 }
 
@@ -69,7 +69,7 @@ void Cache::Impl::flush_uses() noexcept
       // (a key served from memory may have no entry: a store that could not take it)
       if (now - cache::recorded_use(*store, bytes_of(key)) >= k_use_granularity_s &&
           store->visit(store::Table::entries, bytes_of(key), [](std::string_view) {})) {
-        rows.push_back({store::Table::meta, cache::used_key(bytes_of(key)), std::to_string(now)});
+        rows.push_back({store::Table::meta, cache::used_row(bytes_of(key)), std::to_string(now)});
       }
     }
     store->put(rows);

@@ -42,7 +42,7 @@ struct Entry {
   std::vector<std::string> options;  // exactly what NVRTC was given
   Binary binary;
   std::string ltoir;                 // only when dump_ir was on
-  // Format 6: the raw inputs of a direct-eligible program (cache/direct_key.hpp), which a hit
+  // Format 6: the raw inputs of a direct-eligible program (cache/direct_index.hpp), which a hit
   // through its direct row compares in full; empty for other programs.
   std::string direct_inputs;
   std::string manifest_key;          // 32 bytes: the direct key of its manifest; empty if none

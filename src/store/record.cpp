@@ -42,7 +42,7 @@ enum class Tag : std::uint16_t {
   key,
   cubin_path,
   header_ref,  // format 4: sha256[32] | u64 size; the content is a blob (blobs.hpp)
-  direct_inputs,  // format 6: the raw inputs a direct row leads here by (cache/direct_key.hpp)
+  direct_inputs,  // format 6: the raw inputs a direct row leads here by (cache/direct_index.hpp)
   manifest_key,   // format 6: the 32-byte direct key of the manifest that leads here
 };
 

@@ -31,7 +31,7 @@ enum class Table {
   names,       // names_key(program name, key digest) → program name (entries by program name, for explain)
   blobs,       // sha256 of a header's content → that content, stored once (blobs.hpp; put() encodes it)
   blob_refs,   // sha256 of a blob + key digest of an entry that uses it → "1" (garbage collection)
-  direct,      // XXH3-128 of a program's raw inputs → entry key + those inputs (cache/direct_key.hpp)
+  direct,      // XXH3-128 of a program's raw inputs → entry key + those inputs (cache/direct_index.hpp)
 };
 constexpr int k_table_count = 8;
 constexpr std::size_t k_quarantine_rows = 64;

@@ -4,7 +4,7 @@
 
 #include "fixture.hpp"
 
-#include "cache/direct_key.hpp"
+#include "cache/direct_index.hpp"
 #include "store/record.hpp"
 #include "store/store.hpp"
 #include "util/bytes.hpp"

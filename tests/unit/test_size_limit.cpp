@@ -79,7 +79,7 @@ BOOST_AUTO_TEST_CASE(hits_are_recorded_when_the_cache_goes_away_not_one_write_ea
     cache.get(program, k_arch);  // a memory hit
     BOOST_TEST(cache.stats().disk_hits == 2u);
     BOOST_TEST(cache.stats().memory_hits == 1u);
-    BOOST_TEST(!store->get(kjit::store::Table::meta, kjit::cache::used_key(raw)).has_value());  // hits wrote nothing
+    BOOST_TEST(!store->get(kjit::store::Table::meta, kjit::cache::used_row(raw)).has_value());  // hits wrote nothing
   }
   const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
   const std::int64_t used = kjit::cache::recorded_use(*store, raw);

@@ -37,10 +37,10 @@ std::string direct_context(const KeyContext& context);
 // (every field length-prefixed): equal strings make equal key texts, so equal entry keys.
 std::string direct_inputs(const Program& program, const Arch& arch, std::string_view context_text);
 
-// The LMDB key of a direct row: the 16 bytes of `fast`.
-inline std::string_view fast_key_bytes(const util::Checksum& fast)
+// The LMDB key of a direct row: the 16 bytes of `input_digest`.
+inline std::string_view input_digest_bytes(const util::Checksum& input_digest)
 {
-  return {reinterpret_cast<const char*>(fast.data()), fast.size()};
+  return {reinterpret_cast<const char*>(input_digest.data()), input_digest.size()};
 }
 
 // The store's `direct` row: 16-byte XXH3-128 of the inputs → entry key (32 bytes) ‖ the inputs'
@@ -50,14 +50,14 @@ constexpr std::size_t k_direct_row_size = 40;
 std::string direct_row(const util::Sha256& entry_key, std::size_t inputs_size);
 // The entry key a row names for inputs of `inputs_size` bytes, else nullopt (inputs of another
 // length, a row of another format, a damaged row): a lookup then takes the SHA-256 path.
-std::optional<util::Sha256> direct_row_key(std::string_view row, std::size_t inputs_size);
+std::optional<util::Sha256> direct_row_entry_key(std::string_view row, std::size_t inputs_size);
 
 // This process's direct keys (inputs → entry key), bounded by bytes; thread-safe.
 class DirectIndex {
 public:
-  // The entry key recorded for exactly `inputs` under `fast`, or nullopt.
-  std::optional<util::Sha256> find(const util::Checksum& fast, std::string_view inputs) const;
-  void insert(const util::Checksum& fast, std::string inputs, const util::Sha256& entry_key);
+  // The entry key recorded for exactly `inputs` under `input_digest`, or nullopt.
+  std::optional<util::Sha256> find(const util::Checksum& input_digest, std::string_view inputs) const;
+  void insert(const util::Checksum& input_digest, std::string inputs, const util::Sha256& entry_key);
   void clear();
 
 private:

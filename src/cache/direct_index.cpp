@@ -1,5 +1,5 @@
 // Direct keys: the raw inputs of a program as one byte string, its store row, and this process's index.
-#include "cache/direct_key.hpp"
+#include "cache/direct_index.hpp"
 
 #include "store/record.hpp"
 #include "util/bytes.hpp"
@@ -146,7 +146,7 @@ std::string direct_row(const util::Sha256& entry_key, std::size_t inputs_size)
   return row;
 }
 
-std::optional<util::Sha256> direct_row_key(std::string_view row, std::size_t inputs_size)
+std::optional<util::Sha256> direct_row_entry_key(std::string_view row, std::size_t inputs_size)
 {
   util::Sha256 key;
   if (row.size() != k_direct_row_size || util::get_int<std::uint64_t>(row, key.size()) != inputs_size) {
@@ -156,17 +156,17 @@ std::optional<util::Sha256> direct_row_key(std::string_view row, std::size_t inp
   return key;
 }
 
-std::optional<util::Sha256> DirectIndex::find(const util::Checksum& fast, std::string_view inputs) const
+std::optional<util::Sha256> DirectIndex::find(const util::Checksum& input_digest, std::string_view inputs) const
 {
   std::lock_guard lock(m_mutex);
-  const auto it = m_known.find(fast);
+  const auto it = m_known.find(input_digest);
   if (it == m_known.end() || it->second.inputs != inputs) {
     return std::nullopt;
   }
   return it->second.entry_key;
 }
 
-void DirectIndex::insert(const util::Checksum& fast, std::string inputs, const util::Sha256& entry_key)
+void DirectIndex::insert(const util::Checksum& input_digest, std::string inputs, const util::Sha256& entry_key)
 {
   std::lock_guard lock(m_mutex);
   if (m_bytes + inputs.size() > k_limit_bytes) {
@@ -174,7 +174,7 @@ void DirectIndex::insert(const util::Checksum& fast, std::string inputs, const u
     m_bytes = 0;
   }
   const std::size_t size = inputs.size();
-  const auto [it, added] = m_known.insert_or_assign(fast, Known{std::move(inputs), entry_key});
+  const auto [it, added] = m_known.insert_or_assign(input_digest, Known{std::move(inputs), entry_key});
   m_bytes += added ? size : 0;
 }
 
