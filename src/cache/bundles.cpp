@@ -1,5 +1,6 @@
 // kjit export / import: the store's entries to a bundle file and back, every entry verified.
 #include "cache/cache_impl.hpp"
+#include "cache/toolchain.hpp"
 
 #include "bundle/reader.hpp"
 #include "bundle/writer.hpp"
@@ -44,6 +45,9 @@ BundleReport Cache::export_bundle(const std::string& path, const EntryFilter& fi
         continue;
       }
       records.push_back({digest, store::encode_record(*entry, digest, store::HeaderStorage::inline_content)});
+    }
+    if (m_impl->store->writable()) {
+      cache::remember_build_memo(m_impl->config, *m_impl->store);  // another machine's versions row
     }
     std::vector<std::string> meta_keys;
     m_impl->store->for_each(store::Table::meta, [&](std::string_view key, std::string_view) {

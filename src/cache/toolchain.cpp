@@ -287,6 +287,13 @@ std::string fleet_memo_name(const std::string& build)
   return "toolchain:v1:" + util::to_hex(util::checksum(build));
 }
 
+// The store's meta row of the versions of the libraries whose build IDs are `build`: found on
+// another machine too (the files' identity rows name inodes), and carried by bundles ("toolchain ").
+std::string build_memo_key(const std::string& build)
+{
+  return std::string(store::k_toolchain_prefix) + "build " + util::to_hex(util::checksum(build));
+}
+
 
 // The fleet's memo: the versions, then (when the node that learned them knew it) a line with the
 // fingerprint of its toolkit headers, which a new node remembers its context with, as a bundle's
@@ -320,6 +327,21 @@ std::optional<FleetMemo> parse_fleet_memo(const std::string& text)
 }
 
 } // namespace
+
+void remember_build_memo(const Config& config, store::Store& store)
+{
+  const rtc::Toolkit toolkit = rtc::remember_toolkit(config);
+  bool has_nvrtc = false;
+  LibrariesSeen seen;
+  const std::string identity = file_identities(toolkit, has_nvrtc, true, &seen);
+  const auto known = store.get(store::Table::meta, std::string(store::k_toolchain_prefix) + util::to_hex(util::checksum(identity)));
+  const auto build = known ? build_identity(toolkit, seen) : std::nullopt;
+  if (build && !store.get(store::Table::meta, build_memo_key(*build))) {
+    if (const auto parsed = versions_in(*known); parsed && !parsed->first.nvrtc.empty()) {
+      store.put({{store::Table::meta, build_memo_key(*build), memo_text(parsed->first)}});
+    }
+  }
+}
 
 std::string toolchain_file_identity(const rtc::Toolkit& toolkit)
 {
@@ -358,12 +380,20 @@ KeyContext toolchain_context(const Config& config, store::Store* store, remote::
       versions = std::move(parsed->first);
     }
   }
-  // A new store (a fleet's new container): the fleet's memo, named by the libraries' build IDs,
-  // which the linker derives from their bytes, so a node of another toolkit never finds this one's.
+  // Versions not known for these files: known for their bytes? The libraries' build IDs, which
+  // the linker derives from their bytes, name them in the store (a bundle made on another machine
+  // brings that row) and in the fleet's memo; a node of another toolkit never finds this one's.
   const std::optional<std::string> build =
-    versions.nvrtc.empty() && remote != nullptr ? build_identity(toolkit, seen) : std::nullopt;
+    versions.nvrtc.empty() && (store != nullptr || remote != nullptr) ? build_identity(toolkit, seen) : std::nullopt;
+  const std::optional<std::string> by_build =
+    build && store != nullptr ? store->get(store::Table::meta, build_memo_key(*build)) : std::nullopt;
+  if (by_build) {
+    if (auto parsed = parse_fleet_memo(*by_build)) {
+      versions = std::move(parsed->versions);
+    }
+  }
   std::string fleet_fingerprint;
-  if (build) {
+  if (build && versions.nvrtc.empty() && remote != nullptr) {
     if (const auto shared = remote->get_meta(fleet_memo_name(*build))) {
       if (auto parsed = parse_fleet_memo(*shared)) {
         versions = std::move(parsed->versions);
@@ -385,6 +415,9 @@ KeyContext toolchain_context(const Config& config, store::Store* store, remote::
   std::vector<store::Store::Row> rows;  // written in one commit at the end
   if (store != nullptr && !stored && (probed || store->writable())) {
     rows = {{store::Table::meta, meta_key, memo_text(versions)}, {store::Table::meta, meta_key + " files", identity}};
+  }
+  if (store != nullptr && build && !by_build && (probed || store->writable())) {
+    rows.push_back({store::Table::meta, build_memo_key(*build), memo_text(versions)});
   }
   context.nvrtc_identity = versions.nvrtc;
   context.nvjitlink_identity = versions.nvjitlink;
@@ -410,7 +443,7 @@ KeyContext toolchain_context(const Config& config, store::Store* store, remote::
   if (!rows.empty()) {
     store->put(rows);
   }
-  if (probed && build) {
+  if (probed && build && remote != nullptr) {
     // The next new node of the fleet loads nothing.
     remote->put_meta(fleet_memo_name(*build), memo_text(versions) + (fingerprint ? "\n" + *fingerprint : ""));
   }

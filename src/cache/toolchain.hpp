@@ -40,6 +40,12 @@ inline constexpr const char* k_context_prefix = "toolchain context ";
 // `store` may be null (no disk tier); the context must not outlive it.
 KeyContext toolchain_context(const Config& config, store::Store* store, remote::RemoteTier* remote = nullptr);
 
+// Writes the "toolchain build <XXH3 of the build IDs>" row of `config`'s toolkit into `store` when
+// the store knows the versions of these library files and lacks it (a store made before the row
+// was written): a bundle exported from it then lets another machine's empty store find the
+// versions without loading NVRTC. Reads the libraries' ELF notes; loads nothing.
+void remember_build_memo(const Config& config, store::Store& store);
+
 // The toolchain a store without a loadable NVRTC uses: of the contexts remembered in `store`,
 // the newest NVRTC version (major.minor), and of equal versions the one remembered last.
 // nullopt when the store remembers none.

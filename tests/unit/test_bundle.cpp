@@ -219,6 +219,34 @@ BOOST_AUTO_TEST_CASE(a_bundle_named_by_kjit_bundle_is_a_tier_below_the_store)
   }
 }
 
+// Issue 38: a bundle used on another machine, where the toolkit's library files are other files
+// (here: the same bytes under another path, which names other files to the identity rows). Before,
+// the bundle's version rows named the exporting machine's files, and the empty store loaded NVRTC
+// to learn its versions; now the row named by the libraries' GNU build IDs finds them.
+BOOST_AUTO_TEST_CASE(a_bundle_on_another_machine_loads_no_compiler)
+{
+  const std::string file = warm_three_archs(config, tmp.path());
+  const std::string pack = tmp.path() + "/kernels.kjitpack";
+  kjit::Cache(config).export_bundle(pack);
+  const std::string toolkit = kjit::current_config().cuda_home.empty() ? "/usr/local/cuda" : kjit::current_config().cuda_home;
+  const std::string other = tmp.path() + "/other-toolkit";
+  BOOST_TEST_REQUIRE(::mkdir(other.c_str(), 0700) == 0);
+  for (const char* part : {"/lib64", "/include", "/version.json"}) {
+    BOOST_TEST_REQUIRE(::symlink((toolkit + part).c_str(), (other + part).c_str()) == 0);
+  }
+  for (const char* arch : k_archs) {
+    const std::string out =
+      probe(tmp.path() + "/fresh", file, arch, "KJIT_CUDA_HOME='" + other + "' KJIT_BUNDLE='" + pack + "'");
+    BOOST_TEST(has_line(out, "result: ok"), out);
+    BOOST_TEST(has_line(out, "compiles: 0"), out);
+    BOOST_TEST(has_line(out, "nvrtc_loaded: 0"), out);  // was 1
+    BOOST_TEST(has_line(out, "nvjitlink_loaded: 0"), out);
+  }
+  for (const char* name : {"/lib64", "/include", "/version.json"}) {
+    std::ignore = ::unlink((other + name).c_str());  // before the fixture's cleanup follows them
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_bundle_carries_scripts_and_their_dispatch_tables)
 {
   // A tuned kernel family ships as its kernels do (issue 39: after export and import into a new
