@@ -413,6 +413,9 @@ private:
   std::shared_ptr<const Binary> get_once(const PreparedProgram& prepared, Source& source);
   // get_once(), and in `key` (when given) the key of a hit it served.
   std::shared_ptr<const Binary> get_keyed(const PreparedProgram& prepared, Source& source, std::string* key);
+  // get_keyed() of `program` prepared again, a few times while a tracked header keeps changing.
+  std::shared_ptr<const Binary> get_prepared_again(const Program& program, const Arch& arch, Source& source,
+                                                   std::string* key);
   std::unique_ptr<Impl> m_impl;
 };
 

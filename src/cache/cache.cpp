@@ -72,8 +72,7 @@ const cache::KeyContext& Cache::Impl::key_context()
 
 void Cache::Impl::verbose(const char* what, const PreparedProgram& p, double ms)
 {
-  util::Sha256 key;
-  key = p.m_key;
+  const util::Sha256 key = p.m_key;
   verbose(what, p.program().name, p.arch(), &key, ms);
 }
 
@@ -251,13 +250,18 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
     auto binary = get_keyed(prepared, source, key);  // just prepared: no need to validate it again
     if (direct && !prepared.m_provisional) {
       // Found by the SHA-256 path (stored without a direct row): found directly from now on.
-      util::Sha256 digest;
-      digest = prepared.m_key;
-      m_impl->direct.insert(direct->input_digest, std::move(direct->inputs), digest);
+      m_impl->direct.insert(direct->input_digest, std::move(direct->inputs), prepared.m_key);
     }
     return binary;
   } catch (const cache::HeadersChanged&) {
   }
+  return get_prepared_again(program, arch, source, key);
+}
+
+std::shared_ptr<const Binary> Cache::get_prepared_again(const Program& program, const Arch& arch, Source& source,
+                                                        std::string* key)
+{
+  // A tracked header changed since prepare(): resolve again (a few tries if it keeps changing).
   for (int attempt = 0; attempt < 3; ++attempt) {
     try {
       return get_keyed(prepare(program, arch), source, key);
@@ -276,9 +280,7 @@ std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepare
                 "prepare the program, or look the Program itself up");
   }
   try {
-    util::Sha256 digest;
-    digest = prepared.m_key;
-    if (prepared.m_from_disk || m_impl->is_provisional(digest)) {
+    if (prepared.m_from_disk || m_impl->is_provisional(prepared.m_key)) {
       // Prepared before a manifest was known (one made since may now validate it), or from disk
       // headers, which may have been edited since: what is served is for the files on disk now.
       return get_keyed(prepare(prepared.program(), prepared.arch()), source, key);
@@ -286,14 +288,7 @@ std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepare
     return get_keyed(prepared, source, key);
   } catch (const cache::HeadersChanged&) {
   }
-  // A tracked header changed since prepare(): resolve again (a few tries if it keeps changing).
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    try {
-      return get_keyed(prepare(prepared.program(), prepared.arch()), source, key);
-    } catch (const cache::HeadersChanged&) {
-    }
-  }
-  throw Error("the headers of " + prepared.program().name + " keep changing while it is compiled");
+  return get_prepared_again(prepared.program(), prepared.arch(), source, key);
 }
 
 std::shared_ptr<const Binary> Cache::get_keyed(const PreparedProgram& prepared, Source& source, std::string* key)
@@ -309,8 +304,7 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
 {
   source = Source::memory;
   Impl& impl = *m_impl;
-  util::Sha256 key;
-  key = prepared.m_key;
+  const util::Sha256 key = prepared.m_key;
   const auto unwrap = [](const cache::Result& result) {
     if (result.failure) {
       throw CompileError(*result.failure);

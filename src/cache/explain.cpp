@@ -173,8 +173,7 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
     }
     return false;
   };
-  util::Sha256 key;
-  key = prepared.m_key;
+  const util::Sha256 key = prepared.m_key;
   if ((m_impl->store && m_impl->store->get(store::Table::entries, bytes_of(key))) ||
       (!m_impl->is_provisional(key) && in_a_tier(key))) {
     explanation.hit = true;

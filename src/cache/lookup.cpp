@@ -103,8 +103,7 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   const deps::SearchContext search = deps::search_context(program, context.toolkit_include_dirs);
   std::shared_ptr<deps::Resolver> taken;
   {
-    util::Sha256 key;
-    key = p.m_key;
+    const util::Sha256 key = p.m_key;
     std::lock_guard lock(manifest_mutex);
     if (const auto it = predictions.find(key); it != predictions.end()) {
       taken = std::move(it->second);  // the prediction of prepare(): headers read and hashed once

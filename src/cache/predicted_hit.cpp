@@ -10,8 +10,7 @@ namespace kjit {
 
 std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram& p, util::Sha256& predicted_entry_key)
 {
-  util::Sha256 key;
-  key = p.m_key;
+  const util::Sha256 key = p.m_key;
   std::shared_ptr<deps::Resolver> resolver;
   {
     std::lock_guard lock(manifest_mutex);
