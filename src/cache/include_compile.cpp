@@ -347,11 +347,14 @@ Binary again(const Config& config, const Program& program, const Arch& arch, dep
 // root out (options that name no file: docs/keys.md); empty when none.
 std::string toolkit_named(const Program& program, const deps::SearchContext& context, const Binary& binary)
 {
-  if (deps::options_name_files(program.options)) {
-    return {};  // the key holds the toolkit's folders as they are here ("named-toolkit:")
+  if (deps::options_name_files(program.options) || direct_eligible(program)) {
+    // The key holds the toolkit's folders as they are here ("named-toolkit:"), or the program
+    // reads no toolkit header.
+    return {};
   }
   for (const auto& dir : context.toolkit_dirs) {
-    if (deps::binary_holds(binary.ptx, dir + "/") || deps::binary_holds(binary.cubin, dir + "/")) {
+    // A toolkit file's name, not a string that merely holds the folder's path (the program's own).
+    if (deps::binary_names_file_in(binary.ptx, dir) || deps::binary_names_file_in(binary.cubin, dir)) {
       return dir;
     }
   }

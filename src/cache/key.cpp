@@ -299,9 +299,10 @@ KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& co
     if (deps::options_name_files(program.options)) {
       p += "named-from: " + util::escape_line(named_dir()) + "\n";
       // -lineinfo's .file lines and -G's DWARF name toolkit headers by where they are here (a
-      // link to the toolkit is another name). Other keys leave the root out; a binary that names
-      // it anyway is not stored (include_compile.cpp, toolkit_named()).
-      for (const auto& dir : context.toolkit_include_dirs) {
+      // link to the toolkit is another name), when the program may read one (as for the
+      // toolkit-headers line below). Other keys leave the root out; a binary that names it anyway
+      // is not stored (include_compile.cpp, toolkit_named()).
+      for (const auto& dir : direct_eligible(program) ? std::vector<std::string>{} : context.toolkit_include_dirs) {
         p += "named-toolkit: " + util::escape_line(dir) + "\n";
       }
     }

@@ -4,11 +4,13 @@
 
 #include "deps/lex.hpp"
 #include "options/option_table.hpp"
+#include "util/file.hpp"
 #include "util/text.hpp"
 
 #include <algorithm>
 #include <bitset>
 #include <cctype>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <vector>
@@ -134,6 +136,58 @@ bool binary_holds(const std::string& binary, const std::string& path)
     bytes += (bytes.empty() ? "" : ", ") + std::to_string(static_cast<unsigned char>(ch));
   }
   return binary.find(bytes) != std::string::npos;
+}
+
+namespace {
+
+// Whether `bytes` holds "<dir>/<name>" (a name of path characters) where that is a file.
+bool names_file_in(std::string_view bytes, const std::string& dir)
+{
+  const std::string prefix = dir + "/";
+  for (std::size_t at = bytes.find(prefix); at != std::string_view::npos; at = bytes.find(prefix, at + 1)) {
+    std::size_t end = at + prefix.size();
+    while (end < bytes.size() && static_cast<unsigned char>(bytes[end]) > ' ' && bytes[end] != '"' && bytes[end] != 0x7f) {
+      ++end;
+    }
+    if (end > at + prefix.size() && util::is_regular_file(std::string(bytes.substr(at, end - at)))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+bool binary_names_file_in(const std::string& binary, const std::string& dir)
+{
+  if (dir.empty() || !binary_holds(binary, dir)) {
+    return false;  // neither as bytes nor as a byte list: the common case, one search
+  }
+  if (names_file_in(binary, dir)) {
+    return true;
+  }
+  // PTX strings as byte lists ("$str[31] = {47, 116, …}"): each decoded, then looked at.
+  for (std::size_t open = binary.find("= {"); open != std::string::npos; open = binary.find("= {", open + 3)) {
+    const std::size_t close = binary.find('}', open);
+    if (close == std::string::npos) {
+      break;
+    }
+    std::string bytes;
+    for (std::size_t at = open + 3; at < close;) {
+      char* end = nullptr;
+      const long value = std::strtol(binary.c_str() + at, &end, 10);
+      if (end == binary.c_str() + at) {
+        ++at;
+        continue;
+      }
+      bytes += static_cast<char>(value);
+      at = static_cast<std::size_t>(end - binary.c_str());
+    }
+    if (names_file_in(bytes, dir)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool program_names_files(const Program& program)
@@ -284,8 +338,27 @@ bool must_be_one_copy(const std::string& content)
 bool text_may_define_once(const std::string& raw)
 {
   std::string storage;
-  const std::string& text = as_preprocessed(raw, storage);
-  return util::find_text(text, "_Pragma") != std::string::npos && has_word(text, "once");
+  const std::string& preprocessed = as_preprocessed(raw, storage);
+  if (!has_word(preprocessed, "once")) {
+    return false;  // most texts: one search
+  }
+  // The word outside comments and outside a "#pragma once" line of its own.
+  const std::string text = without_comments(preprocessed);
+  for (std::size_t at = util::find_text(text, "once"); at != std::string::npos; at = util::find_text(text, "once", at + 4)) {
+    if ((at > 0 && identifier_char(text[at - 1])) || (at + 4 < text.size() && identifier_char(text[at + 4]))) {
+      continue;  // inside a longer name (call_once)
+    }
+    const std::size_t line = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
+    std::size_t i = text.find_first_not_of(" \t", line);
+    const bool hash = i != std::string::npos && text[i] == '#';
+    i = hash ? text.find_first_not_of(" \t", i + 1) : i;
+    const bool pragma = hash && i != std::string::npos && text.compare(i, 6, "pragma") == 0;
+    i = pragma ? text.find_first_not_of(" \t", i + 6) : i;
+    if (!pragma || i != at) {
+      return true;  // `once` as a macro's argument or body (_Pragma("once"), PRAGMA(once), …)
+    }
+  }
+  return false;
 }
 
 } // namespace kjit::deps

@@ -132,6 +132,10 @@ bool any_program_text(const Program& program, bool (*test)(const std::string&));
 // ("47, 116, 109, 112": a $str initializer). What tells that a binary names a file through a
 // macro kjit reads nothing of (a toolkit header's __FILE__ in _CCCL_ASSERT).
 bool binary_holds(const std::string& binary, const std::string& path);
+// Whether `binary` names a file below the folder `dir`: "<dir>/<name>" where that is a file on disk,
+// as raw bytes or in a PTX string's byte list. A string that only holds the folder's path ("<dir>/
+// holds the headers") names none.
+bool binary_names_file_in(const std::string& binary, const std::string& dir);
 
 // A folder where an include was looked for: a file appearing there could change what is found.
 // When its stamp changes, the change matters only if one of the `absent` names appeared there,

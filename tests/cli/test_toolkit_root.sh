@@ -66,5 +66,19 @@ check "where.cu: nothing was stored" sh -c "KJIT_CUDA_HOME='$work/tkA' '$kjit' s
 check "where.cu: … and the refusal is counted" sh -c \
   "KJIT_CUDA_HOME='$work/tkA' '$kjit' stats | grep -q '^not cached: 2 compiles (names file 2)'"
 
+# Found by review: a program that can read no toolkit header names no toolkit file, whatever its
+# options or strings. Its -lineinfo binary is the same under both roots (one key: a hit), and a
+# string holding the toolkit's path is the program's own (stored). Before, both missed every time.
+export KJIT_CACHE_DIR=$work/plain-cache
+printf 'extern "C" __global__ void k(int* p) { p[threadIdx.x] = p[threadIdx.x + 1] * 2; }\n' >plain.cu
+check "plain.cu -lineinfo: compiled with A" compile tkA a plain.cu -X -lineinfo
+check "plain.cu -lineinfo: with B, a hit (the same binary)" compile tkB b plain.cu -X -lineinfo
+check "… a hit" grep -q "^cache hit" "$work/out"
+printf 'extern "C" __global__ void lit(const char** p) { *p = "%s/tkA/include/ holds the headers"; }\n' "$work" >lit.cu
+check "lit.cu: compiled" compile tkA a lit.cu
+check "… stored" sh -c "! grep -q 'not cached' '$work/err'"
+check "lit.cu: again, a hit" compile tkA a lit.cu
+check "… a hit" grep -q "^cache hit" "$work/out"
+
 echo "toolkit root: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -724,13 +724,32 @@ BOOST_AUTO_TEST_CASE(once_through_a_macro_keeps_a_hard_linked_header_one_file)
                    "extern \"C\" __global__ void k(const char** s) { *s = where(); }\n");
   settle();
   InDir here(d);
+  // Found by review: _Pragma and `once` in two texts (a helper macro of the project's, or CCCL's
+  // _CCCL_PRAGMA from a toolkit header); before, `once` was looked for beside `_Pragma` only.
+  put(d + "/prag.h", "#define STR(x) #x\n#define PRAG(x) _Pragma(STR(x))\n");
+  put(d + "/po2.h", "#include \"prag.h\"\n#define PO PRAG(once)\n");
+  put(d + "/k2.cu", "#include \"po2.h\"\n#include \"o.h\"\n#include \"p.h\"\n"
+                    "extern \"C\" __global__ void k(const char** s) { *s = where(); }\n");
+  put(d + "/po3.h", "#include <cuda/std/cstdint>\n#define PO _CCCL_PRAGMA(once)\n");
+  put(d + "/k3.cu", "#include \"po3.h\"\n#include \"o.h\"\n#include \"p.h\"\n"
+                    "extern \"C\" __global__ void k(const char** s) { *s = where(); }\n");
+  settle();
   for (const auto& options : {std::vector<std::string>{"-lineinfo"}, std::vector<std::string>{}}) {
     kjit::Cache cache(config);
     same_binary_(cache, config, "k.cu", options);
     std::vector<std::string> with_define = options;
     with_define.push_back("-DPO=_Pragma(\"once\")");
     same_binary_(cache, config, "d.cu", with_define);
+    same_binary_(cache, config, "k2.cu", options);
+    same_binary_(cache, config, "k3.cu", options);
   }
+  BOOST_TEST(kjit::deps::text_may_define_once("#define PO PRAG(once)\n"));
+  BOOST_TEST(kjit::deps::text_may_define_once("#define PO _Pragma(\"once\")\n"));
+  BOOST_TEST(kjit::deps::text_may_define_once("#define PO _Pragma(\"on\\\nce\")\n"));
+  BOOST_TEST(!kjit::deps::text_may_define_once("#pragma once\n#include \"a.h\"\n"));
+  BOOST_TEST(!kjit::deps::text_may_define_once("  #  pragma   once\n"));
+  BOOST_TEST(!kjit::deps::text_may_define_once("// each name is read once\n_Pragma(\"unroll\")\n"));
+  BOOST_TEST(!kjit::deps::text_may_define_once("cuda::std::call_once(flag, f);\n"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
