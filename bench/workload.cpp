@@ -84,7 +84,7 @@ void populate(const std::string& dir, int count, int first_salt)
   };
   for (int i = 1; i < count; ++i) {
     const kjit::Program program = kernel_program(first_salt + i);
-    const kjit::cache::KeyTexts texts = kjit::cache::make_key(program, kjit::Arch::parse("sm_90"), context);
+    const kjit::cache::KeyTexts texts = kjit::cache::make_key_texts(program, kjit::Arch::parse("sm_90"), context);
     kjit::store::Entry entry;
     entry.program_name = program.name;
     entry.program_txt = texts.program_txt;

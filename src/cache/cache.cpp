@@ -147,7 +147,7 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
   // Bad -I/-D/pre-include options and NUL bytes fail here, before anything is looked up.
   const deps::SearchContext search = deps::search_context(program, context.toolkit_include_dirs);
   const std::string search_text = search.text();
-  cache::KeyTexts texts = cache::make_key(program, prepared.m_arch, context);
+  cache::KeyTexts texts = cache::make_key_texts(program, prepared.m_arch, context);
   // The manifest's key: the program and the resolution context it is resolved in.
   const util::Sha256 manifest_key =
     util::Sha256Hasher().update(texts.program_txt).update(texts.options_txt).update(search_text).finish();
@@ -159,7 +159,7 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
   // too, never looked up: it is compiled each time and never stored (Resolver::unfaithful()).
   if (may_include || deps::program_uses_time(program)) {
     if (auto found = m_impl->valid_manifest(manifest_key, search_text)) {
-      texts = cache::make_key(program, prepared.m_arch, context, found->headers);
+      texts = cache::make_key_texts(program, prepared.m_arch, context, found->headers);
       for (const deps::DiskHeader& header : found->headers) {
         prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
       }
@@ -168,7 +168,7 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
       // provisional: never looked up, only a compile tells which headers NVRTC reads.
       auto resolver = std::make_shared<deps::Resolver>(program, search);
       resolver->predict();
-      texts = cache::make_key(program, prepared.m_arch, context, resolver->result().headers);
+      texts = cache::make_key_texts(program, prepared.m_arch, context, resolver->result().headers);
       for (const deps::DiskHeader& header : resolver->result().headers) {
         prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
       }

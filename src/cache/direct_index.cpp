@@ -104,7 +104,7 @@ std::string direct_context(const KeyContext& context)
   std::string out;
   put_list(out, context.toolkit_include_names);
   // Not the toolkit headers' fingerprint: a direct-eligible program reads no toolkit header, and
-  // its key leaves the fingerprint out too (make_key).
+  // its key leaves the fingerprint out too (make_key_texts).
   put_field(out, context.nvrtc_identity);
   put_field(out, context.nvjitlink_identity);
   put_field(out, std::to_string(store::k_record_format));

@@ -28,7 +28,7 @@ bool direct_options(const Program& program);
 // %:include, __has_include…), also when a line splice cuts it (`#inc\<newline>lude`).
 bool mentions_include(const Program& program);
 
-// The toolchain part of the inputs: every field of `context` that make_key() puts in the key of
+// The toolchain part of the inputs: every field of `context` that make_key_texts() puts in the key of
 // a direct_eligible() program (so not the toolkit headers' fingerprint), and the record format,
 // as one text (computed once per cache; asks for no fingerprint).
 std::string direct_context(const KeyContext& context);

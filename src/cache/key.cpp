@@ -257,7 +257,7 @@ std::vector<std::string> absolute_include_options(const std::vector<std::string>
   return out;
 }
 
-KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context,
+KeyTexts make_key_texts(const Program& program, const Arch& arch, const KeyContext& context,
                   const std::vector<deps::DiskHeader>& includes)
 {
   g_keys_made.fetch_add(1, std::memory_order_relaxed);

@@ -22,7 +22,7 @@ struct KeyTexts {
 };
 
 // The content fingerprint of the toolkit's include trees (toolkit_headers.hpp), found when first
-// asked: only keys of programs that may name a disk header hold it (make_key), so a process that
+// asked: only keys of programs that may name a disk header hold it (make_key_texts), so a process that
 // only makes other keys never checks the trees. Copies share one value; thread-safe.
 class ToolkitHeaders {
 public:
@@ -85,9 +85,9 @@ std::vector<std::string> normalize_options(const std::vector<std::string>& optio
 // The toolkit headers' fingerprint is in the key of a program that may name a disk header
 // (!direct_eligible): NVRTC reads no toolkit header for the others, so their keys leave it out
 // (and a lookup of one never asks for it).
-KeyTexts make_key(const Program& program, const Arch& arch, const KeyContext& context,
+KeyTexts make_key_texts(const Program& program, const Arch& arch, const KeyContext& context,
                   const std::vector<deps::DiskHeader>& includes = {});
-// How many key texts make_key() made in this process (a test checks what a miss repeats).
+// How many key texts make_key_texts() made in this process (a test checks what a miss repeats).
 std::uint64_t keys_made() noexcept;
 
 } // namespace kjit::cache

@@ -180,7 +180,7 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
     log::line(program.name + ": NVRTC was loaded with " + setting +
               ", not the setting this Cache's keys were made with; compiled and not cached");
   }
-  // prepare()'s texts are those make_key() would make now when they hold no disk header and
+  // prepare()'s texts are those make_key_texts() would make now when they hold no disk header and
   // nothing of the process: the working directory enters only through headers, pre-includes and
   // -lineinfo/-G's named-from line, and the key context is made once per Cache. A provisional
   // key is not the hash of its texts.
@@ -190,7 +190,7 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
     entry.options_txt = p.m_options_txt;
     compiled_entry_key = p.m_key;
   } else {
-    cache::KeyTexts texts = cache::make_key(program, p.arch(), context, resolution.headers);
+    cache::KeyTexts texts = cache::make_key_texts(program, p.arch(), context, resolution.headers);
     entry.program_txt = std::move(texts.program_txt);
     entry.options_txt = std::move(texts.options_txt);
     compiled_entry_key = texts.digest;

@@ -28,7 +28,7 @@ std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram
   if (!resolver->unfaithful().empty()) {
     return nullptr;  // the private folder can't answer as the disk would: compiled from disk, never served
   }
-  predicted_entry_key = cache::make_key(p.program(), p.arch(), key_context(), resolver->result().headers).digest;
+  predicted_entry_key = cache::make_key_texts(p.program(), p.arch(), key_context(), resolver->result().headers).digest;
   return resolver;
 }
 

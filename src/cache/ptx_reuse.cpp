@@ -23,7 +23,7 @@ std::optional<Binary> Cache::Impl::ptx_of_real_arch(const Program& program, cons
   rtc::check_options(program, arch);  // what the compile would refuse is refused the same way
   // The real arch's key covers the same program, options, toolchain and headers: its entry was
   // compiled from exactly what a compile now would read.
-  const util::Sha256 key = cache::make_key(program, Arch::parse(arch.real_name()), key_context(), headers).digest;
+  const util::Sha256 key = cache::make_key_texts(program, Arch::parse(arch.real_name()), key_context(), headers).digest;
   std::shared_ptr<const Binary> real;
   if (auto found = memory.find(key)) {
     real = found->binary;

@@ -28,20 +28,20 @@ std::string new_token()
          std::to_string(++counter);
 }
 
-// GET `record_key`: its value, nil for a value of another type, or nullopt (the server failed).
-std::optional<Reply> record(Server& server, const std::string& record_key, std::string& error)
+// GET `record_name`: its value, nil for a value of another type, or nullopt (the server failed).
+std::optional<Reply> record(Server& server, const std::string& record_name, std::string& error)
 {
-  std::optional<Reply> reply = server.ask({"GET", record_key}, error, Server::OnError::fail_but_wrong_type);
+  std::optional<Reply> reply = server.ask({"GET", record_name}, error, Server::OnError::fail_but_wrong_type);
   return reply && is_wrong_type(*reply) ? Reply{} : reply;
 }
 
-// Whether the lease `lease_key` another holds has no expiry: kjit takes every lease with one, so
+// Whether the lease `lease_name` another holds has no expiry: kjit takes every lease with one, so
 // such a value was planted (or PERSISTed) and would hold every node off this key for good, each
 // lookup waiting the whole bound. (An error reply, PTTL not allowed: not known, so no.)
-bool held_for_good(Server& server, const std::string& lease_key)
+bool held_for_good(Server& server, const std::string& lease_name)
 {
   std::string error;
-  const std::optional<Reply> reply = server.ask({"PTTL", lease_key}, error, Server::OnError::answer);
+  const std::optional<Reply> reply = server.ask({"PTTL", lease_name}, error, Server::OnError::answer);
   return reply && reply->kind == Reply::Kind::integer && reply->integer == -1;
 }
 
@@ -80,7 +80,7 @@ void Lease::release() noexcept
   }
 }
 
-LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const std::string& lease_key,
+LeaseAnswer acquire_lease(Server& server, const std::string& record_name, const std::string& lease_name,
                           std::int64_t wait_ms)
 {
   LeaseAnswer answer;
@@ -94,7 +94,7 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
     for (;;) {
       // The record first: the holder uploads it before releasing the lease. A value of another
       // type there is no record (this node compiles, its upload replaces it), not a server fault.
-      std::optional<Reply> reply = record(server, record_key, error);
+      std::optional<Reply> reply = record(server, record_name, error);
       if (!reply) {
         return answer;
       }
@@ -107,33 +107,33 @@ LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const s
         // GET (a read-only ACL user may run little else); nobody compiling it: compile here. A
         // value of another type is a held lease, as SET NX finds it; one without an expiry (PTTL,
         // a read) is not waited for, as by the other nodes.
-        reply = server.ask({"GET", lease_key}, error, Server::OnError::fail_but_wrong_type);
-        if (!reply || (reply->kind != Reply::Kind::string && !is_wrong_type(*reply)) || held_for_good(server, lease_key)) {
+        reply = server.ask({"GET", lease_name}, error, Server::OnError::fail_but_wrong_type);
+        if (!reply || (reply->kind != Reply::Kind::string && !is_wrong_type(*reply)) || held_for_good(server, lease_name)) {
           return answer;
         }
       } else {
         // A refused lease (a full server, an ACL without SET) only means no single flight: the
         // upload, refused the same way, says so. Lookups go on.
-        reply = server.ask({"SET", lease_key, token, "NX", "PX", ttl}, error, Server::OnError::answer);
+        reply = server.ask({"SET", lease_name, token, "NX", "PX", ttl}, error, Server::OnError::answer);
         // Only nil says another node holds it; anything but OK and nil (an error, or an answer no
         // Redis gives) is no lease: waiting for it would cost every compile the whole bound.
         const bool taken = reply && reply->kind == Reply::Kind::status && reply->text == "OK";
         if (!reply || (!taken && reply->kind != Reply::Kind::nil)) {
           return answer;
         }
-        if (!taken && held_for_good(server, lease_key)) {
+        if (!taken && held_for_good(server, lease_name)) {
           return answer;
         }
         if (taken) {
           // Taken. The holder may have uploaded and released between our GET and SET.
-          Lease lease(&server, lease_key, token);
-          reply = record(server, record_key, error);
+          Lease lease(&server, lease_name, token);
+          reply = record(server, record_name, error);
           if (reply && reply->kind == Reply::Kind::string) {
             answer.kind = LeaseAnswer::Kind::record;
             answer.bytes = std::move(reply->text);
             return answer;  // the lease is released on the way out
           }
-          server.keep_alive(lease_key, token, ttl_ms);  // while it compiles
+          server.keep_alive(lease_name, token, ttl_ms);  // while it compiles
           answer.kind = LeaseAnswer::Kind::held;
           answer.lease = std::move(lease);
           return answer;

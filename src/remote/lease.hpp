@@ -50,14 +50,14 @@ struct LeaseAnswer {
   bool timed_out = false;  // none: another node held the lease for the whole wait bound
 };
 
-// Takes the lease `lease_key` on `server` (SET NX PX `wait_ms`, renewed while held: it expires
+// Takes the lease `lease_name` on `server` (SET NX PX `wait_ms`, renewed while held: it expires
 // `wait_ms` after its holder died), or, while another node holds it,
-// polls for `record_key` (GET) until the record appears, the lease is free (released, or expired
+// polls for `record_name` (GET) until the record appears, the lease is free (released, or expired
 // with its dead holder) or `wait_ms` passes; a lease without an expiry (no node takes one) is
 // not waited for. A read-only node never takes a lease: it waits for a
 // held one the same way, then compiles. Never throws; a server failure answers none. Not noexcept:
 // a pthread_cancel() of the thread acts in the wait between two polls (the bound may be a day).
-LeaseAnswer acquire_lease(Server& server, const std::string& record_key, const std::string& lease_key,
+LeaseAnswer acquire_lease(Server& server, const std::string& record_name, const std::string& lease_name,
                           std::int64_t wait_ms);
 
 } // namespace kjit::remote

@@ -31,12 +31,12 @@ std::string meta_digest(const std::string& name)
 
 } // namespace
 
-std::string redis_key(const util::Sha256& key)
+std::string record_name(const util::Sha256& key)
 {
   return key_name("kjit:v", key);
 }
 
-std::string lease_key(const util::Sha256& key)
+std::string lease_name(const util::Sha256& key)
 {
   return key_name("kjit:lease:v", key);
 }
@@ -92,7 +92,7 @@ tier::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
   answer.kind = tier::TierAnswer::Kind::failure;
   try {
     Server& server = pick(key);
-    const std::string name = redis_key(key);
+    const std::string name = record_name(key);
     std::optional<Reply> reply = server.ask({"GET", name}, answer.why, Server::OnError::fail_but_wrong_type);
     if (!reply) {
       return answer;
@@ -124,7 +124,7 @@ tier::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
 LeaseAnswer RemoteTier::lease(const util::Sha256& key, std::int64_t wait_ms)
 {
   try {
-    return acquire_lease(pick(key), redis_key(key), lease_key(key), wait_ms);
+    return acquire_lease(pick(key), record_name(key), lease_name(key), wait_ms);
   } catch (const std::exception&) {
     return {};
   }
@@ -139,9 +139,9 @@ void RemoteTier::upload(const util::Sha256& key, std::string record, Lease lease
   try {
     // A lease on the prepared key can differ from the compiled key's server: release it there.
     Server* lease_server = lease.server();
-    UploadItem item{redis_key(key), std::move(record), std::string(), std::string()};
+    UploadItem item{record_name(key), std::move(record), std::string(), std::string()};
     if (lease_server == &server) {
-      item.lease_key = lease.key();
+      item.lease_name = lease.key();
       item.token = lease.token();
       lease.forget();
     }

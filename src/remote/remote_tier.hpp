@@ -23,9 +23,9 @@ constexpr std::size_t k_max_meta_bytes = 4096;         // a larger meta value is
 
 // The Redis key of a record: "kjit:v<record format>:<64 hex digits of the key>", so kjit versions
 // with different record formats can share a server.
-std::string redis_key(const util::Sha256& key);
+std::string record_name(const util::Sha256& key);
 // The Redis key of a key's compile lease: "kjit:lease:v<record format>:<64 hex digits>".
-std::string lease_key(const util::Sha256& key);
+std::string lease_name(const util::Sha256& key);
 
 class RemoteTier : public tier::Tier {
 public:

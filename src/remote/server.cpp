@@ -118,7 +118,7 @@ void Server::enqueue(UploadItem item) noexcept
       }
       const std::size_t size = item.record ? item.record->size() : 0;
       if (m_queue.size() >= k_max_queued || (size > 0 && m_queued_bytes + size > k_max_queued_bytes)) {
-        if (item.lease_key.empty()) {
+        if (item.lease_name.empty()) {
           return;
         }
         item.record.reset();  // the record stays local; the lease is still released
@@ -172,7 +172,7 @@ void Server::write_one(RedisClient& client, const UploadItem& item)
 {
   if (item.record) {
     // Overwrites: a value there is either as good (same key, same inputs) or damaged.
-    const Reply reply = client.command({"SET", item.record_key, *item.record});
+    const Reply reply = client.command({"SET", item.record_name, *item.record});
     if (reply.kind == Reply::Kind::error) {
       std::lock_guard warn_lock(m_queue_mutex);
       if (!std::exchange(m_write_warned, true)) {
@@ -182,9 +182,9 @@ void Server::write_one(RedisClient& client, const UploadItem& item)
       m_bytes_written += item.record->size();
     }
   }
-  if (!item.lease_key.empty()) {
+  if (!item.lease_name.empty()) {
     // An error reply (no EVAL permission) leaves the lease to expire by itself.
-    std::ignore = client.command({"EVAL", k_release_script, "1", item.lease_key, item.token});
+    std::ignore = client.command({"EVAL", k_release_script, "1", item.lease_name, item.token});
   }
 }
 
@@ -253,7 +253,7 @@ void Server::write_loop()
       }
     }
     lock.lock();
-    if (!item.lease_key.empty()) {
+    if (!item.lease_name.empty()) {
       std::erase_if(m_renewals, [&](const Renewal& renewal) { return renewal.token == item.token; });
     }
     m_busy = false;

@@ -26,9 +26,9 @@ constexpr std::size_t k_max_queued_bytes = 64u << 20;
 
 // What the upload thread does for one key: SET the record (if any), then release the lease (if any).
 struct UploadItem {
-  std::string record_key;
+  std::string record_name;
   std::optional<std::string> record;
-  std::string lease_key;  // "" for none
+  std::string lease_name;  // "" for none
   std::string token;      // the lease's value, released only if it still holds it
 };
 

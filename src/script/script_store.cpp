@@ -16,25 +16,25 @@ std::shared_ptr<store::Store> store_of(const Cache& cache)
 std::optional<ScriptRecord> load_script(const store::Store& store, const std::string& hash)
 {
   std::optional<ScriptRecord> record;
-  store.visit(store::Table::meta, script_key(hash), [&](std::string_view bytes) { record = decode_script(bytes); });
+  store.visit(store::Table::meta, script_row(hash), [&](std::string_view bytes) { record = decode_script(bytes); });
   return record;
 }
 
 std::optional<TableRecord> load_table(const store::Store& store, const std::string& hash)
 {
   std::optional<TableRecord> record;
-  store.visit(store::Table::meta, table_key(hash), [&](std::string_view bytes) { record = decode_table(bytes); });
+  store.visit(store::Table::meta, table_row(hash), [&](std::string_view bytes) { record = decode_table(bytes); });
   return record;
 }
 
 void save_script(store::Store& store, const ScriptRecord& record)
 {
-  store.put(store::Table::meta, script_key(record.hash), encode(record));
+  store.put(store::Table::meta, script_row(record.hash), encode(record));
 }
 
 void save_table(store::Store& store, const std::string& hash, const TableRecord& table)
 {
-  store.put(store::Table::meta, table_key(hash), encode(table));
+  store.put(store::Table::meta, table_row(hash), encode(table));
 }
 
 std::vector<ScriptRecord> all_scripts(const store::Store& store)

@@ -36,7 +36,7 @@ void BuiltScript::State::lock_table(std::optional<cache::CompileLock>& lock)
     timeout_s = tuning.lock_timeout_s;
   }
   if (store) {
-    lock.emplace(store->io_path(), util::sha256(script::table_key(record.hash)), timeout_s);
+    lock.emplace(store->io_path(), util::sha256(script::table_row(record.hash)), timeout_s);
   }
 }
 

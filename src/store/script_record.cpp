@@ -131,12 +131,12 @@ std::string programs_digest(const std::vector<std::pair<std::size_t, std::string
   return util::to_hex(digest.finish());
 }
 
-std::string script_key(const std::string& hash)
+std::string script_row(const std::string& hash)
 {
   return std::string(k_script_prefix) + hash;
 }
 
-std::string table_key(const std::string& hash)
+std::string table_row(const std::string& hash)
 {
   return std::string(store::k_script_table_prefix) + hash;
 }

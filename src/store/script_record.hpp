@@ -57,8 +57,8 @@ struct TableRecord {
 std::string programs_digest(const std::vector<std::pair<std::size_t, std::string>>& programs);
 
 // Meta-table keys of a script's two records.
-std::string script_key(const std::string& hash);
-std::string table_key(const std::string& hash);
+std::string script_row(const std::string& hash);
+std::string table_row(const std::string& hash);
 using store::k_script_prefix;  // (store/meta_keys.hpp: the meta table's namespaces)
 
 // Encoded as: magic "KJITSCRP" or "KJITTABL", u32 version, 16-byte XXH3-128 of the body, body

@@ -245,9 +245,9 @@ BOOST_AUTO_TEST_CASE(row9_toolkit_headers_are_in_the_key)
   // leaves the fingerprint out, suite toolkit_in_keys).
   kjit::Program program = small_program("row9");
   program.source = "#include <cuda_fp16.h>\n" + program.source;
-  const auto before = kjit::cache::make_key(program, k_arch, context);
+  const auto before = kjit::cache::make_key_texts(program, k_arch, context);
   context.toolkit_headers = replaced;
-  const auto after = kjit::cache::make_key(program, k_arch, context);
+  const auto after = kjit::cache::make_key_texts(program, k_arch, context);
   BOOST_TEST(before.options_txt.find("toolkit-headers: " + first) != std::string::npos);
   BOOST_TEST(before.hex() != after.hex());
   // A real Cache's key names the real toolkit's fingerprint.

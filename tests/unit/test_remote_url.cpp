@@ -168,7 +168,7 @@ BOOST_AUTO_TEST_CASE(keys_are_namespaced_by_record_format)
 {
   kjit::util::Sha256 key{};
   key[0] = 0xab;
-  const std::string name = kjit::remote::redis_key(key);
+  const std::string name = kjit::remote::record_name(key);
   BOOST_TEST(name == "kjit:v" + std::to_string(kjit::store::k_record_format) + ":ab" + std::string(62, '0'));
 }
 
@@ -226,7 +226,7 @@ BOOST_AUTO_TEST_CASE(leases_have_their_own_namespace)
 {
   kjit::util::Sha256 key{};
   key[0] = 0xab;
-  BOOST_TEST(kjit::remote::lease_key(key) ==
+  BOOST_TEST(kjit::remote::lease_name(key) ==
              "kjit:lease:v" + std::to_string(kjit::store::k_record_format) + ":ab" + std::string(62, '0'));
 }
 

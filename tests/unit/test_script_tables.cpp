@@ -230,7 +230,7 @@ BOOST_AUTO_TEST_CASE(a_damaged_table_record_reads_as_none_and_is_tuned_again)
   built.set_table({{{64}, 2, "", {}}}, kjit::current_fingerprint(built.arch()));
   const auto store = kjit::script::store_of(cache);
   BOOST_TEST_REQUIRE(store != nullptr);
-  const std::string key = kjit::script::table_key(built.hash());
+  const std::string key = kjit::script::table_row(built.hash());
   std::string bytes = store->get(kjit::store::Table::meta, key).value();
   BOOST_TEST_REQUIRE(kjit::script::decode_table(bytes).has_value());
   BOOST_TEST(kjit::script::decode_table(bytes)->entries.at(0).choice == 2u);

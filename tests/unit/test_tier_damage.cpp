@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(a_remote_record_damaged_past_the_cubin_header_is_not_served
   const kjit::Program program = small_program("forged_remote");
   const Forged forged = forge(tmp.path() + "/maker", program);
   const RedisServer server(tmp.path());
-  const std::string name = kjit::remote::redis_key(forged.key);
+  const std::string name = kjit::remote::record_name(forged.key);
   BOOST_TEST_REQUIRE(server.command({"SET", name, forged.record}).text == "OK");
   config.remote_cache = server.url();
   {
