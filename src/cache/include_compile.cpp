@@ -497,12 +497,12 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
         // A linked header changed while NVRTC read it: again from copies of what kjit hashed.
         return again(config, program, arch, resolver, rounds, round, {true}, folder);
       }
-      if (const std::string named = toolkit_named(program, context, binary); !named.empty()) {
+      if (const std::string toolkit_dir = toolkit_named(program, context, binary); !toolkit_dir.empty()) {
         // The key holds the toolkit's folders relative to its root (portable) unless the options
         // name files (-lineinfo, -G: then the root too): served under another root, this binary
         // would name the wrong files. The binary is right; it is only not stored.
         resolver.compiled_from_disk(UncachedReason::names_file,
-                                    "the binary names the toolkit's files (" + named +
+                                    "the binary names the toolkit's files (" + toolkit_dir +
                                       ": a toolkit header's __FILE__), which a portable key leaves out");
         log::line(program.name + ": " + resolver.unfaithful() + "; compiled and not cached");
       }

@@ -219,7 +219,6 @@ std::optional<KeyContext> remembered_toolchain(const store::Store& store)
 
 namespace {
 
-// What the stats of toolchain_file_identity() saw of the three libraries.
 // Versions as the memo rows hold them: "nvrtc\nnvjitlink\narchs".
 std::string memo_text(const Versions& versions)
 {
@@ -241,6 +240,7 @@ std::optional<std::pair<Versions, std::string>> versions_in(const std::string& t
   return std::pair{std::move(versions), third == std::string::npos ? std::string() : text.substr(third + 1)};
 }
 
+// What the stats of toolchain_file_identity() saw of the three libraries.
 struct LibrariesSeen {
   rtc::FileSeen nvrtc;
   rtc::FileSeen builtins;
@@ -294,6 +294,12 @@ std::string build_memo_key(const std::string& build)
   return std::string(store::k_toolchain_prefix) + "build " + util::to_hex(util::checksum(build));
 }
 
+// The store's meta row of the versions of the library files whose identity is `identity`
+// (file_identities(); meta rows are named by XXH3-128: a hit runs no SHA-256, util/hash.cpp).
+std::string identity_memo_key(const std::string& identity)
+{
+  return std::string(store::k_toolchain_prefix) + util::to_hex(util::checksum(identity));
+}
 
 // The fleet's memo: the versions, then (when the node that learned them knew it) a line with the
 // fingerprint of its toolkit headers, which a new node remembers its context with, as a bundle's
@@ -334,7 +340,7 @@ void remember_build_memo(const Config& config, store::Store& store)
   bool has_nvrtc = false;
   LibrariesSeen seen;
   const std::string identity = file_identities(toolkit, has_nvrtc, true, &seen);
-  const auto known = store.get(store::Table::meta, std::string(store::k_toolchain_prefix) + util::to_hex(util::checksum(identity)));
+  const auto known = store.get(store::Table::meta, identity_memo_key(identity));
   const auto build = known ? build_identity(toolkit, seen) : std::nullopt;
   if (build && !store.get(store::Table::meta, build_memo_key(*build))) {
     if (const auto parsed = versions_in(*known); parsed && !parsed->first.nvrtc.empty()) {
@@ -367,8 +373,7 @@ KeyContext toolchain_context(const Config& config, store::Store* store, remote::
       return *remembered;
     }
   }
-  // Meta rows are named by XXH3-128: a hit runs no SHA-256, so nettle is not loaded (util/hash.cpp).
-  const std::string meta_key = std::string(store::k_toolchain_prefix) + util::to_hex(util::checksum(identity));
+  const std::string meta_key = identity_memo_key(identity);
   std::lock_guard lock(g_memo_mutex);
   Versions& versions = g_memo[identity];
   // Read even when this process knows the versions: a store that lacks them gets them below, or

@@ -348,12 +348,14 @@ bool text_may_define_once(const std::string& raw)
     if ((at > 0 && identifier_char(text[at - 1])) || (at + 4 < text.size() && identifier_char(text[at + 4]))) {
       continue;  // inside a longer name (call_once)
     }
-    const std::size_t line = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
-    std::size_t i = text.find_first_not_of(" \t", line);
-    const bool hash = i != std::string::npos && text[i] == '#';
-    i = hash ? text.find_first_not_of(" \t", i + 1) : i;
-    const bool pragma = hash && i != std::string::npos && text.compare(i, 6, "pragma") == 0;
-    i = pragma ? text.find_first_not_of(" \t", i + 6) : i;
+    const std::size_t line_start = text.rfind('\n', at);
+    std::size_t i = line_start == std::string::npos ? 0 : line_start + 1;
+    skip_space(text, i);
+    const bool hash = i < text.size() && text[i] == '#';
+    i += hash ? 1 : 0;
+    skip_space(text, i);
+    const bool pragma = hash && identifier(text, i) == "pragma";
+    skip_space(text, i);
     if (!pragma || i != at) {
       return true;  // `once` as a macro's argument or body (_Pragma("once"), PRAGMA(once), …)
     }

@@ -339,10 +339,9 @@ void Resolver::check_one_file(const std::string& first, const std::string& path)
 void Resolver::once_through_macros()
 {
   m_once_by_macro = true;
-  std::map<std::string, std::string> first_of;  // identity → first path
   for (const DiskHeader& header : m_result.headers) {
-    if (const auto [first, added] = first_of.emplace(identity_of(header.stamp), header.path); !added) {
-      check_one_file(first->second, header.path);
+    if (const std::string& first = m_real_files.at(identity_of(header.stamp)); first != header.path) {
+      check_one_file(first, header.path);
     }
   }
 }

@@ -76,8 +76,7 @@ LoadOptions load_options_of(const std::vector<std::string>& options)
     std::string_view name = option;
     const std::size_t equals = name.find('=');
     name = name.substr(0, equals);
-    if (const options::Option* known = options::find(name);
-        known != nullptr && (known->traits & options::max_registers) != 0) {
+    if (options::has(option, options::max_registers)) {
       if (equals != std::string::npos) {
         load.max_registers = register_limit(option.substr(equals + 1), option);
       } else if (i + 1 < options.size()) {

@@ -30,13 +30,6 @@ bool short_with_space(const std::string& option) noexcept
          option[2] == ' ';
 }
 
-// An option whose value NVRTC takes from the next option when it is given alone ("-I" "inc"),
-// when that next option is a value taken as it is (options::value_verbatim).
-bool takes_next(std::string_view option)
-{
-  return options::takes_verbatim_value(option);
-}
-
 // "-I=dir", "-D=X", "-U=X": NVRTC drops the one '=' after the short flag ("-I=inc" is the folder
 // inc, "-I==inc" the folder "=inc", "-D=V=5" defines V as 5; measured, NVRTC 13.0). The long form
 // with the rest is read alike, with no '=' to drop ("--include-path==inc" is "=inc", "-I= inc" and
@@ -117,7 +110,7 @@ std::vector<std::string> without_unfoldered_pch(const std::vector<std::string>& 
   bool value = false;
   for (const std::string& option : options) {
     const bool is_value = value;
-    value = !is_value && takes_next(option);
+    value = !is_value && options::takes_verbatim_value(option);
     if (!is_value && (option == "-pch" || option == "--pch")) {
       continue;  // kept only where a folder is named (below)
     }
@@ -143,7 +136,7 @@ const std::string* option_that_aborts_nvrtc(const std::vector<std::string>& opti
     const std::string& option = options[i];
     const std::string trimmed = trimmed_of(option);
     const bool is_value = value;
-    value = !is_value && takes_next(trimmed);
+    value = !is_value && options::takes_verbatim_value(trimmed);
     if (is_value) {
       continue;
     }
@@ -191,7 +184,7 @@ std::vector<std::string> as_nvrtc_reads(const std::vector<std::string>& options)
   for (const std::string& option : options) {
     std::string trimmed = trimmed_of(option);
     const bool is_value = value;
-    value = !is_value && takes_next(trimmed);
+    value = !is_value && options::takes_verbatim_value(trimmed);
     if (!is_value && short_with_space(trimmed)) {
       const std::size_t at = trimmed.find_first_not_of(' ', 2);  // not npos: trimmed ends in no space
       if (is_space(trimmed[at])) {
@@ -228,7 +221,7 @@ const Program& as_nvrtc_reads(const Program& program, std::optional<Program>& st
                         " passes options to NVRTC's front end, where kjit can't see the files they make it read "
                         "(include folders, pre-includes); use -I, -D, -include instead");
     }
-    value = !value && takes_next(trimmed);
+    value = !value && options::takes_verbatim_value(trimmed);
   }
   for (const std::string& expression : program.name_expressions) {
     // NVRTC writes each on a line of a file it compiles with the program: a line break would
