@@ -16,6 +16,7 @@
 #include "store/committer.hpp"
 #include "store/entry.hpp"
 #include "store/store.hpp"
+#include "util/test_hook.hpp"
 
 #include <atomic>
 #include <future>
@@ -248,8 +249,8 @@ namespace cache {
 
 // Tests: called by Cache::rebuild_mirror and export_bundle between listing the store's keys and
 // reading each, where another process's prune may remove some. Empty: none.
-void set_listed_keys_hook(std::function<void()> hook);
-void run_listed_keys_hook();
+KJIT_TEST_HOOK void set_listed_keys_hook(std::function<void()> hook);
+KJIT_TEST_HOOK void run_listed_keys_hook();
 
 } // namespace cache
 

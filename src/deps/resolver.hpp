@@ -7,6 +7,7 @@
 #include "deps/include_scan.hpp"
 #include "deps/search.hpp"
 #include "util/hash.hpp"
+#include "util/test_hook.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -168,11 +169,11 @@ struct Resolution {
 std::uint64_t folder_listings() noexcept;
 
 // Test hook: called after a header is read and before its second stamp (to rewrite it there).
-void set_read_hook(std::function<void(const std::string& path)> hook);
+KJIT_TEST_HOOK void set_read_hook(std::function<void(const std::string& path)> hook);
 // Test hook: may change every stamp taken (stamp_of, the folders watched) as a filesystem other
 // than the test's would give it (timestamps in whole seconds, an inode number met again on another
 // filesystem); empty for none.
-void set_stamp_hook(std::function<void(const std::string& path, FileStamp& stamp)> hook);
+KJIT_TEST_HOOK void set_stamp_hook(std::function<void(const std::string& path, FileStamp& stamp)> hook);
 
 // Builds a Resolution. Every header is read with a stamp before and after the read (read again
 // when they differ); one modified within the tick of the start of the resolution, or after it, is too_new() and makes
