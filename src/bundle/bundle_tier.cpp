@@ -18,6 +18,17 @@ public:
 
   const std::string& name() const noexcept override { return m_name; }
 
+  const tier::TierAccounting& accounting() const noexcept override
+  {
+    // A bundle's misses are the lookup's; an unreadable bundle or a damaged record is a tier error.
+    static const tier::TierAccounting accounting{Source::bundle, &CacheStats::bundle_hits, nullptr,
+                                                 &CacheStats::tier_errors};
+    return accounting;
+  }
+
+  bool keeps_puts() const noexcept override { return false; }  // read-only: made by `kjit export`
+  void put(const util::Sha256&, std::string) noexcept override {}
+
   tier::TierAnswer get(const util::Sha256& key) noexcept override
   {
     tier::TierAnswer answer;

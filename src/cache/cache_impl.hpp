@@ -226,11 +226,11 @@ struct Cache::Impl {
 
   // tiers.cpp: the tiers below the store.
   void open_tiers();
-  // The entry from the first tier that has a good record for `key`, promoted to the store;
-  // failures and damaged records are counted and logged, never thrown. `remote_hit` (if given)
-  // says whether the remote tier answered.
+  // The entry from the first tier that has a good record for `key`, backfilled into the store;
+  // failures and damaged records are counted and logged, never thrown. `source` is set to the
+  // answering tier's on a hit.
   std::optional<store::Entry> load_from_tiers(const util::Sha256& key, const PreparedProgram& prepared,
-                                              bool* remote_hit = nullptr);
+                                              Source& source);
   // Verifies a tier's answer for `key`: a good record is counted, promoted to the store and
   // returned; a damaged one or a failure is counted and logged (once), never thrown.
   std::optional<store::Entry> take_answer(tier::Tier& tier, tier::TierAnswer answer, const util::Sha256& key,
@@ -240,9 +240,9 @@ struct Cache::Impl {
   // verified record, promoted to the store. nullopt: compile (with the lease if it was taken).
   std::optional<store::Entry> await_fleet(const util::Sha256& key, const PreparedProgram& prepared,
                                           remote::Lease& lease);
-  // Queues a compiled binary for the remote tier as a self-contained record (no-op without one),
-  // then the release of `lease`.
-  void upload(const util::Sha256& key, const store::Entry& entry, remote::Lease lease = {}) noexcept;
+  // Offers a binary this process compiled to every tier that keeps puts (the remote), as a
+  // self-contained record. Compile errors are not offered. Never throws.
+  void offer_to_tiers(const util::Sha256& key, const store::Entry& entry) noexcept;
 };
 
 namespace cache {

@@ -342,9 +342,8 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     }
     return cache::result_of(std::move(*entry));
   }
-  if (bool remote_hit = false; auto entry = load_from_tiers(key, p, &remote_hit)) {
-    source = remote_hit ? Source::remote : Source::bundle;
-    verbose(remote_hit ? "hit remote" : "hit bundle", p, watch.elapsed_ms());
+  if (auto entry = load_from_tiers(key, p, source)) {
+    verbose(("hit " + std::string(to_string(source))).c_str(), p, watch.elapsed_ms());
     return cache::result_of(std::move(*entry));
   }
   util::Sha256 predicted_entry_key{};  // a provisional key's prediction's own key, once load_predicted made it
@@ -375,7 +374,9 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
                        " s (KJIT_COMPILE_LOCK_TIMEOUT) for another process compiling the same kernel; compiling it here");
     }
   }
-  remote::Lease lease;  // KJIT_REMOTE_CACHE: one node of the fleet compiles, the others wait (tiers.cpp)
+  // KJIT_REMOTE_CACHE: one node of the fleet compiles, the others wait (tiers.cpp). Released when
+  // this function returns: after the compiled record was offered, so waiting nodes find it.
+  remote::Lease lease;
   const util::Sha256& lease_entry_key = provisional ? predicted_entry_key : key;
   if (auto entry = lease_entry_key == util::Sha256{} ? std::nullopt : await_fleet(lease_entry_key, p, lease)) {
     source = Source::remote;
@@ -399,7 +400,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   keepable = cacheable;
   if (cacheable) {
     persist(compiled_entry_key, p, entry, std::move(lock));
-    upload(compiled_entry_key, entry, std::move(lease));  // KJIT_REMOTE_CACHE: queued for the upload thread
+    offer_to_tiers(compiled_entry_key, entry);  // the remote tier queues it for its upload thread
   }
   // The key it is stored under (a provisional key names no entry); one not cached, or with no
   // store to keep it, is said so without a key (a commit that fails later warns on its own).

@@ -40,13 +40,10 @@ std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p
     return std::nullopt;
   }
   std::optional<store::Entry> entry = load(predicted_entry_key, p.program().name, p.arch());
-  bool remote_hit = false;
   if (entry) {
     count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
     source = Source::disk;
-  } else if ((entry = load_from_tiers(predicted_entry_key, p, &remote_hit))) {
-    source = remote_hit ? Source::remote : Source::bundle;
-  } else {
+  } else if (!(entry = load_from_tiers(predicted_entry_key, p, source))) {
     return std::nullopt;
   }
   if (entry->kind == store::EntryKind::failure) {

@@ -1,5 +1,6 @@
-// The tiers below the store (bundles, then the remote): opened from the config, asked in order,
-// hits verified and promoted; the fleet's compile lease; compiled binaries uploaded to the remote.
+// The walk over the tiers below the store (bundles, then the remote): opened from the config,
+// asked in order, a hit verified and backfilled into the store, what this process compiled offered
+// to each; and the remote's own fleet compile lease.
 #include "cache/cache_impl.hpp"
 
 #include "bundle/bundle_tier.hpp"
@@ -54,14 +55,11 @@ void Cache::Impl::open_tiers()
 }
 
 std::optional<store::Entry> Cache::Impl::load_from_tiers(const util::Sha256& key, const PreparedProgram& p,
-                                                         bool* remote_hit)
+                                                         Source& source)
 {
   for (const auto& tier : tiers) {
-    const bool is_remote = tier.get() == remote;
     if (auto entry = take_answer(*tier, tier->get(key), key, p)) {
-      if (remote_hit != nullptr) {
-        *remote_hit = is_remote;
-      }
+      source = tier->accounting().source;
       return entry;
     }
   }
@@ -71,30 +69,35 @@ std::optional<store::Entry> Cache::Impl::load_from_tiers(const util::Sha256& key
 std::optional<store::Entry> Cache::Impl::take_answer(tier::Tier& tier, tier::TierAnswer answer,
                                                      const util::Sha256& key, const PreparedProgram& p)
 {
-  const bool is_remote = &tier == remote;
-  if (answer.kind == tier::TierAnswer::Kind::none) {
-    if (is_remote) {
-      count(&CacheStats::remote_misses);
+  const tier::TierAccounting& counted = tier.accounting();
+  const auto count_in = [this](std::uint64_t CacheStats::*counter, std::uint64_t by = 1) {
+    if (counter != nullptr) {
+      count(counter, nullptr, 0, by);
     }
-    return std::nullopt;
-  }
-  if (is_remote && answer.kind == tier::TierAnswer::Kind::failure) {
-    count(&CacheStats::remote_errors);  // the tier warned once for this outage
+  };
+  if (answer.kind == tier::TierAnswer::Kind::none) {
+    count_in(counted.misses);
     return std::nullopt;
   }
   std::string why = answer.why;
   std::optional<store::Entry> entry;
-  if (answer.kind == tier::TierAnswer::Kind::record) {
-    if (is_remote) {
-      count(&CacheStats::remote_bytes_read, nullptr, 0, answer.bytes.size());
+  if (answer.kind == tier::TierAnswer::Kind::failure) {
+    count_in(counted.errors);
+    if (answer.warned) {
+      return std::nullopt;
     }
+  } else {
+    count_in(counted.bytes_read, answer.bytes.size());
     entry = store::decode_record(answer.bytes, key, store::Sections::all, why);
+    if (!entry) {
+      // A damaged record is a tier error whichever tier held it, and one of that tier's errors.
+      count(&CacheStats::tier_errors);
+      if (counted.errors != &CacheStats::tier_errors) {
+        count_in(counted.errors);
+      }
+    }
   }
   if (!entry) {
-    count(&CacheStats::tier_errors);
-    if (is_remote) {
-      count(&CacheStats::remote_errors);
-    }
     // An unreadable tier is logged once; a damaged record once per key.
     const std::string what =
       answer.kind == tier::TierAnswer::Kind::failure ? tier.name() + why : damaged_record(tier, p);
@@ -105,13 +108,12 @@ std::optional<store::Entry> Cache::Impl::take_answer(tier::Tier& tier, tier::Tie
     }
     return std::nullopt;
   }
-  count(is_remote ? &CacheStats::remote_hits : &CacheStats::bundle_hits, &CacheStats::compile_ms_saved,
-        entry->binary.timings.total_ms);
+  count(counted.hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
   if (entry->kind == store::EntryKind::failure) {
     count(&CacheStats::failed_hits);
   }
   try {
-    persist(key, p, *entry);  // promoted: the next process finds it in its own store
+    persist(key, p, *entry);  // backfilled: the next process finds it in its own store
   } catch (const Error& e) {
     log::line("warning: cannot copy a hit of " + tier.name() + " into the store: " + e.what());
   }
@@ -146,16 +148,24 @@ std::optional<store::Entry> Cache::Impl::await_fleet(const util::Sha256& key, co
   return std::nullopt;
 }
 
-void Cache::Impl::upload(const util::Sha256& key, const store::Entry& entry, remote::Lease lease) noexcept
+void Cache::Impl::offer_to_tiers(const util::Sha256& key, const store::Entry& entry) noexcept
 {
-  if (remote == nullptr || entry.kind != store::EntryKind::binary) {
-    return;  // a lease is released by its destructor: the waiting nodes compile
+  if (entry.kind != store::EntryKind::binary) {
+    return;  // a compile error is this machine's to keep: another node's toolkit may compile it
   }
   try {
-    // Self-contained (headers inline): another node's store has none of this one's blobs.
-    remote->upload(key, store::encode_record(entry, key, store::HeaderStorage::inline_content), std::move(lease));
+    std::string record;  // encoded once, for the first tier that keeps puts
+    for (const auto& tier : tiers) {
+      if (tier->keeps_puts()) {
+        if (record.empty()) {
+          // Self-contained (headers inline): another machine's store has none of this one's blobs.
+          record = store::encode_record(entry, key, store::HeaderStorage::inline_content);
+        }
+        tier->put(key, record);
+      }
+    }
   } catch (const std::exception& e) {
-    cache::warn_once(std::string("cannot upload a compiled kernel to the remote cache: ") + e.what());
+    cache::warn_once(std::string("cannot offer a compiled kernel to the tiers below the store: ") + e.what());
   }
 }
 

@@ -10,8 +10,8 @@ class Server;
 
 // A lease this node holds on a key (a Redis string set with NX and an expiry, whose value is a
 // token unique to this lookup). Move-only. Renewed by the server's upload thread while held (a
-// compile longer than the expiry keeps it), and released there, if it still holds the token:
-// after the record when handed to RemoteTier::upload(), else on destruction. A holder that dies
+// compile longer than the expiry keeps it), and released there on destruction, if it still holds
+// the token: queued behind the SET of a record put before (RemoteTier::put). A holder that dies
 // stops renewing and leaves the lease to expire (its expiry is the wait bound).
 class Lease {
 public:
@@ -27,8 +27,6 @@ public:
   Server* server() const noexcept { return m_server; }
   const std::string& key() const noexcept { return m_key; }
   const std::string& token() const noexcept { return m_token; }
-  // Gives up ownership: the caller queues the release itself.
-  void forget() noexcept { m_server = nullptr; }
 
 private:
   void release() noexcept;

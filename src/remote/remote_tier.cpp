@@ -90,6 +90,7 @@ tier::TierAnswer RemoteTier::get(const util::Sha256& key) noexcept
   const util::NoCancellation no_cancellation;  // its warning's write()
   tier::TierAnswer answer;
   answer.kind = tier::TierAnswer::Kind::failure;
+  answer.warned = true;  // the server warns once per outage, and once per key with a planted value
   try {
     Server& server = pick(key);
     const std::string name = record_name(key);
@@ -130,22 +131,21 @@ LeaseAnswer RemoteTier::lease(const util::Sha256& key, std::int64_t wait_ms)
   }
 }
 
-void RemoteTier::upload(const util::Sha256& key, std::string record, Lease lease) noexcept
+const tier::TierAccounting& RemoteTier::accounting() const noexcept
+{
+  static const tier::TierAccounting accounting{Source::remote, &CacheStats::remote_hits, &CacheStats::remote_misses,
+                                               &CacheStats::remote_errors, &CacheStats::remote_bytes_read};
+  return accounting;
+}
+
+void RemoteTier::put(const util::Sha256& key, std::string record) noexcept
 {
   Server& server = pick(key);
   if (server.url().readonly || record.size() > k_max_upload_bytes || server.circuit_open()) {
-    return;  // the lease (if any) is released by its destructor
+    return;
   }
   try {
-    // A lease on the prepared key can differ from the compiled key's server: release it there.
-    Server* lease_server = lease.server();
-    UploadItem item{record_name(key), std::move(record), std::string(), std::string()};
-    if (lease_server == &server) {
-      item.lease_name = lease.key();
-      item.token = lease.token();
-      lease.forget();
-    }
-    server.enqueue(std::move(item));
+    server.enqueue({record_name(key), std::move(record), std::string(), std::string()});
   } catch (const std::exception&) {
     // no memory: the record stays local
   }

@@ -43,16 +43,19 @@ public:
   // another node's record arrived while waiting at most `wait_ms`, or none (compile anyway).
   // Never throws, but a pthread_cancel() acts in its wait (acquire_lease).
   LeaseAnswer lease(const util::Sha256& key, std::int64_t wait_ms);
+  const tier::TierAccounting& accounting() const noexcept override;
+  bool keeps_puts() const noexcept override { return true; }
   // Queues `record` (a self-contained record, HeaderStorage::inline_content) for a SET on the
-  // upload thread, then the release of `lease`. The record is dropped when read-only, over
-  // k_max_upload_bytes or while the circuit is open.
-  void upload(const util::Sha256& key, std::string record, Lease lease = {}) noexcept;
+  // upload thread of the key's server. Dropped when read-only, over k_max_upload_bytes or while
+  // the circuit is open. A lease on the key dropped after this is released behind the SET (one
+  // queue per server), so nodes waiting for it find the record.
+  void put(const util::Sha256& key, std::string record) noexcept override;
   // A small fact shared by the fleet beside the records (the toolchain's versions for the key,
   // cache/toolchain.cpp): the value under "kjit:meta:<name>", or nullopt when there is none, it is
   // not a string or over k_max_meta_bytes, or the server can't be reached (one GET with the lookup
   // timeouts). Never throws.
   std::optional<std::string> get_meta(const std::string& name) noexcept;
-  // Queues a SET of `value` under "kjit:meta:<name>" on the upload thread, like upload(): dropped
+  // Queues a SET of `value` under "kjit:meta:<name>" on the upload thread, like put(): dropped
   // when read-only or while the circuit is open. Never throws.
   void put_meta(const std::string& name, std::string value) noexcept;
   // Waits for every queued upload and release. Never throws.
