@@ -27,8 +27,7 @@ namespace kjit {
 
 CacheStats Cache::Impl::stats_now() const
 {
-  std::lock_guard lock(stats_mutex);
-  CacheStats now = stats;
+  CacheStats now = statistics.snapshot();
   const cache::MemoryTier::Hits tier = memory.hits();  // the memory tier's hits
   now.memory_hits += tier.hits;
   now.failed_hits += tier.failed;
@@ -42,15 +41,6 @@ void Cache::Impl::keep(const util::Sha256& key, const cache::Result& result, Sou
     memory.admit(key, result);  // kept from its second disk hit on (memory_tier.hpp)
   } else {
     memory.insert(key, result);  // a compile's (or a lower tier's) result is used again
-  }
-}
-
-void Cache::Impl::count(std::uint64_t CacheStats::*counter, double CacheStats::*ms, double value, std::uint64_t by)
-{
-  std::lock_guard lock(stats_mutex);
-  stats.*counter += by;
-  if (ms != nullptr) {
-    stats.*ms += value;
   }
 }
 
@@ -116,11 +106,11 @@ Cache::Cache(const Config& config) : m_impl(std::make_unique<Impl>(config))
         const store::Access access = config.shared_cache ? store::Access::group : store::Access::owner;
         m_impl->store = store::Store::open(m_impl->dir.store_dir, {config.store_map_size, access, m_impl->dir.store_fd->get(), config.inspect_only});
       } catch (const StoreError& e) {
-        m_impl->store_problem = e.what();
+        m_impl->statistics.set_store_problem(e.what());
         cache::warn_once(std::string(e.what()) + "; running without a disk cache (kernels are kept in memory only)");
       }
     } else {
-      m_impl->store_problem = m_impl->dir.store_problem;
+      m_impl->statistics.set_store_problem(m_impl->dir.store_problem);
     }
   }
   m_impl->open_tiers();
@@ -174,12 +164,12 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
       }
       texts.digest = util::Sha256Hasher().update("kjit provisional key\n").update(texts.program_txt).update(texts.options_txt).finish();
       prepared.m_provisional = true;
-      std::lock_guard lock(m_impl->manifest_mutex);
-      m_impl->provisional_keys.insert(texts.digest);
-      m_impl->any_provisional.store(true, std::memory_order_release);
-      m_impl->predictions[texts.digest] = std::move(resolver);
-      while (m_impl->predictions.size() > 8) {
-        m_impl->predictions.erase(m_impl->predictions.begin());
+      std::lock_guard lock(m_impl->manifests.mutex);
+      m_impl->manifests.provisional.insert(texts.digest);
+      m_impl->manifests.any_provisional.store(true, std::memory_order_release);
+      m_impl->manifests.predictions[texts.digest] = std::move(resolver);
+      while (m_impl->manifests.predictions.size() > 8) {
+        m_impl->manifests.predictions.erase(m_impl->manifests.predictions.begin());
       }
     }
   }
@@ -325,24 +315,16 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
 
   std::promise<cache::Result> promise;
   std::shared_future<cache::Result> future;
-  {
-    std::lock_guard lock(impl.flight_mutex);
-    const auto it = impl.in_flight.find(key);
-    if (it != impl.in_flight.end()) {
-      future = it->second;
-    } else {
-      impl.in_flight.emplace(key, promise.get_future().share());
-    }
-  }
+  future = impl.in_flight.join(key, promise);
   if (future.valid()) {  // another thread is on it: its result, shared, counted as a memory hit
     const cache::Result shared = future.get();
     if (!shared.binary && !shared.failure) {
       return get_once(prepared, source);  // its thread was cancelled before it had one: look again
     }
-    impl.count(&CacheStats::memory_hits, &CacheStats::compile_ms_saved,
+    impl.statistics.count(&CacheStats::memory_hits, &CacheStats::compile_ms_saved,
                shared.binary ? shared.binary->timings.total_ms : 0.0);
     if (shared.failure) {
-      impl.count(&CacheStats::failed_hits);
+      impl.statistics.count(&CacheStats::failed_hits);
     }
     return unwrap(shared);
   }
@@ -360,22 +342,15 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
     // pthread_cancel() acted in a wait (another node's lease, a lock): no result, and no
     // exception to give (current_exception() is empty here). The waiters look it up themselves
     // (out of the flight first: they find a new one or start it).
-    {
-      std::lock_guard lock(impl.flight_mutex);
-      impl.in_flight.erase(key);
-    }
+    impl.in_flight.end(key);
     promise.set_value(cache::Result{});
     throw;
   } catch (...) {
     promise.set_exception(std::current_exception());
-    std::lock_guard lock(impl.flight_mutex);
-    impl.in_flight.erase(key);
+    impl.in_flight.end(key);
     throw;
   }
-  {
-    std::lock_guard lock(impl.flight_mutex);
-    impl.in_flight.erase(key);
-  }
+  impl.in_flight.end(key);
   return unwrap(result);
 }
 
@@ -400,11 +375,11 @@ void Cache::clear()
   }
   m_impl->memory.clear();
   {
-    std::lock_guard lock(m_impl->manifest_mutex);
-    m_impl->manifests.clear();
-    m_impl->unsaved_manifests.clear();
-    m_impl->provisional_keys.clear();
-    m_impl->predictions.clear();
+    std::lock_guard lock(m_impl->manifests.mutex);
+    m_impl->manifests.known.clear();
+    m_impl->manifests.unsaved.clear();
+    m_impl->manifests.provisional.clear();
+    m_impl->manifests.predictions.clear();
   }
   m_impl->direct.clear();
   if (m_impl->store) {
@@ -425,8 +400,7 @@ void Cache::clear()
     }
     script::forget_all(*m_impl->store, m_impl->dir.path);  // script records and scripts/ (src/script)
   }
-  std::lock_guard lock(m_impl->stats_mutex);
-  m_impl->stats = CacheStats{};
+  m_impl->statistics.reset();
   m_impl->memory.reset_hits();
 }
 
@@ -549,9 +523,8 @@ bool Cache::writable() const noexcept
 std::string Cache::store_problem() const
 {
   m_impl->commits.wait();  // the reports of commits still under way
-  std::lock_guard lock(m_impl->stats_mutex);
-  if (!m_impl->store_problem.empty() || m_impl->config.disable_cache) {
-    return m_impl->store_problem;
+  if (std::string problem = m_impl->statistics.store_problem(); !problem.empty() || m_impl->config.disable_cache) {
+    return problem;
   }
   if (m_impl->store == nullptr) {
     return "no disk store";

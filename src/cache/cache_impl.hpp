@@ -1,5 +1,9 @@
-// Cache::Impl: the state behind kjit::Cache, shared by cache.cpp, lookup.cpp, includes.cpp and
-// explain.cpp.
+// Cache::Impl: the state behind kjit::Cache. Its named parts (statistics.hpp, in_flight.hpp,
+// reported.hpp, manifest_book.hpp, size_account.hpp) each hold their own lock; the tiers (memory,
+// store, the lower tiers of tier/) and the mirror writer are their own objects. What is left here
+// is the work that joins them, one file per job: lookup.cpp (the disk tier and the compile path),
+// includes.cpp (manifests), tiers.cpp (the walk below the store), size_limit.cpp and eviction.cpp,
+// mirroring.cpp, and the public Cache calls in cache.cpp, inspect.cpp, explain.cpp, bundles.cpp.
 #pragma once
 
 #include <kjit/cache.hpp>
@@ -8,7 +12,12 @@
 #include "cache/cache_dir.hpp"
 #include "cache/direct_index.hpp"
 #include "cache/key.hpp"
+#include "cache/in_flight.hpp"
+#include "cache/manifest_book.hpp"
 #include "cache/memory_tier.hpp"
+#include "cache/reported.hpp"
+#include "cache/size_account.hpp"
+#include "cache/statistics.hpp"
 #include "tier/tier.hpp"
 #include "deps/manifest.hpp"
 #include "mirror/writer.hpp"
@@ -39,8 +48,6 @@ class CompileLock;
 // inspect.cpp: whether an entry passes a list/export filter (a name matches whole last path
 // components: "saxpy.cu" matches "/src/saxpy.cu").
 bool entry_matches(const EntryFilter& filter, const store::Entry& entry);
-// inspect.cpp: bytes the mirror folder of entry `hex` takes on disk (0 without one).
-std::size_t mirror_bytes(const std::string& cache_dir, const std::string& hex);
 // size_limit.cpp: the meta row holding an entry's last use (unix time as text), and its value
 // (0 when none is recorded).
 std::string used_row(std::string_view raw_key);
@@ -70,30 +77,12 @@ struct Cache::Impl {
   std::string direct_context;  // cache::direct_context(*context), made with it
   cache::DirectIndex direct;   // this process's direct keys (direct_lookup.cpp)
 
-  struct KnownManifest {
-    deps::Manifest entries;
-    std::string context;  // the resolution context it was made in (deps::SearchContext::text())
-  };
-  std::mutex manifest_mutex;
-  std::map<util::Sha256, KnownManifest> manifests;  // this process's copy, ahead of the store
-  std::set<util::Sha256> unsaved_manifests;         // new resolutions, stored with the next commit
-  std::set<util::Sha256> provisional_keys;               // keys from an unvalidated prediction: never looked up
-  std::atomic<bool> any_provisional{false};         // lets the hot path skip the lock
-  // The prediction behind a provisional key, handed to its compile (so the headers are read,
-  // hashed and scanned once); a few at most.
-  std::map<util::Sha256, std::shared_ptr<deps::Resolver>> predictions;
-
-  std::mutex flight_mutex;
-  std::map<util::Sha256, std::shared_future<cache::Result>> in_flight;
-  std::set<util::Sha256> reported;  // quarantined keys already reported
-  std::set<std::string> tier_reported;  // lower-tier problems already logged (tier + what)
-
-  mutable std::mutex stats_mutex;
-  CacheStats stats;
-  // Why entries are not kept on disk: no store (the reason it was refused or failed to open), or
-  // the error of the last commit that failed (kept after later commits succeed). Guarded by
-  // stats_mutex.
-  std::string store_problem;
+  // The named parts, each with its own lock.
+  cache::ManifestBook manifests;  // manifests and provisional keys (includes.cpp, predicted_hit.cpp)
+  cache::InFlight in_flight;      // lookups under way, by key (Cache::get_once)
+  cache::Reported reported;       // damaged entries and tier problems already logged
+  cache::Statistics statistics;   // the counters of stats(), and store_problem()
+  cache::SizeAccount size;        // the size limit's count and the last uses to write (size_limit.cpp)
 
   explicit Impl(const Config& c) : config(c), memory(c.memory_limit) {}
   ~Impl();  // usage_log.cpp: appends this cache's lookup counts to the folder's usage log
@@ -109,8 +98,6 @@ struct Cache::Impl {
   // Puts `result`, found or made by a lookup from `source`, in the memory tier: a disk hit is
   // admitted (kept from its second disk hit on), anything else inserted.
   void keep(const util::Sha256& key, const cache::Result& result, Source source);
-  void count(std::uint64_t CacheStats::*counter, double CacheStats::*ms = nullptr, double value = 0,
-             std::uint64_t by = 1);
   const cache::KeyContext& key_context();
   void verbose(const char* what, const PreparedProgram& p, double ms);
   void verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256& key, double ms);
@@ -136,7 +123,7 @@ struct Cache::Impl {
   // Puts a compile's final resolution first in the manifest of `manifest_key` (stored with the commit).
   void record_manifest(const util::Sha256& manifest_key, const std::string& context, const deps::Resolution& resolution);
   // Keeps the manifest in memory; `now` also stores it, else it waits for take_unsaved_manifest().
-  void save_manifest(const util::Sha256& manifest_key, const KnownManifest& manifest, bool now);
+  void save_manifest(const util::Sha256& manifest_key, const cache::KnownManifest& manifest, bool now);
   bool is_provisional(const util::Sha256& key);
   // For explain: what makes the manifest of `manifest_key` invalid now (headers, folders), or that
   // none was made in this resolution context. Stats and reads only; changes nothing.
@@ -185,13 +172,6 @@ struct Cache::Impl {
   void remember_prediction(const PreparedProgram& prepared, deps::Resolver& prediction);
 
   // size_limit.cpp: last use, recorded in batches, and eviction by it (docs/configuration.md).
-  std::mutex use_mutex;              // the size count (not `used`: stats_mutex guards it)
-  std::unordered_set<util::Sha256, util::DigestHash> used;  // keys served by a hit since the last flush
-  std::size_t size_estimate = 0;     // bytes of records + mirror, from a full count and this process's writes
-  bool size_counted = false;
-  std::size_t blob_table_bytes = 0;  // the header blobs' pages when size_estimate was last updated
-  std::size_t unseen_blob_bound = 0;  // the most the writes since then can have added to them
-  std::size_t queued_mirror_bytes = 0;  // what queued mirror folders will take (mirror_entry's guess)
   // Notes that `key` served a disk hit (memory only; flush_uses() writes it; the memory tier
   // notes its own hits).
   void note_use(const util::Sha256& key);
@@ -203,7 +183,7 @@ struct Cache::Impl {
   // the least recently used entries down to 90% of it once this process's count passes it. Never
   // throws.
   void after_write(const util::Sha256& key, std::size_t record_bytes, std::size_t blob_bound) noexcept;
-  // inspect.cpp: removes least recently used entries (last use, else creation) until the
+  // eviction.cpp: removes least recently used entries (last use, else creation) until the
   // entries (records + mirror) take at most `bytes`; returns how many were removed, and the
   // bytes left in `remaining`.
   std::size_t evict_to(std::size_t bytes, std::size_t& remaining);

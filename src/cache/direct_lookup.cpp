@@ -48,9 +48,9 @@ Cache::Impl::Direct Cache::Impl::direct_lookup(const Program& program, const Arc
   if (!entry || is_provisional(entry_key)) {
     return out;
   }
-  count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
+  statistics.count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
   if (entry->kind == store::EntryKind::failure) {
-    count(&CacheStats::failed_hits);
+    statistics.count(&CacheStats::failed_hits);
   }
   cache::Result result = cache::result_of(std::move(*entry));
   source = Source::disk;

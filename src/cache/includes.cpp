@@ -7,15 +7,15 @@
 
 namespace kjit {
 
-void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const KnownManifest& manifest, bool now)
+void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::KnownManifest& manifest, bool now)
 {
   {
-    std::lock_guard lock(manifest_mutex);
-    manifests[manifest_key] = manifest;
+    std::lock_guard lock(manifests.mutex);
+    manifests.known[manifest_key] = manifest;
     if (now) {
-      unsaved_manifests.erase(manifest_key);
+      manifests.unsaved.erase(manifest_key);
     } else {
-      unsaved_manifests.insert(manifest_key);
+      manifests.unsaved.insert(manifest_key);
     }
   }
   if (now && store && store->writable()) {
@@ -26,30 +26,30 @@ void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const KnownMan
 std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const PreparedProgram& prepared)
 {
   const util::Sha256 manifest_key = prepared.m_manifest_key;
-  std::lock_guard lock(manifest_mutex);
-  if (unsaved_manifests.erase(manifest_key) == 0) {
+  std::lock_guard lock(manifests.mutex);
+  if (manifests.unsaved.erase(manifest_key) == 0) {
     return std::nullopt;
   }
-  const KnownManifest& known = manifests.at(manifest_key);
+  const cache::KnownManifest& known = manifests.known.at(manifest_key);
   return store::Store::Row{store::Table::manifests, std::string(bytes_of(manifest_key)),
                            deps::encode_manifest(known.entries, known.context)};
 }
 
 bool Cache::Impl::is_provisional(const util::Sha256& key)
 {
-  if (!any_provisional.load(std::memory_order_acquire)) {
+  if (!manifests.any_provisional.load(std::memory_order_acquire)) {
     return false;
   }
-  std::lock_guard lock(manifest_mutex);
-  return provisional_keys.count(key) != 0;
+  std::lock_guard lock(manifests.mutex);
+  return manifests.provisional.count(key) != 0;
 }
 
 std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& manifest_key, const std::string& context)
 {
-  std::optional<KnownManifest> manifest;
+  std::optional<cache::KnownManifest> manifest;
   {
-    std::lock_guard lock(manifest_mutex);
-    if (const auto it = manifests.find(manifest_key); it != manifests.end() && it->second.context == context) {
+    std::lock_guard lock(manifests.mutex);
+    if (const auto it = manifests.known.find(manifest_key); it != manifests.known.end() && it->second.context == context) {
       manifest = it->second;
     }
   }
@@ -57,7 +57,7 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
   if (from_store) {
     if (const auto bytes = store->get(store::Table::manifests, bytes_of(manifest_key))) {
       if (auto decoded = deps::decode_manifest(*bytes, context)) {
-        manifest = KnownManifest{std::move(*decoded), context};
+        manifest = cache::KnownManifest{std::move(*decoded), context};
       }
     }
   }
@@ -68,9 +68,8 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
     deps::ValidationCounters counters;
     const deps::Validation validation = deps::validate(manifest->entries[i], counters);
     {
-      std::lock_guard lock(stats_mutex);
-      stats.header_stats += counters.stats;
-      stats.header_rehashes += counters.rehashes;
+      statistics.count(&CacheStats::header_stats, nullptr, 0, counters.stats);
+      statistics.count(&CacheStats::header_rehashes, nullptr, 0, counters.rehashes);
     }
     if (validation == deps::Validation::changed) {
       continue;
@@ -82,8 +81,8 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
       manifest->entries.insert(manifest->entries.begin(), found);
       save_manifest(manifest_key, *manifest, true);
     } else if (from_store) {
-      std::lock_guard lock(manifest_mutex);
-      manifests[manifest_key] = *manifest;
+      std::lock_guard lock(manifests.mutex);
+      manifests.known[manifest_key] = *manifest;
     }
     return found;
   }
@@ -94,8 +93,8 @@ std::vector<std::string> Cache::Impl::manifest_changes(const util::Sha256& manif
 {
   std::optional<deps::Manifest> manifest;
   {
-    std::lock_guard lock(manifest_mutex);
-    if (const auto it = manifests.find(manifest_key); it != manifests.end() && it->second.context == context) {
+    std::lock_guard lock(manifests.mutex);
+    if (const auto it = manifests.known.find(manifest_key); it != manifests.known.end() && it->second.context == context) {
       manifest = it->second.entries;
     }
   }
@@ -152,10 +151,10 @@ void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::s
   for (const auto& header : resolution.headers) {
     recorded.headers.push_back({header.name, header.path, header.hash, header.stamp, {}, header.spelled});
   }
-  KnownManifest updated;
+  cache::KnownManifest updated;
   {
-    std::lock_guard lock(manifest_mutex);
-    if (const auto it = manifests.find(manifest_key); it != manifests.end() && it->second.context == context) {
+    std::lock_guard lock(manifests.mutex);
+    if (const auto it = manifests.known.find(manifest_key); it != manifests.known.end() && it->second.context == context) {
       updated = it->second;
     }
   }

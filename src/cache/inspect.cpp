@@ -1,6 +1,7 @@
 // Operating a cache folder: list, show, verify, prune, usage, mirror removal (the kjit commands' API).
 #include "cache/cache_impl.hpp"
 #include "cache/entry_leads.hpp"
+#include "cache/entry_rows.hpp"
 
 #include "cache/cache_dir.hpp"
 #include "cache/usage_log.hpp"
@@ -9,28 +10,19 @@
 #include "store/record.hpp"
 
 #include <algorithm>
-#include <iterator>
-#include <limits>
 #include <map>
 #include <set>
 #include <cerrno>
 #include <ctime>
-#include <ftw.h>
-#include <sys/stat.h>
 
 namespace kjit {
 
 namespace {
 
-std::string hex_of(std::string_view raw)
-{
-  return util::to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size());
-}
-
 EntryInfo info_of(std::string_view raw_key, std::size_t record_bytes, const store::Entry& entry)
 {
   EntryInfo info;
-  info.key = hex_of(raw_key);
+  info.key = cache::hex_of(raw_key);
   info.program_name = entry.program_name;
   info.arch = entry.binary.arch;
   info.failed = entry.kind == store::EntryKind::failure;
@@ -47,35 +39,6 @@ EntryInfo info_of(std::string_view raw_key, std::size_t record_bytes, const stor
   return info;
 }
 
-
-// Every decodable entry with its raw key and record size.
-struct Row {
-  std::string raw_key;
-  std::size_t bytes;
-  store::Entry entry;
-};
-
-// The records that decode and match `filter`; with `unreadable`, those that don't decode go
-// there (key and size only).
-std::vector<Row> decoded_rows(const store::Store* store, const EntryFilter& filter,
-                              store::Sections sections = store::Sections::all, std::vector<Row>* unreadable = nullptr)
-{
-  std::vector<Row> rows;
-  if (store == nullptr) {
-    return rows;
-  }
-  store->for_each(store::Table::entries, [&](std::string_view key, std::string_view bytes) {
-    std::string why;
-    auto entry = store::decode_record(bytes, util::digest_of_bytes(key), sections, why);
-    if (entry && cache::entry_matches(filter, *entry)) {
-      rows.push_back({std::string(key), bytes.size(), std::move(*entry)});
-    } else if (!entry && unreadable != nullptr) {
-      unreadable->push_back({std::string(key), bytes.size(), {}});
-    }
-  });
-  return rows;
-}
-
 void require_writable(const Cache& cache)
 {
   if (!cache.has_disk_tier()) {
@@ -87,44 +50,9 @@ void require_writable(const Cache& cache)
   }
 }
 
-std::size_t g_tree_bytes = 0;  // nftw has no user pointer; guarded by g_tree_mutex
-std::set<std::pair<dev_t, ino_t>> g_tree_linked;  // files with several links, counted once (as du does)
-nlink_t g_tree_max_links = 0;
-std::mutex g_tree_mutex;
-
-// What a folder tree takes on disk; a file with more than `max_links` links is not counted (it
-// outlives the tree: a shared header another entry links too).
-std::size_t allocated_bytes(const std::string& root, nlink_t max_links = std::numeric_limits<nlink_t>::max())
-{
-  std::lock_guard lock(g_tree_mutex);
-  g_tree_bytes = 0;
-  g_tree_linked.clear();
-  g_tree_max_links = max_links;
-  std::ignore = ::nftw(
-    root.c_str(),
-    [](const char*, const struct stat* st, int, FTW*) {
-      // The mirror's headers are hard links to one shared file each.
-      if (S_ISDIR(st->st_mode) ||
-          (st->st_nlink <= g_tree_max_links &&
-           (st->st_nlink <= 1 || g_tree_linked.insert({st->st_dev, st->st_ino}).second))) {
-        g_tree_bytes += static_cast<std::size_t>(st->st_blocks) * 512;
-      }
-      return 0;
-    },
-    32, FTW_PHYS);
-  g_tree_linked.clear();
-  return g_tree_bytes;
-}
-
 } // namespace
 
 namespace cache {
-
-std::size_t mirror_bytes(const std::string& cache_dir, const std::string& hex)
-{
-  // A header linked from this folder and programs/headers/ only goes with it (swept once unused).
-  return allocated_bytes(cache_dir + "/programs/" + hex, 2);
-}
 
 // A program made from a file is named by the path it was given: "saxpy.cu" matches
 // "/src/saxpy.cu" and "src/saxpy.cu" (a whole last component), never "my_saxpy.cu".
@@ -148,7 +76,7 @@ bool entry_matches(const EntryFilter& filter, const store::Entry& entry)
 std::vector<EntryInfo> Cache::entries(const EntryFilter& filter) const
 {
   std::vector<EntryInfo> out;
-  for (const Row& row : decoded_rows(m_impl->store.get(), filter)) {
+  for (const cache::Row& row : cache::decoded_rows(m_impl->store.get(), filter)) {
     out.push_back(info_of(row.raw_key, row.bytes, row.entry));
   }
   std::sort(out.begin(), out.end(), [](const EntryInfo& a, const EntryInfo& b) {
@@ -165,7 +93,7 @@ std::string Cache::resolve_key(const std::string& prefix) const
   std::vector<std::string> found;
   if (m_impl->store) {
     m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view) {
-      std::string hex = hex_of(key);
+      std::string hex = cache::hex_of(key);
       if (hex.compare(0, prefix.size(), prefix) == 0) {
         found.push_back(std::move(hex));
       }
@@ -276,7 +204,7 @@ VerifyReport Cache::verify(Repair repair, const std::function<void(std::size_t, 
   std::vector<std::string> removed;
   std::set<std::string> manifests;  // of the quarantined records, where their framing still says
   for (Bad& b : bad) {
-    report.bad.emplace_back(hex_of(b.key), b.why);
+    report.bad.emplace_back(cache::hex_of(b.key), b.why);
     if (repair == Repair::quarantine) {
       if (const auto named = store::input_field(b.bytes, store::InputField::manifest_key)) {
         manifests.emplace(*named);
@@ -307,64 +235,24 @@ VerifyReport Cache::verify(Repair repair, const std::function<void(std::size_t, 
   return report;
 }
 
-namespace {
-
-// Removes entries (store rows, name index, mirror folders) in one transaction per table.
-void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
-{
-  std::vector<std::string> keys;
-  std::vector<std::string> names;
-  std::vector<std::string> uses;
-  std::set<std::string_view> unnamed;  // records this build can't read: their names rows are found by key
-  for (const Row* row : rows) {
-    keys.push_back(row->raw_key);
-    names.push_back(store::names_key(row->entry.program_name, row->raw_key));
-    uses.push_back(cache::used_row(row->raw_key));
-    if (row->entry.program_name.empty()) {
-      unnamed.insert(row->raw_key);
-    }
-  }
-  if (!unnamed.empty()) {
-    impl.store->for_each(store::Table::names, [&](std::string_view name_key, std::string_view) {
-      if (name_key.size() >= 32 && unnamed.count(name_key.substr(name_key.size() - 32)) != 0) {
-        names.emplace_back(name_key);
-      }
-    });
-  }
-  const std::set<std::string> manifests = cache::manifest_keys(*impl.store, keys);
-  impl.store->erase(store::Table::entries, keys);  // with the header blobs only they used
-  impl.store->erase(store::Table::names, names);
-  impl.store->erase(store::Table::meta, uses);
-  cache::erase_leads(*impl.store, keys, manifests);  // their direct rows and manifests
-  impl.direct.clear();
-  std::vector<util::Sha256> digests;  // only these leave the memory tier: the others stay warm
-  for (const std::string& key : keys) {
-    digests.push_back(util::digest_of_bytes(key));
-  }
-  impl.memory.erase(digests);
-  impl.mirror_removed(keys);
-}
-
-} // namespace
-
 std::size_t Cache::prune_older_than(std::int64_t seconds)
 {
   require_writable(*this);
-  const std::vector<Row> rows = decoded_rows(m_impl->store.get(), {});
+  const std::vector<cache::Row> rows = cache::decoded_rows(m_impl->store.get(), {});
   // now - seconds, saturated: INT64_MIN overflowed it (undefined; here it wrapped to a cutoff
   // before every entry, where -1 removes them all).
   std::int64_t cutoff = 0;
   if (__builtin_sub_overflow(static_cast<std::int64_t>(::time(nullptr)), seconds, &cutoff)) {
     cutoff = seconds < 0 ? INT64_MAX : INT64_MIN;
   }
-  std::vector<const Row*> old;
-  for (const Row& row : rows) {
+  std::vector<const cache::Row*> old;
+  for (const cache::Row& row : rows) {
     if (row.entry.created_unix < cutoff) {
       old.push_back(&row);
     }
   }
   if (!old.empty()) {
-    remove_rows(*m_impl, old);
+    cache::remove_rows(*m_impl, old);
   }
   return old.size();
 }
@@ -374,105 +262,6 @@ std::size_t Cache::prune_to_size(std::size_t bytes)
   require_writable(*this);
   std::size_t remaining = 0;
   return m_impl->evict_to(bytes, remaining);
-}
-
-std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
-{
-  if (bytes == SIZE_MAX) {
-    // A count only (a process's first write): the records' sizes as stored, with no decoding, no
-    // last uses and no folder per entry; in a store of 100 000 entries those took seconds. The
-    // mirror as it is now, not waited for: that put the mirror's writing of this process's first
-    // entry on the caller's path (after_write() adds the queued writes' guess).
-    remaining = allocated_bytes(config.cache_dir + "/programs") + cache::lead_bytes(*store, false).total;
-    store->for_each(store::Table::entries, [&](std::string_view, std::string_view value) { remaining += value.size(); });
-    store->for_each(store::Table::blobs, [&](std::string_view, std::string_view value) { remaining += value.size(); });
-    return 0;
-  }
-  // Records this build can't read (another format, what an older kjit left; damaged ones) are
-  // ranked too: left out, their mirror folders and rows counted against the limit while only
-  // new entries could go, each write evicted every new entry.
-  std::vector<Row> unreadable;
-  std::vector<Row> rows = decoded_rows(store.get(), {}, store::Sections::artifacts, &unreadable);
-  const std::size_t readable = rows.size();
-  std::move(unreadable.begin(), unreadable.end(), std::back_inserter(rows));
-  struct Ranked {
-    const Row* row;
-    std::int64_t last_use;
-    std::size_t bytes;
-  };
-  std::vector<Ranked> ranked;
-  // Counted as usage() counts: the records and the whole mirror (shared headers, index.txt), once
-  // the queued mirror writes are done; an entry's removal frees its record and its own folder.
-  if (mirror_writer) {
-    mirror_writer->flush();
-  }
-  // The rows that lead to an entry (direct rows, manifests) go with it (entry_leads.hpp).
-  const cache::LeadBytes leads = cache::lead_bytes(*store, true);
-  std::size_t total = allocated_bytes(config.cache_dir + "/programs") + leads.total;
-  // Header blobs (stored once, shared): counted in the total; an entry's removal frees those whose
-  // last reference it holds (Store::erase releases them), so each is charged as its users go.
-  std::map<std::string, std::size_t, std::less<>> blob_size;          // blob key → stored bytes
-  std::map<std::string, std::vector<std::string>, std::less<>> entry_blobs;  // entry key → its blob keys
-  std::map<std::string, std::size_t, std::less<>> blob_users;         // blob key → entries using it
-  store->for_each(store::Table::blobs, [&](std::string_view key, std::string_view value) {
-    blob_size.emplace(std::string(key), value.size());
-    total += value.size();
-  });
-  store->for_each(store::Table::blob_refs, [&](std::string_view key, std::string_view) {
-    if (key.size() > 32) {
-      entry_blobs[std::string(key.substr(32))].emplace_back(key.substr(0, 32));
-      ++blob_users[std::string(key.substr(0, 32))];
-    }
-  });
-  for (const Row& row : rows) {
-    const std::string hex = hex_of(row.raw_key);
-    const auto lead = leads.per_entry.find(row.raw_key);
-    const std::size_t size = row.bytes + (lead == leads.per_entry.end() ? 0 : lead->second) +
-                             cache::mirror_bytes(config.cache_dir, hex);
-    // An unreadable record's creation is unknown: its last recorded use (a kjit of another
-    // format sharing the folder records them too), else none.
-    const bool unreadable = static_cast<std::size_t>(&row - rows.data()) >= readable;
-    const std::int64_t used = cache::recorded_use(*store, row.raw_key);
-    ranked.push_back({&row, unreadable ? used : std::max(row.entry.created_unix, used), size});
-    total += row.bytes;
-  }
-  // What no removal frees: the mirror's shared files and folders (index.txt, headers/, programs/
-  // itself) and rows that lead to no entry. The limit bounds what the entries take: counted, these
-  // made a limit that the entries' own bytes fit in remove every entry (issue 39: 60 KiB removed all
-  // 28 entries whose records took 125 KiB, and each entry with its folder about 50 KiB).
-  std::size_t own = 0;
-  for (const Ranked& r : ranked) {
-    own += r.bytes;
-  }
-  for (const auto& [blob, size] : blob_size) {
-    own += blob_users.count(blob) != 0 ? size : 0;
-  }
-  std::size_t counted = std::min(total, own);  // what the limit bounds, as entries go
-  // Least recently used first (last use recorded by hits, else creation); ties by key.
-  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-    return a.last_use != b.last_use ? a.last_use < b.last_use : a.row->raw_key < b.row->raw_key;
-  });
-  std::vector<const Row*> removed;
-  for (const Ranked& r : ranked) {
-    if (counted <= bytes) {
-      break;
-    }
-    counted -= std::min(counted, r.bytes);
-    if (const auto blobs = entry_blobs.find(r.row->raw_key); blobs != entry_blobs.end()) {
-      for (const std::string& blob : blobs->second) {
-        const auto size = blob_size.find(blob);
-        if (--blob_users[blob] == 0 && size != blob_size.end()) {
-          counted -= std::min(counted, size->second);
-        }
-      }
-    }
-    removed.push_back(r.row);
-  }
-  if (!removed.empty()) {
-    remove_rows(*this, removed);
-  }
-  remaining = counted;
-  return removed.size();
 }
 
 bool Cache::remove_mirror()
@@ -518,7 +307,7 @@ DiskUsage Cache::usage() const
   if (m_impl->mirror_writer) {
     m_impl->mirror_writer->flush();  // the mirror as this cache will leave it
   }
-  usage.mirror_bytes = allocated_bytes(m_impl->config.cache_dir + "/programs");
+  usage.mirror_bytes = cache::allocated_bytes(m_impl->config.cache_dir + "/programs");
   static_cast<UsageTotals&>(usage) = cache::read_usage(m_impl->config.cache_dir);
   return usage;
 }

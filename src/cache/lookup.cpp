@@ -86,9 +86,8 @@ std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std
   if (!entry) {
     // Removed only if it still holds these bytes; the write runs isolated (see Store::quarantine).
     store->quarantine(bytes_of(key), damaged, why);
-    count(&CacheStats::quarantined);
-    std::lock_guard lock(flight_mutex);
-    if (reported.insert(key).second) {
+    statistics.count(&CacheStats::quarantined);
+    if (reported.first(key)) {
       log::line("warning: damaged cache entry " + util::to_hex(key) + " (" + name + ", " + arch.str() + "): " + why +
                 "; moved aside, recompiling");
     }
@@ -104,10 +103,10 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   std::shared_ptr<deps::Resolver> taken;
   {
     const util::Sha256 key = p.m_key;
-    std::lock_guard lock(manifest_mutex);
-    if (const auto it = predictions.find(key); it != predictions.end()) {
+    std::lock_guard lock(manifests.mutex);
+    if (const auto it = manifests.predictions.find(key); it != manifests.predictions.end()) {
       taken = std::move(it->second);  // the prediction of prepare(): headers read and hashed once
-      predictions.erase(it);
+      manifests.predictions.erase(it);
     }
   }
   if (taken && !taken->unchanged()) {
@@ -160,7 +159,7 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
     entry.options = e.options();
   }
   if (compiled) {
-    count(&CacheStats::compiles, &CacheStats::compile_ms_spent, watch.elapsed_ms());
+    statistics.count(&CacheStats::compiles, &CacheStats::compile_ms_spent, watch.elapsed_ms());
   }
   // The key of what was compiled: the program and every user header NVRTC could read.
   const deps::Resolution& resolution = resolver.result();
@@ -168,14 +167,14 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   // read, so storing it would serve it later for other files.
   cacheable = resolver.unfaithful().empty();
   if (compiled && !cacheable) {
-    count(cache::uncached_counter(resolver.unfaithful_reason()));
+    statistics.count(cache::uncached_counter(resolver.unfaithful_reason()));
   }
   // NVRTC takes the compiler environment when it loads, the key when the key context is made: a
   // setenv() between the two (NV_NVVM_VERSION) compiles other code than the key names. Not stored.
   if (const auto loaded_with = rtc::nvrtc_environment();
       compiled && cacheable && loaded_with && *loaded_with != context.compiler_environment) {
     cacheable = false;
-    count(cache::uncached_counter(UncachedReason::environment));
+    statistics.count(cache::uncached_counter(UncachedReason::environment));
     const std::string setting = loaded_with->empty() ? "no NV_NVVM_VERSION" : loaded_with->substr(0, loaded_with->find('\n'));
     log::line(program.name + ": NVRTC was loaded with " + setting +
               ", not the setting this Cache's keys were made with; compiled and not cached");
@@ -248,13 +247,11 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   try {
     store->put_later(std::move(rows), [this, lock = std::move(lock)](const StoreError* error) mutable {
       if (error != nullptr) {
-        {
-          std::lock_guard stats_lock(stats_mutex);
-          store_problem = std::string("cannot store compiled kernels: ") + error->what();  // kept: why one is missing
-        }
+        // Kept after later commits succeed: why an entry is missing.
+        statistics.set_store_problem(std::string("cannot store compiled kernels: ") + error->what());
         // The caller still got its binary (and the memory tier keeps it): a store that can't be
         // written costs later processes a compile, nothing more.
-        count(&CacheStats::store_errors);
+        statistics.count(&CacheStats::store_errors);
         cache::warn_once(std::string("cannot store compiled kernels: ") + error->what() +
                          "; they are kept in memory only");
       }
@@ -331,9 +328,9 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   const util::Stopwatch watch;
   const bool provisional = is_provisional(key);
   if (auto entry = provisional ? std::nullopt : load(key, p.program().name, p.arch())) {
-    count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
+    statistics.count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
     if (entry->kind == store::EntryKind::failure) {
-      count(&CacheStats::failed_hits);
+      statistics.count(&CacheStats::failed_hits);
     }
     source = Source::disk;
     verbose("hit disk", p, watch.elapsed_ms());
@@ -356,7 +353,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
       return result;
     }
   }
-  count(&CacheStats::misses);
+  statistics.count(&CacheStats::misses);
   std::shared_ptr<cache::CompileLock> lock;  // held until the commit of the result is durable
   if (store && store->writable()) {
     lock = std::make_shared<cache::CompileLock>(store->io_path(), key, config.compile_lock_timeout_s);
@@ -364,7 +361,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   if (lock && !provisional) {
     // Another process may have stored the result while we asked for the lock.
     if (auto entry = load(key, p.program().name, p.arch())) {
-      count(&CacheStats::compiled_elsewhere);
+      statistics.count(&CacheStats::compiled_elsewhere);
       source = Source::compiled_elsewhere;
       verbose("hit disk (compiled by another process)", p, watch.elapsed_ms());
       return cache::result_of(std::move(*entry));

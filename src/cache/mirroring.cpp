@@ -57,7 +57,7 @@ void Cache::Impl::open_mirror()
     std::set<std::error_code> causes;
   };
   source.failed = [this, said = std::make_shared<Said>()](const std::string& what, std::error_code error) {
-    count(&CacheStats::mirror_errors);
+    statistics.count(&CacheStats::mirror_errors);
     std::lock_guard lock(said->mutex);
     if (said->causes.insert(error).second) {
       log::line("warning: cannot mirror " + what + ": " + error.message() +
@@ -110,8 +110,8 @@ void Cache::Impl::mirror_entry(const util::Sha256& key, const store::Entry& entr
       for (const auto& [name, content] : entry.headers) {
         guess += blocks(content.size());
       }
-      std::lock_guard lock(use_mutex);
-      queued_mirror_bytes += guess;
+      std::lock_guard lock(size.mutex);
+      size.queued_mirror_bytes += guess;
     }
     try {
       // The cache folder deleted under this process (rm -rf): made again, as the store's write

@@ -13,8 +13,8 @@ std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram
   const util::Sha256 key = p.m_key;
   std::shared_ptr<deps::Resolver> resolver;
   {
-    std::lock_guard lock(manifest_mutex);
-    if (const auto it = predictions.find(key); it != predictions.end()) {
+    std::lock_guard lock(manifests.mutex);
+    if (const auto it = manifests.predictions.find(key); it != manifests.predictions.end()) {
       resolver = it->second;  // left in place: a miss hands it to the compile
     }
   }
@@ -41,7 +41,7 @@ std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p
   }
   std::optional<store::Entry> entry = load(predicted_entry_key, p.program().name, p.arch());
   if (entry) {
-    count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
+    statistics.count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
     source = Source::disk;
   } else if (!(entry = load_from_tiers(predicted_entry_key, p, source))) {
     return std::nullopt;

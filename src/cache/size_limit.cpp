@@ -42,20 +42,20 @@ std::size_t blob_growth_bound(std::size_t bytes)
 void Cache::Impl::note_use(const util::Sha256& key)
 {
   if (store) {
-    std::lock_guard lock(stats_mutex);
-    used.insert(key);
+    std::lock_guard lock(size.uses_mutex);
+    size.used.insert(key);
   }
 }
 
 void Cache::Impl::flush_uses() noexcept
 {
   if (!store || !store->writable() || creator != ::getpid()) {
-    return;  // (a fork()ed child: a thread of the parent may have held stats_mutex at fork())
+    return;  // (a fork()ed child: a thread of the parent may have held size.uses_mutex at fork())
   }
   std::unordered_set<util::Sha256, util::DigestHash> noted;
   {
-    std::lock_guard lock(stats_mutex);
-    noted.swap(used);  // hits on other threads wait for a swap, not for a copy
+    std::lock_guard lock(size.uses_mutex);
+    noted.swap(size.used);  // hits on other threads wait for a swap, not for a copy
   }
   memory.take_used(noted);  // the memory hits (MemoryTier::find_hit, count_hit)
   const std::set<util::Sha256> taken(noted.begin(), noted.end());  // the rows go in key order
@@ -85,7 +85,7 @@ void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_by
     return;
   }
   try {
-    std::lock_guard lock(use_mutex);
+    std::lock_guard lock(size.mutex);
     // The mirror folder is written later, on the mirror's thread: a count adds mirror_entry()'s
     // guess for the queued writes (a folder being written may be counted twice: more, never
     // less); an eviction's full count waits for them.
@@ -96,31 +96,31 @@ void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_by
     // evicted nothing. So the writes not seen yet count as the most they can add: while that
     // keeps the count within the limit, none of them can pass it and nothing waits; else their
     // commits are waited for (as an eviction waits anyway) and what they really added is counted.
-    if (!size_counted) {
+    if (!size.counted) {
       std::size_t remaining = 0;
       evict_to(SIZE_MAX, remaining);  // counts (once the commits are in), removes nothing
-      size_estimate = remaining + queued_mirror_bytes;  // the mirror's queued writes: their guess
-      size_counted = true;
-      blob_table_bytes = store->table_bytes(store::Table::blobs);
-      unseen_blob_bound = 0;
+      size.estimate = remaining + size.queued_mirror_bytes;  // the mirror's queued writes: their guess
+      size.counted = true;
+      size.blob_table_bytes = store->table_bytes(store::Table::blobs);
+      size.unseen_blob_bound = 0;
     } else {
-      size_estimate += record_bytes + queued_mirror_bytes;
-      unseen_blob_bound += blob_bound;
-      if (size_estimate + unseen_blob_bound > config.max_size) {
+      size.estimate += record_bytes + size.queued_mirror_bytes;
+      size.unseen_blob_bound += blob_bound;
+      if (size.estimate + size.unseen_blob_bound > config.max_size) {
         store->settle();  // the queued commits in: what they added is on the store
         const std::size_t blob_bytes = store->table_bytes(store::Table::blobs);
-        size_estimate += blob_bytes > blob_table_bytes ? blob_bytes - blob_table_bytes : 0;
-        blob_table_bytes = blob_bytes;
-        unseen_blob_bound = 0;
+        size.estimate += blob_bytes > size.blob_table_bytes ? blob_bytes - size.blob_table_bytes : 0;
+        size.blob_table_bytes = blob_bytes;
+        size.unseen_blob_bound = 0;
       }
     }
-    queued_mirror_bytes = 0;
-    if (size_estimate > config.max_size) {
+    size.queued_mirror_bytes = 0;
+    if (size.estimate > config.max_size) {
       std::size_t remaining = 0;
       const std::size_t removed = evict_to(config.max_size / 10 * 9, remaining);
-      size_estimate = remaining;
-      blob_table_bytes = store->table_bytes(store::Table::blobs);
-      unseen_blob_bound = 0;
+      size.estimate = remaining;
+      size.blob_table_bytes = store->table_bytes(store::Table::blobs);
+      size.unseen_blob_bound = 0;
       if (config.verbose) {
         log::line("evicted " + std::to_string(removed) + " least recently used entries (KJIT_MAX_SIZE)");
       }

@@ -13,7 +13,7 @@ namespace kjit {
 
 namespace {
 
-// What tier_reported holds once a damaged record of `p` in `tier` was logged (an unreadable
+// What `reported` holds once a damaged record of `p` in `tier` was logged (an unreadable
 // tier: its name and why).
 std::string damaged_record(const tier::Tier& tier, const PreparedProgram& p)
 {
@@ -72,7 +72,7 @@ std::optional<store::Entry> Cache::Impl::take_answer(tier::Tier& tier, tier::Tie
   const tier::TierAccounting& counted = tier.accounting();
   const auto count_in = [this](std::uint64_t CacheStats::*counter, std::uint64_t by = 1) {
     if (counter != nullptr) {
-      count(counter, nullptr, 0, by);
+      statistics.count(counter, nullptr, 0, by);
     }
   };
   if (answer.kind == tier::TierAnswer::Kind::none) {
@@ -91,7 +91,7 @@ std::optional<store::Entry> Cache::Impl::take_answer(tier::Tier& tier, tier::Tie
     entry = store::decode_record(answer.bytes, key, store::Sections::all, why);
     if (!entry) {
       // A damaged record is a tier error whichever tier held it, and one of that tier's errors.
-      count(&CacheStats::tier_errors);
+      statistics.count(&CacheStats::tier_errors);
       if (counted.errors != &CacheStats::tier_errors) {
         count_in(counted.errors);
       }
@@ -101,16 +101,15 @@ std::optional<store::Entry> Cache::Impl::take_answer(tier::Tier& tier, tier::Tie
     // An unreadable tier is logged once; a damaged record once per key.
     const std::string what =
       answer.kind == tier::TierAnswer::Kind::failure ? tier.name() + why : damaged_record(tier, p);
-    std::lock_guard lock(flight_mutex);
-    if (tier_reported.insert(what).second) {
+    if (reported.first(what)) {
       log::line("warning: " + tier.name() + ": " + why + " (" + p.program().name + ", " + p.arch().str() +
                 "); treated as a miss");
     }
     return std::nullopt;
   }
-  count(counted.hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
+  statistics.count(counted.hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
   if (entry->kind == store::EntryKind::failure) {
-    count(&CacheStats::failed_hits);
+    statistics.count(&CacheStats::failed_hits);
   }
   try {
     persist(key, p, *entry);  // backfilled: the next process finds it in its own store
@@ -126,11 +125,8 @@ std::optional<store::Entry> Cache::Impl::await_fleet(const util::Sha256& key, co
   if (remote == nullptr) {
     return std::nullopt;
   }
-  {
-    std::lock_guard lock(flight_mutex);
-    if (tier_reported.count(damaged_record(*remote, p)) != 0) {
-      return std::nullopt;  // its record there is damaged: compiled here, and the upload replaces it
-    }
+  if (reported.seen(damaged_record(*remote, p))) {
+    return std::nullopt;  // its record there is damaged: compiled here, and the upload replaces it
   }
   const auto wait_ms = static_cast<std::int64_t>(config.compile_lock_timeout_s * 1000);
   remote::LeaseAnswer answer = remote->lease(key, wait_ms);
