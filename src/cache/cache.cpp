@@ -8,7 +8,7 @@
 #include "deps/resolver.hpp"
 #include "deps/search.hpp"
 #include "mirror/mirror.hpp"
-#include "script/script_mirror.hpp"
+#include "mirror/script_mirror.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/option_spelling.hpp"
 #include "store/blobs.hpp"
@@ -396,7 +396,7 @@ void Cache::clear()
       m_impl->mirror_writer->discard();
     }
     if (m_impl->dir.writable) {
-      cache::remove_tree(m_impl->dir.path, "programs");
+      mirror::remove_tree(m_impl->dir.path, "programs");
     }
     script::forget_all(*m_impl->store, m_impl->dir.path);  // script records and scripts/ (src/script)
   }

@@ -358,7 +358,7 @@ void remove_dead_folders(const std::string& parent, const std::string& prefix)
   }
   ::closedir(listing);
   for (const auto& name : dead) {
-    remove_tree(parent, name);
+    mirror::remove_tree(parent, name);
   }
 }
 
@@ -377,16 +377,6 @@ TempFolder::TempFolder(const std::string& prefix, const std::string& what, bool 
     throw Error("cannot create " + what + " under " + m_parent + ": " + std::strerror(errno));
   }
   m_path = pattern;
-}
-
-void remove_tree(const std::string& cache_dir, const std::string& relative)
-{
-  // Through descriptors, never following a symlink, and giving this user's folders that lost
-  // their permissions them back (mirror::remove_below).
-  const util::UniqueFd parent(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (parent && !relative.empty() && relative.find('/') == std::string::npos) {
-    mirror::remove_below(parent.get(), relative);
-  }
 }
 
 } // namespace kjit::cache

@@ -3,6 +3,7 @@
 
 #include <kjit/config.hpp>
 
+#include "mirror/mirror.hpp"
 #include "util/unique_handle.hpp"
 
 #include <memory>
@@ -54,9 +55,6 @@ std::string private_folder_problem(int fd, bool shared, bool strict = false);
 // Logs "warning: <message>" once per process and message.
 void warn_once(const std::string& message);
 
-// Removes `relative` (one name: a folder tree or a file) below `cache_dir` without following
-// symlinks; this user's folders without permissions are given them back to be emptied.
-void remove_tree(const std::string& cache_dir, const std::string& relative);
 
 // Removes the folders <parent>/<prefix><pid>-… of this user whose process is gone (killed while it
 // compiled), without following symlinks: nothing else removes them from /dev/shm before the
@@ -72,7 +70,7 @@ void remove_dead_folders(const std::string& parent, const std::string& prefix);
 class TempFolder {
 public:
   TempFolder(const std::string& prefix, const std::string& what, bool in_memory = false);
-  ~TempFolder() { remove_tree(m_parent, m_path.substr(m_parent.size() + 1)); }
+  ~TempFolder() { mirror::remove_tree(m_parent, m_path.substr(m_parent.size() + 1)); }
   TempFolder(const TempFolder&) = delete;
   TempFolder& operator=(const TempFolder&) = delete;
   const std::string& path() const { return m_path; }

@@ -272,7 +272,7 @@ bool Cache::remove_mirror()
   if (m_impl->mirror_writer) {
     m_impl->mirror_writer->discard();
   }
-  cache::remove_tree(m_impl->config.cache_dir, "programs");
+  mirror::remove_tree(m_impl->config.cache_dir, "programs");
   return existed;
 }
 

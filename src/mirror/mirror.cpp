@@ -465,4 +465,14 @@ std::size_t prune(const std::string& cache_dir, const std::set<std::string>* kee
   return remove_picked(root.get(), "programs", pick, remove_below);
 }
 
+void remove_tree(const std::string& cache_dir, const std::string& relative)
+{
+  // Through descriptors, never following a symlink, and giving this user's folders that lost
+  // their permissions them back (mirror::remove_below).
+  const util::UniqueFd parent(::open(cache_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (parent && !relative.empty() && relative.find('/') == std::string::npos) {
+    remove_below(parent.get(), relative);
+  }
+}
+
 } // namespace kjit::mirror

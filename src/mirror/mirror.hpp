@@ -84,7 +84,11 @@ std::error_code append_index(const std::string& cache_dir, const IndexRow& row, 
 // Replaces programs/index.txt with these rows, sorted by program name, arch and key (atomic).
 std::error_code write_index(const std::string& cache_dir, std::vector<IndexRow> rows);
 
-// --- Shared with the scripts/ mirror (src/script/script_mirror.cpp). ---
+// Removes `relative` (one name: a folder tree or a file) below `cache_dir` without following
+// symlinks; this user's folders without permissions are given them back to be emptied.
+void remove_tree(const std::string& cache_dir, const std::string& relative);
+
+// --- Shared with the scripts/ mirror (script_mirror.cpp). ---
 // Opens (creating, mode 0700) each component of `relative` below `base` without following symlinks.
 std::optional<util::UniqueFd> open_path(int base, const std::string& relative, std::error_code& error);
 // Writes a new file in a folder only this process writes (a temp folder): no temp name, no rename.

@@ -1,8 +1,8 @@
 // Script::build: every schedule compiled as one batch, the outcome stored in one transaction and
 // mirrored.
 #include "script/space.hpp"
-#include "script/script_mirror.hpp"
-#include "script/script_store.hpp"
+#include "mirror/script_mirror.hpp"
+#include "store/script_store.hpp"
 #include "script/state.hpp"
 
 #include <kjit/driver.hpp>

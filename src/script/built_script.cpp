@@ -1,6 +1,6 @@
 // BuiltScript: schedules, binaries, dispatch through the table, explicit tables.
-#include "script/script_mirror.hpp"
-#include "script/script_store.hpp"
+#include "mirror/script_mirror.hpp"
+#include "store/script_store.hpp"
 #include "script/state.hpp"
 
 #include "config/log.hpp"

@@ -1,5 +1,5 @@
 // stored_scripts(): every script record of a cache's store with its table, for `kjit script`.
-#include "script/script_store.hpp"
+#include "store/script_store.hpp"
 
 #include <algorithm>
 #include <tuple>

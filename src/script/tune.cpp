@@ -1,6 +1,6 @@
 // Tuning one key: under a cross-process lock per script, the table is read again, then each built
 // schedule is timed (warm-up, median of repeats) or costed, and the winner stored in one transaction.
-#include "script/script_mirror.hpp"
+#include "mirror/script_mirror.hpp"
 #include "script/state.hpp"
 
 #include "util/hash.hpp"

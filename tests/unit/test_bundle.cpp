@@ -8,7 +8,7 @@
 #include "bundle/reader.hpp"
 #include "cache/cache_impl.hpp"
 #include "bundle/writer.hpp"
-#include "script/script_store.hpp"
+#include "store/script_store.hpp"
 #include "store/record.hpp"
 #include "util/bytes.hpp"
 #include "util/hash.hpp"

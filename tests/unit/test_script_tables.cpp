@@ -7,7 +7,7 @@
 #include <kjit/script.hpp>
 
 #include "store/script_record.hpp"
-#include "script/script_store.hpp"
+#include "store/script_store.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -1,9 +1,8 @@
 // Writing a script's mirror folder: built in a temp folder, then exchanged into place.
-#include "script/script_mirror.hpp"
+#include "mirror/script_mirror.hpp"
 
-#include "cache/cache_dir.hpp"
 #include "mirror/mirror.hpp"
-#include "script/script_store.hpp"
+#include "store/script_store.hpp"
 #include "util/file.hpp"
 
 #include <algorithm>
@@ -185,7 +184,7 @@ std::size_t rebuild_mirror(const store::Store& store, const std::string& cache_d
   std::size_t written = 0;
   try {
     const std::vector<ScriptRecord> scripts = all_scripts(store);
-    cache::remove_tree(cache_dir, "scripts");
+    mirror::remove_tree(cache_dir, "scripts");
     for (const ScriptRecord& script : scripts) {
       if (write_mirror(cache_dir, script, load_table(store, script.hash))) {
         ++failed;
@@ -206,7 +205,7 @@ void forget_all(store::Store& store, const std::string& cache_dir)
     keys.emplace_back(key);
   });
   store.erase(store::Table::meta, keys);
-  cache::remove_tree(cache_dir, "scripts");
+  mirror::remove_tree(cache_dir, "scripts");
 }
 
 } // namespace kjit::script

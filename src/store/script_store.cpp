@@ -1,6 +1,6 @@
 // Script records in the meta table: "script/<hash>" and "script-table/<hash>", each checksummed
 // twice (the record's own XXH3 and the meta table's trailer).
-#include "script/script_store.hpp"
+#include "store/script_store.hpp"
 
 namespace kjit::script {
 
