@@ -76,7 +76,7 @@ void populate(const std::string& dir, int count, int first_salt)
   const auto binary = cache.get(kernel_program(first_salt), kjit::Arch::parse("sm_90"));
   auto store = kjit::store::Store::open(cache.store_path(), config.store_map_size);
   const kjit::cache::KeyContext context = kjit::cache::toolchain_context(config, store.get());
-  const std::string direct_context = kjit::cache::direct_context(context);
+  const std::string inputs_toolchain = kjit::cache::inputs_toolchain(context);
   std::vector<kjit::store::Store::Row> rows;
   const auto flush = [&] {
     store->put(rows);
@@ -92,12 +92,12 @@ void populate(const std::string& dir, int count, int first_salt)
     entry.source = program.source;
     entry.binary = *binary;
     // The record holds the raw inputs its direct row leads by (format 6; src/cache/lookup.cpp).
-    entry.direct_inputs = kjit::cache::direct_inputs(program, kjit::Arch::parse("sm_90"), direct_context);
-    const std::string key(reinterpret_cast<const char*>(texts.digest.data()), texts.digest.size());
-    rows.push_back({kjit::store::Table::entries, key, kjit::store::encode_record(entry, texts.digest)});
+    entry.direct_inputs = kjit::cache::direct_inputs(program, kjit::Arch::parse("sm_90"), inputs_toolchain);
+    const std::string key(reinterpret_cast<const char*>(texts.entry_key.data()), texts.entry_key.size());
+    rows.push_back({kjit::store::Table::entries, key, kjit::store::encode_record(entry, texts.entry_key)});
     rows.push_back({kjit::store::Table::direct,
                     std::string(kjit::cache::input_digest_bytes(kjit::util::checksum(entry.direct_inputs))),
-                    kjit::cache::direct_row(texts.digest, entry.direct_inputs.size())});
+                    kjit::cache::direct_row(texts.entry_key, entry.direct_inputs.size())});
     if (rows.size() >= 2000) {
       flush();
     }

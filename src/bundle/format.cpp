@@ -86,7 +86,7 @@ std::string encode_index(const std::vector<IndexEntry>& index)
   std::string out;
   out.reserve(index.size() * k_index_entry_size);
   for (const IndexEntry& entry : index) {
-    out.append(reinterpret_cast<const char*>(entry.key.data()), entry.key.size());
+    out.append(reinterpret_cast<const char*>(entry.entry_key.data()), entry.entry_key.size());
     put_int(out, entry.offset);
     put_int(out, entry.size);
   }
@@ -102,14 +102,14 @@ std::optional<std::vector<IndexEntry>> decode_index(std::string_view bytes, std:
   std::vector<IndexEntry> index(bytes.size() / k_index_entry_size);
   for (std::size_t i = 0; i < index.size(); ++i) {
     const std::size_t at = i * k_index_entry_size;
-    std::memcpy(index[i].key.data(), bytes.data() + at, 32);
+    std::memcpy(index[i].entry_key.data(), bytes.data() + at, 32);
     index[i].offset = get_int<std::uint64_t>(bytes, at + 32);
     index[i].size = get_int<std::uint64_t>(bytes, at + 40);
     if (index[i].offset > data_size || index[i].size > data_size - index[i].offset) {
       why = "damaged bundle index (entry " + std::to_string(i) + " lies outside the data)";
       return std::nullopt;
     }
-    if (i > 0 && !(index[i - 1].key < index[i].key)) {
+    if (i > 0 && !(index[i - 1].entry_key < index[i].entry_key)) {
       why = "damaged bundle index (keys out of order)";
       return std::nullopt;
     }

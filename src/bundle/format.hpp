@@ -50,7 +50,7 @@ struct Header {
 };
 
 struct IndexEntry {
-  util::Sha256 key{};
+  util::Sha256 entry_key{};
   std::uint64_t offset = 0;  // in the data section
   std::uint64_t size = 0;
 };

@@ -53,8 +53,8 @@ Reader::Reader(const std::string& path) : m_path(path)
 const IndexEntry* Reader::find(const util::Sha256& key) const
 {
   const auto it = std::lower_bound(m_index.begin(), m_index.end(), key,
-                                   [](const IndexEntry& entry, const util::Sha256& k) { return entry.key < k; });
-  return it != m_index.end() && it->key == key ? &*it : nullptr;
+                                   [](const IndexEntry& entry, const util::Sha256& k) { return entry.entry_key < k; });
+  return it != m_index.end() && it->entry_key == key ? &*it : nullptr;
 }
 
 std::string Reader::read(const IndexEntry& entry) const

@@ -90,28 +90,28 @@ BundleReport Cache::import_bundle(const std::string& path)
   std::vector<store::Store::Row> rows;
   std::vector<std::pair<util::Sha256, store::Entry>> mirrored;
   for (const bundle::IndexEntry& index : reader.index()) {
-    const std::string hex = util::to_hex(index.key);
+    const std::string hex = util::to_hex(index.entry_key);
     std::string bytes = reader.read(index);
     std::string why;
-    auto entry = store::decode_record(bytes, index.key, store::Sections::all, why);
+    auto entry = store::decode_record(bytes, index.entry_key, store::Sections::all, why);
     if (!entry) {
       report.rejected.emplace_back(hex, why);
       continue;
     }
     bool present = false;
-    m_impl->store->visit(store::Table::entries, bytes_of(index.key), [&](std::string_view existing) {
+    m_impl->store->visit(store::Table::entries, bytes_of(index.entry_key), [&](std::string_view existing) {
       std::string ignored;
-      present = store::decode_record(existing, index.key, store::Sections::all, ignored).has_value();
+      present = store::decode_record(existing, index.entry_key, store::Sections::all, ignored).has_value();
     });
     if (present) {
       ++report.already_present;
       continue;
     }
     // Stored as the store keeps records: the headers as blobs, once.
-    rows.push_back({store::Table::entries, std::string(bytes_of(index.key)), store::encode_record(*entry, index.key)});
-    rows.push_back({store::Table::names, store::names_key(entry->program_name, bytes_of(index.key)), entry->program_name});
-    store::add_header_rows(*entry, index.key, rows);
-    mirrored.emplace_back(index.key, std::move(*entry));
+    rows.push_back({store::Table::entries, std::string(bytes_of(index.entry_key)), store::encode_record(*entry, index.entry_key)});
+    rows.push_back({store::Table::names, store::names_key(entry->program_name, bytes_of(index.entry_key)), entry->program_name});
+    store::add_header_rows(*entry, index.entry_key, rows);
+    mirrored.emplace_back(index.entry_key, std::move(*entry));
     ++report.entries;
   }
   for (const bundle::MetaRow& row : reader.meta()) {

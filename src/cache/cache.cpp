@@ -35,12 +35,12 @@ CacheStats Cache::Impl::stats_now() const
   return now;
 }
 
-void Cache::Impl::keep(const util::Sha256& key, const cache::Result& result, Source source)
+void Cache::Impl::keep(const util::Sha256& entry_key, const cache::Result& result, Source source)
 {
   if (source == Source::disk) {
-    memory.admit(key, result);  // kept from its second disk hit on (memory_tier.hpp)
+    memory.admit(entry_key, result);  // kept from its second disk hit on (memory_tier.hpp)
   } else {
-    memory.insert(key, result);  // a compile's (or a lower tier's) result is used again
+    memory.insert(entry_key, result);  // a compile's (or a lower tier's) result is used again
   }
 }
 
@@ -55,15 +55,15 @@ const cache::KeyContext& Cache::Impl::key_context()
       cache::warn_once(std::string("cannot remember the toolchain's identity: ") + e.what());
       context = cache::toolchain_context(config, nullptr, remote);
     }
-    direct_context = cache::direct_context(*context);
+    inputs_toolchain = cache::inputs_toolchain(*context);
   }
   return *context;
 }
 
 void Cache::Impl::verbose(const char* what, const PreparedProgram& p, double ms)
 {
-  const util::Sha256 key = p.m_key;
-  verbose(what, p.program().name, p.arch(), &key, ms);
+  const util::Sha256 prepared_key = p.m_key;
+  verbose(what, p.program().name, p.arch(), &prepared_key, ms);
 }
 
 void Cache::Impl::verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256& key,
@@ -138,6 +138,7 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
   const deps::SearchContext search = deps::search_context(program, context.toolkit_include_dirs);
   const std::string search_text = search.text();
   cache::KeyTexts texts = cache::make_key_texts(program, prepared.m_arch, context);
+  util::Sha256 prepared_key{};  // texts.entry_key, or a provisional key
   // The manifest's key: the program and the resolution context it is resolved in.
   const util::Sha256 manifest_key =
     util::Sha256Hasher().update(texts.program_txt).update(texts.options_txt).update(search_text).finish();
@@ -162,12 +163,12 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
       for (const deps::DiskHeader& header : resolver->result().headers) {
         prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
       }
-      texts.digest = util::Sha256Hasher().update("kjit provisional key\n").update(texts.program_txt).update(texts.options_txt).finish();
+      prepared_key = util::Sha256Hasher().update("kjit provisional key\n").update(texts.program_txt).update(texts.options_txt).finish();
       prepared.m_provisional = true;
       std::lock_guard lock(m_impl->manifests.mutex);
-      m_impl->manifests.provisional.insert(texts.digest);
+      m_impl->manifests.provisional.insert(prepared_key);
       m_impl->manifests.any_provisional.store(true, std::memory_order_release);
-      m_impl->manifests.predictions[texts.digest] = std::move(resolver);
+      m_impl->manifests.predictions[prepared_key] = std::move(resolver);
       while (m_impl->manifests.predictions.size() > 8) {
         m_impl->manifests.predictions.erase(m_impl->manifests.predictions.begin());
       }
@@ -181,7 +182,7 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
   prepared.m_made.value = true;
   prepared.m_program_txt = std::move(texts.program_txt);
   prepared.m_options_txt = std::move(texts.options_txt);
-  prepared.m_key = texts.digest;
+  prepared.m_key = prepared.m_provisional ? prepared_key : texts.entry_key;
   return prepared;
 }
 
@@ -240,7 +241,7 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
     auto binary = get_keyed(prepared, source, key);  // just prepared: no need to validate it again
     if (direct && !prepared.m_provisional) {
       // Found by the SHA-256 path (stored without a direct row): found directly from now on.
-      m_impl->direct.insert(direct->input_digest, std::move(direct->inputs), prepared.m_key);
+      m_impl->direct_index.insert(direct->input_digest, std::move(direct->inputs), prepared.m_key);
     }
     return binary;
   } catch (const cache::HeadersChanged&) {
@@ -294,7 +295,7 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
 {
   source = Source::memory;
   Impl& impl = *m_impl;
-  const util::Sha256 key = prepared.m_key;
+  const util::Sha256 prepared_key = prepared.m_key;
   const auto unwrap = [](const cache::Result& result) {
     if (result.failure) {
       throw CompileError(*result.failure);
@@ -302,8 +303,8 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
     return result.binary;
   };
 
-  const bool provisional = impl.is_provisional(key);
-  if (auto found = provisional ? std::nullopt : impl.memory.find_hit(key, impl.store != nullptr)) {
+  const bool provisional = impl.is_provisional(prepared_key);
+  if (auto found = provisional ? std::nullopt : impl.memory.find_hit(prepared_key, impl.store != nullptr)) {
     if (impl.config.verbose) {
       impl.verbose("hit memory", prepared, 0.0);
     }
@@ -315,7 +316,7 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
 
   std::promise<cache::Result> promise;
   std::shared_future<cache::Result> future;
-  future = impl.in_flight.join(key, promise);
+  future = impl.in_flight.join(prepared_key, promise);
   if (future.valid()) {  // another thread is on it: its result, shared, counted as a memory hit
     const cache::Result shared = future.get();
     if (!shared.binary && !shared.failure) {
@@ -331,26 +332,26 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
   cache::Result result;
   try {
     bool keepable = true;
-    result = impl.load_or_compile(key, prepared, source, keepable);
+    result = impl.load_or_compile(prepared_key, prepared, source, keepable);
     // Not a compile kjit does not cache (a file NVRTC or ptxas reads that no key holds): before,
     // the memory tier kept it, and the next lookup was served it after that file changed.
     if (!provisional && keepable) {
-      impl.keep(key, result, source);
+      impl.keep(prepared_key, result, source);
     }
     promise.set_value(result);
   } catch (abi::__forced_unwind&) {
     // pthread_cancel() acted in a wait (another node's lease, a lock): no result, and no
     // exception to give (current_exception() is empty here). The waiters look it up themselves
     // (out of the flight first: they find a new one or start it).
-    impl.in_flight.end(key);
+    impl.in_flight.end(prepared_key);
     promise.set_value(cache::Result{});
     throw;
   } catch (...) {
     promise.set_exception(std::current_exception());
-    impl.in_flight.end(key);
+    impl.in_flight.end(prepared_key);
     throw;
   }
-  impl.in_flight.end(key);
+  impl.in_flight.end(prepared_key);
   return unwrap(result);
 }
 
@@ -381,7 +382,7 @@ void Cache::clear()
     m_impl->manifests.provisional.clear();
     m_impl->manifests.predictions.clear();
   }
-  m_impl->direct.clear();
+  m_impl->direct_index.clear();
   if (m_impl->store) {
     for (const store::Table table :
          {store::Table::entries, store::Table::quarantine, store::Table::manifests, store::Table::names,

@@ -74,8 +74,8 @@ struct Cache::Impl {
 
   std::mutex context_mutex;
   std::optional<cache::KeyContext> context;
-  std::string direct_context;  // cache::direct_context(*context), made with it
-  cache::DirectIndex direct;   // this process's direct keys (direct_lookup.cpp)
+  std::string inputs_toolchain;  // cache::inputs_toolchain(*context), made with it
+  cache::DirectIndex direct_index;   // this process's input digests → entry keys (direct_lookup.cpp)
 
   // The named parts, each with its own lock.
   cache::ManifestBook manifests;  // manifests and provisional keys (includes.cpp, predicted_hit.cpp)
@@ -97,7 +97,7 @@ struct Cache::Impl {
   CacheStats stats_now() const;
   // Puts `result`, found or made by a lookup from `source`, in the memory tier: a disk hit is
   // admitted (kept from its second disk hit on), anything else inserted.
-  void keep(const util::Sha256& key, const cache::Result& result, Source source);
+  void keep(const util::Sha256& entry_key, const cache::Result& result, Source source);
   const cache::KeyContext& key_context();
   void verbose(const char* what, const PreparedProgram& p, double ms);
   void verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256& key, double ms);
@@ -133,15 +133,16 @@ struct Cache::Impl {
 
   // lookup.cpp: the disk tier and the compile path.
   // `name` and `arch` (of the program) only name it in the warning about a damaged record.
-  std::optional<store::Entry> load(const util::Sha256& key, const std::string& name, const Arch& arch);
-  // load(), or with `via` the entry its direct row names (`key` is set from the row), both rows
-  // read in one transaction. The record's own key field must equal `key` (decode_record). An
-  // entry the memory tier holds is not read: it goes to via->in_memory, and nullopt is returned.
-  std::optional<store::Entry> load_entry(util::Sha256& key, const std::string& name, const Arch& arch, Direct* via);
+  std::optional<store::Entry> load(const util::Sha256& entry_key, const std::string& name, const Arch& arch);
+  // load(), or with `via` the entry its direct row names (`entry_key` is set from the row), both
+  // rows read in one transaction. The record's own key field must equal `entry_key`
+  // (decode_record). An entry the memory tier holds is not read: it goes to via->in_memory, and
+  // nullopt is returned.
+  std::optional<store::Entry> load_entry(util::Sha256& entry_key, const std::string& name, const Arch& arch, Direct* via);
   // `source` says where the result came from (disk, bundle, compiled, compiled_elsewhere);
   // `keepable` is false for a compile that is not cached (compiled from the files on disk): the
   // memory tier must not keep it either.
-  cache::Result load_or_compile(const util::Sha256& key, const PreparedProgram& prepared, Source& source,
+  cache::Result load_or_compile(const util::Sha256& prepared_key, const PreparedProgram& prepared, Source& source,
                                 bool& keepable);
   // Compiles with exactly the headers kjit hashed; `compiled_entry_key` is the key of what was compiled
   // (it differs from the prepared key when the compile needed headers the prediction missed).
@@ -151,7 +152,7 @@ struct Cache::Impl {
   // the store's writer thread (Store::put_later); `lock` (the key's compile lock, may be null) is
   // released once the commit is durable, so a process waiting for the key then finds it. A store
   // error is counted and logged once; the caller already has its binary (and the memory tier).
-  void persist(const util::Sha256& key, const PreparedProgram& prepared, const store::Entry& entry,
+  void persist(const util::Sha256& entry_key, const PreparedProgram& prepared, const store::Entry& entry,
                std::shared_ptr<cache::CompileLock> lock = nullptr);
   // ptx_reuse.cpp: for a virtual arch, the PTX of the same program stored for its real arch (in
   // memory or the store), or nullopt. Throws OptionError as a compile for `arch` would.
@@ -172,9 +173,9 @@ struct Cache::Impl {
   void remember_prediction(const PreparedProgram& prepared, deps::Resolver& prediction);
 
   // size_limit.cpp: last use, recorded in batches, and eviction by it (docs/configuration.md).
-  // Notes that `key` served a disk hit (memory only; flush_uses() writes it; the memory tier
+  // Notes that `entry_key` served a disk hit (memory only; flush_uses() writes it; the memory tier
   // notes its own hits).
-  void note_use(const util::Sha256& key);
+  void note_use(const util::Sha256& entry_key);
   // Writes the last use of the keys noted since the last flush, in one transaction, skipping
   // those whose recorded use is less than an hour old. Never throws.
   void flush_uses() noexcept;
@@ -192,7 +193,7 @@ struct Cache::Impl {
   std::mutex dir_mutex;  // follow_cache_dir() of `dir`, on a write
   void open_mirror();
   // Queues the entry's mirror folder (off the caller's path); its headers must be loaded.
-  void mirror_entry(const util::Sha256& key, const store::Entry& entry);
+  void mirror_entry(const util::Sha256& entry_key, const store::Entry& entry);
   // Queues the shared mirror files of the headers of a program about to compile: written while
   // NVRTC runs (on the other core), the entry's folder then only links them.
   void mirror_headers_early(const deps::Resolution& resolution);
@@ -206,23 +207,23 @@ struct Cache::Impl {
 
   // tiers.cpp: the tiers below the store.
   void open_tiers();
-  // The entry from the first tier that has a good record for `key`, backfilled into the store;
+  // The entry from the first tier that has a good record for `entry_key`, backfilled into the store;
   // failures and damaged records are counted and logged, never thrown. `source` is set to the
   // answering tier's on a hit.
-  std::optional<store::Entry> load_from_tiers(const util::Sha256& key, const PreparedProgram& prepared,
+  std::optional<store::Entry> load_from_tiers(const util::Sha256& entry_key, const PreparedProgram& prepared,
                                               Source& source);
-  // Verifies a tier's answer for `key`: a good record is counted, promoted to the store and
+  // Verifies a tier's answer for `entry_key`: a good record is counted, promoted to the store and
   // returned; a damaged one or a failure is counted and logged (once), never thrown.
-  std::optional<store::Entry> take_answer(tier::Tier& tier, tier::TierAnswer answer, const util::Sha256& key,
+  std::optional<store::Entry> take_answer(tier::Tier& tier, tier::TierAnswer answer, const util::Sha256& entry_key,
                                           const PreparedProgram& prepared);
-  // Before a compile, with a remote tier: takes the fleet's compile lease on `key` (into `lease`),
+  // Before a compile, with a remote tier: takes the fleet's compile lease on `entry_key` (into `lease`),
   // or waits (KJIT_COMPILE_LOCK_TIMEOUT at most) for the node that holds it and returns its
   // verified record, promoted to the store. nullopt: compile (with the lease if it was taken).
-  std::optional<store::Entry> await_fleet(const util::Sha256& key, const PreparedProgram& prepared,
+  std::optional<store::Entry> await_fleet(const util::Sha256& entry_key, const PreparedProgram& prepared,
                                           remote::Lease& lease);
   // Offers a binary this process compiled to every tier that keeps puts (the remote), as a
   // self-contained record. Compile errors are not offered. Never throws.
-  void offer_to_tiers(const util::Sha256& key, const store::Entry& entry) noexcept;
+  void offer_to_tiers(const util::Sha256& entry_key, const store::Entry& entry) noexcept;
 };
 
 namespace cache {

@@ -99,7 +99,7 @@ bool direct_eligible(const Program& program)
   return direct_options(program) && !mentions_include(program);
 }
 
-std::string direct_context(const KeyContext& context)
+std::string inputs_toolchain(const KeyContext& context)
 {
   std::string out;
   put_list(out, context.toolkit_include_names);

@@ -1,4 +1,4 @@
-// The direct key: XXH3-128 of a program's raw inputs, leading to its SHA-256 entry key without
+// The input digest: XXH3-128 of a program's raw inputs, leading to its SHA-256 entry key without
 // building or hashing the key texts (docs/cache-format.md, "The direct index").
 #pragma once
 
@@ -31,7 +31,7 @@ bool mentions_include(const Program& program);
 // The toolchain part of the inputs: every field of `context` that make_key_texts() puts in the key of
 // a direct_eligible() program (so not the toolkit headers' fingerprint), and the record format,
 // as one text (computed once per cache; asks for no fingerprint).
-std::string direct_context(const KeyContext& context);
+std::string inputs_toolchain(const KeyContext& context);
 
 // The inputs of `program` on the resolved `arch` in `context_text`, as one unambiguous byte string
 // (every field length-prefixed): equal strings make equal key texts, so equal entry keys.
@@ -52,7 +52,7 @@ std::string direct_row(const util::Sha256& entry_key, std::size_t inputs_size);
 // length, a row of another format, a damaged row): a lookup then takes the SHA-256 path.
 std::optional<util::Sha256> direct_row_entry_key(std::string_view row, std::size_t inputs_size);
 
-// This process's direct keys (inputs → entry key), bounded by bytes; thread-safe.
+// This process's input digests (inputs → entry key), bounded by bytes; thread-safe.
 class DirectIndex {
 public:
   // The entry key recorded for exactly `inputs` under `input_digest`, or nullopt.

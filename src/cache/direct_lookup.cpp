@@ -10,8 +10,8 @@ namespace kjit {
 
 std::string Cache::Impl::direct_inputs(const Program& program, const Arch& arch)
 {
-  key_context();  // makes direct_context once
-  return cache::direct_inputs(program, arch, direct_context);
+  key_context();  // makes inputs_toolchain once
+  return cache::direct_inputs(program, arch, inputs_toolchain);
 }
 
 Cache::Impl::Direct Cache::Impl::direct_lookup(const Program& program, const Arch& arch, Source& source)
@@ -27,7 +27,7 @@ Cache::Impl::Direct Cache::Impl::direct_lookup(const Program& program, const Arc
     verbose("hit memory", program.name, resolved, key, 0.0);
     out.hit = std::move(found);
   };
-  std::optional<util::Sha256> key = direct.find(out.input_digest, out.inputs);
+  std::optional<util::Sha256> key = direct_index.find(out.input_digest, out.inputs);
   if (key && !is_provisional(*key)) {
     if (auto found = memory.find(*key)) {
       memory_hit(*key, std::move(*found));
@@ -42,7 +42,7 @@ Cache::Impl::Direct Cache::Impl::direct_lookup(const Program& program, const Arc
     // are kept from now on (a program looked up once keeps none: 4 KiB more per kernel of a bulk
     // warm start).
     memory_hit(entry_key, std::move(*out.in_memory));
-    direct.insert(out.input_digest, std::move(out.inputs), entry_key);
+    direct_index.insert(out.input_digest, std::move(out.inputs), entry_key);
     return out;
   }
   if (!entry || is_provisional(entry_key)) {
@@ -59,7 +59,7 @@ Cache::Impl::Direct Cache::Impl::direct_lookup(const Program& program, const Arc
     // Its second disk hit: the binary and the inputs are kept from now on, so the next lookup is
     // a memory hit without the store (a program looked up once keeps neither: ≈ 9 KiB of heap
     // per kernel of a bulk warm start).
-    direct.insert(out.input_digest, std::move(out.inputs), entry_key);
+    direct_index.insert(out.input_digest, std::move(out.inputs), entry_key);
   }
   out.hit = std::move(result);
   return out;

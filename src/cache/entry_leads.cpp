@@ -76,7 +76,7 @@ void erase_leads(store::Store& store, const std::vector<std::string>& keys, cons
   store.erase(store::Table::direct, rows);
   // Every manifest listed before the records are read (one a writer commits meanwhile comes with
   // the record naming it): a manifest a disk hit wrote for another spelling of an entry's program
-  // (another direct key, named by no record) or one an older format left would stay for good.
+  // (another manifest key, named by no record) or one an older format left would stay for good.
   std::set<std::string, std::less<>> candidates = {manifests.begin(), manifests.end()};
   store.for_each(store::Table::manifests, [&](std::string_view key, std::string_view) { candidates.emplace(key); });
   std::vector<std::string> unused;

@@ -71,7 +71,7 @@ void remove_rows(Cache::Impl& impl, const std::vector<const Row*>& rows)
   impl.store->erase(store::Table::names, names);
   impl.store->erase(store::Table::meta, uses);
   erase_leads(*impl.store, keys, manifests);  // their direct rows and manifests
-  impl.direct.clear();
+  impl.direct_index.clear();
   std::vector<util::Sha256> digests;  // only these leave the memory tier: the others stay warm
   for (const std::string& key : keys) {
     digests.push_back(util::digest_of_bytes(key));

@@ -173,16 +173,16 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
     }
     return false;
   };
-  const util::Sha256 key = prepared.m_key;
-  if ((m_impl->store && m_impl->store->get(store::Table::entries, bytes_of(key))) ||
-      (!m_impl->is_provisional(key) && in_a_tier(key))) {
+  const util::Sha256 prepared_key = prepared.m_key;
+  if ((m_impl->store && m_impl->store->get(store::Table::entries, bytes_of(prepared_key))) ||
+      (!m_impl->is_provisional(prepared_key) && in_a_tier(prepared_key))) {
     explanation.hit = true;
     return explanation;
   }
   if (!m_impl->store) {
     return explanation;
   }
-  if (m_impl->is_provisional(key)) {
+  if (m_impl->is_provisional(prepared_key)) {
     // No manifest holds (a folder changed, the project moved): the lookup then looks up the
     // prediction's own key, and so does this, or it would say miss where the lookup hits.
     util::Sha256 predicted_entry_key{};
@@ -205,7 +205,7 @@ MissExplanation Cache::explain(const Program& program, const Arch& arch)
   const KeyFields now = parse(prepared.program_txt(), prepared.options_txt(), roots);
   // Not validated by a manifest: say which header or part of the resolution context is why.
   std::vector<std::string> context_changes;
-  if (m_impl->is_provisional(key)) {
+  if (m_impl->is_provisional(prepared_key)) {
     const util::Sha256 manifest_key = prepared.m_manifest_key;
     const deps::SearchContext search = deps::search_context(prepared.program(), m_impl->key_context().toolkit_include_dirs);
     context_changes = m_impl->manifest_changes(manifest_key, search.text());

@@ -216,7 +216,7 @@ VerifyReport Cache::verify(Repair repair, const std::function<void(std::size_t, 
   }
   if (repair == Repair::quarantine) {
     cache::erase_leads(*m_impl->store, removed, manifests);  // no row leads to what is gone
-    m_impl->direct.clear();
+    m_impl->direct_index.clear();
     m_impl->store->sweep_blobs();  // references of quarantined records, blobs no entry uses
     if (m_impl->store->replacements() > 0 && m_impl->dir.writable) {
       // The store was moved aside (damaged): the mirror's folders of entries it no longer holds go

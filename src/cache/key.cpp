@@ -352,7 +352,7 @@ KeyTexts make_key_texts(const Program& program, const Arch& arch, const KeyConte
   o += "record-format: " + std::to_string(store::k_record_format) + "\n";  // in every key
 
   util::Sha256Hasher hasher;
-  key.digest = hasher.update(p).update(o).finish();
+  key.entry_key = hasher.update(p).update(o).finish();
   return key;
 }
 

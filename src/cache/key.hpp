@@ -17,8 +17,8 @@ namespace kjit::cache {
 struct KeyTexts {
   std::string program_txt;
   std::string options_txt;
-  util::Sha256 digest;  // sha256(program_txt ‖ options_txt)
-  std::string hex() const { return util::to_hex(digest); }
+  util::Sha256 entry_key;  // sha256(program_txt ‖ options_txt) (docs/keys.md)
+  std::string hex() const { return util::to_hex(entry_key); }
 };
 
 // The content fingerprint of the toolkit's include trees (toolkit_headers.hpp), found when first

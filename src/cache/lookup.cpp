@@ -18,13 +18,13 @@
 
 namespace kjit {
 
-std::optional<store::Entry> Cache::Impl::load(const util::Sha256& key, const std::string& name, const Arch& arch)
+std::optional<store::Entry> Cache::Impl::load(const util::Sha256& entry_key, const std::string& name, const Arch& arch)
 {
-  util::Sha256 found_key = key;
+  util::Sha256 found_key = entry_key;
   return load_entry(found_key, name, arch, nullptr);
 }
 
-std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std::string& name, const Arch& arch,
+std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& entry_key, const std::string& name, const Arch& arch,
                                                     Direct* via)
 {
   if (!store) {
@@ -37,7 +37,7 @@ std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std
   bool found = false;
   const auto decode = [&](std::string_view bytes) {
     // The cubin's header only: the store took it checked in full, the checksum proves it unchanged.
-    entry = store::decode_record(bytes, key, store::Sections::artifacts, why, store::CubinCheck::header);
+    entry = store::decode_record(bytes, entry_key, store::Sections::artifacts, why, store::CubinCheck::header);
     if (!entry) {
       damaged.assign(bytes);
     }
@@ -53,13 +53,13 @@ std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std
         if (!named) {
           return std::nullopt;
         }
-        key = *named;
-        return bytes_of(key);  // a view of `key`, which outlives the call
+        entry_key = *named;
+        return bytes_of(entry_key);  // a view of `entry_key`, which outlives the call
       };
       const auto check_and_decode = [&](std::string_view bytes) {
         if (store::input_field(bytes, store::InputField::direct_inputs) != std::string_view(via->inputs)) {
           other_inputs = true;  // another program's record (or one too damaged to say): never served
-        } else if (!(via->in_memory = memory.find(key))) {  // no need to decode what memory holds
+        } else if (!(via->in_memory = memory.find(entry_key))) {  // no need to decode what memory holds
           decode(bytes);
         }
       };
@@ -67,7 +67,7 @@ std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std
                                    store::Table::entries, check_and_decode);
       found = found && !other_inputs && !via->in_memory;
     } else {
-      found = store->visit(store::Table::entries, bytes_of(key), decode);
+      found = store->visit(store::Table::entries, bytes_of(entry_key), decode);
     }
   } catch (const StoreError& e) {
     if (creator != ::getpid()) {
@@ -81,14 +81,14 @@ std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& key, const std
     return std::nullopt;
   }
   if (entry) {
-    note_use(key);  // written in a batch (size_limit.cpp), never here
+    note_use(entry_key);  // written in a batch (size_limit.cpp), never here
   }
   if (!entry) {
     // Removed only if it still holds these bytes; the write runs isolated (see Store::quarantine).
-    store->quarantine(bytes_of(key), damaged, why);
+    store->quarantine(bytes_of(entry_key), damaged, why);
     statistics.count(&CacheStats::quarantined);
-    if (reported.first(key)) {
-      log::line("warning: damaged cache entry " + util::to_hex(key) + " (" + name + ", " + arch.str() + "): " + why +
+    if (reported.first(entry_key)) {
+      log::line("warning: damaged cache entry " + util::to_hex(entry_key) + " (" + name + ", " + arch.str() + "): " + why +
                 "; moved aside, recompiling");
     }
   }
@@ -102,9 +102,9 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   const deps::SearchContext search = deps::search_context(program, context.toolkit_include_dirs);
   std::shared_ptr<deps::Resolver> taken;
   {
-    const util::Sha256 key = p.m_key;
+    const util::Sha256 prepared_key = p.m_key;
     std::lock_guard lock(manifests.mutex);
-    if (const auto it = manifests.predictions.find(key); it != manifests.predictions.end()) {
+    if (const auto it = manifests.predictions.find(prepared_key); it != manifests.predictions.end()) {
       taken = std::move(it->second);  // the prediction of prepare(): headers read and hashed once
       manifests.predictions.erase(it);
     }
@@ -192,7 +192,7 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
     cache::KeyTexts texts = cache::make_key_texts(program, p.arch(), context, resolution.headers);
     entry.program_txt = std::move(texts.program_txt);
     entry.options_txt = std::move(texts.options_txt);
-    compiled_entry_key = texts.digest;
+    compiled_entry_key = texts.entry_key;
   }
   entry.headers = program.headers;
   for (const deps::DiskHeader& header : resolution.headers) {
@@ -210,7 +210,7 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   return entry;
 }
 
-void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, const store::Entry& entry,
+void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& p, const store::Entry& entry,
                           std::shared_ptr<cache::CompileLock> lock)
 {
   if (!store || !store->writable()) {
@@ -220,15 +220,15 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   // fits), and the manifest that leads to it.
   // The headers' contents go in as blobs, stored once however many entries use them.
   std::vector<store::Store::Row> rows{
-    {store::Table::entries, std::string(bytes_of(key)), store::encode_record(entry, key)},
-    {store::Table::names, store::names_key(p.program().name, bytes_of(key)), p.program().name},
+    {store::Table::entries, std::string(bytes_of(entry_key)), store::encode_record(entry, entry_key)},
+    {store::Table::names, store::names_key(p.program().name, bytes_of(entry_key)), p.program().name},
   };
-  store::add_header_rows(entry, key, rows);
+  store::add_header_rows(entry, entry_key, rows);
   if (!entry.direct_inputs.empty()) {  // the direct row that leads to it without SHA-256
     const util::Checksum input_digest = util::checksum(entry.direct_inputs);
     rows.push_back({store::Table::direct, std::string(cache::input_digest_bytes(input_digest)),
-                    cache::direct_row(key, entry.direct_inputs.size())});
-    direct.insert(input_digest, entry.direct_inputs, key);
+                    cache::direct_row(entry_key, entry.direct_inputs.size())});
+    direct_index.insert(input_digest, entry.direct_inputs, entry_key);
   }
   if (auto manifest = take_unsaved_manifest(p)) {
     rows.push_back(std::move(*manifest));
@@ -264,8 +264,8 @@ void Cache::Impl::persist(const util::Sha256& key, const PreparedProgram& p, con
   }
   // Queued after the commit: the mirror's thread writes the folder once the store has the entry
   // (and skips it if the commit failed).
-  mirror_entry(key, entry);
-  after_write(key, row_bytes, blob_bound);  // KJIT_MAX_SIZE: checked on writes
+  mirror_entry(entry_key, entry);
+  after_write(entry_key, row_bytes, blob_bound);  // KJIT_MAX_SIZE: checked on writes
 }
 
 cache::Result cache::result_of(store::Entry&& entry)
@@ -321,13 +321,13 @@ const char* to_string(Source source) noexcept
   return "unknown";
 }
 
-cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const PreparedProgram& p, Source& source,
+cache::Result Cache::Impl::load_or_compile(const util::Sha256& prepared_key, const PreparedProgram& p, Source& source,
                                            bool& keepable)
 {
   keepable = true;
   const util::Stopwatch watch;
-  const bool provisional = is_provisional(key);
-  if (auto entry = provisional ? std::nullopt : load(key, p.program().name, p.arch())) {
+  const bool provisional = is_provisional(prepared_key);
+  if (auto entry = provisional ? std::nullopt : load(prepared_key, p.program().name, p.arch())) {
     statistics.count(&CacheStats::disk_hits, &CacheStats::compile_ms_saved, entry->binary.timings.total_ms);
     if (entry->kind == store::EntryKind::failure) {
       statistics.count(&CacheStats::failed_hits);
@@ -339,7 +339,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
     }
     return cache::result_of(std::move(*entry));
   }
-  if (auto entry = load_from_tiers(key, p, source)) {
+  if (auto entry = load_from_tiers(prepared_key, p, source)) {
     verbose(("hit " + std::string(to_string(source))).c_str(), p, watch.elapsed_ms());
     return cache::result_of(std::move(*entry));
   }
@@ -356,11 +356,11 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   statistics.count(&CacheStats::misses);
   std::shared_ptr<cache::CompileLock> lock;  // held until the commit of the result is durable
   if (store && store->writable()) {
-    lock = std::make_shared<cache::CompileLock>(store->io_path(), key, config.compile_lock_timeout_s);
+    lock = std::make_shared<cache::CompileLock>(store->io_path(), prepared_key, config.compile_lock_timeout_s);
   }
   if (lock && !provisional) {
     // Another process may have stored the result while we asked for the lock.
-    if (auto entry = load(key, p.program().name, p.arch())) {
+    if (auto entry = load(prepared_key, p.program().name, p.arch())) {
       statistics.count(&CacheStats::compiled_elsewhere);
       source = Source::compiled_elsewhere;
       verbose("hit disk (compiled by another process)", p, watch.elapsed_ms());
@@ -374,7 +374,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
   // KJIT_REMOTE_CACHE: one node of the fleet compiles, the others wait (tiers.cpp). Released when
   // this function returns: after the compiled record was offered, so waiting nodes find it.
   remote::Lease lease;
-  const util::Sha256& lease_entry_key = provisional ? predicted_entry_key : key;
+  const util::Sha256& lease_entry_key = provisional ? predicted_entry_key : prepared_key;
   if (auto entry = lease_entry_key == util::Sha256{} ? std::nullopt : await_fleet(lease_entry_key, p, lease)) {
     source = Source::remote;
     verbose("hit remote (compiled by another node)", p.program().name, p.arch(), lease_entry_key, watch.elapsed_ms());
@@ -411,7 +411,7 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& key, const Prepar
             p.program().name, p.arch(), nullptr, watch.elapsed_ms());
   }
   cache::Result result = cache::result_of(std::move(entry));
-  if (cacheable && compiled_entry_key != key) {
+  if (cacheable && compiled_entry_key != prepared_key) {
     memory.insert(compiled_entry_key, result);  // found under its true key by the next, validated, lookup
   }
   return result;

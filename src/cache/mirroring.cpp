@@ -97,7 +97,7 @@ void Cache::Impl::mirror_headers_early(const deps::Resolution& resolution)
   mirror_writer->write_headers(std::move(files));
 }
 
-void Cache::Impl::mirror_entry(const util::Sha256& key, const store::Entry& entry)
+void Cache::Impl::mirror_entry(const util::Sha256& entry_key, const store::Entry& entry)
 {
   if (mirror_writer) {
     {
@@ -124,7 +124,7 @@ void Cache::Impl::mirror_entry(const util::Sha256& key, const store::Entry& entr
     } catch (const std::exception& e) {
       cache::warn_once(std::string("cannot mirror into the cache folder: ") + e.what());
     }
-    mirror_writer->write(util::to_hex(key), entry);
+    mirror_writer->write(util::to_hex(entry_key), entry);
   }
 }
 

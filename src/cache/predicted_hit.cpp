@@ -10,11 +10,11 @@ namespace kjit {
 
 std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram& p, util::Sha256& predicted_entry_key)
 {
-  const util::Sha256 key = p.m_key;
+  const util::Sha256 provisional_key = p.m_key;
   std::shared_ptr<deps::Resolver> resolver;
   {
     std::lock_guard lock(manifests.mutex);
-    if (const auto it = manifests.predictions.find(key); it != manifests.predictions.end()) {
+    if (const auto it = manifests.predictions.find(provisional_key); it != manifests.predictions.end()) {
       resolver = it->second;  // left in place: a miss hands it to the compile
     }
   }
@@ -28,7 +28,7 @@ std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram
   if (!resolver->unfaithful().empty()) {
     return nullptr;  // the private folder can't answer as the disk would: compiled from disk, never served
   }
-  predicted_entry_key = cache::make_key_texts(p.program(), p.arch(), key_context(), resolver->result().headers).digest;
+  predicted_entry_key = cache::make_key_texts(p.program(), p.arch(), key_context(), resolver->result().headers).entry_key;
   return resolver;
 }
 

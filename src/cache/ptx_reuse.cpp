@@ -23,15 +23,15 @@ std::optional<Binary> Cache::Impl::ptx_of_real_arch(const Program& program, cons
   rtc::check_options(program, arch);  // what the compile would refuse is refused the same way
   // The real arch's key covers the same program, options, toolchain and headers: its entry was
   // compiled from exactly what a compile now would read.
-  const util::Sha256 key = cache::make_key_texts(program, Arch::parse(arch.real_name()), key_context(), headers).digest;
+  const util::Sha256 real_arch_entry_key = cache::make_key_texts(program, Arch::parse(arch.real_name()), key_context(), headers).entry_key;
   std::shared_ptr<const Binary> real;
-  if (auto found = memory.find(key)) {
+  if (auto found = memory.find(real_arch_entry_key)) {
     real = found->binary;
   } else if (store) {
     std::string why;
     try {
-      store->visit(store::Table::entries, bytes_of(key), [&](std::string_view bytes) {
-        if (auto entry = store::decode_record(bytes, key, store::Sections::artifacts, why);
+      store->visit(store::Table::entries, bytes_of(real_arch_entry_key), [&](std::string_view bytes) {
+        if (auto entry = store::decode_record(bytes, real_arch_entry_key, store::Sections::artifacts, why);
             entry && entry->kind == store::EntryKind::binary) {
           real = std::make_shared<const Binary>(std::move(entry->binary));
         }

@@ -39,11 +39,11 @@ std::size_t blob_growth_bound(std::size_t bytes)
 
 } // namespace cache
 
-void Cache::Impl::note_use(const util::Sha256& key)
+void Cache::Impl::note_use(const util::Sha256& entry_key)
 {
   if (store) {
     std::lock_guard lock(size.uses_mutex);
-    size.used.insert(key);
+    size.used.insert(entry_key);
   }
 }
 

@@ -54,11 +54,11 @@ void Cache::Impl::open_tiers()
   store->put(rows);
 }
 
-std::optional<store::Entry> Cache::Impl::load_from_tiers(const util::Sha256& key, const PreparedProgram& p,
+std::optional<store::Entry> Cache::Impl::load_from_tiers(const util::Sha256& entry_key, const PreparedProgram& p,
                                                          Source& source)
 {
   for (const auto& tier : tiers) {
-    if (auto entry = take_answer(*tier, tier->get(key), key, p)) {
+    if (auto entry = take_answer(*tier, tier->get(entry_key), entry_key, p)) {
       source = tier->accounting().source;
       return entry;
     }
@@ -67,7 +67,7 @@ std::optional<store::Entry> Cache::Impl::load_from_tiers(const util::Sha256& key
 }
 
 std::optional<store::Entry> Cache::Impl::take_answer(tier::Tier& tier, tier::TierAnswer answer,
-                                                     const util::Sha256& key, const PreparedProgram& p)
+                                                     const util::Sha256& entry_key, const PreparedProgram& p)
 {
   const tier::TierAccounting& counted = tier.accounting();
   const auto count_in = [this](std::uint64_t CacheStats::*counter, std::uint64_t by = 1) {
@@ -88,7 +88,7 @@ std::optional<store::Entry> Cache::Impl::take_answer(tier::Tier& tier, tier::Tie
     }
   } else {
     count_in(counted.bytes_read, answer.bytes.size());
-    entry = store::decode_record(answer.bytes, key, store::Sections::all, why);
+    entry = store::decode_record(answer.bytes, entry_key, store::Sections::all, why);
     if (!entry) {
       // A damaged record is a tier error whichever tier held it, and one of that tier's errors.
       statistics.count(&CacheStats::tier_errors);
@@ -112,14 +112,14 @@ std::optional<store::Entry> Cache::Impl::take_answer(tier::Tier& tier, tier::Tie
     statistics.count(&CacheStats::failed_hits);
   }
   try {
-    persist(key, p, *entry);  // backfilled: the next process finds it in its own store
+    persist(entry_key, p, *entry);  // backfilled: the next process finds it in its own store
   } catch (const Error& e) {
     log::line("warning: cannot copy a hit of " + tier.name() + " into the store: " + e.what());
   }
   return entry;
 }
 
-std::optional<store::Entry> Cache::Impl::await_fleet(const util::Sha256& key, const PreparedProgram& p,
+std::optional<store::Entry> Cache::Impl::await_fleet(const util::Sha256& entry_key, const PreparedProgram& p,
                                                      remote::Lease& lease)
 {
   if (remote == nullptr) {
@@ -129,14 +129,14 @@ std::optional<store::Entry> Cache::Impl::await_fleet(const util::Sha256& key, co
     return std::nullopt;  // its record there is damaged: compiled here, and the upload replaces it
   }
   const auto wait_ms = static_cast<std::int64_t>(config.compile_lock_timeout_s * 1000);
-  remote::LeaseAnswer answer = remote->lease(key, wait_ms);
+  remote::LeaseAnswer answer = remote->lease(entry_key, wait_ms);
   if (answer.kind == remote::LeaseAnswer::Kind::held) {
     lease = std::move(answer.lease);
   } else if (answer.kind == remote::LeaseAnswer::Kind::record) {
     tier::TierAnswer record;
     record.kind = tier::TierAnswer::Kind::record;
     record.bytes = std::move(answer.bytes);
-    return take_answer(*remote, std::move(record), key, p);  // a damaged one: compiled here
+    return take_answer(*remote, std::move(record), entry_key, p);  // a damaged one: compiled here
   } else if (answer.timed_out) {
     cache::warn_once("waited " + std::to_string(config.compile_lock_timeout_s) + " s (KJIT_COMPILE_LOCK_TIMEOUT) for " +
                      remote->name() + " to get a kernel another node compiles; compiling it here");
@@ -144,7 +144,7 @@ std::optional<store::Entry> Cache::Impl::await_fleet(const util::Sha256& key, co
   return std::nullopt;
 }
 
-void Cache::Impl::offer_to_tiers(const util::Sha256& key, const store::Entry& entry) noexcept
+void Cache::Impl::offer_to_tiers(const util::Sha256& entry_key, const store::Entry& entry) noexcept
 {
   if (entry.kind != store::EntryKind::binary) {
     return;  // a compile error is this machine's to keep: another node's toolkit may compile it
@@ -155,9 +155,9 @@ void Cache::Impl::offer_to_tiers(const util::Sha256& key, const store::Entry& en
       if (tier->keeps_puts()) {
         if (record.empty()) {
           // Self-contained (headers inline): another machine's store has none of this one's blobs.
-          record = store::encode_record(entry, key, store::HeaderStorage::inline_content);
+          record = store::encode_record(entry, entry_key, store::HeaderStorage::inline_content);
         }
-        tier->put(key, record);
+        tier->put(entry_key, record);
       }
     }
   } catch (const std::exception& e) {

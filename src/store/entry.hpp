@@ -45,7 +45,7 @@ struct Entry {
   // Format 6: the raw inputs of a direct-eligible program (cache/direct_index.hpp), which a hit
   // through its direct row compares in full; empty for other programs.
   std::string direct_inputs;
-  std::string manifest_key;          // 32 bytes: the direct key of its manifest; empty if none
+  std::string manifest_key;          // 32 bytes: the manifest key of its manifest (docs/keys.md); empty if none
   std::int64_t created_unix = 0;
 };
 

@@ -43,7 +43,7 @@ enum class Tag : std::uint16_t {
   cubin_path,
   header_ref,  // format 4: sha256[32] | u64 size; the content is a blob (blobs.hpp)
   direct_inputs,  // format 6: the raw inputs a direct row leads here by (cache/direct_index.hpp)
-  manifest_key,   // format 6: the 32-byte direct key of the manifest that leads here
+  manifest_key,   // format 6: the 32-byte manifest key of the manifest that leads here
 };
 
 // A field whose tag has this bit holds its value as one zstd frame (format 4).

@@ -14,7 +14,7 @@
 //   inputs (format 6): first the raw inputs of a direct-eligible program (a direct row holds only
 //   the entry key and their length) and the key of the manifest that leads to the entry
 //
-// A hit reads and verifies only the artifacts (the key digest inside must equal the LMDB key);
+// A hit reads and verifies only the artifacts (the entry key inside must equal the LMDB key);
 // the inputs are read for the mirror, explain and orphans. Integers are little-endian; unknown
 // tags are an error.
 #pragma once
@@ -56,7 +56,7 @@ enum class CubinCheck {
 };
 
 // Decodes and verifies the record stored under `key`: magic, format, sizes, checksums, fields,
-// the key digest, the cubin (as `cubin` says); with Sections::all the inputs too. Returns nullopt
+// the entry key, the cubin (as `cubin` says); with Sections::all the inputs too. Returns nullopt
 // with the reason in `why` for anything damaged: such a record must never be used.
 std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& key, Sections sections, std::string& why,
                                    CubinCheck cubin = CubinCheck::full);
@@ -79,7 +79,7 @@ std::optional<RecordSummary> summarize_record(std::string_view bytes);
 // damaged field can only fail to match. nullopt if the record has no such field.
 enum class InputField {
   direct_inputs,  // the raw inputs its direct row leads here by: a hit compares them in full
-  manifest_key,   // 32 bytes: the direct key of the manifest that leads here
+  manifest_key,   // 32 bytes: the manifest key of the manifest that leads here
 };
 std::optional<std::string_view> input_field(std::string_view bytes, InputField field);
 

@@ -105,9 +105,9 @@ std::string names_prefix(std::string_view program_name)
   return std::string(reinterpret_cast<const char*>(digest.data()), 16);
 }
 
-std::string names_key(std::string_view program_name, std::string_view key_digest)
+std::string names_key(std::string_view program_name, std::string_view entry_key)
 {
-  return names_prefix(program_name) + std::string(key_digest);
+  return names_prefix(program_name) + std::string(entry_key);
 }
 
 Store::Store(std::unique_ptr<Impl> impl, bool writable)

@@ -24,21 +24,21 @@ class Committer;
 
 // Named databases inside the environment.
 enum class Table {
-  entries,     // key digest (32 bytes) → record
+  entries,     // entry key (32 bytes) → record
   meta,        // text key → text value + checksum trailer (checked on read; see put())
-  quarantine,  // key digest + ":" + unix time → reason "\n" damaged record (newest k_quarantine_rows kept)
-  manifests,   // direct key (source, in-memory headers, options, toolchain) → manifest
-  names,       // names_key(program name, key digest) → program name (entries by program name, for explain)
+  quarantine,  // entry key + ":" + unix time → reason "\n" damaged record (newest k_quarantine_rows kept)
+  manifests,   // manifest key (program and options texts, resolution context) → manifest
+  names,       // names_key(program name, entry key) → program name (entries by program name, for explain)
   blobs,       // sha256 of a header's content → that content, stored once (blobs.hpp; put() encodes it)
-  blob_refs,   // sha256 of a blob + key digest of an entry that uses it → "1" (garbage collection)
+  blob_refs,   // sha256 of a blob + entry key of an entry that uses it → "1" (garbage collection)
   direct,      // XXH3-128 of a program's raw inputs → entry key + those inputs (cache/direct_index.hpp)
 };
 constexpr int k_table_count = 8;
 constexpr std::size_t k_quarantine_rows = 64;
 
-// The `names` row of an entry: sha256(program name)[0..16) + key digest, so any name fits LMDB's
+// The `names` row of an entry: sha256(program name)[0..16) + entry key, so any name fits LMDB's
 // 511-byte key limit. names_prefix() is what every row of one program name starts with.
-std::string names_key(std::string_view program_name, std::string_view key_digest);
+std::string names_key(std::string_view program_name, std::string_view entry_key);
 std::string names_prefix(std::string_view program_name);
 
 // Who may use the store's folder and files besides the owner.

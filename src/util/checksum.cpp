@@ -1,4 +1,4 @@
-// XXH3-128 checksums (record sections, direct keys), with AVX2 where the CPU has it.
+// XXH3-128 checksums (record sections, input digests), with AVX2 where the CPU has it.
 //
 // xxhash.h is inlined (no libxxhash to load) and compiled for SSE2, the x86-64 baseline; its AVX2
 // loop is built here for this file's functions only (target attribute, like xxhash's own

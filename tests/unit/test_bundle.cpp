@@ -355,7 +355,7 @@ BOOST_AUTO_TEST_CASE(an_unreadable_or_damaged_bundle_is_a_counted_miss_never_an_
   for (const auto& index : reader.index()) {
     std::string bytes = reader.read(index);
     bytes[bytes.size() - 40] ^= 0x5a;
-    records.push_back({index.key, bytes});
+    records.push_back({index.entry_key, bytes});
   }
   const std::string bad = tmp.path() + "/bad-records.kjitpack";
   kjit::bundle::write_bundle(bad, records, reader.meta(), kjit::store::k_record_format);
@@ -448,7 +448,7 @@ BOOST_AUTO_TEST_CASE(import_never_replaces_a_good_entry_with_a_bad_one)
   kjit::bundle::Reader reader(pack);
   std::vector<kjit::bundle::Record> records;
   for (const auto& index : reader.index()) {
-    records.push_back({index.key, reader.read(index)});
+    records.push_back({index.entry_key, reader.read(index)});
   }
   // Record 0 damaged (its own checksum fails), record 1 stored under the wrong key.
   records[0].bytes[records[0].bytes.size() - 40] ^= 0x5a;
@@ -463,14 +463,14 @@ BOOST_AUTO_TEST_CASE(import_never_replaces_a_good_entry_with_a_bad_one)
   kjit::Cache source(config);
   const std::string good0 =
     *kjit::store::Store::open(source.store_path(), config.store_map_size)->get(kjit::store::Table::entries,
-                                                                              std::string(reinterpret_cast<const char*>(reader.index()[0].key.data()), 32));
+                                                                              std::string(reinterpret_cast<const char*>(reader.index()[0].entry_key.data()), 32));
   target.import_bundle(pack);  // all good
   const kjit::BundleReport report = target.import_bundle(bad);
   BOOST_TEST(report.rejected.size() == 2u);
   BOOST_TEST(report.entries == 0u);
   auto store = kjit::store::Store::open(target.store_path(), config.store_map_size);
   const auto kept = store->get(kjit::store::Table::entries,
-                               std::string(reinterpret_cast<const char*>(reader.index()[0].key.data()), 32));
+                               std::string(reinterpret_cast<const char*>(reader.index()[0].entry_key.data()), 32));
   BOOST_TEST((kept && *kept == good0));
   BOOST_TEST(target.disk_entries() == 3u);
   BOOST_TEST(target.verify(kjit::Repair::no).bad.empty());
@@ -514,7 +514,7 @@ BOOST_AUTO_TEST_CASE(a_record_whose_fields_expand_to_gigabytes_is_refused_unexpa
   const std::string bomb = with_headers(reader.read(first), zero_frame(std::size_t{1} << 30), 3);
   BOOST_TEST_REQUIRE(bomb.size() < (std::size_t{1} << 20));
   const std::string hostile = tmp.path() + "/hostile.kjitpack";
-  kjit::bundle::write_bundle(hostile, {{first.key, bomb}}, reader.meta(), kjit::store::k_record_format);
+  kjit::bundle::write_bundle(hostile, {{first.entry_key, bomb}}, reader.meta(), kjit::store::k_record_format);
   const kjit::Config target = config_at(config, tmp.path() + "/target");
   const pid_t child = ::fork();
   BOOST_TEST_REQUIRE(child >= 0);
@@ -626,7 +626,7 @@ BOOST_AUTO_TEST_CASE(an_index_entry_past_the_data_is_refused_before_it_is_read)
   const std::string pack = tmp.path() + "/past.kjitpack";
   const std::string data(100, 'x');
   kjit::bundle::IndexEntry entry;
-  entry.key.fill(0x11);
+  entry.entry_key.fill(0x11);
   entry.size = std::uint64_t{3} << 30;
   const std::string index = kjit::bundle::encode_index({entry});
   kjit::bundle::Header header;

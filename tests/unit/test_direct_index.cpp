@@ -183,20 +183,20 @@ BOOST_AUTO_TEST_CASE(every_input_of_the_key_changes_the_direct_inputs)
   const kjit::Program base = small_program("inputs");
   kjit::cache::KeyContext context;
   context.nvrtc_identity = "13.0";
-  const std::string text = kjit::cache::direct_context(context);
+  const std::string text = kjit::cache::inputs_toolchain(context);
   const std::string reference = kjit::cache::direct_inputs(base, arch, text);
   std::vector<std::string> variants;
   kjit::cache::KeyContext other = context;
   other.nvrtc_identity = "13.1";
-  variants.push_back(kjit::cache::direct_inputs(base, arch, kjit::cache::direct_context(other)));
+  variants.push_back(kjit::cache::direct_inputs(base, arch, kjit::cache::inputs_toolchain(other)));
   other = context;
   other.toolkit_include_names = {"include"};
-  variants.push_back(kjit::cache::direct_inputs(base, arch, kjit::cache::direct_context(other)));
+  variants.push_back(kjit::cache::direct_inputs(base, arch, kjit::cache::inputs_toolchain(other)));
   // The toolkit headers' fingerprint is in neither its key nor its direct inputs: a program that
   // names no disk header reads no toolkit header (key.cpp).
   other = context;
   other.toolkit_headers = std::string("fingerprint");
-  BOOST_TEST(kjit::cache::direct_context(other) == text);
+  BOOST_TEST(kjit::cache::inputs_toolchain(other) == text);
   BOOST_TEST(kjit::cache::make_key_texts(base, arch, other).hex() == kjit::cache::make_key_texts(base, arch, context).hex());
   variants.push_back(kjit::cache::direct_inputs(base, kjit::Arch::parse("sm_80"), text));
   for (int field = 0; field < 5; ++field) {
