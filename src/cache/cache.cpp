@@ -333,8 +333,8 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
   try {
     bool keepable = true;
     result = impl.load_or_compile(prepared_key, prepared, source, keepable);
-    // Not a compile kjit does not cache (a file NVRTC or ptxas reads that no key holds): before,
-    // the memory tier kept it, and the next lookup was served it after that file changed.
+    // Not a compile kjit does not cache (a file NVRTC or ptxas reads that no key holds): kept in
+    // memory, it would be served to the next lookup after that file changed.
     if (!provisional && keepable) {
       impl.keep(prepared_key, result, source);
     }

@@ -72,8 +72,8 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
   }
   // What no removal frees: the mirror's shared files and folders (index.txt, headers/, programs/
   // itself) and rows that lead to no entry. The limit bounds what the entries take: counted, these
-  // made a limit that the entries' own bytes fit in remove every entry (issue 39: 60 KiB removed all
-  // 28 entries whose records took 125 KiB, and each entry with its folder about 50 KiB).
+  // would make a limit that the entries' own bytes fit in remove every entry (a mirror's shared
+  // files alone can be larger than a small limit).
   std::size_t own = 0;
   for (const Ranked& r : ranked) {
     own += r.bytes;

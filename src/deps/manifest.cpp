@@ -210,8 +210,8 @@ Validation validate(Resolution& entry, ValidationCounters& counters)
       return Validation::changed;
     }
     // The same content under a new stamp (a touch): the next check is a stat only, unless the stamp
-    // is too new to stand for it (an edit within its tick would keep it; before, a touch and an
-    // edit within one second on a filesystem of whole seconds were served the old binary). Then
+    // is too new to stand for it (an edit within its tick would keep it: on a filesystem of whole
+    // seconds, a touch and an edit within one second would be served the old binary). Then
     // the old stamp stays, and the next lookup hashes the header again (nothing to save: the
     // entry is as recorded).
     if (!too_new(now, start)) {
