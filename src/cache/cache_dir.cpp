@@ -40,16 +40,6 @@ std::string octal(mode_t mode)
 
 } // namespace
 
-void warn_once(const std::string& message)
-{
-  static std::mutex mutex;
-  static std::set<std::string> said;
-  std::lock_guard lock(mutex);
-  if (said.insert(message).second) {
-    log::line("warning: " + message);
-  }
-}
-
 namespace {
 
 // Every parent of `real` must belong to root or the user, and be writable by nobody else unless it

@@ -3,6 +3,7 @@
 
 #include <kjit/config.hpp>
 
+#include "config/log.hpp"
 #include "mirror/mirror.hpp"
 #include "util/unique_handle.hpp"
 
@@ -52,8 +53,7 @@ bool follow_cache_dir(CacheDir& dir, const Config& config, const std::string& st
 // folder in /tmp, as tmux and ssh want theirs). Returns the reason it fails, or "".
 std::string private_folder_problem(int fd, bool shared, bool strict = false);
 
-// Logs "warning: <message>" once per process and message.
-void warn_once(const std::string& message);
+using log::warn_once;  // "warning: …" once per process (config/log.hpp)
 
 
 // Removes the folders <parent>/<prefix><pid>-… of this user whose process is gone (killed while it

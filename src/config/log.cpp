@@ -8,6 +8,7 @@
 #include <cxxabi.h>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 namespace kjit {
@@ -65,6 +66,16 @@ void line(std::string_view text)
     }
   }
   to_stderr(text);
+}
+
+void warn_once(const std::string& message)
+{
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard lock(mutex);
+  if (said.insert(message).second) {
+    line("warning: " + message);
+  }
 }
 
 } // namespace log

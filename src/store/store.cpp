@@ -74,16 +74,6 @@ std::string write_failure(const std::string& dir, const StoreError& e)
 
 } // namespace
 
-void warn_once(const std::string& message)
-{
-  static std::mutex mutex;
-  static std::set<std::string> said;
-  std::lock_guard lock(mutex);
-  if (said.insert(message).second) {
-    log::line("warning: " + message);
-  }
-}
-
 std::optional<std::string_view> strip_meta_trailer(std::string_view stored)
 {
   const std::size_t trailer = sizeof(util::Checksum) + sizeof k_meta_trailer;

@@ -2,6 +2,7 @@
 // Private to src/store/.
 #pragma once
 
+#include "config/log.hpp"
 #include "store/blob_txn.hpp"
 #include "store/check.hpp"
 #include "store/committer.hpp"
@@ -270,8 +271,7 @@ struct Store::Impl {
 // docs/reliability.md); the child may map the store once more plus this much memory.
 constexpr double k_check_seconds = 30.0;
 constexpr std::size_t k_check_memory = std::size_t(1) << 30;
-// Logs "warning: `message`" once per process.
-void warn_once(const std::string& message);
+using log::warn_once;  // "warning: …" once per process (config/log.hpp)
 // A meta row's value without its trailer, or nullopt if the trailer is missing or does not match.
 std::optional<std::string_view> strip_meta_trailer(std::string_view stored);
 
