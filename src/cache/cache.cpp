@@ -27,12 +27,12 @@ namespace kjit {
 
 CacheStats Cache::Impl::stats_now() const
 {
-  CacheStats now = statistics.snapshot();
-  const cache::MemoryTier::Hits tier = memory.hits();  // the memory tier's hits
-  now.memory_hits += tier.hits;
-  now.failed_hits += tier.failed;
-  now.compile_ms_saved += tier.ms_saved;
-  return now;
+  return statistics.snapshot([this](CacheStats& now) {
+    const cache::MemoryTier::Hits tier = memory.hits();  // the memory tier's hits
+    now.memory_hits += tier.hits;
+    now.failed_hits += tier.failed;
+    now.compile_ms_saved += tier.ms_saved;
+  });
 }
 
 void Cache::Impl::keep(const util::Sha256& entry_key, const cache::Result& result, Source source)
@@ -401,8 +401,7 @@ void Cache::clear()
     }
     script::forget_all(*m_impl->store, m_impl->dir.path);  // script records and scripts/ (src/script)
   }
-  m_impl->statistics.reset();
-  m_impl->memory.reset_hits();
+  m_impl->statistics.reset([this] { m_impl->memory.reset_hits(); });
 }
 
 namespace cache {

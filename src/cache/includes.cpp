@@ -68,8 +68,10 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
     deps::ValidationCounters counters;
     const deps::Validation validation = deps::validate(manifest->entries[i], counters);
     {
-      statistics.count(&CacheStats::header_stats, nullptr, 0, counters.stats);
-      statistics.count(&CacheStats::header_rehashes, nullptr, 0, counters.rehashes);
+      statistics.update([&](CacheStats& stats) {
+        stats.header_stats += counters.stats;
+        stats.header_rehashes += counters.rehashes;
+      });
     }
     if (validation == deps::Validation::changed) {
       continue;

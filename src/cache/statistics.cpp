@@ -11,18 +11,6 @@ void Statistics::count(std::uint64_t CacheStats::*counter, double CacheStats::*m
   }
 }
 
-CacheStats Statistics::snapshot() const
-{
-  std::lock_guard lock(m_mutex);
-  return m_stats;
-}
-
-void Statistics::reset()
-{
-  std::lock_guard lock(m_mutex);
-  m_stats = CacheStats{};
-}
-
 std::string Statistics::store_problem() const
 {
   std::lock_guard lock(m_mutex);

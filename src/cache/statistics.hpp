@@ -15,9 +15,32 @@ public:
   // Adds `by` to `counter` and, when `ms` is given, `value` to it.
   void count(std::uint64_t CacheStats::*counter, double CacheStats::*ms = nullptr, double value = 0,
              std::uint64_t by = 1);
-  CacheStats snapshot() const;
-  // Zeroes every counter (Cache::clear); the store problem stays.
-  void reset();
+  // Changes several counters at once: readers never see one without the others.
+  template <class Change>
+  void update(Change&& change)
+  {
+    std::lock_guard lock(m_mutex);
+    change(m_stats);
+  }
+  // A copy of the counters with `add` applied to it under the lock: counts kept elsewhere (the
+  // memory tier's own hits) join them in step with reset().
+  template <class Add>
+  CacheStats snapshot(Add&& add) const
+  {
+    std::lock_guard lock(m_mutex);
+    CacheStats now = m_stats;
+    add(now);
+    return now;
+  }
+  // Zeroes every counter and, under the same lock, calls `also` (which zeroes those kept
+  // elsewhere: Cache::clear); the store problem stays.
+  template <class Also>
+  void reset(Also&& also)
+  {
+    std::lock_guard lock(m_mutex);
+    m_stats = CacheStats{};
+    also();
+  }
 
   // Why entries are not kept on disk: no store (the reason it was refused or failed to open), or
   // the error of the last commit that failed (kept after later commits succeed). Empty: none.
