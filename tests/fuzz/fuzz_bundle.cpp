@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& entry : reader.index()) {
       try {
         const std::string record = reader.read(entry);
-        if (reader.find(entry.key) == nullptr) {
+        if (reader.find(entry.entry_key) == nullptr) {
           __builtin_trap();  // an indexed key is found
         }
         (void)record;
