@@ -27,12 +27,14 @@ namespace kjit {
 
 CacheStats Cache::Impl::stats_now() const
 {
-  return statistics.snapshot([this](CacheStats& now) {
+  CacheStats now = statistics.snapshot([this](CacheStats& counted) {
     const cache::MemoryTier::Hits tier = memory.hits();  // the memory tier's hits
-    now.memory_hits += tier.hits;
-    now.failed_hits += tier.failed;
-    now.compile_ms_saved += tier.ms_saved;
+    counted.memory_hits += tier.hits;
+    counted.failed_hits += tier.failed;
+    counted.compile_ms_saved += tier.ms_saved;
   });
+  now.remote_bytes_written = remote != nullptr ? remote->bytes_written() : 0;
+  return now;
 }
 
 void Cache::Impl::keep(const util::Sha256& entry_key, const cache::Result& result, Source source)
@@ -315,8 +317,7 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
   }
 
   std::promise<cache::Result> promise;
-  std::shared_future<cache::Result> future;
-  future = impl.in_flight.join(prepared_key, promise);
+  const std::shared_future<cache::Result> future = impl.in_flight.join(prepared_key, promise);
   if (future.valid()) {  // another thread is on it: its result, shared, counted as a memory hit
     const cache::Result shared = future.get();
     if (!shared.binary && !shared.failure) {
@@ -365,7 +366,6 @@ CacheStats Cache::stats() const
   m_impl->commits.wait();  // the reports of commits still under way (store_errors)
   CacheStats stats = m_impl->stats_now();
   stats.stores_replaced = m_impl->store ? m_impl->store->replacements() : 0;
-  stats.remote_bytes_written = m_impl->remote != nullptr ? m_impl->remote->bytes_written() : 0;
   return stats;
 }
 

@@ -93,7 +93,8 @@ struct Cache::Impl {
   // the destruction (this is destroyed first) wait for them.
   store::Outstanding commits;
 
-  // `stats` with the memory tier's own hit counts (MemoryTier::find_hit, count_hit) added.
+  // The counters, with the memory tier's own hit counts (MemoryTier::find_hit, count_hit) and the
+  // bytes the remote tier wrote added.
   CacheStats stats_now() const;
   // Puts `result`, found or made by a lookup from `source`, in the memory tier: a disk hit is
   // admitted (kept from its second disk hit on), anything else inserted.

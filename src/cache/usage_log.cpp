@@ -279,9 +279,7 @@ Cache::Impl::~Impl()
     if (remote != nullptr) {
       remote->flush();  // the uploads' bytes count
     }
-    CacheStats now = stats_now();
-    now.remote_bytes_written = remote != nullptr ? remote->bytes_written() : 0;
-    cache::append_usage(dir.path, now, config.shared_cache);
+    cache::append_usage(dir.path, stats_now(), config.shared_cache);
   }
   flush_uses();  // the last uses of this process's hits, in one transaction
 }

@@ -73,9 +73,7 @@ LoadOptions load_options_of(const std::vector<std::string>& options)
   LoadOptions load;
   for (std::size_t i = 0; i < options.size(); ++i) {
     const std::string& option = options[i];
-    std::string_view name = option;
-    const std::size_t equals = name.find('=');
-    name = name.substr(0, equals);
+    const std::size_t equals = option.find('=');
     if (options::has(option, options::max_registers)) {
       if (equals != std::string::npos) {
         load.max_registers = register_limit(option.substr(equals + 1), option);

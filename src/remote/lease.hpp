@@ -23,10 +23,6 @@ public:
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
 
-  bool held() const noexcept { return m_server != nullptr; }
-  Server* server() const noexcept { return m_server; }
-  const std::string& key() const noexcept { return m_key; }
-  const std::string& token() const noexcept { return m_token; }
 
 private:
   void release() noexcept;
