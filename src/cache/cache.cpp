@@ -159,8 +159,13 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
     } else {
       // No manifest holds: predict the headers (shown by included_headers()), but the key is
       // provisional: never looked up, only a compile tells which headers NVRTC reads.
-      auto resolver = std::make_shared<deps::Resolver>(program, search);
-      resolver->predict();
+      // Another arch of this program (or its other name expressions) closed a resolution that
+      // still holds: compiled from it, not predicted again (docs/includes.md).
+      auto resolver = m_impl->seeded_resolver(program, search);
+      if (!resolver) {
+        resolver = std::make_shared<deps::Resolver>(program, search);
+        resolver->predict();
+      }
       texts = cache::make_key_texts(program, prepared.m_arch, context, resolver->result().headers);
       for (const deps::DiskHeader& header : resolver->result().headers) {
         prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});

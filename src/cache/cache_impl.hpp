@@ -129,6 +129,12 @@ struct Cache::Impl {
   // For explain: what makes the manifest of `manifest_key` invalid now (headers, folders), or that
   // none was made in this resolution context. Stats and reads only; changes nothing.
   std::vector<std::string> manifest_changes(const util::Sha256& manifest_key, const std::string& context);
+  // closure_seed.cpp: the seed_key() of `program` in this cache's key context (all zero: none).
+  util::Sha256 closure_seed_key(const Program& program, const deps::SearchContext& search);
+  // A resolver seeded with a closure another compile of `program` recorded (another arch, other
+  // name expressions), found unchanged on disk with every header read again; null when there is
+  // none (then the headers are predicted). docs/includes.md, "A closure used again".
+  std::shared_ptr<deps::Resolver> seeded_resolver(const Program& program, const deps::SearchContext& search);
   // The store row of a manifest not stored yet, if any (and forgets that it is unsaved).
   std::optional<store::Store::Row> take_unsaved_manifest(const PreparedProgram& prepared);
 

@@ -515,8 +515,15 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
     } catch (const ToolchainError& error) {
       throw ToolchainError(without(error.what(), root), error.status());
     } catch (const CompileError& error) {
+      const std::vector<Missing> missing_names = missing_includes(error.log());
+      if (resolver.seeded() && !missing_names.empty()) {
+        // The seed was closed by a compile that did not ask for this name (another arch's
+        // #if): predict anew, in a new private folder (the seed's files are in this one).
+        resolver.unseed();
+        return again(config, program, arch, resolver, rounds, round, placing, folder);
+      }
       const std::size_t known = resolver.result().headers.size();
-      for (const Missing& missing : missing_includes(error.log())) {
+      for (const Missing& missing : missing_names) {
         // The copies name the user's files (#line): the main source by the program's name.
         std::string includer = missing.includer.rfind(root, 0) == 0 ? missing.includer.substr(root.size())
                                                                       : missing.includer;

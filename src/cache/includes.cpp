@@ -149,6 +149,7 @@ void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::s
   deps::Resolution recorded;
   recorded.dirs = resolution.dirs;
   recorded.recordable = resolution.recordable;
+  recorded.closure = resolution.closure;
   recorded.headers.reserve(resolution.headers.size());
   for (const auto& header : resolution.headers) {
     recorded.headers.push_back({header.name, header.path, header.hash, header.stamp, {}, header.spelled});

@@ -204,6 +204,9 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
     entry.direct_inputs = direct_inputs(program, p.arch());
   } else {
     const util::Sha256 manifest_key = p.m_manifest_key;
+    if (const util::Sha256 seed = cacheable ? closure_seed_key(program, search) : util::Sha256{}; seed != util::Sha256{}) {
+      resolver.result().closure = resolver.closure_state(seed);  // for the program's other archs
+    }
     record_manifest(manifest_key, search.text(), resolution);
     entry.manifest_key.assign(bytes_of(manifest_key));  // the manifest goes when its last entry does
   }

@@ -12,8 +12,10 @@ namespace kjit::deps {
 namespace {
 
 // 3: a header's "spelled" line (the name a binary naming files gives it). 4: the device in each
-// stamp (an inode number names a file on one filesystem only).
-constexpr const char* k_magic = "kjit-manifest 5";
+// stamp (an inode number names a file on one filesystem only). 5: a folder's absent names. 6: an
+// entry's closure lines (ClosureState); a manifest of format 5 reads as one without them.
+constexpr const char* k_magic = "kjit-manifest 6";
+constexpr const char* k_magic_without_closures = "kjit-manifest 5";
 
 std::string unescape(const std::string& text)
 {
@@ -80,6 +82,25 @@ std::string encode_manifest(const Manifest& manifest, const std::string& context
         body += "absent " + util::escape_line(dir.absent) + "\n";
       }
     }
+    if (entry.closure) {
+      const ClosureState& closure = *entry.closure;
+      body += "seed " + util::to_hex(closure.seed_key) + "\n";
+      for (const auto& dir : closure.computed_dirs) {
+        body += "computed " + util::escape_line(dir) + "\n";
+      }
+      for (const auto& name : closure.climbing_names) {
+        body += "climbing " + util::escape_line(name) + "\n";
+      }
+      if (closure.once_by_macro) {
+        body += "once-by-macro\n";
+      }
+      if (closure.names_files) {
+        body += "names-files\n";
+      }
+      if (!closure.two_names.empty()) {
+        body += "two-names " + util::escape_line(closure.two_names) + "\n";
+      }
+    }
   }
   return std::string(k_magic) + " " + util::to_hex(util::checksum(body)) + "\n" + body;
 }
@@ -87,7 +108,10 @@ std::string encode_manifest(const Manifest& manifest, const std::string& context
 std::optional<Manifest> decode_manifest(std::string_view bytes, const std::string& context)
 {
   const auto first = bytes.find('\n');
-  const std::string magic = k_magic;
+  std::string magic = k_magic;
+  if (first != std::string_view::npos && bytes.substr(0, magic.size()) != magic) {
+    magic = k_magic_without_closures;
+  }
   if (first == std::string_view::npos || bytes.substr(0, magic.size()) != magic) {
     return std::nullopt;
   }
@@ -121,6 +145,37 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
         manifest.back().dirs.back().whole = true;
       } else {
         manifest.back().dirs.back().absent = unescape(line.substr(7));
+      }
+      continue;
+    }
+    if (kind == "seed") {
+      std::string hex;
+      if (magic != k_magic || manifest.back().closure || !(words >> hex)) {
+        return std::nullopt;
+      }
+      manifest.back().closure.emplace();
+      if (!parse_hash(hex, manifest.back().closure->seed_key)) {
+        return std::nullopt;
+      }
+      continue;
+    }
+    if (kind == "computed" || kind == "climbing" || kind == "once-by-macro" || kind == "names-files" ||
+        kind == "two-names") {
+      if (!manifest.back().closure) {
+        return std::nullopt;  // closure lines follow their entry's seed line
+      }
+      ClosureState& closure = *manifest.back().closure;
+      const std::string rest = line.size() > kind.size() + 1 ? unescape(line.substr(kind.size() + 1)) : std::string();
+      if (kind == "computed") {
+        closure.computed_dirs.insert(rest);
+      } else if (kind == "climbing") {
+        closure.climbing_names.insert(rest);
+      } else if (kind == "once-by-macro") {
+        closure.once_by_macro = true;
+      } else if (kind == "names-files") {
+        closure.names_files = true;
+      } else {
+        closure.two_names = rest;
       }
       continue;
     }

@@ -101,9 +101,7 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
              "the -D value of " + name + " names include (" + value + "): NVRTC probes files kjit does not follow");
     }
   }
-  const std::string base = context.source_dir.empty() ? context.cwd : context.source_dir;
-  const auto slash = program.name.rfind('/');
-  m_main_path = join_path(base, slash == std::string::npos ? program.name : program.name.substr(slash + 1));
+  m_main_path = main_path_of(program, context);
   for (const auto& name : context.pre_includes) {
     // NVRTC looks for a pre-include in the working directory first, then in the -I folders; an
     // in-memory header of that name comes before both (found: none, so NVRTC gets the name).
@@ -133,6 +131,13 @@ Resolver::Resolver(const Program& program, const SearchContext& context)
   if (!context.source_dir.empty()) {
     probe(context.source_dir + "/.");
   }
+}
+
+std::string Resolver::main_path_of(const Program& program, const SearchContext& context)
+{
+  const std::string base = context.source_dir.empty() ? context.cwd : context.source_dir;
+  const auto slash = program.name.rfind('/');
+  return join_path(base, slash == std::string::npos ? program.name : program.name.substr(slash + 1));
 }
 
 void Resolver::probe(const std::string& candidate, bool whole)
@@ -446,6 +451,9 @@ const DiskHeader* Resolver::find(const std::string& path) const
 
 std::string Resolver::add_next(const std::string& name, IncludeKind kind, const std::string& includer)
 {
+  if (m_seeded) {
+    unseed();  // the seed was closed without this name: predict anew
+  }
   m_names.insert(name);
   const bool main = includer == m_main_path;
   std::string includer_dir = includer.empty() ? m_context.cwd : dir_of(includer);

@@ -158,10 +158,23 @@ struct ProbedDir {
 // is its stamp now.
 bool folder_changed(const ProbedDir& dir, const FileStamp& now);
 
+// What a closed resolution knows beyond its files, so that another compile of the same program
+// (another arch, other name expressions) can start from it instead of predicting again
+// (Resolver's seeded constructor; docs/includes.md, "A closure used again").
+struct ClosureState {
+  util::Sha256 seed_key{};  // seed_key() of the program it was closed for; all zero: none
+  std::set<std::string> computed_dirs;   // Resolver::computed_dirs()
+  std::set<std::string> climbing_names;  // the names of Resolver::names() with a ".." in them
+  bool once_by_macro = false;            // Resolver::once_by_macro()
+  bool names_files = false;              // Resolver::names_files()
+  std::string two_names;                 // Resolver::two_names()
+};
+
 struct Resolution {
   std::vector<DiskHeader> headers;  // unique by path, in discovery order
   std::vector<ProbedDir> dirs;      // unique by path
   bool recordable = true;           // false: a header was "too new" or kept changing; no manifest
+  std::optional<ClosureState> closure;  // set when the resolution may seed another compile
 };
 
 // How many folders resolvers listed (readdir) in this process: a test checks that a miss of a
@@ -182,6 +195,17 @@ KJIT_TEST_HOOK void set_stamp_hook(std::function<void(const std::string& path, F
 class Resolver {
 public:
   Resolver(const Program& program, const SearchContext& context);
+  // A resolver that starts from `seed`: a resolution recorded closed for this program (its
+  // closure's seed_key is seed_key() of `program`), found unchanged on disk, each header's content
+  // read again and matching its hash. Nothing is predicted; close() adds nothing. Where the compile
+  // needs more (NVRTC asks for a name), unseed() starts over as the other constructor does.
+  Resolver(const Program& program, const SearchContext& context, Resolution seed);
+  bool seeded() const { return m_seeded; }
+  // Forgets the seed: the prediction the other constructor and predict() make.
+  void unseed();
+  // This resolution's ClosureState under `seed_key` (after the compile: what a later compile of
+  // the same program may start from).
+  ClosureState closure_state(const util::Sha256& seed_key) const;
 
   // Follows every include the scanner sees in the source, the pre-includes and each header
   // added (the prediction). Never throws for a missing file: the compiler's answer decides.
@@ -252,6 +276,8 @@ public:
   const std::vector<std::string>& pre_include_paths() const { return m_pre_paths; }
 
 private:
+  // Where NVRTC finds the main source: its name in the source folder (or the working directory).
+  static std::string main_path_of(const Program& program, const SearchContext& context);
   void follow(const std::string& text, const std::string& includer);
   // Makes the program unfaithful when it has a computed #include and a text that may form an
   // absolute name for it (may_form_absolute_name): NVRTC would read that file on disk.
@@ -335,7 +361,18 @@ private:
   std::set<std::string> m_namesake_dirs;  // includers' folders whose toolkit namesakes are passed
   std::set<std::string> m_computed_dirs;  // see computed_dirs()
   std::set<std::string> m_memory_includers;  // where the in-memory headers are (cwd/name)
+  bool m_seeded = false;  // see seeded()
 };
+
+// The key under which a closed resolution of `program` may seed another compile: the program
+// (its name, source, in-memory headers and options), the resolution context and the toolchain's
+// include folders, but not the arch (kjit resolves the same headers for every arch) nor name
+// expressions that can change nothing a resolution depends on. All zero when `program` can't
+// seed one: name expressions that may (__FILE__, ##, include, …), -G or -lineinfo, a pre-include,
+// in-memory headers, or a text that names the program (__BASE_FILE__).
+// `toolchain` names the toolkit's headers (their fingerprint): which user files are named like a
+// toolkit header's, and so passed, depends on them.
+util::Sha256 seed_key(const Program& program, const SearchContext& context, const std::string& toolchain);
 
 } // namespace kjit::deps
 

@@ -191,6 +191,9 @@ void Resolver::close()
   // Every known name × every folder searched: NVRTC's own search over the private folder then
   // meets, for a known name, exactly the files nvcc meets on disk, whichever folder it starts
   // from (#include_next from any includer, pre-includes, __has_include, wrong predictions).
+  if (m_seeded) {
+    return;  // closed when it was recorded, and unchanged since
+  }
   for (bool grew = true; grew;) {
     if (!m_unfaithful.empty()) {
       // The program is compiled from the disk anyway; and a name climbing above "/" would meet the

@@ -1,0 +1,92 @@
+// A resolution closed by an earlier compile of the same program, used again: the other arch of a
+// program, or its other name expressions, compile without predicting and closing its headers anew.
+#include "deps/resolver.hpp"
+
+#include "util/hash.hpp"
+
+#include <algorithm>
+
+namespace kjit::deps {
+
+namespace {
+
+// Whether a name expression can change nothing a resolution depends on: no double underscore
+// (__FILE__, __has_include, a piece a paste could join), no paste, no include, and none of the
+// words the resolver looks for in a program's texts.
+bool plain_expression(const std::string& expression)
+{
+  return expression.find("__") == std::string::npos && expression.find("##") == std::string::npos &&
+         expression.find("include") == std::string::npos && !text_names_files(expression) &&
+         !text_uses_time(expression) && !text_may_define_once(expression);
+}
+
+void add_field(util::Sha256Hasher& hasher, std::string_view field)
+{
+  hasher.update(std::to_string(field.size())).update(":").update(field);
+}
+
+} // namespace
+
+util::Sha256 seed_key(const Program& program, const SearchContext& context, const std::string& toolchain)
+{
+  const bool seeds = program.headers.empty() && context.pre_includes.empty() && !options_name_files(program.options) &&
+                     !any_program_text(program, text_names_program) &&
+                     std::all_of(program.name_expressions.begin(), program.name_expressions.end(), plain_expression);
+  if (!seeds) {
+    return {};
+  }
+  util::Sha256Hasher hasher;
+  hasher.update("kjit closure seed 1\n");
+  add_field(hasher, program.name);
+  add_field(hasher, program.source);
+  for (const auto& option : program.options) {
+    add_field(hasher, option);
+  }
+  add_field(hasher, context.text());
+  add_field(hasher, toolchain);
+  return hasher.finish();
+}
+
+Resolver::Resolver(const Program& program, const SearchContext& context, Resolution seed)
+  : m_program(program), m_context(context), m_main_path(main_path_of(program, context)), m_start_ns(stamp_clock_ns()),
+    m_result(std::move(seed)), m_defines(defines_from_options(program.options)), m_seeded(true)
+{
+  const ClosureState& closure = *m_result.closure;
+  m_computed_dirs = closure.computed_dirs;
+  m_names = closure.climbing_names;
+  m_once_by_macro = closure.once_by_macro;
+  m_names_files = closure.names_files;
+  m_two_names = closure.two_names;
+  for (std::size_t i = 0; i < m_result.headers.size(); ++i) {
+    const DiskHeader& header = m_result.headers[i];
+    m_index[header.path] = i;
+    if (!header.spelled.empty()) {
+      m_spelled[header.path] = header.spelled;
+    }
+  }
+}
+
+void Resolver::unseed()
+{
+  Resolver fresh(m_program, m_context);
+  fresh.predict();
+  *this = std::move(fresh);
+}
+
+ClosureState Resolver::closure_state(const util::Sha256& seed_key) const
+{
+  ClosureState state;
+  state.seed_key = seed_key;
+  state.computed_dirs = m_computed_dirs;
+  for (const auto& name : m_names) {
+    if (has_dot_dot(name)) {
+      state.climbing_names.insert(name);
+    }
+  }
+  state.once_by_macro = m_once_by_macro;
+  state.names_files = m_names_files;
+  state.two_names = m_two_names;
+  return state;
+}
+
+} // namespace kjit::deps

@@ -1,0 +1,191 @@
+// A miss of a program whose other arch, or other name expressions, was compiled starts from that
+// compile's closed resolution (issue 36: the second arch of a vendored CCCL program spent 0.8 s
+// predicting and closing the same 1 691 headers again). What it must not lose: a binary equal to
+// plain NVRTC's, a header edited since, a name only the new arch asks for.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "deps/manifest.hpp"
+#include "deps/resolver.hpp"
+#include "rtc/compiler.hpp"
+
+#include <regex>
+#include <string>
+#include <vector>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_sm80 = kjit::Arch::parse("sm_80");
+const kjit::Arch k_sm90 = kjit::Arch::parse("sm_90");
+
+std::string without_internal_suffixes(const std::string& ptx)
+{
+  static const std::regex suffix("_INTERNAL_[0-9a-f]+");
+  return std::regex_replace(ptx, suffix, "_INTERNAL_");
+}
+
+// A small library shaped like CUTLASS's: a function-like macro building <cuda/std/x>, a backend
+// folder named by configuration macros, relative includes, a header that says assert.
+std::string library(const std::string& root, int scale)
+{
+  const std::string lib = root + "/lib/include";
+  put(lib + "/mylib/mylib.h", "#pragma once\n#define MYLIB_STD_HEADER(header) <cuda/std/header>\n"
+                              "#define __MYLIB_BACKEND_ROOT mylib/backend/cuda_impl\n"
+                              "#define __MYLIB_OPS <__MYLIB_BACKEND_ROOT/ops.h>\n");
+  put(lib + "/mylib/types.h", "#pragma once\n#include \"mylib.h\"\n#include MYLIB_STD_HEADER(cstdint)\n"
+                              "namespace mylib { using index_t = cuda::std::int32_t; }\n");
+  put(lib + "/mylib/ops.h", "#pragma once\n#include \"types.h\"\n#include __MYLIB_OPS\n");
+  put(lib + "/mylib/backend/cuda_impl/ops.h",
+      "#pragma once\n#define SCALE " + std::to_string(scale) +
+        "\n// assert(x) is what a debug build checks\n"
+        "namespace mylib { template <int N> __device__ index_t op(index_t x) { return N * x + SCALE; } }\n");
+  return lib;
+}
+
+kjit::Program program_on(const std::string& root, const std::string& lib)
+{
+  const std::string src = root + "/app/k.cu";
+  put(src, "#include <mylib/ops.h>\n"
+           "template <int N> __global__ void k(int* o) { *o = mylib::op<N>(o[1]); }\n");
+  kjit::Program program = kjit::program_from_file(src);
+  program.options = {"-I" + lib, "-std=c++17"};
+  return program;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(closure_seed, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(another_arch_of_a_program_compiles_from_the_closure_of_the_first)
+{
+  const std::string lib = library(tmp.path(), 7001);
+  kjit::Program program = program_on(tmp.path(), lib);
+  program.name_expressions = {"k<3>"};
+  settle();
+  {
+    kjit::Cache cache(config);  // a process compiles it for sm_80
+    BOOST_TEST(kjit::to_string(cache.lookup(program, k_sm80).source) == std::string("compiled"));
+  }
+  const std::uint64_t listed = kjit::deps::folder_listings();
+  kjit::Cache cache(config);  // another one for sm_90
+  const kjit::Lookup second = cache.lookup(program, k_sm90);
+  BOOST_TEST(kjit::to_string(second.source) == std::string("compiled"));
+  BOOST_TEST(kjit::deps::folder_listings() == listed);  // nothing predicted: no folder listed (was 6)
+  const kjit::Binary plain = kjit::rtc::compile(config, program, k_sm90);
+  BOOST_TEST(without_internal_suffixes(second.binary->ptx) == without_internal_suffixes(plain.ptx));
+  BOOST_TEST(second.binary->ptx.find("7001") != std::string::npos);
+  BOOST_TEST(second.binary->lowered_names == plain.lowered_names);
+  kjit::Cache third(config);
+  BOOST_TEST(kjit::to_string(third.lookup(program, k_sm90).source) == std::string("disk"));
+  BOOST_TEST(kjit::to_string(third.lookup(program, k_sm80).source) == std::string("disk"));
+}
+
+BOOST_AUTO_TEST_CASE(other_name_expressions_of_a_program_compile_from_its_closure)
+{
+  const std::string lib = library(tmp.path(), 7001);
+  kjit::Program program = program_on(tmp.path(), lib);
+  program.name_expressions = {"k<3>"};
+  settle();
+  kjit::Cache(config).get(program, k_sm80);
+  program.name_expressions = {"k<5>"};
+  const std::uint64_t listed = kjit::deps::folder_listings();
+  kjit::Cache cache(config);
+  const kjit::Lookup other = cache.lookup(program, k_sm80);
+  BOOST_TEST(kjit::to_string(other.source) == std::string("compiled"));
+  BOOST_TEST(kjit::deps::folder_listings() == listed);
+  const kjit::Binary plain = kjit::rtc::compile(config, program, k_sm80);
+  BOOST_TEST(without_internal_suffixes(other.binary->ptx) == without_internal_suffixes(plain.ptx));
+  BOOST_TEST(other.binary->lowered_names == plain.lowered_names);
+  // A name expression that may change what the resolution depends on does not share it.
+  program.name_expressions = {"k<sizeof(__FILE__)>"};
+  kjit::Cache(config).get(program, k_sm80);
+  BOOST_TEST(kjit::deps::folder_listings() > listed);
+}
+
+BOOST_AUTO_TEST_CASE(a_header_edited_since_the_first_arch_is_compiled_as_it_is_now)
+{
+  const std::string lib = library(tmp.path(), 7001);
+  kjit::Program program = program_on(tmp.path(), lib);
+  program.name_expressions = {"k<3>"};
+  settle();
+  kjit::Cache(config).get(program, k_sm80);
+  library(tmp.path(), 7002);  // the backend's header, reached only through configuration macros
+  settle();
+  kjit::Cache cache(config);
+  const kjit::Lookup second = cache.lookup(program, k_sm90);
+  BOOST_TEST(second.binary->ptx.find("7002") != std::string::npos);
+  BOOST_TEST(second.binary->ptx.find("7001") == std::string::npos);
+  kjit::Cache third(config);
+  const kjit::Lookup first_again = third.lookup(program, k_sm80);
+  BOOST_TEST(kjit::to_string(first_again.source) == std::string("compiled"));
+  BOOST_TEST(first_again.binary->ptx.find("7002") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_header_only_the_new_arch_asks_for_is_found)
+{
+  // The include's name is made from __CUDA_ARCH__ by NVRTC alone: the sm_80 compile asked for
+  // arch_800.h, the seed has no arch_900.h, and the sm_90 compile starts over from a prediction.
+  const std::string d = tmp.path() + "/per_arch";
+  put(d + "/inc/arch_800.h", "#pragma once\n#define V 800123\n");
+  put(d + "/inc/arch_900.h", "#pragma once\n#define V 900123\n");
+  put(d + "/k.cu", "#define HDR2(a) <arch_##a.h>\n#define HDR(a) HDR2(a)\n#include HDR(__CUDA_ARCH__)\n"
+                   "extern \"C\" __global__ void k(int* p) { *p = V; }\n");
+  settle();
+  kjit::Program program = kjit::program_from_file(d + "/k.cu");
+  program.options = {"-I" + d + "/inc"};
+  BOOST_TEST(kjit::Cache(config).get(program, k_sm80)->ptx.find("800123") != std::string::npos);
+  kjit::Cache cache(config);
+  const kjit::Lookup second = cache.lookup(program, k_sm90);
+  BOOST_TEST(second.binary->ptx.find("900123") != std::string::npos);
+  BOOST_TEST(second.binary->ptx == kjit::rtc::compile(config, program, k_sm90).ptx);
+  put(d + "/inc/arch_900.h", "#pragma once\n#define V 900456\n");  // the header the sm_90 key holds
+  settle();
+  BOOST_TEST(kjit::Cache(config).get(program, k_sm90)->ptx.find("900456") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_manifests_closure_lines_are_read_back)
+{
+  kjit::deps::Resolution resolution;
+  resolution.headers.push_back({"a.h", "/x/a.h", kjit::util::sha256("a"), {true, 1, 2, 3, 4, 5}, {}, {}});
+  resolution.dirs.push_back({"/x", {true, 1, 2, 3, 4, 5}, true, "b.h\n"});
+  kjit::deps::ClosureState closure;
+  closure.seed_key = kjit::util::sha256("seed");
+  closure.computed_dirs = {"", "/x"};
+  closure.climbing_names = {"../y.h", "a\nb/../c.h"};
+  closure.once_by_macro = true;
+  closure.names_files = true;
+  closure.two_names = "/x/a.h is /x/b.h by another name";
+  kjit::deps::Resolution without = resolution;
+  resolution.closure = closure;
+  const auto decoded = kjit::deps::decode_manifest(kjit::deps::encode_manifest({resolution, without}, "ctx"), "ctx");
+  BOOST_TEST_REQUIRE(decoded.has_value());
+  BOOST_TEST_REQUIRE(decoded->size() == 2u);
+  BOOST_TEST_REQUIRE((*decoded)[0].closure.has_value());
+  const kjit::deps::ClosureState& back = *(*decoded)[0].closure;
+  BOOST_TEST((back.seed_key == closure.seed_key));
+  BOOST_TEST((back.computed_dirs == closure.computed_dirs));
+  BOOST_TEST((back.climbing_names == closure.climbing_names));
+  BOOST_TEST(back.once_by_macro);
+  BOOST_TEST(back.names_files);
+  BOOST_TEST(back.two_names == closure.two_names);
+  BOOST_TEST(!(*decoded)[1].closure.has_value());
+
+  // A manifest of format 5 (no closure lines) still reads; a closure line of one, or one without
+  // a seed line before it, is a damaged manifest.
+  const auto with_magic = [](const std::string& magic, const std::string& body) {
+    return magic + " " + kjit::util::to_hex(kjit::util::checksum(body)) + "\n" + body;
+  };
+  const std::string text = kjit::deps::encode_manifest({without}, "ctx");
+  const std::string body = text.substr(text.find('\n') + 1);
+  BOOST_TEST(kjit::deps::decode_manifest(with_magic("kjit-manifest 5", body), "ctx").has_value());
+  BOOST_TEST(!kjit::deps::decode_manifest(with_magic("kjit-manifest 5", body + "seed " + std::string(64, '0') + "\n"), "ctx"));
+  BOOST_TEST(!kjit::deps::decode_manifest(with_magic("kjit-manifest 6", body + "names-files\n"), "ctx"));
+  BOOST_TEST(kjit::deps::decode_manifest(with_magic("kjit-manifest 6", body + "seed " + std::string(64, '0') + "\nnames-files\n"), "ctx")
+               ->front()
+               .closure->names_files);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
