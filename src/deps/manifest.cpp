@@ -17,44 +17,11 @@ namespace {
 constexpr const char* k_magic = "kjit-manifest 6";
 constexpr const char* k_magic_without_closures = "kjit-manifest 5";
 
-std::string unescape(const std::string& text)
-{
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\\' && i + 1 < text.size()) {
-      const char next = text[++i];
-      out += next == 'n' ? '\n' : next == 'r' ? '\r' : next == 't' ? '\t' : next;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
 std::string stamp_text(const FileStamp& stamp)
 {
   return std::to_string(stamp.exists ? 1 : 0) + " " + std::to_string(stamp.size) + " " +
          std::to_string(stamp.mtime_ns) + " " + std::to_string(stamp.ctime_ns) + " " + std::to_string(stamp.inode) + " " +
          std::to_string(stamp.device);
-}
-
-bool parse_hash(const std::string& hex, util::Sha256& out)
-{
-  if (hex.size() != 64) {
-    return false;
-  }
-  for (std::size_t i = 0; i < 32; ++i) {
-    const auto digit = [](char ch) {
-      return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-    };
-    const int hi = digit(hex[2 * i]);
-    const int lo = digit(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) {
-      return false;
-    }
-    out[i] = static_cast<std::uint8_t>(hi * 16 + lo);
-  }
-  return true;
 }
 
 } // namespace
@@ -144,7 +111,7 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
       if (kind == "whole") {
         manifest.back().dirs.back().whole = true;
       } else {
-        manifest.back().dirs.back().absent = unescape(line.substr(7));
+        manifest.back().dirs.back().absent = util::unescape_line(line.substr(7));
       }
       continue;
     }
@@ -154,7 +121,7 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
         return std::nullopt;
       }
       manifest.back().closure.emplace();
-      if (!parse_hash(hex, manifest.back().closure->seed_key)) {
+      if (!util::from_hex(hex, manifest.back().closure->seed_key)) {
         return std::nullopt;
       }
       continue;
@@ -165,7 +132,7 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
         return std::nullopt;  // closure lines follow their entry's seed line
       }
       ClosureState& closure = *manifest.back().closure;
-      const std::string rest = line.size() > kind.size() + 1 ? unescape(line.substr(kind.size() + 1)) : std::string();
+      const std::string rest = line.size() > kind.size() + 1 ? util::unescape_line(line.substr(kind.size() + 1)) : std::string();
       if (kind == "computed") {
         closure.computed_dirs.insert(rest);
       } else if (kind == "climbing") {
@@ -183,7 +150,7 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
       if (manifest.back().headers.empty() || line.size() <= 8) {
         return std::nullopt;
       }
-      manifest.back().headers.back().spelled = unescape(line.substr(8));
+      manifest.back().headers.back().spelled = util::unescape_line(line.substr(8));
       continue;
     }
     FileStamp stamp;
@@ -200,19 +167,19 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
     std::string path_line;
     if (kind == "header") {
       DiskHeader header;
-      if (!parse_hash(hex, header.hash) || !std::getline(lines, name_line) || name_line.rfind("name ", 0) != 0 ||
+      if (!util::from_hex(hex, header.hash) || !std::getline(lines, name_line) || name_line.rfind("name ", 0) != 0 ||
           !std::getline(lines, path_line) || path_line.rfind("path ", 0) != 0) {
         return std::nullopt;
       }
       header.stamp = stamp;
-      header.name = unescape(name_line.substr(5));
-      header.path = unescape(path_line.substr(5));
+      header.name = util::unescape_line(name_line.substr(5));
+      header.path = util::unescape_line(path_line.substr(5));
       manifest.back().headers.push_back(std::move(header));
     } else if (kind == "dir") {
       if (!std::getline(lines, path_line) || path_line.rfind("path ", 0) != 0) {
         return std::nullopt;
       }
-      manifest.back().dirs.push_back({unescape(path_line.substr(5)), stamp, false, {}});
+      manifest.back().dirs.push_back({util::unescape_line(path_line.substr(5)), stamp, false, {}});
     } else {
       return std::nullopt;
     }

@@ -102,4 +102,21 @@ std::string to_hex(const std::uint8_t* data, std::size_t size)
   return out;
 }
 
+bool from_hex(std::string_view hex, Sha256& out)
+{
+  if (hex.size() != 2 * out.size()) {
+    return false;
+  }
+  const auto digit = [](char ch) { return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1; };
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const int hi = digit(hex[2 * i]);
+    const int lo = digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      return false;
+    }
+    out[i] = static_cast<std::uint8_t>(hi * 16 + lo);
+  }
+  return true;
+}
+
 } // namespace kjit::util

@@ -57,6 +57,8 @@ Sha256 digest_of_bytes(std::string_view bytes);
 
 // Lowercase hex of bytes.
 std::string to_hex(const std::uint8_t* data, std::size_t size);
+// The digest whose to_hex() is `hex` (64 lower-case digits); false for anything else.
+bool from_hex(std::string_view hex, Sha256& out);
 
 template <std::size_t N>
 std::string to_hex(const std::array<std::uint8_t, N>& bytes)

@@ -25,6 +25,21 @@ std::string escape_line(const std::string& value)
   return out;
 }
 
+std::string unescape_line(const std::string& line)
+{
+  std::string out;
+  out.reserve(line.size());
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '\\' && i + 1 < line.size()) {
+      const char next = line[++i];
+      out += next == 'n' ? '\n' : next == 'r' ? '\r' : next == 't' ? '\t' : next;
+    } else {
+      out += line[i];
+    }
+  }
+  return out;
+}
+
 std::size_t find_text(std::string_view text, std::string_view needle, std::size_t from)
 {
   if (from > text.size() || needle.size() > text.size() - from) {
