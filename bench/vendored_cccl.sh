@@ -2,8 +2,10 @@
 # A program on a vendored CCCL through kjit, side by side with `--no-cache` (issue 36; not for CI):
 # the toolkit's include/cccl copied into WORK_DIR/vendor and passed with -I, a cub::BlockReduce
 # kernel for sm_90. Alternated ROUNDS times: `kjit compile --no-cache`, then a miss into an empty
-# cache; then 5 warm hits in fresh processes. Prints each run's wall time, peak memory and the
-# compile line's split (NVRTC, the lookup outside the compile), then the medians.
+# cache, then (`arch2`) the same program for sm_80 into that cache beside its own `--no-cache`
+# (`nocache2`): the other arch starts from the first's closed resolution (docs/includes.md, "A
+# closure used again"); then 5 warm hits in fresh processes. Prints each run's wall time, peak
+# memory and the compile line's split (NVRTC, the lookup outside the compile), then the medians.
 # Usage: bench/vendored_cccl.sh KJIT_BINARY [WORK_DIR] [ROUNDS]
 set -euo pipefail
 kjit=$(realpath "$1")
@@ -22,7 +24,7 @@ extern "C" __global__ void br(const int* in, int* out) {
   if (threadIdx.x == 0) *out = v;
 }
 CU
-args=(br.cu --arch sm_90 -I vendor -o out)
+args=(br.cu -I vendor -o out)
 run() {  # run LABEL [kjit compile options…]: one process, its wall s, peak MB and compile line
   local label=$1
   shift
@@ -37,12 +39,14 @@ run() {  # run LABEL [kjit compile options…]: one process, its wall s, peak MB
 }
 rm -f runs.txt
 for ((r = 0; r < rounds; r++)); do
-  run nocache --no-cache
+  run nocache --arch sm_90 --no-cache
   rm -rf cache
-  KJIT_CACHE_DIR=$work/cache run miss
+  KJIT_CACHE_DIR=$work/cache run miss --arch sm_90
+  run nocache2 --arch sm_80 --no-cache
+  KJIT_CACHE_DIR=$work/cache run arch2 --arch sm_80
 done
 for r in 1 2 3 4 5; do
-  KJIT_CACHE_DIR=$work/cache run hit
+  KJIT_CACHE_DIR=$work/cache run hit --arch sm_90
 done
 median() { awk -v l="$1" -v c="$2" '$1 == l {print $c}' runs.txt | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 plain=$(median nocache 2) miss=$(median miss 2)
@@ -50,3 +54,7 @@ printf 'median: --no-cache %.2f s %.0f MB; miss %.2f s %.0f MB (%+.1f %%, %+.0f 
   "$plain" "$(echo "$(median nocache 3) / 1024" | bc -l)" "$miss" "$(echo "$(median miss 3) / 1024" | bc -l)" \
   "$(echo "100 * ($miss - $plain) / $plain" | bc -l)" "$(echo "($(median miss 3) - $(median nocache 3)) / 1024" | bc -l)" \
   "$(median hit 2)"
+plain2=$(median nocache2 2) arch2=$(median arch2 2)
+printf 'median, the other arch: --no-cache %.2f s; miss from the first arch'"'"'s closure %.2f s (%+.1f %%, %+.0f MB)\n' \
+  "$plain2" "$arch2" "$(echo "100 * ($arch2 - $plain2) / $plain2" | bc -l)" \
+  "$(echo "($(median arch2 3) - $(median nocache2 3)) / 1024" | bc -l)"

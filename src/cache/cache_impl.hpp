@@ -135,6 +135,19 @@ struct Cache::Impl {
   // name expressions), found unchanged on disk with every header read again; null when there is
   // none (then the headers are predicted). docs/includes.md, "A closure used again".
   std::shared_ptr<deps::Resolver> seeded_resolver(const Program& program, const deps::SearchContext& search);
+  // The seeded resolver of the entry of `manifest` (made in `context`) whose closure has `seed`, when
+  // its headers are unchanged (and, for another program's closure, `directives` fit the source).
+  std::shared_ptr<deps::Resolver> seeded_from(const Program& program, const deps::SearchContext& search,
+                                              const std::string& manifest_key, const std::string& context,
+                                              const util::Sha256& seed, const std::set<std::string>* directives);
+  // NVRTC's identity and the toolkit headers' fingerprint: what a closure's keys hold of the toolchain.
+  std::string toolchain_text();
+  // After a compile that predicted its headers: `resolution` (its closure set) is what later
+  // compiles of this program, and of other programs of its library, may start from.
+  void offer_closure(const Program& program, const deps::SearchContext& search, const util::Sha256& manifest_key,
+                     deps::Resolver& resolver);
+  // The meta row offer_closure() left for the manifest of `prepared`, if any (and forgets it).
+  std::optional<store::Store::Row> take_library_row(const PreparedProgram& prepared);
   // The store row of a manifest not stored yet, if any (and forgets that it is unsaved).
   std::optional<store::Store::Row> take_unsaved_manifest(const PreparedProgram& prepared);
 

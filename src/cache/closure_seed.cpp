@@ -1,11 +1,15 @@
-// A miss of a program whose other arch (or other name expressions) was compiled: its headers are
-// taken from that compile's closed resolution instead of being predicted and closed again.
+// A miss of a program whose other arch (or other name expressions) was compiled, or of another
+// program of the same library: its headers are taken from that compile's closed resolution
+// instead of being predicted and closed again (docs/includes.md, "A closure used again").
 #include "cache/cache_impl.hpp"
 
+#include "store/meta_keys.hpp"
 #include "store/record.hpp"
 #include "util/file.hpp"
+#include "util/text.hpp"
 
 #include <set>
+#include <sstream>
 
 namespace kjit {
 
@@ -34,12 +38,109 @@ bool read_contents(deps::Resolution& resolution)
   return true;
 }
 
+constexpr std::string_view k_library_magic = "kjit-closure-library 1";
+
+// Where a library's closure is: the manifest (and its context) of the program that closed it, that
+// program's seed key, and its source's #include directives (deps::source_directives()).
+struct LibraryRow {
+  std::string manifest_key;  // raw bytes
+  std::string context;
+  util::Sha256 seed{};
+  std::set<std::string> directives;
+};
+
+std::string library_row_key(const util::Sha256& library)
+{
+  return std::string(store::k_closure_library_prefix) + util::to_hex(library);
+}
+
+std::string encode_library_row(const LibraryRow& row)
+{
+  std::string out = std::string(k_library_magic) + "\nmanifest " + util::to_hex(util::digest_of_bytes(row.manifest_key)) +
+                    "\ncontext " + util::escape_line(row.context) + "\nseed " + util::to_hex(row.seed) + "\n";
+  for (const auto& directive : row.directives) {
+    out += "directive " + util::escape_line(directive) + "\n";
+  }
+  return out;
+}
+
+std::optional<LibraryRow> decode_library_row(const std::string& text)
+{
+  std::istringstream lines(text);
+  std::string line;
+  LibraryRow row;
+  if (!std::getline(lines, line) || line != k_library_magic) {
+    return std::nullopt;
+  }
+  util::Sha256 manifest{};
+  bool have_manifest = false;
+  bool have_seed = false;
+  bool have_context = false;
+  while (std::getline(lines, line)) {
+    const auto space = line.find(' ');
+    const std::string kind = line.substr(0, space);
+    const std::string rest = space == std::string::npos ? std::string() : line.substr(space + 1);
+    if (kind == "manifest") {
+      have_manifest = util::from_hex(rest, manifest);
+    } else if (kind == "seed") {
+      have_seed = util::from_hex(rest, row.seed);
+    } else if (kind == "context") {
+      have_context = true;
+      row.context = util::unescape_line(rest);
+    } else if (kind == "directive") {
+      row.directives.insert(util::unescape_line(rest));
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!have_manifest || !have_seed || !have_context) {
+    return std::nullopt;
+  }
+  row.manifest_key = std::string(bytes_of(manifest));
+  return row;
+}
+
 } // namespace
 
 util::Sha256 Cache::Impl::closure_seed_key(const Program& program, const deps::SearchContext& search)
 {
+  return deps::seed_key(program, search, toolchain_text());
+}
+
+std::string Cache::Impl::toolchain_text()
+{
   const cache::KeyContext& context = key_context();
-  return deps::seed_key(program, search, context.nvrtc_identity + "\n" + context.toolkit_headers.value());
+  return context.nvrtc_identity + "\n" + context.toolkit_headers.value();
+}
+
+void Cache::Impl::offer_closure(const Program& program, const deps::SearchContext& search,
+                                const util::Sha256& manifest_key, deps::Resolver& resolver)
+{
+  const util::Sha256 seed = closure_seed_key(program, search);
+  if (seed == util::Sha256{} || !resolver.result().recordable) {
+    return;
+  }
+  resolver.result().closure = resolver.closure_state(seed);
+  const auto directives = resolver.seeded() ? std::nullopt : deps::source_directives(program);
+  if (!directives) {
+    return;  // a seeded closure was closed for another program: the library's row stays
+  }
+  const LibraryRow row{std::string(bytes_of(manifest_key)), search.text(), seed, *directives};
+  const util::Sha256 library = deps::library_key(program, search, toolchain_text());
+  std::lock_guard lock(manifests.mutex);
+  manifests.library_rows[manifest_key] = {library_row_key(library), encode_library_row(row)};
+}
+
+std::optional<store::Store::Row> Cache::Impl::take_library_row(const PreparedProgram& prepared)
+{
+  std::lock_guard lock(manifests.mutex);
+  const auto it = manifests.library_rows.find(prepared.m_manifest_key);
+  if (it == manifests.library_rows.end()) {
+    return std::nullopt;
+  }
+  store::Store::Row row{store::Table::meta, std::move(it->second.first), std::move(it->second.second)};
+  manifests.library_rows.erase(it);
+  return row;
 }
 
 std::shared_ptr<deps::Resolver> Cache::Impl::seeded_resolver(const Program& program, const deps::SearchContext& search)
@@ -51,6 +152,7 @@ std::shared_ptr<deps::Resolver> Cache::Impl::seeded_resolver(const Program& prog
   if (seed == util::Sha256{}) {
     return nullptr;
   }
+  // The program's own closure (another arch, other name expressions): through its name's entries.
   std::vector<std::string> candidates;
   const std::string prefix = store::names_prefix(program.name);
   store->for_each_prefix(store::Table::names, prefix, [&](std::string_view name_key, std::string_view name) {
@@ -67,22 +169,39 @@ std::shared_ptr<deps::Resolver> Cache::Impl::seeded_resolver(const Program& prog
         manifest_key = *named;
       }
     });
-    if (manifest_key.empty() || !manifests_read.insert(manifest_key).second) {
+    if (!manifest_key.empty() && manifests_read.insert(manifest_key).second) {
+      if (auto resolver = seeded_from(program, search, manifest_key, context, seed, nullptr)) {
+        return resolver;
+      }
+    }
+  }
+  // Another program of its library: the closure the library's row names, if this source fits it.
+  const auto bytes = store->get(store::Table::meta, library_row_key(deps::library_key(program, search, toolchain_text())));
+  const auto row = bytes ? decode_library_row(*bytes) : std::nullopt;
+  if (!row || manifests_read.count(row->manifest_key) != 0) {
+    return nullptr;
+  }
+  return seeded_from(program, search, row->manifest_key, row->context, row->seed, &row->directives);
+}
+
+std::shared_ptr<deps::Resolver> Cache::Impl::seeded_from(const Program& program, const deps::SearchContext& search,
+                                                         const std::string& manifest_key, const std::string& context,
+                                                         const util::Sha256& seed,
+                                                         const std::set<std::string>* directives)
+{
+  const auto bytes = store->get(store::Table::manifests, manifest_key);
+  auto manifest = bytes ? deps::decode_manifest(*bytes, context) : std::nullopt;
+  for (deps::Resolution& resolution : manifest ? *manifest : deps::Manifest{}) {
+    if (!resolution.closure || resolution.closure->seed_key != seed ||
+        (directives != nullptr && !deps::fits_closure(program, *resolution.closure, *directives))) {
       continue;
     }
-    const auto bytes = store->get(store::Table::manifests, manifest_key);
-    auto manifest = bytes ? deps::decode_manifest(*bytes, context) : std::nullopt;
-    for (deps::Resolution& resolution : manifest ? *manifest : deps::Manifest{}) {
-      if (!resolution.closure || resolution.closure->seed_key != seed) {
-        continue;
-      }
-      deps::ValidationCounters counters;
-      if (deps::validate(resolution, counters) == deps::Validation::changed || !read_contents(resolution)) {
-        continue;
-      }
-      statistics.update([&](CacheStats& stats) { stats.header_stats += counters.stats; });
-      return std::make_shared<deps::Resolver>(program, search, std::move(resolution));
+    deps::ValidationCounters counters;
+    if (deps::validate(resolution, counters) == deps::Validation::changed || !read_contents(resolution)) {
+      continue;
     }
+    statistics.update([&](CacheStats& stats) { stats.header_stats += counters.stats; });
+    return std::make_shared<deps::Resolver>(program, search, std::move(resolution));
   }
   return nullptr;
 }

@@ -204,8 +204,8 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
     entry.direct_inputs = direct_inputs(program, p.arch());
   } else {
     const util::Sha256 manifest_key = p.m_manifest_key;
-    if (const util::Sha256 seed = cacheable ? closure_seed_key(program, search) : util::Sha256{}; seed != util::Sha256{}) {
-      resolver.result().closure = resolver.closure_state(seed);  // for the program's other archs
+    if (cacheable) {
+      offer_closure(program, search, manifest_key, resolver);  // for its other archs and its library
     }
     record_manifest(manifest_key, search.text(), resolution);
     entry.manifest_key.assign(bytes_of(manifest_key));  // the manifest goes when its last entry does
@@ -235,6 +235,9 @@ void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
   }
   if (auto manifest = take_unsaved_manifest(p)) {
     rows.push_back(std::move(*manifest));
+  }
+  if (auto library = take_library_row(p)) {
+    rows.push_back(std::move(*library));
   }
   std::size_t row_bytes = 0;  // what KJIT_MAX_SIZE counts of the store (size_limit.cpp)
   std::size_t blob_bound = 0;  // the most the header blobs' pages can grow by (size_limit.cpp)

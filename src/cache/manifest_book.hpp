@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 
 namespace kjit::cache {
 
@@ -30,6 +31,9 @@ struct ManifestBook {
   // The prediction behind a provisional key, handed to its compile (so the headers are read,
   // hashed and scanned once); a few at most.
   std::map<util::Sha256, std::shared_ptr<deps::Resolver>> predictions;
+  // manifest key → the meta row (key, value) that lets other programs of its library start from the
+  // resolution recorded there (closure_seed.cpp), stored with that manifest's commit.
+  std::map<util::Sha256, std::pair<std::string, std::string>> library_rows;
 };
 
 } // namespace kjit::cache

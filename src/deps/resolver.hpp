@@ -374,6 +374,24 @@ private:
 // toolkit header's, and so passed, depends on them.
 util::Sha256 seed_key(const Program& program, const SearchContext& context, const std::string& toolchain);
 
+// A closure may also seed the first compile of *another* program of the same library: another
+// source in the same folder, with the same options, includes and folders (docs/includes.md, "A
+// closure used again"). library_key() names what those programs share (seed_key() without the
+// program's name and source; the name's folder stays: a binary naming files names headers by it);
+// all zero where seed_key() is.
+util::Sha256 library_key(const Program& program, const SearchContext& context, const std::string& toolchain);
+// The #include directives of `program`'s source as `"name"` or `<name>`, or nullopt when one is not
+// a plain one (computed, through a macro, #include_next, a __has_include probe).
+std::optional<std::set<std::string>> source_directives(const Program& program);
+// Whether a closure recorded for a program whose source had `directives` (source_directives())
+// serves `program` as well: its source defines no macro, includes only some of those same names
+// the same way (so every header is reached by the names it was), and holds none of the words that
+// change a resolution or its copies (a paste, a trigraph, __has_include, #include_next,
+// __INCLUDE_LEVEL__, the time) unless the closure already has what they need (names_files,
+// once_by_macro); nor, where the closure has computed includes, anything that may form an absolute
+// name with every name it holds taken as empty.
+bool fits_closure(const Program& program, const ClosureState& closure, const std::set<std::string>& directives);
+
 } // namespace kjit::deps
 
 namespace kjit::deps {

@@ -2,9 +2,11 @@
 // program, or its other name expressions, compile without predicting and closing its headers anew.
 #include "deps/resolver.hpp"
 
+#include "deps/formed_names.hpp"
 #include "util/hash.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 namespace kjit::deps {
 
@@ -25,14 +27,38 @@ void add_field(util::Sha256Hasher& hasher, std::string_view field)
   hasher.update(std::to_string(field.size())).update(":").update(field);
 }
 
+bool seeds(const Program& program, const SearchContext& context)
+{
+  return program.headers.empty() && context.pre_includes.empty() && !options_name_files(program.options) &&
+         !any_program_text(program, text_names_program) &&
+         std::all_of(program.name_expressions.begin(), program.name_expressions.end(), plain_expression);
+}
+
+// Every identifier of `text` defined as empty: a macro table in which every name may end open.
+ScanMacros all_names_empty(const std::string& text)
+{
+  ScanMacros macros;
+  for (std::size_t at = 0; at < text.size();) {
+    const auto first = static_cast<unsigned char>(text[at]);
+    if (std::isalpha(first) == 0 && first != '_') {
+      ++at;
+      continue;
+    }
+    std::size_t end = at;
+    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) != 0 || text[end] == '_')) {
+      ++end;
+    }
+    macros.values[text.substr(at, end - at)].insert("");
+    at = end;
+  }
+  return macros;
+}
+
 } // namespace
 
 util::Sha256 seed_key(const Program& program, const SearchContext& context, const std::string& toolchain)
 {
-  const bool seeds = program.headers.empty() && context.pre_includes.empty() && !options_name_files(program.options) &&
-                     !any_program_text(program, text_names_program) &&
-                     std::all_of(program.name_expressions.begin(), program.name_expressions.end(), plain_expression);
-  if (!seeds) {
+  if (!seeds(program, context)) {
     return {};
   }
   util::Sha256Hasher hasher;
@@ -45,6 +71,69 @@ util::Sha256 seed_key(const Program& program, const SearchContext& context, cons
   add_field(hasher, context.text());
   add_field(hasher, toolchain);
   return hasher.finish();
+}
+
+util::Sha256 library_key(const Program& program, const SearchContext& context, const std::string& toolchain)
+{
+  if (!seeds(program, context)) {
+    return {};
+  }
+  util::Sha256Hasher hasher;
+  hasher.update("kjit closure library 1\n");
+  add_field(hasher, dir_of(program.name));
+  for (const auto& option : program.options) {
+    add_field(hasher, option);
+  }
+  SearchContext shared = context;
+  shared.program_spelled = dir_of(context.program_spelled);
+  add_field(hasher, shared.text());
+  add_field(hasher, toolchain);
+  return hasher.finish();
+}
+
+std::optional<std::set<std::string>> source_directives(const Program& program)
+{
+  ScanMacros macros;
+  std::set<std::string> out;
+  for (const IncludeDirective& directive : scan_includes(program.source, defines_from_options(program.options), &macros)) {
+    if (directive.computed || directive.macro || directive.probe || directive.next) {
+      return std::nullopt;
+    }
+    out.insert(directive.quoted ? "\"" + directive.name + "\"" : "<" + directive.name + ">");
+  }
+  return out;
+}
+
+bool fits_closure(const Program& program, const ClosureState& closure, const std::set<std::string>& directives)
+{
+  std::string storage;
+  const std::string& text = as_preprocessed(program.source, storage);
+  for (const char* word : {"##", "%:%:", "??", "__has_include", "include_next", "__INCLUDE_LEVEL__"}) {
+    if (text.find(word) != std::string::npos || program.source.find(word) != std::string::npos) {
+      return false;
+    }
+  }
+  if (text_uses_time(program.source) || (text_names_files(program.source) && !closure.names_files) ||
+      (text_may_define_once(program.source) && !closure.once_by_macro)) {
+    return false;
+  }
+  ScanMacros defined;
+  for (const IncludeDirective& directive : scan_includes(program.source, defines_from_options(program.options), &defined)) {
+    if (directive.computed || directive.macro || directive.probe || directive.next ||
+        directives.count(directive.quoted ? "\"" + directive.name + "\"" : "<" + directive.name + ">") == 0) {
+      return false;
+    }
+  }
+  if (!defined.values.empty() || !defined.functions.empty() || !defined.wrappers.empty()) {
+    return false;  // a definition may give a header's probe another name, or end a name open
+  }
+  if (!closure.computed_dirs.empty()) {
+    const ScanMacros open = all_names_empty(program.source);
+    if (may_form_absolute_name(program.source, OpenEnds(open))) {
+      return false;
+    }
+  }
+  return true;
 }
 
 Resolver::Resolver(const Program& program, const SearchContext& context, Resolution seed)

@@ -12,6 +12,10 @@ constexpr std::string_view k_toolchain_prefix = "toolchain ";
 constexpr std::string_view k_script_prefix = "script/";
 constexpr std::string_view k_script_table_prefix = "script-table/";
 
+// "closure-library <sha256 hex>": where a closed resolution of a library's programs is
+// (src/cache/closure_seed.cpp); this store's own, never in a bundle.
+constexpr std::string_view k_closure_library_prefix = "closure-library ";
+
 // A script's row or its table's (what a bundle's import reports as scripts).
 constexpr bool is_script_row(std::string_view key)
 {

@@ -1,7 +1,8 @@
 // A miss of a program whose other arch, or other name expressions, was compiled starts from that
-// compile's closed resolution (issue 36: the second arch of a vendored CCCL program spent 0.8 s
-// predicting and closing the same 1 691 headers again). What it must not lose: a binary equal to
-// plain NVRTC's, a header edited since, a name only the new arch asks for.
+// compile's closed resolution, and so does another program of the same library (issue 36: the
+// second arch of a vendored CCCL program, or a second kernel on it, spent 0.7–0.8 s predicting and
+// closing the same 1 691 headers again). What it must not lose: a binary equal to plain NVRTC's, a
+// header edited since, a name only the new arch asks for, a header the new source reaches another way.
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
@@ -144,6 +145,106 @@ BOOST_AUTO_TEST_CASE(a_header_only_the_new_arch_asks_for_is_found)
   put(d + "/inc/arch_900.h", "#pragma once\n#define V 900456\n");  // the header the sm_90 key holds
   settle();
   BOOST_TEST(kjit::Cache(config).get(program, k_sm90)->ptx.find("900456") != std::string::npos);
+}
+
+// The source `text` at `path`, compiled by a fresh Cache (a new process): whether it listed any
+// folder (predicted its headers), and its binary, which must equal plain NVRTC's.
+std::pair<bool, std::string> compiled_listing(const kjit::Config& config, const std::string& path,
+                                              const std::string& text, const std::vector<std::string>& options)
+{
+  put(path, text);
+  settle();
+  kjit::Program program = kjit::program_from_file(path);
+  program.options = options;
+  const std::uint64_t listed = kjit::deps::folder_listings();
+  kjit::Cache cache(config);
+  const kjit::Lookup lookup = cache.lookup(program, k_sm80);
+  BOOST_TEST(kjit::to_string(lookup.source) == std::string("compiled"), path);
+  const bool predicted = kjit::deps::folder_listings() != listed;
+  BOOST_TEST(without_internal_suffixes(lookup.binary->ptx) ==
+               without_internal_suffixes(kjit::rtc::compile(config, program, k_sm80).ptx),
+             path);
+  BOOST_TEST(kjit::to_string(kjit::Cache(config).lookup(program, k_sm80).source) == std::string("disk"), path);
+  return {predicted, lookup.binary->ptx};
+}
+
+BOOST_AUTO_TEST_CASE(another_program_of_a_library_compiles_from_its_closure)
+{
+  const std::string lib = library(tmp.path(), 7001);
+  const std::vector<std::string> options{"-I" + lib, "-std=c++17"};
+  const std::string app = tmp.path() + "/app/";
+  const std::string head = "#include <mylib/ops.h>\n";
+  BOOST_TEST(compiled_listing(config, app + "a.cu", head + "extern \"C\" __global__ void a(int* o) { *o = mylib::op<3>(*o); }\n",
+                              options).first);
+  // Another kernel on the same include: nothing predicted.
+  const auto [predicted, ptx] = compiled_listing(
+    config, app + "b.cu", head + "extern \"C\" __global__ void b(int* o) { *o = mylib::op<4>(o[2]) / 3; }\n", options);
+  BOOST_TEST(!predicted);  // was predicted (a folder listed)
+  BOOST_TEST(ptx.find("7001") != std::string::npos);
+  // Fewer includes of the same ones fit too (a source with none has nothing to resolve).
+  BOOST_TEST(!compiled_listing(config, app + "c.cu",
+                               "#include <mylib/ops.h>\n#include <mylib/ops.h>\n"
+                               "extern \"C\" __global__ void c(int* o) { *o = mylib::op<5>(*o); }\n",
+                               options)
+                .first);
+  // Another folder for the sources, or other options: another library context, predicted.
+  BOOST_TEST(compiled_listing(config, tmp.path() + "/app2/d.cu", head + "extern \"C\" __global__ void d(int* o) { *o = 1; }\n",
+                              options)
+               .first);
+  BOOST_TEST(compiled_listing(config, app + "e.cu", head + "extern \"C\" __global__ void e(int* o) { *o = 1; }\n",
+                              {"-I" + lib, "-std=c++17", "-DX=1"})
+               .first);
+}
+
+BOOST_AUTO_TEST_CASE(a_source_that_does_not_fit_the_librarys_closure_is_predicted)
+{
+  const std::string lib = library(tmp.path(), 7001);
+  put(lib + "/mylib/extra.h", "#pragma once\n#define EXTRA 4242\n");
+  const std::vector<std::string> options{"-I" + lib, "-std=c++17"};
+  const std::string app = tmp.path() + "/app/";
+  BOOST_TEST(compiled_listing(config, app + "a.cu", "#include <mylib/ops.h>\nextern \"C\" __global__ void a(int* o) { *o = 1; }\n",
+                              options)
+               .first);
+  // Each of these may reach a file the closure does not hold, or reach one by another name.
+  const std::vector<std::string> misfits{
+    "#include <mylib/ops.h>\n#include <mylib/extra.h>\n",                    // a name the first source lacked
+    "#include \"mylib/ops.h\"\n",                                            // the same name, quoted
+    "#include <mylib/types.h>\n#include <mylib/ops.h>\n",                     // a header the first reached inside
+    "#define EXTRA_H <mylib/extra.h>\n#include <mylib/ops.h>\n",              // a definition
+    "#include <mylib/ops.h>\n#if __has_include(<mylib/extra.h>)\n#endif\n", // a probe
+  };
+  int i = 0;
+  for (const auto& misfit : misfits) {
+    const std::string name = "m" + std::to_string(i++);
+    BOOST_TEST(compiled_listing(config, app + name + ".cu",
+                                misfit + "extern \"C\" __global__ void " + name + "(int* o) { *o = 2; }\n", options)
+                 .first,
+               misfit);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_library_closure_that_names_files_names_them_as_plain_nvrtc_does)
+{
+  // __FILE__ in a header: every header is a copy carrying its name as the source's includes spell it.
+  const std::string lib = tmp.path() + "/lib/include";
+  put(lib + "/w/where.h", "#pragma once\n#include \"detail/at.h\"\n"
+                          "__device__ inline const char* where() { return __FILE__; }\n");
+  put(lib + "/w/detail/at.h", "#pragma once\n__device__ inline const char* at() { return __FILE__; }\n");
+  const std::vector<std::string> options{"-I" + lib};
+  const std::string app = tmp.path() + "/app/";
+  BOOST_TEST(compiled_listing(config, app + "a.cu",
+                              "#include <w/where.h>\nextern \"C\" __global__ void a(const char** o) { *o = where(); }\n",
+                              options)
+               .first);
+  const auto [predicted, ptx] = compiled_listing(
+    config, app + "b.cu", "#include <w/where.h>\nextern \"C\" __global__ void b(const char** o) { *o = at(); }\n", options);
+  BOOST_TEST(!predicted);
+  // The header the first source reached through where.h, included directly: another spelling
+  // (lib/w/detail/at.h, not lib/w/detail/at.h through "detail/at.h" from where.h): predicted.
+  BOOST_TEST(compiled_listing(config, app + "c.cu",
+                              "#include <w/detail/at.h>\nextern \"C\" __global__ void c(const char** o) { *o = at(); }\n",
+                              options)
+               .first);
 }
 
 BOOST_AUTO_TEST_CASE(a_manifests_closure_lines_are_read_back)
