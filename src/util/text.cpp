@@ -27,16 +27,17 @@ std::string escape_line(const std::string& value)
 
 std::string unescape_line(const std::string& line)
 {
+  // Runs between backslashes are copied whole: a manifest's absent names are megabytes of short
+  // names each ended by "\n" (a warm hit of a vendored CCCL spent a third of its time here).
   std::string out;
   out.reserve(line.size());
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    if (line[i] == '\\' && i + 1 < line.size()) {
-      const char next = line[++i];
-      out += next == 'n' ? '\n' : next == 'r' ? '\r' : next == 't' ? '\t' : next;
-    } else {
-      out += line[i];
-    }
+  std::size_t at = 0;
+  for (std::size_t slash; (slash = line.find('\\', at)) != std::string::npos && slash + 1 < line.size(); at = slash + 2) {
+    out.append(line, at, slash - at);
+    const char next = line[slash + 1];
+    out += next == 'n' ? '\n' : next == 'r' ? '\r' : next == 't' ? '\t' : next;
   }
+  out.append(line, at, std::string::npos);
   return out;
 }
 

@@ -89,6 +89,36 @@ BOOST_AUTO_TEST_CASE(find_text_answers_as_string_find)
   BOOST_TEST(kjit::util::find_text("ab", "", 3) == std::string::npos);
 }
 
+// The manifests' and closure rows' unescaping (util::unescape_line, which copies the runs between
+// backslashes whole) answers as the character-by-character reading it replaced, and gives back
+// what escape_line() wrote, for any text.
+BOOST_AUTO_TEST_CASE(unescape_line_reads_what_escape_line_writes)
+{
+  const auto reference = [](const std::string& line) {
+    std::string out;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '\\' && i + 1 < line.size()) {
+        const char next = line[++i];
+        out += next == 'n' ? '\n' : next == 'r' ? '\r' : next == 't' ? '\t' : next;
+      } else {
+        out += line[i];
+      }
+    }
+    return out;
+  };
+  std::mt19937 random(38);
+  const std::string alphabet = "\\\\ntr\n\r\tab";
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    for (std::size_t i = random() % 16; i > 0; --i) {
+      text += alphabet[random() % alphabet.size()];
+    }
+    BOOST_TEST_REQUIRE(kjit::util::unescape_line(text) == reference(text), "'" << text << "'");
+    BOOST_TEST_REQUIRE(kjit::util::unescape_line(kjit::util::escape_line(text)) == text, "'" << text << "'");
+  }
+  BOOST_TEST(kjit::util::unescape_line("a\\") == "a\\");  // a backslash at the end stays
+}
+
 // A number ending in an exponent letter ends before anything but a sign (a held-out mutant of
 // strip_comments ran 0x1e on into the comment after it, whose #include was then seen).
 BOOST_AUTO_TEST_CASE(a_comment_right_after_a_number_hides_its_includes)
