@@ -8,6 +8,9 @@
 # For each program and arch: wall time and peak memory of `kjit compile --no-cache` and of a cold
 # miss through an empty cache (best of ROUNDS, alternated), then a warm hit in a fresh process (best
 # of 5) with its stat() calls counted by strace, and whether the entry was stored.
+# Then, for each program compiled for both archs, the sm_90 miss of a cache that holds its sm_80
+# entry (it starts from that compile's closed resolution: docs/includes.md, "A closure used
+# again"), beside sm_90's `--no-cache` (best of ROUNDS).
 # Usage: bench/cutlass_eval.sh KJIT_BINARY CUTLASS_DIR [WORK_DIR] [ROUNDS]
 set -euo pipefail
 kjit=$(realpath "$1")
@@ -117,6 +120,24 @@ evaluate() {  # evaluate NAME ARCH ARGS...
     "$([ "$stored" = 1 ] && echo yes || echo NO)"
 }
 
+other_arch() {  # other_arch NAME ARGS...: the sm_90 miss from the sm_80 entry's closure
+  local name=$1 r
+  shift
+  local args=("$work/src/$name.cu" "$@")
+  rm -f "$work"/o.*
+  for ((r = 0; r < rounds; r++)); do
+    run_timed "$work/o.plain$r" "${args[@]}" --arch sm_90 --no-cache
+    rm -rf "$work/cache-other"
+    cp -a "$work/cache-$name-sm_80" "$work/cache-other"
+    KJIT_CACHE_DIR="$work/cache-other" run_timed "$work/o.miss$r" "${args[@]}" --arch sm_90
+  done
+  local plain miss
+  plain=$(best "$work"/o.plain*.ms)
+  miss=$(best "$work"/o.miss*.ms)
+  printf '%-14s %-6s %8d %8d %+7.1f%%  (the sm_80 entry'"'"'s closure)\n' "$name" sm_90 "$plain" "$miss" \
+    "$(echo "100 * ($miss - $plain) / $plain" | bc -l)"
+}
+
 # CUTLASS's headers declare unannotated functions: its NVRTC testbed compiles with -default-device -w.
 inc=(-I "$cutlass/include" -X-default-device -X-w)
 for arch in sm_80 sm_90; do
@@ -125,3 +146,6 @@ for arch in sm_80 sm_90; do
   evaluate sgemm_1 "$arch" "${inc[@]}" -X-std=c++17 --name-expr "$sgemm_name"
 done
 evaluate gett sm_90 "${inc[@]}" -I "$cutlass/test/unit/nvrtc" -X-std=c++17
+other_arch thread_gemm "${inc[@]}" -I "$cutlass/test" -X-std=c++17 --name-expr "$thread_gemm_name"
+other_arch half_epilogue "${inc[@]}" -X-std=c++17
+other_arch sgemm_1 "${inc[@]}" -X-std=c++17 --name-expr "$sgemm_name"
