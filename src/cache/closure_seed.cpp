@@ -121,6 +121,9 @@ void Cache::Impl::offer_closure(const Program& program, const deps::SearchContex
     return;
   }
   resolver.result().closure = resolver.closure_state(seed);
+  if (!store || !store->writable()) {
+    return;  // no row to leave (persist() stores nothing): the map would only grow
+  }
   const auto directives = resolver.seeded() ? std::nullopt : deps::source_directives(program);
   if (!directives) {
     return;  // a seeded closure was closed for another program: the library's row stays

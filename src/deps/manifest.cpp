@@ -67,6 +67,12 @@ std::string encode_manifest(const Manifest& manifest, const std::string& context
       if (!closure.two_names.empty()) {
         body += "two-names " + util::escape_line(closure.two_names) + "\n";
       }
+      for (const auto& name : closure.include_macros) {
+        body += "include-macro " + util::escape_line(name) + "\n";
+      }
+      if (closure.pastes) {
+        body += "pastes\n";
+      }
     }
   }
   return std::string(k_magic) + " " + util::to_hex(util::checksum(body)) + "\n" + body;
@@ -127,7 +133,7 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
       continue;
     }
     if (kind == "computed" || kind == "climbing" || kind == "once-by-macro" || kind == "names-files" ||
-        kind == "two-names") {
+        kind == "two-names" || kind == "include-macro" || kind == "pastes") {
       if (!manifest.back().closure) {
         return std::nullopt;  // closure lines follow their entry's seed line
       }
@@ -141,6 +147,10 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
         closure.once_by_macro = true;
       } else if (kind == "names-files") {
         closure.names_files = true;
+      } else if (kind == "include-macro") {
+        closure.include_macros.insert(rest);
+      } else if (kind == "pastes") {
+        closure.pastes = true;
       } else {
         closure.two_names = rest;
       }

@@ -95,6 +95,10 @@ public:
   void read(const std::string& text);
   // The words some text's `##` may form from the pieces read: empty while no text pastes.
   std::set<std::string> formed() const;
+  // Whether a text read has `##`.
+  bool pastes() const { return m_pastes; }
+  // Whether a text read has a piece of a word (which another text's `##` may join).
+  bool has_pieces() const { return !m_firsts.empty() || !m_lasts.empty(); }
 
 private:
   bool m_pastes = false;
@@ -168,6 +172,12 @@ struct ClosureState {
   bool once_by_macro = false;            // Resolver::once_by_macro()
   bool names_files = false;              // Resolver::names_files()
   std::string two_names;                 // Resolver::two_names()
+  // What another source may reach through the closure's headers without saying it itself (for
+  // fits_closure()): the macros whose definitions say `include` (a __has_include wrapper such as
+  // CCCL's _CCCL_HAS_INCLUDE, or an alias), and whether a header pastes (`##`: a source's piece
+  // `__FI` and a header's CAT() form __FILE__).
+  std::set<std::string> include_macros;
+  bool pastes = false;
 };
 
 struct Resolution {

@@ -127,13 +127,22 @@ bool fits_closure(const Program& program, const ClosureState& closure, const std
   if (!defined.values.empty() || !defined.functions.empty() || !defined.wrappers.empty()) {
     return false;  // a definition may give a header's probe another name, or end a name open
   }
-  if (!closure.computed_dirs.empty()) {
-    const ScanMacros open = all_names_empty(program.source);
-    if (may_form_absolute_name(program.source, OpenEnds(open))) {
+  // What the source may reach through the headers' macros: a __has_include wrapper or alias
+  // called, a piece of a word that a header's `##` joins.
+  const ScanMacros names = all_names_empty(program.source);  // every name of the source, as empty
+  for (const auto& [name, unused] : names.values) {
+    if (closure.include_macros.count(name) != 0) {
       return false;
     }
   }
-  return true;
+  if (closure.pastes) {
+    PastedWords pieces;
+    pieces.read(program.source);
+    if (pieces.has_pieces()) {
+      return false;
+    }
+  }
+  return closure.computed_dirs.empty() || !may_form_absolute_name(program.source, OpenEnds(names));
 }
 
 Resolver::Resolver(const Program& program, const SearchContext& context, Resolution seed)
@@ -164,6 +173,11 @@ void Resolver::unseed()
 
 ClosureState Resolver::closure_state(const util::Sha256& seed_key) const
 {
+  if (m_seeded) {
+    ClosureState state = *m_result.closure;  // what the closure's own resolver knew
+    state.seed_key = seed_key;
+    return state;
+  }
   ClosureState state;
   state.seed_key = seed_key;
   state.computed_dirs = m_computed_dirs;
@@ -175,6 +189,19 @@ ClosureState Resolver::closure_state(const util::Sha256& seed_key) const
   state.once_by_macro = m_once_by_macro;
   state.names_files = m_names_files;
   state.two_names = m_two_names;
+  state.include_macros = m_scan.wrappers;
+  const auto says_include = [&](const std::map<std::string, std::set<std::string>>& table) {
+    for (const auto& [name, definitions] : table) {
+      for (const auto& definition : definitions) {
+        if (definition.find("include") != std::string::npos) {
+          state.include_macros.insert(name);
+        }
+      }
+    }
+  };
+  says_include(m_scan.values);
+  says_include(m_scan.functions);
+  state.pastes = m_pasted.pastes();
   return state;
 }
 

@@ -223,6 +223,40 @@ BOOST_AUTO_TEST_CASE(a_source_that_does_not_fit_the_librarys_closure_is_predicte
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_source_reaching_a_headers_wrapper_or_paste_is_not_served_the_librarys_closure)
+{
+  // A review's reproducers: the source says none of the words itself; the headers' macros do.
+  const std::string lib = tmp.path() + "/lib/include";
+  put(lib + "/w.h", "#pragma once\n#define HAS(x) __has_include(x)\n");
+  put(lib + "/p.h", "#pragma once\n#define CAT(a, b) a##b\n");
+  put(lib + "/opt.h", "#pragma once\n");
+  const std::vector<std::string> options{"-I" + lib};
+  const std::string app = tmp.path() + "/app/";
+  const std::string head = "#include <w.h>\n#include <p.h>\n";
+  BOOST_TEST(compiled_listing(config, app + "a.cu", head + "extern \"C\" __global__ void a(int* o) { *o = 1; }\n", options)
+               .first);
+  // The wrapper: an unseeded resolution scans the source again for it and passes opt.h (7);
+  // from the closure, opt.h was not in the private folder (3).
+  const auto [wrapped, wrapped_ptx] = compiled_listing(
+    config, app + "b.cu",
+    head + "extern \"C\" __global__ void b(int* o) {\n#if HAS(<opt.h>)\n*o = 700007;\n#else\n*o = 3;\n#endif\n}\n",
+    options);
+  BOOST_TEST(wrapped);
+  BOOST_TEST(wrapped_ptx.find("700007") != std::string::npos);
+  // A paste forming __FILE__ from a piece in the source: the copies must carry the names (9, not
+  // the private folder's path's length).
+  BOOST_TEST(compiled_listing(config, app + "c.cu",
+                              head + "extern \"C\" __global__ void c(int* o) { *o = sizeof(CAT(__FI, LE__)); }\n", options)
+               .first);
+  // Forming __TIME__: never cached (was stored, and served the first compile's time).
+  put(app + "d.cu", head + "extern \"C\" __global__ void d(const char** o) { *o = CAT(__TI, ME__); }\n");
+  settle();
+  kjit::Program timed = kjit::program_from_file(app + "d.cu");
+  timed.options = options;
+  kjit::Cache(config).get(timed, k_sm80);
+  BOOST_TEST(kjit::to_string(kjit::Cache(config).lookup(timed, k_sm80).source) == std::string("compiled"));
+}
+
 BOOST_AUTO_TEST_CASE(a_library_closure_that_names_files_names_them_as_plain_nvrtc_does)
 {
   // __FILE__ in a header: every header is a copy carrying its name as the source's includes spell it.
