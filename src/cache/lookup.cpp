@@ -197,6 +197,8 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   entry.headers = program.headers;
   for (const deps::DiskHeader& header : resolution.headers) {
     entry.headers.emplace(header.path.substr(1), header.content);
+    // The hash the resolver made of those bytes: the record, blob rows and mirror don't hash again.
+    entry.header_refs.push_back({header.path.substr(1), header.hash, header.content.size()});
   }
   if (cache::direct_eligible(program)) {
     // Found by its raw inputs, never through a manifest (prepare() reads none for it): the record

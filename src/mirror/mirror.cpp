@@ -252,6 +252,7 @@ std::error_code write_files(int programs, int dir, const store::Entry& entry)
     }
   }
   std::optional<UniqueFd> shared;
+  const store::HeaderHashes hashes(entry);
   for (const auto& [name, relative] : header_paths(entry.headers)) {
     const std::string path = "headers/" + relative;
     const auto slash = path.rfind('/');
@@ -266,7 +267,7 @@ std::error_code write_files(int programs, int dir, const store::Entry& entry)
         return error;
       }
     }
-    if (auto e = link_shared_header(shared->get(), util::to_hex(util::sha256(content)), content, folder->get(),
+    if (auto e = link_shared_header(shared->get(), util::to_hex(hashes.of(name, content)), content, folder->get(),
                                     path.substr(slash + 1))) {
       return e;
     }

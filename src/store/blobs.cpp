@@ -109,8 +109,9 @@ std::string blob_ref_key(const util::Sha256& hash, std::string_view entry_key)
 void add_header_rows(const Entry& entry, const util::Sha256& key, std::vector<Store::Row>& rows)
 {
   const std::string entry_key = blob_key(key);
+  const HeaderHashes hashes(entry);
   for (const auto& [name, content] : entry.headers) {
-    const util::Sha256 hash = util::sha256(content);
+    const util::Sha256 hash = hashes.of(name, content);
     rows.push_back({Table::blobs, blob_key(hash), content});
     rows.push_back({Table::blob_refs, blob_ref_key(hash, entry_key), "1"});
   }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kjit::store {
@@ -47,6 +48,28 @@ struct Entry {
   std::string direct_inputs;
   std::string manifest_key;          // 32 bytes: the manifest key of its manifest (docs/keys.md); empty if none
   std::int64_t created_unix = 0;
+};
+
+// The SHA-256 of each header's content when it is written: the entry's HeaderRef for that name
+// where it has one (a compile fills them with the hashes its resolver made when it read the
+// headers), else computed. A vendored CCCL's 13.7 MB were hashed again by the record, the blob
+// rows and the mirror (≈ 12 ms each).
+class HeaderHashes {
+public:
+  explicit HeaderHashes(const Entry& entry)
+  {
+    for (const HeaderRef& ref : entry.header_refs) {
+      m_known.emplace(ref.name, &ref);
+    }
+  }
+  util::Sha256 of(const std::string& name, const std::string& content) const
+  {
+    const auto it = m_known.find(name);
+    return it != m_known.end() && it->second->size == content.size() ? it->second->hash : util::sha256(content);
+  }
+
+private:
+  std::map<std::string_view, const HeaderRef*> m_known;
 };
 
 } // namespace kjit::store

@@ -225,12 +225,13 @@ std::string encode_record(const Entry& entry, const util::Sha256& key, HeaderSto
   }
   put_field(inputs, Tag::program_txt, entry.program_txt);
   put_field(inputs, Tag::options_txt, entry.options_txt);
+  const HeaderHashes hashes(entry);
   for (const auto& [name, content] : entry.headers) {
     put_field(inputs, Tag::header_name, name);
     if (storage == HeaderStorage::inline_content) {
       put_field(inputs, Tag::header_content, content);
     } else {
-      put_field(inputs, Tag::header_ref, header_ref_value(util::sha256(content), content.size()));
+      put_field(inputs, Tag::header_ref, header_ref_value(hashes.of(name, content), content.size()));
     }
   }
   for (const HeaderRef& ref : entry.header_refs) {

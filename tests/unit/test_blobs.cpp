@@ -497,4 +497,31 @@ BOOST_AUTO_TEST_CASE(an_older_format_record_is_an_orphan_and_its_removal_keeps_o
   BOOST_TEST(cache.entry(current.key()).headers.at("lib/shared.h") == header);
 }
 
+// A compile hands the record, the blob rows and the mirror the hashes its resolver made
+// (HeaderRefs with the contents): the rows are those of hashing the contents again; a ref whose
+// size is not its content's is not taken.
+BOOST_AUTO_TEST_CASE(header_hashes_given_with_the_contents_write_what_hashing_them_writes)
+{
+  kjit::store::Entry plain;
+  plain.program_name = "k.cu";
+  plain.headers = {{"a/x.h", "#define X 1\n"}, {"b/y.h", std::string(100000, 'y')}};
+  kjit::store::Entry given = plain;
+  for (const auto& [name, content] : plain.headers) {
+    given.header_refs.push_back({name, kjit::util::sha256(content), content.size()});
+  }
+  const kjit::util::Sha256 key = kjit::util::sha256("key");
+  BOOST_TEST(kjit::store::encode_record(given, key) == kjit::store::encode_record(plain, key));
+  std::vector<kjit::store::Store::Row> from_given;
+  std::vector<kjit::store::Store::Row> from_plain;
+  kjit::store::add_header_rows(given, key, from_given);
+  kjit::store::add_header_rows(plain, key, from_plain);
+  BOOST_TEST_REQUIRE(from_given.size() == from_plain.size());
+  for (std::size_t i = 0; i < from_given.size(); ++i) {
+    BOOST_TEST(from_given[i].key == from_plain[i].key);
+  }
+  kjit::store::Entry wrong = plain;
+  wrong.header_refs.push_back({"a/x.h", kjit::util::sha256("other"), 5});
+  BOOST_TEST(kjit::store::encode_record(wrong, key) == kjit::store::encode_record(plain, key));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
