@@ -292,6 +292,9 @@ private:
   // Makes the program unfaithful when it has a computed #include and a text that may form an
   // absolute name for it (may_form_absolute_name): NVRTC would read that file on disk.
   void check_formed_names();
+  // Makes the program unfaithful when a macro of a text (or -D) stands for __has_include itself
+  // rather than calling it (an alias): the probes it makes are not followed.
+  void check_probe_aliases();
   // The program uses the time (text_uses_time()): unfaithful() says so, and nothing is recordable.
   void time_used();
   // From now on every header carries its spelled() name (names_files()).

@@ -145,6 +145,51 @@ void Resolver::check_name(const std::string& dir, const std::string& name)
   }
 }
 
+namespace {
+
+// Whether `definition` uses __has_include (or __has_include_next) as a name, not as a call: an
+// alias (`#define HI __has_include`) that a text then calls as `HI("x.h")`.
+bool names_probe_without_call(const std::string& definition)
+{
+  for (std::size_t at = definition.find("__has_include"); at != std::string::npos;
+       at = definition.find("__has_include", at + 1)) {
+    std::size_t end = at + 13;
+    if (definition.compare(end, 5, "_next") == 0) {
+      end += 5;
+    }
+    if (end < definition.size() && (std::isalnum(static_cast<unsigned char>(definition[end])) != 0 || definition[end] == '_')) {
+      continue;  // a longer name
+    }
+    while (end < definition.size() && std::isspace(static_cast<unsigned char>(definition[end])) != 0) {
+      ++end;
+    }
+    if (end >= definition.size() || definition[end] != '(') {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+void Resolver::check_probe_aliases()
+{
+  // The scanner follows __has_include( and the calls of wrappers that hand it a parameter; a
+  // macro standing for the word itself (`#define HI __has_include`, then `HI("opt.h")`, or
+  // `W(x) HI(x)`) makes probes it never sees: opt.h was left out of the private folder and the
+  // probe was false where NVRTC's on disk is true (a review's reproducer).
+  for (const auto* table : {&m_scan.values, &m_scan.functions}) {
+    for (const auto& [name, definitions] : *table) {
+      for (const auto& definition : definitions) {
+        if (m_unfaithful.empty() && names_probe_without_call(definition)) {
+          refuse(UncachedReason::probe, "the macro " + name + " stands for __has_include (" + definition +
+                                          "): NVRTC probes files through it that kjit does not follow");
+        }
+      }
+    }
+  }
+}
+
 void Resolver::check_formed_names()
 {
   if (m_computed_dirs.empty() || !m_unfaithful.empty()) {
@@ -204,6 +249,7 @@ void Resolver::close()
     const std::size_t wrappers = m_scan.wrappers.size();
     predict();
     check_formed_names();
+    check_probe_aliases();
     if (!m_unfaithful.empty()) {
       return;
     }

@@ -451,6 +451,39 @@ BOOST_AUTO_TEST_CASE(review2_has_include_through_a_macro_or_a_define)
   same_(config, cache, d + "/k3.cu", {}, "240");
 }
 
+// A review (2026-11-29): a macro standing for __has_include itself (an alias, a chain of them, a
+// function-like macro calling one) made probes kjit never saw: opt.h was not passed and the probe
+// was false (240) where NVRTC's on disk is true (241-243), stored and hit. Such a program is now
+// compiled from the disk, as a probe kjit can't follow is.
+BOOST_AUTO_TEST_CASE(a_macro_standing_for_has_include_is_compiled_from_the_disk)
+{
+  const std::string d = tmp.path() + "/alias";
+  put(d + "/lib/opt.h", "#define OPT_V 1\n");
+  put(d + "/lib/a.h", "#pragma once\n#define HI __has_include\n#define HI2 HI\n#define W(x) HI(x)\n");
+  const auto source = [](const std::string& probe, const std::string& yes) {
+    return "#include \"a.h\"\n#if " + probe + "(\"opt.h\")\n#define V " + yes + "\n#else\n#define V 240\n#endif\n" + k_kernel;
+  };
+  put(d + "/k1.cu", source("HI", "241"));
+  put(d + "/k2.cu", source("HI2", "242"));
+  put(d + "/k3.cu", source("W", "243"));
+  settle();
+  kjit::Cache cache(config);
+  const std::vector<std::string> options{"-I" + d + "/lib"};
+  same_(config, cache, d + "/k1.cu", options, "241");
+  same_(config, cache, d + "/k2.cu", options, "242");
+  same_(config, cache, d + "/k3.cu", options, "243");
+  BOOST_TEST(cache.stats().uncached_probe >= 3u);
+  // A macro that calls __has_include is followed as before, and cached.
+  put(d + "/k4.cu", std::string("#define HAS_OPT __has_include(\"opt.h\")\n#if HAS_OPT\n#define V 244\n#else\n"
+                                "#define V 240\n#endif\n") + k_kernel);
+  settle();
+  same_(config, cache, d + "/k4.cu", options, "244");
+  kjit::Cache fresh(config);
+  kjit::Program k4 = kjit::program_from_file(d + "/k4.cu");
+  k4.options = options;
+  BOOST_TEST(kjit::to_string(fresh.lookup(k4, k_arch).source) == std::string("disk"));
+}
+
 BOOST_AUTO_TEST_CASE(review3_one_file_by_two_names_with_pragma_once)
 {
   const std::string d = tmp.path() + "/once";
