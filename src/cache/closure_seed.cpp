@@ -19,16 +19,13 @@ namespace {
 // generated "kernel.cu") costs at most this many record reads on a miss.
 constexpr std::size_t k_seed_candidates = 32;
 
-// Fills each header's content from the disk: the stamp before and after the read as recorded, the
-// bytes hashing as recorded. False when one differs (the seed is not used: the headers are
-// predicted again).
+// Fills each header's content from the disk, after deps::validate() found every stamp as recorded:
+// the stamp after the read as recorded (a change since validate() moves its ctime), the bytes
+// hashing as recorded. False when one differs (the seed is not used: the headers are predicted).
 bool read_contents(deps::Resolution& resolution)
 {
   for (deps::DiskHeader& header : resolution.headers) {
     std::error_code error;
-    if (!(deps::stamp_of(header.path) == header.stamp)) {
-      return false;
-    }
     auto content = util::read_file(header.path, error);
     if (!content || !(deps::stamp_of(header.path) == header.stamp) || util::sha256(*content) != header.hash) {
       return false;

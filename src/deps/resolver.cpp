@@ -451,9 +451,6 @@ const DiskHeader* Resolver::find(const std::string& path) const
 
 std::string Resolver::add_next(const std::string& name, IncludeKind kind, const std::string& includer)
 {
-  if (m_seeded) {
-    unseed();  // the seed was closed without this name: predict anew
-  }
   m_names.insert(name);
   const bool main = includer == m_main_path;
   std::string includer_dir = includer.empty() ? m_context.cwd : dir_of(includer);

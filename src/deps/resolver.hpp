@@ -222,7 +222,8 @@ public:
   void predict();
   // Resolves `name` included from `includer` (a header path, the main source's path, or empty
   // for a pre-include) as nvcc would and adds the first existing candidate not yet added.
-  // Returns the path added, or empty when there is nothing new to add.
+  // Returns the path added, or empty when there is nothing new to add. Not for a seeded resolver
+  // (unseed() first: its private folder holds the seed's files).
   std::string add_next(const std::string& name, IncludeKind kind, const std::string& includer);
   // Adds the header at `path` (and predicts its includes); false if it is not a regular file.
   // `includer` and `kind`: the directive it answers (for spelled()); none for a closure's file.

@@ -22,6 +22,12 @@ bool plain_expression(const std::string& expression)
          !text_uses_time(expression) && !text_may_define_once(expression);
 }
 
+// A directive as source_directives() lists it: `"name"` or `<name>`.
+std::string directive_text(const IncludeDirective& directive)
+{
+  return directive.quoted ? "\"" + directive.name + "\"" : "<" + directive.name + ">";
+}
+
 void add_field(util::Sha256Hasher& hasher, std::string_view field)
 {
   hasher.update(std::to_string(field.size())).update(":").update(field);
@@ -99,7 +105,7 @@ std::optional<std::set<std::string>> source_directives(const Program& program)
     if (directive.computed || directive.macro || directive.probe || directive.next) {
       return std::nullopt;
     }
-    out.insert(directive.quoted ? "\"" + directive.name + "\"" : "<" + directive.name + ">");
+    out.insert(directive_text(directive));
   }
   return out;
 }
@@ -108,6 +114,7 @@ bool fits_closure(const Program& program, const ClosureState& closure, const std
 {
   std::string storage;
   const std::string& text = as_preprocessed(program.source, storage);
+  // As the preprocessor reads it (splices joined) and as written (where its trigraphs still are).
   for (const char* word : {"##", "%:%:", "??", "__has_include", "include_next", "__INCLUDE_LEVEL__"}) {
     if (text.find(word) != std::string::npos || program.source.find(word) != std::string::npos) {
       return false;
@@ -120,7 +127,7 @@ bool fits_closure(const Program& program, const ClosureState& closure, const std
   ScanMacros defined;
   for (const IncludeDirective& directive : scan_includes(program.source, defines_from_options(program.options), &defined)) {
     if (directive.computed || directive.macro || directive.probe || directive.next ||
-        directives.count(directive.quoted ? "\"" + directive.name + "\"" : "<" + directive.name + ">") == 0) {
+        directives.count(directive_text(directive)) == 0) {
       return false;
     }
   }
