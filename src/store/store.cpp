@@ -174,14 +174,22 @@ CheckReport Store::walk_or_trust(bool trust_stamp)
     before = impl.state_now();
     dir = impl.lmdb_path;
   }
-  if (trust_stamp && before && stamp_matches(dir, *before)) {
-    std::lock_guard lock(impl.sound_mutex);
-    impl.sound = before;
-    impl.stamped = before;
-    CheckReport trusted;
-    trusted.ok = true;
-    trusted.detail = "not walked: its checked stamp matches";
-    return trusted;
+  if (trust_stamp && before) {
+    // data.mdb as this process last knew it sound (a store it made), or as a stamp says.
+    bool known = false;
+    {
+      std::lock_guard lock(impl.sound_mutex);
+      known = impl.sound == before;
+    }
+    if (known || stamp_matches(dir, *before)) {
+      std::lock_guard lock(impl.sound_mutex);
+      impl.sound = before;
+      impl.stamped = known ? impl.stamped : before;
+      CheckReport trusted;
+      trusted.ok = true;
+      trusted.detail = known ? "not walked: unchanged since this process knew it sound" : "not walked: its checked stamp matches";
+      return trusted;
+    }
   }
   CheckReport report = check(true);
   if (!report.ok) {

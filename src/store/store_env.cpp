@@ -299,6 +299,7 @@ void Store::Impl::open_env(std::size_t wanted_map_size)
       }
       return missing;
     };
+    bool creating = false;  // the tables, in a write transaction
     begin_open_txn(MDB_RDONLY);
     if (open_tables(0) && writable) {
       mdb_txn_abort(txn);
@@ -322,12 +323,25 @@ void Store::Impl::open_env(std::size_t wanted_map_size)
         }
       }
       begin_open_txn(0);
+      creating = true;
       if (open_tables(MDB_CREATE)) {
         mdb_txn_abort(txn);
         check(MDB_NOTFOUND, "mdb_dbi_open");
       }
     }
+    // The first write transaction of a new file (LMDB's writer lock held: no one else wrote
+    // before it) makes every page the store's tree reaches: known sound while data.mdb stays as
+    // it left it, so this process's first write needs no walk (walk_or_trust(); a fork and a
+    // walk on a fresh node's first remote hit).
+    const bool made_here = creating && mdb_txn_id(txn) == 1;
     check(mdb_txn_commit(txn), "mdb_txn_commit (open tables)");
+    if (made_here) {
+      const std::optional<FileState> state = file_state(env);
+      if (state && state->txnid == 1) {  // none wrote after it either
+        std::lock_guard lock(sound_mutex);
+        sound = state;
+      }
+    }
   } catch (...) {
     close_env();
     throw;
