@@ -12,11 +12,10 @@ kernel reaches a fresh process in about a millisecond. No GPU is needed to compi
 docs/python.md describes every call; kjit.interop gives cuda.core and CuPy objects.
 """
 
-from kjit._errors import (ArchError, BundleError, CompileError, ConfigError, CudaError, Error,
-                          GlobalError, ImageError, LaunchError, OptionError, StoreError,
-                          ToolchainError)
-from kjit._kjit import (Binary, Cache, KernelInfo, KernelParam, Lookup, Options, Program,
-                        StageTimings, __version__, _cuda_major, compile, default_cache, get, lookup,
+from kjit._kjit import (ArchError, Binary, BundleError, Cache, CompileError, ConfigError, CudaError,
+                        Error, GlobalError, ImageError, KernelInfo, KernelParam, LaunchError, Lookup,
+                        OptionError, Options, Program, StageTimings, StoreError, ToolchainError,
+                        __version__, _cuda_major, compile, default_cache, get, lookup,
                         supported_archs)
 
 

@@ -25,7 +25,7 @@ struct CacheRef {
   std::shared_ptr<Cache> cache;
 };
 
-void bind_errors(nb::module_& m);   // errors.cpp: kjit's exceptions as kjit._errors' classes
+void bind_errors(nb::module_& m);   // errors.cpp: kjit's exceptions, Error and its subclasses
 void bind_program(nb::module_& m);  // program.cpp: Options, Program
 void bind_binary(nb::module_& m);   // binary.cpp: Binary, KernelInfo, KernelParam, StageTimings
 void bind_cache(nb::module_& m);    // cache.cpp: Cache, Lookup, Source, get, lookup, compile…

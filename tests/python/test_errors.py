@@ -62,3 +62,31 @@ def test_wrong_argument_types():
         kjit.get("not a program", ARCH)
     with pytest.raises(TypeError):
         kjit.lookup(42, ARCH)
+
+
+def test_every_error_class_is_a_kjit_error_with_its_details_defaulted():
+    value_errors = {kjit.OptionError, kjit.ArchError, kjit.ConfigError}
+    details = {kjit.CompileError: {"log": "", "program_name": "", "arch": "", "options": ()},
+               kjit.ToolchainError: {"status": 0}, kjit.CudaError: {"result": 0},
+               kjit.LaunchError: {"kernel": "", "parameter": 0, "expected": 0, "given": 0},
+               kjit.ImageError: {"name": ""}, kjit.GlobalError: {"variable": "", "expected": 0, "given": 0},
+               kjit.StoreError: {"code": 0}, kjit.BundleError: {"path": ""}, kjit.ConfigError: {"variable": ""}}
+    for name in ("CompileError", "OptionError", "ArchError", "ToolchainError", "CudaError", "LaunchError",
+                 "ImageError", "GlobalError", "StoreError", "BundleError", "ConfigError"):
+        cls = getattr(kjit, name)
+        assert issubclass(cls, kjit.Error) and issubclass(cls, RuntimeError)
+        assert issubclass(cls, ValueError) == (cls in value_errors)
+        assert cls.__module__ == "kjit" and cls.__name__ == name and cls.__doc__
+        error = cls("message")
+        assert str(error) == "message"
+        for detail, default in details.get(cls, {}).items():
+            assert getattr(error, detail) == default
+
+
+def test_an_error_made_in_python_keeps_its_details():
+    error = kjit.CompileError("failed", log="line 1", arch="sm_90", options=["-std=c++17"])
+    assert (str(error), error.log, error.arch, error.options) == ("failed", "line 1", "sm_90", ["-std=c++17"])
+    assert kjit.CompileError.log == ""  # the class's default is untouched
+    assert str(kjit.Error()) == ""
+    with pytest.raises(kjit.Error):
+        raise kjit.StoreError("no store", code=13)
