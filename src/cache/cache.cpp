@@ -53,7 +53,7 @@ const cache::KeyContext& Cache::Impl::key_context()
   std::lock_guard lock(context_mutex);
   if (!context) {
     try {
-      context = cache::toolchain_context(config, store.get(), remote);
+      context = cache::toolchain_context(config, store.get(), remote, &toolchain_rows);
     } catch (const StoreError& e) {
       // The identities could not be remembered (disk full…): found again next time, never fatal.
       cache::warn_once(std::string("cannot remember the toolchain's identity: ") + e.what());
@@ -62,6 +62,12 @@ const cache::KeyContext& Cache::Impl::key_context()
     inputs_toolchain = cache::inputs_toolchain(*context);
   }
   return *context;
+}
+
+std::vector<store::Store::Row> Cache::Impl::take_toolchain_rows()
+{
+  std::lock_guard lock(context_mutex);
+  return std::exchange(toolchain_rows, {});
 }
 
 void Cache::Impl::verbose(const char* what, const PreparedProgram& p, double ms)

@@ -74,6 +74,10 @@ struct Cache::Impl {
 
   std::mutex context_mutex;
   std::optional<cache::KeyContext> context;
+  // The rows that remember the context in the store, made with it and written with the next
+  // entry's commit (persist()) or, if none comes, when the Cache goes (flush_uses()); under
+  // context_mutex.
+  std::vector<store::Store::Row> toolchain_rows;
   std::string inputs_toolchain;  // cache::inputs_toolchain(*context), made with it
   cache::DirectIndex direct_index;   // this process's input digests → entry keys (direct_lookup.cpp)
 
@@ -100,6 +104,8 @@ struct Cache::Impl {
   // admitted (kept from its second disk hit on), anything else inserted.
   void keep(const util::Sha256& entry_key, const cache::Result& result, Source source);
   const cache::KeyContext& key_context();
+  // The toolchain_rows not written yet (and none left).
+  std::vector<store::Store::Row> take_toolchain_rows();
   void verbose(const char* what, const PreparedProgram& p, double ms);
   void verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256& key, double ms);
   // `key` null: a line without a key (a compile that was not cached names no entry).

@@ -241,6 +241,9 @@ void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
   if (auto library = take_library_row(p)) {
     rows.push_back(std::move(*library));
   }
+  for (store::Store::Row& row : take_toolchain_rows()) {  // a new store's: one commit, one fdatasync
+    rows.push_back(std::move(row));
+  }
   std::size_t row_bytes = 0;  // what KJIT_MAX_SIZE counts of the store (size_limit.cpp)
   std::size_t blob_bound = 0;  // the most the header blobs' pages can grow by (size_limit.cpp)
   for (const store::Store::Row& row : rows) {

@@ -59,12 +59,12 @@ void Cache::Impl::flush_uses() noexcept
   }
   memory.take_used(noted);  // the memory hits (MemoryTier::find_hit, count_hit)
   const std::set<util::Sha256> taken(noted.begin(), noted.end());  // the rows go in key order
-  if (taken.empty()) {
+  std::vector<store::Store::Row> rows = take_toolchain_rows();  // none persisted them: with these
+  if (taken.empty() && rows.empty()) {
     return;
   }
   try {
     const std::int64_t now = static_cast<std::int64_t>(::time(nullptr));
-    std::vector<store::Store::Row> rows;
     for (const util::Sha256& key : taken) {
       // (a key served from memory may have no entry: a store that could not take it)
       if (now - cache::recorded_use(*store, bytes_of(key)) >= k_use_granularity_s &&

@@ -355,7 +355,8 @@ std::string toolchain_file_identity(const rtc::Toolkit& toolkit)
   return file_identities(toolkit, has_nvrtc, false);
 }
 
-KeyContext toolchain_context(const Config& config, store::Store* store, remote::RemoteTier* remote)
+KeyContext toolchain_context(const Config& config, store::Store* store, remote::RemoteTier* remote,
+                             std::vector<store::Store::Row>* deferred)
 {
   KeyContext context;
   const rtc::Toolkit toolkit = rtc::remember_toolkit(config);  // once per Cache: its misses stat nothing
@@ -437,7 +438,7 @@ KeyContext toolchain_context(const Config& config, store::Store* store, remote::
     store != nullptr && store->writable() ? remembered_fingerprint(*store, text) : std::nullopt;
   if (store != nullptr && store->writable() && !fingerprint) {
     // Processes without NVRTC need a remembered context of this toolchain, whatever keys are made
-    // here: the first process of a toolchain remembers it now, with the fleet's fingerprint on a
+    // here: the first process of a toolchain remembers it (now, or with its first entry), with the fleet's fingerprint on a
     // new node of a fleet (reading the toolkit's headers costs ≈ 0.2 s), else with this one's.
     if (!fleet_fingerprint.empty()) {
       rows.push_back(context_row(text, fleet_fingerprint));  // with the versions: one fdatasync
@@ -445,7 +446,9 @@ KeyContext toolchain_context(const Config& config, store::Store* store, remote::
       fingerprint = context.toolkit_headers.value();
     }
   }
-  if (!rows.empty()) {
+  if (!rows.empty() && deferred != nullptr) {
+    deferred->insert(deferred->end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+  } else if (!rows.empty()) {
     store->put(rows);
   }
   if (probed && build && remote != nullptr) {

@@ -29,7 +29,8 @@ inline constexpr const char* k_context_prefix = "toolchain context ";
 // unknown one loads NVRTC and nvJitLink once (compiling a probe program), then is recorded, and
 // the whole context is remembered in the store. The toolkit headers' fingerprint is found (folder
 // stats, toolkit_headers.hpp) when the first key that holds it is made, and the context is then
-// remembered with it; a store that remembers no context of this toolchain gets one at once. A
+// remembered with it; a store that remembers no context of this toolchain gets one now (or with the
+// caller's next commit: `deferred` below). A
 // store that knows no versions of these library files asks `remote` (if any) for the fleet's memo,
 // named by the libraries' GNU build IDs, before loading anything (one GET); versions it had to
 // learn by loading NVRTC are left there for the next new node (RemoteTier::put_meta), with the
@@ -37,8 +38,11 @@ inline constexpr const char* k_context_prefix = "toolchain context ";
 // toolkit's headers (as a bundle's context row does; its own keys find their own). When
 // the toolkit has no NVRTC library file, the context is remembered_toolchain() of the store (hits
 // are served without NVRTC; a miss fails with a ToolchainError naming the missing library).
-// `store` may be null (no disk tier); the context must not outlive it.
-KeyContext toolchain_context(const Config& config, store::Store* store, remote::RemoteTier* remote = nullptr);
+// `store` may be null (no disk tier); the context must not outlive it. With `deferred`, the rows
+// that remember the context are added there instead of committed: the caller writes them with
+// its next commit (a fresh node's first hit: one fdatasync for them and the entry, not two).
+KeyContext toolchain_context(const Config& config, store::Store* store, remote::RemoteTier* remote = nullptr,
+                             std::vector<store::Store::Row>* deferred = nullptr);
 
 // Writes the "toolchain build <XXH3 of the build IDs>" row of `config`'s toolkit into `store` when
 // the store knows the versions of these library files and lacks it (a store made before the row

@@ -46,6 +46,18 @@ check "… loads no NVRTC" bash -c "! cat '$work'/ld.* | grep -q 'file=[^ ]*libn
 check "… nor nvJitLink" bash -c "! cat '$work'/ld.* | grep -q 'file=[^ ]*libnvJitLink'"
 check "… (LD_DEBUG saw it load hiredis)" bash -c "cat '$work'/ld.* | grep -q 'file=libhiredis'"
 rm -f "$work"/ld.*
+# --- … and it waits for one fdatasync: the store's tables are not synced, the toolchain rows go in
+#     with the entry's commit (it was three: the tables, the toolchain rows, the entry) ---
+if strace -o /dev/null true 2>/dev/null; then
+  check "a fresh node's first remote hit, traced" exit_code 0 env KJIT_CACHE_DIR="$work/fresh3" \
+    strace -f -y -qq -o "$work/sync" -e trace=fdatasync,fsync "$kjit" compile "$work/r1.cu" --arch sm_80 -o "$work/hit-out"
+  check "… syncs its store once (got $(grep -c 'data.mdb>' "$work/sync"))" test "$(grep -c 'data.mdb>' "$work/sync")" = 1
+  check "… the next process there, with no server, is a disk hit" exit_code 0 env KJIT_CACHE_DIR="$work/fresh3" \
+    KJIT_REMOTE_CACHE= LD_DEBUG=files LD_DEBUG_OUTPUT="$work/ld" "$kjit" compile "$work/r1.cu" --arch sm_80 -o "$work/hit-out"
+  check "… (from disk)" grep -q "^lookup: from disk" "$work/out"
+  check "… that loads no NVRTC (the toolchain rows were stored)" bash -c "! cat '$work'/ld.* | grep -q 'file=[^ ]*libnvrtc'"
+  rm -f "$work"/ld.*
+fi
 memo=$(rcli --scan --pattern 'kjit:meta:toolchain:*')
 check "one toolchain memo on the server" test "$(wc -w <<<"$memo")" = 1
 rcli set "$memo" "garbage" >/dev/null
