@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <exception>
 #include <charconv>
+#include <cstring>
 #include <cctype>
 #include <fcntl.h>
 #include <ftw.h>
@@ -17,6 +19,8 @@
 #include <set>
 #include <string_view>
 #include <sys/stat.h>
+#include <system_error>
+#include <thread>
 
 namespace kjit::deps {
 
@@ -46,23 +50,27 @@ std::string dir_stamp(const std::string& path, const struct stat& st)
 }
 
 // nftw has no user pointer: the walk in progress (under g_mutex).
-std::vector<std::string>* g_files = nullptr;
+std::vector<std::string>* g_paths = nullptr;
 std::vector<std::string>* g_dirs = nullptr;
-std::set<std::string>* g_names = nullptr;
-std::size_t g_root_size = 0;
 std::mutex g_mutex;
 std::map<std::string, std::string> g_memo;  // dirs → the kept text (see walk()) for this process
 std::map<std::string, std::shared_ptr<const std::vector<std::string>>> g_names_memo;  // dirs → names asked for
 std::atomic<std::uint64_t> g_stamp_checks{0};  // still_valid() calls, for toolkit_stamp_checks()
 
-// Notes every header name `content` may include or probe: each "<name>" or "\"name\"" right after
-// a word ending in include/INCLUDE (#include, #include_next, __has_include(, _CCCL_HAS_INCLUDE(…).
-// Comments and false #ifs are not told apart: a name too many costs a stat, one too few a wrong
-// binary. Not a preprocessor: fast enough for every file of the trees (the scanner is 10× slower).
-void note_names(const std::string& content)
+// Notes in `names` every header name `content` may include or probe: each "<name>" or "\"name\""
+// right after a word ending in include/INCLUDE (#include, #include_next, __has_include(,
+// _CCCL_HAS_INCLUDE(…). Comments and false #ifs are not told apart: a name too many costs a stat,
+// one too few a wrong binary. Not a preprocessor: fast enough for every file of the trees (the
+// scanner is 10× slower).
+void note_names(const std::string& content, std::set<std::string>& names)
 {
+  // memmem(): a third faster here than std::string::find, which stops at every 'i'.
+  const auto find = [&content](const char* word, std::size_t from) {
+    const void* hit = from < content.size() ? ::memmem(content.data() + from, content.size() - from, word, 7) : nullptr;
+    return hit == nullptr ? std::string::npos : static_cast<std::size_t>(static_cast<const char*>(hit) - content.data());
+  };
   for (const char* word : {"include", "INCLUDE"}) {
-    for (auto at = content.find(word); at != std::string::npos; at = content.find(word, at + 1)) {
+    for (auto at = find(word, 0); at != std::string::npos; at = find(word, at + 1)) {
       std::size_t i = at + 7;
       while (i < content.size() && (std::isalnum(static_cast<unsigned char>(content[i])) || content[i] == '_')) {
         ++i;  // include_next
@@ -75,7 +83,7 @@ void note_names(const std::string& content)
       }
       const auto end = content.find_first_of(content[i] == '<' ? ">\n" : "\"\n", i + 1);
       if (end != std::string::npos && content[end] != '\n' && end > i + 1 && content[i + 1] != '/') {
-        g_names->insert(content.substr(i + 1, end - i - 1));
+        names.insert(content.substr(i + 1, end - i - 1));
       }
     }
   }
@@ -83,33 +91,83 @@ void note_names(const std::string& content)
 
 int visit(const char* path, const struct stat* st, int type, FTW*)
 {
-  const std::string full = path;
   if (type == FTW_D) {
-    g_dirs->push_back(dir_stamp(full, *st));
+    g_dirs->push_back(dir_stamp(path, *st));
   } else if (type == FTW_F) {
+    g_paths->push_back(path);
+  }
+  return 0;
+}
+
+// For each of `paths` from `first` on, every `step`-th: "<name below the root> <SHA-256 of its
+// content>" into `lines` (at the path's index), and the names it includes into `names`.
+void read_files(const std::vector<std::string>& paths, std::size_t root_size, std::size_t first, std::size_t step,
+                std::vector<std::string>& lines, std::set<std::string>& names)
+{
+  for (std::size_t i = first; i < paths.size(); i += step) {
     // Relative name and content: the same trees anywhere (a copy, links to the files) give the
     // same fingerprint; dates never enter it.
     std::error_code error;
-    const auto content = util::read_file(full, error);
-    g_files->push_back(full.substr(std::min(g_root_size, full.size())) + " " +
-                       (content ? util::to_hex(util::sha256(*content)) : "unreadable"));
+    const auto content = util::read_file(paths[i], error);
+    lines[i] = paths[i].substr(std::min(root_size, paths[i].size())) + " " +
+               (content ? util::to_hex(util::sha256(*content)) : "unreadable");
     if (content) {
-      note_names(*content);
+      note_names(*content, names);
     }
   }
-  return 0;
+}
+
+// The lines and names of `paths` (read_files()), on two threads where there are two cores: the
+// files are read and hashed once per store (≈ 28 MB and 2 000 files for CUDA 13), on the path of
+// its first key that holds them.
+std::vector<std::string> read_all(const std::vector<std::string>& paths, std::size_t root_size,
+                                  std::set<std::string>& names)
+{
+  std::vector<std::string> lines(paths.size());
+  std::set<std::string> other_names;
+  std::exception_ptr other_failed;  // what the other thread threw (nettle missing, no memory)
+  std::thread other;
+  if (std::thread::hardware_concurrency() > 1 && paths.size() > 1) {
+    try {
+      other = std::thread([&] {
+        try {
+          read_files(paths, root_size, 1, 2, lines, other_names);
+        } catch (...) {
+          other_failed = std::current_exception();
+        }
+      });
+    } catch (const std::system_error&) {
+      // No thread: this one reads them all.
+    }
+  }
+  const std::size_t step = other.joinable() ? 2 : 1;
+  try {
+    read_files(paths, root_size, 0, step, lines, names);
+  } catch (...) {
+    if (other.joinable()) {
+      other.join();
+    }
+    throw;
+  }
+  if (other.joinable()) {
+    other.join();
+    if (other_failed) {
+      std::rethrow_exception(other_failed);
+    }
+    names.merge(other_names);
+  }
+  return lines;
 }
 
 // "fingerprint\n", one stamp line per folder, an empty line, then one line per header name the
 // trees include or probe (a user -I folder's file of such a name is what NVRTC takes: resolver.cpp).
 std::string walk(const std::vector<std::string>& dirs)
 {
-  std::vector<std::string> files;
+  std::vector<std::string> paths;
   std::vector<std::string> folders;
   std::set<std::string> names;
-  g_files = &files;
+  g_paths = &paths;
   g_dirs = &folders;
-  g_names = &names;
   util::Sha256Hasher hasher;
   for (const auto& dir : dirs) {
     bool nested = false;
@@ -119,9 +177,9 @@ std::string walk(const std::vector<std::string>& dirs)
     if (nested) {
       continue;  // include/cccl is walked with include
     }
-    files.clear();
-    g_root_size = dir.size();
+    paths.clear();
     std::ignore = ::nftw(dir.c_str(), visit, 32, 0);  // links followed: a toolkit copied as links counts as the same
+    std::vector<std::string> files = read_all(paths, dir.size(), names);
     std::sort(files.begin(), files.end());
     hasher.update("root\n");
     for (const auto& line : files) {
