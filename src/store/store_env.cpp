@@ -351,6 +351,10 @@ void Store::Impl::open_env(std::size_t wanted_map_size)
       if (state && state->txnid == 1) {  // none wrote after it either
         std::lock_guard lock(sound_mutex);
         sound = state;
+        // No stamp for it (as if written): its pages are not on the disk yet, and a stamp that
+        // outlived a power loss would spare the next opener the walk that finds them missing.
+        // The first commit of data syncs them and stamps what it leaves.
+        stamped = state;
       }
     }
   } catch (...) {

@@ -156,6 +156,17 @@ BOOST_AUTO_TEST_CASE(a_store_this_process_made_is_not_walked_before_its_first_wr
   BOOST_TEST(walks_of_one_write(dir, "third") == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_store_made_and_closed_without_a_write_has_no_stamp)
+{
+  // Its tables' commit is not synced (making_a_store_costs_no_fdatasync): a stamp of that state
+  // could outlive a power loss that lost the pages, and spare the next opener its walk.
+  const std::string dir = tmp.path() + "/store";
+  kjit::store::Store::open(dir, std::size_t(64) << 20).reset();
+  BOOST_TEST(exists(dir + "/data.mdb"));
+  BOOST_TEST(!exists(dir + "/checked"));  // was there
+  BOOST_TEST(walks_of_one_write(dir, "first") == 1u);  // another process's store: walked
+}
+
 BOOST_AUTO_TEST_CASE(a_store_made_here_and_written_by_another_before_the_first_write_is_walked)
 {
   // Known sound only as it was made: a write by another program (the same byte again: only the
