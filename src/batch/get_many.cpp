@@ -141,6 +141,7 @@ void plan(const std::vector<BatchItem>& items, bool use_pch, std::vector<std::si
 
 std::vector<BatchResult> Cache::get_many(const std::vector<BatchItem>& items, const BatchOptions& options)
 {
+  const Impl::ToolchainRowsAtEnd rows_at_end(*m_impl);
   std::vector<BatchResult> results(items.size());
   const std::string path = options.worker_path.empty() ? default_worker_path() : options.worker_path;
   unsigned jobs = options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());

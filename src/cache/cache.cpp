@@ -70,6 +70,46 @@ std::vector<store::Store::Row> Cache::Impl::take_toolchain_rows()
   return std::exchange(toolchain_rows, {});
 }
 
+void Cache::Impl::put_back_toolchain_rows(std::vector<store::Store::Row> rows)
+{
+  std::lock_guard lock(context_mutex);
+  toolchain_rows.insert(toolchain_rows.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+}
+
+void Cache::Impl::queue_toolchain_rows() noexcept
+{
+  try {
+    std::vector<store::Store::Row> rows = take_toolchain_rows();
+    if (!rows.empty() && store && store->writable()) {
+      store->put_later(std::move(rows), [](const StoreError* error) {
+        if (error != nullptr) {  // the next process learns the versions again: never fatal
+          cache::warn_once(std::string("cannot remember the toolchain's identity: ") + error->what());
+        }
+      });
+    }
+  } catch (const std::exception& e) {
+    cache::warn_once(std::string("cannot remember the toolchain's identity: ") + e.what());
+  }
+}
+
+namespace {
+
+thread_local int t_public_calls = 0;  // ToolchainRowsAtEnd objects alive on this thread
+
+} // namespace
+
+Cache::Impl::ToolchainRowsAtEnd::ToolchainRowsAtEnd(Impl& impl) : m_impl(impl)
+{
+  ++t_public_calls;
+}
+
+Cache::Impl::ToolchainRowsAtEnd::~ToolchainRowsAtEnd()
+{
+  if (--t_public_calls == 0) {
+    m_impl.queue_toolchain_rows();
+  }
+}
+
 void Cache::Impl::verbose(const char* what, const PreparedProgram& p, double ms)
 {
   const util::Sha256 prepared_key = p.m_key;
@@ -177,6 +217,7 @@ private:
 
 PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
 {
+  const Impl::ToolchainRowsAtEnd rows_at_end(*m_impl);
   std::optional<Program> storage;
   const Program& program = rtc::as_nvrtc_reads(given, storage);  // keyed and resolved as NVRTC reads it
   PreparedProgram prepared;
@@ -274,6 +315,7 @@ Lookup Cache::lookup(const PreparedProgram& prepared)
 std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arch& arch, Source& source,
                                                 std::string* key)
 {
+  const Impl::ToolchainRowsAtEnd rows_at_end(*m_impl);
   std::optional<Program> storage;
   const Program& program = rtc::as_nvrtc_reads(given, storage);  // found by the options NVRTC reads
   std::optional<Impl::Direct> direct;
@@ -319,6 +361,7 @@ std::shared_ptr<const Binary> Cache::get_prepared_again(const Program& program, 
 
 std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepared, Source& source, std::string* key)
 {
+  const Impl::ToolchainRowsAtEnd rows_at_end(*m_impl);
   if (!prepared.m_made.value) {
     // Its key would be looked up, and on a miss its program compiled and stored under that key:
     // 000…0 for a default-constructed one, another program's for one moved from.
@@ -411,6 +454,7 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
 
 std::vector<int> Cache::supported_archs()
 {
+  const Impl::ToolchainRowsAtEnd rows_at_end(*m_impl);
   return m_impl->key_context().supported_archs;
 }
 

@@ -106,6 +106,27 @@ struct Cache::Impl {
   const cache::KeyContext& key_context();
   // The toolchain_rows not written yet (and none left).
   std::vector<store::Store::Row> take_toolchain_rows();
+  // `rows` (taken, their commit failed) are toolchain_rows again.
+  void put_back_toolchain_rows(std::vector<store::Store::Row> rows);
+  // Queues the toolchain_rows no entry's commit took in a commit of their own (Store::put_later:
+  // process exit and quick_exit() wait for it). ToolchainRowsAtEnd calls it.
+  void queue_toolchain_rows() noexcept;
+  // Held by each public call that may make the key context: at the end of the outermost one on a
+  // thread, the toolchain rows no entry's commit took (a hit, an uncached compile, explain) are
+  // queued in a commit of their own, so that a process that ends without destroying its Cache
+  // (quick_exit(), a forked child's _exit()), or another Cache of this process on the same
+  // folder, finds them. Within the call they wait for its entry's commit (a fresh node's first
+  // hit: one fdatasync, not two).
+  class ToolchainRowsAtEnd {
+  public:
+    explicit ToolchainRowsAtEnd(Impl& impl);
+    ~ToolchainRowsAtEnd();
+    ToolchainRowsAtEnd(const ToolchainRowsAtEnd&) = delete;
+    ToolchainRowsAtEnd& operator=(const ToolchainRowsAtEnd&) = delete;
+
+  private:
+    Impl& m_impl;
+  };
   void verbose(const char* what, const PreparedProgram& p, double ms);
   void verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256& key, double ms);
   // `key` null: a line without a key (a compile that was not cached names no entry).

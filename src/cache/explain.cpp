@@ -284,6 +284,7 @@ std::vector<std::string> orphan_keys(store::Store& store, const cache::KeyContex
 
 std::vector<std::string> Cache::orphans()
 {
+  const Impl::ToolchainRowsAtEnd rows_at_end(*m_impl);
   std::vector<std::string> hex;
   if (m_impl->store) {
     for (const auto& key : orphan_keys(*m_impl->store, m_impl->key_context())) {
@@ -295,6 +296,7 @@ std::vector<std::string> Cache::orphans()
 
 std::size_t Cache::remove_orphans()
 {
+  const Impl::ToolchainRowsAtEnd rows_at_end(*m_impl);
   if (!m_impl->store) {
     return 0;
   }

@@ -241,9 +241,9 @@ void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
   if (auto library = take_library_row(p)) {
     rows.push_back(std::move(*library));
   }
-  for (store::Store::Row& row : take_toolchain_rows()) {  // a new store's: one commit, one fdatasync
-    rows.push_back(std::move(row));
-  }
+  // A new store's toolchain rows: one commit, one fdatasync. Kept to be put back if it fails.
+  std::vector<store::Store::Row> toolchain = take_toolchain_rows();
+  rows.insert(rows.end(), toolchain.begin(), toolchain.end());
   std::size_t row_bytes = 0;  // what KJIT_MAX_SIZE counts of the store (size_limit.cpp)
   std::size_t blob_bound = 0;  // the most the header blobs' pages can grow by (size_limit.cpp)
   for (const store::Store::Row& row : rows) {
@@ -256,8 +256,10 @@ void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
   // Its report takes no lock a caller of the store may hold (Store::put_later).
   commits.begin();
   try {
-    store->put_later(std::move(rows), [this, lock = std::move(lock)](const StoreError* error) mutable {
+    store->put_later(std::move(rows), [this, lock = std::move(lock),
+                                       toolchain = std::move(toolchain)](const StoreError* error) mutable {
       if (error != nullptr) {
+        put_back_toolchain_rows(std::move(toolchain));  // for a later commit, or their own
         // Kept after later commits succeed: why an entry is missing.
         statistics.set_store_problem(std::string("cannot store compiled kernels: ") + error->what());
         // The caller still got its binary (and the memory tier keeps it): a store that can't be

@@ -158,6 +158,21 @@ for limit in 48 64 80; do
     test "$said" != "$held"
 done
 
+# A new store's toolchain rows go in with its first entry's commit; when that commit fails (a
+# kernel too big for the file size limit), a later one takes them: the next process's disk hit
+# loads no NVRTC (before: the rows went with the failed commit, and every later process of that
+# store loaded NVRTC to learn the versions again).
+head -c 3000000 /dev/urandom | base64 -w 100 | sed 's|^|// |' >"$work/big_comment"
+{ cat "$work/w1.cu" "$work/big_comment"; } >"$work/big.cu"
+sh -c "trap '' XFSZ; ulimit -f 2048; KJIT_CACHE_DIR='$work/cache_rows' KJIT_MIRROR=0 exec '$kjit' warm '$work/big.cu' '$work/w2.cu' --arch sm_80 --jobs 1" \
+  >"$work/out" 2>"$work/err"
+check "a warm whose first commit fails stores the second" grep -q "1 of the 2 compiled kernels were not stored" "$work/err"
+check "… whose disk hit in the next process" exit_code 0 env KJIT_CACHE_DIR="$work/cache_rows" LD_DEBUG=files \
+  LD_DEBUG_OUTPUT="$work/ld" "$kjit" compile "$work/w2.cu" --arch sm_80 -o "$work/rows_out"
+check "… (a disk hit)" grep -q "^lookup: from disk" "$work/out"
+check "… loads no NVRTC (the toolchain rows were stored)" bash -c "! cat '$work'/ld.* | grep -q 'file=[^ ]*libnvrtc'"
+rm -f "$work"/ld.*
+
 # A mirror that can't be written (its folder is a file) is said once per cause, not once per entry
 # (before: one "cannot mirror" line per kernel, 56 of them on a full disk), and the store has them all.
 mkdir -p "$work/cache_nomirror"

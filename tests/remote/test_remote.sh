@@ -3,9 +3,10 @@
 # share it (A compiles, B is served and backfilled, then hits locally with the server stopped), a
 # corrupt value is not served, a server that is down costs one warning, ?readonly never writes,
 # the password is never printed. Exits 77 (skipped) when redis-server can't start.
-# Usage: test_remote.sh KJIT
+# Usage: test_remote.sh KJIT   (KJIT_TEST_CACHE_PROBE: tests/unit/cache_probe)
 set -u
 kjit=$1
+probe=${KJIT_TEST_CACHE_PROBE:?the cache_probe helper (meson test sets it)}
 # shellcheck source=redis.sh
 . "$(dirname "$0")/redis.sh"
 start_or_skip "$port"
@@ -57,6 +58,16 @@ if strace -o /dev/null true 2>/dev/null; then
   check "… (from disk)" grep -q "^lookup: from disk" "$work/out"
   check "… that loads no NVRTC (the toolchain rows were stored)" bash -c "! cat '$work'/ld.* | grep -q 'file=[^ ]*libnvrtc'"
   rm -f "$work"/ld.*
+fi
+# --- a second Cache of a fresh node's process on the same folder finds the fleet's fingerprint
+#     that the first remembered: it reads no toolkit header (before: the first Cache's rows waited
+#     for an entry's commit, and the second read the toolkit's 1 982 headers, ≈ 90 ms) ---
+if strace -o /dev/null true 2>/dev/null; then
+  check "two Caches of a fresh node's process" exit_code 0 env KJIT_CACHE_DIR="$work/fresh4" \
+    strace -f -qq -o "$work/opens" -e trace=openat "$probe" "$work/fresh4" "$work/r1.cu" sm_80 --second-cache
+  check "… both prepare it" grep -q "^second_key: " "$work/err"
+  opened=$(grep -c 'cuda/std/\|cub/\|thrust/' "$work/opens" || true)
+  check "… the second reads no toolkit header (opened $opened)" test "$opened" = 0
 fi
 memo=$(rcli --scan --pattern 'kjit:meta:toolchain:*')
 check "one toolchain memo on the server" test "$(wc -w <<<"$memo")" = 1

@@ -26,13 +26,15 @@ int main(int argc, char** argv)
 {
   if (argc < 4) {
     std::fprintf(stderr, "usage: cache_probe CACHE_DIR FILE ARCH [--as-nobody] [--threads N] [--start-file PATH]\n"
-                         "                   [--own-config] [--setenv NAME=VALUE]\n");
+                         "                   [--own-config] [--setenv NAME=VALUE] [--second-cache] [--quick-exit]\n");
     return 2;
   }
   int threads = 1;
   std::string start_file;
   bool own_config = false;
   std::string late_variable;
+  bool second_cache = false;  // a second Cache on the folder prepares the program after the first
+  bool quick_exit = false;    // ends with std::quick_exit(0): no Cache is destroyed
   for (int i = 4; i < argc; ++i) {
     if (std::strcmp(argv[i], "--as-nobody") == 0 && ::geteuid() == 0) {
       if (::setgid(65534) != 0 || ::setuid(65534) != 0) {
@@ -47,6 +49,10 @@ int main(int argc, char** argv)
       own_config = true;
     } else if (std::strcmp(argv[i], "--setenv") == 0 && i + 1 < argc) {
       late_variable = argv[++i];
+    } else if (std::strcmp(argv[i], "--second-cache") == 0) {
+      second_cache = true;
+    } else if (std::strcmp(argv[i], "--quick-exit") == 0) {
+      quick_exit = true;
     }
   }
   try {
@@ -54,6 +60,11 @@ int main(int argc, char** argv)
     config.cache_dir = argv[1];
     kjit::Cache cache(config);
     const kjit::PreparedProgram prepared = cache.prepare(kjit::program_from_file(argv[2]), kjit::Arch::parse(argv[3]));
+    if (second_cache) {  // before this one looks anything up
+      kjit::Cache second(config);
+      std::fprintf(stderr, "second_key: %s\n",
+                   second.prepare(kjit::program_from_file(argv[2]), kjit::Arch::parse(argv[3])).key().c_str());
+    }
     if (!start_file.empty()) {
       std::FILE* ready = std::fopen((start_file + ".ready." + std::to_string(::getpid())).c_str(), "w");
       if (ready != nullptr) {
@@ -100,6 +111,10 @@ int main(int argc, char** argv)
                 kjit::util::library_is_loaded("libnvrtc") ? 1 : 0,
                 kjit::util::library_is_loaded("libnvJitLink") ? 1 : 0, cache.writable() ? 1 : 0,
                 prepared.key().c_str(), archs.c_str());
+    if (quick_exit) {
+      std::fflush(stdout);
+      std::quick_exit(0);
+    }
   } catch (const kjit::Error& e) {
     std::printf("result: error\nmessage: %s\n", e.what());
     return 1;

@@ -4,6 +4,7 @@
 
 #include "fixture.hpp"
 
+#include "store/meta_keys.hpp"
 #include "store/store.hpp"
 
 #include <dlfcn.h>
@@ -261,6 +262,28 @@ BOOST_AUTO_TEST_CASE(supported_archs_are_remembered_for_a_second_process)
   BOOST_TEST(warm["supported_archs"] == archs, output);
   BOOST_TEST(warm["nvrtc_loaded"] == "0", output);
   BOOST_TEST(warm["disk_hits"] == "1", output);
+}
+
+// A new store's toolchain rows wait for its first entry's commit; a process that stores no entry
+// (an uncached compile: __TIME__) and ends by quick_exit() (no Cache destroyed) still leaves them
+// (before: never written, and every later process of that store loaded NVRTC to learn them).
+BOOST_AUTO_TEST_CASE(the_toolchain_is_remembered_by_a_process_that_stored_nothing)
+{
+  const std::string file = tmp.path() + "/time.cu";
+  write_text(file, "__global__ void stamped(char* p) { const char t[] = __TIME__; p[0] = t[0]; }\n");
+  std::string output;
+  const std::string probe = "'" + helper("KJIT_TEST_CACHE_PROBE") + "' '" + config.cache_dir + "' '" + file + "' sm_90";
+  BOOST_TEST_REQUIRE(run(probe + " --quick-exit", output) == 0, output);
+  BOOST_TEST_REQUIRE(fields_of(output)["compiles"] == "1", output);
+  // The versions' row: "toolchain <XXH3 of the libraries' identity>" (not "toolchain context …",
+  // which the toolkit headers' fingerprint writes at once).
+  std::size_t version_rows = 0;
+  kjit::store::Store::open(config.cache_dir + "/store", std::size_t(64) << 20)
+    ->for_each(kjit::store::Table::meta, [&](std::string_view key, std::string_view) {
+      const std::string_view prefix = kjit::store::k_toolchain_prefix;
+      version_rows += key.substr(0, prefix.size()) == prefix && key.size() == prefix.size() + 32;
+    });
+  BOOST_TEST(version_rows == 1u);  // was 0
 }
 
 // Removing a test's folder never changes what a symlink in it points to (a symlink to the
