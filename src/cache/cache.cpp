@@ -54,6 +54,7 @@ const cache::KeyContext& Cache::Impl::key_context()
   if (!context) {
     try {
       context = cache::toolchain_context(config, store.get(), remote, &toolchain_rows);
+      toolchain_rows_held = !toolchain_rows.empty();
     } catch (const StoreError& e) {
       // The identities could not be remembered (disk full…): found again next time, never fatal.
       cache::warn_once(std::string("cannot remember the toolchain's identity: ") + e.what());
@@ -66,7 +67,11 @@ const cache::KeyContext& Cache::Impl::key_context()
 
 std::vector<store::Store::Row> Cache::Impl::take_toolchain_rows()
 {
+  if (!toolchain_rows_held.load(std::memory_order_acquire)) {
+    return {};  // every lookup's end asks: no lock then
+  }
   std::lock_guard lock(context_mutex);
+  toolchain_rows_held = false;
   return std::exchange(toolchain_rows, {});
 }
 
@@ -74,6 +79,7 @@ void Cache::Impl::put_back_toolchain_rows(std::vector<store::Store::Row> rows)
 {
   std::lock_guard lock(context_mutex);
   toolchain_rows.insert(toolchain_rows.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+  toolchain_rows_held = !toolchain_rows.empty();
 }
 
 void Cache::Impl::queue_toolchain_rows() noexcept

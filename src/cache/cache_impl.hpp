@@ -78,6 +78,7 @@ struct Cache::Impl {
   // entry's commit (persist()) or, if none comes, when the Cache goes (flush_uses()); under
   // context_mutex.
   std::vector<store::Store::Row> toolchain_rows;
+  std::atomic<bool> toolchain_rows_held{false};  // !toolchain_rows.empty(), read without the lock
   std::string inputs_toolchain;  // cache::inputs_toolchain(*context), made with it
   cache::DirectIndex direct_index;   // this process's input digests → entry keys (direct_lookup.cpp)
 
