@@ -74,9 +74,10 @@ struct Cache::Impl {
 
   std::mutex context_mutex;
   std::optional<cache::KeyContext> context;
-  // The rows that remember the context in the store, made with it and written with the next
-  // entry's commit (persist()) or, if none comes, when the Cache goes (flush_uses()); under
-  // context_mutex.
+  // The rows that remember the context in the store, made with it (key_context.cpp) and written
+  // with the next entry's commit (persist()), else at the end of the public call that made them
+  // (ToolchainRowsAtEnd), or when the Cache goes (flush_uses(): rows a failed commit gave back);
+  // under context_mutex.
   std::vector<store::Store::Row> toolchain_rows;
   std::atomic<bool> toolchain_rows_held{false};  // !toolchain_rows.empty(), read without the lock
   std::string inputs_toolchain;  // cache::inputs_toolchain(*context), made with it
