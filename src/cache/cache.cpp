@@ -1,5 +1,6 @@
 // Cache lookups: memory tier → LMDB → compile (single-flight across threads and processes).
 #include "cache/cache_impl.hpp"
+#include "cache/speculation.hpp"
 
 #include "cache/direct_index.hpp"
 #include "cache/toolchain.hpp"
@@ -271,6 +272,16 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
       direct.reset();  // it may name a disk header: never found by its raw inputs
     }
   }
+  // A program this store never held is compiled from the disk at once, on another thread, while
+  // its headers are resolved and its key made (speculation.hpp); the compile below takes it.
+  std::optional<cache::Speculation> speculation;
+  if (cache::may_speculate(program, m_impl->store.get(), !m_impl->tiers.empty())) {
+    // First the key context: on a new store it compiles a probe, which would wait for NVRTC's one
+    // compile at a time (and be seen by its watch).
+    m_impl->key_context();
+    speculation.emplace(m_impl->config, program, rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch));
+  }
+  const cache::SpeculationScope scope(speculation ? &*speculation : nullptr);
   try {
     const PreparedProgram prepared = prepare(program, arch);
     auto binary = get_keyed(prepared, source, key);  // just prepared: no need to validate it again

@@ -171,8 +171,30 @@ std::string toolkit_named(const Program& program, const deps::SearchContext& con
   return {};
 }
 
+// Adopts the binary of `speculation` when what NVRTC met on disk is what `resolver` answers for;
+// nullopt when the program is to be compiled from a private folder.
+std::optional<Binary> adopted(const Config& config, const Program& program, deps::Resolver& resolver,
+                              Speculation& speculation)
+{
+  std::string why;
+  std::optional<Binary> binary = speculation.adopt(resolver, why);  // or the CompileError of what it holds
+  if (!binary) {
+    if (config.verbose) {
+      log::line(program.name + ": compiled again from copies of its headers (" + why + ")");
+    }
+    return std::nullopt;
+  }
+  if (const std::string toolkit_dir = toolkit_named(program, resolver.context(), *binary); !toolkit_dir.empty()) {
+    resolver.compiled_from_disk(UncachedReason::names_file,
+                                "the binary names the toolkit's files (" + toolkit_dir +
+                                  ": a toolkit header's __FILE__), which a portable key leaves out");
+    log::line(program.name + ": " + resolver.unfaithful() + "; compiled and not cached");
+  }
+  return binary;
+}
+
 Binary compile_placed(const Config& config, const Program& program, const Arch& arch, deps::Resolver& resolver,
-                      int* rounds, Placing placing)
+                      int* rounds, Placing placing, Speculation* speculation = nullptr)
 {
   // One toolchain per process: the Cache's own NVRTC, or a ToolchainError.
   rtc::nvrtc_for(config);
@@ -225,7 +247,7 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
       // (once: names_files() and wants_stub() stay true).
       folder.reset();
       int more = 0;
-      Binary binary = compile_placed(config, program, arch, resolver, &more, placing);
+      Binary binary = compile_placed(config, program, arch, resolver, &more, placing, speculation);
       if (rounds != nullptr) {
         *rounds = round - 1 + more;  // this round compiled nothing
       }
@@ -252,7 +274,18 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
       if (rounds != nullptr) {
         *rounds = round;
       }
+      if (auto binary = speculation != nullptr ? speculation->from_disk() : std::nullopt) {
+        return std::move(*binary);  // compiled from the disk already, while the headers were resolved
+      }
       return rtc::compile(config, program, arch);
+    }
+    if (speculation != nullptr && round == 1) {
+      if (auto binary = adopted(config, program, resolver, *speculation)) {
+        if (rounds != nullptr) {
+          *rounds = round;
+        }
+        return std::move(*binary);
+      }
     }
     if (folder) {
       for (const auto& dir : lexical_dirs) {
@@ -382,9 +415,9 @@ Binary again(const Config& config, const Program& program, const Arch& arch, dep
 } // namespace
 
 Binary compile_with_includes(const Config& config, const Program& program, const Arch& arch,
-                             deps::Resolver& resolver, int* rounds)
+                             deps::Resolver& resolver, int* rounds, Speculation* speculation)
 {
-  return compile_placed(config, program, arch, resolver, rounds, Placing{});
+  return compile_placed(config, program, arch, resolver, rounds, Placing{}, speculation);
 }
 
 } // namespace kjit::cache

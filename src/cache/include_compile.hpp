@@ -6,6 +6,7 @@
 #include <kjit/binary.hpp>
 #include <kjit/config.hpp>
 
+#include "cache/speculation.hpp"
 #include "deps/resolver.hpp"
 
 namespace kjit::cache {
@@ -18,7 +19,10 @@ namespace kjit::cache {
 // When the private folder can't answer as the disk would (resolver.unfaithful()), compiles from
 // the disk instead, logs why, and marks the resolution not recordable (never looked up again).
 // Throws HeadersChanged when a pre-include appeared in the working directory meanwhile.
+// With `speculation` (this program compiled from the disk meanwhile), its binary is taken when
+// NVRTC read only what `resolver` answers for (Speculation::adopt), and for a program compiled
+// from the disk anyway.
 Binary compile_with_includes(const Config& config, const Program& program, const Arch& arch,
-                             deps::Resolver& resolver, int* rounds = nullptr);
+                             deps::Resolver& resolver, int* rounds = nullptr, Speculation* speculation = nullptr);
 
 } // namespace kjit::cache

@@ -137,7 +137,8 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
       if (resolver.unfaithful().empty()) {
         mirror_headers_early(resolver.result());  // stored with the entry if it compiles
       }
-      entry.binary = cache::compile_with_includes(config, program, p.arch(), resolver);
+      entry.binary = cache::compile_with_includes(config, program, p.arch(), resolver, nullptr,
+                                                  cache::current_speculation(program, p.arch()));
     }
     entry.options = cache::absolute_include_options(program.options);  // compile.sh names the folders used
     for (auto& option : rtc::implicit_options(config, p.arch())) {

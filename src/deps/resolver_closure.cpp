@@ -374,4 +374,22 @@ void Resolver::close()
   }
 }
 
+bool Resolver::absence_watched(const std::string& path) const
+{
+  // As probe() watched it: the deepest existing folder, and the entry of it the path goes through.
+  std::string entry = path;
+  for (std::string dir = dir_of(path); !dir.empty(); entry = dir, dir = dir_of(dir)) {
+    if (const auto it = m_probed.find(dir); it != m_probed.end()) {
+      const std::string name = entry.substr(std::min(entry.size(), dir.size() + 1));
+      const std::size_t index = it->second;
+      return m_result.dirs[index].whole || (index < m_absent.size() && m_absent[index].count(name) != 0);
+    }
+    const auto known = m_folders.find(dir);
+    if ((known != m_folders.end() && known->second.exists) || dir == "/") {
+      return false;  // a folder that exists and is not watched
+    }
+  }
+  return false;
+}
+
 } // namespace kjit::deps

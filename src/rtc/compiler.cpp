@@ -55,6 +55,11 @@ thread_local CompileDelegate* t_delegate = nullptr;
 
 } // namespace
 
+bool compile_delegated() noexcept
+{
+  return t_delegate != nullptr;
+}
+
 ScopedCompileDelegate::ScopedCompileDelegate(CompileDelegate* delegate) noexcept : m_previous(t_delegate)
 {
   t_delegate = delegate;

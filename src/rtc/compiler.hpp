@@ -21,6 +21,9 @@ public:
   virtual Binary compile(const Config& config, const Program& program, const Arch& arch) = 0;
 };
 
+// Whether this thread's compile() calls go to a CompileDelegate.
+bool compile_delegated() noexcept;
+
 // Installs `delegate` (may be null) for the calling thread until destroyed; restores the previous.
 class ScopedCompileDelegate {
 public:

@@ -1,0 +1,235 @@
+// See speculation.hpp. Why a binary compiled from the disk may be stored under a key made from
+// what kjit read (docs/includes.md, "A first miss"): NVRTC found only files the key holds (each
+// found by it is a header of the resolution), every name it looked for in vain is one whose
+// appearance the key's manifest watches, and no header the key holds changed since before NVRTC
+// started (its stamp is not too new by that moment and is the same after the compile), so what
+// NVRTC read is what kjit hashed. The binary is then the one `--no-cache` makes, by construction.
+#include "cache/speculation.hpp"
+
+#include "cache/direct_index.hpp"
+#include "rtc/compiler.hpp"
+#include "rtc/nvjitlink_library.hpp"
+#include "rtc/nvrtc_library.hpp"
+
+#include <kjit/error.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <map>
+
+namespace kjit::cache {
+
+namespace {
+
+thread_local Speculation* t_current = nullptr;
+std::atomic<std::uint64_t> g_adopted{0};
+
+bool below(const std::string& path, const std::string& dir)
+{
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
+}
+
+// A name of NVRTC's own that it looks for on disk before it takes its built-in one (NVRTC 13.0, at
+// every compile: __nv_nvrtc_builtin_header.h and __nv_name_map, in the working directory).
+bool nvrtc_own(const std::string& path)
+{
+  const std::size_t base = path.rfind('/') + 1;  // 0 when there is no '/'
+  return path.compare(base, 5, "__nv_") == 0;
+}
+
+} // namespace
+
+Speculation::Speculation(const Config& config, const Program& program, const Arch& arch)
+  : m_program(program), m_arch(arch), m_start_ns(deps::stamp_clock_ns())
+{
+  m_thread = std::thread([this, config] {
+    try {
+      rtc::nvrtc_for(config);
+      if (!m_arch.is_virtual()) {
+        rtc::nvjitlink_for(config);
+      }
+    } catch (...) {
+      m_error = std::current_exception();  // the usual compile reports it
+      return;
+    }
+    if (!rtc::FileWatch::available()) {
+      m_blind = "NVRTC's file accesses can't be watched in this process";
+      return;
+    }
+    const rtc::FileWatch watch;
+    try {
+      m_binary = rtc::compile(config, m_program, m_arch);
+    } catch (const CompileError&) {
+      m_error = std::current_exception();
+      m_compile_error = true;
+    } catch (...) {
+      m_error = std::current_exception();
+    }
+    m_blind = watch.blind();
+    m_accesses = watch.accesses();
+  });
+}
+
+Speculation::~Speculation()
+{
+  join();
+}
+
+void Speculation::join()
+{
+  if (m_thread.joinable()) {
+    m_thread.join();
+  }
+}
+
+bool Speculation::is_for(const Program& program, const Arch& arch) const
+{
+  return arch == m_arch && program.name == m_program.name && program.source == m_program.source &&
+         program.options == m_program.options && program.headers == m_program.headers &&
+         program.name_expressions == m_program.name_expressions;
+}
+
+std::optional<Binary> Speculation::from_disk()
+{
+  join();
+  return m_binary;
+}
+
+std::string Speculation::unanswered(const deps::Resolver& resolver) const
+{
+  const deps::SearchContext& context = resolver.context();
+  std::map<std::string, bool> real_paths;  // the headers' symlink-free paths, made when first needed
+  for (const rtc::FileAccess& access : m_accesses) {
+    const std::string path =
+      access.path.empty() || access.path.front() != '/' ? deps::join_path(context.cwd, access.path) : access.path;
+    if (access.writes) {
+      return "NVRTC changed " + path;
+    }
+    if (std::any_of(context.toolkit_dirs.begin(), context.toolkit_dirs.end(),
+                    [&](const std::string& dir) { return path == dir || below(path, dir); })) {
+      continue;  // the toolkit's: in the key by its fingerprint
+    }
+    if (!access.opened && path == resolver.main_path()) {
+      continue;  // NVRTC's stat of the program's own name, there or not: it compiles the text it was given
+    }
+    if (!access.found && nvrtc_own(path)) {
+      continue;  // looked for on disk before NVRTC takes its built-in one; absent, as in a private folder
+    }
+    if (!access.found) {
+      if ((access.error != ENOENT && access.error != ENOTDIR) || !resolver.absence_watched(path)) {
+        return "NVRTC looked for " + path + ", which the key does not watch";
+      }
+      continue;
+    }
+    if (access.directory) {
+      // A folder the search starts from, or one above it (NVRTC 13.0 looks at the working
+      // directory's parent), or one the resolution watches (an entry named like a header).
+      const auto at_or_above = [&](const std::string& dir) { return path == dir || below(dir, path) || path == "/"; };
+      const auto& dirs = context.include_dirs;
+      if (at_or_above(context.cwd) || (!context.source_dir.empty() && at_or_above(context.source_dir)) ||
+          std::any_of(dirs.begin(), dirs.end(), at_or_above) || resolver.folder_watched(path)) {
+        continue;
+      }
+      return "NVRTC looked at the folder " + path + ", which the key does not watch";
+    }
+    if (resolver.find(path) != nullptr) {
+      continue;
+    }
+    if (real_paths.empty()) {
+      for (const deps::DiskHeader& header : const_cast<deps::Resolver&>(resolver).result().headers) {
+        real_paths.emplace(deps::walk_path(header.path).real, true);
+      }
+    }
+    if (real_paths.count(deps::walk_path(path).real) == 0) {
+      return "NVRTC read " + path + ", which the key does not hold";
+    }
+  }
+  return {};
+}
+
+std::optional<Binary> Speculation::adopt(const deps::Resolver& resolver, std::string& why)
+{
+  join();
+  if (m_error && !m_compile_error) {
+    why = "the compile from the disk failed";
+    return std::nullopt;
+  }
+  if (!m_blind.empty()) {
+    why = m_blind;
+    return std::nullopt;
+  }
+  if (why = unanswered(resolver); !why.empty()) {
+    return std::nullopt;
+  }
+  auto& resolution = const_cast<deps::Resolver&>(resolver).result();
+  for (const deps::DiskHeader& header : resolution.headers) {
+    if (deps::too_new(header.stamp, m_start_ns)) {
+      why = header.path + " changed while NVRTC read it";
+      return std::nullopt;
+    }
+  }
+  if (!resolver.unchanged()) {
+    why = "a header changed while NVRTC read it";
+    return std::nullopt;
+  }
+  for (const deps::ProbedDir& dir : resolution.dirs) {
+    if (deps::folder_changed(dir, deps::folder_stamp_of(dir.path))) {
+      why = "a file appeared in " + dir.path + " while NVRTC searched it";
+      return std::nullopt;
+    }
+  }
+  g_adopted.fetch_add(1, std::memory_order_relaxed);
+  if (m_error) {
+    std::rethrow_exception(m_error);  // a CompileError of what the key holds
+  }
+  return m_binary;
+}
+
+bool may_speculate(const Program& program, store::Store* store, bool lower_tiers)
+{
+  if (store == nullptr || !store->writable() || lower_tiers || rtc::compile_delegated() || !program.headers.empty() ||
+      !mentions_include(program)) {
+    return false;
+  }
+  if (std::any_of(program.options.begin(), program.options.end(), [](const std::string& option) {
+        return option.rfind("-include", 0) == 0 || option.rfind("--pre-include", 0) == 0;
+      })) {
+    return false;
+  }
+  // An entry of this name may be a hit (a manifest, a prediction of a project that moved): then
+  // the compile would be wasted. The names table lists every entry by its program's name.
+  bool named = false;
+  try {
+    const std::string prefix = store::names_prefix(program.name);
+    store->for_each_prefix(store::Table::names, prefix, [&](std::string_view, std::string_view name) {
+      named = named || name == program.name;
+    });
+  } catch (const Error&) {
+    return false;  // the lookup itself says what is wrong with the store
+  }
+  return !named;
+}
+
+SpeculationScope::SpeculationScope(Speculation* speculation) noexcept : m_previous(t_current)
+{
+  t_current = speculation;
+}
+
+SpeculationScope::~SpeculationScope()
+{
+  t_current = m_previous;
+}
+
+std::uint64_t speculations_adopted() noexcept
+{
+  return g_adopted.load(std::memory_order_relaxed);
+}
+
+Speculation* current_speculation(const Program& program, const Arch& arch)
+{
+  return t_current != nullptr && t_current->is_for(program, arch) ? t_current : nullptr;
+}
+
+} // namespace kjit::cache
+

@@ -1,0 +1,87 @@
+// A first miss compiled while its key is made: NVRTC compiles the program from the files on disk on
+// a thread of its own, as `--no-cache` does, with its file accesses watched (rtc::FileWatch), while
+// the caller's thread resolves the headers and makes the key. The binary is kept when NVRTC met
+// on disk only what the key answers for (docs/includes.md, "A first miss"); else the program is
+// compiled as before, from the private folder.
+#pragma once
+
+#include <kjit/arch.hpp>
+#include <kjit/binary.hpp>
+#include <kjit/config.hpp>
+#include <kjit/program.hpp>
+
+#include "deps/resolver.hpp"
+#include "rtc/file_watch.hpp"
+#include "store/store.hpp"
+#include "util/test_hook.hpp"
+
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace kjit::cache {
+
+class Speculation {
+public:
+  // Starts compiling `program` for `arch` (resolved) on a thread.
+  Speculation(const Config& config, const Program& program, const Arch& arch);
+  ~Speculation();  // waits for the compile
+  Speculation(const Speculation&) = delete;
+  Speculation& operator=(const Speculation&) = delete;
+
+  bool is_for(const Program& program, const Arch& arch) const;
+  // The compile's binary when every user file NVRTC found is a header of `resolver` (closed),
+  // every name it looked for and did not find is one `resolver` watches, and nothing of
+  // `resolver` changed since the compile began; nullopt when not (`why` says what), and the
+  // program is then compiled as usual. Throws the compile's CompileError when it failed on what
+  // the key answers for, as the usual compile would.
+  std::optional<Binary> adopt(const deps::Resolver& resolver, std::string& why);
+  // The binary NVRTC made from the disk (whatever it read), or nullopt when it failed: for a
+  // program compiled from the disk and not cached.
+  std::optional<Binary> from_disk();
+
+private:
+  void join();
+  // Empty when every access of the compile is one `resolver` answers for; else the first that is not.
+  std::string unanswered(const deps::Resolver& resolver) const;
+
+  Program m_program;
+  Arch m_arch;
+  std::int64_t m_start_ns = 0;  // deps::stamp_clock_ns() before NVRTC started
+  std::optional<Binary> m_binary;
+  std::exception_ptr m_error;
+  bool m_compile_error = false;  // m_error is a CompileError
+  std::string m_blind;           // rtc::FileWatch::blind(), or why nothing was watched
+  std::vector<rtc::FileAccess> m_accesses;
+  std::thread m_thread;
+};
+
+// Whether a lookup of `program` may start a Speculation: it will miss (`store` holds no entry of
+// its name, and there are no `lower_tiers` to serve it), it may read headers (no pre-include, no
+// in-memory header: those take the private folder's way), and nothing makes its compile go
+// elsewhere (a batch's worker).
+bool may_speculate(const Program& program, store::Store* store, bool lower_tiers);
+
+// The Speculation of this thread's lookup while one is alive, so that the compile of that lookup
+// (further down the same thread) can take it.
+class SpeculationScope {
+public:
+  explicit SpeculationScope(Speculation* speculation) noexcept;
+  ~SpeculationScope();
+  SpeculationScope(const SpeculationScope&) = delete;
+  SpeculationScope& operator=(const SpeculationScope&) = delete;
+
+private:
+  Speculation* m_previous;
+};
+
+// This thread's Speculation when it is for `program` and `arch`, else null.
+Speculation* current_speculation(const Program& program, const Arch& arch);
+
+// Test hook: how many speculations' binaries were kept in this process.
+KJIT_TEST_HOOK std::uint64_t speculations_adopted() noexcept;
+
+} // namespace kjit::cache

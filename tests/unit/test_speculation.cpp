@@ -1,0 +1,147 @@
+// A first miss is compiled from the disk while its key is made (cache/speculation.hpp, issue 36):
+// the binary is kept only when NVRTC read what the key answers for; else the program is compiled
+// again from copies of the headers kjit hashed.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "cache/speculation.hpp"
+#include "deps/resolver.hpp"
+#include "rtc/compiler.hpp"
+#include "rtc/file_watch.hpp"
+
+#include <algorithm>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_arch = kjit::Arch::parse("sm_90");
+
+const char* const k_kernel = "extern \"C\" __global__ void k(int* out) { *out = V + W; }\n";
+
+kjit::Program program_in(const std::string& dir)
+{
+  return kjit::Program::from_source("k.cu", std::string("#include \"v.h\"\n#include <w.h>\n") + k_kernel)
+    .option("-I" + dir + "/inc")
+    .option("--no-source-include");
+}
+
+void write_headers(const std::string& dir, int v)
+{
+  put(dir + "/v.h", "#define V " + std::to_string(v) + "\n");  // not searched: --no-source-include
+  put(dir + "/inc/v.h", "#define V " + std::to_string(v) + "\n");
+  put(dir + "/inc/w.h", "#include \"deeper/x.h\"\n#define W X\n");
+  put(dir + "/inc/deeper/x.h", "#define X 7\n");
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(speculation, CacheFixture)
+
+BOOST_AUTO_TEST_CASE(a_first_miss_keeps_the_compile_made_from_the_disk)
+{
+  const std::string d = tmp.path() + "/s";
+  write_headers(d, 1);
+  settle();
+  kjit::Cache cache(config);
+  cache.get(small_program("speculation_warm"), k_arch);  // the key context; a store with another name
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const kjit::Lookup first = cache.lookup(program_in(d), k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
+  BOOST_TEST(kjit::to_string(first.source) == std::string("compiled"));
+  const kjit::Binary uncached = kjit::compile(program_in(d), k_arch);
+  BOOST_TEST(first.binary->ptx == uncached.ptx);
+  BOOST_TEST(first.binary->cubin == uncached.cubin);
+  // Stored under the key a compile from copies gives: found by another Cache, and by a second
+  // Cache after an edit, never served stale.
+  kjit::Cache second(config);
+  const kjit::Lookup again = second.lookup(program_in(d), k_arch);
+  BOOST_TEST(kjit::to_string(again.source) == std::string("disk"));
+  BOOST_TEST(again.binary->cubin == uncached.cubin);
+  write_text(d + "/inc/deeper/x.h", "#define X 8\n");
+  settle();
+  kjit::Cache third(config);
+  const kjit::Lookup edited = third.lookup(program_in(d), k_arch);
+  BOOST_TEST(kjit::to_string(edited.source) == std::string("compiled"));
+  BOOST_TEST(edited.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
+  BOOST_TEST(edited.binary->cubin != uncached.cubin);
+}
+
+BOOST_AUTO_TEST_CASE(a_header_edited_while_nvrtc_reads_it_is_compiled_again_from_copies)
+{
+  const std::string d = tmp.path() + "/e";
+  write_headers(d, 1);
+  settle();
+  kjit::Cache cache(config);
+  cache.get(small_program("speculation_edit"), k_arch);
+  // Rewritten when kjit reads it, while NVRTC compiles from the disk: NVRTC may have read either.
+  bool rewritten = false;
+  kjit::deps::set_read_hook([&](const std::string& path) {
+    if (!rewritten && path == d + "/inc/v.h") {
+      rewritten = true;
+      write_text(path, "#define V 2\n");
+    }
+  });
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const kjit::Lookup got = cache.lookup(program_in(d), k_arch);
+  kjit::deps::set_read_hook({});
+  BOOST_TEST(rewritten);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted);  // its stamp is newer than the compile
+  BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);  // V 2
+  settle();
+  kjit::Cache second(config);
+  const kjit::Lookup again = second.lookup(program_in(d), k_arch);
+  BOOST_TEST(kjit::to_string(again.source) == std::string("disk"));
+  BOOST_TEST(again.binary->cubin == got.binary->cubin);
+}
+
+BOOST_AUTO_TEST_CASE(a_program_whose_name_the_store_holds_is_not_compiled_ahead)
+{
+  // An entry of its name may be found through its manifest or a prediction: no compile ahead.
+  const std::string d = tmp.path() + "/n";
+  write_headers(d, 1);
+  settle();
+  {
+    kjit::Cache cache(config);
+    cache.get(program_in(d), k_arch);
+  }
+  write_text(d + "/inc/v.h", "#define V 3\n");
+  settle();
+  kjit::Cache cache(config);
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const kjit::Lookup got = cache.lookup(program_in(d), k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted);
+  BOOST_TEST(kjit::to_string(got.source) == std::string("compiled"));
+  BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
+}
+
+BOOST_AUTO_TEST_CASE(nvrtc_file_accesses_are_recorded_while_a_watch_lives)
+{
+  const std::string d = tmp.path() + "/w";
+  write_headers(d, 1);
+  kjit::compile(small_program("watch_load"), k_arch);  // NVRTC loaded
+  BOOST_REQUIRE(kjit::rtc::FileWatch::available());
+  std::vector<kjit::rtc::FileAccess> seen;
+  {
+    const kjit::rtc::FileWatch watch;
+    kjit::compile(program_in(d), k_arch);
+    seen = watch.accesses();
+    BOOST_TEST(watch.blind().empty());
+  }
+  const auto opened = [&](const std::string& path) {
+    return std::any_of(seen.begin(), seen.end(), [&](const kjit::rtc::FileAccess& a) {
+      return a.opened && a.found && a.path == path;
+    });
+  };
+  BOOST_TEST(opened(d + "/inc/v.h"));
+  BOOST_TEST(opened(d + "/inc/w.h"));
+  BOOST_TEST(opened(d + "/inc/deeper/x.h"));
+  BOOST_TEST(!opened(d + "/v.h"));
+  // Nothing is recorded without a watch: a new one starts empty after a compile made without.
+  kjit::compile(program_in(d), k_arch);
+  const kjit::rtc::FileWatch later;
+  BOOST_TEST(later.accesses().empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
