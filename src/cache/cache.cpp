@@ -23,6 +23,7 @@
 #include <cxxabi.h>
 #include <cstring>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -279,7 +280,10 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
     // First the key context: on a new store it compiles a probe, which would wait for NVRTC's one
     // compile at a time (and be seen by its watch).
     m_impl->key_context();
-    speculation.emplace(m_impl->config, program, rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch));
+    try {
+      speculation.emplace(m_impl->config, program, rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch));
+    } catch (const std::system_error&) {  // no thread to be had: compiled as usual
+    }
   }
   const cache::SpeculationScope scope(speculation ? &*speculation : nullptr);
   try {

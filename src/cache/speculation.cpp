@@ -17,6 +17,8 @@
 #include <atomic>
 #include <cerrno>
 #include <map>
+#include <system_error>
+#include <unistd.h>
 
 namespace kjit::cache {
 
@@ -123,15 +125,9 @@ std::string Speculation::unanswered(const deps::Resolver& resolver) const
       continue;
     }
     if (access.directory) {
-      // A folder the search starts from, or one above it (NVRTC 13.0 looks at the working
-      // directory's parent), or one the resolution watches (an entry named like a header).
-      const auto at_or_above = [&](const std::string& dir) { return path == dir || below(dir, path) || path == "/"; };
-      const auto& dirs = context.include_dirs;
-      if (at_or_above(context.cwd) || (!context.source_dir.empty() && at_or_above(context.source_dir)) ||
-          std::any_of(dirs.begin(), dirs.end(), at_or_above) || resolver.folder_watched(path)) {
-        continue;
-      }
-      return "NVRTC looked at the folder " + path + ", which the key does not watch";
+      // A folder's kind or stamp (NVRTC 13.0 compares $PWD with "." and looks at the -I folders):
+      // what a search finds in it, or not, shows as the accesses of its files.
+      continue;
     }
     if (resolver.find(path) != nullptr) {
       continue;
@@ -160,6 +156,13 @@ std::optional<Binary> Speculation::adopt(const deps::Resolver& resolver, std::st
     return std::nullopt;
   }
   if (why = unanswered(resolver); !why.empty()) {
+    return std::nullopt;
+  }
+  // NVRTC names files relative to the working directory; the key's paths are absolute from the
+  // one the headers were resolved in. A host that changed it meanwhile had NVRTC read elsewhere.
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof cwd) == nullptr || resolver.context().cwd != cwd) {
+    why = "the working directory changed during the compile";
     return std::nullopt;
   }
   auto& resolution = const_cast<deps::Resolver&>(resolver).result();

@@ -11,6 +11,7 @@
 #include "rtc/file_watch.hpp"
 
 #include <algorithm>
+#include <unistd.h>
 
 using namespace kjit::test;
 
@@ -94,6 +95,38 @@ BOOST_AUTO_TEST_CASE(a_header_edited_while_nvrtc_reads_it_is_compiled_again_from
   const kjit::Lookup again = second.lookup(program_in(d), k_arch);
   BOOST_TEST(kjit::to_string(again.source) == std::string("disk"));
   BOOST_TEST(again.binary->cubin == got.binary->cubin);
+}
+
+BOOST_AUTO_TEST_CASE(a_working_directory_changed_during_the_compile_is_compiled_again_from_copies)
+{
+  // NVRTC names files as the options do (relative -I), from the working directory of the moment.
+  const std::string a = tmp.path() + "/a";
+  const std::string b = tmp.path() + "/b";
+  write_headers(a, 1);
+  write_headers(b, 5);
+  settle();
+  const InDir in_a(a);
+  const kjit::Program program =
+    kjit::Program::from_source("k.cu", std::string("#include \"v.h\"\n#include <w.h>\n") + k_kernel)
+      .option("-Iinc")
+      .option("--no-source-include");
+  const kjit::Binary plain = kjit::compile(program, k_arch);
+  kjit::Cache cache(config);
+  cache.get(small_program("speculation_cwd"), k_arch);
+  bool moved = false;
+  kjit::deps::set_read_hook([&](const std::string&) {
+    if (!moved) {
+      moved = true;
+      BOOST_TEST(::chdir(b.c_str()) == 0);
+    }
+  });
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const kjit::Lookup got = cache.lookup(program, k_arch);
+  kjit::deps::set_read_hook({});
+  BOOST_TEST(::chdir(a.c_str()) == 0);
+  BOOST_TEST(moved);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted);
+  BOOST_TEST(got.binary->cubin == plain.cubin);  // a's headers, as the key says
 }
 
 BOOST_AUTO_TEST_CASE(a_program_whose_name_the_store_holds_is_not_compiled_ahead)
