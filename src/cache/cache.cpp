@@ -23,7 +23,6 @@
 #include <cxxabi.h>
 #include <cstring>
 #include <set>
-#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -273,21 +272,21 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
       direct.reset();  // it may name a disk header: never found by its raw inputs
     }
   }
-  // A program this store never held is compiled from the disk at once, on another thread, while
-  // its headers are resolved and its key made (speculation.hpp); the compile below takes it.
+  // A program this store never held is compiled from the disk at once, while another thread
+  // resolves its headers and makes its key (speculation.hpp); the compile below takes it.
   std::optional<cache::Speculation> speculation;
   if (cache::may_speculate(program, m_impl->store.get(), !m_impl->tiers.empty())) {
     // First the key context: on a new store it compiles a probe, which would wait for NVRTC's one
     // compile at a time (and be seen by its watch).
     m_impl->key_context();
-    try {
-      speculation.emplace(m_impl->config, program, rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch));
-    } catch (const std::system_error&) {  // no thread to be had: compiled as usual
-    }
+    speculation.emplace(m_impl->config, program, rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch));
   }
   const cache::SpeculationScope scope(speculation ? &*speculation : nullptr);
   try {
-    const PreparedProgram prepared = prepare(program, arch);
+    const PreparedProgram prepared = !speculation ? prepare(program, arch) : cache::prepare_beside(*speculation, [&] {
+      const Impl::ToolchainRowsOnBehalf on_behalf;
+      return prepare(program, arch);
+    });
     auto binary = get_keyed(prepared, source, key);  // just prepared: no need to validate it again
     if (direct && !prepared.m_provisional) {
       // Found by the SHA-256 path (stored without a direct row): found directly from now on.

@@ -129,6 +129,15 @@ struct Cache::Impl {
   private:
     Impl& m_impl;
   };
+  // Held by a thread that works for a public call of another thread (prepare_beside()): that
+  // call's end queues the rows, not this thread's.
+  class ToolchainRowsOnBehalf {
+  public:
+    ToolchainRowsOnBehalf() noexcept;
+    ~ToolchainRowsOnBehalf();
+    ToolchainRowsOnBehalf(const ToolchainRowsOnBehalf&) = delete;
+    ToolchainRowsOnBehalf& operator=(const ToolchainRowsOnBehalf&) = delete;
+  };
   void verbose(const char* what, const PreparedProgram& p, double ms);
   void verbose(const char* what, const std::string& name, const Arch& arch, const util::Sha256& key, double ms);
   // `key` null: a line without a key (a compile that was not cached names no entry).

@@ -87,4 +87,14 @@ Cache::Impl::ToolchainRowsAtEnd::~ToolchainRowsAtEnd()
   }
 }
 
+Cache::Impl::ToolchainRowsOnBehalf::ToolchainRowsOnBehalf() noexcept
+{
+  ++t_public_calls;
+}
+
+Cache::Impl::ToolchainRowsOnBehalf::~ToolchainRowsOnBehalf()
+{
+  --t_public_calls;
+}
+
 } // namespace kjit

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <map>
 #include <system_error>
+#include <thread>
 #include <unistd.h>
 
 namespace kjit::cache {
@@ -42,47 +43,62 @@ bool nvrtc_own(const std::string& path)
 
 } // namespace
 
-Speculation::Speculation(const Config& config, const Program& program, const Arch& arch)
-  : m_program(program), m_arch(arch), m_start_ns(deps::stamp_clock_ns())
+Speculation::Speculation(const Config& config, Program program, const Arch& arch)
+  : m_config(config), m_program(std::move(program)), m_arch(arch), m_start_ns(deps::stamp_clock_ns())
 {
-  m_thread = std::thread([this, config] {
-    try {
-      rtc::nvrtc_for(config);
-      if (!m_arch.is_virtual()) {
-        rtc::nvjitlink_for(config);
-      }
-    } catch (...) {
-      m_error = std::current_exception();  // the usual compile reports it
-      return;
-    }
-    if (!rtc::FileWatch::available()) {
-      m_blind = "NVRTC's file accesses can't be watched in this process";
-      return;
-    }
-    const rtc::FileWatch watch;
-    try {
-      m_binary = rtc::compile(config, m_program, m_arch);
-    } catch (const CompileError&) {
-      m_error = std::current_exception();
-      m_compile_error = true;
-    } catch (...) {
-      m_error = std::current_exception();
-    }
-    m_blind = watch.blind();
-    m_accesses = watch.accesses();
-  });
 }
 
-Speculation::~Speculation()
+void Speculation::compile()
 {
-  join();
-}
-
-void Speculation::join()
-{
-  if (m_thread.joinable()) {
-    m_thread.join();
+  try {
+    rtc::nvrtc_for(m_config);
+    if (!m_arch.is_virtual()) {
+      rtc::nvjitlink_for(m_config);
+    }
+  } catch (...) {
+    m_error = std::current_exception();  // the usual compile reports it
+    return;
   }
+  if (!rtc::FileWatch::available()) {
+    m_blind = "NVRTC's file accesses can't be watched in this process";
+    return;
+  }
+  const rtc::FileWatch watch;
+  try {
+    m_binary = rtc::compile(m_config, m_program, m_arch);
+  } catch (const CompileError&) {
+    m_error = std::current_exception();
+    m_compile_error = true;
+  } catch (...) {
+    m_error = std::current_exception();
+  }
+  m_blind = watch.blind();
+  m_accesses = watch.accesses();
+}
+
+PreparedProgram prepare_beside(Speculation& speculation, const std::function<PreparedProgram()>& prepare)
+{
+  std::optional<PreparedProgram> prepared;
+  std::exception_ptr error;
+  std::thread preparing;
+  try {
+    preparing = std::thread([&] {
+      try {
+        prepared = prepare();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    });
+  } catch (const std::system_error&) {
+    speculation.skip("no thread to prepare on");
+    return prepare();
+  }
+  speculation.compile();
+  preparing.join();
+  if (error) {
+    std::rethrow_exception(error);
+  }
+  return std::move(*prepared);
 }
 
 bool Speculation::is_for(const Program& program, const Arch& arch) const
@@ -94,7 +110,6 @@ bool Speculation::is_for(const Program& program, const Arch& arch) const
 
 std::optional<Binary> Speculation::from_disk()
 {
-  join();
   return m_binary;
 }
 
@@ -146,7 +161,6 @@ std::string Speculation::unanswered(const deps::Resolver& resolver) const
 
 std::optional<Binary> Speculation::adopt(const deps::Resolver& resolver, std::string& why)
 {
-  join();
   if (m_error && !m_compile_error) {
     why = "the compile from the disk failed";
     return std::nullopt;

@@ -1,11 +1,12 @@
-// A first miss compiled while its key is made: NVRTC compiles the program from the files on disk on
-// a thread of its own, as `--no-cache` does, with its file accesses watched (rtc::FileWatch), while
-// the caller's thread resolves the headers and makes the key. The binary is kept when NVRTC met
+// A first miss compiled while its key is made: NVRTC compiles the program from the files on disk,
+// as `--no-cache` does, with its file accesses watched (rtc::FileWatch), while another thread
+// resolves the headers and makes the key. The binary is kept when NVRTC met
 // on disk only what the key answers for (docs/includes.md, "A first miss"); else the program is
 // compiled as before, from the private folder.
 #pragma once
 
 #include <kjit/arch.hpp>
+#include <kjit/cache.hpp>
 #include <kjit/binary.hpp>
 #include <kjit/config.hpp>
 #include <kjit/program.hpp>
@@ -17,20 +18,25 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace kjit::cache {
 
 class Speculation {
 public:
-  // Starts compiling `program` for `arch` (resolved) on a thread.
-  Speculation(const Config& config, const Program& program, const Arch& arch);
-  ~Speculation();  // waits for the compile
+  // `program` for `arch` (resolved), to be compiled by compile() or prepare_beside().
+  Speculation(const Config& config, Program program, const Arch& arch);
   Speculation(const Speculation&) = delete;
   Speculation& operator=(const Speculation&) = delete;
+
+  // Compiles on this thread from the disk, NVRTC's accesses watched; the outcome is kept for
+  // adopt() and from_disk() (never thrown here).
+  void compile();
+  // Nothing is compiled: adopt() refuses, from_disk() has nothing.
+  void skip(std::string why) { m_blind = std::move(why); }
 
   bool is_for(const Program& program, const Arch& arch) const;
   // The compile's binary when every user file NVRTC found is a header of `resolver` (closed),
@@ -44,20 +50,28 @@ public:
   std::optional<Binary> from_disk();
 
 private:
-  void join();
   // Empty when every access of the compile is one `resolver` answers for; else the first that is not.
   std::string unanswered(const deps::Resolver& resolver) const;
 
+  Config m_config;
   Program m_program;
   Arch m_arch;
-  std::int64_t m_start_ns = 0;  // deps::stamp_clock_ns() before NVRTC started
+  // deps::stamp_clock_ns() when made: before NVRTC started and before the headers were read (a
+  // header whose stamp is not too new by then shows every later change in its stamp).
+  std::int64_t m_start_ns = 0;
   std::optional<Binary> m_binary;
   std::exception_ptr m_error;
   bool m_compile_error = false;  // m_error is a CompileError
   std::string m_blind;           // rtc::FileWatch::blind(), or why nothing was watched
   std::vector<rtc::FileAccess> m_accesses;
-  std::thread m_thread;
 };
+
+// Runs `prepare` (the caller's prepare(): headers resolved, key made) on a thread of its own while
+// this thread compiles `speculation`, and returns what it returned (or throws what it threw).
+// NVRTC runs on the caller's thread so that its memory comes from that thread's malloc arena, as
+// for `--no-cache`: on a thread of its own it took 63 MB more (a vendored CCCL: 358 MB where
+// `--no-cache` takes 247). Without a thread to be had, prepares here and compiles nothing.
+PreparedProgram prepare_beside(Speculation& speculation, const std::function<PreparedProgram()>& prepare);
 
 // Whether a lookup of `program` may start a Speculation: it will miss (`store` holds no entry of
 // its name, and there are no `lower_tiers` to serve it), it may read headers (no pre-include, no
