@@ -1,6 +1,7 @@
 // Cache lookups: memory tier → LMDB → compile (single-flight across threads and processes).
 #include "cache/cache_impl.hpp"
 #include "cache/speculation.hpp"
+#include "rtc/file_watch.hpp"
 
 #include "cache/direct_index.hpp"
 #include "cache/toolchain.hpp"
@@ -279,7 +280,10 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
     // First the key context: on a new store it compiles a probe, which would wait for NVRTC's one
     // compile at a time (and be seen by its watch).
     m_impl->key_context();
-    speculation.emplace(m_impl->config, program, rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch));
+    if (auto watch = rtc::FileWatch::claim()) {  // none while another compile of this process is watched
+      speculation.emplace(m_impl->config, program, rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch),
+                          std::move(watch));
+    }
   }
   const cache::SpeculationScope scope(speculation ? &*speculation : nullptr);
   try {

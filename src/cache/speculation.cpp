@@ -43,8 +43,9 @@ bool nvrtc_own(const std::string& path)
 
 } // namespace
 
-Speculation::Speculation(const Config& config, Program program, const Arch& arch)
-  : m_config(config), m_program(std::move(program)), m_arch(arch), m_start_ns(deps::stamp_clock_ns())
+Speculation::Speculation(const Config& config, Program program, const Arch& arch, std::unique_ptr<rtc::FileWatch> watch)
+  : m_config(config), m_program(std::move(program)), m_arch(arch), m_start_ns(deps::stamp_clock_ns()),
+    m_watch(std::move(watch))
 {
 }
 
@@ -59,11 +60,10 @@ void Speculation::compile()
     m_error = std::current_exception();  // the usual compile reports it
     return;
   }
-  if (!rtc::FileWatch::available()) {
+  if (!m_watch || !m_watch->start()) {
     m_blind = "NVRTC's file accesses can't be watched in this process";
     return;
   }
-  const rtc::FileWatch watch;
   try {
     m_binary = rtc::compile(m_config, m_program, m_arch);
   } catch (const CompileError&) {
@@ -72,8 +72,9 @@ void Speculation::compile()
   } catch (...) {
     m_error = std::current_exception();
   }
-  m_blind = watch.blind();
-  m_accesses = watch.accesses();
+  m_blind = m_watch->blind();
+  m_accesses = m_watch->accesses();
+  m_watch.reset();  // the next compile of this process may be watched
 }
 
 PreparedProgram prepare_beside(Speculation& speculation, const std::function<PreparedProgram()>& prepare)
@@ -110,16 +111,40 @@ bool Speculation::is_for(const Program& program, const Arch& arch) const
 
 std::optional<Binary> Speculation::from_disk()
 {
+  if (m_compile_error) {
+    std::rethrow_exception(m_error);
+  }
   return m_binary;
 }
 
 std::string Speculation::unanswered(const deps::Resolver& resolver) const
 {
   const deps::SearchContext& context = resolver.context();
-  std::map<std::string, bool> real_paths;  // the headers' symlink-free paths, made when first needed
+  std::map<std::string, const deps::DiskHeader*> real_paths;  // by symlink-free path, made when first needed
+  const auto header_at = [&](const std::string& path) -> const deps::DiskHeader* {
+    if (const deps::DiskHeader* header = resolver.find(path)) {
+      return header;
+    }
+    if (real_paths.empty()) {
+      for (const deps::DiskHeader& header : const_cast<deps::Resolver&>(resolver).result().headers) {
+        real_paths.emplace(deps::walk_path(header.path).real, &header);
+      }
+    }
+    const auto it = real_paths.find(deps::walk_path(path).real);
+    return it == real_paths.end() ? nullptr : it->second;
+  };
+  const std::string main_real = deps::walk_path(resolver.main_path()).real;
   for (const rtc::FileAccess& access : m_accesses) {
     const std::string path =
       access.path.empty() || access.path.front() != '/' ? deps::join_path(context.cwd, access.path) : access.path;
+    if (!access.mine) {
+      // Another thread's NVRTC (while this compile waited for NVRTC's one at a time): kjit's own
+      // compile from a private folder is known by its path; anything else can't be told apart.
+      if (access.path.find("/kjit-includes-") != std::string::npos) {
+        continue;
+      }
+      return "another thread's NVRTC looked at " + access.path;
+    }
     if (access.writes) {
       return "NVRTC changed " + path;
     }
@@ -127,7 +152,7 @@ std::string Speculation::unanswered(const deps::Resolver& resolver) const
                     [&](const std::string& dir) { return path == dir || below(path, dir); })) {
       continue;  // the toolkit's: in the key by its fingerprint
     }
-    if (!access.opened && path == resolver.main_path()) {
+    if (!access.opened && (path == resolver.main_path() || deps::walk_path(path).real == main_real)) {
       continue;  // NVRTC's stat of the program's own name, there or not: it compiles the text it was given
     }
     if (!access.found && nvrtc_own(path)) {
@@ -144,19 +169,33 @@ std::string Speculation::unanswered(const deps::Resolver& resolver) const
       // what a search finds in it, or not, shows as the accesses of its files.
       continue;
     }
-    if (resolver.find(path) != nullptr) {
-      continue;
-    }
-    if (real_paths.empty()) {
-      for (const deps::DiskHeader& header : const_cast<deps::Resolver&>(resolver).result().headers) {
-        real_paths.emplace(deps::walk_path(header.path).real, true);
-      }
-    }
-    if (real_paths.count(deps::walk_path(path).real) == 0) {
+    const deps::DiskHeader* header = header_at(path);
+    if (header == nullptr) {
       return "NVRTC read " + path + ", which the key does not hold";
+    }
+    // The file NVRTC found is the one kjit read there: not another put in its place meanwhile (a
+    // symlinked folder retargeted, a file renamed over it, the working directory changed and back).
+    if (access.inode != 0 && (access.inode != header->stamp.inode || access.device != header->stamp.device)) {
+      return "NVRTC read another file at " + path + " than kjit did";
     }
   }
   return {};
+}
+
+bool Speculation::names_a_file(const deps::Resolver& resolver) const
+{
+  const deps::SearchContext& context = resolver.context();
+  for (const rtc::FileAccess& access : m_accesses) {
+    if (!access.mine || !access.opened || !access.found || access.path.empty() ||
+        std::any_of(context.toolkit_dirs.begin(), context.toolkit_dirs.end(),
+                    [&](const std::string& dir) { return below(access.path, dir); })) {
+      continue;
+    }
+    if (deps::binary_holds(m_binary->ptx, access.path) || deps::binary_holds(m_binary->cubin, access.path)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::optional<Binary> Speculation::adopt(const deps::Resolver& resolver, std::string& why)
@@ -200,6 +239,11 @@ std::optional<Binary> Speculation::adopt(const deps::Resolver& resolver, std::st
   if (m_error) {
     std::rethrow_exception(m_error);  // a CompileError of what the key holds
   }
+  if (!resolver.names_files() && names_a_file(resolver)) {
+    // What the private folder's way finds by its root in the binary (copies_named()): compiled
+    // from the disk, which this was, and not cached.
+    const_cast<deps::Resolver&>(resolver).copies_named();
+  }
   return m_binary;
 }
 
@@ -210,7 +254,13 @@ bool may_speculate(const Program& program, store::Store* store, bool lower_tiers
     return false;
   }
   if (std::any_of(program.options.begin(), program.options.end(), [](const std::string& option) {
-        return option.rfind("-include", 0) == 0 || option.rfind("--pre-include", 0) == 0;
+        for (const char* prefix : {"-include", "--pre-include", "-time", "--time", "-fdevice-time-trace",
+                                   "--fdevice-time-trace", "-pch", "--pch", "-create-pch", "--create-pch"}) {
+          if (option.rfind(prefix, 0) == 0) {
+            return true;
+          }
+        }
+        return false;
       })) {
     return false;
   }

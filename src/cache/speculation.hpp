@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,8 +28,9 @@ namespace kjit::cache {
 
 class Speculation {
 public:
-  // `program` for `arch` (resolved), to be compiled by compile() or prepare_beside().
-  Speculation(const Config& config, Program program, const Arch& arch);
+  // `program` for `arch` (resolved), to be compiled by compile() or prepare_beside(), watched by
+  // `watch` (claimed: one compile of a process is watched at a time).
+  Speculation(const Config& config, Program program, const Arch& arch, std::unique_ptr<rtc::FileWatch> watch);
   Speculation(const Speculation&) = delete;
   Speculation& operator=(const Speculation&) = delete;
 
@@ -45,13 +47,16 @@ public:
   // program is then compiled as usual. Throws the compile's CompileError when it failed on what
   // the key answers for, as the usual compile would.
   std::optional<Binary> adopt(const deps::Resolver& resolver, std::string& why);
-  // The binary NVRTC made from the disk (whatever it read), or nullopt when it failed: for a
-  // program compiled from the disk and not cached.
+  // The binary NVRTC made from the disk (whatever it read), for a program compiled from the disk
+  // and not cached: throws its CompileError; nullopt when it made none for another reason.
   std::optional<Binary> from_disk();
 
 private:
   // Empty when every access of the compile is one `resolver` answers for; else the first that is not.
   std::string unanswered(const deps::Resolver& resolver) const;
+  // Whether the binary holds the name NVRTC gave a user file it opened (__FILE__ formed where kjit
+  // reads no word of it: a paste, a toolkit macro): a key that names no file can't hold it.
+  bool names_a_file(const deps::Resolver& resolver) const;
 
   Config m_config;
   Program m_program;
@@ -64,6 +69,7 @@ private:
   bool m_compile_error = false;  // m_error is a CompileError
   std::string m_blind;           // rtc::FileWatch::blind(), or why nothing was watched
   std::vector<rtc::FileAccess> m_accesses;
+  std::unique_ptr<rtc::FileWatch> m_watch;
 };
 
 // Runs `prepare` (the caller's prepare(): headers resolved, key made) on a thread of its own while
@@ -75,8 +81,9 @@ PreparedProgram prepare_beside(Speculation& speculation, const std::function<Pre
 
 // Whether a lookup of `program` may start a Speculation: it will miss (`store` holds no entry of
 // its name, and there are no `lower_tiers` to serve it), it may read headers (no pre-include, no
-// in-memory header: those take the private folder's way), and nothing makes its compile go
-// elsewhere (a batch's worker).
+// in-memory header: those take the private folder's way), its compile writes no file (-time,
+// -fdevice-time-trace, a PCH: a compile made twice would write twice), and nothing makes its
+// compile go elsewhere (a batch's worker).
 bool may_speculate(const Program& program, store::Store* store, bool lower_tiers);
 
 // The Speculation of this thread's lookup while one is alive, so that the compile of that lookup

@@ -7,9 +7,10 @@
 
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
+#include <pthread.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <mutex>
@@ -24,12 +25,24 @@ namespace {
 
 std::atomic<bool> g_recording{false};
 std::mutex g_mutex;  // guards what follows
-std::condition_variable g_free;
 bool g_taken = false;  // a FileWatch is alive
 std::vector<FileAccess> g_accesses;
 std::string g_blind;
+thread_local bool t_watching = false;  // this thread started the watch alive
 
-void note(const char* path, bool found, bool directory, bool writes, int error, bool opened = false)
+// What a successful call found: `st` (stat's), or the file open on `fd`.
+struct Found {
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+};
+
+Found found_at(int fd)
+{
+  struct stat st {};
+  return fd >= 0 && ::fstat(fd, &st) == 0 ? Found{st.st_dev, st.st_ino} : Found{};
+}
+
+void note(const char* path, bool found, bool directory, bool writes, int error, bool opened = false, Found what = {})
 {
   if (!g_recording.load(std::memory_order_acquire)) {
     return;
@@ -37,10 +50,35 @@ void note(const char* path, bool found, bool directory, bool writes, int error, 
   const int saved = errno;
   {
     std::lock_guard lock(g_mutex);
-    g_accesses.push_back({path != nullptr ? path : "", found, directory, writes, opened, found ? 0 : error});
+    g_accesses.push_back({path != nullptr ? path : "", found, directory, writes, opened, t_watching,
+                          found ? 0 : error, what.device, what.inode});
   }
   errno = saved;
 }
+
+// A fork while a watch is alive (another thread compiling): the child has neither that thread
+// nor its watch, and the lock is not held by a thread it lacks.
+void before_fork()
+{
+  g_mutex.lock();
+}
+
+void after_fork_parent()
+{
+  g_mutex.unlock();
+}
+
+void after_fork_child()
+{
+  g_recording.store(false, std::memory_order_relaxed);
+  g_taken = false;
+  g_accesses.clear();
+  g_blind.clear();
+  t_watching = false;
+  g_mutex.unlock();
+}
+
+const bool g_fork_handlers = ::pthread_atfork(before_fork, after_fork_parent, after_fork_child) == 0;
 
 void note_blind(const char* what)
 {
@@ -109,21 +147,33 @@ int kjit_watch_open(const char* path, int flags, ...)
     va_end(args);
   }
   const int fd = ::open(path, flags, mode);
-  note(path, fd >= 0, false, (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) != 0, errno, true);
+  const int error = errno;
+  note(path, fd >= 0, false, (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) != 0, error, true,
+       g_recording.load(std::memory_order_acquire) ? found_at(fd) : Found{});
+  errno = error;
   return fd;
+}
+
+void note_fopen(const char* path, const char* mode, FILE* file)
+{
+  const int error = errno;
+  const bool writes = mode != nullptr && (mode[0] != 'r' || std::strchr(mode, '+') != nullptr);
+  note(path, file != nullptr, false, writes, error, true,
+       file != nullptr && g_recording.load(std::memory_order_acquire) ? found_at(::fileno(file)) : Found{});
+  errno = error;
 }
 
 FILE* kjit_watch_fopen(const char* path, const char* mode)
 {
   FILE* file = std::fopen(path, mode);
-  note(path, file != nullptr, false, mode != nullptr && mode[0] != 'r', errno, true);
+  note_fopen(path, mode, file);
   return file;
 }
 
 FILE* kjit_watch_fopen64(const char* path, const char* mode)
 {
   FILE* file = ::fopen64(path, mode);
-  note(path, file != nullptr, false, mode != nullptr && mode[0] != 'r', errno, true);
+  note_fopen(path, mode, file);
   return file;
 }
 
@@ -132,14 +182,16 @@ FILE* kjit_watch_fopen64(const char* path, const char* mode)
 int kjit_watch_xstat(int, const char* path, struct stat* buffer)
 {
   const int result = ::stat(path, buffer);
-  note(path, result == 0, result == 0 && S_ISDIR(buffer->st_mode), false, errno);
+  note(path, result == 0, result == 0 && S_ISDIR(buffer->st_mode), false, errno, false,
+       result == 0 ? Found{buffer->st_dev, buffer->st_ino} : Found{});
   return result;
 }
 
 int kjit_watch_lxstat(int, const char* path, struct stat* buffer)
 {
   const int result = ::lstat(path, buffer);
-  note(path, result == 0, result == 0 && S_ISDIR(buffer->st_mode), false, errno);
+  note(path, result == 0, result == 0 && S_ISDIR(buffer->st_mode), false, errno, false,
+       result == 0 && !S_ISLNK(buffer->st_mode) ? Found{buffer->st_dev, buffer->st_ino} : Found{});
   return result;
 }
 
@@ -306,25 +358,35 @@ bool FileWatch::available()
   return installed;
 }
 
-FileWatch::FileWatch()
+std::unique_ptr<FileWatch> FileWatch::claim()
 {
-  std::unique_lock lock(g_mutex);
-  g_free.wait(lock, [] { return !g_taken; });
+  std::lock_guard lock(g_mutex);
+  if (g_taken) {
+    return nullptr;
+  }
   g_taken = true;
   g_accesses.clear();
   g_blind.clear();
+  return std::unique_ptr<FileWatch>(new FileWatch);
+}
+
+bool FileWatch::start()
+{
+  if (!available()) {
+    return false;
+  }
+  t_watching = true;
   g_recording.store(true, std::memory_order_release);
+  return true;
 }
 
 FileWatch::~FileWatch()
 {
   g_recording.store(false, std::memory_order_release);
-  {
-    std::lock_guard lock(g_mutex);
-    g_taken = false;
-    g_accesses.clear();
-  }
-  g_free.notify_one();
+  t_watching = false;
+  std::lock_guard lock(g_mutex);
+  g_taken = false;
+  g_accesses.clear();
 }
 
 std::string FileWatch::blind() const

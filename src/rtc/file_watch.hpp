@@ -4,6 +4,8 @@
 // this is one, exact for what it finds and for what it looks for and does not find.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,7 +17,10 @@ struct FileAccess {
   bool directory = false;  // a folder (stat of one, opendir)
   bool writes = false;     // it may change the file system (open for writing, mkdir, unlink…)
   bool opened = false;     // open or fopen: its content may be read (else only its kind or stamp)
+  bool mine = false;       // made on the thread that started the watch (else another thread's NVRTC use)
   int error = 0;           // errno when not found
+  std::uint64_t device = 0;  // what was found (the opened file, or the one stat() saw); 0 when unknown
+  std::uint64_t inode = 0;
 };
 
 class FileWatch {
@@ -24,8 +29,13 @@ public:
   // where the library's tables can't be rewritten; then no FileWatch can see anything).
   static bool available();
 
-  // Records from now on, in every thread (one FileWatch at a time in a process: a second waits).
-  FileWatch();
+  // The process's one watch, or null while another is alive (a second compile of this process
+  // is not watched: NVRTC runs one at a time, and a watch would see both). A forked child starts
+  // with none alive and nothing recording.
+  static std::unique_ptr<FileWatch> claim();
+  // Records from now on, in every thread, those of this thread marked mine(); false (nothing
+  // recorded) when NVRTC's imports can't be redirected (NVRTC must be loaded).
+  bool start();
   ~FileWatch();
   FileWatch(const FileWatch&) = delete;
   FileWatch& operator=(const FileWatch&) = delete;
@@ -35,6 +45,9 @@ public:
   std::string blind() const;
   // The accesses recorded, in order.
   std::vector<FileAccess> accesses() const;
+
+private:
+  FileWatch() = default;
 };
 
 } // namespace kjit::rtc

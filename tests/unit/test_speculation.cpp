@@ -11,6 +11,9 @@
 #include "rtc/file_watch.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace kjit::test;
@@ -157,24 +160,121 @@ BOOST_AUTO_TEST_CASE(nvrtc_file_accesses_are_recorded_while_a_watch_lives)
   BOOST_REQUIRE(kjit::rtc::FileWatch::available());
   std::vector<kjit::rtc::FileAccess> seen;
   {
-    const kjit::rtc::FileWatch watch;
+    const auto watch = kjit::rtc::FileWatch::claim();
+    BOOST_REQUIRE(watch);
+    BOOST_TEST(!kjit::rtc::FileWatch::claim());  // one at a time
+    BOOST_REQUIRE(watch->start());
     kjit::compile(program_in(d), k_arch);
-    seen = watch.accesses();
-    BOOST_TEST(watch.blind().empty());
+    seen = watch->accesses();
+    BOOST_TEST(watch->blind().empty());
   }
   const auto opened = [&](const std::string& path) {
     return std::any_of(seen.begin(), seen.end(), [&](const kjit::rtc::FileAccess& a) {
-      return a.opened && a.found && a.path == path;
+      return a.opened && a.found && a.mine && a.path == path && a.inode != 0;
     });
   };
   BOOST_TEST(opened(d + "/inc/v.h"));
   BOOST_TEST(opened(d + "/inc/w.h"));
   BOOST_TEST(opened(d + "/inc/deeper/x.h"));
   BOOST_TEST(!opened(d + "/v.h"));
-  // Nothing is recorded without a watch: a new one starts empty after a compile made without.
+  // Nothing is recorded without a started watch.
+  const auto later = kjit::rtc::FileWatch::claim();
+  BOOST_REQUIRE(later);
   kjit::compile(program_in(d), k_arch);
-  const kjit::rtc::FileWatch later;
-  BOOST_TEST(later.accesses().empty());
+  BOOST_TEST(later->accesses().empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_child_forked_while_a_watch_is_alive_can_watch_its_own)
+{
+  kjit::compile(small_program("fork_load"), k_arch);
+  const auto watch = kjit::rtc::FileWatch::claim();
+  BOOST_REQUIRE(watch);
+  BOOST_REQUIRE(watch->start());
+  const pid_t child = ::fork();
+  if (child == 0) {
+    // The watching thread is not here: a watch of its own, and its NVRTC calls record nothing.
+    const auto own = kjit::rtc::FileWatch::claim();
+    ::_exit(own && own->accesses().empty() ? 0 : 1);
+  }
+  int status = 0;
+  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));  // 1 before the fork handlers
+}
+
+BOOST_AUTO_TEST_CASE(a_file_named_through_a_paste_is_compiled_from_the_disk_and_not_cached)
+{
+  // __FILE__ formed by a paste kjit's scan does not see: the binary names "inc/h.h" as NVRTC
+  // spelled it, which a portable key does not hold (then looked up with -I <absolute>, a stale name).
+  const std::string d = tmp.path() + "/p";
+  put(d + "/k.cu", "#include \"h.h\"\nextern \"C\" __global__ void k(const char** o) { *o = where(); }\n");
+  put(d + "/inc/h.h", "#pragma once\n#define CAT3(a, b, c) CAT3_(a, b, c)\n#define CAT3_(a, b, c) a##b##c\n"
+                      "__device__ inline const char* where() { return CAT3(__F, IL, E__); }\n");
+  settle();
+  const InDir in(d);
+  kjit::Cache cache(config);
+  cache.get(small_program("speculation_paste"), k_arch);
+  kjit::Program relative = kjit::program_from_file("k.cu");
+  relative.options = {"-Iinc"};
+  cache.get(relative, k_arch);
+  kjit::Program absolute = relative;
+  absolute.options = {"-I" + d + "/inc"};
+  kjit::Cache second(config);
+  const kjit::Lookup got = second.lookup(absolute, k_arch);
+  BOOST_TEST(got.binary->cubin == kjit::compile(absolute, k_arch).cubin);  // "inc/h.h" served before
+}
+
+BOOST_AUTO_TEST_CASE(a_folder_retargeted_after_nvrtc_opened_its_header_is_compiled_again_from_copies)
+{
+  // NVRTC opens other/a/sub/v.h (d1's) at once; kjit comes to other/a/sub after it leads to d2
+  // (a deploy that swaps a link), where every stamp kjit watches is old.
+  const std::string d = tmp.path() + "/r";
+  put(d + "/d1/v.h", "#define V 1\n");
+  put(d + "/d2/v.h", "#define V 2\n");
+  put(d + "/inc/first.h", "#define FIRST 1\n");
+  put(d + "/other/a/README", "\n");
+  BOOST_REQUIRE(::symlink((d + "/d1").c_str(), (d + "/other/a/sub").c_str()) == 0);
+  settle();
+  const kjit::Program program =
+    kjit::Program::from_source("k.cu", "#include <first.h>\n#include <a/sub/v.h>\nextern \"C\" __global__ void k(int* o) { *o = V + FIRST; }\n")
+      .option("-I" + d + "/inc")
+      .option("-I" + d + "/other")
+      .option("--no-source-include");
+  kjit::Cache cache(config);
+  cache.get(small_program("speculation_retarget"), k_arch);
+  bool moved = false;
+  kjit::deps::set_read_hook([&](const std::string& path) {
+    if (!moved && path == d + "/inc/first.h") {
+      moved = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // NVRTC has opened other/a/sub/v.h
+      BOOST_TEST(::symlink((d + "/d2").c_str(), (d + "/other/a/sub2").c_str()) == 0);
+      BOOST_TEST(::rename((d + "/other/a/sub2").c_str(), (d + "/other/a/sub").c_str()) == 0);
+    }
+  });
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const kjit::Lookup got = cache.lookup(program, k_arch);
+  kjit::deps::set_read_hook({});
+  BOOST_TEST(moved);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted);
+  BOOST_TEST(got.binary->cubin == kjit::compile(program, k_arch).cubin);  // V 2, as the key says
+}
+
+BOOST_AUTO_TEST_CASE(a_compile_that_writes_a_file_is_not_compiled_ahead)
+{
+  // -time=F appends NVRTC's timings to F: a compile made twice wrote twice.
+  const std::string d = tmp.path() + "/t";
+  write_headers(d, 1);
+  settle();
+  kjit::Cache cache(config);
+  cache.get(small_program("speculation_time"), k_arch);
+  kjit::Program program = program_in(d);
+  program.options.push_back("-time=" + d + "/plain.csv");
+  kjit::compile(program, k_arch);
+  program.options.back() = "-time=" + d + "/cached.csv";
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  cache.get(program, k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted);
+  const auto lines = [](const std::string& text) { return std::count(text.begin(), text.end(), '\n'); };
+  BOOST_TEST(lines(read_text(d + "/cached.csv")) == lines(read_text(d + "/plain.csv")));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
