@@ -276,13 +276,15 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
   // A program this store never held is compiled from the disk at once, while another thread
   // resolves its headers and makes its key (speculation.hpp); the compile below takes it.
   std::optional<cache::Speculation> speculation;
-  if (cache::may_speculate(program, m_impl->store.get(), !m_impl->tiers.empty())) {
-    // First the key context: on a new store it compiles a probe, which would wait for NVRTC's one
-    // compile at a time (and be seen by its watch).
-    m_impl->key_context();
-    if (auto watch = rtc::FileWatch::claim()) {  // none while another compile of this process is watched
-      speculation.emplace(m_impl->config, program, rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch),
-                          std::move(watch));
+  if (cache::mentions_include(program)) {
+    const Arch resolved = rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch);
+    if (cache::may_speculate(program, resolved, m_impl->store.get(), !m_impl->tiers.empty())) {
+      // First the key context: on a new store it compiles a probe, which would wait for NVRTC's
+      // one compile at a time (and be seen by its watch).
+      m_impl->key_context();
+      if (auto watch = rtc::FileWatch::claim()) {  // none while another compile of this process is watched
+        speculation.emplace(m_impl->config, program, resolved, std::move(watch));
+      }
     }
   }
   const cache::SpeculationScope scope(speculation ? &*speculation : nullptr);

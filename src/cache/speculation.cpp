@@ -7,6 +7,7 @@
 #include "cache/speculation.hpp"
 
 #include "cache/direct_index.hpp"
+#include "store/record.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvjitlink_library.hpp"
 #include "rtc/nvrtc_library.hpp"
@@ -26,6 +27,8 @@ namespace kjit::cache {
 namespace {
 
 thread_local Speculation* t_current = nullptr;
+// At most this many records of a program's name are read to tell that none is of its arch.
+constexpr std::size_t k_records_read = 32;
 std::atomic<std::uint64_t> g_adopted{0};
 
 bool below(const std::string& path, const std::string& dir)
@@ -247,7 +250,7 @@ std::optional<Binary> Speculation::adopt(const deps::Resolver& resolver, std::st
   return m_binary;
 }
 
-bool may_speculate(const Program& program, store::Store* store, bool lower_tiers)
+bool may_speculate(const Program& program, const Arch& arch, store::Store* store, bool lower_tiers)
 {
   if (store == nullptr || !store->writable() || lower_tiers || rtc::compile_delegated() || !program.headers.empty() ||
       !mentions_include(program)) {
@@ -264,18 +267,34 @@ bool may_speculate(const Program& program, store::Store* store, bool lower_tiers
       })) {
     return false;
   }
-  // An entry of this name may be a hit (a manifest, a prediction of a project that moved): then
-  // the compile would be wasted. The names table lists every entry by its program's name.
-  bool named = false;
+  // An entry of this name for this arch may be a hit (through a manifest, a prediction of a project
+  // that moved), or give its PTX (compute_XY for sm_XY): then the compile would be wasted. The names
+  // table lists every entry by its program's name; a record's first fields name its arch. Entries of
+  // the name for other archs only (a second arch, a library's other kernels) can't serve it.
+  std::vector<std::string> keys;
+  bool unknown = false;
   try {
     const std::string prefix = store::names_prefix(program.name);
-    store->for_each_prefix(store::Table::names, prefix, [&](std::string_view, std::string_view name) {
-      named = named || name == program.name;
+    store->for_each_prefix(store::Table::names, prefix, [&](std::string_view key, std::string_view name) {
+      if (name == program.name) {
+        keys.emplace_back(key.substr(prefix.size()));
+      }
     });
+    unknown = keys.size() > k_records_read;
+    for (std::size_t i = 0; i < keys.size() && !unknown; ++i) {
+      store->visit(store::Table::entries, keys[i], [&](std::string_view bytes) {
+        const auto summary = store::summarize_record(bytes);
+        try {
+          unknown = unknown || !summary || Arch::parse(summary->arch).number() == arch.number();
+        } catch (const Error&) {
+          unknown = true;  // an arch this kjit can't read: may be anything
+        }
+      });
+    }
   } catch (const Error&) {
     return false;  // the lookup itself says what is wrong with the store
   }
-  return !named;
+  return !unknown;
 }
 
 SpeculationScope::SpeculationScope(Speculation* speculation) noexcept : m_previous(t_current)

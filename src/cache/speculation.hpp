@@ -79,12 +79,13 @@ private:
 // `--no-cache` takes 247). Without a thread to be had, prepares here and compiles nothing.
 PreparedProgram prepare_beside(Speculation& speculation, const std::function<PreparedProgram()>& prepare);
 
-// Whether a lookup of `program` may start a Speculation: it will miss (`store` holds no entry of
-// its name, and there are no `lower_tiers` to serve it), it may read headers (no pre-include, no
+// Whether a lookup of `program` for `arch` (resolved) may start a Speculation: it will miss
+// (`store` holds no entry of its name for an arch of that number, and there are no `lower_tiers`
+// to serve it), it may read headers (no pre-include, no
 // in-memory header: those take the private folder's way), its compile writes no file (-time,
 // -fdevice-time-trace, a PCH: a compile made twice would write twice), and nothing makes its
 // compile go elsewhere (a batch's worker).
-bool may_speculate(const Program& program, store::Store* store, bool lower_tiers);
+bool may_speculate(const Program& program, const Arch& arch, store::Store* store, bool lower_tiers);
 
 // The Speculation of this thread's lookup while one is alive, so that the compile of that lookup
 // (further down the same thread) can take it.

@@ -152,6 +152,25 @@ BOOST_AUTO_TEST_CASE(a_program_whose_name_the_store_holds_is_not_compiled_ahead)
   BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
 }
 
+BOOST_AUTO_TEST_CASE(another_arch_is_compiled_ahead_but_not_one_whose_ptx_the_store_may_hold)
+{
+  const std::string d = tmp.path() + "/a";
+  write_headers(d, 1);
+  settle();
+  kjit::Cache cache(config);
+  cache.get(program_in(d), kjit::Arch::parse("compute_90"));
+  std::uint64_t adopted = kjit::cache::speculations_adopted();
+  // sm_80: no entry of its name can serve it (a record's arch says so).
+  const kjit::Lookup other = cache.lookup(program_in(d), kjit::Arch::parse("sm_80"));
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
+  BOOST_TEST(other.binary->cubin == kjit::compile(program_in(d), kjit::Arch::parse("sm_80")).cubin);
+  // sm_90: compute_90's PTX may be linked instead of compiling (or a manifest may lead to it).
+  adopted = kjit::cache::speculations_adopted();
+  const kjit::Lookup same_number = cache.lookup(program_in(d), k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted);
+  BOOST_TEST(same_number.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
+}
+
 BOOST_AUTO_TEST_CASE(nvrtc_file_accesses_are_recorded_while_a_watch_lives)
 {
   const std::string d = tmp.path() + "/w";
