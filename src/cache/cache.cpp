@@ -278,7 +278,7 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
   std::optional<cache::Speculation> speculation;
   if (cache::mentions_include(program)) {
     const Arch resolved = rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch);
-    if (cache::may_speculate(program, resolved, m_impl->store.get(), !m_impl->tiers.empty())) {
+    if (!m_impl->known_names.contains(program.name, resolved) && cache::may_speculate(program, resolved, m_impl->store.get(), !m_impl->tiers.empty())) {
       // First the key context: on a new store it compiles a probe, which would wait for NVRTC's
       // one compile at a time (and be seen by its watch).
       m_impl->key_context();
@@ -294,6 +294,7 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
       return prepare(program, arch);
     });
     auto binary = get_keyed(prepared, source, key);  // just prepared: no need to validate it again
+    m_impl->known_names.insert(program.name, prepared.arch());
     if (direct && !prepared.m_provisional) {
       // Found by the SHA-256 path (stored without a direct row): found directly from now on.
       m_impl->direct_index.insert(direct->input_digest, std::move(direct->inputs), prepared.m_key);

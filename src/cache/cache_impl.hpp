@@ -21,6 +21,7 @@
 #include "tier/tier.hpp"
 #include "deps/manifest.hpp"
 #include "mirror/writer.hpp"
+#include "cache/speculation.hpp"
 #include "remote/remote_tier.hpp"
 #include "store/committer.hpp"
 #include "store/entry.hpp"
@@ -82,6 +83,7 @@ struct Cache::Impl {
   std::atomic<bool> toolchain_rows_held{false};  // !toolchain_rows.empty(), read without the lock
   std::string inputs_toolchain;  // cache::inputs_toolchain(*context), made with it
   cache::DirectIndex direct_index;   // this process's input digests → entry keys (direct_lookup.cpp)
+  cache::KnownNames known_names;     // program names found or compiled here: never speculated (speculation.hpp)
 
   // The named parts, each with its own lock.
   cache::ManifestBook manifests;  // manifests and provisional keys (includes.cpp, predicted_hit.cpp)

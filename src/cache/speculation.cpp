@@ -297,6 +297,20 @@ bool may_speculate(const Program& program, const Arch& arch, store::Store* store
   return !unknown;
 }
 
+bool KnownNames::contains(const std::string& name, const Arch& arch) const
+{
+  const std::string known = std::to_string(arch.number()) + " " + name;
+  std::lock_guard lock(m_mutex);
+  return m_names.count(known) != 0;
+}
+
+void KnownNames::insert(const std::string& name, const Arch& arch)
+{
+  std::string known = std::to_string(arch.number()) + " " + name;
+  std::lock_guard lock(m_mutex);
+  m_names.insert(std::move(known));
+}
+
 SpeculationScope::SpeculationScope(Speculation* speculation) noexcept : m_previous(t_current)
 {
   t_current = speculation;

@@ -20,8 +20,10 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace kjit::cache {
@@ -86,6 +88,19 @@ PreparedProgram prepare_beside(Speculation& speculation, const std::function<Pre
 // -fdevice-time-trace, a PCH: a compile made twice would write twice), and nothing makes its
 // compile go elsewhere (a batch's worker).
 bool may_speculate(const Program& program, const Arch& arch, store::Store* store, bool lower_tiers);
+
+// The program names a Cache has found or compiled, with the number of each arch: a lookup of one
+// of them is not speculated, and asks the store nothing to know it (a warm lookup of a program that
+// may include stays as it was).
+class KnownNames {
+public:
+  bool contains(const std::string& name, const Arch& arch) const;
+  void insert(const std::string& name, const Arch& arch);
+
+private:
+  mutable std::mutex m_mutex;
+  std::unordered_set<std::string> m_names;
+};
 
 // The Speculation of this thread's lookup while one is alive, so that the compile of that lookup
 // (further down the same thread) can take it.
