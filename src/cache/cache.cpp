@@ -280,8 +280,9 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
     const Arch resolved = rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch);
     if (!m_impl->known_names.contains(program.name, resolved) && cache::may_speculate(program, resolved, m_impl->store.get(), !m_impl->tiers.empty())) {
       // First the key context: on a new store it compiles a probe, which would wait for NVRTC's
-      // one compile at a time (and be seen by its watch).
-      m_impl->key_context();
+      // one compile at a time (and be seen by its watch). Bad -I/-D options fail here, before a
+      // compile that would take its time to come to nothing.
+      deps::search_context(program, m_impl->key_context().toolkit_include_dirs);
       if (auto watch = rtc::FileWatch::claim()) {  // none while another compile of this process is watched
         speculation.emplace(m_impl->config, program, resolved, std::move(watch));
       }
