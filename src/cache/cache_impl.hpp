@@ -244,6 +244,11 @@ struct Cache::Impl {
   // the least recently used entries down to 90% of it once this process's count passes it. Never
   // throws.
   void after_write(const util::Sha256& key, std::size_t record_bytes, std::size_t blob_bound) noexcept;
+  // The process's first count of the store and the mirror for KJIT_MAX_SIZE, before its first write
+  // is queued: counted in after_write(), it waited for that write's commit on the caller's path
+  // (≈ 0.1 s for a vendored CCCL's entry). After it, after_write() adds what each write adds.
+  void count_before_write() noexcept;
+  void count_now();  // under size.mutex: the count itself
   // eviction.cpp: removes least recently used entries (last use, else creation) until the
   // entries (records + mirror) take at most `bytes`; returns how many were removed, and the
   // bytes left in `remaining`.

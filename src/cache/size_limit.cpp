@@ -78,6 +78,32 @@ void Cache::Impl::flush_uses() noexcept
   }
 }
 
+void Cache::Impl::count_now()
+{
+  std::size_t remaining = 0;
+  evict_to(SIZE_MAX, remaining);  // counts (once the commits are in), removes nothing
+  size.estimate = remaining + size.queued_mirror_bytes;  // the mirror's queued writes: their guess
+  size.counted = true;
+  size.blob_table_bytes = store->table_bytes(store::Table::blobs);
+  size.unseen_blob_bound = 0;
+}
+
+void Cache::Impl::count_before_write() noexcept
+{
+  if (config.max_size == 0 || !store || !store->writable()) {
+    return;
+  }
+  try {
+    std::lock_guard lock(size.mutex);
+    if (!size.counted) {
+      count_now();
+      size.queued_mirror_bytes = 0;  // counted: after_write() adds only what is queued from now on
+    }
+  } catch (const std::exception& e) {
+    log::line(std::string("warning: cannot keep the cache within KJIT_MAX_SIZE: ") + e.what());
+  }
+}
+
 void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_bytes, std::size_t blob_bound) noexcept
 {
   flush_uses();
@@ -97,12 +123,7 @@ void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_by
     // keeps the count within the limit, none of them can pass it and nothing waits; else their
     // commits are waited for (as an eviction waits anyway) and what they really added is counted.
     if (!size.counted) {
-      std::size_t remaining = 0;
-      evict_to(SIZE_MAX, remaining);  // counts (once the commits are in), removes nothing
-      size.estimate = remaining + size.queued_mirror_bytes;  // the mirror's queued writes: their guess
-      size.counted = true;
-      size.blob_table_bytes = store->table_bytes(store::Table::blobs);
-      size.unseen_blob_bound = 0;
+      count_now();
     } else {
       size.estimate += record_bytes + size.queued_mirror_bytes;
       size.unseen_blob_bound += blob_bound;
