@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cerrno>
 #include <map>
+#include <sys/stat.h>
 #include <system_error>
 #include <thread>
 #include <unistd.h>
@@ -140,20 +141,22 @@ std::string Speculation::unanswered(const deps::Resolver& resolver) const
   for (const rtc::FileAccess& access : m_accesses) {
     const std::string path =
       access.path.empty() || access.path.front() != '/' ? deps::join_path(context.cwd, access.path) : access.path;
-    if (!access.mine) {
-      // Another thread's NVRTC (while this compile waited for NVRTC's one at a time): kjit's own
-      // compile from a private folder is known by its path; anything else can't be told apart.
-      if (access.path.find("/kjit-includes-") != std::string::npos) {
-        continue;
-      }
-      return "another thread's NVRTC looked at " + access.path;
-    }
     if (access.writes) {
       return "NVRTC changed " + path;
     }
     if (std::any_of(context.toolkit_dirs.begin(), context.toolkit_dirs.end(),
                     [&](const std::string& dir) { return path == dir || below(path, dir); })) {
       continue;  // the toolkit's: in the key by its fingerprint
+    }
+    if (!access.mine) {
+      // Another thread's NVRTC (while this compile waited for NVRTC's one at a time): kjit's own
+      // compile from a private folder is known by its paths, and every compile looks at folders and
+      // NVRTC's own names; a user file can't be told from one this compile read.
+      if (access.path.find("/kjit-includes-") != std::string::npos || (access.found && access.directory) ||
+          (!access.found && nvrtc_own(path))) {
+        continue;
+      }
+      return "another thread's NVRTC looked at " + access.path;
     }
     if (!access.opened && (path == resolver.main_path() || deps::walk_path(path).real == main_real)) {
       continue;  // NVRTC's stat of the program's own name, there or not: it compiles the text it was given
@@ -164,6 +167,12 @@ std::string Speculation::unanswered(const deps::Resolver& resolver) const
     if (!access.found) {
       if ((access.error != ENOENT && access.error != ENOTDIR) || !resolver.absence_watched(path)) {
         return "NVRTC looked for " + path + ", which the key does not watch";
+      }
+      // Not found by NVRTC, but read by kjit, or there now: the folder it was looked for in led
+      // elsewhere for NVRTC (a symlinked folder swapped, the working directory changed and back).
+      struct stat st {};
+      if (header_at(path) != nullptr || ::stat(path.c_str(), &st) == 0) {
+        return "NVRTC did not find " + path + ", which kjit found";
       }
       continue;
     }

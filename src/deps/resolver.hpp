@@ -281,8 +281,6 @@ public:
   // with that name among its absent ones. What tells that a name NVRTC looked for and did not find
   // is one the key answers for (cache/speculation.cpp).
   bool absence_watched(const std::string& path) const;
-  // Whether the folder `path` is one this resolution watches (its stamp, a change of its names).
-  bool folder_watched(const std::string& path) const { return m_probed.count(path) != 0; }
   const std::string& main_path() const { return m_main_path; }
   // stamp_clock_ns() before the first header was read: a header whose stamp is not too_new() by
   // it shows every later change in its stamp.

@@ -377,12 +377,21 @@ void Resolver::close()
 bool Resolver::absence_watched(const std::string& path) const
 {
   // As probe() watched it: the deepest existing folder, and the entry of it the path goes through.
+  // From the folders of the result (a seeded resolution has no probe() of its own).
+  const auto watched_dir = [&](const std::string& dir) -> const ProbedDir* {
+    for (const ProbedDir& probed : m_result.dirs) {
+      if (probed.path == dir) {
+        return &probed;
+      }
+    }
+    return nullptr;
+  };
   std::string entry = path;
   for (std::string dir = dir_of(path); !dir.empty(); entry = dir, dir = dir_of(dir)) {
-    if (const auto it = m_probed.find(dir); it != m_probed.end()) {
-      const std::string name = entry.substr(std::min(entry.size(), dir.size() + 1));
-      const std::size_t index = it->second;
-      return m_result.dirs[index].whole || (index < m_absent.size() && m_absent[index].count(name) != 0);
+    if (const ProbedDir* probed = watched_dir(dir)) {
+      const std::string name = entry.substr(std::min(entry.size(), dir.size() + 1)) + '\n';
+      const std::string& absent = probed->absent;  // names, each followed by '\n'
+      return probed->whole || absent.compare(0, name.size(), name) == 0 || absent.find('\n' + name) != std::string::npos;
     }
     const auto known = m_folders.find(dir);
     if ((known != m_folders.end() && known->second.exists) || dir == "/") {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -275,6 +276,44 @@ BOOST_AUTO_TEST_CASE(a_folder_retargeted_after_nvrtc_opened_its_header_is_compil
   BOOST_TEST(moved);
   BOOST_TEST(kjit::cache::speculations_adopted() == adopted);
   BOOST_TEST(got.binary->cubin == kjit::compile(program, k_arch).cubin);  // V 2, as the key says
+}
+
+BOOST_AUTO_TEST_CASE(a_header_nvrtc_looked_for_in_vain_before_a_folder_was_swapped_is_compiled_again_from_copies)
+{
+  // NVRTC looks for v.h in links/inc (leading to an empty folder) and takes inc2's; kjit first
+  // looks at links/inc after it leads to dB, whose v.h it reads (and that includes inc2's next).
+  const std::string d = tmp.path() + "/s";
+  ::mkdir(d.c_str(), 0700);
+  ::mkdir((d + "/dA").c_str(), 0700);
+  ::mkdir((d + "/links").c_str(), 0700);
+  put(d + "/dB/v.h", "#include_next \"v.h\"\n#undef V\n#define V 9\n");
+  put(d + "/inc2/v.h", "#define V 2\n");
+  BOOST_REQUIRE(::symlink((d + "/dA").c_str(), (d + "/links/inc").c_str()) == 0);
+  settle();
+  const kjit::Program program =
+    kjit::Program::from_source("k.cu", "#include \"v.h\"\nextern \"C\" __global__ void k(int* o) { *o = V; }\n")
+      .option("-I" + d + "/links/inc")
+      .option("-I" + d + "/inc2")
+      .option("--no-source-include");
+  kjit::Cache cache(config);
+  cache.get(small_program("speculation_vain"), k_arch);
+  const std::thread::id caller = std::this_thread::get_id();
+  bool moved = false;
+  kjit::deps::set_stamp_hook([&](const std::string& path, kjit::deps::FileStamp& stamp) {
+    if (!moved && path == d + "/links/inc" && std::this_thread::get_id() != caller) {
+      moved = true;  // the preparing thread's first look, while the caller's thread compiles
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // NVRTC has looked for links/inc/v.h
+      BOOST_TEST(::symlink((d + "/dB").c_str(), (d + "/links/inc2").c_str()) == 0);
+      BOOST_TEST(::rename((d + "/links/inc2").c_str(), (d + "/links/inc").c_str()) == 0);
+      stamp = kjit::deps::folder_stamp_of(path);  // as taken after the swap
+    }
+  });
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const kjit::Lookup got = cache.lookup(program, k_arch);
+  kjit::deps::set_stamp_hook({});
+  BOOST_TEST(moved);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted);
+  BOOST_TEST(got.binary->cubin == kjit::compile(program, k_arch).cubin);  // V 9, as the key says
 }
 
 BOOST_AUTO_TEST_CASE(a_compile_that_writes_a_file_is_not_compiled_ahead)
