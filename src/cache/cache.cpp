@@ -292,7 +292,9 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
   try {
     const PreparedProgram prepared = !speculation ? prepare(program, arch) : cache::prepare_beside(*speculation, [&] {
       const Impl::ToolchainRowsOnBehalf on_behalf;
-      return prepare(program, arch);
+      PreparedProgram ahead = prepare(program, arch);
+      m_impl->prepare_ahead(ahead);
+      return ahead;
     });
     auto binary = get_keyed(prepared, source, key);  // just prepared: no need to validate it again
     m_impl->known_names.insert(program.name, prepared.arch());

@@ -134,8 +134,8 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
       entry.binary = std::move(*reused);
     } else {
       compiled = true;
-      if (resolver.unfaithful().empty()) {
-        mirror_headers_early(resolver.result());  // stored with the entry if it compiles
+      if (resolver.unfaithful().empty() && cache::current_speculation(program, p.arch()) == nullptr) {
+        mirror_headers_early(resolver.result());  // stored with the entry if it compiles (prepare_ahead() did)
       }
       entry.binary = cache::compile_with_includes(config, program, p.arch(), resolver, nullptr,
                                                   cache::current_speculation(program, p.arch()));

@@ -32,6 +32,14 @@ std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram
   return resolver;
 }
 
+void Cache::Impl::prepare_ahead(const PreparedProgram& prepared)
+{
+  util::Sha256 predicted_entry_key{};
+  if (const auto resolver = predicted_key(prepared, predicted_entry_key)) {
+    mirror_headers_early(resolver->result());
+  }
+}
+
 std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p, util::Sha256& predicted_entry_key,
                                                         Source& source, std::shared_ptr<deps::Resolver>& prediction)
 {
