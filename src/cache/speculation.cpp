@@ -115,6 +115,7 @@ bool Speculation::is_for(const Program& program, const Arch& arch) const
 
 std::optional<Binary> Speculation::from_disk()
 {
+  m_taken = m_binary.has_value() || m_compile_error;
   if (m_compile_error) {
     std::rethrow_exception(m_error);
   }
@@ -248,6 +249,7 @@ std::optional<Binary> Speculation::adopt(const deps::Resolver& resolver, std::st
     }
   }
   g_adopted.fetch_add(1, std::memory_order_relaxed);
+  m_taken = true;
   if (m_error) {
     std::rethrow_exception(m_error);  // a CompileError of what the key holds
   }

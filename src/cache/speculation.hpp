@@ -49,6 +49,12 @@ public:
   // program is then compiled as usual. Throws the compile's CompileError when it failed on what
   // the key answers for, as the usual compile would.
   std::optional<Binary> adopt(const deps::Resolver& resolver, std::string& why);
+  // Whether compile() ran NVRTC, and for how long (the compile's own timings; 0 when it failed).
+  bool compiled() const { return m_binary.has_value() || m_compile_error; }
+  double compile_ms() const { return m_binary ? m_binary->timings.total_ms : 0; }
+  // Whether its binary (or failure) was taken: adopt() kept it, or from_disk() gave it.
+  bool taken() const { return m_taken; }
+
   // The binary NVRTC made from the disk (whatever it read), for a program compiled from the disk
   // and not cached: throws its CompileError; nullopt when it made none for another reason.
   std::optional<Binary> from_disk();
@@ -72,6 +78,7 @@ private:
   std::string m_blind;           // rtc::FileWatch::blind(), or why nothing was watched
   std::vector<rtc::FileAccess> m_accesses;
   std::unique_ptr<rtc::FileWatch> m_watch;
+  bool m_taken = false;
 };
 
 // Runs `prepare` (the caller's prepare(): headers resolved, key made) on a thread of its own while

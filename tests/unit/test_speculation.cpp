@@ -52,8 +52,12 @@ BOOST_AUTO_TEST_CASE(a_first_miss_keeps_the_compile_made_from_the_disk)
   kjit::Cache cache(config);
   cache.get(small_program("speculation_warm"), k_arch);  // the key context; a store with another name
   const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const std::uint64_t compiles = cache.stats().compiles;
+  const double spent = cache.stats().compile_ms_spent;
   const kjit::Lookup first = cache.lookup(program_in(d), k_arch);
   BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
+  BOOST_TEST(cache.stats().compiles == compiles + 1);  // one NVRTC run, and its time
+  BOOST_TEST(cache.stats().compile_ms_spent - spent >= first.binary->timings.total_ms);
   BOOST_TEST(kjit::to_string(first.source) == std::string("compiled"));
   const kjit::Binary uncached = kjit::compile(program_in(d), k_arch);
   BOOST_TEST(first.binary->ptx == uncached.ptx);
@@ -89,10 +93,12 @@ BOOST_AUTO_TEST_CASE(a_header_edited_while_nvrtc_reads_it_is_compiled_again_from
     }
   });
   const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const std::uint64_t compiles = cache.stats().compiles;
   const kjit::Lookup got = cache.lookup(program_in(d), k_arch);
   kjit::deps::set_read_hook({});
   BOOST_TEST(rewritten);
   BOOST_TEST(kjit::cache::speculations_adopted() == adopted);  // its stamp is newer than the compile
+  BOOST_TEST(cache.stats().compiles == compiles + 2);  // NVRTC ran twice: stats say so
   BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);  // V 2
   settle();
   kjit::Cache second(config);
