@@ -204,7 +204,11 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
       std::lock_guard lock(m_impl->manifests.mutex);
       m_impl->manifests.provisional.insert(prepared_key);
       m_impl->manifests.any_provisional.store(true, std::memory_order_release);
-      m_impl->manifests.predictions[prepared_key] = std::move(resolver);
+      if (std::shared_ptr<deps::Resolver>* own = cache::speculation_prediction()) {
+        *own = std::move(resolver);  // a speculation's: no other lookup of this Cache may use it meanwhile
+      } else {
+        m_impl->manifests.predictions[prepared_key] = std::move(resolver);
+      }
       while (m_impl->manifests.predictions.size() > 8) {
         m_impl->manifests.predictions.erase(m_impl->manifests.predictions.begin());
       }
@@ -292,8 +296,15 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
   try {
     const PreparedProgram prepared = !speculation ? prepare(program, arch) : cache::prepare_beside(*speculation, [&] {
       const Impl::ToolchainRowsOnBehalf on_behalf;
-      PreparedProgram ahead = prepare(program, arch);
-      m_impl->prepare_ahead(ahead);
+      std::shared_ptr<deps::Resolver> own;
+      PreparedProgram ahead = [&] {
+        const cache::SpeculationPrediction keep(own);
+        return prepare(program, arch);
+      }();
+      if (own) {
+        m_impl->prepare_ahead(*own);
+        speculation->keep_prediction(std::move(own));
+      }
       return ahead;
     });
     auto binary = get_keyed(prepared, source, key);  // just prepared: no need to validate it again

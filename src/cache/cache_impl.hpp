@@ -224,9 +224,9 @@ struct Cache::Impl {
   // prediction kept, a file changed since, or one only the disk can answer).
   std::shared_ptr<deps::Resolver> predicted_key(const PreparedProgram& prepared, util::Sha256& predicted_entry_key);
   // What a speculative miss's preparing thread does after prepare(), while NVRTC compiles
-  // (prepare_beside()): the prediction closed and its key made (predicted_key()), and the mirror's
-  // writes of its headers started (mirror_headers_early()), off the caller's path.
-  void prepare_ahead(const PreparedProgram& prepared);
+  // (prepare_beside()): its prediction (kept by the Speculation, seen by no other lookup) closed,
+  // and the mirror's writes of its headers started (mirror_headers_early()), off the caller's path.
+  void prepare_ahead(deps::Resolver& prediction);
   // predicted_hit.cpp: for a provisional key, the entry stored under its prediction's own key
   // (`predicted_entry_key`), from the store or a tier, or nullopt; a hit records the manifest that leads to it
   // and sets `source` to where it came from. `prediction`: predicted_key()'s, null when there is none.

@@ -100,8 +100,10 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   const Program& program = p.program();
   const cache::KeyContext& context = key_context();
   const deps::SearchContext search = deps::search_context(program, context.toolkit_include_dirs);
-  std::shared_ptr<deps::Resolver> taken;
-  {
+  // A speculation's prediction (its preparing thread's, closed there), taken once.
+  cache::Speculation* speculation = cache::current_speculation(program, p.arch());
+  std::shared_ptr<deps::Resolver> taken = speculation != nullptr ? speculation->take_prediction() : nullptr;
+  if (!taken) {
     const util::Sha256 prepared_key = p.m_key;
     std::lock_guard lock(manifests.mutex);
     if (const auto it = manifests.predictions.find(prepared_key); it != manifests.predictions.end()) {
@@ -134,7 +136,7 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
       entry.binary = std::move(*reused);
     } else {
       compiled = true;
-      if (resolver.unfaithful().empty() && cache::current_speculation(program, p.arch()) == nullptr) {
+      if (resolver.unfaithful().empty() && speculation == nullptr) {
         mirror_headers_early(resolver.result());  // stored with the entry if it compiles (prepare_ahead() did)
       }
       entry.binary = cache::compile_with_includes(config, program, p.arch(), resolver, nullptr,
@@ -162,7 +164,6 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   if (compiled) {
     // NVRTC runs: a speculation's (before this call: its own time), and this call's unless it
     // took the speculation's binary (a refused one costs a second run).
-    const cache::Speculation* speculation = cache::current_speculation(program, p.arch());
     const bool ahead = speculation != nullptr && speculation->compiled();
     if (ahead) {
       statistics.count(&CacheStats::compiles, &CacheStats::compile_ms_spent, speculation->compile_ms());

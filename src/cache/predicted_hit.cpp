@@ -11,8 +11,10 @@ namespace kjit {
 std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram& p, util::Sha256& predicted_entry_key)
 {
   const util::Sha256 provisional_key = p.m_key;
-  std::shared_ptr<deps::Resolver> resolver;
-  {
+  // A speculation's prediction is its own (seen by no other lookup); else prepare()'s, shared.
+  const cache::Speculation* speculation = cache::current_speculation(p.program(), p.arch());
+  std::shared_ptr<deps::Resolver> resolver = speculation != nullptr ? speculation->prediction() : nullptr;
+  if (!resolver) {
     std::lock_guard lock(manifests.mutex);
     if (const auto it = manifests.predictions.find(provisional_key); it != manifests.predictions.end()) {
       resolver = it->second;  // left in place: a miss hands it to the compile
@@ -32,11 +34,11 @@ std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram
   return resolver;
 }
 
-void Cache::Impl::prepare_ahead(const PreparedProgram& prepared)
+void Cache::Impl::prepare_ahead(deps::Resolver& prediction)
 {
-  util::Sha256 predicted_entry_key{};
-  if (const auto resolver = predicted_key(prepared, predicted_entry_key)) {
-    mirror_headers_early(resolver->result());
+  prediction.close();
+  if (prediction.unfaithful().empty()) {
+    mirror_headers_early(prediction.result());
   }
 }
 

@@ -28,6 +28,7 @@ namespace kjit::cache {
 namespace {
 
 thread_local Speculation* t_current = nullptr;
+thread_local std::shared_ptr<deps::Resolver>* t_prediction = nullptr;
 // At most this many records of a program's name are read to tell that none is of its arch.
 constexpr std::size_t k_records_read = 32;
 std::atomic<std::uint64_t> g_adopted{0};
@@ -330,6 +331,21 @@ SpeculationScope::SpeculationScope(Speculation* speculation) noexcept : m_previo
 SpeculationScope::~SpeculationScope()
 {
   t_current = m_previous;
+}
+
+SpeculationPrediction::SpeculationPrediction(std::shared_ptr<deps::Resolver>& slot) noexcept
+{
+  t_prediction = &slot;
+}
+
+SpeculationPrediction::~SpeculationPrediction()
+{
+  t_prediction = nullptr;
+}
+
+std::shared_ptr<deps::Resolver>* speculation_prediction() noexcept
+{
+  return t_prediction;
 }
 
 std::uint64_t speculations_adopted() noexcept

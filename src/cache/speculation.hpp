@@ -49,6 +49,14 @@ public:
   // program is then compiled as usual. Throws the compile's CompileError when it failed on what
   // the key answers for, as the usual compile would.
   std::optional<Binary> adopt(const deps::Resolver& resolver, std::string& why);
+  // The prediction prepare() made on the preparing thread (SpeculationPrediction), kept here, not
+  // in the Cache's predictions: no other lookup of the Cache (another thread's of the same program)
+  // may use the resolver while that thread closes it. The compile takes it once (take_prediction).
+  // The lookup's own thread peeks at it (predicted_key(): a project that moved finds its entries).
+  void keep_prediction(std::shared_ptr<deps::Resolver> prediction) { m_prediction = std::move(prediction); }
+  std::shared_ptr<deps::Resolver> take_prediction() { return std::move(m_prediction); }
+  const std::shared_ptr<deps::Resolver>& prediction() const { return m_prediction; }
+
   // Whether compile() ran NVRTC, and for how long (the compile's own timings; 0 when it failed).
   bool compiled() const { return m_binary.has_value() || m_compile_error; }
   double compile_ms() const { return m_binary ? m_binary->timings.total_ms : 0; }
@@ -79,7 +87,19 @@ private:
   std::vector<rtc::FileAccess> m_accesses;
   std::unique_ptr<rtc::FileWatch> m_watch;
   bool m_taken = false;
+  std::shared_ptr<deps::Resolver> m_prediction;
 };
+
+// While alive, prepare() on this thread puts its prediction in `slot` instead of the Cache's
+// predictions (speculation_prediction() says where).
+class SpeculationPrediction {
+public:
+  explicit SpeculationPrediction(std::shared_ptr<deps::Resolver>& slot) noexcept;
+  ~SpeculationPrediction();
+  SpeculationPrediction(const SpeculationPrediction&) = delete;
+  SpeculationPrediction& operator=(const SpeculationPrediction&) = delete;
+};
+std::shared_ptr<deps::Resolver>* speculation_prediction() noexcept;
 
 // Runs `prepare` (the caller's prepare(): headers resolved, key made) on a thread of its own while
 // this thread compiles `speculation`, and returns what it returned (or throws what it threw).
