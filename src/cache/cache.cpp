@@ -1,7 +1,5 @@
 // Cache lookups: memory tier → LMDB → compile (single-flight across threads and processes).
 #include "cache/cache_impl.hpp"
-#include "cache/speculation.hpp"
-#include "rtc/file_watch.hpp"
 
 #include "cache/direct_index.hpp"
 #include "cache/toolchain.hpp"
@@ -280,18 +278,7 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
   // A program this store never held is compiled from the disk at once, while another thread
   // resolves its headers and makes its key (speculation.hpp); the compile below takes it.
   std::optional<cache::Speculation> speculation;
-  if (cache::mentions_include(program)) {
-    const Arch resolved = rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch);
-    if (!m_impl->known_names.contains(program.name, resolved) && cache::may_speculate(program, resolved, m_impl->store.get(), !m_impl->tiers.empty())) {
-      // First the key context: on a new store it compiles a probe, which would wait for NVRTC's
-      // one compile at a time (and be seen by its watch). Bad -I/-D options fail here, before a
-      // compile that would take its time to come to nothing.
-      deps::search_context(program, m_impl->key_context().toolkit_include_dirs);
-      if (auto watch = rtc::FileWatch::claim()) {  // none while another compile of this process is watched
-        speculation.emplace(m_impl->config, program, resolved, std::move(watch));
-      }
-    }
-  }
+  m_impl->speculate(program, arch, speculation);
   const cache::SpeculationScope scope(speculation ? &*speculation : nullptr);
   try {
     const PreparedProgram prepared = !speculation ? prepare(program, arch) : cache::prepare_beside(*speculation, [&] {

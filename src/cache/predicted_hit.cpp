@@ -2,7 +2,10 @@
 // (no manifest holds for its new folders) still finds the entries compiled at the old place.
 #include "cache/cache_impl.hpp"
 
+#include "cache/direct_index.hpp"
 #include "deps/search.hpp"
+#include "rtc/compiler.hpp"
+#include "rtc/file_watch.hpp"
 
 #include <cstring>
 
@@ -32,6 +35,25 @@ std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram
   }
   predicted_entry_key = cache::make_key_texts(p.program(), p.arch(), key_context(), resolver->result().headers).entry_key;
   return resolver;
+}
+
+void Cache::Impl::speculate(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation)
+{
+  if (!cache::mentions_include(program)) {
+    return;
+  }
+  const Arch resolved = rtc::resolve_arch(arch.is_auto() ? Arch::parse(config.arch) : arch);
+  if (known_names.contains(program.name, resolved) ||
+      !cache::may_speculate(program, resolved, store.get(), !tiers.empty())) {
+    return;
+  }
+  // First the key context: on a new store it compiles a probe, which would wait for NVRTC's one
+  // compile at a time (and be seen by its watch). Bad -I/-D options fail here, before a compile
+  // that would take its time to come to nothing.
+  deps::search_context(program, key_context().toolkit_include_dirs);
+  if (auto watch = rtc::FileWatch::claim()) {  // none while another compile of this process is watched
+    speculation.emplace(config, program, resolved, std::move(watch));
+  }
 }
 
 void Cache::Impl::prepare_ahead(deps::Resolver& prediction)
