@@ -252,6 +252,9 @@ void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
   if (auto library = take_library_row(p)) {
     rows.push_back(std::move(*library));
   }
+  if (cache::mentions_include(p.program())) {
+    rows.push_back({store::Table::meta, cache::source_row(p.program(), p.arch()), "stored"});  // not compiled ahead again
+  }
   // A new store's toolchain rows: one commit, one fdatasync. Kept to be put back if it fails.
   std::vector<store::Store::Row> toolchain = take_toolchain_rows();
   rows.insert(rows.end(), toolchain.begin(), toolchain.end());

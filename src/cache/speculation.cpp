@@ -7,7 +7,9 @@
 #include "cache/speculation.hpp"
 
 #include "cache/direct_index.hpp"
+#include "store/meta_keys.hpp"
 #include "store/record.hpp"
+#include "util/hash.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvjitlink_library.hpp"
 #include "rtc/nvrtc_library.hpp"
@@ -32,6 +34,7 @@ thread_local std::shared_ptr<deps::Resolver>* t_prediction = nullptr;
 // At most this many records of a program's name are read to tell that none is of its arch.
 constexpr std::size_t k_records_read = 32;
 std::atomic<std::uint64_t> g_adopted{0};
+std::atomic<std::uint64_t> g_compiled{0};
 
 bool below(const std::string& path, const std::string& dir)
 {
@@ -69,6 +72,7 @@ void Speculation::compile()
     m_blind = "NVRTC's file accesses can't be watched in this process";
     return;
   }
+  g_compiled.fetch_add(1, std::memory_order_relaxed);
   try {
     m_binary = rtc::compile(m_config, m_program, m_arch);
   } catch (const CompileError&) {
@@ -303,10 +307,19 @@ bool may_speculate(const Program& program, const Arch& arch, store::Store* store
         }
       });
     }
+    // The same source under another name: a project that moved (its programs named by absolute
+    // paths) finds its entries through its prediction, which a compile ahead would make wait.
+    unknown = unknown || store->visit(store::Table::meta, source_row(program, arch), [](std::string_view) {});
   } catch (const Error&) {
     return false;  // the lookup itself says what is wrong with the store
   }
   return !unknown;
+}
+
+std::string source_row(const Program& program, const Arch& arch)
+{
+  return std::string(store::k_source_prefix) + std::to_string(arch.number()) + " " +
+         util::to_hex(util::Sha256Hasher().update(program.source).finish());
 }
 
 bool KnownNames::contains(const std::string& name, const Arch& arch) const
@@ -351,6 +364,11 @@ std::shared_ptr<deps::Resolver>* speculation_prediction() noexcept
 std::uint64_t speculations_adopted() noexcept
 {
   return g_adopted.load(std::memory_order_relaxed);
+}
+
+std::uint64_t speculations_compiled() noexcept
+{
+  return g_compiled.load(std::memory_order_relaxed);
 }
 
 Speculation* current_speculation(const Program& program, const Arch& arch)

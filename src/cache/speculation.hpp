@@ -108,9 +108,14 @@ std::shared_ptr<deps::Resolver>* speculation_prediction() noexcept;
 // `--no-cache` takes 247). Without a thread to be had, prepares here and compiles nothing.
 PreparedProgram prepare_beside(Speculation& speculation, const std::function<PreparedProgram()>& prepare);
 
+// The meta row that says an entry of a program with this source was stored for an arch of this
+// number (store/meta_keys.hpp).
+std::string source_row(const Program& program, const Arch& arch);
+
 // Whether a lookup of `program` for `arch` (resolved) may start a Speculation: it will miss
-// (`store` holds no entry of its name for an arch of that number, and there are no `lower_tiers`
-// to serve it), it may read headers (no pre-include, no
+// (`store` holds no entry of its name for an arch of that number, nor any entry of its source under
+// another name — a project that moved finds its entries through its prediction —, and there are no
+// `lower_tiers` to serve it), it may read headers (no pre-include, no
 // in-memory header: those take the private folder's way), its compile writes no file (-time,
 // -fdevice-time-trace, a PCH: a compile made twice would write twice), and nothing makes its
 // compile go elsewhere (a batch's worker).
@@ -147,5 +152,7 @@ Speculation* current_speculation(const Program& program, const Arch& arch);
 
 // Test hook: how many speculations' binaries were kept in this process.
 KJIT_TEST_HOOK std::uint64_t speculations_adopted() noexcept;
+// Test hook: how many speculative compiles ran in this process.
+KJIT_TEST_HOOK std::uint64_t speculations_compiled() noexcept;
 
 } // namespace kjit::cache

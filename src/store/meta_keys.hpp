@@ -16,6 +16,12 @@ constexpr std::string_view k_script_table_prefix = "script-table/";
 // (src/cache/closure_seed.cpp); this store's own, never in a bundle.
 constexpr std::string_view k_closure_library_prefix = "closure-library ";
 
+// "source <arch number> <sha256 hex of a program's source>": an entry of a program with that source
+// was stored here for an arch of that number (src/cache/speculation.cpp: a lookup of that source by another name, a project that moved,
+// may be a hit, so it is not compiled ahead); this store's own, never in a bundle, never removed (a
+// row whose entries are gone only keeps a lookup from being compiled ahead).
+constexpr std::string_view k_source_prefix = "source ";
+
 // A script's row or its table's (what a bundle's import reports as scripts).
 constexpr bool is_script_row(std::string_view key)
 {

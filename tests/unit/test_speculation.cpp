@@ -198,6 +198,32 @@ BOOST_AUTO_TEST_CASE(two_threads_missing_one_program_get_the_uncached_binary)
   BOOST_TEST(kjit::to_string(second.lookup(program_in(d), k_arch).source) == std::string("disk"));
 }
 
+BOOST_AUTO_TEST_CASE(a_project_that_moved_finds_its_entries_without_compiling_ahead)
+{
+  // Named by absolute paths, its programs' names are new at the new place: their source is not.
+  const std::string from = tmp.path() + "/old";
+  write_headers(from, 6);
+  put(from + "/k.cu", std::string("#include \"v.h\"\n#include <w.h>\n") + k_kernel);
+  settle();
+  const auto at = [](const std::string& dir) {
+    kjit::Program program = kjit::program_from_file(dir + "/k.cu");
+    program.options = {"-I" + dir + "/inc"};
+    return program;
+  };
+  {
+    kjit::Cache cache(config);
+    cache.get(at(from), k_arch);
+  }
+  const std::string to = tmp.path() + "/new";
+  BOOST_REQUIRE(::rename(from.c_str(), to.c_str()) == 0);
+  kjit::Cache cache(config);
+  const std::uint64_t compiled = kjit::cache::speculations_compiled();
+  const kjit::Lookup moved = cache.lookup(at(to), k_arch);
+  BOOST_TEST(kjit::to_string(moved.source) == std::string("disk"));
+  BOOST_TEST(kjit::cache::speculations_compiled() == compiled);  // 1 before: a compile for a hit
+  BOOST_TEST(moved.binary->cubin == kjit::compile(at(to), k_arch).cubin);
+}
+
 BOOST_AUTO_TEST_CASE(nvrtc_file_accesses_are_recorded_while_a_watch_lives)
 {
   const std::string d = tmp.path() + "/w";
