@@ -54,7 +54,14 @@ std::string cached_equals_plain_and_hits(const kjit::Config& config, const std::
   }
   kjit::Cache again(config);
   const kjit::Lookup second = again.lookup(program, k_sm80);
-  BOOST_TEST(kjit::to_string(second.source) == std::string("disk"), src << ": not cached");
+  // What the store holds, said when it fails (a rare failure under load: which step, which keys).
+  std::string stored;
+  for (const auto& entry : again.entries()) {
+    stored += " " + entry.key.substr(0, 12);
+  }
+  BOOST_TEST(kjit::to_string(second.source) == std::string("disk"),
+             src << ": not cached (" << program.options.back() << "; " << kjit::to_string(second.source) << " under "
+                 << again.prepare(program, k_sm80).key().substr(0, 12) << "; stored:" << stored << ")");
   BOOST_TEST(second.binary->ptx == ptx, src);
   return ptx;
 }
