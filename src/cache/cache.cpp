@@ -278,7 +278,7 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
   // A program this store never held is compiled from the disk at once, while another thread
   // resolves its headers and makes its key (speculation.hpp); the compile below takes it.
   std::optional<cache::Speculation> speculation;
-  m_impl->speculate(program, arch, speculation);
+  const bool unknown = m_impl->speculate(program, arch, speculation);
   const cache::SpeculationScope scope(speculation ? &*speculation : nullptr);
   try {
     const PreparedProgram prepared = !speculation ? prepare(program, arch) : cache::prepare_beside(*speculation, [&] {
@@ -295,7 +295,9 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
       return ahead;
     });
     auto binary = get_keyed(prepared, source, key);  // just prepared: no need to validate it again
-    m_impl->known_names.insert(program.name, prepared.arch());
+    if (unknown) {
+      m_impl->known_names.insert(program.name, prepared.arch());  // a warm lookup of a known one adds nothing
+    }
     if (direct && !prepared.m_provisional) {
       // Found by the SHA-256 path (stored without a direct row): found directly from now on.
       m_impl->direct_index.insert(direct->input_digest, std::move(direct->inputs), prepared.m_key);

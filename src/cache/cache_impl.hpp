@@ -225,8 +225,9 @@ struct Cache::Impl {
   std::shared_ptr<deps::Resolver> predicted_key(const PreparedProgram& prepared, util::Sha256& predicted_entry_key);
   // Starts `speculation` for a lookup of `program` when it may (speculation.hpp, may_speculate()):
   // not for a name and arch this Cache served, nor while another compile of this process is
-  // watched. Throws prepare()'s errors for bad -I/-D options.
-  void speculate(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation);
+  // watched. Throws prepare()'s errors for bad -I/-D options. True when the program may include
+  // and its name and arch are not known_names yet (the lookup then makes them known).
+  bool speculate(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation);
   // What a speculative miss's preparing thread does after prepare(), while NVRTC compiles
   // (prepare_beside()): its prediction (kept by the Speculation, seen by no other lookup) closed,
   // and the mirror's writes of its headers started (mirror_headers_early()), off the caller's path.

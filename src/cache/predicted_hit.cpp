@@ -37,15 +37,17 @@ std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram
   return resolver;
 }
 
-void Cache::Impl::speculate(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation)
+bool Cache::Impl::speculate(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation)
 {
   if (!cache::mentions_include(program)) {
-    return;
+    return false;
   }
   const Arch resolved = rtc::resolve_arch(arch.is_auto() ? Arch::parse(config.arch) : arch);
-  if (known_names.contains(program.name, resolved) ||
-      !cache::may_speculate(program, resolved, store.get(), !tiers.empty())) {
-    return;
+  if (known_names.contains(program.name, resolved)) {
+    return false;
+  }
+  if (!cache::may_speculate(program, resolved, store.get(), !tiers.empty())) {
+    return true;
   }
   // First the key context: on a new store it compiles a probe, which would wait for NVRTC's one
   // compile at a time (and be seen by its watch). Bad -I/-D options fail here, before a compile
@@ -54,6 +56,7 @@ void Cache::Impl::speculate(const Program& program, const Arch& arch, std::optio
   if (auto watch = rtc::FileWatch::claim()) {  // none while another compile of this process is watched
     speculation.emplace(config, program, resolved, std::move(watch));
   }
+  return true;
 }
 
 void Cache::Impl::prepare_ahead(deps::Resolver& prediction)
