@@ -10,6 +10,7 @@
 
 #include "rtc/compiler.hpp"
 
+#include <mutex>
 #include <regex>
 #include <string>
 #include <vector>
@@ -34,6 +35,32 @@ std::string without_internal_suffixes(const std::string& ptx)
   return std::regex_replace(ptx, suffix, "_INTERNAL_");
 }
 
+// kjit's log lines while it lives (its sink is called from kjit's threads too).
+class LogCapture {
+public:
+  LogCapture()
+  {
+    kjit::set_log_sink([this](std::string_view line) { add(std::string(line)); });
+  }
+  ~LogCapture() { kjit::set_log_sink({}); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  void add(const std::string& line)
+  {
+    std::lock_guard lock(m_mutex);
+    m_text += "\n  " + line;
+  }
+  std::string text()
+  {
+    std::lock_guard lock(m_mutex);
+    return m_text;
+  }
+
+private:
+  std::mutex m_mutex;
+  std::string m_text;
+};
+
 // The source at `src` compiled by the cache (a fresh Cache, as a new process) equals plain NVRTC's
 // compile of the same files; a second fresh Cache finds it on disk. Returns the cached PTX.
 std::string cached_equals_plain_and_hits(const kjit::Config& config, const std::string& src,
@@ -43,14 +70,23 @@ std::string cached_equals_plain_and_hits(const kjit::Config& config, const std::
   program.options = options;
   const kjit::Binary plain = kjit::rtc::compile(config, program, k_sm80);
   std::string ptx;
+  // What the first Cache said and counted, shown when the second lookup is not a hit.
+  LogCapture said;
+  kjit::Config verbose = config;
+  verbose.verbose = true;
   {
-    kjit::Cache cache(config);
+    kjit::Cache cache(verbose);
     const kjit::Lookup first = cache.lookup(program, k_sm80);
     BOOST_TEST(kjit::to_string(first.source) == std::string("compiled"), src);
     ptx = first.binary->ptx;
     BOOST_TEST(without_internal_suffixes(ptx) == without_internal_suffixes(plain.ptx), src);
     BOOST_TEST(first.binary->cubin.size() == plain.cubin.size(), src);
     BOOST_TEST(ptx.find("kjit-includes-") == std::string::npos, src);
+    const kjit::CacheStats stats = cache.stats();
+    said.add("first Cache: " + std::to_string(stats.compiles) + " compiles, " + std::to_string(stats.store_errors) +
+             " store errors, uncached " + std::to_string(stats.uncached_probe) + " probe " +
+             std::to_string(stats.uncached_names_file) + " names-file " + std::to_string(stats.uncached_disk_name) +
+             " disk-name " + std::to_string(stats.uncached_formed_name) + " formed-name");
   }
   kjit::Cache again(config);
   const kjit::Lookup second = again.lookup(program, k_sm80);
@@ -61,7 +97,7 @@ std::string cached_equals_plain_and_hits(const kjit::Config& config, const std::
   }
   BOOST_TEST(kjit::to_string(second.source) == std::string("disk"),
              src << ": not cached (" << program.options.back() << "; " << kjit::to_string(second.source) << " under "
-                 << again.prepare(program, k_sm80).key().substr(0, 12) << "; stored:" << stored << ")");
+                 << again.prepare(program, k_sm80).key().substr(0, 12) << "; stored:" << stored << ")" << said.text());
   BOOST_TEST(second.binary->ptx == ptx, src);
   return ptx;
 }
