@@ -197,6 +197,18 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
   return manifest;
 }
 
+FileStamp unsettled(FileStamp stamp)
+{
+  stamp.mtime_ns = 0;
+  stamp.ctime_ns = 0;
+  return stamp;
+}
+
+bool is_unsettled(const FileStamp& stamp)
+{
+  return stamp.exists && stamp.ctime_ns == 0;
+}
+
 bool folder_changed(const ProbedDir& dir, const FileStamp& now)
 {
   if (now == dir.stamp) {

@@ -182,7 +182,7 @@ void Resolver::probe(const std::string& candidate, bool whole)
 void Resolver::note_absent(ProbedDir& dir, const std::string& name)
 {
   if (name.find('\n') != std::string::npos) {
-    dir.whole = true;  // not in a list of lines (no #include can name it)
+    mark_whole(dir);  // not in a list of lines (no #include can name it)
     return;
   }
   // `dir` is one of m_result.dirs (watched() gave it): its names are kept by its place there.
@@ -202,23 +202,30 @@ ProbedDir& Resolver::watched(const std::string& path, const FileStamp& stamp, bo
     // "Too new", as for headers: a folder changed within the timestamp tick of the start of the
     // resolution, or after it, may change again within that tick (coarse timestamps: kernels
     // before 6.13, filesystems of whole seconds) with the same stamp, and a file appearing there
-    // would go unseen.
-    if (too_new(stamp, m_start_ns)) {
-      m_result.recordable = false;
-    }
-    m_result.dirs.push_back({path, stamp, false, {}});
+    // would go unseen. Its stamp is not taken: every check asks its names again (mark_whole()).
+    m_result.dirs.push_back({path, too_new(stamp, m_start_ns) ? unsettled(stamp) : stamp, false, {}});
     it = m_probed.emplace(path, m_result.dirs.size() - 1).first;
   }
   ProbedDir& dir = m_result.dirs[it->second];
-  dir.whole = dir.whole || whole || m_whole_dirs.count(path) != 0;
+  if (whole || m_whole_dirs.count(path) != 0) {
+    mark_whole(dir);
+  }
   return dir;
+}
+
+void Resolver::mark_whole(ProbedDir& dir)
+{
+  dir.whole = true;
+  if (is_unsettled(dir.stamp)) {
+    m_result.recordable = false;  // any change matters, and its stamp can't show one
+  }
 }
 
 void Resolver::watch_whole(const std::string& dir)
 {
   if (m_whole_dirs.insert(dir).second) {
     if (const auto it = m_probed.find(dir); it != m_probed.end()) {
-      m_result.dirs[it->second].whole = true;
+      mark_whole(m_result.dirs[it->second]);
     }
   }
 }

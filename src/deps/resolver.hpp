@@ -162,6 +162,12 @@ struct ProbedDir {
 // is its stamp now.
 bool folder_changed(const ProbedDir& dir, const FileStamp& now);
 
+// The stamp recorded for a folder whose stamp was too new to stand for it: no times (a ctime of 0,
+// which the kernel never gives), so it never equals the folder's and every check of a folder
+// watched for names asks them again (an lstat each). A folder watched whole can't be recorded so.
+FileStamp unsettled(FileStamp stamp);
+bool is_unsettled(const FileStamp& stamp);
+
 // What a closed resolution knows beyond its files, so that another compile of the same program
 // (another arch, other name expressions) can start from it instead of predicting again
 // (Resolver's seeded constructor; docs/includes.md, "A closure used again").
@@ -327,6 +333,8 @@ private:
   void note_absent(ProbedDir& dir, const std::string& name);
   // Watches `dir` whole from now on (a folder searched for names only NVRTC forms).
   void watch_whole(const std::string& dir);
+  // Makes `dir` watched whole: any change matters (not recordable when its stamp is unsettled()).
+  void mark_whole(ProbedDir& dir);
   // Watches an entry that is there but was not taken (a dangling link's target, an unreadable file).
   void watch_entry(const std::string& entry);
   // Whether `path` is a regular file, answered from one readdir() per folder (then one stat()).
