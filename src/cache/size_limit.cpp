@@ -88,9 +88,24 @@ void Cache::Impl::count_now()
   size.unseen_blob_bound = 0;
 }
 
+namespace {
+
+// Whether writes to `store` are counted against KJIT_MAX_SIZE (`max_size`, 0: no limit).
+bool size_limited(std::size_t max_size, const std::shared_ptr<store::Store>& store)
+{
+  return max_size != 0 && store && store->writable();
+}
+
+void warn_size_unkept(const std::exception& e)
+{
+  log::line(std::string("warning: cannot keep the cache within KJIT_MAX_SIZE: ") + e.what());
+}
+
+} // namespace
+
 void Cache::Impl::count_before_write() noexcept
 {
-  if (config.max_size == 0 || !store || !store->writable()) {
+  if (!size_limited(config.max_size, store)) {
     return;
   }
   try {
@@ -100,14 +115,14 @@ void Cache::Impl::count_before_write() noexcept
       size.queued_mirror_bytes = 0;  // counted: after_write() adds only what is queued from now on
     }
   } catch (const std::exception& e) {
-    log::line(std::string("warning: cannot keep the cache within KJIT_MAX_SIZE: ") + e.what());
+    warn_size_unkept(e);
   }
 }
 
 void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_bytes, std::size_t blob_bound) noexcept
 {
   flush_uses();
-  if (config.max_size == 0 || !store || !store->writable()) {
+  if (!size_limited(config.max_size, store)) {
     return;
   }
   try {
@@ -147,7 +162,7 @@ void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_by
       }
     }
   } catch (const std::exception& e) {
-    log::line(std::string("warning: cannot keep the cache within KJIT_MAX_SIZE: ") + e.what());
+    warn_size_unkept(e);
   }
 }
 

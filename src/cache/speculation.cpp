@@ -136,7 +136,7 @@ std::string Speculation::unanswered(const deps::Resolver& resolver) const
       return header;
     }
     if (real_paths.empty()) {
-      for (const deps::DiskHeader& header : const_cast<deps::Resolver&>(resolver).result().headers) {
+      for (const deps::DiskHeader& header : resolver.result().headers) {
         real_paths.emplace(deps::walk_path(header.path).real, &header);
       }
     }
@@ -216,7 +216,7 @@ bool Speculation::names_a_file(const deps::Resolver& resolver) const
   return false;
 }
 
-std::optional<Binary> Speculation::adopt(const deps::Resolver& resolver, std::string& why)
+std::optional<Binary> Speculation::adopt(deps::Resolver& resolver, std::string& why)
 {
   if (m_error && !m_compile_error) {
     why = "the compile from the disk failed";
@@ -236,7 +236,7 @@ std::optional<Binary> Speculation::adopt(const deps::Resolver& resolver, std::st
     why = "the working directory changed during the compile";
     return std::nullopt;
   }
-  auto& resolution = const_cast<deps::Resolver&>(resolver).result();
+  const deps::Resolution& resolution = resolver.result();
   for (const deps::DiskHeader& header : resolution.headers) {
     if (deps::too_new(header.stamp, m_start_ns)) {
       why = header.path + " changed while NVRTC read it";
@@ -261,7 +261,7 @@ std::optional<Binary> Speculation::adopt(const deps::Resolver& resolver, std::st
   if (!resolver.names_files() && names_a_file(resolver)) {
     // What the private folder's way finds by its root in the binary (copies_named()): compiled
     // from the disk, which this was, and not cached.
-    const_cast<deps::Resolver&>(resolver).copies_named();
+    resolver.copies_named();
   }
   return m_binary;
 }

@@ -47,8 +47,9 @@ public:
   // every name it looked for and did not find is one `resolver` watches, and nothing of
   // `resolver` changed since the compile began; nullopt when not (`why` says what), and the
   // program is then compiled as usual. Throws the compile's CompileError when it failed on what
-  // the key answers for, as the usual compile would.
-  std::optional<Binary> adopt(const deps::Resolver& resolver, std::string& why);
+  // the key answers for, as the usual compile would. A kept binary that names a file NVRTC opened
+  // under a portable key marks `resolver` copies_named(): compiled from the disk, not cached.
+  std::optional<Binary> adopt(deps::Resolver& resolver, std::string& why);
   // The prediction prepare() made on the preparing thread (SpeculationPrediction), kept here, not
   // in the Cache's predictions: no other lookup of the Cache (another thread's of the same program)
   // may use the resolver while that thread closes it. The compile takes it once (take_prediction).

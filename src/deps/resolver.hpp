@@ -293,6 +293,7 @@ public:
   std::int64_t start_ns() const { return m_start_ns; }
   const SearchContext& context() const { return m_context; }
   Resolution& result() { return m_result; }
+  const Resolution& result() const { return m_result; }
   // The resolved path of each pre-include (empty where no user file was found, or an in-memory
   // header has its name).
   const std::vector<std::string>& pre_include_paths() const { return m_pre_paths; }
