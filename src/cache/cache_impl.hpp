@@ -207,13 +207,18 @@ struct Cache::Impl {
   // Compiles with exactly the headers kjit hashed; `compiled_entry_key` is the key of what was compiled
   // (it differs from the prepared key when the compile needed headers the prediction missed).
   // `cacheable` is false when it was compiled from disk (resolver unfaithful): never stored.
-  store::Entry compile_entry(const PreparedProgram& prepared, util::Sha256& compiled_entry_key, bool& cacheable);
+  // `compiled_with` gets the resolver it compiled with (see persist()'s `release_after`).
+  store::Entry compile_entry(const PreparedProgram& prepared, util::Sha256& compiled_entry_key, bool& cacheable,
+                             std::shared_ptr<deps::Resolver>& compiled_with);
   // Stores the entry (record, name, headers, direct row, manifest) in one transaction committed on
   // the store's writer thread (Store::put_later); `lock` (the key's compile lock, may be null) is
   // released once the commit is durable, so a process waiting for the key then finds it. A store
   // error is counted and logged once; the caller already has its binary (and the memory tier).
+  // `release_after` (a resolver: a vendored CCCL's took 44 ms to free) goes on the writer thread
+  // after the commit, not on the caller's path.
   void persist(const util::Sha256& entry_key, const PreparedProgram& prepared, const store::Entry& entry,
-               std::shared_ptr<cache::CompileLock> lock = nullptr);
+               std::shared_ptr<cache::CompileLock> lock = nullptr,
+               std::vector<std::shared_ptr<const void>> release_after = {});
   // ptx_reuse.cpp: for a virtual arch, the PTX of the same program stored for its real arch (in
   // memory or the store), or nullopt. Throws OptionError as a compile for `arch` would.
   // Closes the resolver first; nullopt when it is unfaithful.

@@ -95,7 +95,8 @@ std::optional<store::Entry> Cache::Impl::load_entry(util::Sha256& entry_key, con
   return entry;
 }
 
-store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& compiled_entry_key, bool& cacheable)
+store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& compiled_entry_key, bool& cacheable,
+                                        std::shared_ptr<deps::Resolver>& compiled_with)
 {
   const Program& program = p.program();
   const cache::KeyContext& context = key_context();
@@ -223,11 +224,12 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
     record_manifest(manifest_key, search.text(), resolution);
     entry.manifest_key.assign(bytes_of(manifest_key));  // the manifest goes when its last entry does
   }
+  compiled_with = std::move(taken);
   return entry;
 }
 
 void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& p, const store::Entry& entry,
-                          std::shared_ptr<cache::CompileLock> lock)
+                          std::shared_ptr<cache::CompileLock> lock, std::vector<std::shared_ptr<const void>> release_after)
 {
   if (!store || !store->writable()) {
     return;
@@ -271,8 +273,9 @@ void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
   // Its report takes no lock a caller of the store may hold (Store::put_later).
   commits.begin();
   try {
-    store->put_later(std::move(rows), [this, lock = std::move(lock),
-                                       toolchain = std::move(toolchain)](const StoreError* error) mutable {
+    // (`release_after` goes with the callback, on the writer thread: store/committer.cpp.)
+    store->put_later(std::move(rows), [this, lock = std::move(lock), toolchain = std::move(toolchain),
+                                       release_after = std::move(release_after)](const StoreError* error) mutable {
       if (error != nullptr) {
         put_back_toolchain_rows(std::move(toolchain));  // for a later commit, or their own
         // Kept after later commits succeed: why an entry is missing.
@@ -421,10 +424,12 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& prepared_key, con
   util::Sha256 compiled_entry_key;
   source = Source::compiled;
   bool cacheable = true;
-  store::Entry entry = compile_entry(p, compiled_entry_key, cacheable);
+  std::shared_ptr<deps::Resolver> compiled_with;
+  store::Entry entry = compile_entry(p, compiled_entry_key, cacheable, compiled_with);
   keepable = cacheable;
   if (cacheable) {
-    persist(compiled_entry_key, p, entry, std::move(lock));
+    // The resolvers are freed after the commit, on the store's writer thread.
+    persist(compiled_entry_key, p, entry, std::move(lock), {std::move(compiled_with), std::move(prediction)});
     offer_to_tiers(compiled_entry_key, entry);  // the remote tier queues it for its upload thread
   }
   // The key it is stored under (a provisional key names no entry); one not cached, or with no
