@@ -176,8 +176,12 @@ std::string Speculation::unanswered(const deps::Resolver& resolver) const
       }
       // Not found by NVRTC, but read by kjit, or there now: the folder it was looked for in led
       // elsewhere for NVRTC (a symlinked folder swapped, the working directory changed and back).
+      // Absent now, it is no header of kjit's by another spelling (its symlink-free path leads to
+      // no file; one kjit read and that is gone since fails resolver.unchanged()): only its own
+      // spelling is asked, not header_at()'s map of every header's real path (a vendored CCCL:
+      // 35 ms of lstat()s for NVRTC's look for cuda_runtime_api.h in the -I folder).
       struct stat st {};
-      if (header_at(path) != nullptr || ::stat(path.c_str(), &st) == 0) {
+      if (::stat(path.c_str(), &st) == 0 || resolver.find(path) != nullptr) {
         return "NVRTC did not find " + path + ", which kjit found";
       }
       continue;
