@@ -107,7 +107,8 @@ struct Cache::Impl {
   // Puts `result`, found or made by a lookup from `source`, in the memory tier: a disk hit is
   // admitted (kept from its second disk hit on), anything else inserted.
   void keep(const util::Sha256& entry_key, const cache::Result& result, Source source);
-  const cache::KeyContext& key_context();
+  // Made once; `fingerprint_later` as toolchain_context() has it, for the call that makes it.
+  const cache::KeyContext& key_context(bool fingerprint_later = false);
   // The toolchain_rows not written yet (and none left).
   std::vector<store::Store::Row> take_toolchain_rows();
   // `rows` (taken, their commit failed) are toolchain_rows again.

@@ -25,12 +25,12 @@ void not_remembered(const std::exception& e)
 
 } // namespace
 
-const cache::KeyContext& Cache::Impl::key_context()
+const cache::KeyContext& Cache::Impl::key_context(bool fingerprint_later)
 {
   std::lock_guard lock(context_mutex);
   if (!context) {
     try {
-      context = cache::toolchain_context(config, store.get(), remote, &toolchain_rows);
+      context = cache::toolchain_context(config, store.get(), remote, &toolchain_rows, fingerprint_later);
       toolchain_rows_held = !toolchain_rows.empty();
     } catch (const StoreError& e) {
       // The identities could not be remembered (disk full…): found again next time, never fatal.

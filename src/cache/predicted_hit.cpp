@@ -50,9 +50,10 @@ bool Cache::Impl::speculate(const Program& program, const Arch& arch, std::optio
     return true;
   }
   // First the key context: on a new store it compiles a probe, which would wait for NVRTC's one
-  // compile at a time (and be seen by its watch). Bad -I/-D options fail here, before a compile
-  // that would take its time to come to nothing.
-  deps::search_context(program, key_context().toolkit_include_dirs);
+  // compile at a time (and be seen by its watch). Not the toolkit headers' fingerprint: the
+  // preparing thread finds it for this program's key while NVRTC compiles. Bad -I/-D options fail
+  // here, before a compile that would take its time to come to nothing.
+  deps::search_context(program, key_context(true).toolkit_include_dirs);
   if (auto watch = rtc::FileWatch::claim()) {  // none while another compile of this process is watched
     speculation.emplace(config, program, resolved, std::move(watch));
   }

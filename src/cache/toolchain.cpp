@@ -356,7 +356,7 @@ std::string toolchain_file_identity(const rtc::Toolkit& toolkit)
 }
 
 KeyContext toolchain_context(const Config& config, store::Store* store, remote::RemoteTier* remote,
-                             std::vector<store::Store::Row>* deferred)
+                             std::vector<store::Store::Row>* deferred, bool fingerprint_later)
 {
   KeyContext context;
   const rtc::Toolkit toolkit = rtc::remember_toolkit(config);  // once per Cache: its misses stat nothing
@@ -443,7 +443,7 @@ KeyContext toolchain_context(const Config& config, store::Store* store, remote::
     // else with this one's.
     if (!fleet_fingerprint.empty()) {
       rows.push_back(context_row(text, fleet_fingerprint));  // with the versions: one fdatasync
-    } else {
+    } else if (!fingerprint_later) {
       fingerprint = context.toolkit_headers.value();
     }
   }

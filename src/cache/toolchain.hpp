@@ -41,8 +41,12 @@ inline constexpr const char* k_context_prefix = "toolchain context ";
 // `store` may be null (no disk tier); the context must not outlive it. With `deferred`, the rows
 // that remember the context are added there instead of committed: the caller writes them with
 // its next commit (a fresh node's first hit: one fdatasync for them and the entry, not two).
+// With `fingerprint_later`, a new store's context is not remembered with this toolkit's headers'
+// fingerprint now (reading them: ≈ 35 ms) but when the first key that holds it is made: the
+// caller is about to make one (a first miss of a program that includes, compiled while another
+// thread makes its key).
 KeyContext toolchain_context(const Config& config, store::Store* store, remote::RemoteTier* remote = nullptr,
-                             std::vector<store::Store::Row>* deferred = nullptr);
+                             std::vector<store::Store::Row>* deferred = nullptr, bool fingerprint_later = false);
 
 // Writes the "toolchain build <XXH3 of the build IDs>" row of `config`'s toolkit into `store` when
 // the store knows the versions of these library files and lacks it (a store made before the row
