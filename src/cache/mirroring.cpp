@@ -87,14 +87,15 @@ void Cache::Impl::mirror_headers_early(const deps::Resolution& resolution)
   }
   // Named by the hash the resolver made (not made again on the mirror's thread, beside NVRTC). A
   // header without its content (one a manifest named) is left to the entry's write.
-  std::vector<std::pair<std::string, std::string>> files;
-  files.reserve(resolution.headers.size());
+  // Named as the entry will hold them (its path without the first '/'): their links are staged.
+  std::vector<mirror::EarlyHeader> headers;
+  headers.reserve(resolution.headers.size());
   for (const deps::DiskHeader& header : resolution.headers) {
     if (!header.content.empty()) {
-      files.emplace_back(util::to_hex(header.hash), header.content);
+      headers.push_back({header.path.substr(1), util::to_hex(header.hash), header.content});
     }
   }
-  mirror_writer->write_headers(std::move(files));
+  mirror_writer->write_headers(std::move(headers));
 }
 
 void Cache::Impl::mirror_entry(const util::Sha256& entry_key, const store::Entry& entry)

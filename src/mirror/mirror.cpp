@@ -133,6 +133,17 @@ void remove_below(int dir, const std::string& name)
   std::ignore = ::unlinkat(dir, name.c_str(), AT_REMOVEDIR);
 }
 
+namespace {
+
+std::atomic<std::uint64_t> g_staged_finished{0};
+
+} // namespace
+
+std::uint64_t staged_folders_finished() noexcept
+{
+  return g_staged_finished.load(std::memory_order_relaxed);
+}
+
 std::string temp_folder_name(const std::string& hex_key)
 {
   static std::atomic<unsigned> counter{0};
@@ -213,7 +224,37 @@ std::error_code link_shared_header(int shared, const std::string& hex, const std
 
 // Writes every file of the entry into the (new, empty) folder `dir` of `programs`; each header is
 // a hard link to programs/headers/<sha256>, where its content is stored once.
-std::error_code write_files(int programs, int dir, const store::Entry& entry)
+// Links module/headers/<path> (below `module_dir`) to programs/headers/<sha256> for each header
+// (name → content); `hex_of` names its content's SHA-256.
+std::error_code link_headers(int programs, int module_dir, const std::map<std::string, std::string>& headers,
+                             const std::function<std::string(const std::string&, const std::string&)>& hex_of)
+{
+  std::error_code error;
+  std::optional<UniqueFd> shared;
+  for (const auto& [name, relative] : header_paths(headers)) {
+    const std::string path = "headers/" + relative;
+    const auto slash = path.rfind('/');
+    auto folder = open_path(module_dir, path.substr(0, slash), error);
+    if (!folder) {
+      return error;
+    }
+    const std::string& content = headers.at(name);
+    if (!shared) {
+      shared = util::open_subdir(programs, k_shared_headers, true, util::mode_in(programs, 0755, true), error);
+      if (!shared) {
+        return error;
+      }
+    }
+    if (auto e = link_shared_header(shared->get(), hex_of(name, content), content, folder->get(), path.substr(slash + 1))) {
+      return e;
+    }
+  }
+  return {};
+}
+
+// Writes every file of the entry into the (new, empty) folder `dir` of `programs` but the header
+// links when `headers_linked` (a staged folder: stage_headers()).
+std::error_code write_files(int programs, int dir, const store::Entry& entry, bool headers_linked)
 {
   std::error_code error;
   auto module_dir = open_path(dir, "module", error);
@@ -251,24 +292,11 @@ std::error_code write_files(int programs, int dir, const store::Entry& entry)
       return e;
     }
   }
-  std::optional<UniqueFd> shared;
-  const store::HeaderHashes hashes(entry);
-  for (const auto& [name, relative] : header_paths(entry.headers)) {
-    const std::string path = "headers/" + relative;
-    const auto slash = path.rfind('/');
-    auto folder = open_path(module_dir->get(), path.substr(0, slash), error);
-    if (!folder) {
-      return error;
-    }
-    const std::string& content = entry.headers.at(name);
-    if (!shared) {
-      shared = util::open_subdir(programs, k_shared_headers, true, util::mode_in(programs, 0755, true), error);
-      if (!shared) {
-        return error;
-      }
-    }
-    if (auto e = link_shared_header(shared->get(), util::to_hex(hashes.of(name, content)), content, folder->get(),
-                                    path.substr(slash + 1))) {
+  if (!headers_linked) {
+    const store::HeaderHashes hashes(entry);
+    if (auto e = link_headers(programs, module_dir->get(), entry.headers, [&](const std::string& name, const std::string& content) {
+          return util::to_hex(hashes.of(name, content));
+        })) {
       return e;
     }
   }
@@ -349,19 +377,38 @@ std::optional<UniqueFd> open_programs(const std::string& cache_dir, std::error_c
 } // namespace
 
 std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry,
-                            bool* replaced)
+                            bool* replaced, const StagedHeaders* staged)
 {
   std::error_code error;
   auto programs = open_programs(cache_dir, error);
   if (!programs) {
     return error;
   }
-  const std::string temp = temp_folder_name(hex_key);
-  auto temp_dir = util::open_subdir(programs->get(), temp, true, util::mode_in(programs->get(), 0700, true), error);
-  if (!temp_dir) {
-    return error;
+  std::string temp;
+  std::optional<UniqueFd> temp_dir;
+  if (staged != nullptr) {
+    if (staged->hashes == header_hashes(entry)) {
+      // Its header links are there: the rest of the folder is written into it.
+      std::error_code ignored;
+      temp_dir = util::open_subdir(programs->get(), staged->temp, false, 0, ignored);
+    }
+    if (temp_dir) {
+      temp = staged->temp;
+    } else {
+      remove_below(programs->get(), staged->temp);  // another set of headers (or gone): not used
+    }
   }
-  error = write_files(programs->get(), temp_dir->get(), entry);
+  const bool linked = temp_dir.has_value();
+  if (linked) {
+    g_staged_finished.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    temp = temp_folder_name(hex_key);
+    temp_dir = util::open_subdir(programs->get(), temp, true, util::mode_in(programs->get(), 0700, true), error);
+    if (!temp_dir) {
+      return error;
+    }
+  }
+  error = write_files(programs->get(), temp_dir->get(), entry, linked);
   if (!error) {
     std::ignore = ::fchmod(temp_dir->get(), static_cast<mode_t>(util::mode_in(programs->get(), 0755, true)));
     // Into place: a plain rename if there is nothing there, else an exchange (whatever was there —
@@ -378,6 +425,47 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
   }
   remove_below(programs->get(), temp);
   return error;
+}
+
+std::map<std::string, std::string> header_hashes(const store::Entry& entry)
+{
+  const store::HeaderHashes hashes(entry);
+  std::map<std::string, std::string> out;
+  for (const auto& [name, content] : entry.headers) {
+    out.emplace(name, util::to_hex(hashes.of(name, content)));
+  }
+  return out;
+}
+
+std::optional<StagedHeaders> stage_headers(const std::string& cache_dir, const std::map<std::string, std::string>& headers,
+                                          const std::map<std::string, std::string>& hashes)
+{
+  std::error_code error;
+  auto programs = open_programs(cache_dir, error);
+  if (!programs) {
+    return std::nullopt;
+  }
+  StagedHeaders staged{temp_folder_name("staged-heade"), hashes};
+  auto temp_dir = util::open_subdir(programs->get(), staged.temp, true, util::mode_in(programs->get(), 0700, true), error);
+  if (!temp_dir) {
+    return std::nullopt;
+  }
+  auto module_dir = open_path(temp_dir->get(), "module", error);
+  if (!module_dir || link_headers(programs->get(), module_dir->get(), headers, [&](const std::string& name, const std::string&) {
+        return hashes.at(name);
+      })) {
+    remove_below(programs->get(), staged.temp);
+    return std::nullopt;
+  }
+  return staged;
+}
+
+void remove_staged(const std::string& cache_dir, const StagedHeaders& staged)
+{
+  std::error_code error;
+  if (auto programs = open_programs(cache_dir, error)) {
+    remove_below(programs->get(), staged.temp);
+  }
 }
 
 std::error_code write_shared_headers(const std::string& cache_dir,

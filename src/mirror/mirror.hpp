@@ -2,6 +2,7 @@
 #pragma once
 
 #include "store/entry.hpp"
+#include "util/test_hook.hpp"
 #include "util/unique_handle.hpp"
 
 #include <cstdint>
@@ -25,8 +26,27 @@ namespace kjit::mirror {
 // no half-written entry. Never follows a symlink: folders are opened with O_NOFOLLOW below
 // `cache_dir`, and header names are mapped by header_paths(). `replaced` (if given) is set when a
 // folder of that key was there already. Returns the first error; never throws.
+// An entry folder's header links made before the entry is stored (while it compiles): a temp
+// folder programs/.tmp-staged-heade-<pid>-<n> holding module/headers/… linked to the shared
+// headers, which write_entry() finishes when the entry has exactly these headers.
+struct StagedHeaders {
+  std::string temp;                           // the temp folder's name below programs/
+  std::map<std::string, std::string> hashes;  // header name (as store::Entry::headers) → hex SHA-256
+};
 std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry,
-                            bool* replaced = nullptr);
+                            bool* replaced = nullptr, const StagedHeaders* staged = nullptr);
+
+// Stages the header links of an entry about to be stored: `headers` name → content, `hashes`
+// name → hex SHA-256 (the shared headers must be written: write_shared_headers()). nullopt when it
+// could not (the entry's write_entry() links them itself). Never throws but bad_alloc.
+std::optional<StagedHeaders> stage_headers(const std::string& cache_dir, const std::map<std::string, std::string>& headers,
+                                          const std::map<std::string, std::string>& hashes);
+// The hex SHA-256 of each header of `entry` (the resolver's hashes where it has them), by name.
+std::map<std::string, std::string> header_hashes(const store::Entry& entry);
+// Tests: how many entry folders of this process were finished from a staged folder.
+KJIT_TEST_HOOK std::uint64_t staged_folders_finished() noexcept;
+// Removes a staged folder no entry came to use. Never throws.
+void remove_staged(const std::string& cache_dir, const StagedHeaders& staged);
 
 // Writes programs/headers/<sha256> for each content that is not there yet, as write_entry() would:
 // called while an entry compiles, so that its write_entry() after the commit only links them (a

@@ -35,6 +35,9 @@ Writer::~Writer()
   if (m_thread && m_thread->joinable()) {
     m_thread->join();
   }
+  for (const StagedHeaders& staged : m_staged) {
+    remove_staged(m_cache_dir, staged);  // no entry came to use it (not stored, other headers)
+  }
 }
 
 void Writer::dispatch(std::unique_lock<std::mutex>& lock)
@@ -88,13 +91,13 @@ void Writer::write(std::string hex_key, store::Entry entry)
   dispatch(lock);
 }
 
-void Writer::write_headers(std::vector<std::pair<std::string, std::string>> files)
+void Writer::write_headers(std::vector<EarlyHeader> headers)
 {
   if (::getpid() != m_pid) {
     return;
   }
   std::unique_lock lock(m_mutex);
-  m_jobs.push_back({Job::Kind::headers, {}, {}, std::move(files)});
+  m_jobs.push_back({Job::Kind::headers, {}, {}, std::move(headers)});
   dispatch(lock);
 }
 
@@ -163,11 +166,43 @@ void Writer::do_job(Job& job)
     return;
   }
   if (job.kind == Job::Kind::headers) {
-    std::ignore = write_shared_headers(m_cache_dir, job.files);
+    std::vector<std::pair<std::string, std::string>> files;
+    for (EarlyHeader& header : job.headers) {
+      files.emplace_back(header.hex, std::move(header.content));
+    }
+    if (write_shared_headers(m_cache_dir, files)) {
+      return;  // the entry's write meets the error again
+    }
+    std::map<std::string, std::string> contents;
+    std::map<std::string, std::string> hashes;
+    for (std::size_t i = 0; i < job.headers.size(); ++i) {
+      contents.emplace(job.headers[i].name, std::move(files[i].second));
+      hashes.emplace(job.headers[i].name, std::move(files[i].first));
+    }
+    if (auto staged = stage_headers(m_cache_dir, contents, hashes)) {
+      m_staged.push_back(std::move(*staged));
+    }
+    // NVRTC compiles one program at a time per process: more staged folders than this are of
+    // compiles that came to other headers or to nothing (a long-lived host would pile them up).
+    constexpr std::size_t k_most_staged = 4;
+    while (m_staged.size() > k_most_staged) {
+      remove_staged(m_cache_dir, m_staged.front());
+      m_staged.erase(m_staged.begin());
+    }
     return;
   }
+  // A staged folder of exactly this entry's headers is finished, not made again.
+  std::optional<StagedHeaders> staged;
+  if (!m_staged.empty() && !job.entry.headers.empty()) {
+    const std::map<std::string, std::string> hashes = header_hashes(job.entry);
+    const auto it = std::find_if(m_staged.begin(), m_staged.end(), [&](const StagedHeaders& s) { return s.hashes == hashes; });
+    if (it != m_staged.end()) {
+      staged = std::move(*it);
+      m_staged.erase(it);
+    }
+  }
   bool replaced = false;
-  std::error_code error = write_entry(m_cache_dir, job.hex_key, job.entry, &replaced);
+  std::error_code error = write_entry(m_cache_dir, job.hex_key, job.entry, &replaced, staged ? &*staged : nullptr);
   if (!error) {
     if (!m_source.stored(job.hex_key)) {
       remove_entry(m_cache_dir, job.hex_key);  // removed (by another process) while it was written

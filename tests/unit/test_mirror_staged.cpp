@@ -1,0 +1,102 @@
+// The mirror's staged folders: the header links of an entry folder made while the program
+// compiles (mirror::Writer::write_headers), finished after the commit when the entry has exactly
+// those headers, and removed when it has others or is never stored.
+#include <boost/test/unit_test.hpp>
+
+#include "fixture.hpp"
+
+#include "mirror/mirror.hpp"
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <sys/stat.h>
+
+using namespace kjit::test;
+
+namespace {
+
+const kjit::Arch k_arch = kjit::Arch::parse("sm_90");
+
+// Every path below `dir` with what a reader sees of it: kind, mode, link count, content.
+std::map<std::string, std::string> tree_with_links(const std::string& dir)
+{
+  std::map<std::string, std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    struct stat st {};
+    ::lstat(e.path().c_str(), &st);
+    const std::string name = e.path().string().substr(dir.size());
+    out[name] = std::to_string(st.st_mode) + " " + std::to_string(st.st_nlink) + " " +
+                (S_ISREG(st.st_mode) ? read_text(e.path().string()) : std::string());
+  }
+  return out;
+}
+
+// The names in programs/ that are temps (".tmp-…").
+std::size_t temps_in(const std::string& programs)
+{
+  std::size_t count = 0;
+  for (const auto& e : std::filesystem::directory_iterator(programs)) {
+    count += e.path().filename().string().rfind(".tmp-", 0) == 0 ? 1 : 0;
+  }
+  return count;
+}
+
+// The folder of the only entry, then the whole programs/ tree rebuilt from the store: equal.
+void folder_equals_a_rebuild(const kjit::Config& config)
+{
+  const std::string programs = config.cache_dir + "/programs";
+  const auto written = tree_with_links(programs);
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.rebuild_mirror() == 1u);
+  BOOST_TEST((tree_with_links(programs) == written));
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(mirror_staged, CacheFixture)
+
+// A first miss: its headers' links were staged while NVRTC compiled, and the folder finished from
+// them is the one a rebuild writes (names, modes, link counts, contents); no temp is left.
+BOOST_AUTO_TEST_CASE(a_first_miss_finishes_its_staged_folder_as_a_rebuild_writes_it)
+{
+  const std::string inc = tmp.path() + "/inc";
+  put(inc + "/a.h", "#include \"sub/b.h\"\n#define A (B + 1)\n");
+  put(inc + "/sub/b.h", "#define B 41\n");
+  put(tmp.path() + "/app/k.cu", "#include <a.h>\nextern \"C\" __global__ void k(int* o) { *o = A; }\n");
+  settle();
+  kjit::Program program = kjit::program_from_file(tmp.path() + "/app/k.cu");
+  program.options = {"-I" + inc};
+  const std::uint64_t finished = kjit::mirror::staged_folders_finished();
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST(cache.get(program, k_arch)->ptx.find("42") != std::string::npos);
+  }
+  BOOST_TEST(kjit::mirror::staged_folders_finished() == finished + 1);
+  BOOST_TEST(temps_in(config.cache_dir + "/programs") == 0u);
+  folder_equals_a_rebuild(config);
+}
+
+// The prediction missed a header (a computed include it can't follow): the entry has one more
+// than the staged folder, which is not used and goes when the Cache does; the folder is whole.
+BOOST_AUTO_TEST_CASE(a_staged_folder_of_other_headers_is_not_used_and_goes)
+{
+  const std::string inc = tmp.path() + "/inc";
+  put(inc + "/lib/lib.h", "#pragma once\n#define __LIB_NS cuda_impl\n#define __LIB_ROOT lib/backend/__LIB_NS\n");
+  put(inc + "/lib/ops.h", "#pragma once\n#include \"lib.h\"\n#define __LIB_OPS <__LIB_ROOT/ops.h>\n#include __LIB_OPS\n");
+  put(inc + "/lib/backend/cuda_impl/ops.h", "#pragma once\n#define SCALE 7001\n");
+  put(tmp.path() + "/app/k.cu", "#include <lib/ops.h>\nextern \"C\" __global__ void k(int* o) { *o = SCALE; }\n");
+  settle();
+  kjit::Program program = kjit::program_from_file(tmp.path() + "/app/k.cu");
+  program.options = {"-I" + inc};
+  const std::uint64_t finished = kjit::mirror::staged_folders_finished();
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST(cache.get(program, k_arch)->ptx.find("7001") != std::string::npos);
+  }
+  BOOST_TEST(kjit::mirror::staged_folders_finished() == finished);
+  BOOST_TEST(temps_in(config.cache_dir + "/programs") == 0u);
+  folder_equals_a_rebuild(config);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
