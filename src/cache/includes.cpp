@@ -148,6 +148,11 @@ void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::s
   // A manifest holds no texts: the headers are copied without theirs (a vendored CCCL's are 20 MB).
   deps::Resolution recorded;
   recorded.dirs = resolution.dirs;
+  for (deps::ProbedDir& dir : recorded.dirs) {
+    if (dir.too_new) {
+      dir.stamp = deps::unsettled(dir.stamp);  // its names are asked at every check (a whole one is not recordable)
+    }
+  }
   recorded.recordable = resolution.recordable;
   recorded.closure = resolution.closure;
   recorded.headers.reserve(resolution.headers.size());

@@ -204,11 +204,6 @@ FileStamp unsettled(FileStamp stamp)
   return stamp;
 }
 
-bool is_unsettled(const FileStamp& stamp)
-{
-  return stamp.exists && stamp.ctime_ns == 0;
-}
-
 bool folder_changed(const ProbedDir& dir, const FileStamp& now)
 {
   if (now == dir.stamp) {

@@ -202,8 +202,9 @@ ProbedDir& Resolver::watched(const std::string& path, const FileStamp& stamp, bo
     // "Too new", as for headers: a folder changed within the timestamp tick of the start of the
     // resolution, or after it, may change again within that tick (coarse timestamps: kernels
     // before 6.13, filesystems of whole seconds) with the same stamp, and a file appearing there
-    // would go unseen. Its stamp is not taken: every check asks its names again (mark_whole()).
-    m_result.dirs.push_back({path, too_new(stamp, m_start_ns) ? unsettled(stamp) : stamp, false, {}});
+    // would go unseen. A manifest does not take its stamp: every check asks its names again
+    // (ProbedDir::too_new; mark_whole()).
+    m_result.dirs.push_back({path, stamp, false, {}, too_new(stamp, m_start_ns)});
     it = m_probed.emplace(path, m_result.dirs.size() - 1).first;
   }
   ProbedDir& dir = m_result.dirs[it->second];
@@ -216,7 +217,7 @@ ProbedDir& Resolver::watched(const std::string& path, const FileStamp& stamp, bo
 void Resolver::mark_whole(ProbedDir& dir)
 {
   dir.whole = true;
-  if (is_unsettled(dir.stamp)) {
+  if (dir.too_new) {
     m_result.recordable = false;  // any change matters, and its stamp can't show one
   }
 }

@@ -156,17 +156,21 @@ struct ProbedDir {
   // set: a vendored CCCL's manifest holds ≈ 100 folders of hundreds of names each, and a warm
   // hit decodes it (a set per folder made that 0.18 s); the names are read only after a change.
   std::string absent;
+  // Its stamp was too new at the resolution's start: a manifest records unsettled() instead (or
+  // nothing, when the folder is watched whole). The resolution keeps the real one, to which a
+  // speculation compares the folder after its compile.
+  bool too_new = false;
 };
 
 // Whether `dir` changed in a way that can change what a compile finds (see ProbedDir); `now`
 // is its stamp now.
 bool folder_changed(const ProbedDir& dir, const FileStamp& now);
 
-// The stamp recorded for a folder whose stamp was too new to stand for it: no times (a ctime of 0,
-// which the kernel never gives), so it never equals the folder's and every check of a folder
-// watched for names asks them again (an lstat each). A folder watched whole can't be recorded so.
+// The stamp a manifest records for a folder whose stamp was too new to stand for it (ProbedDir::
+// too_new): no times (a ctime of 0, which the kernel never gives), so it never equals the folder's
+// and every check of a folder watched for names asks them again (an lstat each). A folder watched
+// whole can't be recorded so.
 FileStamp unsettled(FileStamp stamp);
-bool is_unsettled(const FileStamp& stamp);
 
 // What a closed resolution knows beyond its files, so that another compile of the same program
 // (another arch, other name expressions) can start from it instead of predicting again
@@ -334,7 +338,7 @@ private:
   void note_absent(ProbedDir& dir, const std::string& name);
   // Watches `dir` whole from now on (a folder searched for names only NVRTC forms).
   void watch_whole(const std::string& dir);
-  // Makes `dir` watched whole: any change matters (not recordable when its stamp is unsettled()).
+  // Makes `dir` watched whole: any change matters (not recordable when its stamp is too new).
   void mark_whole(ProbedDir& dir);
   // Watches an entry that is there but was not taken (a dangling link's target, an unreadable file).
   void watch_entry(const std::string& entry);

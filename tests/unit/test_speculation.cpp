@@ -14,6 +14,8 @@
 #include <chrono>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -137,6 +139,30 @@ BOOST_AUTO_TEST_CASE(a_working_directory_changed_during_the_compile_is_compiled_
   BOOST_TEST(moved);
   BOOST_TEST(kjit::cache::speculations_adopted() == adopted);
   BOOST_TEST(got.binary->cubin == plain.cubin);  // a's headers, as the key says
+}
+
+// A -I folder changed within the timestamp tick of the resolution's start (here set ahead, as such
+// a change reads) leaves no manifest, but the compile NVRTC made from the disk is kept: nothing
+// changed during it. Before, the folder's stamp was replaced by one that never matches, adopt()
+// saw "a file appeared in <inc> while NVRTC searched it", and the program compiled a second time.
+BOOST_AUTO_TEST_CASE(a_too_new_include_folder_keeps_the_compile_made_from_the_disk)
+{
+  const std::string d = tmp.path() + "/t";
+  write_headers(d, 2);
+  settle();
+  struct timespec ahead[2];
+  ::clock_gettime(CLOCK_REALTIME, &ahead[0]);
+  ahead[0].tv_sec += 30;
+  ahead[1] = ahead[0];
+  BOOST_TEST_REQUIRE(::utimensat(AT_FDCWD, (d + "/inc").c_str(), ahead, 0) == 0);
+  kjit::Cache cache(config);
+  cache.get(small_program("speculation_ahead"), k_arch);  // the key context
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const std::uint64_t compiles = cache.stats().compiles;
+  const kjit::Lookup got = cache.lookup(program_in(d), k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
+  BOOST_TEST(cache.stats().compiles == compiles + 1);
+  BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
 }
 
 BOOST_AUTO_TEST_CASE(a_program_whose_name_the_store_holds_is_not_compiled_ahead)
