@@ -37,6 +37,15 @@ Writer::~Writer()
   }
   for (const StagedHeaders& staged : m_staged) {
     remove_staged(m_cache_dir, staged);  // no entry came to use it (not stored, other headers)
+    m_unused_staged = true;
+  }
+  if (m_unused_staged && m_source.has_blob) {
+    // Their links kept shared headers alive through the tidy's sweep (an entry evicted at once,
+    // KJIT_MAX_SIZE): the ones no entry links and the store lacks go now.
+    try {
+      sweep_headers(m_cache_dir, m_source.has_blob);
+    } catch (...) {
+    }
   }
 }
 
@@ -188,6 +197,7 @@ void Writer::do_job(Job& job)
     while (m_staged.size() > k_most_staged) {
       remove_staged(m_cache_dir, m_staged.front());
       m_staged.erase(m_staged.begin());
+      m_unused_staged = true;
     }
     return;
   }

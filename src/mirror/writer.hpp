@@ -85,6 +85,7 @@ private:
   util::ForkSafeCondition m_idle;
   std::deque<Job> m_jobs;
   std::vector<StagedHeaders> m_staged;  // made by `headers` jobs, taken by `write` jobs (the thread's)
+  bool m_unused_staged = false;         // one was removed unused: the shared headers are swept at the end
   bool m_busy = false;
   bool m_stop = false;
   std::unique_ptr<std::thread> m_thread;

@@ -99,4 +99,33 @@ BOOST_AUTO_TEST_CASE(a_staged_folder_of_other_headers_is_not_used_and_goes)
   folder_equals_a_rebuild(config);
 }
 
+// Its entry evicted at once (KJIT_MAX_SIZE), a staged folder nobody used kept the shared headers
+// it links alive through the writer's sweep; they go when it does. Before, two of the three
+// shared headers stayed (one link each, no blob in the store) until a later sweep or rebuild.
+BOOST_AUTO_TEST_CASE(shared_headers_only_an_unused_staged_folder_linked_are_swept)
+{
+  const std::string inc = tmp.path() + "/inc";
+  put(inc + "/lib/lib.h", "#pragma once\n#define __LIB_NS cuda_impl\n#define __LIB_ROOT lib/backend/__LIB_NS\n");
+  put(inc + "/lib/ops.h", "#pragma once\n#include \"lib.h\"\n#define __LIB_OPS <__LIB_ROOT/ops.h>\n#include __LIB_OPS\n");
+  put(inc + "/lib/backend/cuda_impl/ops.h", "#pragma once\n#define SCALE 7002\n");
+  put(tmp.path() + "/app/k.cu", "#include <lib/ops.h>\nextern \"C\" __global__ void k(int* o) { *o = SCALE; }\n");
+  settle();
+  kjit::Program program = kjit::program_from_file(tmp.path() + "/app/k.cu");
+  program.options = {"-I" + inc};
+  kjit::Config small = config;
+  small.max_size = 1;  // every entry evicted right after its write
+  {
+    kjit::Cache cache(small);
+    BOOST_TEST(cache.get(program, k_arch)->ptx.find("7002") != std::string::npos);
+  }
+  kjit::Cache cache(config);
+  BOOST_TEST(cache.entries().empty());
+  std::size_t shared = 0;
+  for (const auto& e : std::filesystem::directory_iterator(config.cache_dir + "/programs/headers")) {
+    shared += e.path().filename().string().front() != '.' ? 1 : 0;
+  }
+  BOOST_TEST(shared == 0u);
+  BOOST_TEST(temps_in(config.cache_dir + "/programs") == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
