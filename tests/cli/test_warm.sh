@@ -144,6 +144,22 @@ check "compile whose commit fails prints no key" exit_code 0 \
   sh -c "ulimit -f 64; KJIT_CACHE_DIR='$work/cache_small' KJIT_MIRROR=0 exec '$kjit' compile '$work/w2.cu' --arch sm_90 -o '$work/small_out'"
 check "… and says it was not stored" grep -q "^compiled, not stored: cannot store compiled kernels: " "$work/out"
 
+# A -I folder changed within the tick of the resolution's start (set ahead here) leaves no manifest:
+# the entry is stored, but prepare() gives a provisional key. Before, compile said "compiled, not
+# stored: the store did not keep them" and printed no key; warm counted it as not stored.
+mkdir -p "$work/ahead/inc"
+printf '#define AHEAD 5\n' >"$work/ahead/inc/ahead.h"
+printf '#include "ahead.h"\nextern "C" __global__ void ahead(int* p) { *p = AHEAD; }\n' >"$work/ahead/a.cu"
+touch -d '+1 minute' "$work/ahead/inc"
+check "compile with a too-new -I folder" exit_code 0 env KJIT_CACHE_DIR="$work/cache_ahead" \
+  "$kjit" compile "$work/ahead/a.cu" --arch sm_90 -I "$work/ahead/inc" -o "$work/ahead/out"
+check "… prints the key it is stored under" grep -qE "^compiled [0-9a-f]{64}$" "$work/out"
+ahead_key=$(grep -oE "^compiled [0-9a-f]{64}$" "$work/out" | cut -d' ' -f2)
+check "… which kjit show finds" exit_code 0 env KJIT_CACHE_DIR="$work/cache_ahead" "$kjit" show "${ahead_key:-none}"
+touch -d '+1 minute' "$work/ahead/inc"
+check "warm of it with a too-new -I folder exits 0" exit_code 0 env KJIT_CACHE_DIR="$work/cache_ahead2" \
+  "$kjit" warm "$work/ahead/a.cu" --arch sm_90 -I "$work/ahead/inc"
+
 # What warm says about storing is what the store holds, whichever commit the file size limit
 # stops: "not stored" exactly when the compiled kernel is missing (before, a failed commit of the
 # other item's remembered compile error was counted as the compiled kernel not stored).

@@ -136,14 +136,18 @@ int command_compile(const std::vector<std::string>& args)
     const CacheStats after = cache.stats();
     const std::uint64_t header_stats = after.header_stats - before.header_stats;  // this lookup's
     binary = *found.binary;
-    const bool not_stored = found.source == Source::compiled && !stored(cache, program, arch);
+    const std::optional<std::string> compiled_key =
+      found.source == Source::compiled ? stored_key(cache, program, arch, binary) : std::nullopt;
+    const bool not_stored = found.source == Source::compiled && !compiled_key;
     if (not_stored) {
       // No key: none was stored, and `kjit show` would find nothing under it.
       std::cout << "compiled, not stored: " << why_not_stored(cache, before, after) << "\n";
     } else {
-      // A program found by its raw inputs, or compiled: its key from prepare() (the key the
-      // compile established; one found by its raw inputs has no disk header to stat).
-      const std::string key = found.key.empty() ? cache.prepare(program, arch).key() : found.key;
+      // Compiled: the key it is stored under; found by its raw inputs: its key from prepare() (one
+      // found by its raw inputs has no disk header to stat).
+      const std::string key = compiled_key && !compiled_key->empty() ? *compiled_key
+                              : found.key.empty()                     ? cache.prepare(program, arch).key()
+                                                                      : found.key;
       std::cout << (found.source == Source::compiled             ? "compiled"
                     : found.source == Source::compiled_elsewhere ? "compiled by another process"
                                                                  : "cache hit")

@@ -156,7 +156,9 @@ int command_warm(const std::vector<std::string>& args)
   }
   std::size_t lost = 0;
   for (std::size_t i = 0; i < results.size(); ++i) {
-    lost += results[i].binary && results[i].compiled && !stored(cache, items[i].program, items[i].arch) ? 1 : 0;
+    lost += results[i].binary && results[i].compiled && !stored_key(cache, items[i].program, items[i].arch, *results[i].binary)
+              ? 1
+              : 0;
   }
   const std::string why = lost != 0 ? why_not_stored(cache, before, after) : std::string();
   std::printf("%zu compiled, %zu cached, %zu failed in %.1f s\n", compiled, cached, failed, seconds);

@@ -8,19 +8,31 @@
 
 namespace kjit::cli {
 
-bool stored(Cache& cache, const Program& program, const Arch& arch)
+std::optional<std::string> stored_key(Cache& cache, const Program& program, const Arch& arch, const Binary& binary)
 {
   if (cache.config().disable_cache) {
-    return true;
+    return std::string();
   }
   if (!cache.has_disk_tier()) {
-    return false;
+    return std::nullopt;
   }
   try {
-    return cache.resolve_key(cache.prepare(program, arch).key()).size() == 64;
+    if (std::string key = cache.resolve_key(cache.prepare(program, arch).key()); key.size() == 64) {
+      return key;
+    }
   } catch (const Error&) {
-    return false;  // no entry under that key (or the program can't be prepared now)
+    // no entry under that key (or the program can't be prepared now)
   }
+  try {
+    for (const EntryInfo& info : cache.entries({program.name, binary.arch})) {
+      const EntryContents contents = cache.entry(info.key);
+      if (!info.failed && contents.binary.cubin == binary.cubin && contents.binary.ptx == binary.ptx) {
+        return info.key;
+      }
+    }
+  } catch (const Error&) {
+  }
+  return std::nullopt;
 }
 
 std::string why_not_stored(const Cache& cache, const CacheStats& before, const CacheStats& after)
