@@ -387,15 +387,13 @@ std::error_code write_entry(const std::string& cache_dir, const std::string& hex
   std::string temp;
   std::optional<UniqueFd> temp_dir;
   if (staged != nullptr) {
-    if (staged->hashes == header_hashes(entry)) {
-      // Its header links are there: the rest of the folder is written into it.
-      std::error_code ignored;
-      temp_dir = util::open_subdir(programs->get(), staged->temp, false, 0, ignored);
-    }
+    // Its header links are there: the rest of the folder is written into it.
+    std::error_code ignored;
+    temp_dir = util::open_subdir(programs->get(), staged->temp, false, 0, ignored);
     if (temp_dir) {
       temp = staged->temp;
     } else {
-      remove_below(programs->get(), staged->temp);  // another set of headers (or gone): not used
+      remove_below(programs->get(), staged->temp);  // gone, or no folder by now: not used
     }
   }
   const bool linked = temp_dir.has_value();
@@ -437,15 +435,20 @@ std::map<std::string, std::string> header_hashes(const store::Entry& entry)
   return out;
 }
 
-std::optional<StagedHeaders> stage_headers(const std::string& cache_dir, const std::map<std::string, std::string>& headers,
-                                          const std::map<std::string, std::string>& hashes)
+std::optional<StagedHeaders> stage_headers(const std::string& cache_dir, std::vector<EarlyHeader> early)
 {
   std::error_code error;
   auto programs = open_programs(cache_dir, error);
   if (!programs) {
     return std::nullopt;
   }
-  StagedHeaders staged{temp_folder_name("staged-heade"), hashes};
+  StagedHeaders staged{temp_folder_name("staged-heade"), {}};
+  std::map<std::string, std::string> headers;
+  for (EarlyHeader& header : early) {
+    headers.emplace(header.name, std::move(header.content));
+    staged.hashes.emplace(std::move(header.name), std::move(header.hex));
+  }
+  const std::map<std::string, std::string>& hashes = staged.hashes;
   auto temp_dir = util::open_subdir(programs->get(), staged.temp, true, util::mode_in(programs->get(), 0700, true), error);
   if (!temp_dir) {
     return std::nullopt;
@@ -468,8 +471,7 @@ void remove_staged(const std::string& cache_dir, const StagedHeaders& staged)
   }
 }
 
-std::error_code write_shared_headers(const std::string& cache_dir,
-                                     const std::vector<std::pair<std::string, std::string>>& files)
+std::error_code write_shared_headers(const std::string& cache_dir, const std::vector<EarlyHeader>& headers)
 {
   std::error_code error;
   auto programs = open_programs(cache_dir, error);
@@ -480,8 +482,8 @@ std::error_code write_shared_headers(const std::string& cache_dir,
   if (!shared) {
     return error;
   }
-  for (const auto& [hex, content] : files) {
-    if (auto e = ensure_shared_header(shared->get(), hex, content)) {
+  for (const EarlyHeader& header : headers) {
+    if (auto e = ensure_shared_header(shared->get(), header.hex, header.content)) {
       return e;
     }
   }

@@ -26,9 +26,18 @@ namespace kjit::mirror {
 // no half-written entry. Never follows a symlink: folders are opened with O_NOFOLLOW below
 // `cache_dir`, and header names are mapped by header_paths(). `replaced` (if given) is set when a
 // folder of that key was there already. Returns the first error; never throws.
+// A header of a program about to compile (Writer::write_headers): its name as the entry will hold
+// it (store::Entry::headers), the hex SHA-256 of its content, and the content.
+struct EarlyHeader {
+  std::string name;
+  std::string hex;
+  std::string content;
+};
+
 // An entry folder's header links made before the entry is stored (while it compiles): a temp
 // folder programs/.tmp-staged-heade-<pid>-<n> holding module/headers/… linked to the shared
-// headers, which write_entry() finishes when the entry has exactly these headers.
+// headers. write_entry() finishes a folder staged with exactly the entry's headers (its caller
+// matches `hashes` with header_hashes()); one it can't open (removed meanwhile) it makes anew.
 struct StagedHeaders {
   std::string temp;                           // the temp folder's name below programs/
   std::map<std::string, std::string> hashes;  // header name (as store::Entry::headers) → hex SHA-256
@@ -36,11 +45,10 @@ struct StagedHeaders {
 std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry,
                             bool* replaced = nullptr, const StagedHeaders* staged = nullptr);
 
-// Stages the header links of an entry about to be stored: `headers` name → content, `hashes`
-// name → hex SHA-256 (the shared headers must be written: write_shared_headers()). nullopt when it
-// could not (the entry's write_entry() links them itself). Never throws but bad_alloc.
-std::optional<StagedHeaders> stage_headers(const std::string& cache_dir, const std::map<std::string, std::string>& headers,
-                                          const std::map<std::string, std::string>& hashes);
+// Stages the header links of an entry about to be stored (the shared headers must be written:
+// write_shared_headers()). nullopt when it could not (the entry's write_entry() links them
+// itself). Never throws but bad_alloc.
+std::optional<StagedHeaders> stage_headers(const std::string& cache_dir, std::vector<EarlyHeader> headers);
 // The hex SHA-256 of each header of `entry` (the resolver's hashes where it has them), by name.
 std::map<std::string, std::string> header_hashes(const store::Entry& entry);
 // Tests: how many entry folders of this process were finished from a staged folder.
@@ -52,9 +60,8 @@ void remove_staged(const std::string& cache_dir, const StagedHeaders& staged);
 // called while an entry compiles, so that its write_entry() after the commit only links them (a
 // vendored CCCL's 1 691 files on ext4 cost ≈ 0.4 s). One no entry comes to use goes with the next
 // sweep_headers(). Returns the first error; never throws.
-// Each file is (hex of its content's SHA-256, content), as the resolver hashed it.
-std::error_code write_shared_headers(const std::string& cache_dir,
-                                     const std::vector<std::pair<std::string, std::string>>& files);
+// Each is named by the hex of its content's SHA-256, as the resolver hashed it.
+std::error_code write_shared_headers(const std::string& cache_dir, const std::vector<EarlyHeader>& headers);
 
 // Removes programs/<hex_key> (never following a symlink). Never throws.
 void remove_entry(const std::string& cache_dir, const std::string& hex_key);

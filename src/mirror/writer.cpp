@@ -175,20 +175,10 @@ void Writer::do_job(Job& job)
     return;
   }
   if (job.kind == Job::Kind::headers) {
-    std::vector<std::pair<std::string, std::string>> files;
-    for (EarlyHeader& header : job.headers) {
-      files.emplace_back(header.hex, std::move(header.content));
-    }
-    if (write_shared_headers(m_cache_dir, files)) {
+    if (write_shared_headers(m_cache_dir, job.headers)) {
       return;  // the entry's write meets the error again
     }
-    std::map<std::string, std::string> contents;
-    std::map<std::string, std::string> hashes;
-    for (std::size_t i = 0; i < job.headers.size(); ++i) {
-      contents.emplace(job.headers[i].name, std::move(files[i].second));
-      hashes.emplace(job.headers[i].name, std::move(files[i].first));
-    }
-    if (auto staged = stage_headers(m_cache_dir, contents, hashes)) {
+    if (auto staged = stage_headers(m_cache_dir, std::move(job.headers))) {
       m_staged.push_back(std::move(*staged));
     }
     // NVRTC compiles one program at a time per process: more staged folders than this are of

@@ -18,14 +18,6 @@
 
 namespace kjit::mirror {
 
-// A header of a program about to compile (Writer::write_headers): its name as the entry will hold
-// it (store::Entry::headers), the hex SHA-256 of its content, and the content.
-struct EarlyHeader {
-  std::string name;
-  std::string hex;
-  std::string content;
-};
-
 // What the writer asks the store (called on the writer's thread).
 struct WriterSource {
   std::function<bool(const std::string& hex_key)> stored;     // the entry is (still) in the store

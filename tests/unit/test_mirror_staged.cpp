@@ -52,6 +52,21 @@ void folder_equals_a_rebuild(const kjit::Config& config)
   BOOST_TEST((tree_with_links(programs) == written));
 }
 
+// A program under `dir` whose library reaches a header through a computed include its prediction
+// can't follow (the header defines SCALE as `scale`): its entry has one header more than is staged.
+kjit::Program computed_include_program(const std::string& dir, int scale)
+{
+  const std::string inc = dir + "/inc";
+  put(inc + "/lib/lib.h", "#pragma once\n#define __LIB_NS cuda_impl\n#define __LIB_ROOT lib/backend/__LIB_NS\n");
+  put(inc + "/lib/ops.h", "#pragma once\n#include \"lib.h\"\n#define __LIB_OPS <__LIB_ROOT/ops.h>\n#include __LIB_OPS\n");
+  put(inc + "/lib/backend/cuda_impl/ops.h", "#pragma once\n#define SCALE " + std::to_string(scale) + "\n");
+  put(dir + "/app/k.cu", "#include <lib/ops.h>\nextern \"C\" __global__ void k(int* o) { *o = SCALE; }\n");
+  settle();
+  kjit::Program program = kjit::program_from_file(dir + "/app/k.cu");
+  program.options = {"-I" + inc};
+  return program;
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(mirror_staged, CacheFixture)
@@ -81,14 +96,7 @@ BOOST_AUTO_TEST_CASE(a_first_miss_finishes_its_staged_folder_as_a_rebuild_writes
 // than the staged folder, which is not used and goes when the Cache does; the folder is whole.
 BOOST_AUTO_TEST_CASE(a_staged_folder_of_other_headers_is_not_used_and_goes)
 {
-  const std::string inc = tmp.path() + "/inc";
-  put(inc + "/lib/lib.h", "#pragma once\n#define __LIB_NS cuda_impl\n#define __LIB_ROOT lib/backend/__LIB_NS\n");
-  put(inc + "/lib/ops.h", "#pragma once\n#include \"lib.h\"\n#define __LIB_OPS <__LIB_ROOT/ops.h>\n#include __LIB_OPS\n");
-  put(inc + "/lib/backend/cuda_impl/ops.h", "#pragma once\n#define SCALE 7001\n");
-  put(tmp.path() + "/app/k.cu", "#include <lib/ops.h>\nextern \"C\" __global__ void k(int* o) { *o = SCALE; }\n");
-  settle();
-  kjit::Program program = kjit::program_from_file(tmp.path() + "/app/k.cu");
-  program.options = {"-I" + inc};
+  const kjit::Program program = computed_include_program(tmp.path(), 7001);
   const std::uint64_t finished = kjit::mirror::staged_folders_finished();
   {
     kjit::Cache cache(config);
@@ -104,14 +112,7 @@ BOOST_AUTO_TEST_CASE(a_staged_folder_of_other_headers_is_not_used_and_goes)
 // shared headers stayed (one link each, no blob in the store) until a later sweep or rebuild.
 BOOST_AUTO_TEST_CASE(shared_headers_only_an_unused_staged_folder_linked_are_swept)
 {
-  const std::string inc = tmp.path() + "/inc";
-  put(inc + "/lib/lib.h", "#pragma once\n#define __LIB_NS cuda_impl\n#define __LIB_ROOT lib/backend/__LIB_NS\n");
-  put(inc + "/lib/ops.h", "#pragma once\n#include \"lib.h\"\n#define __LIB_OPS <__LIB_ROOT/ops.h>\n#include __LIB_OPS\n");
-  put(inc + "/lib/backend/cuda_impl/ops.h", "#pragma once\n#define SCALE 7002\n");
-  put(tmp.path() + "/app/k.cu", "#include <lib/ops.h>\nextern \"C\" __global__ void k(int* o) { *o = SCALE; }\n");
-  settle();
-  kjit::Program program = kjit::program_from_file(tmp.path() + "/app/k.cu");
-  program.options = {"-I" + inc};
+  const kjit::Program program = computed_include_program(tmp.path(), 7002);
   kjit::Config small = config;
   small.max_size = 1;  // every entry evicted right after its write
   {
