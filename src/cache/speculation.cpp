@@ -130,18 +130,19 @@ std::optional<Binary> Speculation::from_disk()
 std::string Speculation::unanswered(const deps::Resolver& resolver) const
 {
   const deps::SearchContext& context = resolver.context();
-  std::map<std::string, const deps::DiskHeader*> real_paths;  // by symlink-free path, made when first needed
+  deps::RealPaths real_paths;  // the folders of NVRTC's looks, each walked once
+  std::map<std::string, const deps::DiskHeader*> by_real_path;  // made when first needed
   const auto header_at = [&](const std::string& path) -> const deps::DiskHeader* {
     if (const deps::DiskHeader* header = resolver.find(path)) {
       return header;
     }
-    if (real_paths.empty()) {
+    if (by_real_path.empty()) {
       for (const deps::DiskHeader& header : resolver.result().headers) {
-        real_paths.emplace(deps::walk_path(header.path).real, &header);
+        by_real_path.emplace(real_paths.real(header.path), &header);
       }
     }
-    const auto it = real_paths.find(deps::walk_path(path).real);
-    return it == real_paths.end() ? nullptr : it->second;
+    const auto it = by_real_path.find(real_paths.real(path));
+    return it == by_real_path.end() ? nullptr : it->second;
   };
   const std::string main_real = deps::walk_path(resolver.main_path()).real;
   for (const rtc::FileAccess& access : m_accesses) {
@@ -164,7 +165,7 @@ std::string Speculation::unanswered(const deps::Resolver& resolver) const
       }
       return "another thread's NVRTC looked at " + access.path;
     }
-    if (!access.opened && (path == resolver.main_path() || deps::walk_path(path).real == main_real)) {
+    if (!access.opened && (path == resolver.main_path() || real_paths.real(path) == main_real)) {
       continue;  // NVRTC's stat of the program's own name, there or not: it compiles the text it was given
     }
     if (!access.found && nvrtc_own(path)) {

@@ -136,6 +136,29 @@ PathWalk walk_path(const std::string& path)
   return out;
 }
 
+std::string RealPaths::real(const std::string& path)
+{
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos || path.front() != '/') {
+    return walk_path(path).real;
+  }
+  const std::string leaf = path.substr(slash + 1);
+  if (leaf.empty() || leaf == "." || leaf == "..") {
+    return walk_path(path).real;
+  }
+  const std::string folder = slash == 0 ? "/" : path.substr(0, slash);
+  auto [it, fresh] = m_folders.try_emplace(folder);
+  if (fresh) {
+    it->second = walk_path(folder).real;
+  }
+  std::string next = (it->second == "/" ? "" : it->second) + "/" + leaf;
+  struct stat st {};
+  if (::lstat(next.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return walk_path(path).real;  // followed as walk_path follows it
+  }
+  return next;  // there, or missing (the rest joined as text, as walk_path joins it)
+}
+
 bool has_dot_dot(const std::string& path)
 {
   return path == ".." || path.rfind("../", 0) == 0 || path.find("/../") != std::string::npos ||

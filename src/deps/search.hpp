@@ -4,6 +4,7 @@
 #include <kjit/program.hpp>
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace kjit::deps {
@@ -52,6 +53,16 @@ struct PathWalk {
   std::vector<std::string> links;  // each symlink met (its path, with no symlink before it)
 };
 PathWalk walk_path(const std::string& path);
+// walk_path(path).real for many paths in few folders: each folder is walked once, then each path's
+// last component looked at (an lstat; a symlink there is walked whole). For one pass over paths
+// that are not expected to change meanwhile.
+class RealPaths {
+public:
+  std::string real(const std::string& path);
+
+private:
+  std::unordered_map<std::string, std::string> m_folders;  // a folder's path → walk_path's .real
+};
 // Whether a path has a ".." component.
 bool has_dot_dot(const std::string& path);
 std::string dir_of(const std::string& path);

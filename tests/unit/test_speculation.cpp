@@ -7,6 +7,7 @@
 
 #include "cache/speculation.hpp"
 #include "deps/resolver.hpp"
+#include "deps/search.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/file_watch.hpp"
 
@@ -411,6 +412,33 @@ BOOST_AUTO_TEST_CASE(a_compile_that_writes_a_file_is_not_compiled_ahead)
   BOOST_TEST(kjit::cache::speculations_adopted() == adopted);
   const auto lines = [](const std::string& text) { return std::count(text.begin(), text.end(), '\n'); };
   BOOST_TEST(lines(read_text(d + "/cached.csv")) == lines(read_text(d + "/plain.csv")));
+}
+
+BOOST_AUTO_TEST_CASE(paths_walked_by_their_folders_lead_where_walk_path_leads)
+{
+  // Speculation::unanswered() asks where each of NVRTC's looks leads; RealPaths walks each folder
+  // once. Every kind of path: plain, through a folder symlink, a symlinked file (relative and
+  // absolute target), a dangling link, a link loop, missing folders, "..", "." and the root.
+  const std::string d = tmp.path() + "/walk";
+  put(d + "/real/a/x.h", "");
+  put(d + "/real/b/y.h", "");
+  BOOST_REQUIRE(::symlink("real/a", (d + "/la").c_str()) == 0);
+  BOOST_REQUIRE(::symlink("../b/y.h", (d + "/real/a/ly.h").c_str()) == 0);
+  BOOST_REQUIRE(::symlink((d + "/real/b").c_str(), (d + "/real/a/lb").c_str()) == 0);
+  BOOST_REQUIRE(::symlink("nowhere.h", (d + "/real/a/dangling.h").c_str()) == 0);
+  BOOST_REQUIRE(::symlink("loop2", (d + "/real/a/loop1").c_str()) == 0);
+  BOOST_REQUIRE(::symlink("loop1", (d + "/real/a/loop2").c_str()) == 0);
+  const std::vector<std::string> paths = {
+    d + "/real/a/x.h", d + "/la/x.h", d + "/la/ly.h", d + "/la/lb", d + "/la/lb/y.h", d + "/la/dangling.h",
+    d + "/la/loop1", d + "/la/loop1/x.h", d + "/la/missing/x.h", d + "/missing/deeper/x.h", d + "/la/../real",
+    d + "/la/..", d + "/la/.", d + "/la/", d + "/real/a/x.h/z.h", "/", "/tmp", d + "//la/x.h",
+  };
+  kjit::deps::RealPaths real_paths;
+  for (int round = 0; round < 2; ++round) {  // the second from the folders remembered
+    for (const std::string& path : paths) {
+      BOOST_TEST(real_paths.real(path) == kjit::deps::walk_path(path).real, path);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
