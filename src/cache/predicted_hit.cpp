@@ -63,6 +63,7 @@ bool Cache::Impl::speculate(const Program& program, const Arch& arch, std::optio
 void Cache::Impl::prepare_ahead(deps::Resolver& prediction)
 {
   prediction.close();
+  prediction.shed_absent_index();  // here, while NVRTC runs: not at the end of the caller's lookup
   if (prediction.unfaithful().empty()) {
     mirror_headers_early(prediction.result());
   }

@@ -179,6 +179,17 @@ void Resolver::probe(const std::string& candidate, bool whole)
   }
 }
 
+bool listed_absent(const ProbedDir& dir, std::string_view name)
+{
+  const std::string_view list = dir.absent;
+  for (std::size_t at = list.find(name); at != std::string_view::npos; at = list.find(name, at + 1)) {
+    if ((at == 0 || list[at - 1] == '\n') && at + name.size() < list.size() && list[at + name.size()] == '\n') {
+      return true;
+    }
+  }
+  return false;
+}
+
 void Resolver::note_absent(ProbedDir& dir, const std::string& name)
 {
   if (name.find('\n') != std::string::npos) {
@@ -186,6 +197,12 @@ void Resolver::note_absent(ProbedDir& dir, const std::string& name)
     return;
   }
   // `dir` is one of m_result.dirs (watched() gave it): its names are kept by its place there.
+  if (m_absent_shed) {
+    if (!listed_absent(dir, name)) {
+      dir.absent.append(name).push_back('\n');
+    }
+    return;
+  }
   const auto index = static_cast<std::size_t>(&dir - m_result.dirs.data());
   if (m_absent.size() <= index) {
     m_absent.resize(m_result.dirs.size());
@@ -193,6 +210,12 @@ void Resolver::note_absent(ProbedDir& dir, const std::string& name)
   if (m_absent[index].insert(name).second) {
     dir.absent.append(name).push_back('\n');
   }
+}
+
+void Resolver::shed_absent_index()
+{
+  m_absent_shed = true;
+  std::vector<std::unordered_set<std::string>>().swap(m_absent);
 }
 
 ProbedDir& Resolver::watched(const std::string& path, const FileStamp& stamp, bool whole)

@@ -389,9 +389,7 @@ bool Resolver::absence_watched(const std::string& path) const
   std::string entry = path;
   for (std::string dir = dir_of(path); !dir.empty(); entry = dir, dir = dir_of(dir)) {
     if (const ProbedDir* probed = watched_dir(dir)) {
-      const std::string name = entry.substr(std::min(entry.size(), dir.size() + 1)) + '\n';
-      const std::string& absent = probed->absent;  // names, each followed by '\n'
-      return probed->whole || absent.compare(0, name.size(), name) == 0 || absent.find('\n' + name) != std::string::npos;
+      return probed->whole || listed_absent(*probed, entry.substr(std::min(entry.size(), dir.size() + 1)));
     }
     const auto known = m_folders.find(dir);
     if ((known != m_folders.end() && known->second.exists) || dir == "/") {

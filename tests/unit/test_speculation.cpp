@@ -441,4 +441,49 @@ BOOST_AUTO_TEST_CASE(paths_walked_by_their_folders_lead_where_walk_path_leads)
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_resolution_that_shed_its_absent_index_notes_each_absent_name_once)
+{
+  // prepare_ahead() sheds the index after close(); a compile refused from the disk may still
+  // add names to the same resolution, whose folders must list each absent name once, as before.
+  const std::string d = tmp.path() + "/shed";
+  put(d + "/inc2/a.h", "#define A 1\n");
+  put(d + "/inc2/b.h", "#define B 2\n");
+  put(d + "/inc1/other.h", "");
+  put(d + "/k.cu", "#include <a.h>\n");
+  const kjit::Program program =
+    kjit::Program::from_source(d + "/k.cu", "#include <a.h>\n").option("-I" + d + "/inc1").option("-I" + d + "/inc2");
+  const kjit::deps::SearchContext context = kjit::deps::search_context(program, {});
+  kjit::deps::Resolver kept(program, context);
+  kjit::deps::Resolver shed(program, context);
+  for (kjit::deps::Resolver* resolver : {&kept, &shed}) {
+    resolver->predict();
+    resolver->close();
+  }
+  shed.shed_absent_index();
+  for (kjit::deps::Resolver* resolver : {&kept, &shed}) {
+    for (const char* name : {"b.h", "b.h", "c.h", "c.h", "a.h"}) {
+      resolver->add_next(name, kjit::deps::IncludeKind::angle, d + "/k.cu");
+    }
+  }
+  const auto listed = [](const kjit::deps::Resolver& resolver) {
+    std::string out;
+    for (const kjit::deps::ProbedDir& dir : resolver.result().dirs) {
+      out += dir.path + ":\n" + dir.absent;
+    }
+    return out;
+  };
+  BOOST_TEST(listed(shed) == listed(kept));
+  const std::string inc1 = d + "/inc1:\n";
+  const std::string all = listed(shed);
+  BOOST_REQUIRE(all.find(inc1) != std::string::npos);
+  for (const char* name : {"a.h\n", "b.h\n", "c.h\n"}) {
+    std::size_t count = 0;
+    for (std::size_t at = all.find(name); at != std::string::npos; at = all.find(name, at + 1)) {
+      count += at == 0 || all[at - 1] == '\n';
+    }
+    BOOST_TEST(count >= 1, name);
+    BOOST_TEST(count <= 2, name);  // inc1, and inc2 for c.h (each folder once)
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
