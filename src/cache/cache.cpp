@@ -289,7 +289,7 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
         return prepare(program, arch);
       }();
       if (own) {
-        m_impl->prepare_ahead(*own);
+        speculation->keep_encoded_blobs(m_impl->prepare_ahead(*own));
         speculation->keep_prediction(std::move(own));
       }
       return ahead;

@@ -4,6 +4,7 @@
 
 #include "cache/direct_index.hpp"
 #include "deps/search.hpp"
+#include "store/blobs.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/file_watch.hpp"
 
@@ -60,13 +61,31 @@ bool Cache::Impl::speculate(const Program& program, const Arch& arch, std::optio
   return true;
 }
 
-void Cache::Impl::prepare_ahead(deps::Resolver& prediction)
+std::map<util::Sha256, std::string> Cache::Impl::prepare_ahead(deps::Resolver& prediction)
 {
   prediction.close();
   prediction.shed_absent_index();  // here, while NVRTC runs: not at the end of the caller's lookup
-  if (prediction.unfaithful().empty()) {
-    mirror_headers_early(prediction.result());
+  std::map<util::Sha256, std::string> blobs;
+  if (!prediction.unfaithful().empty()) {
+    return blobs;  // compiled from the disk, not stored
   }
+  mirror_headers_early(prediction.result());
+  if (!store || !store->writable()) {
+    return blobs;
+  }
+  // Encoded here, beside NVRTC, not on the writer's thread after it (where the caller's exit, and
+  // `kjit compile`'s report of the key, wait for the commit). Those the store holds are left.
+  try {
+    for (const deps::DiskHeader& header : prediction.result().headers) {
+      if (!header.content.empty() && blobs.count(header.hash) == 0 &&
+          !store->visit(store::Table::blobs, store::blob_key(header.hash), [](std::string_view) {})) {
+        blobs.emplace(header.hash, store::encode_blob(header.content));
+      }
+    }
+  } catch (const StoreError&) {
+    // (the commit encodes what is missing here, and meets the store's trouble itself)
+  }
+  return blobs;
 }
 
 std::optional<store::Entry> Cache::Impl::load_predicted(const PreparedProgram& p, util::Sha256& predicted_entry_key,

@@ -35,6 +35,7 @@ thread_local std::shared_ptr<deps::Resolver>* t_prediction = nullptr;
 constexpr std::size_t k_records_read = 32;
 std::atomic<std::uint64_t> g_adopted{0};
 std::atomic<std::uint64_t> g_compiled{0};
+std::atomic<std::uint64_t> g_encoded{0};  // blobs encoded ahead (keep_encoded_blobs)
 
 bool below(const std::string& path, const std::string& dir)
 {
@@ -374,6 +375,17 @@ std::uint64_t speculations_adopted() noexcept
 std::uint64_t speculations_compiled() noexcept
 {
   return g_compiled.load(std::memory_order_relaxed);
+}
+
+std::uint64_t blobs_encoded_ahead() noexcept
+{
+  return g_encoded.load(std::memory_order_relaxed);
+}
+
+void Speculation::keep_encoded_blobs(std::map<util::Sha256, std::string> blobs)
+{
+  g_encoded.fetch_add(blobs.size(), std::memory_order_relaxed);
+  m_encoded_blobs = std::move(blobs);
 }
 
 Speculation* current_speculation(const Program& program, const Arch& arch)

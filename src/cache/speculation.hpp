@@ -14,11 +14,13 @@
 #include "deps/resolver.hpp"
 #include "rtc/file_watch.hpp"
 #include "store/store.hpp"
+#include "util/hash.hpp"
 #include "util/test_hook.hpp"
 
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,6 +58,10 @@ public:
   // The lookup's own thread peeks at it (predicted_key(): a project that moved finds its entries).
   void keep_prediction(std::shared_ptr<deps::Resolver> prediction) { m_prediction = std::move(prediction); }
   std::shared_ptr<deps::Resolver> take_prediction() { return std::move(m_prediction); }
+  // The prediction's headers that the store lacks, encoded for it (store::Entry::encoded_blobs)
+  // on the preparing thread; taken once.
+  void keep_encoded_blobs(std::map<util::Sha256, std::string> blobs);
+  std::map<util::Sha256, std::string> take_encoded_blobs() { return std::move(m_encoded_blobs); }
   const std::shared_ptr<deps::Resolver>& prediction() const { return m_prediction; }
 
   // Whether compile() ran NVRTC, and for how long (the compile's own timings; 0 when it failed).
@@ -89,6 +95,7 @@ private:
   std::unique_ptr<rtc::FileWatch> m_watch;
   bool m_taken = false;
   std::shared_ptr<deps::Resolver> m_prediction;
+  std::map<util::Sha256, std::string> m_encoded_blobs;
 };
 
 // While alive, prepare() on this thread puts its prediction in `slot` instead of the Cache's
@@ -155,5 +162,7 @@ Speculation* current_speculation(const Program& program, const Arch& arch);
 KJIT_TEST_HOOK std::uint64_t speculations_adopted() noexcept;
 // Test hook: how many speculative compiles ran in this process.
 KJIT_TEST_HOOK std::uint64_t speculations_compiled() noexcept;
+// Test hook: how many header blobs speculations encoded ahead in this process.
+KJIT_TEST_HOOK std::uint64_t blobs_encoded_ahead() noexcept;
 
 } // namespace kjit::cache

@@ -64,7 +64,7 @@ int keys_of(MDB_txn* txn, MDB_dbi dbi, std::vector<std::string>& keys)
 
 } // namespace
 
-int put_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, std::string_view content)
+int put_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, std::string_view content, bool encoded)
 {
   MDB_val k = val(hash);
   MDB_val existing{};
@@ -75,8 +75,8 @@ int put_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, std::string_vie
   if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
     return rc;
   }
-  const std::string encoded = encode_blob(content);
-  MDB_val v = val(encoded);
+  const std::string blob = encoded ? std::string() : encode_blob(content);
+  MDB_val v = val(encoded ? content : std::string_view(blob));
   return mdb_put(txn, blobs, &k, &v, 0);
 }
 

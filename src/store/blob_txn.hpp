@@ -15,9 +15,9 @@ struct BlobDbis {
   MDB_dbi refs;
 };
 
-// Stores `content` under `hash` (encode_blob()) unless an intact blob is already there. Returns
-// an LMDB code.
-int put_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, std::string_view content);
+// Stores `content` under `hash` (encode_blob(), or as it is when `encoded` says it is that
+// already) unless an intact blob is already there. Returns an LMDB code.
+int put_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, std::string_view content, bool encoded = false);
 
 // Call before deleting entry `key`: deletes its `blob_refs` rows and every blob that no other entry
 // refers to any more. A record that can't be read holds no references (sweep_blobs() finds what it

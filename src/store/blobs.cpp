@@ -112,7 +112,12 @@ void add_header_rows(const Entry& entry, const util::Sha256& key, std::vector<St
   const HeaderHashes hashes(entry);
   for (const auto& [name, content] : entry.headers) {
     const util::Sha256 hash = hashes.of(name, content);
-    rows.push_back({Table::blobs, blob_key(hash), content});
+    const auto encoded = entry.encoded_blobs.find(hash);
+    if (encoded != entry.encoded_blobs.end()) {
+      rows.push_back({Table::blobs, blob_key(hash), encoded->second, true});
+    } else {
+      rows.push_back({Table::blobs, blob_key(hash), content});
+    }
     rows.push_back({Table::blob_refs, blob_ref_key(hash, entry_key), "1"});
   }
 }

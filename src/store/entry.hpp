@@ -48,6 +48,10 @@ struct Entry {
   std::string direct_inputs;
   std::string manifest_key;          // 32 bytes: the manifest key of its manifest (docs/keys.md); empty if none
   std::int64_t created_unix = 0;
+  // Not stored as such: encode_blob() of header contents by their hash, made while the compile
+  // ran (cache/speculation.hpp), which add_header_rows() stores instead of encoding on the
+  // writer's thread (a vendored CCCL's 13.7 MB: ≈ 35 ms of zstd inside the write transaction).
+  std::map<util::Sha256, std::string> encoded_blobs;
 };
 
 // The SHA-256 of each header's content when it is written: the entry's HeaderRef for that name

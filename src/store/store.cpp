@@ -567,7 +567,7 @@ void Store::write_rows(const std::vector<Row>& rows)
               continue;
             }
             if (row.table == Table::blobs) {
-              if (const int rc = put_blob(txn, impl.dbis[static_cast<int>(row.table)], row.key, row.value); rc != MDB_SUCCESS) {
+              if (const int rc = put_blob(txn, impl.dbis[static_cast<int>(row.table)], row.key, row.value, row.encoded); rc != MDB_SUCCESS) {
                 return rc;
               }
               continue;

@@ -122,11 +122,12 @@ public:
     Table table;
     std::string key;
     std::string value;
+    bool encoded = false;  // a `blobs` row whose value is encode_blob()'s already (blobs.hpp)
   };
   // Stores the rows, in any tables, in one write transaction (the first write of a process walks
   // the store first, see check()). No-op when read-only. A `blobs` row carries the raw content
   // under its SHA-256: the store encodes it (compressed, checksummed) unless an intact blob is
-  // already there, which is kept as it is. `meta` values
+  // already there, which is kept as it is; one marked `encoded` carries the blob itself. `meta` values
   // get a checksum trailer that get()/visit() verify and strip: a damaged meta value reads as
   // missing (and is rebuilt by its owner), never as a wrong value. Throws StoreError when the
   // write fails (a full disk says "no space left on device"; a map that can't grow says so).

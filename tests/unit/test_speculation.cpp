@@ -486,4 +486,46 @@ BOOST_AUTO_TEST_CASE(a_resolution_that_shed_its_absent_index_notes_each_absent_n
   }
 }
 
+BOOST_AUTO_TEST_CASE(the_header_blobs_a_speculation_encoded_are_stored_and_read_back)
+{
+  // The preparing thread encodes the blobs of headers the store lacks while NVRTC compiles; the
+  // commit stores them as they are. Each must read back as its header (decode_blob() checks the
+  // content's SHA-256), and headers the store holds are not encoded again.
+  const std::string d = tmp.path() + "/blobs";
+  std::string long_text;
+  for (int i = 0; i < 400; ++i) {
+    long_text += "#define LONG_" + std::to_string(i) + " " + std::to_string(i * 7) + "\n";
+  }
+  put(d + "/inc/shared.h", long_text + "#define SHARED 3\n");
+  put(d + "/inc/one.h", "#include <shared.h>\n" + long_text.substr(0, long_text.find("#define LONG_150")) + "#define ONE SHARED\n");
+  put(d + "/inc/two.h", "#include <shared.h>\n#define TWO (SHARED + 1)\n");
+  settle();
+  const auto program = [&](const char* name, const char* header, const char* value) {
+    return kjit::Program::from_source(name, std::string("#include <") + header +
+                                              ">\nextern \"C\" __global__ void k(int* o) { *o = " + value + "; }\n")
+      .option("-I" + d + "/inc");
+  };
+  kjit::Cache cache(config);
+  cache.get(small_program("blobs_warm"), k_arch);  // the key context; a store with another name
+  const std::uint64_t encoded = kjit::cache::blobs_encoded_ahead();
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const auto one = cache.get(program("one.cu", "one.h", "ONE"), k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
+  BOOST_TEST(kjit::cache::blobs_encoded_ahead() == encoded + 2);  // one.h, shared.h
+  cache.get(program("two.cu", "two.h", "TWO"), k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 2);
+  BOOST_TEST(kjit::cache::blobs_encoded_ahead() == encoded + 3);  // two.h: the store holds shared.h
+  kjit::Cache reader(config);  // (a store's reads wait for the commits queued before them)
+  for (const auto& [name, header] : {std::pair{"one.cu", "one.h"}, std::pair{"two.cu", "two.h"}}) {
+    const std::vector<kjit::EntryInfo> infos = reader.entries({name, k_arch.str()});
+    BOOST_REQUIRE(infos.size() == 1u);
+    const kjit::EntryContents contents = reader.entry(infos.front().key);
+    BOOST_TEST(contents.headers.size() == 2u);
+    BOOST_TEST(contents.headers.at(d.substr(1) + "/inc/" + header) == read_text(d + "/inc/" + header));
+    BOOST_TEST(contents.headers.at(d.substr(1) + "/inc/shared.h") == long_text + "#define SHARED 3\n");
+  }
+  BOOST_TEST(reader.verify(kjit::Repair::no).bad.empty());
+  BOOST_TEST(reader.lookup(program("one.cu", "one.h", "ONE"), k_arch).binary->cubin == one->cubin);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
