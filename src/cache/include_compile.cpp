@@ -62,7 +62,9 @@ bool wants_stub(const Program& program, deps::Resolver& resolver)
   const auto names_program = [](const std::string& option) { return deps::text_names_program(option); };
   return deps::device_debug(options) || deps::text_names_program(program.source) ||
          std::any_of(options.begin(), options.end(), names_program) ||  // -DF=__BASE_FILE__
-         any_header(program, resolver, deps::text_names_program);
+         std::any_of(program.headers.begin(), program.headers.end(),
+                     [](const auto& header) { return deps::text_names_program(header.second); }) ||
+         resolver.headers_name_program();
 }
 
 // With -G (or __BASE_FILE__) NVRTC names the DWARF compile unit by the program's name (#line does not change it): the

@@ -65,6 +65,9 @@ std::map<util::Sha256, std::string> Cache::Impl::prepare_ahead(deps::Resolver& p
 {
   prediction.close();
   prediction.shed_absent_index();  // here, while NVRTC runs: not at the end of the caller's lookup
+  if (prediction.names_files()) {
+    prediction.headers_name_program();  // asked by the compile (wants_stub()), answered here
+  }
   std::map<util::Sha256, std::string> blobs;
   if (!prediction.unfaithful().empty()) {
     return blobs;  // compiled from the disk, not stored

@@ -212,6 +212,14 @@ void Resolver::note_absent(ProbedDir& dir, const std::string& name)
   }
 }
 
+bool Resolver::headers_name_program()
+{
+  for (; !m_headers_name_program && m_read_for_program < m_result.headers.size(); ++m_read_for_program) {
+    m_headers_name_program = text_names_program(m_result.headers[m_read_for_program].content);
+  }
+  return m_headers_name_program;
+}
+
 void Resolver::shed_absent_index()
 {
   m_absent_shed = true;

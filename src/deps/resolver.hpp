@@ -288,6 +288,10 @@ public:
   // Whether the binary may name files: options_name_files(), or text_names_files() of the source
   // or of a header added. From then on every header carries its spelled() name.
   bool names_files() const { return m_names_files; }
+  // Whether a header added names the program (text_names_program(): __BASE_FILE__). Each header
+  // is read for it once: a call after more were added reads only those (a speculating miss asks
+  // on its preparing thread, and the compile's own question, after NVRTC, reads nothing).
+  bool headers_name_program();
   // Whether a text of the program or an option may define `#pragma once` as a macro
   // (text_may_define_once()): then any header may say it, and must_be_one_copy() holds for all.
   bool once_by_macro() const { return m_once_by_macro; }
@@ -377,6 +381,8 @@ private:
   // notes ≈ 100 000 pairs, whose folders share long prefixes).
   std::vector<std::unordered_set<std::string>> m_absent;
   bool m_absent_shed = false;  // shed_absent_index(): ProbedDir::absent is searched instead
+  std::size_t m_read_for_program = 0;  // headers headers_name_program() has read
+  bool m_headers_name_program = false;
   PastedWords m_pasted;
   std::set<std::string> m_pasted_seen;  // formed words acted on
   std::set<std::string> m_watched_links;  // links whose targets are watched (watch_entry)

@@ -426,6 +426,25 @@ BOOST_AUTO_TEST_CASE(base_file_and_builtin_file_name_the_files_as_plain_nvrtc)
   }
 }
 
+// __BASE_FILE__ only in a header (the program names it through the header): the compile asks
+// the resolution whether a header names the program (Resolver::headers_name_program(), answered
+// ahead by a speculating miss's preparing thread); from copies, a stub names the program as NVRTC
+// on disk does.
+BOOST_AUTO_TEST_CASE(base_file_in_a_header_names_the_program_as_plain_nvrtc)
+{
+  const std::string d = tmp.path() + "/base_header";
+  put(d + "/inc/n.h", "__device__ const char* base() { return __BASE_FILE__; }\n");
+  put(d + "/sub/k.cu", "#include <n.h>\nextern \"C\" __global__ void k(const char** s) { s[0] = base(); }\n");
+  settle();
+  InDir here(d);
+  kjit::Cache cache(config);
+  same_binary_(cache, config, "sub/k.cu", {"-Iinc"});  // compiled from the disk while resolved
+  same_binary_(cache, config, "sub/k.cu", {"-Iinc", "-lineinfo"});  // from copies: its name is known
+  for (const std::vector<std::string>& options : {std::vector<std::string>{"-Iinc"}, {"-Iinc", "-lineinfo"}}) {
+    BOOST_TEST((fresh_lookup(config, "sub/k.cu", options) == kjit::Source::disk));  // both cached
+  }
+}
+
 // Review (rkeys) 3: a header only a retry finds (NVRTC forms its name) whose text names files
 // (assert): the copies are made again, named. Failed before: compiled from the disk and never
 // cached, in every process.
