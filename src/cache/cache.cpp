@@ -163,7 +163,13 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
   prepared.m_arch = rtc::resolve_arch(arch.is_auto() ? Arch::parse(m_impl->config.arch) : arch);
   const cache::KeyContext& context = m_impl->key_context();
   // Bad -I/-D/pre-include options and NUL bytes fail here, before anything is looked up.
-  const deps::SearchContext search = deps::search_context(program, context.toolkit_include_dirs);
+  // A speculating miss's preparing thread predicted first: in the context (working folder) of then.
+  std::shared_ptr<deps::Resolver>* own = cache::speculation_prediction();
+  if (own && *own && (*own)->context().toolkit_dirs != context.toolkit_include_dirs) {
+    own->reset();
+  }
+  const deps::SearchContext search =
+    own && *own ? (*own)->context() : deps::search_context(program, context.toolkit_include_dirs);
   const std::string search_text = search.text();
   cache::KeyTexts texts = cache::make_key_texts(program, prepared.m_arch, context);
   util::Sha256 prepared_key{};  // texts.entry_key, or a provisional key
@@ -178,6 +184,9 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
   // too, never looked up: it is compiled each time and never stored (Resolver::unfaithful()).
   if (may_include || deps::program_uses_time(program)) {
     if (auto found = m_impl->valid_manifest(manifest_key, search_text)) {
+      if (own) {
+        own->reset();  // compiled from the manifest's headers, not from a prediction made before
+      }
       texts = cache::make_key_texts(program, prepared.m_arch, context, found->headers);
       for (const deps::DiskHeader& header : found->headers) {
         prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
@@ -186,13 +195,7 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
       // No manifest holds: predict the headers (shown by included_headers()), but the key is
       // provisional: never looked up, only a compile tells which headers NVRTC reads.
       const CompilerPreload preload(m_impl->config);
-      // Another arch of this program (or its other name expressions) closed a resolution that
-      // still holds: compiled from it, not predicted again (docs/includes.md).
-      auto resolver = m_impl->seeded_resolver(program, search);
-      if (!resolver) {
-        resolver = std::make_shared<deps::Resolver>(program, search);
-        resolver->predict();
-      }
+      auto resolver = own && *own ? std::move(*own) : m_impl->predicted_resolver(program, search);
       texts = cache::make_key_texts(program, prepared.m_arch, context, resolver->result().headers);
       for (const deps::DiskHeader& header : resolver->result().headers) {
         prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
@@ -202,7 +205,7 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
       std::lock_guard lock(m_impl->manifests.mutex);
       m_impl->manifests.provisional.insert(prepared_key);
       m_impl->manifests.any_provisional.store(true, std::memory_order_release);
-      if (std::shared_ptr<deps::Resolver>* own = cache::speculation_prediction()) {
+      if (own) {
         *own = std::move(resolver);  // a speculation's: no other lookup of this Cache may use it meanwhile
       } else {
         m_impl->manifests.predictions[prepared_key] = std::move(resolver);
@@ -283,15 +286,13 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
   try {
     const PreparedProgram prepared = !speculation ? prepare(program, arch) : cache::prepare_beside(*speculation, [&] {
       const Impl::ToolchainRowsOnBehalf on_behalf;
-      std::shared_ptr<deps::Resolver> own;
-      PreparedProgram ahead = [&] {
-        const cache::SpeculationPrediction keep(own);
-        return prepare(program, arch);
-      }();
-      if (own) {
-        speculation->keep_encoded_blobs(m_impl->prepare_ahead(*own));
-        speculation->keep_prediction(std::move(own));
-      }
+      // The prediction first, closed, its blobs encoded: none of it needs the key context (on a
+      // new store it waits for this compile's PTX to name NVRTC's build: rtc::CompileAhead).
+      std::shared_ptr<deps::Resolver> own = m_impl->prediction_ahead(program);
+      speculation->keep_encoded_blobs(m_impl->prepare_ahead(*own));
+      const cache::SpeculationPrediction keep(own);  // prepare() takes it (drops it for a manifest's headers)
+      PreparedProgram ahead = prepare(program, arch);
+      speculation->keep_prediction(std::move(own));
       return ahead;
     });
     auto binary = get_keyed(prepared, source, key);  // just prepared: no need to validate it again

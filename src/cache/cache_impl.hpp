@@ -109,6 +109,12 @@ struct Cache::Impl {
   void keep(const util::Sha256& entry_key, const cache::Result& result, Source source);
   // Made once; `fingerprint_later` as toolchain_context() has it, for the call that makes it.
   const cache::KeyContext& key_context(bool fingerprint_later = false);
+  // Makes the key context (fingerprint later) when that takes no NVRTC compile: the toolchain's
+  // versions are remembered (the store, the fleet, this process). Whether it is made.
+  bool key_context_if_known();
+  // Makes `context` (context_mutex held): key_context()'s work; with `only_if_known`, false (and
+  // nothing made) where it would compile NVRTC's probe or meets a StoreError.
+  bool make_key_context(bool fingerprint_later, bool only_if_known);
   // The toolchain_rows not written yet (and none left).
   std::vector<store::Store::Row> take_toolchain_rows();
   // `rows` (taken, their commit failed) are toolchain_rows again.
@@ -176,6 +182,11 @@ struct Cache::Impl {
   // name expressions), found unchanged on disk with every header read again; null when there is
   // none (then the headers are predicted). docs/includes.md, "A closure used again".
   std::shared_ptr<deps::Resolver> seeded_resolver(const Program& program, const deps::SearchContext& search);
+  // The prediction a miss compiles from: seeded_resolver()'s, else a new one, predict()ed.
+  std::shared_ptr<deps::Resolver> predicted_resolver(const Program& program, const deps::SearchContext& search);
+  // predicted_resolver() of `given` as prepare() will see it (as NVRTC reads it, with the
+  // toolkit's include folders), made before the key context.
+  std::shared_ptr<deps::Resolver> prediction_ahead(const Program& given);
   // The seeded resolver of the entry of `manifest` (made in `context`) whose closure has `seed`, when
   // its headers are unchanged (and, for another program's closure, `directives` fit the source).
   std::shared_ptr<deps::Resolver> seeded_from(const Program& program, const deps::SearchContext& search,

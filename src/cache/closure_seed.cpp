@@ -3,11 +3,14 @@
 // instead of being predicted and closed again (docs/includes.md, "A closure used again").
 #include "cache/cache_impl.hpp"
 
+#include "rtc/option_spelling.hpp"
+#include "rtc/toolkit.hpp"
 #include "store/meta_keys.hpp"
 #include "store/record.hpp"
 #include "util/file.hpp"
 #include "util/text.hpp"
 
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -143,9 +146,43 @@ std::optional<store::Store::Row> Cache::Impl::take_library_row(const PreparedPro
   return row;
 }
 
+std::shared_ptr<deps::Resolver> Cache::Impl::predicted_resolver(const Program& program, const deps::SearchContext& search)
+{
+  // Another arch of this program (or its other name expressions) closed a resolution that still
+  // holds: compiled from it, not predicted again (docs/includes.md).
+  if (auto resolver = seeded_resolver(program, search)) {
+    return resolver;
+  }
+  auto resolver = std::make_shared<deps::Resolver>(program, search);
+  resolver->predict();
+  return resolver;
+}
+
+std::shared_ptr<deps::Resolver> Cache::Impl::prediction_ahead(const Program& given)
+{
+  std::optional<Program> storage;
+  const Program& program = rtc::as_nvrtc_reads(given, storage);
+  const deps::SearchContext search = deps::search_context(program, rtc::toolkit_for(config).include_dirs);
+  // A seed is found by the toolchain's key text: not asked before the key context is made (on a
+  // new toolchain it waits for the compile's PTX, and no closure made with another can fit).
+  bool made = false;
+  {
+    std::lock_guard lock(context_mutex);
+    made = context.has_value();
+  }
+  if (!made) {
+    auto resolver = std::make_shared<deps::Resolver>(program, search);
+    resolver->predict();
+    return resolver;
+  }
+  return predicted_resolver(program, search);
+}
+
 std::shared_ptr<deps::Resolver> Cache::Impl::seeded_resolver(const Program& program, const deps::SearchContext& search)
 {
-  if (!store) {
+  // A store without entries holds no closure (a closure is a manifest's, which goes with its last
+  // entry): nothing is asked of the key context, which on a new store waits for NVRTC's build.
+  if (!store || store->count(store::Table::entries) == 0) {
     return nullptr;
   }
   const util::Sha256 seed = closure_seed_key(program, search);

@@ -29,17 +29,40 @@ const cache::KeyContext& Cache::Impl::key_context(bool fingerprint_later)
 {
   std::lock_guard lock(context_mutex);
   if (!context) {
-    try {
-      context = cache::toolchain_context(config, store.get(), remote, &toolchain_rows, fingerprint_later);
-      toolchain_rows_held = !toolchain_rows.empty();
-    } catch (const StoreError& e) {
-      // The identities could not be remembered (disk full…): found again next time, never fatal.
-      not_remembered(e);
-      context = cache::toolchain_context(config, nullptr, remote);
-    }
-    inputs_toolchain = cache::inputs_toolchain(*context);
+    make_key_context(fingerprint_later, false);
   }
   return *context;
+}
+
+bool Cache::Impl::key_context_if_known()
+{
+  std::lock_guard lock(context_mutex);
+  return context || make_key_context(true, true);
+}
+
+bool Cache::Impl::make_key_context(bool fingerprint_later, bool only_if_known)
+{
+  try {
+    bool unknown = false;
+    std::vector<store::Store::Row> rows;
+    cache::KeyContext made = cache::toolchain_context(config, store.get(), remote, &rows, fingerprint_later,
+                                                      only_if_known ? &unknown : nullptr);
+    if (unknown) {
+      return false;
+    }
+    context = std::move(made);
+    toolchain_rows.insert(toolchain_rows.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+  } catch (const StoreError& e) {
+    if (only_if_known) {
+      return false;  // (key_context() meets it again)
+    }
+    // The identities could not be remembered (disk full…): found again next time, never fatal.
+    not_remembered(e);
+    context = cache::toolchain_context(config, nullptr, remote);
+  }
+  toolchain_rows_held = !toolchain_rows.empty();
+  inputs_toolchain = cache::inputs_toolchain(*context);
+  return true;
 }
 
 std::vector<store::Store::Row> Cache::Impl::take_toolchain_rows()

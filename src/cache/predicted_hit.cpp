@@ -7,6 +7,7 @@
 #include "store/blobs.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/file_watch.hpp"
+#include "rtc/toolkit.hpp"
 
 #include <cstring>
 
@@ -50,11 +51,13 @@ bool Cache::Impl::speculate(const Program& program, const Arch& arch, std::optio
   if (!cache::may_speculate(program, resolved, store.get(), !tiers.empty())) {
     return true;
   }
-  // First the key context: on a new store it compiles a probe, which would wait for NVRTC's one
-  // compile at a time (and be seen by its watch). Not the toolkit headers' fingerprint: the
-  // preparing thread finds it for this program's key while NVRTC compiles. Bad -I/-D options fail
-  // here, before a compile that would take its time to come to nothing.
-  deps::search_context(program, key_context(true).toolkit_include_dirs);
+  // The key context, when the toolchain's versions are remembered (not the toolkit headers'
+  // fingerprint: the preparing thread finds it for this program's key while NVRTC compiles). Else
+  // (a new store) the preparing thread makes it, learning NVRTC's build from this compile's PTX
+  // (rtc::CompileAhead) instead of compiling a probe first. Bad -I/-D options fail here, before a
+  // compile that would take its time to come to nothing.
+  key_context_if_known();
+  deps::search_context(program, rtc::toolkit_for(config).include_dirs);
   if (auto watch = rtc::FileWatch::claim()) {  // none while another compile of this process is watched
     speculation.emplace(config, program, resolved, std::move(watch));
   }

@@ -91,6 +91,7 @@ PreparedProgram prepare_beside(Speculation& speculation, const std::function<Pre
 {
   std::optional<PreparedProgram> prepared;
   std::exception_ptr error;
+  std::optional<rtc::CompileAhead> ahead(std::in_place);  // the key context waits for its PTX, not probing
   std::thread preparing;
   try {
     preparing = std::thread([&] {
@@ -101,10 +102,12 @@ PreparedProgram prepare_beside(Speculation& speculation, const std::function<Pre
       }
     });
   } catch (const std::system_error&) {
+    ahead.reset();
     speculation.skip("no thread to prepare on");
     return prepare();
   }
   speculation.compile();
+  ahead.reset();  // its PTX named NVRTC's build, or the key context compiles its probe now
   preparing.join();
   if (error) {
     std::rethrow_exception(error);

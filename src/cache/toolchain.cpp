@@ -356,7 +356,7 @@ std::string toolchain_file_identity(const rtc::Toolkit& toolkit)
 }
 
 KeyContext toolchain_context(const Config& config, store::Store* store, remote::RemoteTier* remote,
-                             std::vector<store::Store::Row>* deferred, bool fingerprint_later)
+                             std::vector<store::Store::Row>* deferred, bool fingerprint_later, bool* unknown)
 {
   KeyContext context;
   const rtc::Toolkit toolkit = rtc::remember_toolkit(config);  // once per Cache: its misses stat nothing
@@ -375,8 +375,8 @@ KeyContext toolchain_context(const Config& config, store::Store* store, remote::
     }
   }
   const std::string meta_key = identity_memo_key(identity);
-  std::lock_guard lock(g_memo_mutex);
-  Versions& versions = g_memo[identity];
+  std::unique_lock lock(g_memo_mutex);
+  Versions& versions = g_memo[identity];  // (a map's elements stay where they are)
   // Read even when this process knows the versions: a store that lacks them gets them below, or
   // every later process there would load NVRTC to learn them (one read when known).
   const std::optional<std::string> stored =
@@ -408,15 +408,26 @@ KeyContext toolchain_context(const Config& config, store::Store* store, remote::
     }
   }
   const bool probed = versions.nvrtc.empty();
+  if (probed && unknown != nullptr) {
+    *unknown = true;
+    return context;
+  }
   if (probed) {
     // Probed with this toolkit's libraries only: never record another toolkit's versions here.
+    // Not holding the memo: the probe may wait for a speculating compile's PTX (seconds), and
+    // another Cache's context may be remembered in its store.
+    lock.unlock();
     rtc::nvrtc_for(config);
     rtc::nvjitlink_for(config);
     std::string archs;
     for (int arch : kjit::supported_archs()) {
       archs += (archs.empty() ? "" : " ") + std::to_string(arch);
     }
-    versions = {rtc::nvrtc_build_identity(config), rtc::nvjitlink_identity(), archs};
+    Versions learned{rtc::nvrtc_build_identity(config), rtc::nvjitlink_identity(), archs};
+    lock.lock();
+    if (versions.nvrtc.empty()) {
+      versions = std::move(learned);
+    }
   }
   std::vector<store::Store::Row> rows;  // written in one commit at the end
   if (store != nullptr && !stored && (probed || store->writable())) {

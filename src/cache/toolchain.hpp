@@ -44,9 +44,11 @@ inline constexpr const char* k_context_prefix = "toolchain context ";
 // With `fingerprint_later`, a new store's context is not remembered with this toolkit's headers'
 // fingerprint now (reading them: ≈ 35 ms) but when the first key that holds it is made: the
 // caller is about to make one (a first miss of a program that includes, compiled while another
-// thread makes its key).
+// thread makes its key). With `unknown`, NVRTC's versions that only NVRTC can tell (a probe
+// compile) are not learned: `*unknown` is set and the context returned is not to be used.
 KeyContext toolchain_context(const Config& config, store::Store* store, remote::RemoteTier* remote = nullptr,
-                             std::vector<store::Store::Row>* deferred = nullptr, bool fingerprint_later = false);
+                             std::vector<store::Store::Row>* deferred = nullptr, bool fingerprint_later = false,
+                             bool* unknown = nullptr);
 
 // Writes the "toolchain build <XXH3 of the build IDs>" row of `config`'s toolkit into `store` when
 // the store knows the versions of these library files and lacks it (a store made before the row

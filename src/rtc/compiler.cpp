@@ -9,6 +9,7 @@
 #include "rtc/nvrtc_step.hpp"
 #include "rtc/option_spelling.hpp"
 #include "rtc/toolkit.hpp"
+#include "util/fork_safe.hpp"
 #include "util/stopwatch.hpp"
 
 #include <kjit/cubin.hpp>
@@ -16,6 +17,9 @@
 #include <kjit/error.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
 
 namespace kjit::rtc {
 
@@ -53,7 +57,74 @@ void check_nvrtc_cubin(const Binary& binary, const Program& program, const Arch&
 
 thread_local CompileDelegate* t_delegate = nullptr;
 
+// NVRTC's build identity, once a PTX header showed it (one NVRTC per process), and the compiles
+// ahead that may show it. Fresh in a fork()ed child (its parent's compiles are not its own).
+struct BuildIdentity {
+  std::mutex mutex;
+  std::condition_variable known_or_none_ahead;
+  std::string known;
+  int ahead = 0;
+  std::atomic<int> probes{0};
+};
+const util::ForkFresh<BuildIdentity> g_build_identity;
+
+// The identity a PTX header names: "// Cuda compilation tools, release 13.0, V13.0.88" and
+// "// Compiler Build ID: CL-36424714" in its first lines; empty when it names none.
+std::string identity_in(const std::string& ptx)
+{
+  int major = 0;
+  int minor = 0;
+  nvrtc().version(&major, &minor);
+  std::string identity = std::to_string(major) + "." + std::to_string(minor);
+  bool named = false;
+  for (const char* marker : {", V", "Compiler Build ID: "}) {
+    const auto at = ptx.find(marker);
+    if (at != std::string::npos && at < 1024) {
+      const auto start = at + std::char_traits<char>::length(marker);
+      identity += " " + std::string(marker == std::string(", V") ? "V" : "") +
+                  ptx.substr(start, ptx.find('\n', start) - start);
+      named = true;
+    }
+  }
+  return named ? identity : std::string();
+}
+
+void learn_build_identity(const std::string& ptx)
+{
+  BuildIdentity& state = *g_build_identity;
+  {
+    std::lock_guard lock(state.mutex);
+    if (!state.known.empty()) {
+      return;
+    }
+  }
+  std::string identity = identity_in(ptx);
+  if (identity.empty()) {
+    return;
+  }
+  std::lock_guard lock(state.mutex);
+  if (state.known.empty()) {
+    state.known = std::move(identity);
+    state.known_or_none_ahead.notify_all();
+  }
+}
+
 } // namespace
+
+CompileAhead::CompileAhead()
+{
+  BuildIdentity& state = *g_build_identity;
+  std::lock_guard lock(state.mutex);
+  ++state.ahead;
+}
+
+CompileAhead::~CompileAhead()
+{
+  BuildIdentity& state = *g_build_identity;
+  std::lock_guard lock(state.mutex);
+  --state.ahead;
+  state.known_or_none_ahead.notify_all();
+}
 
 bool compile_delegated() noexcept
 {
@@ -126,6 +197,7 @@ Binary compile(const Config& config, const Program& given, const Arch& requested
     binary.timings.link_ms = link_watch.elapsed_ms();
   } else {
     binary.ptx = nvrtc_output(handle.get(), NvrtcOutput::ptx, program, arch);
+    learn_build_identity(binary.ptx);
     if (path == CubinPath::nvrtc) {
       binary.cubin = nvrtc_output(handle.get(), NvrtcOutput::cubin, program, arch);
       check_nvrtc_cubin(binary, program, arch);
@@ -159,30 +231,37 @@ std::string compile_ltoir(const Config& config, const Program& program, const Ar
 
 std::string nvrtc_build_identity(const Config& config)
 {
-  int major = 0;
-  int minor = 0;
-  nvrtc().version(&major, &minor);
+  BuildIdentity& state = *g_build_identity;
+  {
+    std::unique_lock lock(state.mutex);
+    state.known_or_none_ahead.wait(lock, [&] { return !state.known.empty() || state.ahead == 0; });
+    if (!state.known.empty()) {
+      return state.known;
+    }
+  }
+  state.probes.fetch_add(1, std::memory_order_relaxed);
   Program probe{"kjit_probe.cu", "__global__ void kjit_probe() {}\n", {}, {}, {}};
   const std::vector<int> archs = supported_archs();
   const Arch arch = Arch::parse("compute_" + std::to_string(archs.empty() ? 75 : archs.front()));
   // Always here: a batch thread's worker would count the probe as its item's compile and blame its
   // time limit on it.
   const ScopedCompileDelegate in_process(nullptr);
-  const Binary binary = compile(config, probe, arch);
+  const Binary binary = compile(config, probe, arch);  // (learns the identity from its PTX)
   // The probe is no compile of the user's: the load time it took is left for the first one.
   add_unreported_load_ms(binary.timings.load_ms);
-  // The PTX header names the build: "// Cuda compilation tools, release 13.0, V13.0.88" and
-  // "// Compiler Build ID: CL-36424714".
-  std::string identity = std::to_string(major) + "." + std::to_string(minor);
-  for (const char* marker : {", V", "Compiler Build ID: "}) {
-    const auto at = binary.ptx.find(marker);
-    if (at != std::string::npos && at < 1024) {
-      const auto start = at + std::char_traits<char>::length(marker);
-      identity += " " + std::string(marker == std::string(", V") ? "V" : "") +
-                  binary.ptx.substr(start, binary.ptx.find('\n', start) - start);
-    }
+  std::string identity = identity_in(binary.ptx);
+  if (identity.empty()) {
+    int major = 0;
+    int minor = 0;
+    nvrtc().version(&major, &minor);
+    identity = std::to_string(major) + "." + std::to_string(minor);  // a PTX header without the build
   }
   return identity;
+}
+
+int build_identity_probes() noexcept
+{
+  return g_build_identity->probes.load(std::memory_order_relaxed);
 }
 
 std::string nvjitlink_identity()

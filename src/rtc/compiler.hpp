@@ -5,6 +5,8 @@
 #include <kjit/compile.hpp>
 #include <kjit/config.hpp>
 
+#include "util/test_hook.hpp"
+
 #include <string>
 
 namespace kjit::rtc {
@@ -49,10 +51,26 @@ std::string cubin_from_ltoir(const Program& program, const std::string& ltoir, c
 // NVVM LTO IR of the program (NVRTC with -dlto), for the mirror's ir/ folder when dump_ir is on.
 std::string compile_ltoir(const Config& config, const Program& program, const Arch& arch);
 
-// NVRTC's build identity ("13.0 V13.0.88 CL-36424714"): version plus the build read from the PTX
-// header of a tiny probe program, compiled with `config` (the Cache's own: never the environment's,
-// whose settings a Cache given its Config does not read). Loads NVRTC and compiles; only called on a miss.
+// NVRTC's build identity ("13.0 V13.0.88 CL-36424714"): version plus the build read from a PTX
+// header: the first one a compile of this process made (NVRTC writes it into every PTX), else that
+// of a tiny probe program, compiled with `config` (the Cache's own: never the environment's,
+// whose settings a Cache given its Config does not read). While a CompileAhead lives, waits for
+// its compile instead of probing. Loads NVRTC and compiles; only called on a miss.
 std::string nvrtc_build_identity(const Config& config);
+// While one lives, a compile is under way on another thread (a speculating miss's) whose PTX will
+// name NVRTC's build: nvrtc_build_identity() waits for it, not compiling its probe (which NVRTC's
+// one compile at a time would run after it, ≈ 20 ms on the caller's path). Made before the
+// threads that may ask start; ended when that compile returned.
+class CompileAhead {
+public:
+  CompileAhead();
+  ~CompileAhead();
+  CompileAhead(const CompileAhead&) = delete;
+  CompileAhead& operator=(const CompileAhead&) = delete;
+};
+// Test hook: how many probes nvrtc_build_identity() compiled in this process (0 in a fork()ed
+// child until it compiles one).
+KJIT_TEST_HOOK int build_identity_probes() noexcept;
 // nvJitLink's version ("13.0"). Loads nvJitLink.
 std::string nvjitlink_identity();
 

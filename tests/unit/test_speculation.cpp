@@ -12,6 +12,7 @@
 #include "rtc/file_watch.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -526,6 +527,69 @@ BOOST_AUTO_TEST_CASE(the_header_blobs_a_speculation_encoded_are_stored_and_read_
   }
   BOOST_TEST(reader.verify(kjit::Repair::no).bad.empty());
   BOOST_TEST(reader.lookup(program("one.cu", "one.h", "ONE"), k_arch).binary->cubin == one->cubin);
+}
+
+BOOST_AUTO_TEST_CASE(a_speculating_miss_on_a_new_store_learns_nvrtc_s_build_from_its_compile)
+{
+  // A new store knows no toolchain: the key needs NVRTC's build, which every PTX header names.
+  // The speculation's compile shows it (rtc::CompileAhead); no probe is compiled before it, and
+  // the build is the one a probe finds. Each in a fork()ed child: a process that learned nothing.
+  const std::string d = tmp.path() + "/learn";
+  write_headers(d, 4);
+  settle();
+  const auto in_child = [](const std::function<std::string()>& run) {
+    int fds[2];
+    BOOST_REQUIRE(::pipe(fds) == 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::close(fds[0]);
+      std::string out;
+      try {
+        out = run();
+      } catch (const std::exception& e) {
+        out = std::string("error: ") + e.what();
+      }
+      const bool written = ::write(fds[1], out.data(), out.size()) == static_cast<ssize_t>(out.size());
+      ::_exit(written ? 0 : 1);
+    }
+    ::close(fds[1]);
+    std::string out;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) {
+      out.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(fds[0]);
+    int status = 0;
+    BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    return out;
+  };
+  const std::string probed = in_child([&] {
+    const std::string identity = kjit::rtc::nvrtc_build_identity(config);
+    return identity + " " + std::to_string(kjit::rtc::build_identity_probes());
+  });
+  const std::string learned = in_child([&] {
+    kjit::Config fresh = config;
+    fresh.cache_dir = d + "/cache";
+    kjit::Cache cache(fresh);
+    const std::uint64_t adopted = kjit::cache::speculations_adopted();
+    const kjit::Lookup found = cache.lookup(program_in(d), k_arch);
+    const std::string key = cache.prepare(program_in(d), k_arch).key();  // the manifest's: the stored entry's
+    const std::string identity = kjit::rtc::nvrtc_build_identity(config);
+    return identity + " " + std::to_string(kjit::rtc::build_identity_probes()) + " adopted " + std::to_string(kjit::cache::speculations_adopted() - adopted) + " " +
+           kjit::to_string(found.source) + " " + key;
+  });
+  BOOST_TEST(probed.find(" V") != std::string::npos, probed);
+  BOOST_TEST(probed.substr(probed.size() - 2) == " 1");  // a process that compiled nothing probes
+  const std::string identity = probed.substr(0, probed.size() - 2);
+  BOOST_TEST(learned.rfind(identity + " 0 adopted 1 compiled ", 0) == 0, learned);  // no probe
+  // The key the speculating Cache stored under is the one a Cache of this process (whose build
+  // was probed or learned before) makes for the same files.
+  kjit::Config here = config;
+  here.cache_dir = d + "/cache";
+  kjit::Cache cache(here);
+  BOOST_TEST(learned.substr(learned.size() - 64) == cache.prepare(program_in(d), k_arch).key());
+  BOOST_TEST(kjit::to_string(cache.lookup(program_in(d), k_arch).source) == std::string("disk"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
