@@ -231,12 +231,19 @@ std::error_code link_headers(int programs, int module_dir, const std::map<std::s
 {
   std::error_code error;
   std::optional<UniqueFd> shared;
+  // The last header's folder, kept open: in path order most headers share it (a vendored CCCL's
+  // 1 691 headers are in ≈ 200 folders; opening each one's path anew took ≈ 14 syscalls a header).
+  std::string folder_path;
+  std::optional<UniqueFd> folder;
   for (const auto& [name, relative] : header_paths(headers)) {
     const std::string path = "headers/" + relative;
     const auto slash = path.rfind('/');
-    auto folder = open_path(module_dir, path.substr(0, slash), error);
-    if (!folder) {
-      return error;
+    if (!folder || path.compare(0, slash, folder_path) != 0 || folder_path.size() != slash) {
+      folder_path = path.substr(0, slash);
+      folder = open_path(module_dir, folder_path, error);
+      if (!folder) {
+        return error;
+      }
     }
     const std::string& content = headers.at(name);
     if (!shared) {
