@@ -48,12 +48,16 @@ BOOST_AUTO_TEST_CASE(fork_from_another_thread_during_the_exit_drain)
     ::close(report[0]);
     auto* cache = new kjit::Cache(config);
     BOOST_TEST_REQUIRE(cache->get(small_program("warm_up"), k_sm90) != nullptr);
-    // The commit waits 5 s: the drain is still on when the thread forks, however long the compile
-    // below took on a loaded machine (2 s was not enough in one CI run beside other work).
-    WriteLockHolder holder(config.cache_dir + "/store", config.store_map_size, 5);
+    // warm_up's commit is in before the write lock is taken: queued behind the lock, it made the
+    // lookup below wait for it (a store's reads wait for its queued commits) as long as the lock
+    // was held, and on a loaded machine the process then exited before the thread forked (no
+    // grandchild said "ok"; 2 of 3 runs beside another test binary, with a 5 s hold).
+    BOOST_TEST_REQUIRE(cache->stats().compiles >= 1u);  // (stats() waits for the commits)
+    // The commit waits until the thread below forked: the drain is still on then.
+    auto* holder = new WriteLockHolder(config.cache_dir + "/store", config.store_map_size, 30);
     BOOST_TEST_REQUIRE(cache->get(small_program("during_exit"), k_sm90) != nullptr);
     const std::string own = tmp.path() + "/grandchild";
-    std::thread([own, out = report[1]] {
+    std::thread([own, out = report[1], holder] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // exit() is draining by now
       const pid_t grandchild = ::fork();  // e.g. an application thread starting a subprocess
       if (grandchild == 0) {
@@ -64,6 +68,7 @@ BOOST_AUTO_TEST_CASE(fork_from_another_thread_during_the_exit_drain)
         std::ignore = ::write(out, "ok", 2);
         ::_exit(0);
       }
+      holder->release();  // forked: the drain's commit takes the write lock now
       ::waitpid(grandchild, nullptr, 0);
     }).detach();
     std::exit(0);
