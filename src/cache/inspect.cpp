@@ -91,7 +91,13 @@ std::string Cache::resolve_key(const std::string& prefix) const
     throw Error("'" + prefix + "' is not a key prefix (1 to 64 lowercase hex digits)");
   }
   std::vector<std::string> found;
-  if (m_impl->store) {
+  util::Sha256 whole{};
+  if (m_impl->store && util::from_hex(prefix, whole)) {
+    // A whole key (what `kjit compile` asks after a miss): its row, not a walk of every entry.
+    if (m_impl->store->visit(store::Table::entries, bytes_of(whole), [](std::string_view) {})) {
+      found.push_back(prefix);
+    }
+  } else if (m_impl->store) {
     m_impl->store->for_each(store::Table::entries, [&](std::string_view key, std::string_view) {
       std::string hex = cache::hex_of(key);
       if (hex.compare(0, prefix.size(), prefix) == 0) {

@@ -69,6 +69,15 @@ BOOST_AUTO_TEST_CASE(entries_are_listed_filtered_and_found_by_key_prefix)
   BOOST_TEST(only[0].compile_ms > 0.0);
 
   BOOST_TEST(cache.resolve_key(a90.key().substr(0, 12)) == a90.key());
+  BOOST_TEST(cache.resolve_key(a90.key()) == a90.key());  // a whole key: found by its row
+  std::string absent = a90.key();
+  absent[63] = absent[63] == '0' ? '1' : '0';
+  try {
+    cache.resolve_key(absent);
+    BOOST_ERROR("a whole key of no entry was resolved");
+  } catch (const kjit::Error& e) {
+    BOOST_TEST(std::string(e.what()).find("no cache entry") != std::string::npos, e.what());
+  }
   const kjit::EntryContents contents = cache.entry(a90.key().substr(0, 10));
   BOOST_TEST(contents.source == small_program("a").source);
   BOOST_TEST(contents.program_txt == a90.program_txt());
