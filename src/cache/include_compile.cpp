@@ -8,6 +8,7 @@
 #include "cache/direct_index.hpp"
 #include "cache/cache_impl.hpp"
 #include "config/log.hpp"
+#include "rtc/compile_options.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvjitlink_library.hpp"
 #include "rtc/nvrtc_library.hpp"
@@ -198,9 +199,10 @@ std::optional<Binary> adopted(const Config& config, const Program& program, deps
 Binary compile_placed(const Config& config, const Program& program, const Arch& arch, deps::Resolver& resolver,
                       int* rounds, Placing placing, Speculation* speculation = nullptr)
 {
-  // One toolchain per process: the Cache's own NVRTC, or a ToolchainError.
+  // One toolchain per process: the Cache's own NVRTC, or a ToolchainError. nvJitLink only where
+  // the compile links (-dlto): loading it maps 30 MB that a compile without it never touches.
   rtc::nvrtc_for(config);
-  if (!arch.is_virtual()) {
+  if (rtc::cubin_path(program, arch) == rtc::CubinPath::nvjitlink_lto) {
     rtc::nvjitlink_for(config);
   }
   const deps::SearchContext& context = resolver.context();

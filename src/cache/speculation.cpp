@@ -10,6 +10,7 @@
 #include "store/meta_keys.hpp"
 #include "store/record.hpp"
 #include "util/hash.hpp"
+#include "rtc/compile_options.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvjitlink_library.hpp"
 #include "rtc/nvrtc_library.hpp"
@@ -62,8 +63,8 @@ void Speculation::compile()
 {
   try {
     rtc::nvrtc_for(m_config);
-    if (!m_arch.is_virtual()) {
-      rtc::nvjitlink_for(m_config);
+    if (rtc::cubin_path(m_program, m_arch) == rtc::CubinPath::nvjitlink_lto) {
+      rtc::nvjitlink_for(m_config);  // (not for NVRTC's own cubin: compile_placed())
     }
   } catch (...) {
     m_error = std::current_exception();  // the usual compile reports it

@@ -7,6 +7,8 @@
 //   --own-config: the Cache gets a Config the program made (its defaults), not the environment's.
 //   --setenv NAME=VALUE: set in the environment after prepare() (the Cache's key context made),
 //   before the lookup (that may load NVRTC).
+//   --lookup: the (first) thread looks the program up by Cache::lookup(), not the prepared program's
+//   get() (a first miss then speculates: compiled while its key is made).
 // Prints "key: value" lines: result, memory_hits, disk_hits, misses, compiles, nvrtc_loaded,
 // nvjitlink_loaded, writable, key, supported_archs.
 #include <kjit/kjit.hpp>
@@ -35,6 +37,7 @@ int main(int argc, char** argv)
   std::string late_variable;
   bool second_cache = false;  // a second Cache on the folder prepares the program after the first
   bool quick_exit = false;    // ends with std::quick_exit(0): no Cache is destroyed
+  bool by_lookup = false;     // Cache::lookup() of the program, not get() of the prepared one
   for (int i = 4; i < argc; ++i) {
     if (std::strcmp(argv[i], "--as-nobody") == 0 && ::geteuid() == 0) {
       if (::setgid(65534) != 0 || ::setuid(65534) != 0) {
@@ -53,6 +56,8 @@ int main(int argc, char** argv)
       second_cache = true;
     } else if (std::strcmp(argv[i], "--quick-exit") == 0) {
       quick_exit = true;
+    } else if (std::strcmp(argv[i], "--lookup") == 0) {
+      by_lookup = true;
     }
   }
   try {
@@ -82,7 +87,11 @@ int main(int argc, char** argv)
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
         try {
-          cache.get(prepared);
+          if (by_lookup && t == 0) {
+            cache.lookup(kjit::program_from_file(argv[2]), kjit::Arch::parse(argv[3]));
+          } else {
+            cache.get(prepared);
+          }
         } catch (const kjit::CompileError&) {
           results[t] = "compile-error";
         } catch (const kjit::Error& e) {

@@ -592,4 +592,28 @@ BOOST_AUTO_TEST_CASE(a_speculating_miss_on_a_new_store_learns_nvrtc_s_build_from
   BOOST_TEST(kjit::to_string(cache.lookup(program_in(d), k_arch).source) == std::string("disk"));
 }
 
+BOOST_AUTO_TEST_CASE(a_miss_whose_cubin_nvrtc_makes_does_not_load_nvjitlink)
+{
+  // Loading nvJitLink maps ≈ 30 MB (a vendored CCCL's miss: 309 → 287 MB at its peak) that a compile
+  // whose cubin NVRTC makes never touches. In a store that knows the toolchain, neither a compile
+  // of a prepared program nor a speculating lookup loads it (a process of its own: cache_probe).
+  const std::string d = tmp.path() + "/nolink";
+  write_headers(d, 2);
+  for (const char* name : {"/k.cu", "/j.cu"}) {
+    put(d + name, std::string("#include \"v.h\"\n#include \"inc/w.h\"\n") + k_kernel);
+  }
+  settle();
+  {
+    kjit::Cache cache(config);
+    cache.get(small_program("nolink_warm"), k_arch);  // the toolchain's rows, committed by the end
+  }
+  for (const auto& [file, how] : {std::pair{"/k.cu", "sm_90"}, std::pair{"/j.cu", "sm_90 --lookup"}}) {
+    const std::string out = probe_cache(config.cache_dir, d + file, how);
+    BOOST_TEST(output_has_line(out, "result: ok"), out);
+    BOOST_TEST(output_has_line(out, "compiles: 1"), out);
+    BOOST_TEST(output_has_line(out, "nvrtc_loaded: 1"), out);
+    BOOST_TEST(output_has_line(out, "nvjitlink_loaded: 0"), out);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
