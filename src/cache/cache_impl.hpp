@@ -182,8 +182,10 @@ struct Cache::Impl {
   // name expressions), found unchanged on disk with every header read again; null when there is
   // none (then the headers are predicted). docs/includes.md, "A closure used again".
   std::shared_ptr<deps::Resolver> seeded_resolver(const Program& program, const deps::SearchContext& search);
-  // The prediction a miss compiles from: seeded_resolver()'s, else a new one, predict()ed.
-  std::shared_ptr<deps::Resolver> predicted_resolver(const Program& program, const deps::SearchContext& search);
+  // The prediction a miss compiles from: seeded_resolver()'s (when `may_seed`), else a new one,
+  // predict()ed.
+  std::shared_ptr<deps::Resolver> predicted_resolver(const Program& program, const deps::SearchContext& search,
+                                                     bool may_seed = true);
   // predicted_resolver() of `given` as prepare() will see it (as NVRTC reads it, with the
   // toolkit's include folders), made before the key context.
   std::shared_ptr<deps::Resolver> prediction_ahead(const Program& given);

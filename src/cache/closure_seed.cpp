@@ -146,11 +146,12 @@ std::optional<store::Store::Row> Cache::Impl::take_library_row(const PreparedPro
   return row;
 }
 
-std::shared_ptr<deps::Resolver> Cache::Impl::predicted_resolver(const Program& program, const deps::SearchContext& search)
+std::shared_ptr<deps::Resolver> Cache::Impl::predicted_resolver(const Program& program, const deps::SearchContext& search,
+                                                                bool may_seed)
 {
   // Another arch of this program (or its other name expressions) closed a resolution that still
   // holds: compiled from it, not predicted again (docs/includes.md).
-  if (auto resolver = seeded_resolver(program, search)) {
+  if (auto resolver = may_seed ? seeded_resolver(program, search) : nullptr) {
     return resolver;
   }
   auto resolver = std::make_shared<deps::Resolver>(program, search);
@@ -170,12 +171,7 @@ std::shared_ptr<deps::Resolver> Cache::Impl::prediction_ahead(const Program& giv
     std::lock_guard lock(context_mutex);
     made = context.has_value();
   }
-  if (!made) {
-    auto resolver = std::make_shared<deps::Resolver>(program, search);
-    resolver->predict();
-    return resolver;
-  }
-  return predicted_resolver(program, search);
+  return predicted_resolver(program, search, made);
 }
 
 std::shared_ptr<deps::Resolver> Cache::Impl::seeded_resolver(const Program& program, const deps::SearchContext& search)

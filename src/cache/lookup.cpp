@@ -104,10 +104,6 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   // A speculation's prediction (its preparing thread's, closed there), taken once.
   cache::Speculation* speculation = cache::current_speculation(program, p.arch());
   std::shared_ptr<deps::Resolver> taken = speculation != nullptr ? speculation->take_prediction() : nullptr;
-  std::map<util::Sha256, std::string> encoded_blobs;  // by hash: good for whatever the compile reads
-  if (speculation != nullptr) {
-    encoded_blobs = speculation->take_encoded_blobs();
-  }
   if (!taken) {
     const util::Sha256 prepared_key = p.m_key;
     std::lock_guard lock(manifests.mutex);
@@ -216,7 +212,9 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
     // The hash the resolver made of those bytes: the record, blob rows and mirror don't hash again.
     entry.header_refs.push_back({header.path.substr(1), header.hash, header.content.size()});
   }
-  entry.encoded_blobs = std::move(encoded_blobs);
+  if (speculation != nullptr) {
+    entry.encoded_blobs = speculation->take_encoded_blobs();  // by hash: good for whatever the compile read
+  }
   if (cache::direct_eligible(program)) {
     // Found by its raw inputs, never through a manifest (prepare() reads none for it): the record
     // keeps the inputs its direct row is checked against (format 6).

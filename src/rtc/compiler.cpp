@@ -70,12 +70,18 @@ const util::ForkFresh<BuildIdentity> g_build_identity;
 
 // The identity a PTX header names: "// Cuda compilation tools, release 13.0, V13.0.88" and
 // "// Compiler Build ID: CL-36424714" in its first lines; empty when it names none.
-std::string identity_in(const std::string& ptx)
+// NVRTC's "major.minor".
+std::string nvrtc_version_text()
 {
   int major = 0;
   int minor = 0;
   nvrtc().version(&major, &minor);
-  std::string identity = std::to_string(major) + "." + std::to_string(minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::string identity_in(const std::string& ptx)
+{
+  std::string identity = nvrtc_version_text();
   bool named = false;
   for (const char* marker : {", V", "Compiler Build ID: "}) {
     const auto at = ptx.find(marker);
@@ -249,14 +255,8 @@ std::string nvrtc_build_identity(const Config& config)
   const Binary binary = compile(config, probe, arch);  // (learns the identity from its PTX)
   // The probe is no compile of the user's: the load time it took is left for the first one.
   add_unreported_load_ms(binary.timings.load_ms);
-  std::string identity = identity_in(binary.ptx);
-  if (identity.empty()) {
-    int major = 0;
-    int minor = 0;
-    nvrtc().version(&major, &minor);
-    identity = std::to_string(major) + "." + std::to_string(minor);  // a PTX header without the build
-  }
-  return identity;
+  const std::string identity = identity_in(binary.ptx);
+  return identity.empty() ? nvrtc_version_text() : identity;  // (a PTX header without the build)
 }
 
 int build_identity_probes() noexcept
