@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Time to first launch from a fresh process, kjit vs CuPy RawModule, Triton and cuda.core.
 
+With --kjit-package, kjit's Python package too: its binary launched through CuPy (kjit.cupy_module)
+and through cuda.core (kjit.object_code), what a Python user who drops kjit in gets.
+
 Issue 15's GPU part (docs/benchmarks.md, "GPU measurements"). Each JIT gets its own empty cache
 folder; one cold process fills it, then --runs warm processes each spawn, get the same saxpy kernel
 (Triton: the same computation in Triton's language), launch it on 2^20 floats, synchronize and
@@ -11,6 +14,7 @@ included). Then kjit_bench_first_launch's per-module figures: Context::load vs t
 cuModuleLoadData on the same cubins.
 
     python3 bench/gpu/first_launch.py --kjit build/bench/kjit_bench_first_launch [--runs 10]
+                                      [--kjit-package build/python]
 
 A JIT that is not installed or fails is reported as such, with its error; the others still run.
 """
@@ -40,15 +44,31 @@ def report(elapsed, right):
     return 0 if right else 1
 
 
-def child_cupy():
-    import cupy as cp
-    kernel = cp.RawModule(code=SAXPY).get_function("saxpy")
+def launch_with_cupy(kernel, cp):
     x = cp.ones(N, dtype=cp.float32)
     y = cp.full(N, 2.0, dtype=cp.float32)
     kernel(((N + 255) // 256,), (256,), (cp.float32(3.0), x, y, cp.int32(N)))
     cp.cuda.runtime.deviceSynchronize()
     elapsed = since_spawn_ms()
     return report(elapsed, bool((y == 5.0).all()))
+
+
+def child_cupy():
+    import cupy as cp
+    return launch_with_cupy(cp.RawModule(code=SAXPY).get_function("saxpy"), cp)
+
+
+def kjit_binary(arch):
+    """saxpy from kjit's default cache (KJIT_CACHE_DIR): the Python package, as a user drops it in."""
+    import kjit
+    return kjit.get(kjit.Program(SAXPY, name="saxpy.cu"), arch=arch)
+
+
+def child_kjit_cupy():
+    import cupy as cp
+    import kjit
+    binary = kjit_binary("sm_" + cp.cuda.Device().compute_capability)
+    return launch_with_cupy(kjit.cupy_module(binary).get_function("saxpy"), cp)
 
 
 def child_triton():
@@ -72,30 +92,22 @@ def child_triton():
     return report(elapsed, bool((y == 5.0).all().item()))
 
 
-def child_cuda_core():
+def cuda_core():
     try:
         from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
     except ImportError:
         from cuda.core.experimental import Device, LaunchConfig, Program, ProgramOptions, launch
+    return Device, LaunchConfig, Program, ProgramOptions, launch
+
+
+def launch_with_cuda_core(device, stream, kernel):
     try:
         from cuda.bindings import driver as cu
     except ImportError:
         from cuda import cuda as cu
     import numpy as np
+    _, LaunchConfig, _, _, launch = cuda_core()
 
-    device = Device()
-    device.set_current()
-    stream = device.create_stream()
-    major, minor = device.compute_capability
-    program = Program(SAXPY, code_type="c++", options=ProgramOptions(arch=f"sm_{major}{minor}"))
-    cache = None
-    try:
-        from cuda.core.utils import FileStreamProgramCache
-        cache = FileStreamProgramCache(os.environ["KJIT_BENCH_CACHE"])
-    except ImportError:
-        print("cache: none (this cuda.core has no FileStreamProgramCache; every process compiles)")
-    code = program.compile("cubin", cache=cache) if cache is not None else program.compile("cubin")
-    kernel = code.get_kernel("saxpy")
     x = device.allocate(N * 4, stream=stream)
     y = device.allocate(N * 4, stream=stream)
     cu.cuMemsetD32Async(int(x.handle), 0x3F800000, N, int(stream.handle))  # 1.0f
@@ -109,7 +121,36 @@ def child_cuda_core():
     return report(elapsed, bool((host == 5.0).all()))
 
 
-CHILDREN = {"cupy": child_cupy, "triton": child_triton, "cuda.core": child_cuda_core}
+def child_cuda_core():
+    Device, _, Program, ProgramOptions, _ = cuda_core()
+    device = Device()
+    device.set_current()
+    stream = device.create_stream()
+    major, minor = device.compute_capability
+    program = Program(SAXPY, code_type="c++", options=ProgramOptions(arch=f"sm_{major}{minor}"))
+    cache = None
+    try:
+        from cuda.core.utils import FileStreamProgramCache
+        cache = FileStreamProgramCache(os.environ["KJIT_BENCH_CACHE"])
+    except ImportError:
+        print("cache: none (this cuda.core has no FileStreamProgramCache; every process compiles)")
+    code = program.compile("cubin", cache=cache) if cache is not None else program.compile("cubin")
+    return launch_with_cuda_core(device, stream, code.get_kernel("saxpy"))
+
+
+def child_kjit_cuda_core():
+    import kjit
+    Device = cuda_core()[0]
+    device = Device()
+    device.set_current()
+    stream = device.create_stream()
+    major, minor = device.compute_capability
+    kernel = kjit.object_code(kjit_binary(f"sm_{major}{minor}")).get_kernel("saxpy")
+    return launch_with_cuda_core(device, stream, kernel)
+
+
+CHILDREN = {"cupy": child_cupy, "triton": child_triton, "cuda.core": child_cuda_core,
+            "kjit+cupy": child_kjit_cupy, "kjit+cuda.core": child_kjit_cuda_core}
 
 
 def fields(text):
@@ -155,7 +196,10 @@ def main():
     parser.add_argument("--kjit", help="kjit_bench_first_launch (built by meson in bench/)")
     parser.add_argument("--runs", type=int, default=10, help="warm processes per JIT (default 10)")
     parser.add_argument("--modules", type=int, default=100, help="kernels of the per-module figures")
-    parser.add_argument("--only", default="kjit,cupy,triton,cuda.core", help="comma-separated JITs")
+    parser.add_argument("--only", default="kjit,cupy,triton,cuda.core", help="comma-separated JITs "
+                        "(kjit+cupy and kjit+cuda.core: the Python package's binary launched through each)")
+    parser.add_argument("--kjit-package", help="a folder holding the Python package kjit/: adds "
+                        "kjit+cupy and kjit+cuda.core to --only")
     parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -163,6 +207,9 @@ def main():
     if args.runs < 1 or args.modules < 1:
         parser.error("--runs and --modules must be at least 1")
     wanted = args.only.split(",")
+    if args.kjit_package:
+        wanted += [name for name in ("kjit+cupy", "kjit+cuda.core") if name not in wanted]
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [args.kjit_package, os.environ.get("PYTHONPATH")]))
     if "kjit" in wanted and not args.kjit:
         parser.error("--kjit PATH is needed to measure kjit")
 
@@ -182,15 +229,15 @@ def main():
         rows.append(contender(name, command, env, args.runs))
 
     print(f"time to first launch, fresh process, warm cache: saxpy on {N} floats, {args.runs} warm runs each")
-    print(f"{'JIT':<10} {'cold ms':>9} {'warm p50 ms':>12} {'warm min ms':>12} {'process p50 ms':>15} "
+    print(f"{'JIT':<15} {'cold ms':>9} {'warm p50 ms':>12} {'warm min ms':>12} {'process p50 ms':>15} "
           f"{'vs kjit':>8}  result")
     base = next((row["first_p50"] for row in rows if row["name"] == "kjit" and "error" not in row), None)
     for row in rows:
         if "error" in row:
-            print(f"{row['name']:<10} failed: {row['error']}")
+            print(f"{row['name']:<15} failed: {row['error']}")
             continue
         ratio = f"{row['first_p50'] / base:.1f}x" if base else "-"
-        print(f"{row['name']:<10} {row['cold_ms']:>9.1f} {row['first_p50']:>12.2f} {row['first_min']:>12.2f} "
+        print(f"{row['name']:<15} {row['cold_ms']:>9.1f} {row['first_p50']:>12.2f} {row['first_min']:>12.2f} "
               f"{row['wall_p50']:>15.1f} {ratio:>8}  {'right' if row['right'] else 'WRONG'}"
               + "".join(f"  ({note})" for note in row["notes"]))
 
