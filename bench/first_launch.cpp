@@ -3,6 +3,7 @@
 //   kjit_bench_first_launch launch        get, load, launch, synchronize, check the result
 //   kjit_bench_first_launch modules N     N distinct cached kernels: Context::load per module vs
 //                                          the driver's cuModuleLoadData alone on the same cubins
+//   kjit_bench_first_launch modules N raw-first   the same, the driver's loads first too
 // The cache folder is KJIT_CACHE_DIR. "to_first_launch_ms" counts from KJIT_BENCH_T0_NS (the
 // parent's CLOCK_MONOTONIC just before it spawned this process) when set, so it includes the
 // process's start and the loading of libkjit; "in_process_ms" counts from main(). Exits 77 without
@@ -99,7 +100,7 @@ struct RawDriver {
   }
 };
 
-int modules(int count)
+int modules(int count, bool raw_first)
 {
   const kjit::Context context = kjit::Context::current();
   const kjit::Arch arch = kjit::Arch::parse("sm_" + std::to_string(context.compute_capability()));
@@ -114,6 +115,39 @@ int modules(int count)
     binaries.push_back(kjit::get(program, arch));
     lookup_us.push_back((monotonic_ms() - t) * 1e3);
   }
+  RawDriver raw;
+  const bool have_raw = raw.bind() && raw.set_current(static_cast<CUcontext>(context.handle())) == CUDA_SUCCESS;
+  // The driver's load of each cubin, each kept loaded until all are, as kjit's are (the driver's cost
+  // grows with the modules resident); plain, or with the error-log buffer kjit passes (driver/image.cpp).
+  static char log[8192];
+  CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log, reinterpret_cast<void*>(std::uintptr_t{sizeof log - 1})};
+  const auto raw_pass = [&](bool ex) {
+    std::vector<double> us;
+    std::vector<CUmodule> loaded;
+    for (const auto& binary : binaries) {
+      CUmodule module = nullptr;
+      const double t = monotonic_ms();
+      const CUresult status =
+        ex ? raw.load_ex(&module, binary->cubin.data(), 2, keys, values) : raw.load(&module, binary->cubin.data());
+      us.push_back((monotonic_ms() - t) * 1e3);
+      if (status != CUDA_SUCCESS) {
+        std::fprintf(stderr, "modules: cuModuleLoadData%s failed (%d)\n", ex ? "Ex" : "", static_cast<int>(status));
+        std::exit(1);
+      }
+      loaded.push_back(module);
+    }
+    for (CUmodule module : loaded) {
+      raw.unload(module);
+    }
+    return us;
+  };
+  // raw-first: a pass of the driver's loads before kjit's, so that neither side is the first to
+  // load into the context.
+  std::vector<double> before_us;
+  if (raw_first && have_raw) {
+    before_us = raw_pass(false);
+  }
   std::vector<double> load_us;
   for (const auto& binary : binaries) {
     const double t = monotonic_ms();
@@ -122,38 +156,16 @@ int modules(int count)
   }
   std::printf("modules: %d\ncubin_bytes: %zu\nlookup_p50_us: %.3f\nkjit_load_p50_us: %.3f\n", count,
               binaries.front()->cubin.size(), p50(lookup_us), p50(load_us));
-  RawDriver raw;
-  if (!raw.bind() || raw.set_current(static_cast<CUcontext>(context.handle())) != CUDA_SUCCESS) {
+  if (!have_raw) {
     // A driver that exports only through cuGetProcAddress (tests/driver/fake): kjit's figures alone.
     std::printf("cuModuleLoadData_p50_us: (not exported by this libcuda.so.1)\n");
     return 0;
   }
-  // Each kept loaded until all are, as kjit's are: the driver's cost with as many modules resident.
-  // Plain, then with the error-log buffer kjit passes (driver/image.cpp, JitOptions).
-  std::vector<double> raw_us;
-  std::vector<double> raw_ex_us;
-  std::vector<CUmodule> loaded;
-  static char log[8192];
-  CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void* values[] = {log, reinterpret_cast<void*>(std::uintptr_t{sizeof log - 1})};
-  for (const bool ex : {false, true}) {
-    for (const auto& binary : binaries) {
-      CUmodule module = nullptr;
-      const double t = monotonic_ms();
-      const CUresult status =
-        ex ? raw.load_ex(&module, binary->cubin.data(), 2, keys, values) : raw.load(&module, binary->cubin.data());
-      (ex ? raw_ex_us : raw_us).push_back((monotonic_ms() - t) * 1e3);
-      if (status != CUDA_SUCCESS) {
-        std::fprintf(stderr, "modules: cuModuleLoadData%s failed (%d)\n", ex ? "Ex" : "", static_cast<int>(status));
-        return 1;
-      }
-      loaded.push_back(module);
-    }
-    for (CUmodule module : loaded) {
-      raw.unload(module);
-    }
-    loaded.clear();
+  if (!before_us.empty()) {
+    std::printf("cuModuleLoadData_before_kjit_p50_us: %.3f\n", p50(before_us));
   }
+  const std::vector<double> raw_us = raw_pass(false);
+  const std::vector<double> raw_ex_us = raw_pass(true);
   // What kjit adds around the driver's load: a push and a pop of the context, and a module it
   // loaded already (the content's hash and the map).
   std::vector<double> push_pop_us;
@@ -189,7 +201,8 @@ int main(int argc, char** argv)
       std::printf("no GPU: %s\n", kjit::driver_status().reason.c_str());
       return 77;
     }
-    return mode == "launch" ? launch(main_ms) : modules(argc > 2 ? std::max(1, std::atoi(argv[2])) : 100);
+    return mode == "launch" ? launch(main_ms) : modules(argc > 2 ? std::max(1, std::atoi(argv[2])) : 100,
+                                                                  argc > 3 && std::strcmp(argv[3], "raw-first") == 0);
   } catch (const kjit::Error& e) {
     std::fprintf(stderr, "kjit: %s\n", e.what());
     return 1;
