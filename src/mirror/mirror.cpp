@@ -195,12 +195,6 @@ std::error_code write_shared_header(int shared, const std::string& hex, const st
   return util::write_file_atomic(shared, hex, content, util::mode_in(shared, 0644, false), util::Durability::none);
 }
 
-// programs/headers/<hex of the content's SHA-256>, written unless it holds `content` already.
-std::error_code ensure_shared_header(int shared, const std::string& hex, const std::string& content)
-{
-  return holds(shared, hex, content) ? std::error_code{} : write_shared_header(shared, hex, content);
-}
-
 // programs/headers/<hex>, written unless a file with this content is there, then hard-linked as
 // `name` into `folder`. Hard links, not symlinks: a symlink whose target is longer than 60 bytes
 // takes a 4 KiB block of its own on ext4 (163 of them per CUB entry).
@@ -227,7 +221,8 @@ std::error_code link_shared_header(int shared, const std::string& hex, const std
 // Links module/headers/<path> (below `module_dir`) to programs/headers/<sha256> for each header
 // (name → content); `hex_of` names its content's SHA-256.
 std::error_code link_headers(int programs, int module_dir, const std::map<std::string, std::string>& headers,
-                             const std::function<std::string(const std::string&, const std::string&)>& hex_of)
+                             const std::function<std::string(const std::string&, const std::string&)>& hex_of,
+                             const std::function<void(const std::string&)>& linked = nullptr)
 {
   std::error_code error;
   std::optional<UniqueFd> shared;
@@ -254,6 +249,9 @@ std::error_code link_headers(int programs, int module_dir, const std::map<std::s
     }
     if (auto e = link_shared_header(shared->get(), hex_of(name, content), content, folder->get(), path.substr(slash + 1))) {
       return e;
+    }
+    if (linked) {
+      linked(name);
     }
   }
   return {};
@@ -455,15 +453,19 @@ std::optional<StagedHeaders> stage_headers(const std::string& cache_dir, std::ve
     headers.emplace(header.name, std::move(header.content));
     staged.hashes.emplace(std::move(header.name), std::move(header.hex));
   }
+  early = {};
   const std::map<std::string, std::string>& hashes = staged.hashes;
   auto temp_dir = util::open_subdir(programs->get(), staged.temp, true, util::mode_in(programs->get(), 0700, true), error);
   if (!temp_dir) {
     return std::nullopt;
   }
+  // Each header's shared file written if missing, then linked, then its content let go: the
+  // contents (a vendored CCCL's 13.7 MB) are not all held while NVRTC runs beside this thread.
   auto module_dir = open_path(temp_dir->get(), "module", error);
-  if (!module_dir || link_headers(programs->get(), module_dir->get(), headers, [&](const std::string& name, const std::string&) {
-        return hashes.at(name);
-      })) {
+  if (!module_dir ||
+      link_headers(programs->get(), module_dir->get(), headers,
+                   [&](const std::string& name, const std::string&) { return hashes.at(name); },
+                   [&](const std::string& name) { std::string().swap(headers.at(name)); })) {
     remove_below(programs->get(), staged.temp);
     return std::nullopt;
   }
@@ -476,25 +478,6 @@ void remove_staged(const std::string& cache_dir, const StagedHeaders& staged)
   if (auto programs = open_programs(cache_dir, error)) {
     remove_below(programs->get(), staged.temp);
   }
-}
-
-std::error_code write_shared_headers(const std::string& cache_dir, const std::vector<EarlyHeader>& headers)
-{
-  std::error_code error;
-  auto programs = open_programs(cache_dir, error);
-  if (!programs) {
-    return error;
-  }
-  auto shared = util::open_subdir(programs->get(), k_shared_headers, true, util::mode_in(programs->get(), 0755, true), error);
-  if (!shared) {
-    return error;
-  }
-  for (const EarlyHeader& header : headers) {
-    if (auto e = ensure_shared_header(shared->get(), header.hex, header.content)) {
-      return e;
-    }
-  }
-  return {};
 }
 
 void remove_entry(const std::string& cache_dir, const std::string& hex_key)

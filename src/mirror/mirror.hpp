@@ -45,9 +45,11 @@ struct StagedHeaders {
 std::error_code write_entry(const std::string& cache_dir, const std::string& hex_key, const store::Entry& entry,
                             bool* replaced = nullptr, const StagedHeaders* staged = nullptr);
 
-// Stages the header links of an entry about to be stored (the shared headers must be written:
-// write_shared_headers()). nullopt when it could not (the entry's write_entry() links them
-// itself). Never throws but bad_alloc.
+// Stages the header links of an entry about to be stored: programs/headers/<sha256> written for
+// each content not there yet (named by the hex of its content's SHA-256, as the resolver hashed
+// it; one no entry comes to use goes with the next sweep_headers()), then linked, then its content
+// let go. nullopt when it could not (the entry's write_entry() links them itself). Never throws
+// but bad_alloc.
 std::optional<StagedHeaders> stage_headers(const std::string& cache_dir, std::vector<EarlyHeader> headers);
 // The hex SHA-256 of each header of `entry` (the resolver's hashes where it has them), by name.
 std::map<std::string, std::string> header_hashes(const store::Entry& entry);
@@ -56,12 +58,6 @@ KJIT_TEST_HOOK std::uint64_t staged_folders_finished() noexcept;
 // Removes a staged folder no entry came to use. Never throws.
 void remove_staged(const std::string& cache_dir, const StagedHeaders& staged);
 
-// Writes programs/headers/<sha256> for each content that is not there yet, as write_entry() would:
-// called while an entry compiles, so that its write_entry() after the commit only links them (a
-// vendored CCCL's 1 691 files on ext4 cost ≈ 0.4 s). One no entry comes to use goes with the next
-// sweep_headers(). Returns the first error; never throws.
-// Each is named by the hex of its content's SHA-256, as the resolver hashed it.
-std::error_code write_shared_headers(const std::string& cache_dir, const std::vector<EarlyHeader>& headers);
 
 // Removes programs/<hex_key> (never following a symlink). Never throws.
 void remove_entry(const std::string& cache_dir, const std::string& hex_key);

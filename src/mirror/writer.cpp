@@ -175,9 +175,7 @@ void Writer::do_job(Job& job)
     return;
   }
   if (job.kind == Job::Kind::headers) {
-    if (write_shared_headers(m_cache_dir, job.headers)) {
-      return;  // the entry's write meets the error again
-    }
+    // A failure is left: the entry's write meets it again.
     if (auto staged = stage_headers(m_cache_dir, std::move(job.headers))) {
       m_staged.push_back(std::move(*staged));
     }

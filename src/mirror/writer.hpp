@@ -40,8 +40,8 @@ public:
   // Queues the entry's folder and its index line (entry.headers must hold the contents). An entry
   // removed from the store before its turn is not written (or is removed again right after).
   void write(std::string hex_key, store::Entry entry);
-  // Queues programs/headers/<sha256> for each content (write_shared_headers()), then a staged
-  // folder of their links (stage_headers()): called when an entry starts to compile, so that its
+  // Queues a staged folder of links to programs/headers/<sha256>, each written if missing
+  // (stage_headers()): called when an entry starts to compile, so that its
   // write() after the commit finishes that folder when it has exactly these headers (a vendored
   // CCCL's 1 691 links and their checks: 60-380 ms the process waited for at exit), else links them
   // itself. A staged folder no write used is removed when the writer goes. A failure is not
