@@ -201,19 +201,24 @@ std::error_code write_shared_header(int shared, const std::string& hex, const st
 std::error_code link_shared_header(int shared, const std::string& hex, const std::string& content, int folder,
                                    const std::string& name)
 {
-  if (holds(shared, hex, content)) {
+  // ENOENT from linkat: the file looked at was swept, or replaced by another process's write of
+  // the same content (a rename over it: the inode looked up has no name left), between the look
+  // and the link. Processes staging the same new headers meet that often; each try looks again.
+  constexpr int k_tries = 8;
+  for (int i = 0; i < k_tries; ++i) {
+    if (!holds(shared, hex, content)) {
+      if (auto e = write_shared_header(shared, hex, content)) {
+        return e;
+      }
+    }
     if (::linkat(shared, hex.c_str(), folder, name.c_str(), 0) == 0) {
       return {};
     }
     if (errno != ENOENT) {
       return last_error();
     }
-    // Swept meanwhile (another process): written again below.
   }
-  if (auto e = write_shared_header(shared, hex, content)) {
-    return e;
-  }
-  return ::linkat(shared, hex.c_str(), folder, name.c_str(), 0) == 0 ? std::error_code{} : last_error();
+  return std::make_error_code(std::errc::no_such_file_or_directory);
 }
 
 // Writes every file of the entry into the (new, empty) folder `dir` of `programs`; each header is

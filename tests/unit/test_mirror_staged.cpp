@@ -6,11 +6,15 @@
 #include "fixture.hpp"
 
 #include "mirror/mirror.hpp"
+#include "util/hash.hpp"
 
 #include <filesystem>
 #include <map>
 #include <string>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
 
 using namespace kjit::test;
 
@@ -127,6 +131,43 @@ BOOST_AUTO_TEST_CASE(shared_headers_only_an_unused_staged_folder_linked_are_swep
   }
   BOOST_TEST(shared == 0u);
   BOOST_TEST(temps_in(config.cache_dir + "/programs") == 0u);
+}
+
+
+// Processes that stage the same new headers at once (a fleet's programs on a shared library, into
+// one cache) each get their staged folder: a shared header another process puts in place between
+// this one's write and its link is linked, not taken for a failure (each failure would leave the
+// entry's write after the commit to make every link itself).
+BOOST_AUTO_TEST_CASE(processes_staging_the_same_headers_at_once_all_stage)
+{
+  constexpr int k_headers = 400;
+  constexpr int k_processes = 4;
+  constexpr int k_rounds = 6;
+  std::vector<kjit::mirror::EarlyHeader> headers;
+  for (int i = 0; i < k_headers; ++i) {
+    const std::string content = "#pragma once\n#define H" + std::to_string(i) + " " + std::to_string(i) + "\n";
+    headers.push_back({"inc/h" + std::to_string(i) + ".h", kjit::util::to_hex(kjit::util::sha256(content)), content});
+  }
+  int failed = 0;
+  for (int round = 0; round < k_rounds; ++round) {
+    const std::string cache_dir = tmp.path() + "/round" + std::to_string(round);
+    std::filesystem::create_directories(cache_dir + "/programs");
+    std::vector<pid_t> children;
+    for (int p = 0; p < k_processes; ++p) {
+      const pid_t child = ::fork();
+      if (child == 0) {
+        const auto staged = kjit::mirror::stage_headers(cache_dir, headers);
+        ::_exit(staged ? 0 : 1);
+      }
+      children.push_back(child);
+    }
+    for (const pid_t child : children) {
+      int status = 0;
+      ::waitpid(child, &status, 0);
+      failed += WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+    }
+  }
+  BOOST_TEST(failed == 0, failed << " of " << k_processes * k_rounds << " stagings failed");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
