@@ -308,11 +308,25 @@ static void test_null_arguments(kjit_cache* cache, kjit_program* program)
 }
 
 /* Loading and launching: with a driver and a device (KJIT_CAPI_EXPECT_GPU=1, the fake libcuda in
-   CI) the kernel launches and a wrong argument count is refused before the driver; without one
-   (=0) loading is KJIT_ERROR_NO_GPU. Unset: whichever this machine has. */
-static void test_module(const kjit_binary* binary)
+   CI, a real GPU in tools/gpu-run) the kernel launches and a wrong argument count is refused before
+   the driver; without one (=0) loading is KJIT_ERROR_NO_GPU. Unset: whichever this machine has.
+   With a device expected, the program is loaded as built for it (arch NULL: the device's own), so
+   that a GPU other than an sm_90 one runs it too. */
+static void test_module(const kjit_binary* sm_90, const char* cache_dir, const kjit_program* program)
 {
   const char* expect = getenv("KJIT_CAPI_EXPECT_GPU");
+  const kjit_binary* binary = sm_90;
+  kjit_binary* own = NULL;
+  kjit_cache* cache = NULL;
+  if (expect != NULL && strcmp(expect, "1") == 0) {
+    cache = open_cache(cache_dir);
+    CHECK_OK(kjit_cache_get(cache, program, NULL, &own));
+    binary = own;
+    if (own == NULL) {
+      kjit_cache_destroy(cache);
+      return;
+    }
+  }
   kjit_module* module = (kjit_module*)1;
   const kjit_status status = kjit_module_load(binary, -1, &module);
   if (status != KJIT_OK || (expect != NULL && strcmp(expect, "0") == 0)) {
@@ -323,6 +337,8 @@ static void test_module(const kjit_binary* binary)
     CHECK(strlen(kjit_last_error_message()) > strlen("KJIT_ERROR_NO_GPU: "));
     CHECK_STATUS(kjit_module_load(binary, 0, &module), KJIT_ERROR_NO_GPU);
     printf("no GPU: %s\n", kjit_last_error_message());
+    kjit_binary_destroy(own);
+    kjit_cache_destroy(cache);
     return;
   }
   CHECK(expect == NULL || strcmp(expect, "1") == 0);
@@ -348,6 +364,8 @@ static void test_module(const kjit_binary* binary)
   CHECK_CONTAINS(kjit_last_error_message(), "fill");
   kjit_kernel_destroy(fill);
   kjit_kernel_destroy(scale);
+  kjit_binary_destroy(own);
+  kjit_cache_destroy(cache);
 }
 
 int main(int argc, char** argv)
@@ -378,7 +396,7 @@ int main(int argc, char** argv)
   test_disk_hit_in_another_cache(cache_dir, program);
   test_disk_hit_in_another_process(argv[0], cache_dir);
   if (binary != NULL) {
-    test_module(binary);
+    test_module(binary, cache_dir, program);
   }
   kjit_binary_destroy(binary);  /* a binary outlives its cache */
   kjit_program_destroy(program);

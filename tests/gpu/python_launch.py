@@ -7,7 +7,8 @@ machine's Python (tools/gpu-build-python).
 
 --package: a folder holding the built package kjit/ (else kjit.interop is imported from
 python/kjit/interop.py and the binaries come from the C API through ctypes, which gives the same
-cubin, PTX and lowered names). Exit 0: every check passed; 1: one failed; 77: no GPU.
+cubin, PTX and lowered names). Exit 0: every check passed; 1: one failed, or CuPy, PyTorch or
+cuda.core is missing; 77: no GPU.
 """
 
 import argparse
@@ -198,7 +199,12 @@ def main():
     args = parser.parse_args()
     try:
         import cupy
-
+        import torch  # noqa: F401
+        from cuda.core import Device  # noqa: F401
+    except ImportError as error:  # a GPU machine without them checks nothing: a failure, not a skip
+        print(f"cannot check the launches: {error}")
+        return 1
+    try:
         if cupy.cuda.runtime.getDeviceCount() == 0:
             raise RuntimeError("no device")
         major, minor = divmod(int(cupy.cuda.Device(0).compute_capability), 10)

@@ -4,7 +4,7 @@
 # floats reading them STRIDE apart: the coalesced schedule (STRIDE=1) reads 8 floats per 32-byte
 # sector, STRIDE=4099 one (8 times the sectors; 4 M and 16 M floats: 16 and 64 MB), and must win
 # at both sizes.
-# Usage: tests/gpu/script_tune.sh KJIT_CLI   (exit 0: the table is right; 1: it is not)
+# Usage: tests/gpu/script_tune.sh KJIT_CLI   (exit 0: the table is right; 1: it is not; 77: no GPU)
 set -u
 kjit=${1:?usage: script_tune.sh KJIT_CLI}
 dir=$(mktemp -d)
@@ -16,7 +16,11 @@ extern "C" __global__ void gather(const float* in, float* out, int n)
   if (i < n) out[i] = in[(i * STRIDE) % n];
 }
 CU
-arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d .)
+if [ -z "$arch" ]; then
+  echo "no GPU (nvidia-smi names none)"
+  exit 77
+fi
 build=("$dir/gather.cu" --name gather --space STRIDE=1,4099 --space BLOCK=128,256 --sizes n --arch "sm_$arch"
        --cache-dir "$dir/cache")
 status=0
