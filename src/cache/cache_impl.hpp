@@ -63,6 +63,8 @@ struct HeadersChanged {};
 
 // lookup.cpp: what a lookup hands out for a stored entry (its binary, or its compile error).
 Result result_of(store::Entry&& entry);
+// The same, the entry left as it is (its binary copied).
+Result result_of(const store::Entry& entry);
 } // namespace cache
 
 struct Cache::Impl {
@@ -230,7 +232,7 @@ struct Cache::Impl {
   // error is counted and logged once; the caller already has its binary (and the memory tier).
   // `release_after` (a resolver: a vendored CCCL's took 44 ms to free) goes on the writer thread
   // after the commit, not on the caller's path.
-  void persist(const util::Sha256& entry_key, const PreparedProgram& prepared, const store::Entry& entry,
+  void persist(const util::Sha256& entry_key, const PreparedProgram& prepared, store::Entry entry,
                std::shared_ptr<cache::CompileLock> lock = nullptr,
                std::vector<std::shared_ptr<const void>> release_after = {});
   // ptx_reuse.cpp: for a virtual arch, the PTX of the same program stored for its real arch (in
@@ -287,7 +289,7 @@ struct Cache::Impl {
   std::mutex dir_mutex;  // follow_cache_dir() of `dir`, on a write
   void open_mirror();
   // Queues the entry's mirror folder (off the caller's path); its headers must be loaded.
-  void mirror_entry(const util::Sha256& entry_key, const store::Entry& entry);
+  void mirror_entry(const util::Sha256& entry_key, store::Entry entry);
   // Queues the shared mirror files of the headers of a program about to compile: written while
   // NVRTC runs (on the other core), the entry's folder then only links them.
   void mirror_headers_early(const deps::Resolution& resolution);

@@ -231,7 +231,7 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   return entry;
 }
 
-void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& p, const store::Entry& entry,
+void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& p, store::Entry entry,
                           std::shared_ptr<cache::CompileLock> lock, std::vector<std::shared_ptr<const void>> release_after)
 {
   if (!store || !store->writable()) {
@@ -298,8 +298,18 @@ void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
   }
   // Queued after the commit: the mirror's thread writes the folder once the store has the entry
   // (and skips it if the commit failed).
-  mirror_entry(entry_key, entry);
+  mirror_entry(entry_key, std::move(entry));
   after_write(entry_key, row_bytes, blob_bound);  // KJIT_MAX_SIZE: checked on writes
+}
+
+cache::Result cache::result_of(const store::Entry& entry)
+{
+  store::Entry outcome;  // what a Result holds of it: not the headers, the source or the texts
+  outcome.kind = entry.kind;
+  outcome.program_name = entry.program_name;
+  outcome.options = entry.options;
+  outcome.binary = entry.binary;
+  return result_of(std::move(outcome));
 }
 
 cache::Result cache::result_of(store::Entry&& entry)
@@ -436,23 +446,24 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& prepared_key, con
   std::shared_ptr<deps::Resolver> compiled_with;
   store::Entry entry = compile_entry(p, compiled_entry_key, cacheable, compiled_with);
   keepable = cacheable;
+  const bool binary = entry.kind == store::EntryKind::binary;
+  cache::Result result = cacheable ? cache::result_of(entry) : cache::result_of(std::move(entry));
   if (cacheable) {
-    // The resolvers are freed after the commit, on the store's writer thread.
-    persist(compiled_entry_key, p, entry, std::move(lock), {std::move(compiled_with), std::move(prediction)});
     offer_to_tiers(compiled_entry_key, entry);  // the remote tier queues it for its upload thread
+    // The resolvers are freed after the commit, on the store's writer thread. The entry goes to the
+    // mirror's thread last, with its headers' contents (a vendored CCCL's 13.7 MB): not copied.
+    persist(compiled_entry_key, p, std::move(entry), std::move(lock), {std::move(compiled_with), std::move(prediction)});
   }
   // The key it is stored under (a provisional key names no entry); one not cached, or with no
   // store to keep it, is said so without a key (a commit that fails later warns on its own).
   if (cacheable && store && store->writable()) {
-    verbose(entry.kind == store::EntryKind::binary ? "miss, compiled" : "miss, compile error", p.program().name,
-            p.arch(), compiled_entry_key, watch.elapsed_ms());
+    verbose(binary ? "miss, compiled" : "miss, compile error", p.program().name, p.arch(), compiled_entry_key,
+            watch.elapsed_ms());
   } else {
-    const bool binary = entry.kind == store::EntryKind::binary;
     verbose(cacheable ? (binary ? "miss, compiled, not stored (no writable store)" : "miss, compile error, not stored (no writable store)")
                       : (binary ? "miss, compiled, not cached" : "miss, compile error, not cached"),
             p.program().name, p.arch(), nullptr, watch.elapsed_ms());
   }
-  cache::Result result = cache::result_of(std::move(entry));
   if (cacheable && compiled_entry_key != prepared_key) {
     memory.insert(compiled_entry_key, result);  // found under its true key by the next, validated, lookup
   }

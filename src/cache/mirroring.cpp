@@ -98,7 +98,7 @@ void Cache::Impl::mirror_headers_early(const deps::Resolution& resolution)
   mirror_writer->write_headers(std::move(headers));
 }
 
-void Cache::Impl::mirror_entry(const util::Sha256& entry_key, const store::Entry& entry)
+void Cache::Impl::mirror_entry(const util::Sha256& entry_key, store::Entry entry)
 {
   if (mirror_writer) {
     {
@@ -125,7 +125,7 @@ void Cache::Impl::mirror_entry(const util::Sha256& entry_key, const store::Entry
     } catch (const std::exception& e) {
       cache::warn_once(std::string("cannot mirror into the cache folder: ") + e.what());
     }
-    mirror_writer->write(util::to_hex(entry_key), entry);
+    mirror_writer->write(util::to_hex(entry_key), std::move(entry));
   }
 }
 
