@@ -75,6 +75,10 @@ std::map<util::Sha256, std::string> Cache::Impl::prepare_ahead(deps::Resolver& p
   if (!prediction.unfaithful().empty()) {
     return blobs;  // compiled from the disk, not stored
   }
+  // The process's first count for KJIT_MAX_SIZE walks the mirror (a vendored CCCL's: ≈ 9 ms of
+  // stats after NVRTC, on the caller's path): made here, beside NVRTC, before these headers are
+  // staged (their entry's write adds its own guess of them).
+  count_before_write();
   mirror_headers_early(prediction.result());
   if (!store || !store->writable()) {
     return blobs;
