@@ -38,16 +38,21 @@ run() {  # run LABEL [kjit compile options…]: one process, its wall s, peak MB
   echo "$label $wall $peak" >>runs.txt
 }
 rm -f runs.txt
+# A cache folder per round, all removed at the end: removing one just before the next miss made
+# that miss pay for it on an ext4 without a journal (this machine's), where for 60 s after an inode
+# is freed each new inode of its group scans past it (ext4's recently_deleted(): 15 % of a miss's
+# perf samples, on the mirror's thread), which a --no-cache run, making no files, never meets.
+rm -rf cache cache.*
 for ((r = 0; r < rounds; r++)); do
   run nocache --arch sm_90 --no-cache
-  rm -rf cache
-  KJIT_CACHE_DIR=$work/cache run miss --arch sm_90
+  KJIT_CACHE_DIR=$work/cache.$r run miss --arch sm_90
   run nocache2 --arch sm_80 --no-cache
-  KJIT_CACHE_DIR=$work/cache run arch2 --arch sm_80
+  KJIT_CACHE_DIR=$work/cache.$r run arch2 --arch sm_80
 done
 for r in 1 2 3 4 5; do
-  KJIT_CACHE_DIR=$work/cache run hit --arch sm_90
+  KJIT_CACHE_DIR=$work/cache.0 run hit --arch sm_90
 done
+rm -rf cache.*
 median() { awk -v l="$1" -v c="$2" '$1 == l {print $c}' runs.txt | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 plain=$(median nocache 2) miss=$(median miss 2)
 printf 'median: --no-cache %.2f s %.0f MB; miss %.2f s %.0f MB (%+.1f %%, %+.0f MB); hit %.3f s\n' \
