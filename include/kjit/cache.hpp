@@ -186,9 +186,11 @@ struct Lookup {
   Source source = Source::memory;
   double lookup_ms = 0;  // wall time of this call, preparing the program included when given one
   // The key (64 hex digits) of the entry served, where this lookup made it: a program with disk
-  // headers or a PreparedProgram, once its key is final. Empty for one found by its raw inputs
-  // (no key computed: Cache::prepare() gives it, without a header stat) or whose key the compile
-  // establishes (Cache::prepare() after the lookup gives it).
+  // headers or a PreparedProgram, once its key is final; a compile's stored entry (the key the
+  // compile established: what NVRTC read; its commit may still be under way, Cache::stats()
+  // waits for it). Empty for one found by its raw inputs (no key computed: Cache::prepare() gives
+  // it, without a header stat), and for a compile not stored (no writable store, not cached) or
+  // made by another process while this one waited.
   std::string key;
 };
 
@@ -410,8 +412,10 @@ private:
                                             std::string* key = nullptr);
   std::shared_ptr<const Binary> get_prepared(const PreparedProgram& prepared, Source& source,
                                              std::string* key = nullptr);
-  std::shared_ptr<const Binary> get_once(const PreparedProgram& prepared, Source& source);
-  // get_once(), and in `key` (when given) the key of a hit it served.
+  // A compile's entry key, when it was given to the store, goes to `stored_key` (when given).
+  std::shared_ptr<const Binary> get_once(const PreparedProgram& prepared, Source& source,
+                                         std::string* stored_key = nullptr);
+  // get_once(), and in `key` (when given) the key of a hit it served or of the entry it compiled.
   std::shared_ptr<const Binary> get_keyed(const PreparedProgram& prepared, Source& source, std::string* key);
   // get_keyed() of `program` prepared again, a few times while a tracked header keeps changing.
   std::shared_ptr<const Binary> get_prepared_again(const Program& program, const Arch& arch, Source& source,

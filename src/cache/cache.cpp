@@ -345,14 +345,14 @@ std::shared_ptr<const Binary> Cache::get_prepared(const PreparedProgram& prepare
 
 std::shared_ptr<const Binary> Cache::get_keyed(const PreparedProgram& prepared, Source& source, std::string* key)
 {
-  auto binary = get_once(prepared, source);
+  auto binary = get_once(prepared, source, key);
   if (key != nullptr && !prepared.m_provisional && source != Source::compiled && source != Source::compiled_elsewhere) {
-    *key = prepared.key();  // a hit's key is final; a compile's may not be (what NVRTC read decides)
+    *key = prepared.key();  // a hit's key is final; a compile's is what NVRTC read decides (get_once's)
   }
   return binary;
 }
 
-std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, Source& source)
+std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, Source& source, std::string* stored_key)
 {
   source = Source::memory;
   Impl& impl = *m_impl;
@@ -393,6 +393,9 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
   try {
     bool keepable = true;
     result = impl.load_or_compile(prepared_key, prepared, source, keepable);
+    if (stored_key != nullptr && result.stored_key) {
+      *stored_key = util::to_hex(*result.stored_key);  // a compile's key, known now (not prepare()'s)
+    }
     // Not a compile kjit does not cache (a file NVRTC or ptxas reads that no key holds): kept in
     // memory, it would be served to the next lookup after that file changed.
     if (!provisional && keepable) {

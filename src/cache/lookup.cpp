@@ -453,6 +453,9 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& prepared_key, con
     // The resolvers are freed after the commit, on the store's writer thread. The entry goes to the
     // mirror's thread last, with its headers' contents (a vendored CCCL's 13.7 MB): not copied.
     persist(compiled_entry_key, p, std::move(entry), std::move(lock), {std::move(compiled_with), std::move(prediction)});
+    if (store && store->writable()) {
+      result.stored_key = compiled_entry_key;
+    }
   }
   // The key it is stored under (a provisional key names no entry); one not cached, or with no
   // store to keep it, is said so without a key (a commit that fails later warns on its own).

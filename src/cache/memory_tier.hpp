@@ -22,6 +22,9 @@ namespace kjit::cache {
 struct Result {
   std::shared_ptr<const Binary> binary;
   std::shared_ptr<const CompileError> failure;
+  // A compile's: the key its entry is committed under (the commit may still be under way), when
+  // it was given to a writable store.
+  std::optional<util::Sha256> stored_key;
   std::size_t bytes() const;
 };
 

@@ -35,7 +35,7 @@ kjit::cache::Result result_of_size(std::size_t cubin_bytes)
 {
   auto binary = std::make_shared<kjit::Binary>();
   binary->cubin.assign(cubin_bytes, 'x');
-  return {binary, nullptr};
+  return {binary, nullptr, std::nullopt};
 }
 
 kjit::util::Sha256 key(int n)

@@ -43,6 +43,34 @@ BOOST_AUTO_TEST_CASE(each_lookup_says_where_its_binary_came_from_and_what_it_too
   BOOST_TEST(later.stats().disk_hits == 1u);
 }
 
+// A compile's lookup names the entry it stored: the key the compile established (what NVRTC read,
+// a disk header here), the one prepare() gives afterwards, whose row the store has once stats()
+// waited for the commit. One without a writable store names none.
+BOOST_AUTO_TEST_CASE(a_compile_s_lookup_names_the_entry_it_stored)
+{
+  const std::string dir = tmp.path() + "/src";
+  put(dir + "/k.h", "#define K 3\n");
+  put(dir + "/k.cu", "#include \"k.h\"\nextern \"C\" __global__ void k(int* p) { *p = K; }\n");
+  settle();
+  const kjit::Program program = kjit::program_from_file(dir + "/k.cu");
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  kjit::Cache cache(config);
+  const kjit::Lookup compiled = cache.lookup(program, arch);
+  BOOST_TEST_REQUIRE((compiled.source == kjit::Source::compiled));
+  BOOST_TEST_REQUIRE(compiled.key.size() == 64u);
+  (void)cache.stats();  // waits for the commit
+  BOOST_TEST(cache.resolve_key(compiled.key) == compiled.key);
+  BOOST_TEST(cache.prepare(program, arch).key() == compiled.key);
+  BOOST_TEST(kjit::Cache(config).lookup(program, arch).key == compiled.key);  // a disk hit's
+
+  kjit::Config off = config;
+  off.disable_cache = true;
+  off.cache_dir = tmp.path() + "/off";
+  const kjit::Lookup unstored = kjit::Cache(off).lookup(program, arch);
+  BOOST_TEST((unstored.source == kjit::Source::compiled));
+  BOOST_TEST(unstored.key.empty());
+}
+
 BOOST_AUTO_TEST_CASE(a_bundle_hit_is_reported_as_one)
 {
   const kjit::Program program = small_program("bundled_outcome");

@@ -137,7 +137,7 @@ int command_compile(const std::vector<std::string>& args)
     const std::uint64_t header_stats = after.header_stats - before.header_stats;  // this lookup's
     binary = *found.binary;
     const std::optional<std::string> compiled_key =
-      found.source == Source::compiled ? stored_key(cache, program, arch, binary) : std::nullopt;
+      found.source == Source::compiled ? stored_key(cache, program, arch, binary, found.key) : std::nullopt;
     const bool not_stored = found.source == Source::compiled && !compiled_key;
     if (not_stored) {
       // No key: none was stored, and `kjit show` would find nothing under it.

@@ -8,13 +8,22 @@
 
 namespace kjit::cli {
 
-std::optional<std::string> stored_key(Cache& cache, const Program& program, const Arch& arch, const Binary& binary)
+std::optional<std::string> stored_key(Cache& cache, const Program& program, const Arch& arch, const Binary& binary,
+                                      const std::string& looked_up)
 {
   if (cache.config().disable_cache) {
     return std::string();
   }
   if (!cache.has_disk_tier()) {
     return std::nullopt;
+  }
+  try {
+    // One row's look (Cache::stats() waited for the commit); prepare() would stat every header again.
+    if (looked_up.size() == 64 && cache.resolve_key(looked_up) == looked_up) {
+      return looked_up;
+    }
+  } catch (const Error&) {
+    // not stored after all (the commit failed): the ways below say so
   }
   try {
     if (std::string key = cache.resolve_key(cache.prepare(program, arch).key()); key.size() == 64) {
