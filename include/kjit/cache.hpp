@@ -188,7 +188,8 @@ struct Lookup {
   // The key (64 hex digits) of the entry served, where this lookup made it: a program with disk
   // headers or a PreparedProgram, once its key is final; a compile's stored entry (the key the
   // compile established: what NVRTC read; its commit may still be under way, Cache::stats()
-  // waits for it). Empty for one found by its raw inputs (no key computed: Cache::prepare() gives
+  // waits for it; a commit that fails, or KJIT_MAX_SIZE removing the entry at once, leaves the key
+  // naming none). Empty for one found by its raw inputs (no key computed: Cache::prepare() gives
   // it, without a header stat), and for a compile not stored (no writable store, not cached) or
   // made by another process while this one waited.
   std::string key;

@@ -380,7 +380,7 @@ std::shared_ptr<const Binary> Cache::get_once(const PreparedProgram& prepared, S
   if (future.valid()) {  // another thread is on it: its result, shared, counted as a memory hit
     const cache::Result shared = future.get();
     if (!shared.binary && !shared.failure) {
-      return get_once(prepared, source);  // its thread was cancelled before it had one: look again
+      return get_once(prepared, source, stored_key);  // its thread was cancelled before it had one: look again
     }
     impl.statistics.count(&CacheStats::memory_hits, &CacheStats::compile_ms_saved,
                shared.binary ? shared.binary->timings.total_ms : 0.0);
