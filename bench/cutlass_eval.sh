@@ -100,7 +100,7 @@ evaluate() {  # evaluate NAME ARCH ARGS...
   rm -f "$work"/t.*
   # A cache folder per round, renamed or removed at the end: one removed just before a miss made
   # it pay for the removal (bench/vendored_cccl.sh says why), which --no-cache never meets.
-  rm -rf "$work/cache-$name-$arch"
+  rm -rf "$work/cache-$name-$arch" "$work/cache-$name-$arch".*  # (a failed run's too: a hit is no miss)
   for ((r = 0; r < rounds; r++)); do
     run_timed "$work/t.plain$r" "${args[@]}" --no-cache
     KJIT_CACHE_DIR="$work/cache-$name-$arch.$r" run_timed "$work/t.miss$r" "${args[@]}"
@@ -129,6 +129,7 @@ other_arch() {  # other_arch NAME ARGS...: the sm_90 miss from the sm_80 entry's
   shift
   local args=("$work/src/$name.cu" "$@")
   rm -f "$work"/o.*
+  rm -rf "$work/cache-other-$name".*  # a failed run's: cp -a would copy into it
   for ((r = 0; r < rounds; r++)); do
     run_timed "$work/o.plain$r" "${args[@]}" --arch sm_90 --no-cache
     cp -a "$work/cache-$name-sm_80" "$work/cache-other-$name.$r"
