@@ -1,10 +1,14 @@
-// The Cache's mirror: entries queued to a background writer, removals, the index's rows.
+// The Cache's mirror: entries queued to a background writer, removals, the index's rows, and its
+// rebuild from the store (`kjit mirror --rebuild`).
 #include "cache/cache_impl.hpp"
 
 #include "cache/cache_dir.hpp"
 #include "config/log.hpp"
+#include "mirror/mirror.hpp"
+#include "mirror/script_mirror.hpp"
 #include "store/blobs.hpp"
 #include "store/record.hpp"
+#include "util/file_size_signal.hpp"
 #include "util/hash.hpp"
 
 #include <memory>
@@ -163,6 +167,81 @@ std::vector<mirror::IndexRow> Cache::Impl::index_rows() const
     });
   }
   return rows;
+}
+
+namespace cache {
+
+namespace {
+
+std::function<void()> g_listed_keys_hook;
+
+} // namespace
+
+void set_listed_keys_hook(std::function<void()> hook) { g_listed_keys_hook = std::move(hook); }
+
+void run_listed_keys_hook()
+{
+  if (g_listed_keys_hook) {
+    g_listed_keys_hook();
+  }
+}
+
+} // namespace cache
+
+std::size_t Cache::rebuild_mirror(std::size_t* skipped)
+{
+  std::size_t failed = 0;
+  std::size_t written = 0;
+  if (m_impl->mirror_writer) {
+    m_impl->mirror_writer->flush();  // `kjit mirror`: what this process queued is written first
+  }
+  if (m_impl->store && m_impl->dir.writable) {
+    const util::FileSizeSignalBlock no_sigxfsz;  // a file past ulimit -f is skipped, never kills the host
+    // The keys first, then one short read per entry: no read transaction stays open while files
+    // are written (the store may grow meanwhile).
+    std::vector<std::string> keys;
+    m_impl->store->for_each(store::Table::entries,
+                            [&](std::string_view key, std::string_view) { keys.emplace_back(key); });
+    std::set<std::string> keep;
+    for (const std::string& key : keys) {
+      keep.insert(util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size()));
+    }
+    mirror::prune(m_impl->dir.io_path, &keep);  // junk, entries no longer stored, temps of killed runs
+    cache::run_listed_keys_hook();
+    for (const std::string& key : keys) {
+      std::optional<store::Entry> entry;
+      std::string why;
+      const bool stored = m_impl->store->visit(store::Table::entries, key, [&](std::string_view bytes) {
+        entry = store::decode_record(bytes, util::digest_of_bytes(key), store::Sections::all, why);
+      });
+      const std::string hex = util::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size());
+      const auto gone = [&] {
+        // Removed since the keys were listed (another process's prune, eviction or clear): neither
+        // written nor a failure. Its folder, if a writer made one meanwhile, goes with the next prune.
+        return !m_impl->store->visit(store::Table::entries, key, [](std::string_view) {});
+      };
+      const bool headers = entry && store::load_headers(*m_impl->store, *entry, why);
+      if (!stored || (entry && !headers && gone())) {
+        continue;
+      }
+      if (!entry || !headers || mirror::write_entry(m_impl->dir.io_path, hex, *entry)) {
+        // Damaged (quarantined when next looked up or by verify --repair, never mirrored), a header
+        // blob missing, or not writable.
+        ++failed;
+      } else {
+        ++written;
+      }
+    }
+    mirror::sweep_headers(m_impl->dir.io_path, [&](const std::string& hex) { return m_impl->has_blob(hex); });
+    if (const std::error_code error = mirror::write_index(m_impl->dir.io_path, m_impl->index_rows())) {
+      log::line("warning: cannot write the mirror's index.txt: " + error.message());
+    }
+    script::rebuild_mirror(*m_impl->store, m_impl->dir.io_path, failed);  // scripts/ too (src/script)
+  }
+  if (skipped != nullptr) {
+    *skipped = failed;
+  }
+  return written;
 }
 
 } // namespace kjit
