@@ -231,8 +231,8 @@ struct Cache::Impl {
   // released once the commit is durable, so a process waiting for the key then finds it. A store
   // error is counted and logged once; the caller already has its binary (and the memory tier).
   // `release_after` (a resolver: a vendored CCCL's took 44 ms to free) goes on the writer thread
-  // after the commit, not on the caller's path.
-  void persist(const util::Sha256& entry_key, const PreparedProgram& prepared, store::Entry entry,
+  // after the commit, not on the caller's path. False when there is no writable store (nothing queued).
+  bool persist(const util::Sha256& entry_key, const PreparedProgram& prepared, store::Entry entry,
                std::shared_ptr<cache::CompileLock> lock = nullptr,
                std::vector<std::shared_ptr<const void>> release_after = {});
   // ptx_reuse.cpp: for a virtual arch, the PTX of the same program stored for its real arch (in

@@ -231,11 +231,11 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   return entry;
 }
 
-void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& p, store::Entry entry,
+bool Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& p, store::Entry entry,
                           std::shared_ptr<cache::CompileLock> lock, std::vector<std::shared_ptr<const void>> release_after)
 {
   if (!store || !store->writable()) {
-    return;
+    return false;
   }
   // One write transaction: the record, the name index (keyed by a hash of the name, so it always
   // fits), and the manifest that leads to it.
@@ -300,6 +300,7 @@ void Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
   // (and skips it if the commit failed).
   mirror_entry(entry_key, std::move(entry));
   after_write(entry_key, row_bytes, blob_bound);  // KJIT_MAX_SIZE: checked on writes
+  return true;
 }
 
 cache::Result cache::result_of(const store::Entry& entry)
@@ -452,14 +453,14 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& prepared_key, con
     offer_to_tiers(compiled_entry_key, entry);  // the remote tier queues it for its upload thread
     // The resolvers are freed after the commit, on the store's writer thread. The entry goes to the
     // mirror's thread last, with its headers' contents (a vendored CCCL's 13.7 MB): not copied.
-    persist(compiled_entry_key, p, std::move(entry), std::move(lock), {std::move(compiled_with), std::move(prediction)});
-    if (store && store->writable()) {
+    if (persist(compiled_entry_key, p, std::move(entry), std::move(lock),
+                {std::move(compiled_with), std::move(prediction)})) {
       result.stored_key = compiled_entry_key;
     }
   }
   // The key it is stored under (a provisional key names no entry); one not cached, or with no
   // store to keep it, is said so without a key (a commit that fails later warns on its own).
-  if (cacheable && store && store->writable()) {
+  if (result.stored_key) {
     verbose(binary ? "miss, compiled" : "miss, compile error", p.program().name, p.arch(), compiled_entry_key,
             watch.elapsed_ms());
   } else {
