@@ -1,5 +1,6 @@
 // kjit: command-line front end. Thin: it parses arguments and calls the library.
 #include "commands.hpp"
+#include "malloc_arenas.hpp"
 #include "standard_fds.hpp"
 
 #include <kjit/config.hpp>
@@ -88,6 +89,7 @@ int main(int argc, char** argv)
 {
   using namespace kjit::cli;
   open_standard_fds();  // before anything opens a file
+  share_one_malloc_arena();  // before any thread
   // A file size limit (ulimit -f) makes a write of the CLI's own (-o files, export's bundle) fail
   // with EFBIG, said and exit 1, instead of killing kjit half way with SIGXFSZ (exit 153, a
   // temporary file left in the output folder). The library's writes block it themselves.
