@@ -11,7 +11,7 @@ int main()
   // A host with stderr closed starts its workers so: the PCH files and include copies NVRTC writes
   // to the worker's TMPDIR would take descriptor 2, and any message written there.
   kjit::cli::open_standard_fds();
-  kjit::cli::share_one_malloc_arena();  // a worker's misses are a CLI's (malloc_arenas.hpp)
+  kjit::cli::share_one_malloc_arena();  // as the CLI (malloc_arenas.hpp); its compiles start no thread today
   // Dies with the process that started it: a worker never outlives its batch (NVRTC can hang).
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   return kjit::batch::worker_main(0, 1);
