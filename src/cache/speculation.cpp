@@ -83,6 +83,7 @@ void Speculation::compile()
   } catch (...) {
     m_error = std::current_exception();
   }
+  m_compiled_ns = deps::Resolver::steady_now_ns();
   m_blind = m_watch->blind();
   m_accesses = m_watch->accesses();
   m_watch.reset();  // the next compile of this process may be watched
@@ -253,7 +254,8 @@ std::optional<Binary> Speculation::adopt(deps::Resolver& resolver, std::string& 
       return std::nullopt;
     }
   }
-  if (!resolver.unchanged()) {
+  // (The compile checked it after NVRTC returned, compile_entry(): not made again.)
+  if (!resolver.unchanged_since(m_compiled_ns)) {
     why = "a header changed while NVRTC read it";
     return std::nullopt;
   }

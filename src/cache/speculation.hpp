@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -87,6 +88,8 @@ private:
   // deps::stamp_clock_ns() when made: before NVRTC started and before the headers were read (a
   // header whose stamp is not too new by then shows every later change in its stamp).
   std::int64_t m_start_ns = 0;
+  // deps::Resolver::steady_now_ns() when NVRTC returned (never, until then).
+  std::int64_t m_compiled_ns = std::numeric_limits<std::int64_t>::max();
   std::optional<Binary> m_binary;
   std::exception_ptr m_error;
   bool m_compile_error = false;  // m_error is a CompileError

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <ctime>
 #include <sys/stat.h>
 
@@ -30,6 +31,7 @@ std::string identity_of(const FileStamp& stamp)
 
 void Resolver::copies_named()
 {
+  ++m_changes;
   if (m_unfaithful.empty()) {
     refuse(UncachedReason::names_file,
            "the binary names a file through a macro kjit does not read (such as a toolkit header's __FILE__)");
@@ -38,6 +40,7 @@ void Resolver::copies_named()
 
 void Resolver::compiled_from_disk(UncachedReason why, const std::string& reason)
 {
+  ++m_changes;
   refuse(why, reason);
 }
 
@@ -142,6 +145,7 @@ bool Resolver::headers_name_program()
 
 bool Resolver::add(const std::string& name, const std::string& path, const std::string& includer, IncludeKind kind)
 {
+  ++m_changes;
   if (m_index.count(path) != 0) {
     return true;
   }
@@ -249,12 +253,24 @@ void Resolver::time_used()
 
 bool Resolver::unchanged() const
 {
+  const std::int64_t began = steady_now_ns();
   for (const DiskHeader& header : m_result.headers) {
     if (!(stamp_of(header.path) == header.stamp)) {
       return false;
     }
   }
+  m_held.emplace(m_changes, began);
   return true;
+}
+
+bool Resolver::unchanged_since(std::int64_t since) const
+{
+  return (m_held && m_held->first == m_changes && m_held->second >= since) || unchanged();
+}
+
+std::int64_t Resolver::steady_now_ns()
+{
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string Resolver::spell(const std::string& candidate, const std::string& name, IncludeKind kind,
@@ -311,6 +327,7 @@ const DiskHeader* Resolver::find(const std::string& path) const
 
 std::string Resolver::add_next(const std::string& name, IncludeKind kind, const std::string& includer)
 {
+  ++m_changes;
   m_names.insert(name);
   const bool main = includer == m_main_path;
   std::string includer_dir = includer.empty() ? m_context.cwd : dir_of(includer);
@@ -422,6 +439,7 @@ void Resolver::follow(const std::string& text, const std::string& includer)
 
 void Resolver::predict()
 {
+  ++m_changes;
   follow(m_program.source, m_main_path);
   for (const auto& [name, content] : m_program.headers) {
     const std::string at = join_path(m_context.cwd, name);

@@ -9,12 +9,15 @@
 
 #include <dirent.h>
 
+#include <atomic>
 #include <cctype>
 #include <set>
 
 namespace kjit::deps {
 
 namespace {
+
+std::atomic<std::uint64_t> g_closure_passes{0};
 
 // Names through one first step ("cub" for "cub/block/x.cuh", the name itself for "x.h").
 struct NameGroup {
@@ -119,8 +122,14 @@ void Resolver::add_tree(const std::string& dir, const std::string& relative)
   }
 }
 
+std::uint64_t closure_passes() noexcept
+{
+  return g_closure_passes.load(std::memory_order_relaxed);
+}
+
 void Resolver::check_include_name(const std::string& dir, const std::string& name)
 {
+  ++m_changes;
   if (m_unfaithful.empty() && !name.empty() && name.front() == '/') {
     // NVRTC opens an absolute name itself, never the copy: what it reads (and what that file
     // includes from its own folder) would not be what kjit hashed.
@@ -131,6 +140,7 @@ void Resolver::check_include_name(const std::string& dir, const std::string& nam
 
 void Resolver::check_name(const std::string& dir, const std::string& name)
 {
+  ++m_changes;
   if (!m_unfaithful.empty() || !has_dot_dot(name)) {
     return;
   }
@@ -239,6 +249,9 @@ void Resolver::close()
   if (m_seeded) {
     return;  // closed when it was recorded, and unchanged since
   }
+  if (m_closed_at == m_changes) {
+    return;  // closed, and nothing added since
+  }
   for (bool grew = true; grew;) {
     if (!m_unfaithful.empty()) {
       // The program is compiled from the disk anyway; and a name climbing above "/" would meet the
@@ -246,6 +259,7 @@ void Resolver::close()
       return;
     }
     grew = false;
+    g_closure_passes.fetch_add(1, std::memory_order_relaxed);
     const std::size_t wrappers = m_scan.wrappers.size();
     predict();
     check_formed_names();
@@ -371,6 +385,9 @@ void Resolver::close()
       }
     }
     m_closed_names.insert(new_names.begin(), new_names.end());
+  }
+  if (m_unfaithful.empty()) {
+    m_closed_at = m_changes;  // (what this pass added counted in it)
   }
 }
 

@@ -487,6 +487,70 @@ BOOST_AUTO_TEST_CASE(a_resolution_that_shed_its_absent_index_notes_each_absent_n
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_closed_resolution_is_closed_again_only_after_it_grew)
+{
+  // prepare_ahead() closes a speculation's prediction on its preparing thread; the compile closes
+  // it again after NVRTC (compile_with_includes): that second close() makes no pass. A name added
+  // since (NVRTC asking for one) makes the next close() find every file of that name again.
+  const std::string d = tmp.path() + "/closed";
+  put(d + "/inc1/a.h", "#define A 1\n");
+  put(d + "/inc1/dup.h", "");
+  put(d + "/inc2/dup.h", "");
+  put(d + "/k.cu", "#include <a.h>\n");
+  const kjit::Program program =
+    kjit::Program::from_source(d + "/k.cu", "#include <a.h>\n").option("-I" + d + "/inc1").option("-I" + d + "/inc2");
+  kjit::deps::Resolver resolver(program, kjit::deps::search_context(program, {}));
+  resolver.predict();
+  resolver.close();
+  const std::uint64_t passes = kjit::deps::closure_passes();
+  resolver.close();
+  BOOST_TEST(kjit::deps::closure_passes() == passes);
+  BOOST_TEST(resolver.find(d + "/inc2/dup.h") == nullptr);
+  BOOST_TEST(resolver.add_next("dup.h", kjit::deps::IncludeKind::angle, d + "/k.cu") == d + "/inc1/dup.h");
+  resolver.close();
+  BOOST_TEST(kjit::deps::closure_passes() > passes);
+  BOOST_TEST(resolver.find(d + "/inc2/dup.h") != nullptr);  // the name in every folder searched
+  const std::uint64_t again = kjit::deps::closure_passes();
+  resolver.close();
+  BOOST_TEST(kjit::deps::closure_passes() == again);
+}
+
+BOOST_AUTO_TEST_CASE(a_check_that_held_after_a_moment_answers_for_it_until_the_resolution_grows)
+{
+  // compile_entry() checks the prediction's stamps after NVRTC returned; the adoption then asks
+  // unchanged_since(NVRTC's return) and takes no stamp again. A check begun before that moment,
+  // or a resolution grown since, is checked again (an edit is then seen).
+  const std::string d = tmp.path() + "/held";
+  put(d + "/inc/a.h", "#define A 1\n");
+  put(d + "/inc/b.h", "#define B 1\n");
+  put(d + "/k.cu", "#include <a.h>\n");
+  const kjit::Program program = kjit::Program::from_source(d + "/k.cu", "#include <a.h>\n").option("-I" + d + "/inc");
+  kjit::deps::Resolver resolver(program, kjit::deps::search_context(program, {}));
+  resolver.predict();
+  resolver.close();
+  std::size_t stamps = 0;
+  kjit::deps::set_stamp_hook([&](const std::string& path, kjit::deps::FileStamp&) { stamps += path == d + "/inc/a.h"; });
+  struct Unhook {
+    ~Unhook() { kjit::deps::set_stamp_hook({}); }
+  } unhook;
+  const std::int64_t before = kjit::deps::Resolver::steady_now_ns();
+  BOOST_TEST(resolver.unchanged());
+  BOOST_TEST(stamps == 1u);
+  put(d + "/inc/a.h", "#define A 22\n");  // edited after the check
+  BOOST_TEST(resolver.unchanged_since(before));  // the check began after `before`, and held
+  BOOST_TEST(stamps == 1u);
+  BOOST_TEST(!resolver.unchanged_since(kjit::deps::Resolver::steady_now_ns()));  // a later moment: looked at again
+  BOOST_TEST(stamps == 2u);
+  put(d + "/inc/a.h", "#define A 1\n");
+  kjit::deps::Resolver grown(program, kjit::deps::search_context(program, {}));
+  grown.predict();
+  const std::int64_t moment = kjit::deps::Resolver::steady_now_ns();
+  BOOST_TEST(grown.unchanged());
+  BOOST_TEST(!grown.add_next("b.h", kjit::deps::IncludeKind::angle, d + "/k.cu").empty());
+  put(d + "/inc/a.h", "#define A 333\n");
+  BOOST_TEST(!grown.unchanged_since(moment));  // grown since the check: looked at again
+}
+
 BOOST_AUTO_TEST_CASE(the_header_blobs_a_speculation_encoded_are_stored_and_read_back)
 {
   // The preparing thread encodes the blobs of headers the store lacks while NVRTC compiles; the
