@@ -207,10 +207,13 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
     compiled_entry_key = texts.entry_key;
   }
   entry.headers = program.headers;
-  for (const deps::DiskHeader& header : resolution.headers) {
-    entry.headers.emplace(header.path.substr(1), header.content);
+  for (deps::DiskHeader& header : resolver.result().headers) {
     // The hash the resolver made of those bytes: the record, blob rows and mirror don't hash again.
     entry.header_refs.push_back({header.path.substr(1), header.hash, header.content.size()});
+    // Moved, not copied (a vendored CCCL's 13.7 MB: 3 ms on the caller's path): nothing reads a
+    // resolution's texts after this (its manifest and closure hold none; it is freed after the
+    // commit, on the store's writer thread).
+    entry.headers.emplace(header.path.substr(1), std::move(header.content));
   }
   if (speculation != nullptr) {
     entry.encoded_blobs = speculation->take_encoded_blobs();  // by hash: good for whatever the compile read
