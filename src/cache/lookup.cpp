@@ -112,7 +112,7 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
       manifests.predictions.erase(it);
     }
   }
-  if (taken && !taken->unchanged()) {
+  if (taken && !taken->check_unchanged()) {
     throw cache::HeadersChanged{};  // edited since prepare(): prepare again, compile what is there now
   }
   if (!taken) {

@@ -253,11 +253,19 @@ void Resolver::time_used()
 
 bool Resolver::unchanged() const
 {
-  const std::int64_t began = steady_now_ns();
   for (const DiskHeader& header : m_result.headers) {
     if (!(stamp_of(header.path) == header.stamp)) {
       return false;
     }
+  }
+  return true;
+}
+
+bool Resolver::check_unchanged()
+{
+  const std::int64_t began = steady_now_ns();
+  if (!unchanged()) {
+    return false;
   }
   m_held.emplace(m_changes, began);
   return true;

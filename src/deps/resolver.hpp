@@ -298,11 +298,16 @@ public:
   // Whether a text of the program or an option may define `#pragma once` as a macro
   // (text_may_define_once()): then any header may say it, and must_be_one_copy() holds for all.
   bool once_by_macro() const { return m_once_by_macro; }
-  // True while every header added still has the stamp it was read with (a stat each).
+  // True while every header added still has the stamp it was read with (a stat each). Only
+  // reads: lookups of one provisional key may share a prediction (Cache::Impl::predicted_key()).
   bool unchanged() const;
-  // unchanged(), or true at once where a check of it that began at `since` (steady_now_ns()) or
-  // later held and nothing was added since: a speculation's prediction is checked once after
-  // NVRTC returned, not again by the adoption (a stat per header: 3.5 ms for a vendored CCCL).
+  // unchanged(), remembering when it began if it held (for unchanged_since()): by the one thread
+  // that owns this resolution (the compile's).
+  bool check_unchanged();
+  // unchanged(), or true at once where a check_unchanged() that began at `since`
+  // (steady_now_ns()) or later held and nothing was added since: a speculation's prediction is
+  // checked once after NVRTC returned, not again by the adoption (a stat per header: 3.5 ms for a
+  // vendored CCCL).
   bool unchanged_since(std::int64_t since) const;
   static std::int64_t steady_now_ns();
   // Whether a file appearing at `path` (absolute, where a search found nothing) is one this
@@ -418,8 +423,8 @@ private:
   // again on the caller's path after NVRTC (a pass over a vendored CCCL's names: 5 ms).
   std::uint64_t m_changes = 0;
   std::optional<std::uint64_t> m_closed_at;
-  // m_changes and steady_now_ns() at the start of the last unchanged() that held.
-  mutable std::optional<std::pair<std::uint64_t, std::int64_t>> m_held;
+  // m_changes and steady_now_ns() at the start of the last check_unchanged() that held.
+  std::optional<std::pair<std::uint64_t, std::int64_t>> m_held;
   std::set<std::string> m_namesake_dirs;  // includers' folders whose toolkit namesakes are passed
   std::set<std::string> m_computed_dirs;  // see computed_dirs()
   std::set<std::string> m_memory_includers;  // where the in-memory headers are (cwd/name)

@@ -534,8 +534,14 @@ BOOST_AUTO_TEST_CASE(a_check_that_held_after_a_moment_answers_for_it_until_the_r
     ~Unhook() { kjit::deps::set_stamp_hook({}); }
   } unhook;
   const std::int64_t before = kjit::deps::Resolver::steady_now_ns();
-  BOOST_TEST(resolver.unchanged());
+  BOOST_TEST(resolver.unchanged());  // a plain check remembers nothing
   BOOST_TEST(stamps == 1u);
+  BOOST_TEST(resolver.unchanged_since(before));
+  BOOST_TEST(stamps == 2u);
+  stamps = 1;
+  BOOST_TEST(resolver.check_unchanged());
+  BOOST_TEST(stamps == 2u);
+  stamps = 1;
   put(d + "/inc/a.h", "#define A 22\n");  // edited after the check
   BOOST_TEST(resolver.unchanged_since(before));  // the check began after `before`, and held
   BOOST_TEST(stamps == 1u);
@@ -545,7 +551,7 @@ BOOST_AUTO_TEST_CASE(a_check_that_held_after_a_moment_answers_for_it_until_the_r
   kjit::deps::Resolver grown(program, kjit::deps::search_context(program, {}));
   grown.predict();
   const std::int64_t moment = kjit::deps::Resolver::steady_now_ns();
-  BOOST_TEST(grown.unchanged());
+  BOOST_TEST(grown.check_unchanged());
   BOOST_TEST(!grown.add_next("b.h", kjit::deps::IncludeKind::angle, d + "/k.cu").empty());
   put(d + "/inc/a.h", "#define A 333\n");
   BOOST_TEST(!grown.unchanged_since(moment));  // grown since the check: looked at again
