@@ -3,9 +3,11 @@
 #include "deps/formed_names.hpp"
 
 #include "util/file.hpp"
+#include "util/fork_safe.hpp"
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -81,17 +83,23 @@ ScanMacros read_toolkit(const std::vector<std::string>& dirs)
   return macros;
 }
 
+// The toolkit macros read, by folders. Never freed: its destruction at the process's exit took
+// 1.5 ms of a miss's wall time (a toolkit's 1.4 MB of definitions in small nodes), and a thread
+// still using it then would read freed memory. Made afresh in a fork()ed child: a read takes
+// ≈ 0.1 s under the lock, which a thread the child lacks may have held at fork().
+struct Memo {
+  std::mutex mutex;
+  std::map<std::vector<std::string>, std::unique_ptr<const ScanMacros>> read;
+};
+const util::ForkFresh<Memo> g_memo;
+
 } // namespace
 
 const ScanMacros& toolkit_macros(const std::vector<std::string>& dirs)
 {
-  static std::mutex mutex;
-  // Never freed: its destruction at the process's exit took 1.5 ms of a miss's wall time (a
-  // toolkit's 1.4 MB of definitions in small nodes), and a thread still using it then would read
-  // freed memory.
-  static auto* const read = new std::map<std::vector<std::string>, std::unique_ptr<const ScanMacros>>;
-  std::lock_guard lock(mutex);
-  auto& macros = (*read)[dirs];
+  Memo& memo = *g_memo;
+  std::lock_guard lock(memo.mutex);
+  auto& macros = memo.read[dirs];
   if (!macros) {
     macros = std::make_unique<const ScanMacros>(read_toolkit(dirs));
   }

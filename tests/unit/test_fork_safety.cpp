@@ -1,11 +1,14 @@
 // fork() and exit() around kjit's own threads: a fork() while exit() waits for a commit, a walk that
 // forks on the store's writer thread during exit(), a child forked while another thread closes or
-// opens a store, and the mirror writer after a failed thread start (docs/reliability.md).
+// opens a store, the mirror writer after a failed thread start, and a child forked while the
+// toolkit's macros are read (docs/reliability.md).
 #include <boost/test/unit_test.hpp>
 
 #include "fixture.hpp"
 #include "write_lock.hpp"
 #include "cache/compile_lock.hpp"
+#include "deps/formed_names.hpp"
+#include "rtc/toolkit.hpp"
 #include "mirror/writer.hpp"
 #include "store/store.hpp"
 
@@ -337,6 +340,38 @@ BOOST_AUTO_TEST_CASE(a_forked_childs_check_of_its_parents_store_neither_repairs_
   BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status_text(status));
   BOOST_TEST(!moved);
   BOOST_TEST(store->replacements() == 0u);
+}
+
+// A child forked while another thread reads a toolkit's macros (≈ 0.1 s under the memo's lock):
+// the child's own read neither waits for a lock no thread of its holds nor finds a half-made memo.
+BOOST_AUTO_TEST_CASE(a_child_forked_while_toolkit_macros_are_read_reads_its_own)
+{
+  const std::vector<std::string> toolkit = kjit::rtc::find_toolkit(config).include_dirs;
+  BOOST_TEST_REQUIRE(!toolkit.empty());
+  const std::string other = tmp.path() + "/other-toolkit";
+  put(other + "/h.h", "#define OWN_MACRO 1\n");
+  std::atomic<bool> started{false};
+  std::thread reader([&] {
+    started = true;
+    // (a folder list no test read before: a read, not the memo's answer)
+    std::vector<std::string> dirs = toolkit;
+    dirs.push_back(tmp.path() + "/none");
+    std::ignore = kjit::deps::toolkit_macros(dirs);
+  });
+  while (!started) {
+    std::this_thread::yield();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const pid_t child = ::fork();
+  BOOST_TEST_REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(20);  // a hang ends as SIGALRM
+    const kjit::deps::ScanMacros& macros = kjit::deps::toolkit_macros({other});
+    ::_exit(macros.values.count("OWN_MACRO") == 1 ? 0 : 3);
+  }
+  const int status = wait_status(child);
+  reader.join();
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "status " << status_text(status));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
