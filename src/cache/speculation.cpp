@@ -155,8 +155,10 @@ std::string Speculation::unanswered(const deps::Resolver& resolver) const
   // a symlink by another name is taken as any file): the symlink-free path of the other looks
   // (2 300 stats of a vendored CCCL's searches, each folder walked: 3 ms) is not asked.
   const std::string main_name = resolver.main_path().substr(resolver.main_path().rfind('/') + 1);
+  // (NVRTC stats the name as given, which with --no-source-include is not where main_path() is.)
+  const std::string given = deps::join_path(context.cwd, m_program.name);
   const auto names_main = [&](const std::string& path) {
-    return path == resolver.main_path() ||
+    return path == resolver.main_path() || path == given ||
            (path.size() > main_name.size() && path.compare(path.size() - main_name.size(), main_name.size(), main_name) == 0 &&
             path[path.size() - main_name.size() - 1] == '/' && real_paths.real(path) == main_real);
   };

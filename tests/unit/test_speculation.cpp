@@ -81,6 +81,28 @@ BOOST_AUTO_TEST_CASE(a_first_miss_keeps_the_compile_made_from_the_disk)
   BOOST_TEST(edited.binary->cubin != uncached.cubin);
 }
 
+BOOST_AUTO_TEST_CASE(a_program_named_in_a_folder_with_no_source_include_keeps_the_compile_made_from_the_disk)
+{
+  // NVRTC stats the program's name as given (d/sub/k.cu); with --no-source-include the resolver
+  // places the program in the working directory. That look is the program's own, as any other
+  // spelling of its name: the compile made from the disk is kept (it was refused, a second NVRTC run).
+  const std::string d = tmp.path() + "/nosrc";
+  const std::string source = "#include <h.h>\nextern \"C\" __global__ void k(int* p) { *p = H; }\n";
+  put(d + "/inc/h.h", "#define H 3\n");
+  put(d + "/sub/k.cu", source);
+  settle();
+  kjit::Cache cache(config);
+  cache.get(small_program("nosrc_warm"), k_arch);
+  const kjit::Program program =
+    kjit::Program::from_source(d + "/sub/k.cu", source).option("--no-source-include").option("-I" + d + "/inc");
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const kjit::Lookup first = cache.lookup(program, k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
+  BOOST_TEST(first.binary->cubin == kjit::compile(program, k_arch).cubin);
+  kjit::Cache second(config);
+  BOOST_TEST(kjit::to_string(second.lookup(program, k_arch).source) == std::string("disk"));
+}
+
 BOOST_AUTO_TEST_CASE(a_header_edited_while_nvrtc_reads_it_is_compiled_again_from_copies)
 {
   const std::string d = tmp.path() + "/e";
