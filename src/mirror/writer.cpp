@@ -87,6 +87,11 @@ bool Writer::run_one(std::unique_lock<std::mutex>& lock)
   lock.lock();
   m_busy = false;
   m_idle->notify_all();
+  // What the job holds (an entry's header texts: a vendored CCCL's 13.7 MB) is freed after a
+  // flush() was told, not before it returns (1.5 ms of `kjit compile`'s wait after a miss).
+  lock.unlock();
+  job = Job{};
+  lock.lock();
   return true;
 }
 
