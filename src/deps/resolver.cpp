@@ -31,7 +31,6 @@ std::string identity_of(const FileStamp& stamp)
 
 void Resolver::copies_named()
 {
-  ++m_changes;
   if (m_unfaithful.empty()) {
     refuse(UncachedReason::names_file,
            "the binary names a file through a macro kjit does not read (such as a toolkit header's __FILE__)");
@@ -40,7 +39,6 @@ void Resolver::copies_named()
 
 void Resolver::compiled_from_disk(UncachedReason why, const std::string& reason)
 {
-  ++m_changes;
   refuse(why, reason);
 }
 

@@ -417,9 +417,9 @@ private:
   std::map<std::string, std::string> m_real_files;  // inode, size, mtime, ctime → first path added
   std::set<std::string> m_closed_dirs;   // folders and names close() has tried together
   std::set<std::string> m_closed_names;
-  // Bumped by each public call that may add to the resolution (add, add_next, predict, a name
-  // checked, a refusal); close() returns at once while it equals m_closed_at, the value its last
-  // finished pass left: a speculation's prediction, closed on its preparing thread, is not closed
+  // Bumped by each public call that may add headers or names (add, add_next, predict; a refusal
+  // adds none, and close() does nothing once refused); close() returns at once while it equals
+  // m_closed_at, the value its last finished pass left: a speculation's prediction, closed on its preparing thread, is not closed
   // again on the caller's path after NVRTC (a pass over a vendored CCCL's names: 5 ms).
   std::uint64_t m_changes = 0;
   std::optional<std::uint64_t> m_closed_at;

@@ -129,7 +129,6 @@ std::uint64_t closure_passes() noexcept
 
 void Resolver::check_include_name(const std::string& dir, const std::string& name)
 {
-  ++m_changes;
   if (m_unfaithful.empty() && !name.empty() && name.front() == '/') {
     // NVRTC opens an absolute name itself, never the copy: what it reads (and what that file
     // includes from its own folder) would not be what kjit hashed.
@@ -140,7 +139,6 @@ void Resolver::check_include_name(const std::string& dir, const std::string& nam
 
 void Resolver::check_name(const std::string& dir, const std::string& name)
 {
-  ++m_changes;
   if (!m_unfaithful.empty() || !has_dot_dot(name)) {
     return;
   }

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <functional>
 #include <chrono>
+#include <initializer_list>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
@@ -34,6 +35,17 @@ kjit::Program program_in(const std::string& dir)
   return kjit::Program::from_source("k.cu", std::string("#include \"v.h\"\n#include <w.h>\n") + k_kernel)
     .option("-I" + dir + "/inc")
     .option("--no-source-include");
+}
+
+// d/k.cu, "#include <a.h>", searching each of `dirs` (below d) in turn.
+kjit::Program includer_of_a(const std::string& d, std::initializer_list<const char*> dirs)
+{
+  put(d + "/k.cu", "#include <a.h>\n");
+  kjit::Program program = kjit::Program::from_source(d + "/k.cu", "#include <a.h>\n");
+  for (const char* dir : dirs) {
+    program.option("-I" + d + "/" + dir);
+  }
+  return program;
 }
 
 void write_headers(const std::string& dir, int v)
@@ -472,9 +484,7 @@ BOOST_AUTO_TEST_CASE(a_resolution_that_shed_its_absent_index_notes_each_absent_n
   put(d + "/inc2/a.h", "#define A 1\n");
   put(d + "/inc2/b.h", "#define B 2\n");
   put(d + "/inc1/other.h", "");
-  put(d + "/k.cu", "#include <a.h>\n");
-  const kjit::Program program =
-    kjit::Program::from_source(d + "/k.cu", "#include <a.h>\n").option("-I" + d + "/inc1").option("-I" + d + "/inc2");
+  const kjit::Program program = includer_of_a(d, {"inc1", "inc2"});
   const kjit::deps::SearchContext context = kjit::deps::search_context(program, {});
   kjit::deps::Resolver kept(program, context);
   kjit::deps::Resolver shed(program, context);
@@ -518,9 +528,7 @@ BOOST_AUTO_TEST_CASE(a_closed_resolution_is_closed_again_only_after_it_grew)
   put(d + "/inc1/a.h", "#define A 1\n");
   put(d + "/inc1/dup.h", "");
   put(d + "/inc2/dup.h", "");
-  put(d + "/k.cu", "#include <a.h>\n");
-  const kjit::Program program =
-    kjit::Program::from_source(d + "/k.cu", "#include <a.h>\n").option("-I" + d + "/inc1").option("-I" + d + "/inc2");
+  const kjit::Program program = includer_of_a(d, {"inc1", "inc2"});
   kjit::deps::Resolver resolver(program, kjit::deps::search_context(program, {}));
   resolver.predict();
   resolver.close();
@@ -545,8 +553,7 @@ BOOST_AUTO_TEST_CASE(a_check_that_held_after_a_moment_answers_for_it_until_the_r
   const std::string d = tmp.path() + "/held";
   put(d + "/inc/a.h", "#define A 1\n");
   put(d + "/inc/b.h", "#define B 1\n");
-  put(d + "/k.cu", "#include <a.h>\n");
-  const kjit::Program program = kjit::Program::from_source(d + "/k.cu", "#include <a.h>\n").option("-I" + d + "/inc");
+  const kjit::Program program = includer_of_a(d, {"inc"});
   kjit::deps::Resolver resolver(program, kjit::deps::search_context(program, {}));
   resolver.predict();
   resolver.close();
