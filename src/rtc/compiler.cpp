@@ -264,14 +264,6 @@ int build_identity_probes() noexcept
   return g_build_identity->probes.load(std::memory_order_relaxed);
 }
 
-std::string nvjitlink_identity()
-{
-  unsigned major = 0;
-  unsigned minor = 0;
-  nvjitlink().version(&major, &minor);
-  return std::to_string(major) + "." + std::to_string(minor);
-}
-
 } // namespace kjit::rtc
 
 namespace kjit {

@@ -71,8 +71,6 @@ public:
 // Test hook: how many probes nvrtc_build_identity() compiled in this process (0 in a fork()ed
 // child until it compiles one).
 KJIT_TEST_HOOK int build_identity_probes() noexcept;
-// nvJitLink's version ("13.0"). Loads nvJitLink.
-std::string nvjitlink_identity();
 
 // `auto` becomes the current device's arch (CudaError if there is none); others are returned as is.
 Arch resolve_arch(const Arch& arch);

@@ -5,6 +5,8 @@
 #include "rtc/library_loader.hpp"
 #include "rtc/toolkit.hpp"
 
+#include <kjit/error.hpp>
+
 #include <memory>
 
 namespace kjit::rtc {
@@ -55,6 +57,25 @@ const NvJitLinkApi& nvjitlink_for(const Config& config)
 bool nvjitlink_is_loaded() noexcept
 {
   return g_loaded.loaded();
+}
+
+std::string nvjitlink_version(const Config& config)
+{
+  unsigned major = 0;
+  unsigned minor = 0;
+  if (g_loaded.loaded()) {
+    nvjitlink_for(config).version(&major, &minor);
+  } else {
+    // Its own handle, closed on return: a load of the library meanwhile keeps it mapped.
+    const Toolkit toolkit = toolkit_for(config);
+    const util::DynamicLibrary library = open_toolchain_library(toolkit.nvjitlink_path, "nvJitLink");
+    decltype(&::nvJitLinkVersion) version = nullptr;
+    if (!library.bind(version, "nvJitLinkVersion")) {
+      throw ToolchainError("nvJitLink at " + toolkit.nvjitlink_path + " has no nvJitLinkVersion", -1);
+    }
+    version(&major, &minor);
+  }
+  return std::to_string(major) + "." + std::to_string(minor);
 }
 
 } // namespace kjit::rtc

@@ -31,9 +31,13 @@ assert looked.source == "compiled", looked.source
 binary = looked.binary
 assert binary.cubin[:4] == b"\x7fELF", "no cubin"
 assert "scale" in binary.lowered_name("scale<float>")
-# A PTX-only arch made into a cubin by nvJitLink from the wheel.
-linked = cache.get(program, arch="sm_80")
+# Another arch (NVRTC makes its cubin), and a link by nvJitLink from the wheel (-dlto: NVRTC's LTO IR
+# linked into the cubin; nvJitLink stays loaded only where a compile links with it).
+assert cache.get(program, arch="sm_80").cubin[:4] == b"\x7fELF"
+lto = kjit.Program(source, name="wheel_lto.cu", options=["-std=c++17", "-dlto"], name_expressions=["scale<float>"])
+linked = cache.get(lto, arch="sm_80")
 assert linked.cubin[:4] == b"\x7fELF"
+assert linked.cubin_path == "nvjitlink-lto", linked.cubin_path
 
 maps = open("/proc/self/maps").read()
 loaded = sorted({line.split()[-1] for line in maps.splitlines()

@@ -715,4 +715,26 @@ BOOST_AUTO_TEST_CASE(a_miss_whose_cubin_nvrtc_makes_does_not_load_nvjitlink)
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_new_stores_first_miss_learns_nvjitlinks_version_without_keeping_it_loaded)
+{
+  // A new store learns the toolchain's versions for its keys: nvJitLink's from a load undone at
+  // once (held, its ≈ 26 MB of pages stood beside NVRTC's peak: a vendored CCCL's first miss +35 MB
+  // over --no-cache). Both ways a miss takes (a speculating lookup, a prepared program's compile),
+  // each in a new store; a later process finds each entry under the key it was stored with.
+  const std::string d = tmp.path() + "/newstore";
+  write_headers(d, 2);
+  for (const auto& [file, how] : {std::pair{"/k.cu", "sm_90"}, std::pair{"/j.cu", "sm_90 --lookup"}}) {
+    put(d + file, std::string("#include \"v.h\"\n#include \"inc/w.h\"\n") + k_kernel);
+    settle();
+    const std::string cache_dir = d + "/cache" + std::string(file).substr(1, 1);
+    const std::string cold = probe_cache(cache_dir, d + file, how);
+    BOOST_TEST(output_has_line(cold, "result: ok"), cold);
+    BOOST_TEST(output_has_line(cold, "compiles: 1"), cold);
+    BOOST_TEST(output_has_line(cold, "nvjitlink_loaded: 0"), cold);
+    const std::string warm = probe_cache(cache_dir, d + file, "sm_90");
+    BOOST_TEST(output_has_line(warm, "disk_hits: 1"), warm);
+    BOOST_TEST(output_has_line(warm, "compiles: 0"), warm);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
