@@ -12,19 +12,11 @@ set -euo pipefail
 kjit=$(realpath "$1")
 work=${2:-$(mktemp -d)}
 rounds=${3:-8}
-toolkit=${CUDA_HOME:-/usr/local/cuda}
-mkdir -p "$work/out"
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$work"
 cd "$work"
-[ -d vendor ] || cp -r "$toolkit/include/cccl" vendor
-cat >br.cu <<'CU'
-#include <cub/block/block_reduce.cuh>
-extern "C" __global__ void br(const int* in, int* out) {
-  using R = cub::BlockReduce<int, 128>;
-  __shared__ typename R::TempStorage tmp;
-  int v = R(tmp).Sum(in[threadIdx.x]);
-  if (threadIdx.x == 0) *out = v;
-}
-CU
+# shellcheck source=bench/vendored_cccl_program.sh
+source "$here/vendored_cccl_program.sh"
 printf 'extern "C" __global__ void k(int* p) { p[0] = 1; }\n' >k.cu
 # The neighbours: python3, no compiler needed. Each runs until killed.
 spin='while True: pass'

@@ -11,19 +11,11 @@ set -euo pipefail
 kjit=$(realpath "$1")
 work=${2:-$(mktemp -d)}
 rounds=${3:-3}
-toolkit=${CUDA_HOME:-/usr/local/cuda}
-mkdir -p "$work/out"
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$work"
 cd "$work"
-[ -d vendor ] || cp -r "$toolkit/include/cccl" vendor
-cat >br.cu <<'CU'
-#include <cub/block/block_reduce.cuh>
-extern "C" __global__ void br(const int* in, int* out) {
-  using R = cub::BlockReduce<int, 128>;
-  __shared__ typename R::TempStorage tmp;
-  int v = R(tmp).Sum(in[threadIdx.x]);
-  if (threadIdx.x == 0) *out = v;
-}
-CU
+# shellcheck source=bench/vendored_cccl_program.sh
+source "$here/vendored_cccl_program.sh"
 args=(br.cu -I vendor -o out)
 run() {  # run LABEL [kjit compile options…]: one process, its wall s, peak MB and compile line
   local label=$1
