@@ -24,7 +24,8 @@ struct ToolchainVersions {
   int nvjitlink_minor = 0;
 };
 
-// The versions of the NVRTC and nvJitLink libraries kjit uses. Loads both.
+// The versions of the NVRTC and nvJitLink libraries kjit uses. Loads NVRTC; nvJitLink is loaded to
+// be asked and let go again, unless this process already links with it.
 ToolchainVersions toolchain_versions();
 
 // True once this process has loaded NVRTC (resp. nvJitLink). Used to prove warm starts don't.

@@ -19,7 +19,9 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
+#include <tuple>
 
 namespace kjit::rtc {
 
@@ -287,11 +289,9 @@ ToolchainVersions toolchain_versions()
 {
   ToolchainVersions versions;
   rtc::nvrtc().version(&versions.nvrtc_major, &versions.nvrtc_minor);
-  unsigned major = 0;
-  unsigned minor = 0;
-  rtc::nvjitlink().version(&major, &minor);
-  versions.nvjitlink_major = static_cast<int>(major);
-  versions.nvjitlink_minor = static_cast<int>(minor);
+  // nvJitLink's asked of a load undone at once, unless this process links with it.
+  std::ignore = std::sscanf(rtc::nvjitlink_version(current_config()).c_str(), "%d.%d", &versions.nvjitlink_major,
+                            &versions.nvjitlink_minor);
   return versions;
 }
 

@@ -8,6 +8,7 @@
 #include <kjit/error.hpp>
 
 #include <memory>
+#include <string>
 
 namespace kjit::rtc {
 
@@ -66,14 +67,11 @@ std::string nvjitlink_version(const Config& config)
   if (g_loaded.loaded()) {
     nvjitlink_for(config).version(&major, &minor);
   } else {
-    // Its own handle, closed on return: a load of the library meanwhile keeps it mapped.
-    const Toolkit toolkit = toolkit_for(config);
-    const util::DynamicLibrary library = open_toolchain_library(toolkit.nvjitlink_path, "nvJitLink");
-    decltype(&::nvJitLinkVersion) version = nullptr;
-    if (!library.bind(version, "nvJitLinkVersion")) {
-      throw ToolchainError("nvJitLink at " + toolkit.nvjitlink_path + " has no nvJitLinkVersion", -1);
-    }
-    version(&major, &minor);
+    // Bound whole, as the load for good binds it (a library that lacks part of the API is refused
+    // here too, with the same words), on a handle of its own that is closed on return: a load of
+    // the library meanwhile keeps it mapped.
+    const std::unique_ptr<Loaded> loaded = load(toolkit_for(config));
+    loaded->api.version(&major, &minor);
   }
   return std::to_string(major) + "." + std::to_string(minor);
 }
