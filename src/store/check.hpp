@@ -1,7 +1,10 @@
 // The structure walk of a store, meant to run in a child process (see isolated.hpp).
 #pragma once
 
+#include "util/test_hook.hpp"
+
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -41,6 +44,11 @@ enum class Walk {
             // memory under ulimit -v, no descriptor left, a full reader table): no verdict
 };
 Walk walk_store(const std::string& dir, bool no_lock, std::size_t& rows, std::string& why);
+
+// Test hook: called by walk_store() between reading data.mdb's last page (from its newest meta
+// page) and measuring the file, twice (at the open and in the walk's snapshot): another process
+// may commit there and grow the file. Empty for none.
+KJIT_TEST_HOOK void set_measure_hook(std::function<void()> hook);
 
 // In a fresh writable environment on `dir`: if `entries[key]` still holds exactly `bytes`, writes
 // the quarantine row, trims the quarantine table to `keep` rows and deletes the entry, in one
