@@ -420,12 +420,13 @@ KeyContext toolchain_context(const Config& config, store::Store* store, remote::
     rtc::nvrtc_for(config);
     // Before NVRTC's build, which may wait for a speculating compile's PTX: nvJitLink's pages
     // (loaded to be asked, then let go) are gone before that compile's peak, not at its end.
-    const std::string nvjitlink = rtc::nvjitlink_version(config);
+    const rtc::NvJitLinkVersion nvjitlink = rtc::nvjitlink_version(config);
     std::string archs;
     for (int arch : kjit::supported_archs()) {
       archs += (archs.empty() ? "" : " ") + std::to_string(arch);
     }
-    Versions learned{rtc::nvrtc_build_identity(config), nvjitlink, archs};
+    Versions learned{rtc::nvrtc_build_identity(config),
+                     std::to_string(nvjitlink.major) + "." + std::to_string(nvjitlink.minor), archs};
     lock.lock();
     if (versions.nvrtc.empty()) {
       versions = std::move(learned);

@@ -19,9 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
-#include <tuple>
 
 namespace kjit::rtc {
 
@@ -290,8 +288,9 @@ ToolchainVersions toolchain_versions()
   ToolchainVersions versions;
   rtc::nvrtc().version(&versions.nvrtc_major, &versions.nvrtc_minor);
   // nvJitLink's asked of a load undone at once, unless this process links with it.
-  std::ignore = std::sscanf(rtc::nvjitlink_version(current_config()).c_str(), "%d.%d", &versions.nvjitlink_major,
-                            &versions.nvjitlink_minor);
+  const rtc::NvJitLinkVersion nvjitlink = rtc::nvjitlink_version(current_config());
+  versions.nvjitlink_major = static_cast<int>(nvjitlink.major);
+  versions.nvjitlink_minor = static_cast<int>(nvjitlink.minor);
   return versions;
 }
 

@@ -8,7 +8,6 @@
 #include <kjit/error.hpp>
 
 #include <memory>
-#include <string>
 
 namespace kjit::rtc {
 
@@ -60,10 +59,11 @@ bool nvjitlink_is_loaded() noexcept
   return g_loaded.loaded();
 }
 
-std::string nvjitlink_version(const Config& config)
+NvJitLinkVersion nvjitlink_version(const Config& config)
 {
-  unsigned major = 0;
-  unsigned minor = 0;
+  NvJitLinkVersion version;
+  unsigned& major = version.major;
+  unsigned& minor = version.minor;
   if (g_loaded.loaded()) {
     nvjitlink_for(config).version(&major, &minor);
   } else {
@@ -73,7 +73,7 @@ std::string nvjitlink_version(const Config& config)
     const std::unique_ptr<Loaded> loaded = load(toolkit_for(config));
     loaded->api.version(&major, &minor);
   }
-  return std::to_string(major) + "." + std::to_string(minor);
+  return version;
 }
 
 } // namespace kjit::rtc

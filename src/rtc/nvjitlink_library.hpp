@@ -5,8 +5,6 @@
 
 #include <kjit/config.hpp>
 
-#include <string>
-
 namespace kjit::rtc {
 
 struct NvJitLinkApi {
@@ -32,10 +30,15 @@ const NvJitLinkApi& nvjitlink_for(const Config& config);
 
 bool nvjitlink_is_loaded() noexcept;
 
-// nvJitLink's version ("13.0", for keys): the loaded library's when this process has one (of
+struct NvJitLinkVersion {
+  unsigned major = 0;
+  unsigned minor = 0;
+};
+
+// nvJitLink's version: the loaded library's when this process has one (of
 // `config`'s toolkit, as nvjitlink_for()), else asked of a load that is undone at once: a new
 // store's first miss learns it without holding nvJitLink's ≈ 26 MB of pages beside NVRTC.
 // ToolchainError when it can't be loaded.
-std::string nvjitlink_version(const Config& config);
+NvJitLinkVersion nvjitlink_version(const Config& config);
 
 } // namespace kjit::rtc
