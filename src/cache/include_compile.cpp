@@ -219,6 +219,9 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
   // Without a private folder NVRTC reads no file: the program keeps its name (NVRTC names it so).
   nvrtc_program.name = root.empty() ? program.name : root + resolver.main_path();
   const bool stub = folder && resolver.names_files() && wants_stub(program, resolver);
+  if (stub && !resolver.restore_texts()) {
+    throw HeadersChanged{};  // (stub_limit() reads every header) one let go while NVRTC ran was edited
+  }
   if (folder && resolver.names_files()) {
     folder->m_named = true;
     folder->m_after_guards = !deps::options_name_files(program.options);
@@ -290,6 +293,9 @@ Binary compile_placed(const Config& config, const Program& program, const Arch& 
         }
         return std::move(*binary);
       }
+    }
+    if (!resolver.restore_texts()) {
+      throw HeadersChanged{};  // a header let go while NVRTC ran is not what was hashed: resolve again
     }
     if (folder) {
       for (const auto& dir : lexical_dirs) {

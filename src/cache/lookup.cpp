@@ -148,6 +148,9 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
       entry.options.push_back(std::move(option));
     }
     if (config.dump_ir) {
+      if (!resolver.restore_texts()) {
+        throw cache::HeadersChanged{};
+      }
       Program with_headers = program;
       for (const deps::DiskHeader& header : resolver.result().headers) {
         with_headers.headers.emplace(header.name, header.content);
@@ -209,11 +212,14 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
   entry.headers = program.headers;
   for (deps::DiskHeader& header : resolver.result().headers) {
     // The hash the resolver made of those bytes: the record, blob rows and mirror don't hash again.
-    entry.header_refs.push_back({header.path.substr(1), header.hash, header.content.size()});
+    entry.header_refs.push_back({header.path.substr(1), header.hash, header.size()});
     // Moved, not copied (a vendored CCCL's 13.7 MB: 3 ms on the caller's path): nothing reads a
     // resolution's texts after this (its manifest and closure hold none; it is freed after the
-    // commit, on the store's writer thread).
-    entry.headers.emplace(header.path.substr(1), std::move(header.content));
+    // commit, on the store's writer thread). One let go while NVRTC ran is known by reference:
+    // its encoded blob is stored, and the mirror reads it from the store.
+    if (!header.shed) {
+      entry.headers.emplace(header.path.substr(1), std::move(header.content));
+    }
   }
   if (speculation != nullptr) {
     entry.encoded_blobs = speculation->take_encoded_blobs();  // by hash: good for whatever the compile read

@@ -54,6 +54,10 @@ void Cache::Impl::open_mirror()
   };
   source.has_blob = [this](const std::string& hex) { return has_blob(hex); };
   source.rows = [this] { return index_rows(); };
+  source.load_headers = [this](store::Entry& entry) {
+    std::string why;
+    return store::load_headers(*store, entry, why);  // (a read waits for the entry's commit)
+  };
   // One warning per cause (a full disk, a folder that is a file…), not one per entry: the entries
   // after it are counted (CacheStats::mirror_errors), and a new cause is said again.
   struct Said {
@@ -114,6 +118,9 @@ void Cache::Impl::mirror_entry(const util::Sha256& entry_key, store::Entry entry
                           blocks(entry.binary.cubin.size()) + blocks(entry.ltoir.size());
       for (const auto& [name, content] : entry.headers) {
         guess += blocks(content.size());
+      }
+      for (const store::HeaderRef& ref : entry.header_refs) {
+        guess += entry.headers.count(ref.name) == 0 ? blocks(ref.size) : 0;  // a text let go: read from the store
       }
       std::lock_guard lock(size.mutex);
       size.queued_mirror_bytes += guess;

@@ -62,10 +62,15 @@ struct DiskHeader {
   std::string path;  // absolute, normalized
   util::Sha256 hash;
   FileStamp stamp;
-  std::string content;  // empty when the header came from a manifest
+  std::string content;  // empty when the header came from a manifest, or shed
   // The name the binary gives it (Resolver::spelled()) when the compile's binary may name files
   // (Resolver::names_files()); empty otherwise: the key then leaves every spelling out (portable).
   std::string spelled;
+  // Let go by Resolver::shed_texts() while NVRTC compiled (its blob was encoded): `content` is
+  // empty, and `shed_size` is the size it had until Resolver::restore_texts() reads it again.
+  bool shed = false;
+  std::uint64_t shed_size = 0;
+  std::uint64_t size() const { return shed ? shed_size : content.size(); }
 };
 
 // Whether `options` ask for debug information (-G, --device-debug).
@@ -207,6 +212,12 @@ std::uint64_t folder_listings() noexcept;
 // since makes none): for a test.
 std::uint64_t closure_passes() noexcept;
 
+// Tests: how many header texts this process let go (Resolver::shed_texts()).
+KJIT_TEST_HOOK std::uint64_t texts_shed() noexcept;
+// Test hook: called after a preparing thread let its texts go, while NVRTC compiles (cache.cpp).
+KJIT_TEST_HOOK void set_shed_hook(std::function<void()> hook);
+void after_shed();
+
 // Test hook: called after a header is read and before its second stamp (to rewrite it there).
 KJIT_TEST_HOOK void set_read_hook(std::function<void(const std::string& path)> hook);
 // Test hook: may change every stamp taken (stamp_of, the folders watched) as a filesystem other
@@ -254,6 +265,15 @@ public:
   // free): for a resolution closed on a thread that has time, before the last reference goes on
   // the caller's path. What it notes later still goes in once, found by its folder's list.
   void shed_absent_index();
+  // Lets go of the text of each header `encoded` holds (its blob made: the entry stores that, and
+  // the mirror reads it from the store), for the rest of the compile: a CUTLASS program's 19 MB,
+  // otherwise held at NVRTC's peak. Only for a closed, faithful resolution whose
+  // headers_name_program() was answered (a compile that takes NVRTC's binary from the disk reads no
+  // text again); restore_texts() before anything else reads them.
+  void shed_texts(const std::function<bool(const util::Sha256&)>& encoded);
+  bool texts_shed() const { return m_texts_shed; }
+  // Reads each shed text again; false (some still shed) when one is no longer what was hashed.
+  bool restore_texts();
   // Why the private folder cannot answer as the disk would (a __has_include operand no value
   // of which is a header name, a name climbing above "/"), or why the binary must not be cached
   // (the source, an in-memory header or a header added uses the time: text_uses_time()); empty
@@ -393,6 +413,7 @@ private:
   // The names noted absent in each folder, by its place in m_result.dirs (hashed: a vendored CCCL
   // notes ≈ 100 000 pairs, whose folders share long prefixes).
   std::vector<std::unordered_set<std::string>> m_absent;
+  bool m_texts_shed = false;   // shed_texts(): some DiskHeader::shed
   bool m_absent_shed = false;  // shed_absent_index(): ProbedDir::absent is searched instead
   std::size_t m_read_for_program = 0;  // headers headers_name_program() has read
   bool m_headers_name_program = false;

@@ -303,6 +303,11 @@ std::error_code write_files(int programs, int dir, const store::Entry& entry, bo
     }
   }
   if (!headers_linked) {
+    for (const store::HeaderRef& ref : entry.header_refs) {
+      if (entry.headers.count(ref.name) == 0) {
+        return std::make_error_code(std::errc::no_such_file_or_directory);  // its content is not here: no folder that lies
+      }
+    }
     const store::HeaderHashes hashes(entry);
     if (auto e = link_headers(programs, module_dir->get(), entry.headers, [&](const std::string& name, const std::string& content) {
           return util::to_hex(hashes.of(name, content));
@@ -441,6 +446,9 @@ std::map<std::string, std::string> header_hashes(const store::Entry& entry)
   std::map<std::string, std::string> out;
   for (const auto& [name, content] : entry.headers) {
     out.emplace(name, util::to_hex(hashes.of(name, content)));
+  }
+  for (const store::HeaderRef& ref : entry.header_refs) {
+    out.emplace(ref.name, util::to_hex(ref.hash));  // known by reference only (not there if named above)
   }
   return out;
 }

@@ -196,7 +196,7 @@ void Writer::do_job(Job& job)
   }
   // A staged folder of exactly this entry's headers is finished, not made again.
   std::optional<StagedHeaders> staged;
-  if (!m_staged.empty() && !job.entry.headers.empty()) {
+  if (!m_staged.empty() && (!job.entry.headers.empty() || !job.entry.header_refs.empty())) {
     const std::map<std::string, std::string> hashes = header_hashes(job.entry);
     const auto it = std::find_if(m_staged.begin(), m_staged.end(), [&](const StagedHeaders& s) { return s.hashes == hashes; });
     if (it != m_staged.end()) {
@@ -204,8 +204,25 @@ void Writer::do_job(Job& job)
       m_staged.erase(it);
     }
   }
+  const auto by_reference = [&] {
+    return std::any_of(job.entry.header_refs.begin(), job.entry.header_refs.end(),
+                       [&](const store::HeaderRef& ref) { return job.entry.headers.count(ref.name) == 0; });
+  };
+  if (!staged && by_reference()) {
+    // Headers whose texts the compile let go (their blobs stored with the entry): read from the
+    // store, which holds the entry by now.
+    if (!m_source.load_headers || !m_source.load_headers(job.entry)) {
+      if (m_source.failed) {
+        m_source.failed(job.hex_key, std::make_error_code(std::errc::no_such_file_or_directory));
+      }
+      return;
+    }
+  }
   bool replaced = false;
   std::error_code error = write_entry(m_cache_dir, job.hex_key, job.entry, &replaced, staged ? &*staged : nullptr);
+  if (error && staged && by_reference() && m_source.load_headers && m_source.load_headers(job.entry)) {
+    error = write_entry(m_cache_dir, job.hex_key, job.entry, &replaced, nullptr);  // its staged folder went meanwhile
+  }
   if (!error) {
     if (!m_source.stored(job.hex_key)) {
       remove_entry(m_cache_dir, job.hex_key);  // removed (by another process) while it was written

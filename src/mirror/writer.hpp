@@ -24,6 +24,9 @@ struct WriterSource {
   std::function<bool(const std::string& hex_blob)> has_blob;  // a header blob is (still) stored
   std::function<std::vector<IndexRow>()> rows;                // every stored entry, for index.txt
   std::function<void(const std::string& hex_key, std::error_code)> failed;  // a write failed
+  // Fills entry.headers from the store's blobs for the headers it names by reference only (a
+  // compile let their texts go); false when one can't be read.
+  std::function<bool(store::Entry& entry)> load_headers;
 };
 
 // Thread-safe. One thread, started on the first job; the destructor finishes every queued job
@@ -37,7 +40,8 @@ public:
   Writer& operator=(const Writer&) = delete;
   ~Writer();
 
-  // Queues the entry's folder and its index line (entry.headers must hold the contents). An entry
+  // Queues the entry's folder and its index line (entry.headers holds the contents, or the
+  // source's load_headers() reads those it names by reference only from the store). An entry
   // removed from the store before its turn is not written (or is removed again right after).
   void write(std::string hex_key, store::Entry entry);
   // Queues a staged folder of links to programs/headers/<sha256>, each written if missing

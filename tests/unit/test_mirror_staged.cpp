@@ -6,6 +6,7 @@
 #include "fixture.hpp"
 
 #include "mirror/mirror.hpp"
+#include "mirror/writer.hpp"
 #include "util/hash.hpp"
 
 #include <filesystem>
@@ -168,6 +169,55 @@ BOOST_AUTO_TEST_CASE(processes_staging_the_same_headers_at_once_all_stage)
     }
   }
   BOOST_TEST(failed == 0, failed << " of " << k_processes * k_rounds << " stagings failed");
+}
+
+// A compile that let its headers' texts go (deps::Resolver::shed_texts()) hands the mirror an entry
+// that names them by reference only: with no staged folder for it, the writer reads them from the
+// store (WriterSource::load_headers); when it can't, it writes no folder rather than one without
+// them.
+BOOST_AUTO_TEST_CASE(an_entry_naming_its_headers_by_reference_is_written_with_their_contents_read_from_the_store)
+{
+  const std::string root = tmp.path() + "/by_reference";
+  std::filesystem::create_directories(root + "/programs");
+  const std::string header = "#define FROM_THE_STORE 1\n";
+  kjit::store::Entry entry;
+  entry.program_name = "p.cu";
+  entry.binary.arch = "sm_90";
+  entry.binary.ptx = ".version 8.0\n.target sm_90\n";
+  entry.headers.emplace("inc/kept.h", "#define KEPT 2\n");
+  entry.header_refs.push_back({"inc/kept.h", kjit::util::sha256(std::string("#define KEPT 2\n")), 15});
+  entry.header_refs.push_back({"inc/let_go.h", kjit::util::sha256(header), header.size()});
+  const std::string readable(64, 'c');
+  const std::string unreadable(64, 'd');
+  int loads = 0;
+  std::vector<std::string> failed;
+  kjit::mirror::WriterSource source;
+  source.stored = [](const std::string&) { return true; };
+  source.has_blob = [](const std::string&) { return true; };
+  source.rows = [] { return std::vector<kjit::mirror::IndexRow>{}; };
+  source.failed = [&](const std::string& what, std::error_code) { failed.push_back(what); };
+  bool can_load = true;
+  source.load_headers = [&](kjit::store::Entry& e) {
+    ++loads;
+    if (can_load) {
+      e.headers.emplace("inc/let_go.h", header);
+    }
+    return can_load;
+  };
+  {
+    kjit::mirror::Writer writer(root, source);
+    writer.write(readable, entry);
+    writer.flush();
+    can_load = false;
+    writer.write(unreadable, entry);
+    writer.flush();
+  }
+  BOOST_TEST(loads == 2);
+  const std::string module = root + "/programs/" + readable + "/module/headers/inc/";
+  BOOST_TEST(read_text(module + "let_go.h") == header);
+  BOOST_TEST(read_text(module + "kept.h") == "#define KEPT 2\n");
+  BOOST_TEST(!std::filesystem::exists(root + "/programs/" + unreadable));
+  BOOST_TEST(failed == std::vector<std::string>{unreadable});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -737,4 +737,106 @@ BOOST_AUTO_TEST_CASE(a_new_stores_first_miss_learns_nvjitlinks_version_without_k
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_speculating_miss_lets_go_of_the_header_texts_whose_blobs_it_encoded)
+{
+  // A CUTLASS program's 19 MB of header texts were held through NVRTC's peak although the entry
+  // stores their blobs, encoded while NVRTC ran (issue 36): they go once encoded, and the entry,
+  // its blobs and its mirror folder still hold every header.
+  const std::string d = tmp.path() + "/shed";
+  write_headers(d, 1);
+  settle();
+  kjit::Cache cache(config);
+  cache.get(small_program("shed_warm"), k_arch);
+  const std::uint64_t shed = kjit::deps::texts_shed();
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const kjit::Lookup got = cache.lookup(program_in(d), k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
+  BOOST_TEST(kjit::deps::texts_shed() == shed + 3);  // inc/v.h, inc/w.h, inc/deeper/x.h
+  BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
+  cache.flush_mirror();
+  kjit::Cache reader(config);
+  const std::vector<kjit::EntryInfo> infos = reader.entries({"k.cu", k_arch.str()});
+  BOOST_REQUIRE(infos.size() == 1u);
+  const kjit::EntryContents contents = reader.entry(infos.front().key);
+  BOOST_TEST(contents.headers.size() == 3u);
+  for (const char* name : {"/inc/v.h", "/inc/w.h", "/inc/deeper/x.h"}) {
+    BOOST_TEST(contents.headers.at(d.substr(1) + name) == read_text(d + name));
+    BOOST_TEST(read_text(config.cache_dir + "/programs/" + infos.front().key + "/module/headers/" + d.substr(1) + name) ==
+               read_text(d + name));
+  }
+  BOOST_TEST(reader.verify(kjit::Repair::no).bad.empty());
+  BOOST_TEST(kjit::to_string(reader.lookup(program_in(d), k_arch).source) == std::string("disk"));
+}
+
+BOOST_AUTO_TEST_CASE(a_header_edited_after_its_text_was_let_go_is_compiled_from_what_is_there)
+{
+  // The texts go while NVRTC compiles; a header edited then makes the binary NVRTC made unusable
+  // (its stamp moved), and the texts read again are not what was hashed: the program is prepared
+  // and compiled again from the edited file, never from an empty or stale text.
+  const std::string d = tmp.path() + "/shed_edit";
+  write_headers(d, 1);
+  settle();
+  kjit::Cache cache(config);
+  cache.get(small_program("shed_edit_warm"), k_arch);
+  bool rewritten = false;
+  kjit::deps::set_shed_hook([&] {
+    if (!rewritten) {
+      rewritten = true;
+      write_text(d + "/inc/v.h", "#define V 5\n");
+    }
+  });
+  const std::uint64_t shed = kjit::deps::texts_shed();
+  const kjit::Lookup got = cache.lookup(program_in(d), k_arch);
+  kjit::deps::set_shed_hook({});
+  BOOST_TEST(rewritten);
+  BOOST_TEST(kjit::deps::texts_shed() > shed);
+  BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);  // V 5
+  settle();
+  kjit::Cache second(config);
+  const kjit::Lookup again = second.lookup(program_in(d), k_arch);
+  BOOST_TEST(kjit::to_string(again.source) == std::string("disk"));
+  BOOST_TEST(again.binary->cubin == got.binary->cubin);
+  const kjit::EntryContents contents = second.entry(again.key);
+  BOOST_TEST(contents.headers.at(d.substr(1) + "/inc/v.h") == "#define V 5\n");
+}
+
+BOOST_AUTO_TEST_CASE(texts_let_go_are_read_again_for_named_copies_when_nvrtcs_binary_is_refused)
+{
+  // A header that names files (__FILE__) is copied with its name written in (not linked): when the
+  // binary NVRTC made from the disk is refused (the working directory changed while it compiled),
+  // the copies are made from the texts read again, which the preparing thread had let go.
+  const std::string a = tmp.path() + "/named_a";
+  const std::string b = tmp.path() + "/named_b";
+  write_headers(a, 1);
+  write_headers(b, 5);
+  for (const std::string& d : {a, b}) {
+    put(d + "/inc/w.h", "#include \"deeper/x.h\"\n#define W (X + sizeof(__FILE__))\n");
+  }
+  settle();
+  const InDir in_a(a);
+  const kjit::Program program =
+    kjit::Program::from_source("k.cu", std::string("#include \"v.h\"\n#include <w.h>\n") + k_kernel)
+      .option("-Iinc")
+      .option("--no-source-include");
+  const kjit::Binary plain = kjit::compile(program, k_arch);
+  kjit::Cache cache(config);
+  cache.get(small_program("speculation_named_shed"), k_arch);
+  bool moved = false;
+  kjit::deps::set_shed_hook([&] {
+    if (!moved) {
+      moved = true;
+      BOOST_TEST(::chdir(b.c_str()) == 0);
+    }
+  });
+  const std::uint64_t shed = kjit::deps::texts_shed();
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const kjit::Lookup got = cache.lookup(program, k_arch);
+  kjit::deps::set_shed_hook({});
+  BOOST_TEST(::chdir(a.c_str()) == 0);
+  BOOST_TEST(moved);
+  BOOST_TEST(kjit::deps::texts_shed() > shed);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted);
+  BOOST_TEST(got.binary->cubin == plain.cubin);  // a's headers, as the key says
+}
+
 BOOST_AUTO_TEST_SUITE_END()
