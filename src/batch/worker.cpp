@@ -191,6 +191,22 @@ void Worker::stop() noexcept
   m_tmp.reset();  // after the worker is gone: what it left in its TMPDIR goes too
 }
 
+void Worker::await_exit() const
+{
+  // A worker's end of the socket closes when it exits; its status follows at once on an idle
+  // machine, but 1 ms was too short on a loaded one (a SIGSEGV reported as "no answer", CI under
+  // a parallel build). Asked without reaping it (lose() does), for at most k_exit_wait_ms: one
+  // that closed its socket and lives on is killed by lose().
+  constexpr int k_exit_wait_ms = 500;
+  for (int waited = 0; m_pid > 0 && waited < k_exit_wait_ms; ++waited) {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(m_pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == m_pid) {
+      return;  // exited (or not ours to ask)
+    }
+    ::usleep(1000);
+  }
+}
+
 void Worker::lose(const std::string& why)
 {
   std::string detail = why;
@@ -267,7 +283,7 @@ std::string Worker::exchange(const std::string& request, const std::string& what
     if (timed_out) {
       lose(what + " " + limit);
     }
-    ::usleep(1000);  // let the exit status settle
+    await_exit();  // its end closed: the exit status (a crash's signal) is due
     lose(what + " ended without an answer");
   }
   return std::move(*response);

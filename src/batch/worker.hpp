@@ -51,6 +51,8 @@ private:
   void start(const std::string& path, const std::string& compiler_environment);
   // Sends one frame and returns the answer; WorkerLost as compile().
   std::string exchange(const std::string& request, const std::string& what, double timeout_s);
+  // Waits (briefly) for a worker that closed its end to have exited, without reaping it.
+  void await_exit() const;
   [[noreturn]] void lose(const std::string& why);
   void stop() noexcept;
   pid_t m_pid = -1;

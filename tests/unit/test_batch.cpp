@@ -294,6 +294,21 @@ BOOST_AUTO_TEST_CASE(a_crashing_worker_fails_only_its_item_and_is_replaced)
   BOOST_TEST(cache.get(small_program("c1"), kjit::Arch::parse("sm_80")) != nullptr);  // not remembered as failed
 }
 
+BOOST_AUTO_TEST_CASE(a_worker_that_crashes_just_after_closing_its_socket_is_reported_by_its_signal)
+{
+  // Its end of the socket closes before its exit status is there: on a loaded machine a crash's
+  // status came later than the 1 ms the batch waited, and the item said "ended without an answer"
+  // (CI, 2026-11-30, a_crashing_worker_fails_only_its_item_and_is_replaced). Here 100 ms later.
+  kjit::Cache cache(config);
+  kjit::BatchOptions options;
+  options.jobs = 1;
+  options.worker_path = flaky_worker(tmp.path(), "exec 0<&- 1>&-; sleep 0.1; kill -SEGV $$");
+  const auto results = cache.get_many(items_for({"d1", "d2"}, {"sm_80"}), options);
+  BOOST_TEST(results[0].binary == nullptr);
+  BOOST_TEST(results[0].message.find("signal 11") != std::string::npos, results[0].message);
+  BOOST_TEST(results[1].binary != nullptr, results[1].message);
+}
+
 BOOST_AUTO_TEST_CASE(a_hanging_worker_is_killed_at_the_time_limit)
 {
   check_first_times_out(config, tmp.path(), items_for({"h1", "h2"}, {"sm_80"}), "exec sleep 60");
