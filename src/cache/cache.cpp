@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <cxxabi.h>
 #include <cstring>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -288,7 +289,8 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
       // The prediction first, closed, its blobs encoded: none of it needs the key context (on a
       // new store it waits for this compile's PTX to name NVRTC's build: rtc::CompileAhead).
       std::shared_ptr<deps::Resolver> own = m_impl->prediction_ahead(program);
-      std::map<util::Sha256, std::string> blobs = m_impl->prepare_ahead(*own);
+      std::set<util::Sha256> stored;  // blobs the store holds intact: not encoded again
+      std::map<util::Sha256, std::string> blobs = m_impl->prepare_ahead(*own, stored);
       const cache::SpeculationPrediction keep(own);  // prepare() takes it (drops it for a manifest's headers)
       PreparedProgram ahead = prepare(program, arch);
       const bool uploads = std::any_of(m_impl->tiers.begin(), m_impl->tiers.end(),
@@ -297,7 +299,7 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
         // What a compile that takes NVRTC's binary reads of them is their blobs; any other use reads
         // them again (deps::Resolver::restore_texts()). Kept for a tier that is sent the entry
         // with its headers inline (the remote tier).
-        own->shed_texts([&](const util::Sha256& hash) { return blobs.count(hash) != 0; });
+        own->shed_texts([&](const util::Sha256& hash) { return blobs.count(hash) != 0 || stored.count(hash) != 0; });
         deps::after_shed();
       }
       speculation->keep_encoded_blobs(std::move(blobs));

@@ -252,8 +252,9 @@ struct Cache::Impl {
   // What a speculative miss's preparing thread does after prepare(), while NVRTC compiles
   // (prepare_beside()): its prediction (kept by the Speculation, seen by no other lookup) closed,
   // and the mirror's writes of its headers started (mirror_headers_early()), off the caller's path.
-  // Returns the blobs of its headers that the store lacks, encoded (store::Entry::encoded_blobs).
-  std::map<util::Sha256, std::string> prepare_ahead(deps::Resolver& prediction);
+  // Returns the blobs of its headers that the store lacks, encoded (store::Entry::encoded_blobs);
+  // adds to `stored` the hashes of those whose intact blobs the store holds.
+  std::map<util::Sha256, std::string> prepare_ahead(deps::Resolver& prediction, std::set<util::Sha256>& stored);
   // predicted_hit.cpp: for a provisional key, the entry stored under its prediction's own key
   // (`predicted_entry_key`), from the store or a tier, or nullopt; a hit records the manifest that leads to it
   // and sets `source` to where it came from. `prediction`: predicted_key()'s, null when there is none.

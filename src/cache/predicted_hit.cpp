@@ -10,6 +10,7 @@
 #include "rtc/toolkit.hpp"
 
 #include <cstring>
+#include <set>
 
 namespace kjit {
 
@@ -64,7 +65,7 @@ bool Cache::Impl::speculate(const Program& program, const Arch& arch, std::optio
   return true;
 }
 
-std::map<util::Sha256, std::string> Cache::Impl::prepare_ahead(deps::Resolver& prediction)
+std::map<util::Sha256, std::string> Cache::Impl::prepare_ahead(deps::Resolver& prediction, std::set<util::Sha256>& stored)
 {
   prediction.close();
   prediction.shed_absent_index();  // here, while NVRTC runs: not at the end of the caller's lookup
@@ -84,11 +85,19 @@ std::map<util::Sha256, std::string> Cache::Impl::prepare_ahead(deps::Resolver& p
     return blobs;
   }
   // Encoded here, beside NVRTC, not on the writer's thread after it (where the caller's exit, and
-  // `kjit compile`'s report of the key, wait for the commit). Those the store holds are left.
+  // `kjit compile`'s report of the key, wait for the commit). Those the store holds intact are
+  // left, and named in `stored` (the entry's commit requires them: store::Store::Row::present).
   try {
     for (const deps::DiskHeader& header : prediction.result().headers) {
-      if (!header.content.empty() && blobs.count(header.hash) == 0 &&
-          !store->visit(store::Table::blobs, store::blob_key(header.hash), [](std::string_view) {})) {
+      if (header.content.empty() || blobs.count(header.hash) != 0 || stored.count(header.hash) != 0) {
+        continue;
+      }
+      bool intact = false;
+      store->visit(store::Table::blobs, store::blob_key(header.hash),
+                   [&](std::string_view bytes) { intact = store::blob_intact(bytes); });
+      if (intact) {
+        stored.insert(header.hash);
+      } else {
         blobs.emplace(header.hash, store::encode_blob(header.content));
       }
     }

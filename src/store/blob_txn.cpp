@@ -80,6 +80,13 @@ int put_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, std::string_vie
   return mdb_put(txn, blobs, &k, &v, 0);
 }
 
+bool blob_there(MDB_txn* txn, MDB_dbi blobs, std::string_view hash)
+{
+  MDB_val k = val(hash);
+  MDB_val existing{};
+  return mdb_get(txn, blobs, &k, &existing) == MDB_SUCCESS && blob_intact(view(existing));
+}
+
 int release_blobs(MDB_txn* txn, const BlobDbis& dbis, std::string_view key)
 {
   MDB_val k = val(key);

@@ -120,14 +120,19 @@ void add_header_rows(const Entry& entry, const util::Sha256& key, std::vector<St
     }
     rows.push_back({Table::blob_refs, blob_ref_key(hash, entry_key), "1"});
   }
-  // A header known by reference only whose blob was encoded ahead (its text let go while NVRTC
-  // compiled: deps::Resolver::shed_texts()).
+  // A header known by reference only (its text let go while NVRTC compiled:
+  // deps::Resolver::shed_texts()): its blob encoded ahead, or one the store must still hold.
   for (const HeaderRef& ref : entry.header_refs) {
-    const auto encoded = entry.encoded_blobs.find(ref.hash);
-    if (encoded != entry.encoded_blobs.end() && entry.headers.count(ref.name) == 0) {
-      rows.push_back({Table::blobs, blob_key(ref.hash), encoded->second, true});
-      rows.push_back({Table::blob_refs, blob_ref_key(ref.hash, entry_key), "1"});
+    if (entry.headers.count(ref.name) != 0) {
+      continue;
     }
+    const auto encoded = entry.encoded_blobs.find(ref.hash);
+    if (encoded != entry.encoded_blobs.end()) {
+      rows.push_back({Table::blobs, blob_key(ref.hash), encoded->second, true});
+    } else {
+      rows.push_back({Table::blobs, blob_key(ref.hash), {}, false, true});
+    }
+    rows.push_back({Table::blob_refs, blob_ref_key(ref.hash, entry_key), "1"});
   }
 }
 

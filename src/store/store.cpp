@@ -11,6 +11,7 @@
 #include "store/store_impl.hpp"
 #include "util/file.hpp"
 #include "util/fork_safe.hpp"
+#include "util/hash.hpp"
 #include "util/stopwatch.hpp"
 
 #include <algorithm>
@@ -558,12 +559,20 @@ void Store::write_rows(const std::vector<Row>& rows)
   }
   before_write();
   Impl& impl = *m_impl;
+  std::string gone;  // a `present` row's blob that is not there
   try {
     impl.guarded(
       [&] {
         impl.write([&](MDB_txn* txn) {
           for (const Row& row : rows) {
             if (!impl.has_table[static_cast<int>(row.table)]) {
+              continue;
+            }
+            if (row.table == Table::blobs && row.present) {
+              if (!blob_there(txn, impl.dbis[static_cast<int>(row.table)], row.key)) {
+                gone = row.key;
+                return MDB_NOTFOUND;
+              }
               continue;
             }
             if (row.table == Table::blobs) {
@@ -587,6 +596,12 @@ void Store::write_rows(const std::vector<Row>& rows)
   } catch (const Damaged&) {
     throw;
   } catch (const StoreError& e) {
+    if (!gone.empty()) {
+      throw StoreError("the content of a header (blob " + util::to_hex(util::digest_of_bytes(gone)).substr(0, 16) +
+                         ") left " + path() + " before its entry was stored (another process evicted the last entry "
+                         "that used it); the entry is not stored",
+                       ENOENT);
+    }
     throw StoreError(write_failure(path(), e), e.code());
   }
 }

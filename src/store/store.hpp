@@ -123,6 +123,9 @@ public:
     std::string key;
     std::string value;
     bool encoded = false;  // a `blobs` row whose value is encode_blob()'s already (blobs.hpp)
+    // A `blobs` row without its content: an intact blob under the key must be there already,
+    // else the write fails (StoreError) and stores none of its rows.
+    bool present = false;
   };
   // Stores the rows, in any tables, in one write transaction (the first write of a process walks
   // the store first, see check()). No-op when read-only. A `blobs` row carries the raw content

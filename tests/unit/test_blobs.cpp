@@ -524,4 +524,29 @@ BOOST_AUTO_TEST_CASE(header_hashes_given_with_the_contents_write_what_hashing_th
   BOOST_TEST(kjit::store::encode_record(wrong, key) == kjit::store::encode_record(plain, key));
 }
 
+BOOST_AUTO_TEST_CASE(a_row_that_requires_a_blob_stores_nothing_when_the_blob_is_gone)
+{
+  // A compile that let a header's text go (its blob was in the store) stores its entry with a
+  // `present` row: if another process evicted the blob meanwhile, the entry is not stored (it
+  // would name a content the store lacks); with the blob there, it is.
+  { kjit::Cache cache(config); }  // the store
+  auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+  const std::string content = "#define KEPT 1\n";
+  const kjit::util::Sha256 hash = kjit::util::sha256(content);
+  const std::vector<kjit::store::Store::Row> rows{
+    {kjit::store::Table::blobs, kjit::store::blob_key(hash), {}, false, true},
+    {kjit::store::Table::meta, "present-row-test", "stored"},
+  };
+  try {
+    store->put(rows);
+    BOOST_FAIL("a present row without its blob was stored");
+  } catch (const kjit::StoreError& e) {
+    BOOST_TEST(std::string(e.what()).find("left") != std::string::npos, e.what());
+  }
+  BOOST_TEST(!store->visit(kjit::store::Table::meta, "present-row-test", [](std::string_view) {}));
+  store->put({{kjit::store::Table::blobs, kjit::store::blob_key(hash), content}});
+  store->put(rows);
+  BOOST_TEST(store->visit(kjit::store::Table::meta, "present-row-test", [](std::string_view) {}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

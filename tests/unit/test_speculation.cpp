@@ -609,12 +609,16 @@ BOOST_AUTO_TEST_CASE(the_header_blobs_a_speculation_encoded_are_stored_and_read_
   cache.get(small_program("blobs_warm"), k_arch);  // the key context; a store with another name
   const std::uint64_t encoded = kjit::cache::blobs_encoded_ahead();
   const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const std::uint64_t shed = kjit::deps::texts_shed();
   const auto one = cache.get(program("one.cu", "one.h", "ONE"), k_arch);
   BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
   BOOST_TEST(kjit::cache::blobs_encoded_ahead() == encoded + 2);  // one.h, shared.h
   cache.get(program("two.cu", "two.h", "TWO"), k_arch);
   BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 2);
   BOOST_TEST(kjit::cache::blobs_encoded_ahead() == encoded + 3);  // two.h: the store holds shared.h
+  // Let go while NVRTC compiled: the texts of every blob encoded, and of shared.h, whose blob the
+  // store held (the commit requires it there: store::Store::Row::present).
+  BOOST_TEST(kjit::deps::texts_shed() == shed + 4);
   kjit::Cache reader(config);  // (a store's reads wait for the commits queued before them)
   for (const auto& [name, header] : {std::pair{"one.cu", "one.h"}, std::pair{"two.cu", "two.h"}}) {
     const std::vector<kjit::EntryInfo> infos = reader.entries({name, k_arch.str()});
