@@ -4,7 +4,9 @@
 # kernel for sm_90. Alternated ROUNDS times: `kjit compile --no-cache`, then a miss into an empty
 # cache, then (`arch2`) the same program for sm_80 into that cache beside its own `--no-cache`
 # (`nocache2`): the other arch starts from the first's closed resolution (docs/includes.md, "A
-# closure used again"); then 5 warm hits in fresh processes. Prints each run's wall time, peak
+# closure used again"); then `program2` (br2.cu, another kernel of the same headers) into that
+# store beside its own `--no-cache` (`nocache3`), the steady case of a project's edits; then 5
+# warm hits in fresh processes. Prints each run's wall time, peak
 # memory and the compile line's split (NVRTC, the lookup outside the compile), then the medians.
 # Usage: bench/vendored_cccl.sh KJIT_BINARY [WORK_DIR] [ROUNDS]
 set -euo pipefail
@@ -16,11 +18,10 @@ mkdir -p "$work"
 cd "$work"
 # shellcheck source=bench/vendored_cccl_program.sh
 source "$here/vendored_cccl_program.sh"
-args=(br.cu -I vendor -o out)
-run() {  # run LABEL [kjit compile options…]: one process, its wall s, peak MB and compile line
-  local label=$1
-  shift
-  /usr/bin/time -f "%e %M" -o time.txt "$kjit" compile "${args[@]}" "$@" >run.log 2>&1
+run() {  # run LABEL SOURCE [kjit compile options…]: one process, its wall s, peak MB and compile line
+  local label=$1 source=$2
+  shift 2
+  /usr/bin/time -f "%e %M" -o time.txt "$kjit" compile "$source" -I vendor -o out "$@" >run.log 2>&1
   local wall peak nvrtc outside
   read -r wall peak <time.txt
   nvrtc=$(grep -o 'nvrtc [0-9.]* ms' run.log | head -n 1 | cut -d' ' -f2 || true)
@@ -36,13 +37,15 @@ rm -f runs.txt
 # perf samples, on the mirror's thread), which a --no-cache run, making no files, never meets.
 rm -rf cache cache.*
 for ((r = 0; r < rounds; r++)); do
-  run nocache --arch sm_90 --no-cache
-  KJIT_CACHE_DIR=$work/cache.$r run miss --arch sm_90
-  run nocache2 --arch sm_80 --no-cache
-  KJIT_CACHE_DIR=$work/cache.$r run arch2 --arch sm_80
+  run nocache br.cu --arch sm_90 --no-cache
+  KJIT_CACHE_DIR=$work/cache.$r run miss br.cu --arch sm_90
+  run nocache2 br.cu --arch sm_80 --no-cache
+  KJIT_CACHE_DIR=$work/cache.$r run arch2 br.cu --arch sm_80
+  run nocache3 br2.cu --arch sm_90 --no-cache
+  KJIT_CACHE_DIR=$work/cache.$r run program2 br2.cu --arch sm_90
 done
 for r in 1 2 3 4 5; do
-  KJIT_CACHE_DIR=$work/cache.0 run hit --arch sm_90
+  KJIT_CACHE_DIR=$work/cache.0 run hit br.cu --arch sm_90
 done
 rm -rf cache.*
 median() { awk -v l="$1" -v c="$2" '$1 == l {print $c}' runs.txt | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
@@ -51,6 +54,10 @@ printf 'median: --no-cache %.2f s %.0f MB; miss %.2f s %.0f MB (%+.1f %%, %+.0f 
   "$plain" "$(echo "$(median nocache 3) / 1024" | bc -l)" "$miss" "$(echo "$(median miss 3) / 1024" | bc -l)" \
   "$(echo "100 * ($miss - $plain) / $plain" | bc -l)" "$(echo "($(median miss 3) - $(median nocache 3)) / 1024" | bc -l)" \
   "$(median hit 2)"
+plain3=$(median nocache3 2) program2=$(median program2 2)
+printf 'median, another program of the same headers (a store that holds them): --no-cache %.2f s %.0f MB; miss %.2f s (%+.1f %%, %+.0f MB)\n' \
+  "$plain3" "$(echo "$(median nocache3 3) / 1024" | bc -l)" "$program2" "$(echo "100 * ($program2 - $plain3) / $plain3" | bc -l)" \
+  "$(echo "($(median program2 3) - $(median nocache3 3)) / 1024" | bc -l)"
 plain2=$(median nocache2 2) arch2=$(median arch2 2)
 printf 'median, the other arch: --no-cache %.2f s; miss from the first arch'"'"'s closure %.2f s (%+.1f %%, %+.0f MB)\n' \
   "$plain2" "$arch2" "$(echo "100 * ($arch2 - $plain2) / $plain2" | bc -l)" \

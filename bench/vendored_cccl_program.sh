@@ -1,6 +1,6 @@
 # Sourced by the vendored-CCCL benchmarks: in the current folder, the toolkit's include/cccl
 # copied as `vendor` (how projects pin a CCCL version, passed with -I vendor) unless it is there,
-# `br.cu` (a cub::BlockReduce kernel) and `out/`.
+# `br.cu` (a cub::BlockReduce kernel), `br2.cu` (another kernel of the same headers) and `out/`.
 [ -d vendor ] || cp -r "${CUDA_HOME:-/usr/local/cuda}/include/cccl" vendor
 mkdir -p out
 cat >br.cu <<'CU'
@@ -12,3 +12,4 @@ extern "C" __global__ void br(const int* in, int* out) {
   if (threadIdx.x == 0) *out = v;
 }
 CU
+sed 's/Sum(in\[threadIdx.x\])/Sum(in[threadIdx.x] * 3)/' br.cu >br2.cu
