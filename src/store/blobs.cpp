@@ -130,7 +130,7 @@ void add_header_rows(const Entry& entry, const util::Sha256& key, std::vector<St
     if (encoded != entry.encoded_blobs.end()) {
       rows.push_back({Table::blobs, blob_key(ref.hash), encoded->second, true});
     } else {
-      rows.push_back({Table::blobs, blob_key(ref.hash), {}, false, true});
+      rows.push_back({Table::blobs, blob_key(ref.hash), "/" + ref.name, false, true});  // (the name is its path)
     }
     rows.push_back({Table::blob_refs, blob_ref_key(ref.hash, entry_key), "1"});
   }

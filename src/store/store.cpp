@@ -559,7 +559,8 @@ void Store::write_rows(const std::vector<Row>& rows)
   }
   before_write();
   Impl& impl = *m_impl;
-  std::string gone;  // a `present` row's blob that is not there
+  std::string gone;  // a `present` row's blob that is not there, nor in its file
+  std::string gone_file;
   try {
     impl.guarded(
       [&] {
@@ -569,9 +570,22 @@ void Store::write_rows(const std::vector<Row>& rows)
               continue;
             }
             if (row.table == Table::blobs && row.present) {
-              if (!blob_there(txn, impl.dbis[static_cast<int>(row.table)], row.key)) {
+              const MDB_dbi blobs = impl.dbis[static_cast<int>(row.table)];
+              if (blob_there(txn, blobs, row.key)) {
+                continue;
+              }
+              // Gone since the lookup (a prune, an eviction): stored again from its file while
+              // that still holds the content the entry names.
+              std::error_code ignored;
+              const auto content = row.value.empty() ? std::nullopt : util::read_file(row.value, ignored);
+              const util::Sha256 hash = content ? util::sha256(*content) : util::Sha256{};
+              if (!content || std::string_view(reinterpret_cast<const char*>(hash.data()), hash.size()) != row.key) {
                 gone = row.key;
+                gone_file = row.value;
                 return MDB_NOTFOUND;
+              }
+              if (const int rc = put_blob(txn, blobs, row.key, *content); rc != MDB_SUCCESS) {
+                return rc;
               }
               continue;
             }
@@ -597,9 +611,9 @@ void Store::write_rows(const std::vector<Row>& rows)
     throw;
   } catch (const StoreError& e) {
     if (!gone.empty()) {
-      throw StoreError("the content of a header (blob " + util::to_hex(util::digest_of_bytes(gone)).substr(0, 16) +
-                         ") left " + path() + " before its entry was stored (another process evicted the last entry "
-                         "that used it); the entry is not stored",
+      throw StoreError("the content of a header (" + gone_file + ", blob " +
+                         util::to_hex(util::digest_of_bytes(gone)).substr(0, 16) + ") left " + path() +
+                         " before its entry was stored, and the file no longer holds it; the entry is not stored",
                        ENOENT);
     }
     throw StoreError(write_failure(path(), e), e.code());

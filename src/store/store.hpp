@@ -123,8 +123,10 @@ public:
     std::string key;
     std::string value;
     bool encoded = false;  // a `blobs` row whose value is encode_blob()'s already (blobs.hpp)
-    // A `blobs` row without its content: an intact blob under the key must be there already,
-    // else the write fails (StoreError) and stores none of its rows.
+    // A `blobs` row without its content, whose value is the header's path: an intact blob under
+    // the key should be there already; one gone meanwhile (a prune, an eviction) is stored again
+    // from that file if it still hashes to the key, else the write fails (StoreError) and stores
+    // none of its rows.
     bool present = false;
   };
   // Stores the rows, in any tables, in one write transaction (the first write of a process walks

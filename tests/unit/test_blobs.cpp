@@ -524,29 +524,43 @@ BOOST_AUTO_TEST_CASE(header_hashes_given_with_the_contents_write_what_hashing_th
   BOOST_TEST(kjit::store::encode_record(wrong, key) == kjit::store::encode_record(plain, key));
 }
 
-BOOST_AUTO_TEST_CASE(a_row_that_requires_a_blob_stores_nothing_when_the_blob_is_gone)
+BOOST_AUTO_TEST_CASE(a_row_that_requires_a_blob_stores_it_again_from_its_file_or_stores_nothing)
 {
   // A compile that let a header's text go (its blob was in the store) stores its entry with a
-  // `present` row: if another process evicted the blob meanwhile, the entry is not stored (it
-  // would name a content the store lacks); with the blob there, it is.
+  // `present` row naming the header's file: a blob pruned or evicted meanwhile is stored again from
+  // that file while it hashes to the blob's key; when it no longer does, nothing is stored (the
+  // entry would name a content the store lacks).
   { kjit::Cache cache(config); }  // the store
   auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
   const std::string content = "#define KEPT 1\n";
+  const std::string file = tmp.path() + "/kept.h";
+  write_text(file, content);
   const kjit::util::Sha256 hash = kjit::util::sha256(content);
   const std::vector<kjit::store::Store::Row> rows{
-    {kjit::store::Table::blobs, kjit::store::blob_key(hash), {}, false, true},
+    {kjit::store::Table::blobs, kjit::store::blob_key(hash), file, false, true},
     {kjit::store::Table::meta, "present-row-test", "stored"},
   };
+  const auto stored = [&](const std::string& key) {
+    return store->visit(kjit::store::Table::meta, key, [](std::string_view) {});
+  };
+  store->put(rows);  // the blob was not there: stored from the file
+  BOOST_TEST(stored("present-row-test"));
+  std::string blob;
+  BOOST_TEST(store->visit(kjit::store::Table::blobs, kjit::store::blob_key(hash), [&](std::string_view bytes) {
+    std::string why;
+    blob = kjit::store::decode_blob(bytes, hash, why).value_or("damaged: " + why);
+  }));
+  BOOST_TEST(blob == content);
+  std::vector<kjit::store::Store::Row> edited = rows;
+  edited[0].key = kjit::store::blob_key(kjit::util::sha256("#define GONE 2\n"));  // the file holds another content
+  edited[1].key = "present-row-test-2";
   try {
-    store->put(rows);
-    BOOST_FAIL("a present row without its blob was stored");
+    store->put(edited);
+    BOOST_FAIL("a present row whose blob and file content are gone was stored");
   } catch (const kjit::StoreError& e) {
-    BOOST_TEST(std::string(e.what()).find("left") != std::string::npos, e.what());
+    BOOST_TEST(std::string(e.what()).find(file) != std::string::npos, e.what());
   }
-  BOOST_TEST(!store->visit(kjit::store::Table::meta, "present-row-test", [](std::string_view) {}));
-  store->put({{kjit::store::Table::blobs, kjit::store::blob_key(hash), content}});
-  store->put(rows);
-  BOOST_TEST(store->visit(kjit::store::Table::meta, "present-row-test", [](std::string_view) {}));
+  BOOST_TEST(!stored("present-row-test-2"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -632,6 +632,48 @@ BOOST_AUTO_TEST_CASE(the_header_blobs_a_speculation_encoded_are_stored_and_read_
   BOOST_TEST(reader.lookup(program("one.cu", "one.h", "ONE"), k_arch).binary->cubin == one->cubin);
 }
 
+BOOST_AUTO_TEST_CASE(a_stored_blob_pruned_while_nvrtc_compiles_is_stored_again_from_its_header)
+{
+  // two.h's compile lets shared.h's text go (its blob is in the store, one.cu's); one.cu pruned
+  // meanwhile takes that blob with it: the commit stores it again from the file (found by a
+  // review: the entry was left unstored, with a warning blaming another process).
+  const std::string d = tmp.path() + "/pruned";
+  put(d + "/inc/shared.h", std::string(2000, ' ') + "#define SHARED 3\n");
+  put(d + "/inc/one.h", "#include <shared.h>\n#define ONE SHARED\n");
+  put(d + "/inc/two.h", "#include <shared.h>\n#define TWO (SHARED + 1)\n");
+  settle();
+  const auto program = [&](const char* name, const char* header, const char* value) {
+    return kjit::Program::from_source(name, std::string("#include <") + header +
+                                              ">\nextern \"C\" __global__ void k(int* o) { *o = " + value + "; }\n")
+      .option("-I" + d + "/inc");
+  };
+  kjit::Cache cache(config);
+  cache.get(small_program("pruned_warm"), k_arch);
+  cache.get(program("one.cu", "one.h", "ONE"), k_arch);
+  bool pruned = false;
+  kjit::deps::set_shed_hook([&] {
+    if (!pruned) {
+      pruned = true;
+      kjit::Cache other(config);
+      other.prune_older_than(-1);
+    }
+  });
+  const std::uint64_t shed = kjit::deps::texts_shed();
+  const auto two = cache.get(program("two.cu", "two.h", "TWO"), k_arch);
+  kjit::deps::set_shed_hook({});
+  BOOST_TEST(pruned);
+  BOOST_TEST(kjit::deps::texts_shed() == shed + 2);  // two.h (encoded), shared.h (in the store then)
+  cache.flush_mirror();
+  BOOST_TEST(cache.store_problem() == "");
+  BOOST_TEST(cache.stats().store_errors == 0u);
+  kjit::Cache reader(config);
+  const std::vector<kjit::EntryInfo> infos = reader.entries({"two.cu", k_arch.str()});
+  BOOST_REQUIRE(infos.size() == 1u);
+  BOOST_TEST(reader.entry(infos.front().key).headers.at(d.substr(1) + "/inc/shared.h") == read_text(d + "/inc/shared.h"));
+  BOOST_TEST(reader.verify(kjit::Repair::no).bad.empty());
+  BOOST_TEST(reader.lookup(program("two.cu", "two.h", "TWO"), k_arch).binary->cubin == two->cubin);
+}
+
 BOOST_AUTO_TEST_CASE(a_speculating_miss_on_a_new_store_learns_nvrtc_s_build_from_its_compile)
 {
   // A new store knows no toolchain: the key needs NVRTC's build, which every PTX header names.
