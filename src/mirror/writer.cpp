@@ -212,6 +212,9 @@ void Writer::do_job(Job& job)
     // Headers whose texts the compile let go (their blobs stored with the entry): read from the
     // store, which holds the entry by now.
     if (!m_source.load_headers || !m_source.load_headers(job.entry)) {
+      if (!m_source.stored(job.hex_key)) {
+        return;  // removed before its turn (its blobs with it): no folder, and nothing failed
+      }
       if (m_source.failed) {
         m_source.failed(job.hex_key, std::make_error_code(std::errc::no_such_file_or_directory));
       }
