@@ -16,23 +16,28 @@ def test_python_keeps_running_while_two_threads_compile(cache):
         binaries.extend(cache.get(program, ARCH) for program in mine)
 
     workers = [threading.Thread(target=compile_three, args=(programs[i::2],)) for i in range(2)]
-    longest_gap = 0.0
+    stalled = 0.0  # time in gaps longer than a switch interval (5 ms): the loop did not run
     iterations = 0
     start = last = time.perf_counter()
     for worker in workers:
         worker.start()
     while any(worker.is_alive() for worker in workers):
         now = time.perf_counter()
-        longest_gap = max(longest_gap, now - last)
+        if now - last > 0.005:
+            stalled += now - last
         last = now
         iterations += 1
     elapsed = time.perf_counter() - start
     assert len(binaries) == 6
     shortest_compile_s = min(binary.timings.total_ms for binary in binaries) / 1000
-    # Holding the GIL through a compile would stop this loop for a whole compile (tens of ms);
-    # released, the loop waits at most a switch interval (5 ms) for a thread going in or out.
+    compiling_s = sum(binary.timings.total_ms for binary in binaries) / 1000
+    # Holding the GIL through a compile would stop this loop for every compile: stalled for all
+    # of the compiles' time. Released, the loop waits at most a switch interval for a thread going
+    # in or out; a machine busy with other work deschedules it now and then (one gap of 20-25 ms
+    # beside 25-38 ms compiles failed the older check, the longest gap under half a compile, in a
+    # CI run beside a parallel build), which this sum of stalls tolerates.
     assert shortest_compile_s > 0.01
-    assert longest_gap < shortest_compile_s / 2, (longest_gap, shortest_compile_s)
+    assert stalled < compiling_s / 2, (stalled, compiling_s)
     assert iterations > 1000
     assert elapsed >= 3 * shortest_compile_s  # NVRTC runs one compile at a time per process
 
