@@ -17,7 +17,6 @@
 #include "util/no_cancellation.hpp"
 #include "util/stopwatch.hpp"
 
-#include <algorithm>
 #include <cerrno>
 #include <cxxabi.h>
 #include <cstring>
@@ -291,13 +290,12 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
       std::shared_ptr<deps::Resolver> own = m_impl->prediction_ahead(program);
       std::set<util::Sha256> stored;  // blobs the store holds intact: not encoded again
       std::map<util::Sha256, std::string> blobs = m_impl->prepare_ahead(*own, stored);
-      const bool uploads = std::any_of(m_impl->tiers.begin(), m_impl->tiers.end(),
-                                       [](const auto& tier) { return tier->keeps_puts(); });
-      if (own->unfaithful().empty() && !uploads) {
+      if (own->unfaithful().empty()) {
         // What a compile that takes NVRTC's binary reads of them is their blobs; any other use reads
-        // them again (deps::Resolver::restore_texts()). Kept for a tier that is sent the entry
-        // with its headers inline (the remote tier). Before prepare(), which reads none of them:
-        // on a new store it waits for this compile's PTX (the key context), near NVRTC's peak.
+        // them again (deps::Resolver::restore_texts()). No tier below the store is sent the entry
+        // with its headers inline: a Cache with tiers does not speculate (may_speculate()). Before
+        // prepare(), which reads none of them: on a new store it waits for this compile's PTX (the
+        // key context), near NVRTC's peak.
         own->shed_texts([&](const util::Sha256& hash) { return blobs.count(hash) != 0 || stored.count(hash) != 0; });
         deps::after_shed();
       }

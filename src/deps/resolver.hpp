@@ -271,7 +271,6 @@ public:
   // headers_name_program() was answered (a compile that takes NVRTC's binary from the disk reads no
   // text again); restore_texts() before anything else reads them.
   void shed_texts(const std::function<bool(const util::Sha256&)>& encoded);
-  bool texts_shed() const { return m_texts_shed; }
   // Reads each shed text again; false (some still shed) when one is no longer what was hashed.
   bool restore_texts();
   // Why the private folder cannot answer as the disk would (a __has_include operand no value

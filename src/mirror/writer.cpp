@@ -204,11 +204,10 @@ void Writer::do_job(Job& job)
       m_staged.erase(it);
     }
   }
-  const auto by_reference = [&] {
-    return std::any_of(job.entry.header_refs.begin(), job.entry.header_refs.end(),
-                       [&](const store::HeaderRef& ref) { return job.entry.headers.count(ref.name) == 0; });
-  };
-  if (!staged && by_reference()) {
+  const bool by_reference =
+    std::any_of(job.entry.header_refs.begin(), job.entry.header_refs.end(),
+                [&](const store::HeaderRef& ref) { return job.entry.headers.count(ref.name) == 0; });
+  if (!staged && by_reference) {
     // Headers whose texts the compile let go (their blobs stored with the entry): read from the
     // store, which holds the entry by now.
     if (!m_source.load_headers || !m_source.load_headers(job.entry)) {
@@ -223,7 +222,7 @@ void Writer::do_job(Job& job)
   }
   bool replaced = false;
   std::error_code error = write_entry(m_cache_dir, job.hex_key, job.entry, &replaced, staged ? &*staged : nullptr);
-  if (error && staged && by_reference() && m_source.load_headers && m_source.load_headers(job.entry)) {
+  if (error && staged && by_reference && m_source.load_headers && m_source.load_headers(job.entry)) {
     error = write_entry(m_cache_dir, job.hex_key, job.entry, &replaced, nullptr);  // its staged folder went meanwhile
   }
   if (!error) {

@@ -3,6 +3,8 @@
 
 #include "store/blobs.hpp"
 #include "store/record.hpp"
+#include "util/file.hpp"
+#include "util/hash.hpp"
 
 #include <algorithm>
 #include <string>
@@ -80,11 +82,22 @@ int put_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, std::string_vie
   return mdb_put(txn, blobs, &k, &v, 0);
 }
 
-bool blob_there(MDB_txn* txn, MDB_dbi blobs, std::string_view hash)
+int require_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, const std::string& path)
 {
   MDB_val k = val(hash);
   MDB_val existing{};
-  return mdb_get(txn, blobs, &k, &existing) == MDB_SUCCESS && blob_intact(view(existing));
+  if (mdb_get(txn, blobs, &k, &existing) == MDB_SUCCESS && blob_intact(view(existing))) {
+    return MDB_SUCCESS;
+  }
+  // Gone since the lookup (a prune, an eviction): stored again from its file while that still
+  // holds the content the entry names.
+  std::error_code ignored;
+  const auto content = path.empty() ? std::nullopt : util::read_file(path, ignored);
+  const util::Sha256 read = content ? util::sha256(*content) : util::Sha256{};
+  if (!content || std::string_view(reinterpret_cast<const char*>(read.data()), read.size()) != hash) {
+    return MDB_NOTFOUND;
+  }
+  return put_blob(txn, blobs, hash, *content);
 }
 
 int release_blobs(MDB_txn* txn, const BlobDbis& dbis, std::string_view key)

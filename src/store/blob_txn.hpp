@@ -18,8 +18,9 @@ struct BlobDbis {
 // Stores `content` under `hash` (encode_blob(), or as it is when `encoded` says it is that
 // already) unless an intact blob is already there. Returns an LMDB code.
 int put_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, std::string_view content, bool encoded = false);
-// Whether an intact blob is stored under `hash`.
-bool blob_there(MDB_txn* txn, MDB_dbi blobs, std::string_view hash);
+// Requires an intact blob under `hash` (a Store::Row::present row): one not there is stored from
+// the file at `path` if that hashes to `hash`; else MDB_NOTFOUND. Returns an LMDB code.
+int require_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, const std::string& path);
 
 // Call before deleting entry `key`: deletes its `blob_refs` rows and every blob that no other entry
 // refers to any more. A record that can't be read holds no references (sweep_blobs() finds what it
