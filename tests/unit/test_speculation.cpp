@@ -842,7 +842,11 @@ BOOST_AUTO_TEST_CASE(a_header_edited_after_its_text_was_let_go_is_compiled_from_
   const kjit::Lookup again = second.lookup(program_in(d), k_arch);
   BOOST_TEST(kjit::to_string(again.source) == std::string("disk"));
   BOOST_TEST(again.binary->cubin == got.binary->cubin);
-  const kjit::EntryContents contents = second.entry(again.key);
+  // (By its listing: a hit through a prediction reports no key, as when v.h's stamp was recorded
+  // within a tick of its edit, and the manifest can't vouch for it.)
+  const std::vector<kjit::EntryInfo> infos = second.entries({"k.cu", k_arch.str()});
+  BOOST_TEST_REQUIRE(infos.size() == 1u);
+  const kjit::EntryContents contents = second.entry(infos.front().key);
   BOOST_TEST(contents.headers.at(d.substr(1) + "/inc/v.h") == "#define V 5\n");
 }
 
