@@ -175,6 +175,9 @@ struct Cache::Impl {
   // Keeps the manifest in memory; `now` also stores it, else it waits for take_unsaved_manifest().
   void save_manifest(const util::Sha256& manifest_key, const cache::KnownManifest& manifest, bool now);
   bool is_provisional(const util::Sha256& key);
+  // The store's manifest of `manifest_key` (raw bytes) made in `context`, unpacked and decoded;
+  // nullopt when there is none, or it is damaged or of another context. The store must be open.
+  std::optional<deps::Manifest> stored_manifest(std::string_view manifest_key, const std::string& context);
   // For explain: what makes the manifest of `manifest_key` invalid now (headers, folders), or that
   // none was made in this resolution context. Stats and reads only; changes nothing.
   std::vector<std::string> manifest_changes(const util::Sha256& manifest_key, const std::string& context);

@@ -222,8 +222,7 @@ std::shared_ptr<deps::Resolver> Cache::Impl::seeded_from(const Program& program,
                                                          const util::Sha256& seed,
                                                          const std::set<std::string>* directives)
 {
-  const auto bytes = store->get(store::Table::manifests, manifest_key);
-  auto manifest = bytes ? deps::decode_manifest(*bytes, context) : std::nullopt;
+  auto manifest = stored_manifest(manifest_key, context);
   for (deps::Resolution& resolution : manifest ? *manifest : deps::Manifest{}) {
     if (!resolution.closure || resolution.closure->seed_key != seed ||
         (directives != nullptr && !deps::fits_closure(program, *resolution.closure, *directives))) {

@@ -1,6 +1,7 @@
 // Manifests in use: a warm lookup stats the headers a manifest lists instead of compiling to learn them.
 #include "cache/cache_impl.hpp"
 
+#include "store/compress.hpp"
 #include "util/file.hpp"
 
 #include <cstring>
@@ -19,7 +20,7 @@ void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::K
     }
   }
   if (now && store && store->writable()) {
-    store->put(store::Table::manifests, bytes_of(manifest_key), deps::encode_manifest(manifest.entries, manifest.context));
+    store->put(store::Table::manifests, bytes_of(manifest_key), store::packed(deps::encode_manifest(manifest.entries, manifest.context)));
   }
 }
 
@@ -32,7 +33,14 @@ std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const Prepar
   }
   const cache::KnownManifest& known = manifests.known.at(manifest_key);
   return store::Store::Row{store::Table::manifests, std::string(bytes_of(manifest_key)),
-                           deps::encode_manifest(known.entries, known.context)};
+                           store::packed(deps::encode_manifest(known.entries, known.context))};
+}
+
+std::optional<deps::Manifest> Cache::Impl::stored_manifest(std::string_view manifest_key, const std::string& context)
+{
+  const auto bytes = store->get(store::Table::manifests, manifest_key);
+  const auto text = bytes ? store::unpacked(*bytes) : std::nullopt;
+  return text ? deps::decode_manifest(*text, context) : std::nullopt;
 }
 
 bool Cache::Impl::is_provisional(const util::Sha256& key)
@@ -55,10 +63,8 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
   }
   const bool from_store = !manifest && store;
   if (from_store) {
-    if (const auto bytes = store->get(store::Table::manifests, bytes_of(manifest_key))) {
-      if (auto decoded = deps::decode_manifest(*bytes, context)) {
-        manifest = cache::KnownManifest{std::move(*decoded), context};
-      }
+    if (auto decoded = stored_manifest(bytes_of(manifest_key), context)) {
+      manifest = cache::KnownManifest{std::move(*decoded), context};
     }
   }
   if (!manifest) {
@@ -101,9 +107,7 @@ std::vector<std::string> Cache::Impl::manifest_changes(const util::Sha256& manif
     }
   }
   if (!manifest && store) {
-    if (const auto bytes = store->get(store::Table::manifests, bytes_of(manifest_key))) {
-      manifest = deps::decode_manifest(*bytes, context);
-    }
+    manifest = stored_manifest(bytes_of(manifest_key), context);
   }
   if (!manifest || manifest->empty()) {
     std::string where;
@@ -167,10 +171,8 @@ void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::s
     }
   }
   if (updated.entries.empty() && store) {
-    if (const auto bytes = store->get(store::Table::manifests, bytes_of(manifest_key))) {
-      if (auto decoded = deps::decode_manifest(*bytes, context)) {
-        updated.entries = std::move(*decoded);
-      }
+    if (auto decoded = stored_manifest(bytes_of(manifest_key), context)) {
+      updated.entries = std::move(*decoded);
     }
   }
   updated.context = context;

@@ -4,6 +4,7 @@
 #include "util/file.hpp"
 #include "util/text.hpp"
 
+#include <atomic>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -16,6 +17,7 @@ namespace {
 // entry's closure lines (ClosureState); a manifest of format 5 reads as one without them.
 constexpr const char* k_magic = "kjit-manifest 6";
 constexpr const char* k_magic_without_closures = "kjit-manifest 5";
+std::atomic<std::uint64_t> g_decoded{0};
 
 std::string stamp_text(const FileStamp& stamp)
 {
@@ -78,8 +80,14 @@ std::string encode_manifest(const Manifest& manifest, const std::string& context
   return std::string(k_magic) + " " + util::to_hex(util::checksum(body)) + "\n" + body;
 }
 
+std::uint64_t manifests_decoded() noexcept
+{
+  return g_decoded.load(std::memory_order_relaxed);
+}
+
 std::optional<Manifest> decode_manifest(std::string_view bytes, const std::string& context)
 {
+  g_decoded.fetch_add(1, std::memory_order_relaxed);
   const auto first = bytes.find('\n');
   std::string magic = k_magic;
   if (first != std::string_view::npos && bytes.substr(0, magic.size()) != magic) {

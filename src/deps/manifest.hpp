@@ -4,6 +4,7 @@
 
 #include "deps/resolver.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,9 @@ constexpr std::size_t k_manifest_entries = 8;
 // context is nullopt.
 std::string encode_manifest(const Manifest& manifest, const std::string& context = {});
 std::optional<Manifest> decode_manifest(std::string_view bytes, const std::string& context = {});
+// How many manifests decode_manifest() was asked to decode in this process (a test checks what a
+// miss reads).
+std::uint64_t manifests_decoded() noexcept;
 
 struct ValidationCounters {
   std::size_t stats = 0;     // stat() calls on header files

@@ -99,4 +99,28 @@ bool decompress(std::string_view frame, std::size_t size, std::string& out, std:
   return true;
 }
 
+std::string packed(std::string value)
+{
+  if (auto frame = compress(value)) {
+    return std::move(*frame);
+  }
+  return value;
+}
+
+std::optional<std::string> unpacked(std::string_view value)
+{
+  // A frame starts with ZSTD_MAGICNUMBER, little-endian; a manifest's text with "kjit-manifest".
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned>(static_cast<unsigned char>(value[i])); };
+  if (value.size() < 4 || (byte(0) | byte(1) << 8 | byte(2) << 16 | byte(3) << 24) != ZSTD_MAGICNUMBER) {
+    return std::string(value);
+  }
+  std::string content;
+  std::string why;
+  const auto size = frame_size(value);
+  if (!size || !decompress(value, *size, content, why)) {
+    return std::nullopt;
+  }
+  return content;
+}
+
 } // namespace kjit::store

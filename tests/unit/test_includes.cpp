@@ -6,6 +6,7 @@
 
 #include "deps/include_scan.hpp"
 #include "deps/manifest.hpp"
+#include "store/compress.hpp"
 #include "store/record.hpp"
 #include "store/store.hpp"
 #include "util/hash.hpp"
@@ -525,6 +526,53 @@ BOOST_AUTO_TEST_CASE(damaged_manifests_are_ignored)
   damaged[damaged.size() - 3] ^= 1;
   BOOST_TEST(!kjit::deps::decode_manifest(damaged).has_value());
   BOOST_TEST(!kjit::deps::decode_manifest(encoded.substr(0, encoded.size() / 2)).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(manifests_are_stored_packed_and_one_stored_as_text_is_read_too)
+{
+  // A vendored CCCL's manifest is 2.8 MB of text (mostly its folders' absent names), stored as it
+  // was: each miss of another -D grew the store by 3.7 MB. Now one zstd frame (145 KB).
+  const std::string dir = tmp.path() + "/packed";
+  std::string header = "#pragma once\n";
+  for (int i = 0; i < 40; ++i) {
+    header += "#if __has_include(<absent_" + std::to_string(i) + ".h>)\n#endif\n";
+  }
+  put(dir + "/params.h", header + "#define VALUE 17\n");
+  settle();
+  const kjit::Program program = program_using(dir);
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const auto plain = kjit::Cache(config).get(program, arch);
+  std::vector<std::pair<std::string, std::string>> rows;
+  {
+    auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    store->for_each(kjit::store::Table::manifests, [&](std::string_view key, std::string_view value) {
+      rows.emplace_back(key, value);
+    });
+    BOOST_TEST_REQUIRE(rows.size() == 1u);
+    const auto text = kjit::store::unpacked(rows[0].second);
+    BOOST_TEST_REQUIRE(text.has_value());
+    BOOST_TEST(text->rfind("kjit-manifest ", 0) == 0u);
+    BOOST_TEST(rows[0].second.rfind("kjit-manifest ", 0) != 0u);  // a frame, not the text
+    BOOST_TEST(rows[0].second.size() < text->size());
+    BOOST_TEST(text->find("absent_39.h") != std::string::npos);
+    store->put({{kjit::store::Table::manifests, rows[0].first, *text}});  // as an older kjit wrote it
+  }
+  kjit::Cache cache(config);
+  const std::uint64_t decoded = kjit::deps::manifests_decoded();
+  const kjit::Lookup again = cache.lookup(program, arch);
+  BOOST_TEST(kjit::to_string(again.source) == std::string("disk"));
+  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 1);  // found through the manifest
+  BOOST_TEST(again.binary->cubin == plain->cubin);
+  // A damaged frame is no manifest: the lookup resolves again, and still finds its entry.
+  {
+    auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    const std::string frame = kjit::store::packed(store->get(kjit::store::Table::manifests, rows[0].first).value_or(""));
+    BOOST_TEST_REQUIRE(frame.rfind("kjit-manifest ", 0) != 0u);
+    BOOST_TEST(!kjit::store::unpacked(frame.substr(0, frame.size() - 9)).has_value());
+    store->put({{kjit::store::Table::manifests, rows[0].first, frame.substr(0, frame.size() - 9)}});
+  }
+  const kjit::Lookup damaged = kjit::Cache(config).lookup(program, arch);
+  BOOST_TEST(damaged.binary->cubin == plain->cubin);
 }
 
 // Held-out mutants of manifest.cpp (docs/testing.md, issue 35's run): a path with escaped
