@@ -205,8 +205,8 @@ struct Cache::Impl {
   // compiles of this program, and of other programs of its library, may start from.
   void offer_closure(const Program& program, const deps::SearchContext& search, const util::Sha256& manifest_key,
                      deps::Resolver& resolver);
-  // The meta row offer_closure() left for the manifest of `prepared`, if any (and forgets it).
-  std::optional<store::Store::Row> take_library_row(const PreparedProgram& prepared);
+  // The meta rows offer_closure() left for the manifest of `prepared` (and forgets them).
+  std::vector<store::Store::Row> take_closure_rows(const PreparedProgram& prepared);
   // The store row of a manifest not stored yet, if any (and forgets that it is unsaved).
   std::optional<store::Store::Row> take_unsaved_manifest(const PreparedProgram& prepared);
 

@@ -263,8 +263,8 @@ bool Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
   if (auto manifest = take_unsaved_manifest(p)) {
     rows.push_back(std::move(*manifest));
   }
-  if (auto library = take_library_row(p)) {
-    rows.push_back(std::move(*library));
+  for (store::Store::Row& row : take_closure_rows(p)) {
+    rows.push_back(std::move(row));
   }
   if (cache::mentions_include(p.program())) {
     rows.push_back({store::Table::meta, cache::source_row(p.program(), p.arch()), "stored"});  // not compiled ahead again

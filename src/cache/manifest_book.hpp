@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <vector>
 #include <string>
 #include <utility>
 
@@ -31,9 +32,10 @@ struct ManifestBook {
   // The prediction behind a provisional key, handed to its compile (so the headers are read,
   // hashed and scanned once); a few at most.
   std::map<util::Sha256, std::shared_ptr<deps::Resolver>> predictions;
-  // manifest key → the meta row (key, value) that lets other programs of its library start from the
-  // resolution recorded there (closure_seed.cpp), stored with that manifest's commit.
-  std::map<util::Sha256, std::pair<std::string, std::string>> library_rows;
+  // manifest key → the meta rows (key, value) that let later compiles of its program (its seed's
+  // row) and other programs of its library start from the resolution recorded there
+  // (closure_seed.cpp), stored with that manifest's commit.
+  std::map<util::Sha256, std::vector<std::pair<std::string, std::string>>> closure_rows;
 };
 
 } // namespace kjit::cache

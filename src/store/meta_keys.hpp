@@ -15,6 +15,10 @@ constexpr std::string_view k_script_table_prefix = "script-table/";
 // "closure-library <sha256 hex>": where a closed resolution of a library's programs is
 // (src/cache/closure_seed.cpp); this store's own, never in a bundle.
 constexpr std::string_view k_closure_library_prefix = "closure-library ";
+// "closure-seed <sha256 hex of a seed key>": where the closed resolution of a program (name, source,
+// options, context, toolchain) is, for its other archs (src/cache/closure_seed.cpp); this store's
+// own, never in a bundle.
+constexpr std::string_view k_closure_seed_prefix = "closure-seed ";
 
 // "source <arch number> <sha256 hex of a program's source>": an entry of a program with that source
 // was stored here for an arch of that number (src/cache/speculation.cpp: a lookup of that source by another name, a project that moved,

@@ -84,6 +84,36 @@ BOOST_AUTO_TEST_CASE(another_arch_of_a_program_compiles_from_the_closure_of_the_
   BOOST_TEST(kjit::to_string(third.lookup(program, k_sm80).source) == std::string("disk"));
 }
 
+BOOST_AUTO_TEST_CASE(another_arch_finds_its_closure_without_reading_its_names_other_manifests)
+{
+  // Variants of one source by -D under one name (a JIT's instantiations) each have a manifest; a
+  // miss of another arch of one reads only its own, through its seed's row. Before, it read the
+  // manifests of the name's entries until one held its seed: a vendored CCCL's are 2.8 MB each.
+  const std::string lib = library(tmp.path(), 7001);
+  const kjit::Program base = program_on(tmp.path(), lib);
+  const auto variant = [&](int v) {
+    kjit::Program program = base;
+    program.options.push_back("-DVARIANT=" + std::to_string(v));
+    program.name_expressions = {"k<3>"};
+    return program;
+  };
+  settle();
+  for (int v = 0; v < 6; ++v) {
+    kjit::Cache(config).get(variant(v), k_sm80);
+  }
+  for (int v : {0, 3, 5}) {
+    const std::uint64_t listed = kjit::deps::folder_listings();
+    const std::uint64_t decoded = kjit::deps::manifests_decoded();
+    kjit::Cache cache(config);
+    const kjit::Lookup other = cache.lookup(variant(v), k_sm90);
+    BOOST_TEST(kjit::to_string(other.source) == std::string("compiled"));
+    BOOST_TEST(kjit::deps::folder_listings() == listed);  // seeded
+    BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 1);
+    const kjit::Binary plain = kjit::rtc::compile(config, variant(v), k_sm90);
+    BOOST_TEST(without_internal_suffixes(other.binary->ptx) == without_internal_suffixes(plain.ptx));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(other_name_expressions_of_a_program_compile_from_its_closure)
 {
   const std::string lib = library(tmp.path(), 7001);
