@@ -280,7 +280,7 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
   // A program this store never held is compiled from the disk at once, while another thread
   // resolves its headers and makes its key (speculation.hpp); the compile below takes it.
   std::optional<cache::Speculation> speculation;
-  const bool unknown = m_impl->speculate(program, arch, speculation);
+  const std::optional<util::Sha256> unknown = m_impl->speculate(program, arch, speculation);
   const cache::SpeculationScope scope(speculation ? &*speculation : nullptr);
   try {
     const PreparedProgram prepared = !speculation ? prepare(program, arch) : cache::prepare_beside(*speculation, [&] {
@@ -307,7 +307,7 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
     });
     auto binary = get_keyed(prepared, source, key);  // just prepared: no need to validate it again
     if (unknown) {
-      m_impl->known_names.insert(program.name, prepared.arch());  // a warm lookup of a known one adds nothing
+      m_impl->known_programs.insert(*unknown, prepared.arch());  // a warm lookup of a known one adds nothing
     }
     if (direct && !prepared.m_provisional) {
       // Found by the SHA-256 path (stored without a direct row): found directly from now on.

@@ -85,7 +85,7 @@ struct Cache::Impl {
   std::atomic<bool> toolchain_rows_held{false};  // !toolchain_rows.empty(), read without the lock
   std::string inputs_toolchain;  // cache::inputs_toolchain(*context), made with it
   cache::DirectIndex direct_index;   // this process's input digests → entry keys (direct_lookup.cpp)
-  cache::KnownNames known_names;     // program names found or compiled here: never speculated (speculation.hpp)
+  cache::KnownPrograms known_programs;  // programs found or compiled here: never speculated (speculation.hpp)
 
   // The named parts, each with its own lock.
   cache::ManifestBook manifests;  // manifests and provisional keys (includes.cpp, predicted_hit.cpp)
@@ -249,9 +249,11 @@ struct Cache::Impl {
   std::shared_ptr<deps::Resolver> predicted_key(const PreparedProgram& prepared, util::Sha256& predicted_entry_key);
   // Starts `speculation` for a lookup of `program` when it may (speculation.hpp, may_speculate()):
   // not for a name and arch this Cache served, nor while another compile of this process is
-  // watched. Throws prepare()'s errors for bad -I/-D options. True when the program may include
-  // and its name and arch are not known_names yet (the lookup then makes them known).
-  bool speculate(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation);
+  // watched. Throws prepare()'s errors for bad -I/-D options. The program's digest
+  // (cache::program_digest()) when it may include and is not one of known_programs yet (the lookup
+  // then makes it known).
+  std::optional<util::Sha256> speculate(const Program& program, const Arch& arch,
+                                        std::optional<cache::Speculation>& speculation);
   // What a speculative miss's preparing thread does after prepare(), while NVRTC compiles
   // (prepare_beside()): its prediction (kept by the Speculation, seen by no other lookup) closed,
   // and the mirror's writes of its headers started (mirror_headers_early()), off the caller's path.

@@ -257,6 +257,33 @@ std::vector<std::string> absolute_include_options(const std::vector<std::string>
   return out;
 }
 
+util::Sha256 program_digest(const Program& program)
+{
+  util::Sha256Hasher hasher;
+  const auto field = [&](std::string_view text) { hasher.update(std::to_string(text.size())).update(":").update(text); };
+  field("kjit program digest 1");
+  field(base_name(program.name));
+  const std::vector<std::string> options = normalize_options(program.options);
+  const KeyRoots roots = roots_of(program.name, options);
+  std::size_t include_index = 0;
+  for (const auto& option : options) {
+    field("option");
+    field(portable_option(roots, option, include_index));
+  }
+  for (const auto& [name, content] : program.headers) {
+    field("header");
+    field(name);
+    field(content);
+  }
+  for (const auto& expression : program.name_expressions) {
+    field("name-expression");
+    field(expression);
+  }
+  field("source");
+  field(program.source);
+  return hasher.finish();
+}
+
 KeyTexts make_key_texts(const Program& program, const Arch& arch, const KeyContext& context,
                   const std::vector<deps::DiskHeader>& includes)
 {

@@ -87,6 +87,11 @@ std::vector<std::string> normalize_options(const std::vector<std::string>& optio
 // (and a lookup of one never asks for it).
 KeyTexts make_key_texts(const Program& program, const Arch& arch, const KeyContext& context,
                   const std::vector<deps::DiskHeader>& includes = {});
+// What of `program`'s key the program alone decides, without its disk headers or where it is: the
+// name's last component, the options as the key names them, the in-memory headers, the name
+// expressions and the source. Two programs whose keys may be equal have equal digests; a store
+// that holds no entry of a digest for an arch can't serve a lookup of it (speculation.cpp).
+util::Sha256 program_digest(const Program& program);
 // How many key texts make_key_texts() made in this process (a test checks what a miss repeats).
 std::uint64_t keys_made() noexcept;
 

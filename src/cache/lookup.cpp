@@ -267,7 +267,7 @@ bool Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
     rows.push_back(std::move(row));
   }
   if (cache::mentions_include(p.program())) {
-    rows.push_back({store::Table::meta, cache::source_row(p.program(), p.arch()), "stored"});  // not compiled ahead again
+    cache::add_program_rows(p.program(), p.arch(), *store, rows);  // not compiled ahead again, under any name
   }
   // A new store's toolchain rows: one commit, one fdatasync. Kept to be put back if it fails.
   std::vector<store::Store::Row> toolchain = take_toolchain_rows();

@@ -40,17 +40,19 @@ std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram
   return resolver;
 }
 
-bool Cache::Impl::speculate(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation)
+std::optional<util::Sha256> Cache::Impl::speculate(const Program& program, const Arch& arch,
+                                                   std::optional<cache::Speculation>& speculation)
 {
   if (!cache::mentions_include(program)) {
-    return false;
+    return std::nullopt;
   }
   const Arch resolved = rtc::resolve_arch(arch.is_auto() ? Arch::parse(config.arch) : arch);
-  if (known_names.contains(program.name, resolved)) {
-    return false;
+  const util::Sha256 digest = cache::program_digest(program);
+  if (known_programs.contains(digest, resolved)) {
+    return std::nullopt;
   }
-  if (!cache::may_speculate(program, resolved, store.get(), !tiers.empty())) {
-    return true;
+  if (!cache::may_speculate(program, digest, resolved, store.get(), !tiers.empty())) {
+    return digest;
   }
   // The key context, when the toolchain's versions are remembered (not the toolkit headers'
   // fingerprint: the preparing thread finds it for this program's key while NVRTC compiles). Else
@@ -62,7 +64,7 @@ bool Cache::Impl::speculate(const Program& program, const Arch& arch, std::optio
   if (auto watch = rtc::FileWatch::claim()) {  // none while another compile of this process is watched
     speculation.emplace(config, program, resolved, std::move(watch));
   }
-  return true;
+  return digest;
 }
 
 std::map<util::Sha256, std::string> Cache::Impl::prepare_ahead(deps::Resolver& prediction, std::set<util::Sha256>& stored)

@@ -7,6 +7,7 @@
 #include "cache/speculation.hpp"
 
 #include "cache/direct_index.hpp"
+#include "cache/key.hpp"
 #include "store/meta_keys.hpp"
 #include "store/record.hpp"
 #include "util/hash.hpp"
@@ -20,10 +21,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <map>
 #include <sys/stat.h>
 #include <system_error>
 #include <thread>
+#include <ctime>
 #include <unistd.h>
 
 namespace kjit::cache {
@@ -49,6 +52,21 @@ bool nvrtc_own(const std::string& path)
 {
   const std::size_t base = path.rfind('/') + 1;  // 0 when there is no '/'
   return path.compare(base, 5, "__nv_") == 0;
+}
+
+// The store's "program-rows" time (meta_keys.hpp): 0 when every entry it holds has its program
+// row; nullopt when none is written (or it can't be read).
+std::optional<std::int64_t> program_rows_since(const store::Store& store)
+{
+  std::optional<std::int64_t> since;
+  store.visit(store::Table::meta, store::k_program_rows_since, [&](std::string_view value) {
+    std::int64_t time = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), time);
+    if (error == std::errc() && end == value.data() + value.size()) {
+      since = time;
+    }
+  });
+  return since;
 }
 
 } // namespace
@@ -289,7 +307,8 @@ std::optional<Binary> Speculation::adopt(deps::Resolver& resolver, std::string& 
   return m_binary;
 }
 
-bool may_speculate(const Program& program, const Arch& arch, store::Store* store, bool lower_tiers)
+bool may_speculate(const Program& program, const util::Sha256& digest, const Arch& arch, store::Store* store,
+                   bool lower_tiers)
 {
   if (store == nullptr || !store->writable() || lower_tiers || rtc::compile_delegated() || !program.headers.empty() ||
       !mentions_include(program)) {
@@ -306,33 +325,45 @@ bool may_speculate(const Program& program, const Arch& arch, store::Store* store
       })) {
     return false;
   }
-  // An entry of this name for this arch may be a hit (through a manifest, a prediction of a project
-  // that moved), or give its PTX (compute_XY for sm_XY): then the compile would be wasted. The names
-  // table lists every entry by its program's name; a record's first fields name its arch. Entries of
-  // the name for other archs only (a second arch, a library's other kernels) can't serve it.
-  std::vector<std::string> keys;
+  // An entry of this program for this arch may be a hit (through a manifest, a prediction of a
+  // project that moved, under any name), or give its PTX (compute_XY for sm_XY): then the compile
+  // would be wasted. Its program row says whether the store holds one (program_digest(): what of the
+  // key the program alone decides). Another program, of the same name or source, can't serve it.
   bool unknown = false;
   try {
-    const std::string prefix = store::names_prefix(program.name);
-    store->for_each_prefix(store::Table::names, prefix, [&](std::string_view key, std::string_view name) {
-      if (name == program.name) {
-        keys.emplace_back(key.substr(prefix.size()));
-      }
-    });
-    unknown = keys.size() > k_records_read;
-    for (std::size_t i = 0; i < keys.size() && !unknown; ++i) {
-      store->visit(store::Table::entries, keys[i], [&](std::string_view bytes) {
-        const auto summary = store::summarize_record(bytes);
-        try {
-          unknown = unknown || !summary || Arch::parse(summary->arch).number() == arch.number();
-        } catch (const Error&) {
-          unknown = true;  // an arch this kjit can't read: may be anything
+    unknown = store->visit(store::Table::meta, program_row(digest, arch), [](std::string_view) {});
+    // A bundle's entries have none: its name's row says so (for any arch).
+    unknown = unknown || store->visit(store::Table::meta, unmarked_name_row(program.name), [](std::string_view) {});
+    // Entries stored before this store's first program row may have none: one of this name for
+    // this arch keeps it from being compiled ahead (a record's first fields name its arch and time).
+    const std::optional<std::int64_t> since = program_rows_since(*store);
+    if (!unknown && since != 0) {
+      std::vector<std::string> keys;
+      const std::string prefix = store::names_prefix(program.name);
+      store->for_each_prefix(store::Table::names, prefix, [&](std::string_view key, std::string_view name) {
+        if (name == program.name) {
+          keys.emplace_back(key.substr(prefix.size()));
         }
       });
+      unknown = keys.size() > k_records_read;
+      for (std::size_t i = 0; i < keys.size() && !unknown; ++i) {
+        store->visit(store::Table::entries, keys[i], [&](std::string_view bytes) {
+          const auto summary = store::summarize_record(bytes);
+          try {
+            unknown = unknown || !summary || (Arch::parse(summary->arch).number() == arch.number() &&
+                                              (!since || summary->created_unix < *since));
+          } catch (const Error&) {
+            unknown = true;  // an arch this kjit can't read: may be anything
+          }
+        });
+      }
     }
-    // The same source under another name: a project that moved (its programs named by absolute
-    // paths) finds its entries through its prediction, which a compile ahead would make wait.
-    unknown = unknown || store->visit(store::Table::meta, source_row(program, arch), [](std::string_view) {});
+    // The same source under another name, stored by a kjit that wrote no program rows: a project
+    // that moved (its programs named by absolute paths) finds its entries through its prediction,
+    // which a compile ahead would make wait.
+    store->visit(store::Table::meta, source_row(program, arch), [&](std::string_view value) {
+      unknown = unknown || value != store::k_source_with_program_rows;
+    });
   } catch (const Error&) {
     return false;  // the lookup itself says what is wrong with the store
   }
@@ -345,18 +376,41 @@ std::string source_row(const Program& program, const Arch& arch)
          util::to_hex(util::Sha256Hasher().update(program.source).finish());
 }
 
-bool KnownNames::contains(const std::string& name, const Arch& arch) const
+std::string unmarked_name_row(const std::string& program_name)
 {
-  const std::string known = std::to_string(arch.number()) + " " + name;
-  std::lock_guard lock(m_mutex);
-  return m_names.count(known) != 0;
+  const std::string prefix = store::names_prefix(program_name);
+  return std::string(store::k_unmarked_name_prefix) +
+         util::to_hex(reinterpret_cast<const std::uint8_t*>(prefix.data()), prefix.size());
 }
 
-void KnownNames::insert(const std::string& name, const Arch& arch)
+std::string program_row(const util::Sha256& digest, const Arch& arch)
 {
-  std::string known = std::to_string(arch.number()) + " " + name;
+  return std::string(store::k_program_prefix) + std::to_string(arch.number()) + " " + util::to_hex(digest);
+}
+
+void add_program_rows(const Program& program, const Arch& arch, const store::Store& store,
+                      std::vector<store::Store::Row>& rows)
+{
+  rows.push_back({store::Table::meta, program_row(program_digest(program), arch), "stored"});
+  rows.push_back({store::Table::meta, source_row(program, arch), std::string(store::k_source_with_program_rows)});
+  if (!program_rows_since(store)) {
+    // From now on every entry stored here has its program row; in a store without entries, all do.
+    const bool empty = store.count(store::Table::entries) == 0;
+    rows.push_back({store::Table::meta, std::string(store::k_program_rows_since),
+                    empty ? std::string("0") : std::to_string(static_cast<std::int64_t>(::time(nullptr)))});
+  }
+}
+
+bool KnownPrograms::contains(const util::Sha256& digest, const Arch& arch) const
+{
   std::lock_guard lock(m_mutex);
-  m_names.insert(std::move(known));
+  return m_programs.count({arch.number(), digest}) != 0;
+}
+
+void KnownPrograms::insert(const util::Sha256& digest, const Arch& arch)
+{
+  std::lock_guard lock(m_mutex);
+  m_programs.insert({arch.number(), digest});
 }
 
 SpeculationScope::SpeculationScope(Speculation* speculation) noexcept : m_previous(t_current)

@@ -26,7 +26,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_set>
+#include <set>
+#include <utility>
 #include <vector>
 
 namespace kjit::cache {
@@ -122,27 +123,38 @@ PreparedProgram prepare_beside(Speculation& speculation, const std::function<Pre
 // The meta row that says an entry of a program with this source was stored for an arch of this
 // number (store/meta_keys.hpp).
 std::string source_row(const Program& program, const Arch& arch);
+// The meta row that says an entry of the program of this digest (program_digest(), key.hpp) was
+// stored for an arch of this number.
+std::string program_row(const util::Sha256& digest, const Arch& arch);
+// The meta row that says entries of this program name were put in the store without program rows.
+std::string unmarked_name_row(const std::string& program_name);
 
-// Whether a lookup of `program` for `arch` (resolved) may start a Speculation: it will miss
-// (`store` holds no entry of its name for an arch of that number, nor any entry of its source under
-// another name — a project that moved finds its entries through its prediction —, and there are no
-// `lower_tiers` to serve it), it may read headers (no pre-include, no
-// in-memory header: those take the private folder's way), its compile writes no file (-time,
-// -fdevice-time-trace, a PCH: a compile made twice would write twice), and nothing makes its
-// compile go elsewhere (a batch's worker).
-bool may_speculate(const Program& program, const Arch& arch, store::Store* store, bool lower_tiers);
+// The meta rows an entry of `program` (which may include) is stored with: its program row, its
+// source row, and the store's "program-rows" time when it has none yet (store/meta_keys.hpp).
+void add_program_rows(const Program& program, const Arch& arch, const store::Store& store,
+                      std::vector<store::Store::Row>& rows);
 
-// The program names a Cache has found or compiled, with the number of each arch: a lookup of one
-// of them is not speculated, and asks the store nothing to know it (a warm lookup of a program that
-// may include stays as it was).
-class KnownNames {
+// Whether a lookup of `program` (of `digest`, program_digest()) for `arch` (resolved) may start a
+// Speculation: it will miss (`store` holds no entry of that program for an arch of that number
+// under any name — its program row says so; a name of entries stored before program rows were,
+// or a source row of a kjit that wrote none, counts as one —, and there are no `lower_tiers` to
+// serve it), it may read headers (no pre-include, no in-memory header: those take the private
+// folder's way), its compile writes no file (-time, -fdevice-time-trace, a PCH: a compile made
+// twice would write twice), and nothing makes its compile go elsewhere (a batch's worker).
+bool may_speculate(const Program& program, const util::Sha256& digest, const Arch& arch, store::Store* store,
+                   bool lower_tiers);
+
+// The programs (by program_digest()) a Cache has found or compiled, with the number of each arch:
+// a lookup of one of them is not speculated, and asks the store nothing to know it (a warm lookup
+// of a program that may include stays as it was).
+class KnownPrograms {
 public:
-  bool contains(const std::string& name, const Arch& arch) const;
-  void insert(const std::string& name, const Arch& arch);
+  bool contains(const util::Sha256& digest, const Arch& arch) const;
+  void insert(const util::Sha256& digest, const Arch& arch);
 
 private:
   mutable std::mutex m_mutex;
-  std::unordered_set<std::string> m_names;
+  std::set<std::pair<int, util::Sha256>> m_programs;
 };
 
 // The Speculation of this thread's lookup while one is alive, so that the compile of that lookup

@@ -25,6 +25,22 @@ constexpr std::string_view k_closure_seed_prefix = "closure-seed ";
 // may be a hit, so it is not compiled ahead); this store's own, never in a bundle, never removed (a
 // row whose entries are gone only keeps a lookup from being compiled ahead).
 constexpr std::string_view k_source_prefix = "source ";
+// The value a kjit that writes program rows (below) gives a source row; one written by an older kjit
+// says "stored", and keeps that source from being compiled ahead under any name.
+constexpr std::string_view k_source_with_program_rows = "program";
+
+// "program <arch number> <sha256 hex of cache::program_digest()>": an entry of that program was
+// stored here for an arch of that number (src/cache/speculation.cpp: a lookup of it, under any
+// name, may be a hit; another program of the same name may not); this store's own, never in a
+// bundle, never removed, as source rows.
+constexpr std::string_view k_program_prefix = "program ";
+// "unmarked-name <hex of names_prefix()>": entries of that program name were put here without their
+// program rows (a bundle's import, whose records don't say what the key's program was): a lookup of
+// that name is not compiled ahead while such an entry may serve it.
+constexpr std::string_view k_unmarked_name_prefix = "unmarked-name ";
+// "program-rows": the unix time of the first commit that wrote program rows here. An entry created
+// before then may have none: its program name keeps lookups of that name from being compiled ahead.
+constexpr std::string_view k_program_rows_since = "program-rows";
 
 // A script's row or its table's (what a bundle's import reports as scripts).
 constexpr bool is_script_row(std::string_view key)

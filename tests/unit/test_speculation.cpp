@@ -8,6 +8,8 @@
 #include "cache/speculation.hpp"
 #include "deps/resolver.hpp"
 #include "deps/search.hpp"
+#include "store/meta_keys.hpp"
+#include "store/store.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/file_watch.hpp"
 
@@ -219,6 +221,105 @@ BOOST_AUTO_TEST_CASE(a_program_whose_name_the_store_holds_is_not_compiled_ahead)
   BOOST_TEST(kjit::cache::speculations_adopted() == adopted);
   BOOST_TEST(kjit::to_string(got.source) == std::string("compiled"));
   BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
+}
+
+BOOST_AUTO_TEST_CASE(another_program_of_a_known_name_is_compiled_ahead)
+{
+  // The same source with another -D, and another source, under a name the store holds for the arch:
+  // no entry of the name can serve them (their program rows say so). Before, each was resolved and
+  // keyed before NVRTC started: a vendored CCCL's -D variants spent 0.43-0.74 s outside NVRTC.
+  const std::string d = tmp.path() + "/known";
+  write_headers(d, 1);
+  settle();
+  {
+    kjit::Cache cache(config);
+    cache.get(program_in(d), k_arch);
+  }
+  kjit::Program other_source = program_in(d);
+  other_source.source += "// another kernel of the same name\n";
+  for (const kjit::Program& program : {kjit::Program(program_in(d)).option("-DZ=1"), other_source}) {
+    kjit::Cache cache(config);
+    const std::uint64_t adopted = kjit::cache::speculations_adopted();
+    const kjit::Lookup got = cache.lookup(program, k_arch);
+    BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
+    BOOST_TEST(kjit::to_string(got.source) == std::string("compiled"));
+    BOOST_TEST(got.binary->cubin == kjit::compile(program, k_arch).cubin);
+    cache.flush_mirror();
+    kjit::Cache again(config);
+    BOOST_TEST(kjit::to_string(again.lookup(program, k_arch).source) == std::string("disk"));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(one_cache_compiles_ahead_each_program_of_one_name)
+{
+  // A Cache that compiled k.cu does not speculate on it again, but does on k.cu with another -D.
+  const std::string d = tmp.path() + "/one";
+  write_headers(d, 2);
+  settle();
+  kjit::Cache cache(config);
+  cache.get(program_in(d), k_arch);
+  std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const kjit::Program other = kjit::Program(program_in(d)).option("-DZ=2");
+  BOOST_TEST(cache.get(other, k_arch)->cubin == kjit::compile(other, k_arch).cubin);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
+  adopted = kjit::cache::speculations_adopted();
+  write_text(d + "/inc/v.h", "#define V 5\n");  // its entry can't serve it now; a manifest says so
+  settle();
+  BOOST_TEST(cache.get(other, k_arch)->cubin == kjit::compile(other, k_arch).cubin);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted);
+}
+
+BOOST_AUTO_TEST_CASE(entries_stored_without_program_rows_keep_their_name_from_being_compiled_ahead)
+{
+  // A store whose entries were stored by a kjit that wrote no program rows (no "program-rows"
+  // time), a source row such a kjit wrote, and a bundle's entries (whose records don't say what
+  // their key's program was): each may hold an entry that serves the lookup.
+  const std::string d = tmp.path() + "/old";
+  write_headers(d, 3);
+  settle();
+  const auto lookup_adopts = [&](const kjit::Program& program) {
+    kjit::Cache cache(config);
+    const std::uint64_t adopted = kjit::cache::speculations_adopted();
+    const kjit::Lookup got = cache.lookup(program, k_arch);
+    BOOST_TEST(got.binary->cubin == kjit::compile(program, k_arch).cubin);
+    return kjit::cache::speculations_adopted() == adopted + 1;
+  };
+  {
+    kjit::Cache cache(config);
+    cache.get(program_in(d), k_arch);
+  }
+  {
+    auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    BOOST_TEST(store->get(kjit::store::Table::meta, std::string(kjit::store::k_program_rows_since)).value_or("none") == "0");
+    store->erase(kjit::store::Table::meta, {std::string(kjit::store::k_program_rows_since)});
+  }
+  BOOST_TEST(!lookup_adopts(kjit::Program(program_in(d)).option("-DZ=1")));  // k.cu's entry has no row
+  // Its commit wrote the time; k.cu's first entry is older than it, but a second's tick may not say.
+  {
+    auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    store->put({{kjit::store::Table::meta, std::string(kjit::store::k_program_rows_since), "0"}});
+    store->put({{kjit::store::Table::meta, kjit::cache::source_row(program_in(d), k_arch), "stored"}});
+  }
+  kjit::Program renamed = program_in(d);
+  renamed.name = "renamed.cu";  // not a name of the store's: only its source row may lead to it
+  BOOST_TEST(!lookup_adopts(renamed));
+  kjit::Program renamed_again = kjit::Program(renamed).option("-DZ=3");
+  renamed_again.name = "renamed_again.cu";
+  BOOST_TEST(lookup_adopts(renamed_again));  // (its source row now says "program")
+  // A bundle's k.cu, imported into a new cache.
+  {
+    kjit::Cache cache(config);
+    cache.export_bundle(tmp.path() + "/k.kjitb", {"k.cu", k_arch.str()});
+  }
+  config.cache_dir = tmp.path() + "/imported";
+  {
+    kjit::Cache cache(config);
+    kjit::Program first = program_in(d);
+    first.name = "first.cu";  // the new store's first entry: all of its entries have program rows
+    cache.get(first, k_arch);
+    BOOST_TEST(cache.import_bundle(tmp.path() + "/k.kjitb").entries >= 1u);
+  }
+  BOOST_TEST(!lookup_adopts(kjit::Program(program_in(d)).option("-DZ=4")));
 }
 
 BOOST_AUTO_TEST_CASE(another_arch_is_compiled_ahead_but_not_one_whose_ptx_the_store_may_hold)
