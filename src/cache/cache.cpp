@@ -182,7 +182,8 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
   // A program whose source or in-memory header uses the time (__TIME__…) gets a provisional key
   // too, never looked up: it is compiled each time and never stored (Resolver::unfaithful()).
   if (may_include || deps::program_uses_time(program)) {
-    if (auto found = m_impl->valid_manifest(manifest_key, search_text)) {
+    bool outdated = false;
+    if (auto found = m_impl->valid_manifest(manifest_key, search_text, &outdated)) {
       if (own) {
         own->reset();  // compiled from the manifest's headers, not from a prediction made before
       }
@@ -190,6 +191,8 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
       for (const deps::DiskHeader& header : found->headers) {
         prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
       }
+    } else if (outdated && cache::outdated_manifest_ends_prepare()) {
+      throw cache::ManifestOutdated{};  // get_program() compiles ahead, predicting beside NVRTC
     } else {
       // No manifest holds: predict the headers (shown by included_headers()), but the key is
       // provisional: never looked up, only a compile tells which headers NVRTC reads.
@@ -279,11 +282,25 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
   }
   // A program this store never held is compiled from the disk at once, while another thread
   // resolves its headers and makes its key (speculation.hpp); the compile below takes it.
+  // One that an entry may serve is prepared first; if its manifest turns out outdated (a header
+  // edited since: no entry of its context holds it), it is compiled ahead from there.
   std::optional<cache::Speculation> speculation;
-  const std::optional<util::Sha256> unknown = m_impl->speculate(program, arch, speculation);
-  const cache::SpeculationScope scope(speculation ? &*speculation : nullptr);
+  const cache::AheadVerdict verdict = m_impl->speculate(program, arch, speculation);
   try {
-    const PreparedProgram prepared = !speculation ? prepare(program, arch) : cache::prepare_beside(*speculation, [&] {
+    std::optional<PreparedProgram> first;
+    if (!speculation) {
+      try {
+        std::optional<cache::OutdatedManifestScope> outdated;
+        if (verdict.if_outdated) {
+          outdated.emplace();
+        }
+        first = prepare(program, arch);
+      } catch (const cache::ManifestOutdated&) {
+        m_impl->speculate_now(program, arch, speculation);
+      }
+    }
+    const cache::SpeculationScope scope(speculation ? &*speculation : nullptr);
+    const PreparedProgram prepared = first ? std::move(*first) : !speculation ? prepare(program, arch) : cache::prepare_beside(*speculation, [&] {
       const Impl::ToolchainRowsOnBehalf on_behalf;
       // The prediction first, closed, its blobs encoded: none of it needs the key context (on a
       // new store it waits for this compile's PTX to name NVRTC's build: rtc::CompileAhead).
@@ -306,8 +323,8 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
       return ahead;
     });
     auto binary = get_keyed(prepared, source, key);  // just prepared: no need to validate it again
-    if (unknown) {
-      m_impl->known_programs.insert(*unknown, prepared.arch());  // a warm lookup of a known one adds nothing
+    if (verdict.unknown) {
+      m_impl->known_programs.insert(*verdict.unknown, prepared.arch());  // a warm lookup of a known one adds nothing
     }
     if (direct && !prepared.m_provisional) {
       // Found by the SHA-256 path (stored without a direct row): found directly from now on.

@@ -61,6 +61,11 @@ std::size_t blob_growth_bound(std::size_t bytes);
 // program is prepared again. Never leaves the library.
 struct HeadersChanged {};
 
+// Thrown by prepare() inside a lookup that may compile ahead once its program's manifest is
+// outdated (speculation.hpp, OutdatedManifestScope), where it would predict the headers instead.
+// Never leaves the library.
+struct ManifestOutdated {};
+
 // lookup.cpp: what a lookup hands out for a stored entry (its binary, or its compile error).
 Result result_of(store::Entry&& entry);
 // The same, the entry left as it is (its binary copied).
@@ -168,8 +173,11 @@ struct Cache::Impl {
   std::string direct_inputs(const Program& program, const Arch& arch);
 
   // includes.cpp: the user headers of a program from a manifest whose every stamp still holds
-  // (stats only), or nullopt when there is none: then only a compile can tell.
-  std::optional<deps::Resolution> valid_manifest(const util::Sha256& manifest_key, const std::string& context);
+  // (stats only), or nullopt when there is none: then only a compile can tell. `outdated`, when
+  // given, says whether there was a manifest in `context` each of whose resolutions has a header
+  // whose content changed or vanished (deps::Validation::headers_changed).
+  std::optional<deps::Resolution> valid_manifest(const util::Sha256& manifest_key, const std::string& context,
+                                                 bool* outdated = nullptr);
   // Puts a compile's final resolution first in the manifest of `manifest_key` (stored with the commit).
   void record_manifest(const util::Sha256& manifest_key, const std::string& context, const deps::Resolution& resolution);
   // Keeps the manifest in memory; `now` also stores it, else it waits for take_unsaved_manifest().
@@ -249,11 +257,11 @@ struct Cache::Impl {
   std::shared_ptr<deps::Resolver> predicted_key(const PreparedProgram& prepared, util::Sha256& predicted_entry_key);
   // Starts `speculation` for a lookup of `program` when it may (speculation.hpp, may_speculate()):
   // not for a name and arch this Cache served, nor while another compile of this process is
-  // watched. Throws prepare()'s errors for bad -I/-D options. The program's digest
-  // (cache::program_digest()) when it may include and is not one of known_programs yet (the lookup
-  // then makes it known).
-  std::optional<util::Sha256> speculate(const Program& program, const Arch& arch,
-                                        std::optional<cache::Speculation>& speculation);
+  // watched; for one whose entry may serve it, only once its manifest is outdated (the verdict
+  // says so). Throws prepare()'s errors for bad -I/-D options.
+  cache::AheadVerdict speculate(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation);
+  // Starts `speculation` for `program` on `arch`, when a watch can be had.
+  void speculate_now(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation);
   // What a speculative miss's preparing thread does after prepare(), while NVRTC compiles
   // (prepare_beside()): its prediction (kept by the Speculation, seen by no other lookup) closed,
   // and the mirror's writes of its headers started (mirror_headers_early()), off the caller's path.

@@ -226,7 +226,9 @@ std::shared_ptr<deps::Resolver> Cache::Impl::seeded_from(const Program& program,
       continue;
     }
     deps::ValidationCounters counters;
-    if (deps::validate(resolution, counters) == deps::Validation::changed || !read_contents(resolution)) {
+    const deps::Validation validation = deps::validate(resolution, counters);
+    if (validation == deps::Validation::changed || validation == deps::Validation::headers_changed ||
+        !read_contents(resolution)) {
       continue;
     }
     statistics.update([&](CacheStats& stats) { stats.header_stats += counters.stats; });

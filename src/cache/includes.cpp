@@ -52,7 +52,8 @@ bool Cache::Impl::is_provisional(const util::Sha256& key)
   return manifests.provisional.count(key) != 0;
 }
 
-std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& manifest_key, const std::string& context)
+std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& manifest_key, const std::string& context,
+                                                            bool* outdated)
 {
   std::optional<cache::KnownManifest> manifest;
   {
@@ -70,6 +71,7 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
   if (!manifest) {
     return std::nullopt;
   }
+  std::size_t headers_changed = 0;
   for (std::size_t i = 0; i < manifest->entries.size(); ++i) {
     deps::ValidationCounters counters;
     const deps::Validation validation = deps::validate(manifest->entries[i], counters);
@@ -79,7 +81,8 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
         stats.header_rehashes += counters.rehashes;
       });
     }
-    if (validation == deps::Validation::changed) {
+    if (validation == deps::Validation::changed || validation == deps::Validation::headers_changed) {
+      headers_changed += validation == deps::Validation::headers_changed ? 1 : 0;
       continue;
     }
     deps::Resolution found = manifest->entries[i];
@@ -93,6 +96,11 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
       manifests.known[manifest_key] = *manifest;
     }
     return found;
+  }
+  if (outdated != nullptr) {
+    // Every entry's headers changed: a search can't find any of them again (a folder that changed
+    // alone may well lead to the same headers, and so to an entry the prediction finds).
+    *outdated = !manifest->entries.empty() && headers_changed == manifest->entries.size();
   }
   return std::nullopt;
 }

@@ -40,20 +40,34 @@ std::shared_ptr<deps::Resolver> Cache::Impl::predicted_key(const PreparedProgram
   return resolver;
 }
 
-std::optional<util::Sha256> Cache::Impl::speculate(const Program& program, const Arch& arch,
-                                                   std::optional<cache::Speculation>& speculation)
+cache::AheadVerdict Cache::Impl::speculate(const Program& program, const Arch& arch,
+                                          std::optional<cache::Speculation>& speculation)
 {
+  cache::AheadVerdict verdict;
   if (!cache::mentions_include(program)) {
-    return std::nullopt;
+    return verdict;
   }
   const Arch resolved = rtc::resolve_arch(arch.is_auto() ? Arch::parse(config.arch) : arch);
   const util::Sha256 digest = cache::program_digest(program);
-  if (known_programs.contains(digest, resolved)) {
-    return std::nullopt;
+  const bool known = known_programs.contains(digest, resolved);
+  if (!known) {
+    verdict.unknown = digest;
   }
-  if (!cache::may_speculate(program, digest, resolved, store.get(), !tiers.empty())) {
-    return digest;
+  switch (cache::may_speculate(program, digest, resolved, store.get(), !tiers.empty(), known)) {
+  case cache::Ahead::never:
+    break;
+  case cache::Ahead::if_outdated:
+    verdict.if_outdated = true;
+    break;
+  case cache::Ahead::now:
+    speculate_now(program, arch, speculation);
+    break;
   }
+  return verdict;
+}
+
+void Cache::Impl::speculate_now(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation)
+{
   // The key context, when the toolchain's versions are remembered (not the toolkit headers'
   // fingerprint: the preparing thread finds it for this program's key while NVRTC compiles). Else
   // (a new store) the preparing thread makes it, learning NVRTC's build from this compile's PTX
@@ -62,9 +76,9 @@ std::optional<util::Sha256> Cache::Impl::speculate(const Program& program, const
   key_context_if_known();
   deps::search_context(program, rtc::toolkit_for(config).include_dirs);
   if (auto watch = rtc::FileWatch::claim()) {  // none while another compile of this process is watched
-    speculation.emplace(config, program, resolved, std::move(watch));
+    speculation.emplace(config, program, rtc::resolve_arch(arch.is_auto() ? Arch::parse(config.arch) : arch),
+                        std::move(watch));
   }
-  return digest;
 }
 
 std::map<util::Sha256, std::string> Cache::Impl::prepare_ahead(deps::Resolver& prediction, std::set<util::Sha256>& stored)

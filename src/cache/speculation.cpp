@@ -35,6 +35,7 @@ namespace {
 
 thread_local Speculation* t_current = nullptr;
 thread_local std::shared_ptr<deps::Resolver>* t_prediction = nullptr;
+thread_local bool t_outdated_ends_prepare = false;
 // At most this many records of a program's name are read to tell that none is of its arch.
 constexpr std::size_t k_records_read = 32;
 std::atomic<std::uint64_t> g_adopted{0};
@@ -307,12 +308,12 @@ std::optional<Binary> Speculation::adopt(deps::Resolver& resolver, std::string& 
   return m_binary;
 }
 
-bool may_speculate(const Program& program, const util::Sha256& digest, const Arch& arch, store::Store* store,
-                   bool lower_tiers)
+Ahead may_speculate(const Program& program, const util::Sha256& digest, const Arch& arch, store::Store* store,
+                    bool lower_tiers, bool known)
 {
   if (store == nullptr || !store->writable() || lower_tiers || rtc::compile_delegated() || !program.headers.empty() ||
       !mentions_include(program)) {
-    return false;
+    return Ahead::never;
   }
   if (std::any_of(program.options.begin(), program.options.end(), [](const std::string& option) {
         for (const char* prefix : {"-include", "--pre-include", "-time", "--time", "-fdevice-time-trace",
@@ -323,7 +324,10 @@ bool may_speculate(const Program& program, const util::Sha256& digest, const Arc
         }
         return false;
       })) {
-    return false;
+    return Ahead::never;
+  }
+  if (known) {
+    return Ahead::if_outdated;
   }
   // An entry of this program for this arch may be a hit (through a manifest, a prediction of a
   // project that moved, under any name), or give its PTX (compute_XY for sm_XY): then the compile
@@ -365,9 +369,9 @@ bool may_speculate(const Program& program, const util::Sha256& digest, const Arc
       unknown = unknown || value != store::k_source_with_program_rows;
     });
   } catch (const Error&) {
-    return false;  // the lookup itself says what is wrong with the store
+    return Ahead::never;  // the lookup itself says what is wrong with the store
   }
-  return !unknown;
+  return unknown ? Ahead::if_outdated : Ahead::now;
 }
 
 std::string source_row(const Program& program, const Arch& arch)
@@ -431,6 +435,21 @@ SpeculationPrediction::SpeculationPrediction(std::shared_ptr<deps::Resolver>& sl
 SpeculationPrediction::~SpeculationPrediction()
 {
   t_prediction = nullptr;
+}
+
+OutdatedManifestScope::OutdatedManifestScope() noexcept
+{
+  t_outdated_ends_prepare = true;
+}
+
+OutdatedManifestScope::~OutdatedManifestScope()
+{
+  t_outdated_ends_prepare = false;
+}
+
+bool outdated_manifest_ends_prepare() noexcept
+{
+  return t_outdated_ends_prepare;
 }
 
 std::shared_ptr<deps::Resolver>* speculation_prediction() noexcept

@@ -134,19 +134,48 @@ std::string unmarked_name_row(const std::string& program_name);
 void add_program_rows(const Program& program, const Arch& arch, const store::Store& store,
                       std::vector<store::Store::Row>& rows);
 
-// Whether a lookup of `program` (of `digest`, program_digest()) for `arch` (resolved) may start a
-// Speculation: it will miss (`store` holds no entry of that program for an arch of that number
-// under any name — its program row says so; a name of entries stored before program rows were,
-// or a source row of a kjit that wrote none, counts as one —, and there are no `lower_tiers` to
-// serve it), it may read headers (no pre-include, no in-memory header: those take the private
-// folder's way), its compile writes no file (-time, -fdevice-time-trace, a PCH: a compile made
-// twice would write twice), and nothing makes its compile go elsewhere (a batch's worker).
-bool may_speculate(const Program& program, const util::Sha256& digest, const Arch& arch, store::Store* store,
-                   bool lower_tiers);
+// When a lookup of a program that may include starts a Speculation.
+enum class Ahead {
+  never,        // never: it is prepared first, as any lookup
+  now,          // at once: no entry of the store can serve it
+  if_outdated,  // an entry may serve it: it is prepared first, and compiled ahead once its manifest
+                // in its resolution context is found outdated, where it would predict its headers
+                // (an edited header: no entry of this context holds it; OutdatedManifestScope)
+};
+
+// When a lookup of `program` (of `digest`, program_digest()) for `arch` (resolved) may start a
+// Speculation. Never where its compile can't be taken from the disk: a store it can't write, any
+// `lower_tiers` (a prediction may find it there), in-memory headers or pre-includes (those take the
+// private folder's way), a compile that writes a file (-time, -fdevice-time-trace, a PCH: a
+// compile made twice would write twice), one that goes elsewhere (a batch's worker). Else at once
+// when `store` holds no entry of that program for an arch of that number under any name (its
+// program row says so; a name of entries stored before program rows were, or a source row of a
+// kjit that wrote none, counts as one), and else if its manifest is outdated. A program its Cache
+// already knows (`known`) asks the store nothing: it may serve itself.
+Ahead may_speculate(const Program& program, const util::Sha256& digest, const Arch& arch, store::Store* store,
+                    bool lower_tiers, bool known);
+
+// What Cache::Impl::speculate() decided for a lookup.
+struct AheadVerdict {
+  std::optional<util::Sha256> unknown;  // the program's digest, when its Cache does not know it yet
+  bool if_outdated = false;             // Ahead::if_outdated: prepare() under OutdatedManifestScope
+};
+
+// While alive, prepare() on this thread throws ManifestOutdated (cache_impl.hpp) where it finds a
+// manifest of the program in its context none of whose resolutions holds, instead of predicting
+// the headers: the lookup then compiles ahead, and the prediction is made beside NVRTC.
+class OutdatedManifestScope {
+public:
+  OutdatedManifestScope() noexcept;
+  ~OutdatedManifestScope();
+  OutdatedManifestScope(const OutdatedManifestScope&) = delete;
+  OutdatedManifestScope& operator=(const OutdatedManifestScope&) = delete;
+};
+bool outdated_manifest_ends_prepare() noexcept;
 
 // The programs (by program_digest()) a Cache has found or compiled, with the number of each arch:
-// a lookup of one of them is not speculated, and asks the store nothing to know it (a warm lookup
-// of a program that may include stays as it was).
+// a lookup of one of them asks the store nothing to know it (a warm lookup of a program that may
+// include stays as it was), and is compiled ahead only once its manifest is outdated.
 class KnownPrograms {
 public:
   bool contains(const util::Sha256& digest, const Arch& arch) const;

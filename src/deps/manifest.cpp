@@ -233,13 +233,6 @@ bool folder_changed(const ProbedDir& dir, const FileStamp& now)
 Validation validate(Resolution& entry, ValidationCounters& counters)
 {
   const std::int64_t start = stamp_clock_ns();  // before any stat: a change after it is stamped later
-  for (const ProbedDir& dir : entry.dirs) {
-    // A folder's new stamp is not taken: it may be too new, and a lookup that changes nothing in
-    // the store stays a read. The next lookup asks its names again (an lstat each).
-    if (const FileStamp now = stamp_of(dir.path); !(now == dir.stamp) && folder_changed(dir, now)) {
-      return Validation::changed;
-    }
-  }
   Validation result = Validation::unchanged;
   for (DiskHeader& header : entry.headers) {
     ++counters.stats;
@@ -248,13 +241,13 @@ Validation validate(Resolution& entry, ValidationCounters& counters)
       continue;
     }
     if (!now.exists) {
-      return Validation::changed;
+      return Validation::headers_changed;
     }
     ++counters.rehashes;
     std::error_code error;
     const auto content = util::read_file(header.path, error);
     if (!content || util::sha256(*content) != header.hash) {
-      return Validation::changed;
+      return Validation::headers_changed;
     }
     // The same content under a new stamp (a touch): the next check is a stat only, unless the stamp
     // is too new to stand for it (an edit within its tick would keep it: on a filesystem of whole
@@ -264,6 +257,13 @@ Validation validate(Resolution& entry, ValidationCounters& counters)
     if (!too_new(now, start)) {
       header.stamp = now;
       result = Validation::same_content;
+    }
+  }
+  for (const ProbedDir& dir : entry.dirs) {
+    // A folder's new stamp is not taken: it may be too new, and a lookup that changes nothing in
+    // the store stays a read. The next lookup asks its names again (an lstat each).
+    if (const FileStamp now = stamp_of(dir.path); !(now == dir.stamp) && folder_changed(dir, now)) {
+      return Validation::changed;
     }
   }
   return result;

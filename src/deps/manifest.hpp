@@ -35,11 +35,15 @@ enum class Validation {
   unchanged,      // every stamp as recorded
   same_content,   // some stamps changed, contents did not (the entry's stamps were updated; a
                   // stamp too new to stand for its content is not taken, and alone gives unchanged)
-  changed,        // a header's content changed, one vanished, or a probed folder changed
+  changed,        // its headers hold, but a probed folder changed: a search may find the same
+                  // headers again (a file that no include names appeared in an -I folder)
+  headers_changed,  // a header's content changed, or one vanished: no entry of these headers is
+                    // what is on disk now
 };
 
 // Checks one manifest entry against the file system: a stat() per header and per probed folder;
-// a header whose stamp changed is hashed again.
+// a header whose stamp changed is hashed again. The headers first: a changed folder says nothing
+// of them.
 Validation validate(Resolution& entry, ValidationCounters& counters);
 
 } // namespace kjit::deps
