@@ -4,7 +4,10 @@
 #include "util/file.hpp"
 #include "util/text.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <map>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -15,7 +18,11 @@ namespace {
 // 3: a header's "spelled" line (the name a binary naming files gives it). 4: the device in each
 // stamp (an inode number names a file on one filesystem only). 5: a folder's absent names. 6: an
 // entry's closure lines (ClosureState); a manifest of format 5 reads as one without them.
-constexpr const char* k_magic = "kjit-manifest 6";
+// 7: "absent-same", a folder's absent names as the same folder's in the entry before (an edited
+// header's entries probe the same folders: a vendored CCCL's 2.4 MB of names were written, and
+// decoded on every hit, once per entry).
+constexpr const char* k_magic = "kjit-manifest 7";
+constexpr const char* k_magic_without_absent_same = "kjit-manifest 6";
 constexpr const char* k_magic_without_closures = "kjit-manifest 5";
 std::atomic<std::uint64_t> g_decoded{0};
 
@@ -31,7 +38,16 @@ std::string stamp_text(const FileStamp& stamp)
 std::string encode_manifest(const Manifest& manifest, const std::string& context)
 {
   std::string body = "context " + util::escape_line(context) + "\n";
+  const Resolution* before = nullptr;
   for (const Resolution& entry : manifest) {
+    // The absent names of the entry before, by folder.
+    std::map<std::string_view, std::string_view> absent_before;
+    if (before != nullptr) {
+      for (const ProbedDir& dir : before->dirs) {
+        absent_before.emplace(dir.path, dir.absent);
+      }
+    }
+    before = &entry;
     body += "entry\n";
     for (const DiskHeader& header : entry.headers) {
       body += "header " + util::to_hex(header.hash) + " " + stamp_text(header.stamp) + "\n";
@@ -47,7 +63,11 @@ std::string encode_manifest(const Manifest& manifest, const std::string& context
       if (dir.whole) {
         body += "whole\n";
       }
-      if (!dir.absent.empty()) {
+      const auto same = absent_before.find(dir.path);
+      if (dir.absent.empty()) {
+      } else if (same != absent_before.end() && same->second == dir.absent) {
+        body += "absent-same\n";
+      } else {
         body += "absent " + util::escape_line(dir.absent) + "\n";
       }
     }
@@ -89,13 +109,16 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
 {
   g_decoded.fetch_add(1, std::memory_order_relaxed);
   const auto first = bytes.find('\n');
-  std::string magic = k_magic;
-  if (first != std::string_view::npos && bytes.substr(0, magic.size()) != magic) {
-    magic = k_magic_without_closures;
+  std::string magic;
+  for (const char* known : {k_magic, k_magic_without_absent_same, k_magic_without_closures}) {
+    if (first != std::string_view::npos && bytes.substr(0, std::strlen(known)) == known) {
+      magic = known;
+    }
   }
-  if (first == std::string_view::npos || bytes.substr(0, magic.size()) != magic) {
+  if (magic.empty()) {
     return std::nullopt;
   }
+  const bool closures = magic != k_magic_without_closures;
   const std::string_view body = bytes.substr(first + 1);
   if (bytes.substr(magic.size() + 1, first - magic.size() - 1) != util::to_hex(util::checksum(body))) {
     return std::nullopt;
@@ -118,6 +141,20 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
     if (manifest.empty()) {
       return std::nullopt;
     }
+    if (kind == "absent-same") {
+      // The same folder's names in the entry before (format 7).
+      if (magic != k_magic || manifest.size() < 2 || manifest.back().dirs.empty() || line != kind) {
+        return std::nullopt;
+      }
+      ProbedDir& dir = manifest.back().dirs.back();
+      const std::vector<ProbedDir>& before = manifest[manifest.size() - 2].dirs;
+      const auto same = std::find_if(before.begin(), before.end(), [&](const ProbedDir& d) { return d.path == dir.path; });
+      if (same == before.end() || same->absent.empty()) {
+        return std::nullopt;
+      }
+      dir.absent = same->absent;
+      continue;
+    }
     if (kind == "whole" || kind == "absent") {
       if (manifest.back().dirs.empty() || (kind == "absent" && line.size() <= 7)) {
         return std::nullopt;
@@ -131,7 +168,7 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
     }
     if (kind == "seed") {
       std::string hex;
-      if (magic != k_magic || manifest.back().closure || !(words >> hex)) {
+      if (!closures || manifest.back().closure || !(words >> hex)) {
         return std::nullopt;
       }
       manifest.back().closure.emplace();
