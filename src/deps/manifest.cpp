@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstring>
 #include <map>
-#include <sstream>
 #include <sys/stat.h>
 
 namespace kjit::deps {
@@ -25,6 +25,47 @@ constexpr const char* k_magic = "kjit-manifest 7";
 constexpr const char* k_magic_without_absent_same = "kjit-manifest 6";
 constexpr const char* k_magic_without_closures = "kjit-manifest 5";
 std::atomic<std::uint64_t> g_decoded{0};
+
+// The line of `text` that starts at `at` (without its '\n'), moving `at` past it; false at the end.
+bool next_line(std::string_view text, std::size_t& at, std::string_view& line)
+{
+  if (at >= text.size()) {
+    return false;
+  }
+  std::size_t end = text.find('\n', at);
+  if (end == std::string_view::npos) {
+    end = text.size();
+  }
+  line = text.substr(at, end - at);
+  at = end + 1;
+  return true;
+}
+
+// A line's words, separated by spaces, one by one.
+class Words {
+public:
+  explicit Words(std::string_view line) : m_rest(line) {}
+  // The next word; empty when there is none.
+  std::string_view next()
+  {
+    const std::size_t start = std::min(m_rest.find_first_not_of(' '), m_rest.size());
+    const std::size_t end = std::min(m_rest.find(' ', start), m_rest.size());
+    const std::string_view word = m_rest.substr(start, end - start);
+    m_rest.remove_prefix(end);
+    return word;
+  }
+  // The next word as a whole decimal number.
+  template <class Number>
+  bool number(Number& out)
+  {
+    const std::string_view word = next();
+    const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), out);
+    return !word.empty() && error == std::errc() && end == word.data() + word.size();
+  }
+
+private:
+  std::string_view m_rest;
+};
 
 std::string stamp_text(const FileStamp& stamp)
 {
@@ -124,16 +165,17 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
     return std::nullopt;
   }
   Manifest manifest;
-  std::istringstream lines{std::string(body)};
-  std::string line;
+  // Read in place, line by line (a vendored CCCL's manifest entry is 2.8 MB of text: a copy of it
+  // and a string stream per line were most of a warm hit's decoding).
+  std::size_t at = 0;
+  std::string_view line;
   // Made in another resolution context (source folder, -I folders, pre-includes): not valid here.
-  if (!std::getline(lines, line) || line != "context " + util::escape_line(context)) {
+  if (!next_line(body, at, line) || line != "context " + util::escape_line(context)) {
     return std::nullopt;
   }
-  while (std::getline(lines, line)) {
-    std::istringstream words(line);
-    std::string kind;
-    words >> kind;
+  while (next_line(body, at, line)) {
+    Words words(line);
+    const std::string_view kind = words.next();
     if (kind == "entry") {
       manifest.emplace_back();
       continue;
@@ -167,8 +209,8 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
       continue;
     }
     if (kind == "seed") {
-      std::string hex;
-      if (!closures || manifest.back().closure || !(words >> hex)) {
+      const std::string_view hex = words.next();
+      if (!closures || manifest.back().closure || hex.empty()) {
         return std::nullopt;
       }
       manifest.back().closure.emplace();
@@ -209,21 +251,19 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
       continue;
     }
     FileStamp stamp;
-    std::string hex;
-    if (kind == "header") {
-      words >> hex;
-    }
+    const std::string_view hex = kind == "header" ? words.next() : std::string_view();
     int exists = 0;
-    if (!(words >> exists >> stamp.size >> stamp.mtime_ns >> stamp.ctime_ns >> stamp.inode >> stamp.device)) {
+    if (!words.number(exists) || !words.number(stamp.size) || !words.number(stamp.mtime_ns) ||
+        !words.number(stamp.ctime_ns) || !words.number(stamp.inode) || !words.number(stamp.device)) {
       return std::nullopt;
     }
     stamp.exists = exists != 0;
-    std::string name_line;
-    std::string path_line;
+    std::string_view name_line;
+    std::string_view path_line;
     if (kind == "header") {
       DiskHeader header;
-      if (!util::from_hex(hex, header.hash) || !std::getline(lines, name_line) || name_line.rfind("name ", 0) != 0 ||
-          !std::getline(lines, path_line) || path_line.rfind("path ", 0) != 0) {
+      if (!util::from_hex(hex, header.hash) || !next_line(body, at, name_line) ||
+          name_line.substr(0, 5) != "name " || !next_line(body, at, path_line) || path_line.substr(0, 5) != "path ") {
         return std::nullopt;
       }
       header.stamp = stamp;
@@ -231,7 +271,7 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
       header.path = util::unescape_line(path_line.substr(5));
       manifest.back().headers.push_back(std::move(header));
     } else if (kind == "dir") {
-      if (!std::getline(lines, path_line) || path_line.rfind("path ", 0) != 0) {
+      if (!next_line(body, at, path_line) || path_line.substr(0, 5) != "path ") {
         return std::nullopt;
       }
       manifest.back().dirs.push_back({util::unescape_line(path_line.substr(5)), stamp, false, {}});

@@ -26,19 +26,19 @@ std::string escape_line(const std::string& value)
   return out;
 }
 
-std::string unescape_line(const std::string& line)
+std::string unescape_line(std::string_view line)
 {
   // Runs between backslashes are copied whole: a manifest's absent names are megabytes of short
   // names each ended by "\n" (a warm hit of a vendored CCCL spent a third of its time here).
   std::string out;
   out.reserve(line.size());
   std::size_t at = 0;
-  for (std::size_t slash; (slash = line.find('\\', at)) != std::string::npos && slash + 1 < line.size(); at = slash + 2) {
-    out.append(line, at, slash - at);
+  for (std::size_t slash; (slash = line.find('\\', at)) != std::string_view::npos && slash + 1 < line.size(); at = slash + 2) {
+    out.append(line.substr(at, slash - at));
     const char next = line[slash + 1];
     out += next == 'n' ? '\n' : next == 'r' ? '\r' : next == 't' ? '\t' : next;
   }
-  out.append(line, at, std::string::npos);
+  out.append(line.substr(at));
   return out;
 }
 

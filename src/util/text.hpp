@@ -10,7 +10,7 @@ namespace kjit::util {
 // texts, manifests and search contexts write names this way, so a name can't start a line of its own.
 std::string escape_line(const std::string& value);
 // The value escape_line() was made from (a backslash before any other character stands for it).
-std::string unescape_line(const std::string& line);
+std::string unescape_line(std::string_view line);
 
 // Where `needle` first occurs in `text` at or after `from`, or npos: as std::string::find, faster
 // for the names of headers' texts (it stops at the needle's first character that is not '_').
