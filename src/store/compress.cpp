@@ -114,10 +114,36 @@ std::optional<std::string> unpacked(std::string_view value)
   if (value.size() < 4 || (byte(0) | byte(1) << 8 | byte(2) << 16 | byte(3) << 24) != ZSTD_MAGICNUMBER) {
     return std::string(value);
   }
+  // Streamed into a buffer that grows with what comes out: a damaged frame's header may claim up
+  // to k_expand_max, and 17 bytes that claimed 2 GiB made a lookup zero-fill 2 GiB before zstd
+  // failed (found by a review). The claim must still be met exactly.
+  const auto declared = frame_size(value);
+  if (!declared || dctx() == nullptr || ZSTD_isError(ZSTD_DCtx_reset(dctx(), ZSTD_reset_session_only))) {
+    return std::nullopt;
+  }
   std::string content;
-  std::string why;
-  const auto size = frame_size(value);
-  if (!size || !decompress(value, *size, content, why)) {
+  ZSTD_inBuffer in{value.data(), value.size(), 0};
+  const std::size_t chunk = ZSTD_DStreamOutSize();
+  for (;;) {
+    const std::size_t had = content.size();
+    if (had > *declared) {
+      return std::nullopt;
+    }
+    content.resize(had + chunk);
+    ZSTD_outBuffer out{content.data() + had, chunk, 0};
+    const std::size_t left = ZSTD_decompressStream(dctx(), &out, &in);
+    content.resize(had + out.pos);
+    if (ZSTD_isError(left)) {
+      return std::nullopt;
+    }
+    if (left == 0) {
+      break;  // the frame's end
+    }
+    if (in.pos == in.size && out.pos == 0) {
+      return std::nullopt;  // truncated: no input left, nothing more comes out
+    }
+  }
+  if (in.pos != in.size || content.size() != *declared) {
     return std::nullopt;
   }
   return content;

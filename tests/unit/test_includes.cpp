@@ -575,6 +575,26 @@ BOOST_AUTO_TEST_CASE(manifests_are_stored_packed_and_one_stored_as_text_is_read_
   BOOST_TEST(damaged.binary->cubin == plain->cubin);
 }
 
+BOOST_AUTO_TEST_CASE(a_damaged_frame_claiming_two_gib_is_no_value_and_takes_no_memory_for_it)
+{
+  // 17 bytes whose frame header claims 2 GiB: unpacked() zero-filled that much before zstd failed
+  // (a review: a lookup took 4.7 s and 2.1 GB). Streamed, its memory grows with what comes out.
+  const std::string frame("\x28\xb5\x2f\xfd\xe0\x00\x00\x00\x80\x00\x00\x00\x00\x09\x00\x00x", 17);
+  struct rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  BOOST_TEST(!kjit::store::unpacked(frame).has_value());
+  struct rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  BOOST_TEST(after.ru_maxrss - before.ru_maxrss < 256 * 1024);  // KiB
+  // A frame that says less than it holds, or more, is no value either.
+  const std::string text = std::string(4000, 'a') + "kjit";
+  const std::string packed = kjit::store::packed(text);
+  BOOST_TEST_REQUIRE(packed.size() < text.size());
+  BOOST_TEST(kjit::store::unpacked(packed).value_or("") == text);
+  BOOST_TEST(!kjit::store::unpacked(packed + "x").has_value());
+  BOOST_TEST(!kjit::store::unpacked(packed.substr(0, packed.size() - 1)).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(a_folders_absent_names_are_written_once_for_the_entries_that_share_them)
 {
   // The entries an edited header adds probe the same folders: a vendored CCCL's 2.4 MB of absent
