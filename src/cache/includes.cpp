@@ -99,8 +99,11 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
   }
   if (outdated != nullptr) {
     // Every entry's headers changed: a search can't find any of them again (a folder that changed
-    // alone may well lead to the same headers, and so to an entry the prediction finds).
-    *outdated = !manifest->entries.empty() && headers_changed == manifest->entries.size();
+    // alone may well lead to the same headers, and so to an entry the prediction finds). A full
+    // manifest may have let older states go whose entries the prediction finds (a JIT cycling a
+    // header through nine values would compile every one, every time).
+    *outdated = !manifest->entries.empty() && headers_changed == manifest->entries.size() &&
+                manifest->entries.size() < deps::k_manifest_entries;
   }
   return std::nullopt;
 }

@@ -400,10 +400,12 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& prepared_key, con
   util::Sha256 predicted_entry_key{};  // a provisional key's prediction's own key, once load_predicted made it
   std::shared_ptr<deps::Resolver> prediction;
   // A speculation compiled this program from the disk: it began because the store held no entry
-  // of its name for its arch, and no tier was there to ask (may_speculate()), so the prediction's
-  // own key (a project that moved) names none either. Not made again after NVRTC returned (a
-  // second close() of the prediction, a stat per header and its key texts: 15 ms for a vendored
-  // CCCL); an entry another process stored meanwhile is the one this compile stores again.
+  // of its program for its arch, or because each resolution of its manifest here has a header
+  // that changed (and the manifest is not full), and no tier was there to ask (may_speculate()),
+  // so the prediction's own key names none, unless another resolution context (another spelling
+  // of the program) stored what is on disk now. Not made again after NVRTC returned (a second
+  // close() of the prediction, a stat per header and its key texts: 15 ms for a vendored CCCL);
+  // an entry stored meanwhile, or by that other context, is the one this compile stores again.
   const cache::Speculation* speculation = cache::current_speculation(p.program(), p.arch());
   if (provisional && (speculation == nullptr || !speculation->compiled())) {
     if (auto entry = load_predicted(p, predicted_entry_key, source, prediction)) {

@@ -263,6 +263,32 @@ BOOST_AUTO_TEST_CASE(a_program_whose_folder_alone_changed_is_a_hit_not_compiled_
   BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
 }
 
+BOOST_AUTO_TEST_CASE(a_header_cycled_through_nine_values_is_a_hit_each_time_after_the_first)
+{
+  // A manifest keeps 8 entries: the ninth value's compile lets the first go. A full manifest may
+  // have let go of states whose entries the prediction finds: never outdated, so none of them is
+  // compiled ahead again (found by a review: every one compiled, every time).
+  const std::string d = tmp.path() + "/cycle";
+  write_headers(d, 1);
+  settle();
+  const auto at = [&](int v) {
+    write_text(d + "/inc/v.h", "#define V " + std::to_string(v) + "\n");
+    settle();
+    kjit::Cache cache(config);
+    return cache.lookup(program_in(d), k_arch);
+  };
+  for (int v = 1; v <= 9; ++v) {
+    BOOST_TEST(kjit::to_string(at(v).source) == std::string("compiled"));
+  }
+  for (int v = 1; v <= 9; ++v) {
+    const std::uint64_t compiled = kjit::cache::speculations_compiled();
+    const kjit::Lookup got = at(v);
+    BOOST_TEST(kjit::to_string(got.source) == std::string("disk"), "V " << v);
+    BOOST_TEST(kjit::cache::speculations_compiled() == compiled, "V " << v);
+    BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(another_program_of_a_known_name_is_compiled_ahead)
 {
   // The same source with another -D, and another source, under a name the store holds for the arch:
