@@ -110,9 +110,15 @@ BundleReport Cache::import_bundle(const std::string& path)
     // Stored as the store keeps records: the headers as blobs, once.
     rows.push_back({store::Table::entries, std::string(bytes_of(index.entry_key)), store::encode_record(*entry, index.entry_key)});
     rows.push_back({store::Table::names, store::names_key(entry->program_name, bytes_of(index.entry_key)), entry->program_name});
-    // Its record doesn't say what its key's program was (no program row): lookups of its name are
-    // not compiled ahead (cache/speculation.cpp).
+    // Its record doesn't say what its key's program was (no program row): lookups of its name, and
+    // of its source under any name (a project that moved), are not compiled ahead
+    // (cache/speculation.cpp).
     rows.push_back({store::Table::meta, cache::unmarked_name_row(entry->program_name), "bundle"});
+    try {
+      rows.push_back({store::Table::meta, cache::source_row(entry->source, Arch::parse(entry->binary.arch)), "stored"});
+    } catch (const Error&) {
+      // an arch this kjit can't read: no lookup of it can be compiled ahead here anyway
+    }
     store::add_header_rows(*entry, index.entry_key, rows);
     mirrored.emplace_back(index.entry_key, std::move(*entry));
     ++report.entries;

@@ -374,10 +374,15 @@ Ahead may_speculate(const Program& program, const util::Sha256& digest, const Ar
   return unknown ? Ahead::if_outdated : Ahead::now;
 }
 
-std::string source_row(const Program& program, const Arch& arch)
+std::string source_row(std::string_view source, const Arch& arch)
 {
   return std::string(store::k_source_prefix) + std::to_string(arch.number()) + " " +
-         util::to_hex(util::Sha256Hasher().update(program.source).finish());
+         util::to_hex(util::Sha256Hasher().update(source).finish());
+}
+
+std::string source_row(const Program& program, const Arch& arch)
+{
+  return source_row(program.source, arch);
 }
 
 std::string unmarked_name_row(const std::string& program_name)

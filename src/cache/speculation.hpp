@@ -123,6 +123,7 @@ PreparedProgram prepare_beside(Speculation& speculation, const std::function<Pre
 // The meta row that says an entry of a program with this source was stored for an arch of this
 // number (store/meta_keys.hpp).
 std::string source_row(const Program& program, const Arch& arch);
+std::string source_row(std::string_view source, const Arch& arch);
 // The meta row that says an entry of the program of this digest (program_digest(), key.hpp) was
 // stored for an arch of this number.
 std::string program_row(const util::Sha256& digest, const Arch& arch);
