@@ -58,6 +58,17 @@ void write_headers(const std::string& dir, int v)
   put(dir + "/inc/deeper/x.h", "#define X 7\n");
 }
 
+// A lookup of `program` in a new Cache: a disk hit, nothing compiled ahead, NVRTC's cubin.
+void expect_a_hit_not_compiled_ahead(const kjit::Config& config, const kjit::Program& program, const std::string& what = {})
+{
+  kjit::Cache cache(config);
+  const std::uint64_t compiled = kjit::cache::speculations_compiled();
+  const kjit::Lookup got = cache.lookup(program, k_arch);
+  BOOST_TEST(kjit::to_string(got.source) == std::string("disk"), what);
+  BOOST_TEST(kjit::cache::speculations_compiled() == compiled, what);
+  BOOST_TEST(got.binary->cubin == kjit::compile(program, k_arch).cubin, what);
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(speculation, CacheFixture)
@@ -232,12 +243,7 @@ BOOST_AUTO_TEST_CASE(a_program_whose_header_was_edited_is_compiled_ahead_once_it
       write_text(d + "/inc/v.h", "#define V 1\n");
       settle();
     }
-    kjit::Cache cache(config);
-    const std::uint64_t compiled = kjit::cache::speculations_compiled();
-    const kjit::Lookup got = cache.lookup(program_in(d), k_arch);
-    BOOST_TEST(kjit::to_string(got.source) == std::string("disk"));
-    BOOST_TEST(kjit::cache::speculations_compiled() == compiled);
-    BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
+    expect_a_hit_not_compiled_ahead(config, program_in(d));
   }
 }
 
@@ -255,12 +261,7 @@ BOOST_AUTO_TEST_CASE(a_program_whose_folder_alone_changed_is_a_hit_not_compiled_
   }
   put(d + "/inc/unrelated.txt", "not a header\n");
   settle();
-  kjit::Cache cache(config);
-  const std::uint64_t compiled = kjit::cache::speculations_compiled();
-  const kjit::Lookup got = cache.lookup(program_in(d), k_arch);
-  BOOST_TEST(kjit::to_string(got.source) == std::string("disk"));
-  BOOST_TEST(kjit::cache::speculations_compiled() == compiled);
-  BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
+  expect_a_hit_not_compiled_ahead(config, program_in(d));
 }
 
 BOOST_AUTO_TEST_CASE(a_header_cycled_through_nine_values_is_a_hit_each_time_after_the_first)
@@ -271,21 +272,17 @@ BOOST_AUTO_TEST_CASE(a_header_cycled_through_nine_values_is_a_hit_each_time_afte
   const std::string d = tmp.path() + "/cycle";
   write_headers(d, 1);
   settle();
-  const auto at = [&](int v) {
+  const auto set = [&](int v) {
     write_text(d + "/inc/v.h", "#define V " + std::to_string(v) + "\n");
     settle();
-    kjit::Cache cache(config);
-    return cache.lookup(program_in(d), k_arch);
   };
   for (int v = 1; v <= 9; ++v) {
-    BOOST_TEST(kjit::to_string(at(v).source) == std::string("compiled"));
+    set(v);
+    BOOST_TEST(kjit::to_string(kjit::Cache(config).lookup(program_in(d), k_arch).source) == std::string("compiled"));
   }
   for (int v = 1; v <= 9; ++v) {
-    const std::uint64_t compiled = kjit::cache::speculations_compiled();
-    const kjit::Lookup got = at(v);
-    BOOST_TEST(kjit::to_string(got.source) == std::string("disk"), "V " << v);
-    BOOST_TEST(kjit::cache::speculations_compiled() == compiled, "V " << v);
-    BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
+    set(v);
+    expect_a_hit_not_compiled_ahead(config, program_in(d), "V " + std::to_string(v));
   }
 }
 
