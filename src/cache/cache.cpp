@@ -191,7 +191,7 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
       for (const deps::DiskHeader& header : found->headers) {
         prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
       }
-    } else if (outdated && cache::outdated_manifest_ends_prepare()) {
+    } else if (outdated && cache::outdated_manifest_ends_prepare() && !m_impl->entry_without_rows_may_serve(program, prepared.m_arch)) {
       throw cache::ManifestOutdated{};  // get_program() compiles ahead, predicting beside NVRTC
     } else {
       // No manifest holds: predict the headers (shown by included_headers()), but the key is

@@ -260,6 +260,9 @@ struct Cache::Impl {
   // watched; for one whose entry may serve it, only once its manifest is outdated (the verdict
   // says so). Throws prepare()'s errors for bad -I/-D options.
   cache::AheadVerdict speculate(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation);
+  // cache::entries_without_program_rows_may_serve() in this Cache's store (true when the store
+  // can't say, or there is none).
+  bool entry_without_rows_may_serve(const Program& program, const Arch& arch);
   // Starts `speculation` for `program` on `arch`, when a watch can be had.
   void speculate_now(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation);
   // What a speculative miss's preparing thread does after prepare(), while NVRTC compiles

@@ -66,6 +66,15 @@ cache::AheadVerdict Cache::Impl::speculate(const Program& program, const Arch& a
   return verdict;
 }
 
+bool Cache::Impl::entry_without_rows_may_serve(const Program& program, const Arch& arch)
+{
+  try {
+    return !store || cache::entries_without_program_rows_may_serve(program, arch, *store);
+  } catch (const Error&) {
+    return true;
+  }
+}
+
 void Cache::Impl::speculate_now(const Program& program, const Arch& arch, std::optional<cache::Speculation>& speculation)
 {
   // The key context, when the toolchain's versions are remembered (not the toolkit headers'

@@ -308,6 +308,46 @@ std::optional<Binary> Speculation::adopt(deps::Resolver& resolver, std::string& 
   return m_binary;
 }
 
+bool entries_without_program_rows_may_serve(const Program& program, const Arch& arch, const store::Store& store)
+{
+  // A bundle's entries have none: its name's row says so (for any arch).
+  if (store.visit(store::Table::meta, unmarked_name_row(program.name), [](std::string_view) {})) {
+    return true;
+  }
+  // Entries stored before this store's first program row may have none: one of this name for
+  // this arch keeps it from being compiled ahead (a record's first fields name its arch and time).
+  const std::optional<std::int64_t> since = program_rows_since(store);
+  bool unknown = false;
+  if (since != 0) {
+    std::vector<std::string> keys;
+    const std::string prefix = store::names_prefix(program.name);
+    store.for_each_prefix(store::Table::names, prefix, [&](std::string_view key, std::string_view name) {
+      if (name == program.name) {
+        keys.emplace_back(key.substr(prefix.size()));
+      }
+    });
+    unknown = keys.size() > k_records_read;
+    for (std::size_t i = 0; i < keys.size() && !unknown; ++i) {
+      store.visit(store::Table::entries, keys[i], [&](std::string_view bytes) {
+        const auto summary = store::summarize_record(bytes);
+        try {
+          unknown = unknown || !summary || (Arch::parse(summary->arch).number() == arch.number() &&
+                                            (!since || summary->created_unix < *since));
+        } catch (const Error&) {
+          unknown = true;  // an arch this kjit can't read: may be anything
+        }
+      });
+    }
+  }
+  // The same source under another name, stored by a kjit that wrote no program rows, or imported
+  // from a bundle: a project that moved (its programs named by absolute paths) finds its entries
+  // through its prediction, which a compile ahead would make wait.
+  store.visit(store::Table::meta, source_row(program, arch), [&](std::string_view value) {
+    unknown = unknown || value != store::k_source_with_program_rows;
+  });
+  return unknown;
+}
+
 Ahead may_speculate(const Program& program, const util::Sha256& digest, const Arch& arch, store::Store* store,
                     bool lower_tiers, bool known)
 {
@@ -335,39 +375,8 @@ Ahead may_speculate(const Program& program, const util::Sha256& digest, const Ar
   // key the program alone decides). Another program, of the same name or source, can't serve it.
   bool unknown = false;
   try {
-    unknown = store->visit(store::Table::meta, program_row(digest, arch), [](std::string_view) {});
-    // A bundle's entries have none: its name's row says so (for any arch).
-    unknown = unknown || store->visit(store::Table::meta, unmarked_name_row(program.name), [](std::string_view) {});
-    // Entries stored before this store's first program row may have none: one of this name for
-    // this arch keeps it from being compiled ahead (a record's first fields name its arch and time).
-    const std::optional<std::int64_t> since = program_rows_since(*store);
-    if (!unknown && since != 0) {
-      std::vector<std::string> keys;
-      const std::string prefix = store::names_prefix(program.name);
-      store->for_each_prefix(store::Table::names, prefix, [&](std::string_view key, std::string_view name) {
-        if (name == program.name) {
-          keys.emplace_back(key.substr(prefix.size()));
-        }
-      });
-      unknown = keys.size() > k_records_read;
-      for (std::size_t i = 0; i < keys.size() && !unknown; ++i) {
-        store->visit(store::Table::entries, keys[i], [&](std::string_view bytes) {
-          const auto summary = store::summarize_record(bytes);
-          try {
-            unknown = unknown || !summary || (Arch::parse(summary->arch).number() == arch.number() &&
-                                              (!since || summary->created_unix < *since));
-          } catch (const Error&) {
-            unknown = true;  // an arch this kjit can't read: may be anything
-          }
-        });
-      }
-    }
-    // The same source under another name, stored by a kjit that wrote no program rows: a project
-    // that moved (its programs named by absolute paths) finds its entries through its prediction,
-    // which a compile ahead would make wait.
-    store->visit(store::Table::meta, source_row(program, arch), [&](std::string_view value) {
-      unknown = unknown || value != store::k_source_with_program_rows;
-    });
+    unknown = store->visit(store::Table::meta, program_row(digest, arch), [](std::string_view) {}) ||
+              entries_without_program_rows_may_serve(program, arch, *store);
   } catch (const Error&) {
     return Ahead::never;  // the lookup itself says what is wrong with the store
   }

@@ -156,6 +156,13 @@ enum class Ahead {
 Ahead may_speculate(const Program& program, const util::Sha256& digest, const Arch& arch, store::Store* store,
                     bool lower_tiers, bool known);
 
+// Whether `store` may hold an entry of `program` for `arch`'s number that has no program row: one of
+// a bundle's (its name's unmarked-name row), one created before the store's program-rows time
+// (an entry of its name for the arch number), or one of its source that a kjit before program rows
+// stored or a bundle brought (a source row that says "stored"). A manifest can't tell of those: a
+// lookup that may be one of them is never compiled ahead. Throws what the store throws.
+bool entries_without_program_rows_may_serve(const Program& program, const Arch& arch, const store::Store& store);
+
 // What Cache::Impl::speculate() decided for a lookup.
 struct AheadVerdict {
   std::optional<util::Sha256> unknown;  // the program's digest, when its Cache does not know it yet

@@ -324,7 +324,9 @@ Validation validate(Resolution& entry, ValidationCounters& counters)
     std::error_code error;
     const auto content = util::read_file(header.path, error);
     if (!content || util::sha256(*content) != header.hash) {
-      return Validation::headers_changed;
+      // An edit within the tick of now: a compile of it records no manifest entry (its stamp
+      // can't stand for it), so an entry of it may be stored and not named here.
+      return too_new(now, start) ? Validation::changed : Validation::headers_changed;
     }
     // The same content under a new stamp (a touch): the next check is a stat only, unless the stamp
     // is too new to stand for it (an edit within its tick would keep it: on a filesystem of whole

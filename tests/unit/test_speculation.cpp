@@ -286,6 +286,60 @@ BOOST_AUTO_TEST_CASE(a_header_cycled_through_nine_values_is_a_hit_each_time_afte
   }
 }
 
+BOOST_AUTO_TEST_CASE(an_edit_that_another_cache_or_a_bundle_stored_is_a_hit_not_compiled_ahead)
+{
+  // Found by a review. A Cache whose manifest in memory is outdated reads the store's, which
+  // another Cache stored the edit's in; and an imported bundle's entries are in no manifest here.
+  const std::string d = tmp.path() + "/others";
+  write_headers(d, 1);
+  settle();
+  kjit::Cache first(config);
+  kjit::Cache second(config);
+  first.get(program_in(d), k_arch);
+  BOOST_TEST(kjit::to_string(second.lookup(program_in(d), k_arch).source) == std::string("disk"));
+  write_text(d + "/inc/v.h", "#define V 2\n");
+  settle();
+  BOOST_TEST(kjit::to_string(first.lookup(program_in(d), k_arch).source) == std::string("compiled"));
+  first.flush_mirror();
+  const std::uint64_t compiled = kjit::cache::speculations_compiled();
+  const kjit::Lookup got = second.lookup(program_in(d), k_arch);
+  BOOST_TEST(kjit::to_string(got.source) == std::string("disk"));
+  BOOST_TEST(kjit::cache::speculations_compiled() == compiled);
+  BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
+  // A store that compiled V 1, imports a bundle holding V 2, then meets V 2 on disk.
+  first.export_bundle(tmp.path() + "/both.kjitb", {"k.cu", k_arch.str()});
+  config.cache_dir = tmp.path() + "/importer";
+  write_text(d + "/inc/v.h", "#define V 1\n");
+  settle();
+  kjit::Cache(config).get(program_in(d), k_arch);
+  BOOST_TEST(kjit::Cache(config).import_bundle(tmp.path() + "/both.kjitb").entries >= 1u);
+  write_text(d + "/inc/v.h", "#define V 2\n");
+  settle();
+  expect_a_hit_not_compiled_ahead(config, program_in(d));
+}
+
+BOOST_AUTO_TEST_CASE(an_edit_within_the_tick_of_the_lookup_is_not_compiled_ahead)
+{
+  // Found by a review. Its stamp can't stand for its content: its compile records no manifest
+  // entry, so the manifest may not name an entry of it that is stored. Compiled ahead, it was
+  // refused after NVRTC (the header too new) and compiled a second time from copies.
+  const std::string d = tmp.path() + "/tick";
+  write_headers(d, 1);
+  settle();
+  kjit::Cache(config).get(program_in(d), k_arch);
+  write_text(d + "/inc/v.h", "#define V 4\n");
+  struct timespec later[2];
+  ::clock_gettime(CLOCK_REALTIME, &later[0]);
+  later[0].tv_sec += 30;  // too new for as long as the test runs
+  later[1] = later[0];
+  BOOST_REQUIRE(::utimensat(AT_FDCWD, (d + "/inc/v.h").c_str(), later, 0) == 0);
+  kjit::Cache cache(config);
+  const std::uint64_t compiled = kjit::cache::speculations_compiled();
+  const kjit::Lookup got = cache.lookup(program_in(d), k_arch);
+  BOOST_TEST(kjit::cache::speculations_compiled() == compiled);
+  BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
+}
+
 BOOST_AUTO_TEST_CASE(another_program_of_a_known_name_is_compiled_ahead)
 {
   // The same source with another -D, and another source, under a name the store holds for the arch:
