@@ -178,6 +178,9 @@ struct Cache::Impl {
   // whose content changed or vanished (deps::Validation::headers_changed).
   std::optional<deps::Resolution> valid_manifest(const util::Sha256& manifest_key, const std::string& context,
                                                  bool* outdated = nullptr);
+  // valid_manifest()'s check of one manifest (`from_store`: read from the store just now).
+  std::optional<deps::Resolution> valid_entry(const util::Sha256& manifest_key, cache::KnownManifest& manifest,
+                                              bool from_store, bool* outdated);
   // Puts a compile's final resolution first in the manifest of `manifest_key` (stored with the commit).
   void record_manifest(const util::Sha256& manifest_key, const std::string& context, const deps::Resolution& resolution);
   // Keeps the manifest in memory; `now` also stores it, else it waits for take_unsaved_manifest().

@@ -194,8 +194,8 @@ std::shared_ptr<deps::Resolver> Cache::Impl::seeded_resolver(const Program& prog
     return nullptr;
   }
   // The program's own closure (another arch, other name expressions): the manifest its seed's row
-  // names. (Before, the manifests of up to 32 entries of its name were read for it: a JIT's 30
-  // variants of one source by -D, 2.8 MB each with a vendored CCCL, 0.3 s beside NVRTC.)
+  // names, one row and one manifest however many programs share its name (a JIT's variants of one
+  // source by -D: a vendored CCCL's manifests are 2.8 MB of text each).
   std::string own_manifest;
   if (const auto bytes = store->get(store::Table::meta, seed_row_key(seed))) {
     if (const auto own = decode_library_row(*bytes); own && own->seed == seed) {
@@ -226,9 +226,7 @@ std::shared_ptr<deps::Resolver> Cache::Impl::seeded_from(const Program& program,
       continue;
     }
     deps::ValidationCounters counters;
-    const deps::Validation validation = deps::validate(resolution, counters);
-    if (validation == deps::Validation::changed || validation == deps::Validation::headers_changed ||
-        !read_contents(resolution)) {
+    if (!deps::holds(deps::validate(resolution, counters)) || !read_contents(resolution)) {
       continue;
     }
     statistics.update([&](CacheStats& stats) { stats.header_stats += counters.stats; });

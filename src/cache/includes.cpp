@@ -55,62 +55,63 @@ bool Cache::Impl::is_provisional(const util::Sha256& key)
 std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& manifest_key, const std::string& context,
                                                             bool* outdated)
 {
-  std::optional<cache::KnownManifest> manifest;
+  std::optional<cache::KnownManifest> known;
   {
     std::lock_guard lock(manifests.mutex);
     if (const auto it = manifests.known.find(manifest_key); it != manifests.known.end() && it->second.context == context) {
-      manifest = it->second;
+      known = it->second;
     }
   }
-  bool from_store = !manifest && store;
-  if (from_store) {
-    if (auto decoded = stored_manifest(bytes_of(manifest_key), context)) {
-      manifest = cache::KnownManifest{std::move(*decoded), context};
-    }
-  }
-  for (int round = 0; manifest && round < 2; ++round) {
-    std::size_t headers_changed = 0;
-    for (std::size_t i = 0; i < manifest->entries.size(); ++i) {
-      deps::ValidationCounters counters;
-      const deps::Validation validation = deps::validate(manifest->entries[i], counters);
-      {
-        statistics.update([&](CacheStats& stats) {
-          stats.header_stats += counters.stats;
-          stats.header_rehashes += counters.rehashes;
-        });
-      }
-      if (validation == deps::Validation::changed || validation == deps::Validation::headers_changed) {
-        headers_changed += validation == deps::Validation::headers_changed ? 1 : 0;
-        continue;
-      }
-      deps::Resolution found = manifest->entries[i];
-      if (validation == deps::Validation::same_content || i != 0) {
-        // Newest matching entry first, with the stamps seen now: the next check is stats only.
-        manifest->entries.erase(manifest->entries.begin() + static_cast<std::ptrdiff_t>(i));
-        manifest->entries.insert(manifest->entries.begin(), found);
-        save_manifest(manifest_key, *manifest, true);
-      } else if (from_store) {
-        std::lock_guard lock(manifests.mutex);
-        manifests.known[manifest_key] = *manifest;
-      }
+  if (known) {
+    if (auto found = valid_entry(manifest_key, *known, false, outdated)) {
       return found;
     }
-    if (outdated != nullptr) {
-      // Every entry's headers changed: a search can't find any of them again (a folder that
-      // changed alone may well lead to the same headers, and so to an entry the prediction finds).
-      // A full manifest may have let older states go whose entries the prediction finds (a JIT
-      // cycling a header through nine values would compile every one, every time).
-      *outdated = !manifest->entries.empty() && headers_changed == manifest->entries.size() &&
-                  manifest->entries.size() < deps::k_manifest_entries;
+  }
+  // None in memory, or this process's copy holds no more: the store's may hold the state on disk
+  // now, stored by another Cache or process since, which a long-lived Cache would otherwise
+  // compile again.
+  auto stored = store ? stored_manifest(bytes_of(manifest_key), context) : std::nullopt;
+  if (!stored) {
+    return std::nullopt;
+  }
+  cache::KnownManifest manifest{std::move(*stored), context};
+  return valid_entry(manifest_key, manifest, true, outdated);
+}
+
+std::optional<deps::Resolution> Cache::Impl::valid_entry(const util::Sha256& manifest_key, cache::KnownManifest& manifest,
+                                                         bool from_store, bool* outdated)
+{
+  std::size_t headers_changed = 0;
+  for (std::size_t i = 0; i < manifest.entries.size(); ++i) {
+    deps::ValidationCounters counters;
+    const deps::Validation validation = deps::validate(manifest.entries[i], counters);
+    statistics.update([&](CacheStats& stats) {
+      stats.header_stats += counters.stats;
+      stats.header_rehashes += counters.rehashes;
+    });
+    if (!deps::holds(validation)) {
+      headers_changed += validation == deps::Validation::headers_changed ? 1 : 0;
+      continue;
     }
-    if (from_store || !store) {
-      break;
+    deps::Resolution found = manifest.entries[i];
+    if (validation == deps::Validation::same_content || i != 0) {
+      // Newest matching entry first, with the stamps seen now: the next check is stats only.
+      manifest.entries.erase(manifest.entries.begin() + static_cast<std::ptrdiff_t>(i));
+      manifest.entries.insert(manifest.entries.begin(), found);
+      save_manifest(manifest_key, manifest, true);
+    } else if (from_store) {
+      std::lock_guard lock(manifests.mutex);
+      manifests.known[manifest_key] = manifest;
     }
-    // This process's copy holds no more: the store's may hold the state on disk now, stored by
-    // another Cache or process since (found by a review: a long-lived Cache compiled it again).
-    from_store = true;
-    auto decoded = stored_manifest(bytes_of(manifest_key), context);
-    manifest = decoded ? std::optional<cache::KnownManifest>(cache::KnownManifest{std::move(*decoded), context}) : std::nullopt;
+    return found;
+  }
+  if (outdated != nullptr) {
+    // Every entry's headers changed: a search can't find any of them again (a folder that changed
+    // alone may well lead to the same headers, and so to an entry the prediction finds). A full
+    // manifest may have let older states go whose entries the prediction finds (a JIT cycling a
+    // header through nine values would compile every one, every time).
+    *outdated = !manifest.entries.empty() && headers_changed == manifest.entries.size() &&
+                manifest.entries.size() < deps::k_manifest_entries;
   }
   return std::nullopt;
 }

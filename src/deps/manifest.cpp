@@ -19,8 +19,8 @@ namespace {
 // stamp (an inode number names a file on one filesystem only). 5: a folder's absent names. 6: an
 // entry's closure lines (ClosureState); a manifest of format 5 reads as one without them.
 // 7: "absent-same", a folder's absent names as the same folder's in the entry before (an edited
-// header's entries probe the same folders: a vendored CCCL's 2.4 MB of names were written, and
-// decoded on every hit, once per entry).
+// header's entries probe the same folders: a vendored CCCL's 2.4 MB of names are written, and
+// decoded on every hit, once, not once per entry).
 constexpr const char* k_magic = "kjit-manifest 7";
 constexpr const char* k_magic_without_absent_same = "kjit-manifest 6";
 constexpr const char* k_magic_without_closures = "kjit-manifest 5";
@@ -165,8 +165,8 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
     return std::nullopt;
   }
   Manifest manifest;
-  // Read in place, line by line (a vendored CCCL's manifest entry is 2.8 MB of text: a copy of it
-  // and a string stream per line were most of a warm hit's decoding).
+  // Read in place, line by line: a vendored CCCL's manifest entry is 2.8 MB of text, which a warm
+  // hit decodes; a copy of it, or a string stream per line, would be most of that hit's time.
   std::size_t at = 0;
   std::string_view line;
   // Made in another resolution context (source folder, -I folders, pre-includes): not valid here.

@@ -41,6 +41,12 @@ enum class Validation {
                     // what is on disk now
 };
 
+// Whether an entry so checked still stands for the disk (its headers and folders as recorded).
+constexpr bool holds(Validation validation)
+{
+  return validation == Validation::unchanged || validation == Validation::same_content;
+}
+
 // Checks one manifest entry against the file system: a stat() per header and per probed folder;
 // a header whose stamp changed is hashed again. The headers first: a changed folder says nothing
 // of them.

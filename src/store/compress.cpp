@@ -115,8 +115,8 @@ std::optional<std::string> unpacked(std::string_view value)
     return std::string(value);
   }
   // Streamed into a buffer that grows with what comes out: a damaged frame's header may claim up
-  // to k_expand_max, and 17 bytes that claimed 2 GiB made a lookup zero-fill 2 GiB before zstd
-  // failed (found by a review). The claim must still be met exactly.
+  // to k_expand_max, and a buffer of the claim would zero-fill 2 GiB for 17 bytes before zstd
+  // fails. The claim must still be met exactly.
   const auto declared = frame_size(value);
   if (!declared || dctx() == nullptr || ZSTD_isError(ZSTD_DCtx_reset(dctx(), ZSTD_reset_session_only))) {
     return std::nullopt;

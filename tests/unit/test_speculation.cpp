@@ -58,6 +58,14 @@ void write_headers(const std::string& dir, int v)
   put(dir + "/inc/deeper/x.h", "#define X 7\n");
 }
 
+// `d`'s headers written with V = `v` and settled, and program_in(d) stored by a Cache of its own.
+void store_program_in(const kjit::Config& config, const std::string& d, int v)
+{
+  write_headers(d, v);
+  settle();
+  kjit::Cache(config).get(program_in(d), k_arch);
+}
+
 // A lookup of `program` in a new Cache: a disk hit, nothing compiled ahead, NVRTC's cubin.
 void expect_a_hit_not_compiled_ahead(const kjit::Config& config, const kjit::Program& program, const std::string& what = {})
 {
@@ -221,12 +229,7 @@ BOOST_AUTO_TEST_CASE(a_program_whose_header_was_edited_is_compiled_ahead_once_it
   // its headers predicted beside NVRTC. Before, they were predicted before NVRTC started: a
   // vendored CCCL program with an edited header of its own spent 0.42-0.51 s outside NVRTC.
   const std::string d = tmp.path() + "/n";
-  write_headers(d, 1);
-  settle();
-  {
-    kjit::Cache cache(config);
-    cache.get(program_in(d), k_arch);
-  }
+  store_program_in(config, d, 1);
   write_text(d + "/inc/v.h", "#define V 3\n");
   settle();
   {
@@ -253,12 +256,7 @@ BOOST_AUTO_TEST_CASE(a_program_whose_folder_alone_changed_is_a_hit_not_compiled_
   // holds no more, but its headers hold, and the prediction finds its entry. Compiled ahead, it
   // would compile instead of the hit (kjit explain said hit, kjit compile compiled).
   const std::string d = tmp.path() + "/folder";
-  write_headers(d, 6);
-  settle();
-  {
-    kjit::Cache cache(config);
-    cache.get(program_in(d), k_arch);
-  }
+  store_program_in(config, d, 6);
   put(d + "/inc/unrelated.txt", "not a header\n");
   settle();
   expect_a_hit_not_compiled_ahead(config, program_in(d));
@@ -346,12 +344,7 @@ BOOST_AUTO_TEST_CASE(another_program_of_a_known_name_is_compiled_ahead)
   // no entry of the name can serve them (their program rows say so). Before, each was resolved and
   // keyed before NVRTC started: a vendored CCCL's -D variants spent 0.43-0.74 s outside NVRTC.
   const std::string d = tmp.path() + "/known";
-  write_headers(d, 1);
-  settle();
-  {
-    kjit::Cache cache(config);
-    cache.get(program_in(d), k_arch);
-  }
+  store_program_in(config, d, 1);
   kjit::Program other_source = program_in(d);
   other_source.source += "// another kernel of the same name\n";
   for (const kjit::Program& program : {kjit::Program(program_in(d)).option("-DZ=1"), other_source}) {
