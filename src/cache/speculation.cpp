@@ -11,6 +11,7 @@
 #include "store/meta_keys.hpp"
 #include "store/record.hpp"
 #include "util/hash.hpp"
+#include "util/own_thread.hpp"
 #include "rtc/compile_options.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/nvjitlink_library.hpp"
@@ -115,7 +116,8 @@ PreparedProgram prepare_beside(Speculation& speculation, const std::function<Pre
   std::optional<rtc::CompileAhead> ahead(std::in_place);  // the key context waits for its PTX, not probing
   std::thread preparing;
   try {
-    preparing = std::thread([&] {
+    // Behind the caller's thread, which runs NVRTC: its work is what NVRTC's time hides.
+    preparing = util::own_thread("kjit-prepare", [&] {
       try {
         prepared = prepare();
       } catch (...) {
