@@ -318,6 +318,11 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
       }
       const cache::SpeculationPrediction keep(own);  // prepare() takes it (drops it for a manifest's headers)
       PreparedProgram ahead = prepare(program, arch);
+      if (own) {
+        // Predicted (not a manifest's headers): the manifest its commit stores is encoded and
+        // packed here, beside NVRTC, for when the compile records this same resolution.
+        speculation->keep_packed_manifest(m_impl->manifest_ahead(ahead.program(), ahead.m_manifest_key, *own));
+      }
       speculation->keep_encoded_blobs(std::move(blobs));
       speculation->keep_prediction(std::move(own));
       return ahead;

@@ -181,10 +181,23 @@ struct Cache::Impl {
   // valid_manifest()'s check of one manifest (`from_store`: read from the store just now).
   std::optional<deps::Resolution> valid_entry(const util::Sha256& manifest_key, cache::KnownManifest& manifest,
                                               bool from_store, bool* outdated);
-  // Puts a compile's final resolution first in the manifest of `manifest_key` (stored with the commit).
-  void record_manifest(const util::Sha256& manifest_key, const std::string& context, const deps::Resolution& resolution);
-  // Keeps the manifest in memory; `now` also stores it, else it waits for take_unsaved_manifest().
-  void save_manifest(const util::Sha256& manifest_key, const cache::KnownManifest& manifest, bool now);
+  // Puts a compile's final resolution first in the manifest of `manifest_key` (stored with the
+  // commit); with `ahead`'s packed bytes when they are that same manifest's (PackedManifest).
+  void record_manifest(const util::Sha256& manifest_key, const std::string& context, const deps::Resolution& resolution,
+                       cache::PackedManifest* ahead = nullptr);
+  // The manifest of `manifest_key` in `context` with `entry` first: this process's copy, else the
+  // store's (version 0), at most deps::k_manifest_entries entries.
+  cache::KnownManifest manifest_with(const util::Sha256& manifest_key, const std::string& context, deps::Resolution entry);
+  // What record_manifest() would store for the resolution of `prediction` (of `program`, closed),
+  // encoded and packed now (beside NVRTC); nullopt when it records nothing.
+  std::optional<cache::PackedManifest> manifest_ahead(const Program& program, const util::Sha256& manifest_key,
+                                                      const deps::Resolver& prediction);
+  // Keeps the manifest in memory; `now` also stores it, else it waits for take_unsaved_manifest()
+  // (which stores `packed` when given: its bytes, packed ahead).
+  void save_manifest(const util::Sha256& manifest_key, const cache::KnownManifest& manifest, bool now,
+                     std::string packed = {});
+  // Makes `manifest` the book's copy of `manifest_key`, a new version of it. manifests.mutex held.
+  void keep_known(const util::Sha256& manifest_key, const cache::KnownManifest& manifest);
   bool is_provisional(const util::Sha256& key);
   // The store's manifest of `manifest_key` (raw bytes) made in `context`, unpacked and decoded;
   // nullopt when there is none, or it is damaged or of another context. The store must be open.

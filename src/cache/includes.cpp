@@ -4,24 +4,36 @@
 #include "store/compress.hpp"
 #include "util/file.hpp"
 
+#include <atomic>
 #include <cstring>
 
 namespace kjit {
 
-void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::KnownManifest& manifest, bool now)
+void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::KnownManifest& manifest, bool now,
+                                std::string packed)
 {
   {
     std::lock_guard lock(manifests.mutex);
-    manifests.known[manifest_key] = manifest;
+    keep_known(manifest_key, manifest);
     if (now) {
       manifests.unsaved.erase(manifest_key);
     } else {
       manifests.unsaved.insert(manifest_key);
+      if (!packed.empty()) {
+        manifests.packed[manifest_key] = std::move(packed);
+      }
     }
   }
   if (now && store && store->writable()) {
     store->put(store::Table::manifests, bytes_of(manifest_key), store::packed(deps::encode_manifest(manifest.entries, manifest.context)));
   }
+}
+
+void Cache::Impl::keep_known(const util::Sha256& manifest_key, const cache::KnownManifest& manifest)
+{
+  cache::KnownManifest& kept = manifests.known[manifest_key] = manifest;
+  kept.version = manifests.next_version++;
+  manifests.packed.erase(manifest_key);  // made from another copy
 }
 
 std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const PreparedProgram& prepared)
@@ -30,6 +42,11 @@ std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const Prepar
   std::lock_guard lock(manifests.mutex);
   if (manifests.unsaved.erase(manifest_key) == 0) {
     return std::nullopt;
+  }
+  if (const auto packed = manifests.packed.find(manifest_key); packed != manifests.packed.end()) {
+    store::Store::Row row{store::Table::manifests, std::string(bytes_of(manifest_key)), std::move(packed->second)};
+    manifests.packed.erase(packed);
+    return row;
   }
   const cache::KnownManifest& known = manifests.known.at(manifest_key);
   return store::Store::Row{store::Table::manifests, std::string(bytes_of(manifest_key)),
@@ -101,7 +118,7 @@ std::optional<deps::Resolution> Cache::Impl::valid_entry(const util::Sha256& man
       save_manifest(manifest_key, manifest, true);
     } else if (from_store) {
       std::lock_guard lock(manifests.mutex);
-      manifests.known[manifest_key] = manifest;
+      keep_known(manifest_key, manifest);
     }
     return found;
   }
@@ -162,18 +179,20 @@ std::vector<std::string> Cache::Impl::manifest_changes(const util::Sha256& manif
   return out;
 }
 
-void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::string& context,
-                                  const deps::Resolution& resolution)
+namespace {
+
+std::atomic<std::uint64_t> g_packed_ahead{0};
+
+// What a manifest records of a resolution: no texts (a vendored CCCL's are 20 MB), and an
+// unsettled stamp for a folder too new to stand for it (its names are asked at every check; a
+// whole one is not recordable).
+deps::Resolution recorded_entry(const deps::Resolution& resolution)
 {
-  if (!resolution.recordable) {
-    return;  // a header too new to trust its stamp: the next lookup compiles again
-  }
-  // A manifest holds no texts: the headers are copied without theirs (a vendored CCCL's are 20 MB).
   deps::Resolution recorded;
   recorded.dirs = resolution.dirs;
   for (deps::ProbedDir& dir : recorded.dirs) {
     if (dir.too_new) {
-      dir.stamp = deps::unsettled(dir.stamp);  // its names are asked at every check (a whole one is not recordable)
+      dir.stamp = deps::unsettled(dir.stamp);
     }
   }
   recorded.recordable = resolution.recordable;
@@ -182,6 +201,14 @@ void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::s
   for (const auto& header : resolution.headers) {
     recorded.headers.push_back({header.name, header.path, header.hash, header.stamp, {}, header.spelled});
   }
+  return recorded;
+}
+
+} // namespace
+
+cache::KnownManifest Cache::Impl::manifest_with(const util::Sha256& manifest_key, const std::string& context,
+                                                deps::Resolution entry)
+{
   cache::KnownManifest updated;
   {
     std::lock_guard lock(manifests.mutex);
@@ -190,17 +217,75 @@ void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::s
     }
   }
   if (updated.entries.empty() && store) {
+    updated.version = 0;  // the store's, or none
     if (auto decoded = stored_manifest(bytes_of(manifest_key), context)) {
       updated.entries = std::move(*decoded);
     }
   }
   updated.context = context;
-  updated.entries.insert(updated.entries.begin(), std::move(recorded));
+  updated.entries.insert(updated.entries.begin(), std::move(entry));
   if (updated.entries.size() > deps::k_manifest_entries) {
     updated.entries.resize(deps::k_manifest_entries);
   }
+  return updated;
+}
+
+std::optional<cache::PackedManifest> Cache::Impl::manifest_ahead(const Program& program, const util::Sha256& manifest_key,
+                                                                 const deps::Resolver& prediction)
+{
+  const deps::Resolution& resolution = prediction.result();
+  if (!resolution.recordable) {
+    return std::nullopt;
+  }
+  const std::string context = prediction.context().text();
+  cache::PackedManifest ahead{manifest_key, context, 0, false, recorded_entry(resolution), {}};
+  // With the closure the compile offers (offer_closure()) before it records the manifest.
+  if (const util::Sha256 seed = closure_seed_key(program, prediction.context()); seed != util::Sha256{}) {
+    ahead.entry.closure = prediction.closure_state(seed);
+  }
+  cache::KnownManifest updated = manifest_with(manifest_key, context, ahead.entry);
+  if (updated.entries.size() > 1 && updated.version == 0) {
+    // Read from the store: kept in the book, so that the compile's record finds this same copy.
+    updated.entries.erase(updated.entries.begin());
+    std::lock_guard lock(manifests.mutex);
+    if (const auto it = manifests.known.find(manifest_key); it != manifests.known.end() && !it->second.entries.empty()) {
+      return std::nullopt;  // another lookup's meanwhile
+    }
+    keep_known(manifest_key, updated);
+    ahead.version = manifests.known.at(manifest_key).version;
+    updated.entries.insert(updated.entries.begin(), ahead.entry);
+  } else {
+    ahead.version = updated.version;
+  }
+  ahead.alone = updated.entries.size() == 1 && updated.version == 0;
+  ahead.packed = store::packed(deps::encode_manifest(updated.entries, updated.context));
+  return ahead;
+}
+
+void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::string& context,
+                                  const deps::Resolution& resolution, cache::PackedManifest* ahead)
+{
+  if (!resolution.recordable) {
+    return;  // a header too new to trust its stamp: the next lookup compiles again
+  }
+  deps::Resolution recorded = recorded_entry(resolution);
+  const bool same_entry = ahead != nullptr && ahead->key == manifest_key && ahead->context == context && ahead->entry == recorded;
+  cache::KnownManifest updated = manifest_with(manifest_key, context, std::move(recorded));
+  // Packed ahead from this same manifest (the same entry first in the same copy): its bytes are
+  // this manifest's, encoded beside NVRTC instead of here.
+  std::string packed;
+  if (same_entry && (ahead->alone ? updated.version == 0 && updated.entries.size() == 1
+                                  : updated.version != 0 && updated.version == ahead->version)) {
+    packed = std::move(ahead->packed);
+    g_packed_ahead.fetch_add(1, std::memory_order_relaxed);
+  }
   // Stored with the entry's commit: no extra write transaction on a miss.
-  save_manifest(manifest_key, updated, false);
+  save_manifest(manifest_key, updated, false, std::move(packed));
+}
+
+std::uint64_t cache::manifests_packed_ahead() noexcept
+{
+  return g_packed_ahead.load(std::memory_order_relaxed);
 }
 
 } // namespace kjit

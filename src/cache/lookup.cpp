@@ -233,7 +233,7 @@ store::Entry Cache::Impl::compile_entry(const PreparedProgram& p, util::Sha256& 
     if (cacheable) {
       offer_closure(program, search, manifest_key, resolver);  // for its other archs and its library
     }
-    record_manifest(manifest_key, search.text(), resolution);
+    record_manifest(manifest_key, search.text(), resolution, speculation != nullptr ? speculation->packed_manifest() : nullptr);
     entry.manifest_key.assign(bytes_of(manifest_key));  // the manifest goes when its last entry does
   }
   compiled_with = std::move(taken);

@@ -6,8 +6,10 @@
 #include "deps/manifest.hpp"
 #include "deps/resolver.hpp"
 #include "util/hash.hpp"
+#include "util/test_hook.hpp"
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,12 +23,32 @@ namespace kjit::cache {
 struct KnownManifest {
   deps::Manifest entries;
   std::string context;  // the resolution context it was made in (deps::SearchContext::text())
+  // Which state of the book's copy this is (ManifestBook::next_version; 0: none of the book's, or
+  // read from the store): a manifest made ahead from a copy is stored only if the book still
+  // holds that copy (PackedManifest).
+  std::uint64_t version = 0;
+};
+
+// A manifest encoded and packed beside NVRTC, by the thread that prepares a miss compiled ahead
+// (cache/speculation.hpp): `entry` put first in the book's copy of `version` (none: a manifest of
+// `entry` alone). The compile's record_manifest() takes `packed` for its commit when it records
+// that same entry in that same copy; else the manifest is encoded and packed after NVRTC, on the
+// caller's path (a vendored CCCL's: 2.8 MB of text, ≈ 6 ms).
+struct PackedManifest {
+  util::Sha256 key{};
+  std::string context;
+  std::uint64_t version = 0;
+  bool alone = false;  // no entry of the book's or the store's before `entry`
+  deps::Resolution entry;
+  std::string packed;
 };
 
 struct ManifestBook {
   std::mutex mutex;                              // guards everything below but any_provisional
   std::map<util::Sha256, KnownManifest> known;   // this process's copy, ahead of the store
   std::set<util::Sha256> unsaved;                // new resolutions, stored with the next commit
+  std::map<util::Sha256, std::string> packed;    // an unsaved one's row value, packed ahead
+  std::uint64_t next_version = 1;                // KnownManifest::version
   std::set<util::Sha256> provisional;            // keys from an unvalidated prediction: never looked up
   std::atomic<bool> any_provisional{false};      // lets the hot path skip the lock
   // The prediction behind a provisional key, handed to its compile (so the headers are read,
@@ -37,5 +59,8 @@ struct ManifestBook {
   // (closure_seed.cpp), stored with that manifest's commit.
   std::map<util::Sha256, std::vector<std::pair<std::string, std::string>>> closure_rows;
 };
+
+// Test hook: how many manifests packed ahead (PackedManifest) this process stored as they were.
+KJIT_TEST_HOOK std::uint64_t manifests_packed_ahead() noexcept;
 
 } // namespace kjit::cache

@@ -11,6 +11,7 @@
 #include <kjit/config.hpp>
 #include <kjit/program.hpp>
 
+#include "cache/manifest_book.hpp"
 #include "deps/resolver.hpp"
 #include "rtc/file_watch.hpp"
 #include "store/store.hpp"
@@ -64,6 +65,10 @@ public:
   // on the preparing thread; taken once.
   void keep_encoded_blobs(std::map<util::Sha256, std::string> blobs);
   std::map<util::Sha256, std::string> take_encoded_blobs() { return std::move(m_encoded_blobs); }
+  // The manifest its entry's commit stores, packed on the preparing thread (Cache::Impl::
+  // manifest_ahead()); record_manifest() takes its bytes when they are still that manifest's.
+  void keep_packed_manifest(std::optional<PackedManifest> manifest) { m_packed_manifest = std::move(manifest); }
+  PackedManifest* packed_manifest() { return m_packed_manifest ? &*m_packed_manifest : nullptr; }
   const std::shared_ptr<deps::Resolver>& prediction() const { return m_prediction; }
 
   // Whether compile() ran NVRTC, and for how long (the compile's own timings; 0 when it failed).
@@ -100,6 +105,7 @@ private:
   bool m_taken = false;
   std::shared_ptr<deps::Resolver> m_prediction;
   std::map<util::Sha256, std::string> m_encoded_blobs;
+  std::optional<PackedManifest> m_packed_manifest;
 };
 
 // While alive, prepare() on this thread puts its prediction in `slot` instead of the Cache's

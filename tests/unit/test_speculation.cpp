@@ -851,6 +851,42 @@ BOOST_AUTO_TEST_CASE(the_header_blobs_a_speculation_encoded_are_stored_and_read_
   BOOST_TEST(reader.lookup(program("one.cu", "one.h", "ONE"), k_arch).binary->cubin == one->cubin);
 }
 
+// The manifest a miss compiled ahead stores is encoded and packed by the preparing thread, beside
+// NVRTC, when the compile then records the resolution it was made from in the same copy of the
+// manifest (before, after NVRTC, on the caller's path: a vendored CCCL's 2.8 MB of text, ≈ 6 ms):
+// a program's first (its entry alone), and the program after an edit (its entry before the state
+// before it). Both states are found again from the store by a Cache of its own, with no compile.
+BOOST_AUTO_TEST_CASE(the_manifest_packed_beside_nvrtc_is_stored_and_finds_each_state_again)
+{
+  const std::string d = tmp.path() + "/packed";
+  put(d + "/inc/v.h", "#define V 1\n");
+  settle();
+  const kjit::Program program =
+    kjit::Program::from_source("packed.cu", "#include <v.h>\nextern \"C\" __global__ void k(int* o) { *o = V; }\n")
+      .option("-I" + d + "/inc");
+  kjit::Cache cache(config);
+  cache.get(small_program("packed_warm"), k_arch);  // the key context; a store with another name
+  const std::uint64_t packed = kjit::cache::manifests_packed_ahead();
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const auto first = cache.get(program, k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
+  BOOST_TEST(kjit::cache::manifests_packed_ahead() == packed + 1);
+  put(d + "/inc/v.h", "#define V 2\n");
+  settle();
+  const auto second = cache.get(program, k_arch);  // compiled ahead: its manifest is outdated
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 2);
+  BOOST_TEST(kjit::cache::manifests_packed_ahead() == packed + 2);
+  BOOST_TEST(second->cubin != first->cubin);
+  for (const auto& [value, binary] : {std::pair{"2", second}, std::pair{"1", first}}) {
+    put(d + "/inc/v.h", std::string("#define V ") + value + "\n");
+    settle();
+    kjit::Cache reader(config);
+    const kjit::Lookup found = reader.lookup(program, k_arch);
+    BOOST_TEST(kjit::to_string(found.source) == std::string("disk"), "V " << value);
+    BOOST_TEST(found.binary->cubin == binary->cubin, "V " << value);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_stored_blob_pruned_while_nvrtc_compiles_is_stored_again_from_its_header)
 {
   // two.h's compile lets shared.h's text go (its blob is in the store, one.cu's); one.cu pruned
