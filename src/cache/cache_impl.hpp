@@ -186,8 +186,9 @@ struct Cache::Impl {
   void record_manifest(const util::Sha256& manifest_key, const std::string& context, const deps::Resolution& resolution,
                        cache::PackedManifest* ahead = nullptr);
   // The manifest of `manifest_key` in `context` with `entry` first: this process's copy, else the
-  // store's (version 0), at most deps::k_manifest_entries entries.
-  cache::KnownManifest manifest_with(const util::Sha256& manifest_key, const std::string& context, deps::Resolution entry);
+  // store's (version 0; `stored_row` set to its row's checksum), at most deps::k_manifest_entries entries.
+  cache::KnownManifest manifest_with(const util::Sha256& manifest_key, const std::string& context, deps::Resolution entry,
+                                     util::Checksum* stored_row = nullptr);
   // What record_manifest() would store for the resolution of `prediction` (of `program`, closed),
   // encoded and packed now (beside NVRTC); nullopt when it records nothing.
   std::optional<cache::PackedManifest> manifest_ahead(const Program& program, const util::Sha256& manifest_key,
@@ -201,7 +202,9 @@ struct Cache::Impl {
   bool is_provisional(const util::Sha256& key);
   // The store's manifest of `manifest_key` (raw bytes) made in `context`, unpacked and decoded;
   // nullopt when there is none, or it is damaged or of another context. The store must be open.
-  std::optional<deps::Manifest> stored_manifest(std::string_view manifest_key, const std::string& context);
+  // `row`, when given, is set to the checksum of the row read (left as it is when there is none).
+  std::optional<deps::Manifest> stored_manifest(std::string_view manifest_key, const std::string& context,
+                                                util::Checksum* row = nullptr);
   // For explain: what makes the manifest of `manifest_key` invalid now (headers, folders), or that
   // none was made in this resolution context. Stats and reads only; changes nothing.
   std::vector<std::string> manifest_changes(const util::Sha256& manifest_key, const std::string& context);

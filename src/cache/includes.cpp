@@ -6,6 +6,10 @@
 
 #include <atomic>
 #include <cstring>
+#include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace kjit {
 
@@ -53,9 +57,13 @@ std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const Prepar
                            store::packed(deps::encode_manifest(known.entries, known.context))};
 }
 
-std::optional<deps::Manifest> Cache::Impl::stored_manifest(std::string_view manifest_key, const std::string& context)
+std::optional<deps::Manifest> Cache::Impl::stored_manifest(std::string_view manifest_key, const std::string& context,
+                                                           util::Checksum* row)
 {
   const auto bytes = store->get(store::Table::manifests, manifest_key);
+  if (bytes && row != nullptr) {
+    *row = util::checksum(*bytes);
+  }
   const auto text = bytes ? store::unpacked(*bytes) : std::nullopt;
   return text ? deps::decode_manifest(*text, context) : std::nullopt;
 }
@@ -204,10 +212,95 @@ deps::Resolution recorded_entry(const deps::Resolution& resolution)
   return recorded;
 }
 
+// XXH3-128 of every field of `entry`, each with its length (the folders' absent names, most of its
+// bytes, read in place): what manifest_ahead() keeps of the entry it packed.
+util::Checksum entry_digest(const deps::Resolution& entry)
+{
+  std::string fields;  // every field but the absent names
+  std::vector<std::pair<std::size_t, std::string_view>> absent;  // each folder's, and where in `fields`
+  const auto number = [&](std::uint64_t value) { fields.append(reinterpret_cast<const char*>(&value), sizeof value); };
+  const auto text = [&](std::string_view value) {
+    fields.append(value);
+    number(value.size());
+  };
+  const auto names = [&](const std::set<std::string>& set) {
+    number(set.size());
+    for (const std::string& name : set) {
+      text(name);
+    }
+  };
+  const auto stamp = [&](const deps::FileStamp& at) {
+    for (const std::uint64_t value : {std::uint64_t{at.exists}, static_cast<std::uint64_t>(at.size),
+                                      static_cast<std::uint64_t>(at.mtime_ns), static_cast<std::uint64_t>(at.ctime_ns),
+                                      at.inode, at.device}) {
+      number(value);
+    }
+  };
+  number(entry.headers.size());
+  for (const deps::DiskHeader& header : entry.headers) {
+    text(header.name);
+    text(header.path);
+    fields.append(reinterpret_cast<const char*>(header.hash.data()), header.hash.size());
+    stamp(header.stamp);
+    text(header.content);
+    text(header.spelled);
+    number(header.shed);
+    number(header.shed_size);
+  }
+  number(entry.dirs.size());
+  for (const deps::ProbedDir& dir : entry.dirs) {
+    text(dir.path);
+    stamp(dir.stamp);
+    number(dir.whole);
+    number(dir.too_new);
+    number(dir.absent.size());
+    absent.emplace_back(fields.size(), dir.absent);
+  }
+  number(entry.recordable);
+  number(entry.closure.has_value());
+  if (const auto& closure = entry.closure) {
+    fields.append(reinterpret_cast<const char*>(closure->seed_key.data()), closure->seed_key.size());
+    names(closure->computed_dirs);
+    names(closure->climbing_names);
+    number(closure->once_by_macro);
+    number(closure->names_files);
+    text(closure->two_names);
+    names(closure->include_macros);
+    number(closure->pastes);
+  }
+  // `fields` up to each folder's place, then its names; empty parts skipped (one ends the input).
+  std::size_t at = 0;
+  std::size_t next = 0;
+  bool names_next = false;
+  return util::checksum_of_parts([&]() -> std::string_view {
+    for (;;) {
+      if (names_next) {
+        names_next = false;
+        if (!absent[next - 1].second.empty()) {
+          return absent[next - 1].second;
+        }
+      }
+      const std::size_t end = next < absent.size() ? absent[next].first : fields.size();
+      if (next < absent.size()) {
+        ++next;
+        names_next = true;
+      }
+      const std::string_view part = std::string_view(fields).substr(at, end - at);
+      at = end;
+      if (!part.empty()) {
+        return part;
+      }
+      if (!names_next && at == fields.size()) {
+        return {};
+      }
+    }
+  });
+}
+
 } // namespace
 
 cache::KnownManifest Cache::Impl::manifest_with(const util::Sha256& manifest_key, const std::string& context,
-                                                deps::Resolution entry)
+                                                deps::Resolution entry, util::Checksum* stored_row)
 {
   cache::KnownManifest updated;
   {
@@ -218,7 +311,7 @@ cache::KnownManifest Cache::Impl::manifest_with(const util::Sha256& manifest_key
   }
   if (updated.entries.empty() && store) {
     updated.version = 0;  // the store's, or none
-    if (auto decoded = stored_manifest(bytes_of(manifest_key), context)) {
+    if (auto decoded = stored_manifest(bytes_of(manifest_key), context, stored_row)) {
       updated.entries = std::move(*decoded);
     }
   }
@@ -238,26 +331,14 @@ std::optional<cache::PackedManifest> Cache::Impl::manifest_ahead(const Program& 
     return std::nullopt;
   }
   const std::string context = prediction.context().text();
-  cache::PackedManifest ahead{manifest_key, context, 0, false, recorded_entry(resolution), {}};
+  deps::Resolution recorded = recorded_entry(resolution);
   // With the closure the compile offers (offer_closure()) before it records the manifest.
   if (const util::Sha256 seed = closure_seed_key(program, prediction.context()); seed != util::Sha256{}) {
-    ahead.entry.closure = prediction.closure_state(seed);
+    recorded.closure = prediction.closure_state(seed);
   }
-  cache::KnownManifest updated = manifest_with(manifest_key, context, ahead.entry);
-  if (updated.entries.size() > 1 && updated.version == 0) {
-    // Read from the store: kept in the book, so that the compile's record finds this same copy.
-    updated.entries.erase(updated.entries.begin());
-    std::lock_guard lock(manifests.mutex);
-    if (const auto it = manifests.known.find(manifest_key); it != manifests.known.end() && !it->second.entries.empty()) {
-      return std::nullopt;  // another lookup's meanwhile
-    }
-    keep_known(manifest_key, updated);
-    ahead.version = manifests.known.at(manifest_key).version;
-    updated.entries.insert(updated.entries.begin(), ahead.entry);
-  } else {
-    ahead.version = updated.version;
-  }
-  ahead.alone = updated.entries.size() == 1 && updated.version == 0;
+  cache::PackedManifest ahead{manifest_key, context, 0, {}, entry_digest(recorded), {}};
+  const cache::KnownManifest updated = manifest_with(manifest_key, context, std::move(recorded), &ahead.stored_row);
+  ahead.version = updated.version;
   ahead.packed = store::packed(deps::encode_manifest(updated.entries, updated.context));
   return ahead;
 }
@@ -269,13 +350,15 @@ void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::s
     return;  // a header too new to trust its stamp: the next lookup compiles again
   }
   deps::Resolution recorded = recorded_entry(resolution);
-  const bool same_entry = ahead != nullptr && ahead->key == manifest_key && ahead->context == context && ahead->entry == recorded;
-  cache::KnownManifest updated = manifest_with(manifest_key, context, std::move(recorded));
-  // Packed ahead from this same manifest (the same entry first in the same copy): its bytes are
-  // this manifest's, encoded beside NVRTC instead of here.
+  const bool same_entry =
+    ahead != nullptr && ahead->key == manifest_key && ahead->context == context && ahead->entry == entry_digest(recorded);
+  util::Checksum stored_row{};
+  cache::KnownManifest updated = manifest_with(manifest_key, context, std::move(recorded), &stored_row);
+  // Packed ahead from this same manifest (the same entry first in the same copy of this Cache's,
+  // or the same row of the store's, or none): its bytes are this manifest's, encoded beside NVRTC
+  // instead of here.
   std::string packed;
-  if (same_entry && (ahead->alone ? updated.version == 0 && updated.entries.size() == 1
-                                  : updated.version != 0 && updated.version == ahead->version)) {
+  if (same_entry && updated.version == ahead->version && stored_row == ahead->stored_row) {
     packed = std::move(ahead->packed);
     g_packed_ahead.fetch_add(1, std::memory_order_relaxed);
   }

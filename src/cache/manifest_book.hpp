@@ -30,16 +30,18 @@ struct KnownManifest {
 };
 
 // A manifest encoded and packed beside NVRTC, by the thread that prepares a miss compiled ahead
-// (cache/speculation.hpp): `entry` put first in the book's copy of `version` (none: a manifest of
-// `entry` alone). The compile's record_manifest() takes `packed` for its commit when it records
-// that same entry in that same copy; else the manifest is encoded and packed after NVRTC, on the
-// caller's path (a vendored CCCL's: 2.8 MB of text, ≈ 6 ms).
+// (cache/speculation.hpp): an entry put first in the book's copy of `version`, or else in the
+// store's row of checksum `stored_row`, or alone (0 and zeros). The compile's record_manifest()
+// takes `packed` for its commit when it records the same entry (its digest, `entry`: not a copy,
+// ≈ 3 MB for a vendored CCCL) in that same manifest;
+// else the manifest is encoded and packed after NVRTC, on the caller's path (a vendored CCCL's:
+// 2.8 MB of text, ≈ 6 ms).
 struct PackedManifest {
   util::Sha256 key{};
   std::string context;
   std::uint64_t version = 0;
-  bool alone = false;  // no entry of the book's or the store's before `entry`
-  deps::Resolution entry;
+  util::Checksum stored_row{};
+  util::Checksum entry{};
   std::string packed;
 };
 

@@ -71,7 +71,6 @@ struct DiskHeader {
   bool shed = false;
   std::uint64_t shed_size = 0;
   std::uint64_t size() const { return shed ? shed_size : content.size(); }
-  friend bool operator==(const DiskHeader&, const DiskHeader&) = default;
 };
 
 // Whether `options` ask for debug information (-G, --device-debug).
@@ -166,7 +165,6 @@ struct ProbedDir {
   // nothing, when the folder is watched whole). The resolution keeps the real one, to which a
   // speculation compares the folder after its compile.
   bool too_new = false;
-  friend bool operator==(const ProbedDir&, const ProbedDir&) = default;
 };
 
 // Whether `name` is one of `dir`'s absent names.
@@ -198,7 +196,6 @@ struct ClosureState {
   // `__FI` and a header's CAT() form __FILE__).
   std::set<std::string> include_macros;
   bool pastes = false;
-  friend bool operator==(const ClosureState&, const ClosureState&) = default;
 };
 
 struct Resolution {
@@ -206,7 +203,6 @@ struct Resolution {
   std::vector<ProbedDir> dirs;      // unique by path
   bool recordable = true;           // false: a header was "too new" or kept changing; no manifest
   std::optional<ClosureState> closure;  // set when the resolution may seed another compile
-  friend bool operator==(const Resolution&, const Resolution&) = default;
 };
 
 // How many folders resolvers listed (readdir) in this process: a test checks that a miss of a

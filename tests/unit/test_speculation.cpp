@@ -855,7 +855,8 @@ BOOST_AUTO_TEST_CASE(the_header_blobs_a_speculation_encoded_are_stored_and_read_
 // NVRTC, when the compile then records the resolution it was made from in the same copy of the
 // manifest (before, after NVRTC, on the caller's path: a vendored CCCL's 2.8 MB of text, ≈ 6 ms):
 // a program's first (its entry alone), and the program after an edit (its entry before the state
-// before it). Both states are found again from the store by a Cache of its own, with no compile.
+// before it, in this Cache's copy of the manifest, or in the store's for another Cache). Each state
+// is found again from the store by a Cache of its own, with no compile.
 BOOST_AUTO_TEST_CASE(the_manifest_packed_beside_nvrtc_is_stored_and_finds_each_state_again)
 {
   const std::string d = tmp.path() + "/packed";
@@ -877,7 +878,14 @@ BOOST_AUTO_TEST_CASE(the_manifest_packed_beside_nvrtc_is_stored_and_finds_each_s
   BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 2);
   BOOST_TEST(kjit::cache::manifests_packed_ahead() == packed + 2);
   BOOST_TEST(second->cubin != first->cubin);
-  for (const auto& [value, binary] : {std::pair{"2", second}, std::pair{"1", first}}) {
+  // Another process's edit: its Cache has no copy of the manifest, the store's row is its base.
+  put(d + "/inc/v.h", "#define V 3\n");
+  settle();
+  kjit::Cache other(config);
+  const auto third = other.get(program, k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 3);
+  BOOST_TEST(kjit::cache::manifests_packed_ahead() == packed + 3);
+  for (const auto& [value, binary] : {std::pair{"3", third}, std::pair{"2", second}, std::pair{"1", first}}) {
     put(d + "/inc/v.h", std::string("#define V ") + value + "\n");
     settle();
     kjit::Cache reader(config);
