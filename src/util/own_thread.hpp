@@ -18,6 +18,9 @@ namespace kjit::util {
 // these 5 steps below it (19 steps gave no less). Their work is what NVRTC's time hides.
 constexpr int k_steps_behind_caller = 5;
 
+// Whether the calling thread is one of kjit's own (own_thread()).
+inline thread_local bool t_own_thread = false;
+
 // Lowers the calling thread's priority k_steps_behind_caller steps (to 19 at most), where the
 // system allows: raising one's own nice value always is.
 inline void run_behind_caller() noexcept
@@ -34,10 +37,11 @@ inline void run_behind_caller() noexcept
 // A thread of kjit's own (the store's committer, the mirror's writer, the thread that makes a
 // miss's key beside NVRTC, the remote tier's writer and name lookups), started with every signal
 // blocked, named `name` (at most 15 bytes, shown by `top -H`, gdb and /proc/PID/task/TID/comm)
-// and run behind its creator (run_behind_caller()): the host's process-directed signals (SIGINT,
-// SIGTERM, SIGCHLD, a profiler's SIGPROF) go to the host's own threads, its handlers never run on
-// a thread it did not make, and kjit's writes and fdatasync there are never interrupted. Throws
-// std::system_error when no thread can be started (as std::thread).
+// and run behind its creator (run_behind_caller(); a creator of kjit's own is behind already):
+// the host's process-directed signals (SIGINT, SIGTERM, SIGCHLD, a profiler's SIGPROF) go to the
+// host's own threads, its handlers never run on a thread it did not make, and kjit's writes and
+// fdatasync there are never interrupted. Throws std::system_error when no thread can be started
+// (as std::thread).
 template <typename Function>
 std::thread own_thread(const char* name, Function&& function)
 {
@@ -55,8 +59,13 @@ std::thread own_thread(const char* name, Function&& function)
       }
     }
   } restore{masked, old};
-  std::thread thread([function = std::forward<Function>(function)]() mutable {
-    run_behind_caller();
+  // A thread started by one of kjit's own (the mirror's writer by kjit-prepare, which mirrors a
+  // miss's headers early) takes that thread's value with it: 5 steps behind the host's, not 10.
+  std::thread thread([function = std::forward<Function>(function), behind = !t_own_thread]() mutable {
+    t_own_thread = true;
+    if (behind) {
+      run_behind_caller();
+    }
     function();
   });
   ::pthread_setname_np(thread.native_handle(), name);
