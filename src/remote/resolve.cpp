@@ -46,8 +46,9 @@ addrinfo tcp_hints(int flags)
   return hints;
 }
 
-// Starts `lookup` on a thread of its own (util::own_thread: every signal blocked there, as the
-// application's handlers expect of a library's threads). False when no thread can be started now.
+// Starts `lookup` on a thread of its own (util::own_thread: every signal but a fault's blocked
+// there, as the application's handlers expect of a library's threads). False when no thread can
+// be started now.
 bool start(const std::shared_ptr<Lookup>& lookup)
 {
   try {

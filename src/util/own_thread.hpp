@@ -1,4 +1,4 @@
-// kjit's own background threads: named, started with every signal blocked, run behind their creator.
+// kjit's own background threads: named, started with every signal but a fault's blocked, run behind their creator.
 #pragma once
 
 #include <algorithm>
@@ -36,7 +36,7 @@ inline void run_behind_caller() noexcept
 
 // A thread of kjit's own (the store's committer, the mirror's writer, the thread that makes a
 // miss's key beside NVRTC, the remote tier's writer and name lookups), started with every signal
-// blocked, named `name` (at most 15 bytes, shown by `top -H`, gdb and /proc/PID/task/TID/comm)
+// but a fault's blocked, named `name` (at most 15 bytes, shown by `top -H`, gdb and /proc/PID/task/TID/comm)
 // and run behind its creator (run_behind_caller(); a creator of kjit's own is behind already):
 // the host's process-directed signals (SIGINT, SIGTERM, SIGCHLD, a profiler's SIGPROF) go to the
 // host's own threads, its handlers never run on a thread it did not make, and kjit's writes and
@@ -48,6 +48,11 @@ std::thread own_thread(const char* name, Function&& function)
   sigset_t all;
   sigset_t old;
   sigfillset(&all);
+  // A fault's signal is the faulting thread's: blocked, the kernel ends the process without the
+  // host's handler (a crash reporter, Python's faulthandler) for a fault of kjit's own.
+  for (const int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) {
+    sigdelset(&all, fault);
+  }
   const bool masked = ::pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
   struct Restore {
     bool masked;
