@@ -238,6 +238,21 @@ int nice_of(const std::string& task)
   return std::stoi(field);
 }
 
+// That this process's kjit-commit and kjit-mirror run 5 steps behind `caller` (19 at most).
+void expect_committer_and_mirror_behind(int caller)
+{
+  int seen = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string name = read_text(task.path().string() + "/comm");
+    name = name.substr(0, name.find('\n'));
+    if (name == "kjit-commit" || name == "kjit-mirror") {
+      ++seen;
+      BOOST_TEST(nice_of(task.path().string()) == std::min(19, caller + 5), name);
+    }
+  }
+  BOOST_TEST(seen == 2);
+}
+
 // kjit's own threads run 5 nice steps behind the thread that started them (util::own_thread): a
 // miss compiled ahead has NVRTC on the caller's thread while they make its key and write its
 // mirror, and on two cores NVRTC waited in the run queue for them (19–32 ms of a vendored CCCL's
@@ -249,16 +264,7 @@ BOOST_AUTO_TEST_CASE(kjit_s_own_threads_run_behind_the_thread_that_started_them)
   kjit::Cache cache(config);
   BOOST_TEST_REQUIRE(cache.get(small_program("behind"), k_sm90) != nullptr);
   cache.flush_mirror();
-  int seen = 0;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::string name = read_text(task.path().string() + "/comm");
-    name = name.substr(0, name.find('\n'));
-    if (name == "kjit-commit" || name == "kjit-mirror") {
-      ++seen;
-      BOOST_TEST(nice_of(task.path().string()) == std::min(19, caller + 5), name);
-    }
-  }
-  BOOST_TEST(seen == 2);
+  expect_committer_and_mirror_behind(caller);
   BOOST_TEST(nice_of(self) == caller);
 }
 
@@ -278,16 +284,7 @@ BOOST_AUTO_TEST_CASE(a_thread_of_kjits_started_by_another_runs_5_steps_behind_th
   kjit::Cache cache(config);
   BOOST_TEST_REQUIRE(cache.get(program, k_sm90) != nullptr);  // compiled ahead: kjit-prepare mirrors its header
   cache.flush_mirror();
-  int seen = 0;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::string name = read_text(task.path().string() + "/comm");
-    name = name.substr(0, name.find('\n'));
-    if (name == "kjit-commit" || name == "kjit-mirror") {
-      ++seen;
-      BOOST_TEST(nice_of(task.path().string()) == std::min(19, caller + 5), name);
-    }
-  }
-  BOOST_TEST(seen == 2);
+  expect_committer_and_mirror_behind(caller);
 }
 
 // quick_exit() may be called from a signal handler (allowed when every at_quick_exit handler is
