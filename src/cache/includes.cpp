@@ -268,32 +268,23 @@ util::Checksum entry_digest(const deps::Resolution& entry)
     names(closure->include_macros);
     number(closure->pastes);
   }
-  // `fields` up to each folder's place, then its names; empty parts skipped (one ends the input).
+  // `fields` up to each folder's place, then its names, in order; an empty part would end the input.
+  std::vector<std::string_view> parts;
   std::size_t at = 0;
+  for (const auto& [place, names_there] : absent) {
+    parts.push_back(std::string_view(fields).substr(at, place - at));
+    parts.push_back(names_there);
+    at = place;
+  }
+  parts.push_back(std::string_view(fields).substr(at));
   std::size_t next = 0;
-  bool names_next = false;
   return util::checksum_of_parts([&]() -> std::string_view {
-    for (;;) {
-      if (names_next) {
-        names_next = false;
-        if (!absent[next - 1].second.empty()) {
-          return absent[next - 1].second;
-        }
-      }
-      const std::size_t end = next < absent.size() ? absent[next].first : fields.size();
-      if (next < absent.size()) {
-        ++next;
-        names_next = true;
-      }
-      const std::string_view part = std::string_view(fields).substr(at, end - at);
-      at = end;
-      if (!part.empty()) {
+    while (next < parts.size()) {
+      if (const std::string_view part = parts[next++]; !part.empty()) {
         return part;
       }
-      if (!names_next && at == fields.size()) {
-        return {};
-      }
     }
+    return {};
   });
 }
 

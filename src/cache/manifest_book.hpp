@@ -33,9 +33,8 @@ struct KnownManifest {
 // (cache/speculation.hpp): an entry put first in the book's copy of `version`, or else in the
 // store's row of checksum `stored_row`, or alone (0 and zeros). The compile's record_manifest()
 // takes `packed` for its commit when it records the same entry (its digest, `entry`: not a copy,
-// ≈ 3 MB for a vendored CCCL) in that same manifest;
-// else the manifest is encoded and packed after NVRTC, on the caller's path (a vendored CCCL's:
-// 2.8 MB of text, ≈ 6 ms).
+// ≈ 3 MB for a vendored CCCL) in that same manifest; else the manifest is encoded and packed after
+// NVRTC, on the caller's path (a vendored CCCL's: 2.8 MB of text, ≈ 6 ms).
 struct PackedManifest {
   util::Sha256 key{};
   std::string context;

@@ -1,4 +1,5 @@
-// kjit's own background threads: named, started with every signal but a fault's blocked, run behind their creator.
+// kjit's own background threads: named, started with every signal but a fault's blocked, and run
+// behind their creator.
 #pragma once
 
 #include <algorithm>
@@ -36,8 +37,9 @@ inline void run_behind_caller() noexcept
 
 // A thread of kjit's own (the store's committer, the mirror's writer, the thread that makes a
 // miss's key beside NVRTC, the remote tier's writer and name lookups), started with every signal
-// but a fault's blocked, named `name` (at most 15 bytes, shown by `top -H`, gdb and /proc/PID/task/TID/comm)
-// and run behind its creator (run_behind_caller(); a creator of kjit's own is behind already):
+// but a fault's blocked, named `name` (at most 15 bytes, shown by `top -H`, gdb and
+// /proc/PID/task/TID/comm) and run behind its creator (run_behind_caller(); a creator of kjit's
+// own is behind already):
 // the host's process-directed signals (SIGINT, SIGTERM, SIGCHLD, a profiler's SIGPROF) go to the
 // host's own threads, its handlers never run on a thread it did not make, and kjit's writes and
 // fdatasync there are never interrupted. Throws std::system_error when no thread can be started
