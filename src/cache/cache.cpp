@@ -186,7 +186,8 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
   // too, never looked up: it is compiled each time and never stored (Resolver::unfaithful()).
   if (may_include || deps::program_uses_time(program)) {
     bool outdated = false;
-    if (auto found = m_impl->valid_manifest(manifest_key, search_text, &outdated)) {
+    util::Checksum outdated_row{};
+    if (auto found = m_impl->valid_manifest(manifest_key, search_text, &outdated, &outdated_row)) {
       if (own) {
         own->reset();  // compiled from the manifest's headers, not from a prediction made before
       }
@@ -195,7 +196,8 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
         prepared.m_includes.push_back({header.name, header.path, util::to_hex(header.hash)});
       }
     } else if (outdated && cache::outdated_manifest_ends_prepare() && !m_impl->entry_without_rows_may_serve(program, prepared.m_arch)) {
-      throw cache::ManifestOutdated{};  // get_program() compiles ahead, predicting beside NVRTC
+      // get_program() compiles ahead, predicting beside NVRTC (which need not read the row again).
+      throw cache::ManifestOutdated{{outdated_row == util::Checksum{} ? util::Sha256{} : manifest_key, outdated_row}};
     } else {
       // No manifest holds: predict the headers (shown by included_headers()), but the key is
       // provisional: never looked up, only a compile tells which headers NVRTC reads.
@@ -289,6 +291,7 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
   // edited since: no entry of its context holds it), it is compiled ahead from there.
   std::optional<cache::Speculation> speculation;
   const cache::AheadVerdict verdict = m_impl->speculate(program, arch, speculation);
+  cache::OutdatedRow outdated_row;  // the store's manifest row that prepare() found outdated
   try {
     std::optional<PreparedProgram> first;
     if (!speculation) {
@@ -298,13 +301,15 @@ std::shared_ptr<const Binary> Cache::get_program(const Program& given, const Arc
           outdated.emplace();
         }
         first = prepare(program, arch);
-      } catch (const cache::ManifestOutdated&) {
+      } catch (const cache::ManifestOutdated& outdated) {
+        outdated_row = outdated.row;
         m_impl->speculate_now(program, arch, speculation);
       }
     }
     const cache::SpeculationScope scope(speculation ? &*speculation : nullptr);
     const PreparedProgram prepared = first ? std::move(*first) : !speculation ? prepare(program, arch) : cache::prepare_beside(*speculation, [&] {
       const Impl::ToolchainRowsOnBehalf on_behalf;
+      const cache::OutdatedRowScope known_outdated(outdated_row);
       // The prediction first, closed, its blobs encoded: none of it needs the key context (on a
       // new store it waits for this compile's PTX to name NVRTC's build: rtc::CompileAhead).
       std::shared_ptr<deps::Resolver> own = m_impl->prediction_ahead(program);

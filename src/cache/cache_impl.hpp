@@ -64,7 +64,9 @@ struct HeadersChanged {};
 // Thrown by prepare() inside a lookup that may compile ahead once its program's manifest is
 // outdated (speculation.hpp, OutdatedManifestScope), where it would predict the headers instead.
 // Never leaves the library.
-struct ManifestOutdated {};
+struct ManifestOutdated {
+  OutdatedRow row;  // the store's row found so (a key of zeros: none)
+};
 
 // lookup.cpp: what a lookup hands out for a stored entry (its binary, or its compile error).
 Result result_of(store::Entry&& entry);
@@ -177,7 +179,7 @@ struct Cache::Impl {
   // given, says whether there was a manifest in `context` each of whose resolutions has a header
   // whose content changed or vanished (deps::Validation::headers_changed).
   std::optional<deps::Resolution> valid_manifest(const util::Sha256& manifest_key, const std::string& context,
-                                                 bool* outdated = nullptr);
+                                                 bool* outdated = nullptr, util::Checksum* outdated_row = nullptr);
   // valid_manifest()'s check of one manifest (`from_store`: read from the store just now).
   std::optional<deps::Resolution> valid_entry(const util::Sha256& manifest_key, cache::KnownManifest& manifest,
                                               bool from_store, bool* outdated);
@@ -205,6 +207,12 @@ struct Cache::Impl {
   // `row`, when given, is set to the checksum of the row read (left as it is when there is none).
   std::optional<deps::Manifest> stored_manifest(std::string_view manifest_key, const std::string& context,
                                                 util::Checksum* row = nullptr);
+  // The checksum of the store's manifest row of `manifest_key` (raw bytes), or nullopt when there
+  // is none. The store must be open.
+  std::optional<util::Checksum> stored_row_of(std::string_view manifest_key);
+  // Whether this thread was told the store's manifest row of `manifest_key` (raw bytes) is outdated
+  // (cache::OutdatedRowScope) and the store still holds that row.
+  bool known_outdated(std::string_view manifest_key);
   // For explain: what makes the manifest of `manifest_key` invalid now (headers, folders), or that
   // none was made in this resolution context. Stats and reads only; changes nothing.
   std::vector<std::string> manifest_changes(const util::Sha256& manifest_key, const std::string& context);

@@ -219,6 +219,9 @@ std::shared_ptr<deps::Resolver> Cache::Impl::seeded_from(const Program& program,
                                                          const util::Sha256& seed,
                                                          const std::set<std::string>* directives)
 {
+  if (known_outdated(manifest_key)) {
+    return nullptr;  // each resolution there has a header whose content changed: none validates
+  }
   auto manifest = stored_manifest(manifest_key, context);
   for (deps::Resolution& resolution : manifest ? *manifest : deps::Manifest{}) {
     if (!resolution.closure || resolution.closure->seed_key != seed ||

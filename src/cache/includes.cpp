@@ -16,9 +16,13 @@ namespace kjit {
 void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::KnownManifest& manifest, bool now,
                                 std::string packed)
 {
+  std::string value = now && store && store->writable() ? store::packed(deps::encode_manifest(manifest.entries, manifest.context))
+                                                         : std::string();
   {
     std::lock_guard lock(manifests.mutex);
     keep_known(manifest_key, manifest);
+    // Stored now, the row is this copy; else it is this process's until its commit.
+    manifests.known[manifest_key].stored_row = value.empty() ? util::Checksum{} : util::checksum(value);
     if (now) {
       manifests.unsaved.erase(manifest_key);
     } else {
@@ -28,8 +32,8 @@ void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::K
       }
     }
   }
-  if (now && store && store->writable()) {
-    store->put(store::Table::manifests, bytes_of(manifest_key), store::packed(deps::encode_manifest(manifest.entries, manifest.context)));
+  if (!value.empty()) {
+    store->put(store::Table::manifests, bytes_of(manifest_key), std::move(value));
   }
 }
 
@@ -47,14 +51,17 @@ std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const Prepar
   if (manifests.unsaved.erase(manifest_key) == 0) {
     return std::nullopt;
   }
+  cache::KnownManifest& known = manifests.known.at(manifest_key);
+  store::Store::Row row{store::Table::manifests, std::string(bytes_of(manifest_key)), {}};
   if (const auto packed = manifests.packed.find(manifest_key); packed != manifests.packed.end()) {
-    store::Store::Row row{store::Table::manifests, std::string(bytes_of(manifest_key)), std::move(packed->second)};
+    row.value = std::move(packed->second);  // of this copy: keep_known() drops it with the copy it was made of
     manifests.packed.erase(packed);
-    return row;
+  } else {
+    row.value = store::packed(deps::encode_manifest(known.entries, known.context));
   }
-  const cache::KnownManifest& known = manifests.known.at(manifest_key);
-  return store::Store::Row{store::Table::manifests, std::string(bytes_of(manifest_key)),
-                           store::packed(deps::encode_manifest(known.entries, known.context))};
+  // The row once it commits (a failed commit leaves another, of another checksum).
+  known.stored_row = util::checksum(row.value);
+  return row;
 }
 
 std::optional<deps::Manifest> Cache::Impl::stored_manifest(std::string_view manifest_key, const std::string& context,
@@ -68,6 +75,20 @@ std::optional<deps::Manifest> Cache::Impl::stored_manifest(std::string_view mani
   return text ? deps::decode_manifest(*text, context) : std::nullopt;
 }
 
+std::optional<util::Checksum> Cache::Impl::stored_row_of(std::string_view manifest_key)
+{
+  std::optional<util::Checksum> sum;
+  store->visit(store::Table::manifests, manifest_key, [&](std::string_view bytes) { sum = util::checksum(bytes); });
+  return sum;
+}
+
+bool Cache::Impl::known_outdated(std::string_view manifest_key)
+{
+  const cache::OutdatedRow* known = cache::known_outdated_row();
+  return known != nullptr && store && manifest_key == bytes_of(known->manifest_key) &&
+         stored_row_of(manifest_key) == known->row;
+}
+
 bool Cache::Impl::is_provisional(const util::Sha256& key)
 {
   if (!manifests.any_provisional.load(std::memory_order_acquire)) {
@@ -78,7 +99,7 @@ bool Cache::Impl::is_provisional(const util::Sha256& key)
 }
 
 std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& manifest_key, const std::string& context,
-                                                            bool* outdated)
+                                                            bool* outdated, util::Checksum* outdated_row)
 {
   std::optional<cache::KnownManifest> known;
   {
@@ -91,16 +112,34 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
     if (auto found = valid_entry(manifest_key, *known, false, outdated)) {
       return found;
     }
+    // The store's row is the copy just checked (this Cache stored it): nothing more to read.
+    if (known->stored_row != util::Checksum{} && store && stored_row_of(bytes_of(manifest_key)) == known->stored_row) {
+      if (outdated != nullptr && *outdated && outdated_row != nullptr) {
+        *outdated_row = known->stored_row;
+      }
+      return std::nullopt;
+    }
+  }
+  if (known_outdated(bytes_of(manifest_key))) {
+    if (outdated != nullptr) {
+      *outdated = true;
+    }
+    return std::nullopt;  // the lookup that compiles ahead found this row so just before
   }
   // None in memory, or this process's copy holds no more: the store's may hold the state on disk
   // now, stored by another Cache or process since, which a long-lived Cache would otherwise
   // compile again.
-  auto stored = store ? stored_manifest(bytes_of(manifest_key), context) : std::nullopt;
+  util::Checksum row{};
+  auto stored = store ? stored_manifest(bytes_of(manifest_key), context, &row) : std::nullopt;
   if (!stored) {
     return std::nullopt;
   }
-  cache::KnownManifest manifest{std::move(*stored), context};
-  return valid_entry(manifest_key, manifest, true, outdated);
+  cache::KnownManifest manifest{std::move(*stored), context, 0, row};
+  auto found = valid_entry(manifest_key, manifest, true, outdated);
+  if (!found && outdated != nullptr && *outdated && outdated_row != nullptr) {
+    *outdated_row = row;
+  }
+  return found;
 }
 
 std::optional<deps::Resolution> Cache::Impl::valid_entry(const util::Sha256& manifest_key, cache::KnownManifest& manifest,

@@ -27,6 +27,18 @@ struct KnownManifest {
   // read from the store): a manifest made ahead from a copy is stored only if the book still
   // holds that copy (PackedManifest).
   std::uint64_t version = 0;
+  // The checksum of the store's row that holds this copy (stored from it), or zeros: not known to
+  // be stored. A lookup this copy does not serve reads no other copy from the store while the row
+  // is still that one (a vendored CCCL's manifest is 3–4 MB of text, 5–12 ms to unpack and decode).
+  util::Checksum stored_row{};
+};
+
+// A manifest of the store found outdated (every resolution has a header whose content changed or
+// vanished) by a lookup that then compiles ahead: the row's key and checksum. The preparing thread
+// is told (speculation.hpp, OutdatedRowScope): it asks the row's checksum again, not its text.
+struct OutdatedRow {
+  util::Sha256 manifest_key{};
+  util::Checksum row{};
 };
 
 // A manifest encoded and packed beside NVRTC, by the thread that prepares a miss compiled ahead

@@ -37,6 +37,7 @@ namespace {
 thread_local Speculation* t_current = nullptr;
 thread_local std::shared_ptr<deps::Resolver>* t_prediction = nullptr;
 thread_local bool t_outdated_ends_prepare = false;
+thread_local const OutdatedRow* t_outdated_row = nullptr;
 // At most this many records of a program's name are read to tell that none is of its arch.
 constexpr std::size_t k_records_read = 32;
 std::atomic<std::uint64_t> g_adopted{0};
@@ -466,6 +467,21 @@ OutdatedManifestScope::~OutdatedManifestScope()
 bool outdated_manifest_ends_prepare() noexcept
 {
   return t_outdated_ends_prepare;
+}
+
+OutdatedRowScope::OutdatedRowScope(const OutdatedRow& row) noexcept
+{
+  t_outdated_row = &row;
+}
+
+OutdatedRowScope::~OutdatedRowScope()
+{
+  t_outdated_row = nullptr;
+}
+
+const OutdatedRow* known_outdated_row() noexcept
+{
+  return t_outdated_row;
 }
 
 std::shared_ptr<deps::Resolver>* speculation_prediction() noexcept

@@ -187,6 +187,18 @@ public:
 };
 bool outdated_manifest_ends_prepare() noexcept;
 
+// While alive, this thread knows the store's manifest row `row` outdated (the lookup that compiles
+// ahead found it so just before): prepare() and the closure seed read its checksum, not its text.
+class OutdatedRowScope {
+public:
+  explicit OutdatedRowScope(const OutdatedRow& row) noexcept;
+  ~OutdatedRowScope();
+  OutdatedRowScope(const OutdatedRowScope&) = delete;
+  OutdatedRowScope& operator=(const OutdatedRowScope&) = delete;
+};
+// This thread's OutdatedRowScope's row, or nullptr.
+const OutdatedRow* known_outdated_row() noexcept;
+
 // The programs (by program_digest()) a Cache has found or compiled, with the number of each arch:
 // a lookup of one of them asks the store nothing to know it (a warm lookup of a program that may
 // include stays as it was), and is compiled ahead only once its manifest is outdated.

@@ -6,6 +6,7 @@
 #include "fixture.hpp"
 
 #include "cache/speculation.hpp"
+#include "deps/manifest.hpp"
 #include "deps/resolver.hpp"
 #include "deps/search.hpp"
 #include "store/meta_keys.hpp"
@@ -892,6 +893,49 @@ BOOST_AUTO_TEST_CASE(the_manifest_packed_beside_nvrtc_is_stored_and_finds_each_s
     const kjit::Lookup found = reader.lookup(program, k_arch);
     BOOST_TEST(kjit::to_string(found.source) == std::string("disk"), "V " << value);
     BOOST_TEST(found.binary->cubin == binary->cubin, "V " << value);
+  }
+}
+
+// A miss after an edit reads the store's manifest row (a vendored CCCL's: 3–4 MB of text, 5–12 ms
+// to unpack and decode) only where it needs its entries: in another Cache, the lookup's check, the
+// manifest packed ahead and the record; the preparing thread's own check and its closure seed ask
+// only that the row is still the one found outdated (before: 5 decodes). In the Cache that stored
+// the row, the next edit decodes none: its copy is that row (before: 3).
+BOOST_AUTO_TEST_CASE(a_miss_after_an_edit_decodes_the_store_s_manifest_only_where_it_needs_its_entries)
+{
+  const std::string d = tmp.path() + "/decoded_once";
+  put(d + "/inc/v.h", "#define V 1\n");
+  settle();
+  const kjit::Program program =
+    kjit::Program::from_source("decoded_once.cu", "#include <v.h>\nextern \"C\" __global__ void k(int* o) { *o = V; }\n")
+      .option("-I" + d + "/inc");
+  {
+    kjit::Cache cache(config);
+    cache.get(program, k_arch);
+  }
+  put(d + "/inc/v.h", "#define V 2\n");
+  settle();
+  kjit::Cache other(config);
+  other.get(small_program("decoded_once_warm"), k_arch);  // the key context
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const std::uint64_t packed = kjit::cache::manifests_packed_ahead();
+  const std::uint64_t decoded = kjit::deps::manifests_decoded();
+  other.get(program, k_arch);  // compiled ahead: its manifest is outdated
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
+  BOOST_TEST(kjit::cache::manifests_packed_ahead() == packed + 1);
+  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 3);
+  // The next edit in this Cache: the store's row is the copy its commit stored, decoded by none.
+  put(d + "/inc/v.h", "#define V 3\n");
+  settle();
+  other.get(program, k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 2);
+  BOOST_TEST(kjit::cache::manifests_packed_ahead() == packed + 2);
+  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 3);
+  for (const char* value : {"1", "2", "3"}) {
+    put(d + "/inc/v.h", std::string("#define V ") + value + "\n");
+    settle();
+    kjit::Cache reader(config);
+    BOOST_TEST(kjit::to_string(reader.lookup(program, k_arch).source) == std::string("disk"), "V " << value);
   }
 }
 
