@@ -204,9 +204,10 @@ struct Cache::Impl {
   bool is_provisional(const util::Sha256& key);
   // The store's manifest of `manifest_key` (raw bytes) made in `context`, unpacked and decoded;
   // nullopt when there is none, or it is damaged or of another context. The store must be open.
-  // `row`, when given, is set to the checksum of the row read (left as it is when there is none).
+  // `row`, when given, is set to the checksum of the row read (left as it is when there is none);
+  // `let_go`, to the states the manifest let go (untracked for a row that does not decode).
   std::optional<deps::Manifest> stored_manifest(std::string_view manifest_key, const std::string& context,
-                                                util::Checksum* row = nullptr);
+                                                util::Checksum* row = nullptr, deps::LetGo* let_go = nullptr);
   // The checksum of the store's manifest row of `manifest_key` (raw bytes), or nullopt when there
   // is none. The store must be open.
   std::optional<util::Checksum> stored_row_of(std::string_view manifest_key);

@@ -16,7 +16,7 @@ namespace kjit {
 void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::KnownManifest& manifest, bool now,
                                 std::string packed)
 {
-  std::string value = now && store && store->writable() ? store::packed(deps::encode_manifest(manifest.entries, manifest.context))
+  std::string value = now && store && store->writable() ? store::packed(deps::encode_manifest(manifest.entries, manifest.context, manifest.let_go))
                                                          : std::string();
   {
     std::lock_guard lock(manifests.mutex);
@@ -57,7 +57,7 @@ std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const Prepar
     row.value = std::move(packed->second);  // of this copy: keep_known() drops it with the copy it was made of
     manifests.packed.erase(packed);
   } else {
-    row.value = store::packed(deps::encode_manifest(known.entries, known.context));
+    row.value = store::packed(deps::encode_manifest(known.entries, known.context, known.let_go));
   }
   // The row once it commits (a failed commit leaves another, of another checksum).
   known.stored_row = util::checksum(row.value);
@@ -65,14 +65,18 @@ std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const Prepar
 }
 
 std::optional<deps::Manifest> Cache::Impl::stored_manifest(std::string_view manifest_key, const std::string& context,
-                                                           util::Checksum* row)
+                                                           util::Checksum* row, deps::LetGo* let_go)
 {
   const auto bytes = store->get(store::Table::manifests, manifest_key);
   if (bytes && row != nullptr) {
     *row = util::checksum(*bytes);
   }
   const auto text = bytes ? store::unpacked(*bytes) : std::nullopt;
-  return text ? deps::decode_manifest(*text, context) : std::nullopt;
+  auto manifest = text ? deps::decode_manifest(*text, context, let_go) : std::nullopt;
+  if (!manifest && bytes && let_go != nullptr) {
+    *let_go = deps::LetGo{false, {}};  // whatever it let go is not known
+  }
+  return manifest;
 }
 
 std::optional<util::Checksum> Cache::Impl::stored_row_of(std::string_view manifest_key)
@@ -130,11 +134,12 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
   // now, stored by another Cache or process since, which a long-lived Cache would otherwise
   // compile again.
   util::Checksum row{};
-  auto stored = store ? stored_manifest(bytes_of(manifest_key), context, &row) : std::nullopt;
+  deps::LetGo let_go;
+  auto stored = store ? stored_manifest(bytes_of(manifest_key), context, &row, &let_go) : std::nullopt;
   if (!stored) {
     return std::nullopt;
   }
-  cache::KnownManifest manifest{std::move(*stored), context, 0, row};
+  cache::KnownManifest manifest{std::move(*stored), context, 0, row, std::move(let_go)};
   auto found = valid_entry(manifest_key, manifest, true, outdated);
   if (!found && outdated != nullptr && *outdated && outdated_row != nullptr) {
     *outdated_row = row;
@@ -172,10 +177,11 @@ std::optional<deps::Resolution> Cache::Impl::valid_entry(const util::Sha256& man
   if (outdated != nullptr) {
     // Every entry's headers changed: a search can't find any of them again (a folder that changed
     // alone may well lead to the same headers, and so to an entry the prediction finds). A full
-    // manifest may have let older states go whose entries the prediction finds (a JIT cycling a
-    // header through nine values would compile every one, every time).
+    // manifest let older states go: outdated only if none of them may hold either (a JIT cycling a
+    // header through nine values would compile every one, every time; a project's edit loop past
+    // its eighth edit predicted every header before NVRTC, 0.5 s for a vendored CCCL).
     *outdated = !manifest.entries.empty() && headers_changed == manifest.entries.size() &&
-                manifest.entries.size() < deps::k_manifest_entries;
+                (manifest.entries.size() < deps::k_manifest_entries || !deps::let_go_may_hold(manifest.let_go));
   }
   return std::nullopt;
 }
@@ -341,15 +347,14 @@ cache::KnownManifest Cache::Impl::manifest_with(const util::Sha256& manifest_key
   }
   if (updated.entries.empty() && store) {
     updated.version = 0;  // the store's, or none
-    if (auto decoded = stored_manifest(bytes_of(manifest_key), context, stored_row)) {
+    updated.let_go = {};
+    if (auto decoded = stored_manifest(bytes_of(manifest_key), context, stored_row, &updated.let_go)) {
       updated.entries = std::move(*decoded);
     }
   }
   updated.context = context;
   updated.entries.insert(updated.entries.begin(), std::move(entry));
-  if (updated.entries.size() > deps::k_manifest_entries) {
-    updated.entries.resize(deps::k_manifest_entries);
-  }
+  deps::let_go_of_oldest(updated.entries, updated.let_go);
   return updated;
 }
 
@@ -369,7 +374,7 @@ std::optional<cache::PackedManifest> Cache::Impl::manifest_ahead(const Program& 
   cache::PackedManifest ahead{manifest_key, context, 0, {}, entry_digest(recorded), {}};
   const cache::KnownManifest updated = manifest_with(manifest_key, context, std::move(recorded), &ahead.stored_row);
   ahead.version = updated.version;
-  ahead.packed = store::packed(deps::encode_manifest(updated.entries, updated.context));
+  ahead.packed = store::packed(deps::encode_manifest(updated.entries, updated.context, updated.let_go));
   return ahead;
 }
 

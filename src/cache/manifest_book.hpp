@@ -31,6 +31,7 @@ struct KnownManifest {
   // be stored. A lookup this copy does not serve reads no other copy from the store while the row
   // is still that one (a vendored CCCL's manifest is 3–4 MB of text, 5–12 ms to unpack and decode).
   util::Checksum stored_row{};
+  deps::LetGo let_go;  // the states it let go (a full manifest is outdated only if none may hold)
 };
 
 // A manifest of the store found outdated (every resolution has a header whose content changed or

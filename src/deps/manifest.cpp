@@ -21,7 +21,10 @@ namespace {
 // 7: "absent-same", a folder's absent names as the same folder's in the entry before (an edited
 // header's entries probe the same folders: a vendored CCCL's 2.4 MB of names are written, and
 // decoded on every hit, once, not once per entry).
-constexpr const char* k_magic = "kjit-manifest 7";
+// 8: the states let go (LetGo: "let-go", "gone", "gone-header" before the first entry); a manifest
+// of format 7 or before reads as one that may have let any state go.
+constexpr const char* k_magic = "kjit-manifest 8";
+constexpr const char* k_magic_without_let_go = "kjit-manifest 7";
 constexpr const char* k_magic_without_absent_same = "kjit-manifest 6";
 constexpr const char* k_magic_without_closures = "kjit-manifest 5";
 std::atomic<std::uint64_t> g_decoded{0};
@@ -76,9 +79,18 @@ std::string stamp_text(const FileStamp& stamp)
 
 } // namespace
 
-std::string encode_manifest(const Manifest& manifest, const std::string& context)
+std::string encode_manifest(const Manifest& manifest, const std::string& context, const LetGo& let_go)
 {
   std::string body = "context " + util::escape_line(context) + "\n";
+  if (let_go.tracked) {
+    body += "let-go\n";
+  }
+  for (const LetGoState& state : let_go.states) {
+    body += "gone\n";
+    for (const auto& [path, hash] : state.headers) {
+      body += "gone-header " + util::to_hex(hash) + " " + util::escape_line(path) + "\n";
+    }
+  }
   const Resolution* before = nullptr;
   for (const Resolution& entry : manifest) {
     // The absent names of the entry before, by folder.
@@ -146,12 +158,12 @@ std::uint64_t manifests_decoded() noexcept
   return g_decoded.load(std::memory_order_relaxed);
 }
 
-std::optional<Manifest> decode_manifest(std::string_view bytes, const std::string& context)
+std::optional<Manifest> decode_manifest(std::string_view bytes, const std::string& context, LetGo* let_go)
 {
   g_decoded.fetch_add(1, std::memory_order_relaxed);
   const auto first = bytes.find('\n');
   std::string magic;
-  for (const char* known : {k_magic, k_magic_without_absent_same, k_magic_without_closures}) {
+  for (const char* known : {k_magic, k_magic_without_let_go, k_magic_without_absent_same, k_magic_without_closures}) {
     if (first != std::string_view::npos && bytes.substr(0, std::strlen(known)) == known) {
       magic = known;
     }
@@ -165,6 +177,8 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
     return std::nullopt;
   }
   Manifest manifest;
+  LetGo gone;
+  gone.tracked = false;  // until its line says so (format 8)
   // Read in place, line by line: a vendored CCCL's manifest entry is 2.8 MB of text, which a warm
   // hit decodes; a copy of it, or a string stream per line, would be most of that hit's time.
   std::size_t at = 0;
@@ -181,11 +195,31 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
       continue;
     }
     if (manifest.empty()) {
-      return std::nullopt;
+      // The states let go come before the first entry (format 8).
+      if (magic != k_magic) {
+        return std::nullopt;
+      }
+      if (line == "let-go" && !gone.tracked && gone.states.empty()) {
+        gone.tracked = true;
+      } else if (line == "gone") {
+        gone.states.emplace_back();
+      } else if (kind == "gone-header" && !gone.states.empty()) {
+        std::pair<std::string, util::Sha256> header;
+        const std::string_view hex = words.next();
+        if (!util::from_hex(hex, header.second) || line.size() <= kind.size() + hex.size() + 2) {
+          return std::nullopt;
+        }
+        header.first = util::unescape_line(line.substr(kind.size() + hex.size() + 2));
+        gone.states.back().headers.push_back(std::move(header));
+      } else {
+        return std::nullopt;
+      }
+      continue;
     }
     if (kind == "absent-same") {
       // The same folder's names in the entry before (format 7).
-      if (magic != k_magic || manifest.size() < 2 || manifest.back().dirs.empty() || line != kind) {
+      if (magic == k_magic_without_absent_same || magic == k_magic_without_closures || manifest.size() < 2 ||
+          manifest.back().dirs.empty() || line != kind) {
         return std::nullopt;
       }
       ProbedDir& dir = manifest.back().dirs.back();
@@ -279,7 +313,59 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
       return std::nullopt;
     }
   }
+  if (let_go != nullptr) {
+    *let_go = std::move(gone);
+  }
   return manifest;
+}
+
+void let_go_of_oldest(Manifest& manifest, LetGo& let_go)
+{
+  if (manifest.size() <= k_manifest_entries) {
+    return;
+  }
+  std::map<std::string_view, const util::Sha256*> newest;
+  for (const DiskHeader& header : manifest.front().headers) {
+    newest.emplace(header.path, &header.hash);
+  }
+  while (manifest.size() > k_manifest_entries) {
+    LetGoState state;
+    for (const DiskHeader& header : manifest.back().headers) {
+      if (const auto it = newest.find(header.path); it == newest.end() || *it->second != header.hash) {
+        state.headers.emplace_back(header.path, header.hash);
+      }
+    }
+    if (state.headers.size() > k_let_go_headers) {
+      state.headers.clear();  // may hold whatever is on disk
+    }
+    let_go.states.insert(let_go.states.begin(), std::move(state));
+    manifest.pop_back();
+  }
+  if (let_go.states.size() > k_let_go_states) {
+    let_go.states.resize(k_let_go_states);
+    let_go.tracked = false;
+  }
+}
+
+bool let_go_may_hold(const LetGo& let_go)
+{
+  if (!let_go.tracked) {
+    return true;
+  }
+  std::map<std::string, std::optional<util::Sha256>> now;  // by path; nullopt: unreadable
+  const auto content_now = [&](const std::string& path) -> const std::optional<util::Sha256>& {
+    auto it = now.find(path);
+    if (it == now.end()) {
+      std::error_code error;
+      const auto content = util::read_file(path, error);
+      it = now.emplace(path, content ? std::optional(util::sha256(*content)) : std::nullopt).first;
+    }
+    return it->second;
+  };
+  return std::any_of(let_go.states.begin(), let_go.states.end(), [&](const LetGoState& state) {
+    return std::all_of(state.headers.begin(), state.headers.end(),
+                       [&](const auto& header) { return content_now(header.first) == header.second; });
+  });
 }
 
 FileStamp unsettled(FileStamp stamp)

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kjit::deps {
@@ -16,12 +17,37 @@ namespace kjit::deps {
 using Manifest = std::vector<Resolution>;
 constexpr std::size_t k_manifest_entries = 8;
 
+// What a manifest knows of the states it let go (its oldest entries, dropped to keep
+// k_manifest_entries), so that a full manifest none of whose entries holds can still tell that no
+// entry compiled here holds what is on disk now (a project's edit-compile loop, past its eighth
+// edit), as one with room can: for each state, the headers it read that the newest entry, when it
+// was let go, read with other content or not at all (path and SHA-256). A state whose every such
+// header has that content now may hold; so may one of none, or of more than k_let_go_headers
+// (recorded as none).
+struct LetGoState {
+  std::vector<std::pair<std::string, util::Sha256>> headers;
+};
+struct LetGo {
+  // false: states may have gone unrecorded (a manifest of format 7 or before, an undecodable one,
+  // or more than k_let_go_states let go): any may hold.
+  bool tracked = true;
+  std::vector<LetGoState> states;  // most recent first
+};
+constexpr std::size_t k_let_go_states = 512;
+constexpr std::size_t k_let_go_headers = 16;
+
+// Moves the entries of `manifest` past k_manifest_entries into `let_go`.
+void let_go_of_oldest(Manifest& manifest, LetGo& let_go);
+// Whether a state `let_go` let go may hold what is on disk now: reads and hashes each header its
+// states name (once per path) until one may.
+bool let_go_may_hold(const LetGo& let_go);
+
 // Text form with an XXH3 checksum line; a damaged manifest decodes to nullopt (then the
 // includes are resolved again, so a bad manifest costs time, never a wrong kernel).
 // `context` is the resolution context (SearchContext::text()); a manifest decoded with another
-// context is nullopt.
-std::string encode_manifest(const Manifest& manifest, const std::string& context = {});
-std::optional<Manifest> decode_manifest(std::string_view bytes, const std::string& context = {});
+// context is nullopt. `let_go`, when given, is set to the states it let go.
+std::string encode_manifest(const Manifest& manifest, const std::string& context = {}, const LetGo& let_go = {});
+std::optional<Manifest> decode_manifest(std::string_view bytes, const std::string& context = {}, LetGo* let_go = nullptr);
 // How many manifests decode_manifest() was asked to decode in this process (a test checks what a
 // miss reads).
 std::uint64_t manifests_decoded() noexcept;

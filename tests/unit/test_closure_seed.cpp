@@ -343,7 +343,7 @@ BOOST_AUTO_TEST_CASE(a_manifests_closure_lines_are_read_back)
   const auto with_magic = [](const std::string& magic, const std::string& body) {
     return magic + " " + kjit::util::to_hex(kjit::util::checksum(body)) + "\n" + body;
   };
-  const std::string text = kjit::deps::encode_manifest({without}, "ctx");
+  const std::string text = kjit::deps::encode_manifest({without}, "ctx", kjit::deps::LetGo{false, {}});  // no let-go lines
   const std::string body = text.substr(text.find('\n') + 1);
   BOOST_TEST(kjit::deps::decode_manifest(with_magic("kjit-manifest 5", body), "ctx").has_value());
   BOOST_TEST(!kjit::deps::decode_manifest(with_magic("kjit-manifest 5", body + "seed " + std::string(64, '0') + "\n"), "ctx"));

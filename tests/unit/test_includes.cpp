@@ -528,6 +528,71 @@ BOOST_AUTO_TEST_CASE(damaged_manifests_are_ignored)
   BOOST_TEST(!kjit::deps::decode_manifest(encoded.substr(0, encoded.size() / 2)).has_value());
 }
 
+// A manifest keeps what each state it let go read with other content than its newest entry (format
+// 8), and says a state may hold only while each of those headers has that content again; one of
+// format 7 may have let any state go.
+BOOST_AUTO_TEST_CASE(a_manifest_keeps_what_the_states_it_let_go_read_differently)
+{
+  const std::string d = tmp.path() + "/let_go";
+  put(d + "/same.h", "same\n");
+  put(d + "/my.h", "#define V 0\n");
+  const auto state = [&](int v) {
+    kjit::deps::Resolution entry;
+    entry.headers.push_back({"same.h", d + "/same.h", kjit::util::sha256("same\n"), {}, {}, {}});
+    entry.headers.push_back({"my.h", d + "/my.h", kjit::util::sha256("#define V " + std::to_string(v) + "\n"), {}, {}, {}});
+    if (v == 0) {
+      for (int i = 0; i <= static_cast<int>(kjit::deps::k_let_go_headers); ++i) {  // one too many to keep
+        entry.headers.push_back({"x.h", d + "/x" + std::to_string(i) + ".h", kjit::util::sha256("x"), {}, {}, {}});
+      }
+    }
+    return entry;
+  };
+  kjit::deps::Manifest manifest;
+  kjit::deps::LetGo let_go;
+  for (int v = 0; v <= 9; ++v) {  // newest first: 0 (the widest) and 1 are let go
+    manifest.insert(manifest.begin(), state(v));
+    kjit::deps::let_go_of_oldest(manifest, let_go);
+  }
+  BOOST_TEST(manifest.size() == kjit::deps::k_manifest_entries);
+  BOOST_TEST_REQUIRE(let_go.states.size() == 2u);
+  BOOST_TEST(let_go.states[1].headers.empty());  // 0: more than k_let_go_headers differ, may hold anything
+  BOOST_TEST_REQUIRE(let_go.states[0].headers.size() == 1u);  // 1: only my.h differs from 9's
+  BOOST_TEST(let_go.states[0].headers[0].first == d + "/my.h");
+  BOOST_TEST((let_go.states[0].headers[0].second == kjit::util::sha256("#define V 1\n")));
+
+  const std::string encoded = kjit::deps::encode_manifest(manifest, "ctx", let_go);
+  kjit::deps::LetGo decoded_let_go;
+  decoded_let_go.tracked = false;
+  const auto decoded = kjit::deps::decode_manifest(encoded, "ctx", &decoded_let_go);
+  BOOST_TEST_REQUIRE(decoded.has_value());
+  BOOST_TEST(decoded->size() == manifest.size());
+  BOOST_TEST(decoded_let_go.tracked);
+  BOOST_TEST_REQUIRE(decoded_let_go.states.size() == 2u);
+  BOOST_TEST(decoded_let_go.states[0].headers == let_go.states[0].headers);
+  BOOST_TEST(decoded_let_go.states[1].headers.empty());
+
+  let_go.states.pop_back();  // 1 alone: may hold only while my.h says 1
+  BOOST_TEST(!kjit::deps::let_go_may_hold(let_go));
+  put(d + "/my.h", "#define V 1\n");
+  BOOST_TEST(kjit::deps::let_go_may_hold(let_go));
+  put(d + "/my.h", "#define V 12\n");
+  BOOST_TEST(!kjit::deps::let_go_may_hold(let_go));
+  let_go.tracked = false;
+  BOOST_TEST(kjit::deps::let_go_may_hold(let_go));
+
+  // Format 7 (no let-go lines) reads as untracked; a let-go line in it is a damaged manifest.
+  const std::string old_text = kjit::deps::encode_manifest(manifest, "ctx", kjit::deps::LetGo{false, {}});
+  const std::string body = old_text.substr(old_text.find('\n') + 1);
+  const auto with_magic = [](const std::string& magic, const std::string& text) {
+    return magic + " " + kjit::util::to_hex(kjit::util::checksum(text)) + "\n" + text;
+  };
+  kjit::deps::LetGo old_let_go;
+  BOOST_TEST(kjit::deps::decode_manifest(with_magic("kjit-manifest 7", body), "ctx", &old_let_go).has_value());
+  BOOST_TEST(!old_let_go.tracked);
+  const std::string tracked_body = encoded.substr(encoded.find('\n') + 1);
+  BOOST_TEST(!kjit::deps::decode_manifest(with_magic("kjit-manifest 7", tracked_body), "ctx").has_value());
+}
+
 BOOST_AUTO_TEST_CASE(manifests_are_stored_packed_and_one_stored_as_text_is_read_too)
 {
   // A vendored CCCL's manifest is 2.8 MB of text (mostly its folders' absent names), stored as it

@@ -285,6 +285,38 @@ BOOST_AUTO_TEST_CASE(a_header_cycled_through_nine_values_is_a_hit_each_time_afte
   }
 }
 
+BOOST_AUTO_TEST_CASE(an_edit_loop_past_a_full_manifest_is_compiled_ahead_and_a_state_let_go_still_hits)
+{
+  // The ninth value's compile lets the first state go; its manifest keeps what that state's v.h
+  // held. An eleventh value, never compiled, is no state let go: compiled ahead (before: prepared,
+  // every header predicted before NVRTC, 0.5 s for a vendored CCCL, on every edit after the
+  // eighth). A value let go is still a hit.
+  const std::string d = tmp.path() + "/loop";
+  write_headers(d, 1);
+  settle();
+  const auto set = [&](int v) {
+    write_text(d + "/inc/v.h", "#define V " + std::to_string(v) + "\n");
+    settle();
+  };
+  for (int v = 1; v <= 10; ++v) {
+    set(v);
+    BOOST_TEST(kjit::to_string(kjit::Cache(config).lookup(program_in(d), k_arch).source) == std::string("compiled"));
+  }
+  set(11);
+  {
+    kjit::Cache cache(config);
+    const std::uint64_t adopted = kjit::cache::speculations_adopted();
+    const kjit::Lookup got = cache.lookup(program_in(d), k_arch);
+    BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
+    BOOST_TEST(kjit::to_string(got.source) == std::string("compiled"));
+    BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
+  }
+  for (int v : {1, 3, 11}) {
+    set(v);
+    expect_a_hit_not_compiled_ahead(config, program_in(d), "V " + std::to_string(v));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(an_edit_that_another_cache_or_a_bundle_stored_is_a_hit_not_compiled_ahead)
 {
   // Found by a review. A Cache whose manifest in memory is outdated reads the store's, which
