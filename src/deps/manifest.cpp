@@ -28,6 +28,7 @@ constexpr const char* k_magic_without_let_go = "kjit-manifest 7";
 constexpr const char* k_magic_without_absent_same = "kjit-manifest 6";
 constexpr const char* k_magic_without_closures = "kjit-manifest 5";
 std::atomic<std::uint64_t> g_decoded{0};
+std::atomic<std::uint64_t> g_entries_decoded{0};
 
 // The line of `text` that starts at `at` (without its '\n'), moving `at` past it; false at the end.
 bool next_line(std::string_view text, std::size_t& at, std::string_view& line)
@@ -158,107 +159,132 @@ std::uint64_t manifests_decoded() noexcept
   return g_decoded.load(std::memory_order_relaxed);
 }
 
-std::optional<Manifest> decode_manifest(std::string_view bytes, const std::string& context, LetGo* let_go)
+std::uint64_t manifest_entries_decoded() noexcept
+{
+  return g_entries_decoded.load(std::memory_order_relaxed);
+}
+
+ManifestReader::ManifestReader(std::string_view bytes, const std::string& context)
 {
   g_decoded.fetch_add(1, std::memory_order_relaxed);
+  m_let_go.tracked = false;  // until its line says so (format 8)
   const auto first = bytes.find('\n');
-  std::string magic;
   for (const char* known : {k_magic, k_magic_without_let_go, k_magic_without_absent_same, k_magic_without_closures}) {
     if (first != std::string_view::npos && bytes.substr(0, std::strlen(known)) == known) {
-      magic = known;
+      m_magic = known;
     }
   }
-  if (magic.empty()) {
-    return std::nullopt;
+  if (m_magic == nullptr) {
+    return;
   }
-  const bool closures = magic != k_magic_without_closures;
-  const std::string_view body = bytes.substr(first + 1);
-  if (bytes.substr(magic.size() + 1, first - magic.size() - 1) != util::to_hex(util::checksum(body))) {
-    return std::nullopt;
+  m_body = bytes.substr(first + 1);
+  const std::size_t magic_size = std::strlen(m_magic);
+  if (bytes.substr(magic_size + 1, first - magic_size - 1) != util::to_hex(util::checksum(m_body))) {
+    return;
   }
-  Manifest manifest;
-  LetGo gone;
-  gone.tracked = false;  // until its line says so (format 8)
-  // Read in place, line by line: a vendored CCCL's manifest entry is 2.8 MB of text, which a warm
-  // hit decodes; a copy of it, or a string stream per line, would be most of that hit's time.
-  std::size_t at = 0;
-  std::string_view line;
   // Made in another resolution context (source folder, -I folders, pre-includes): not valid here.
-  if (!next_line(body, at, line) || line != "context " + util::escape_line(context)) {
-    return std::nullopt;
+  std::string_view line;
+  if (!next_line(m_body, m_at, line) || line != "context " + util::escape_line(context)) {
+    return;
   }
-  while (next_line(body, at, line)) {
+  // The states let go come before the first entry (format 8).
+  for (std::size_t start = m_at; next_line(m_body, m_at, line); start = m_at) {
     Words words(line);
     const std::string_view kind = words.next();
     if (kind == "entry") {
-      manifest.emplace_back();
-      continue;
+      m_at = start;  // next() reads it
+      break;
     }
-    if (manifest.empty()) {
-      // The states let go come before the first entry (format 8).
-      if (magic != k_magic) {
-        return std::nullopt;
+    if (m_magic != k_magic) {
+      return;
+    }
+    if (line == "let-go" && !m_let_go.tracked && m_let_go.states.empty()) {
+      m_let_go.tracked = true;
+    } else if (line == "gone") {
+      m_let_go.states.emplace_back();
+    } else if (kind == "gone-header" && !m_let_go.states.empty()) {
+      std::pair<std::string, util::Sha256> header;
+      const std::string_view hex = words.next();
+      if (!util::from_hex(hex, header.second) || line.size() <= kind.size() + hex.size() + 2) {
+        return;
       }
-      if (line == "let-go" && !gone.tracked && gone.states.empty()) {
-        gone.tracked = true;
-      } else if (line == "gone") {
-        gone.states.emplace_back();
-      } else if (kind == "gone-header" && !gone.states.empty()) {
-        std::pair<std::string, util::Sha256> header;
-        const std::string_view hex = words.next();
-        if (!util::from_hex(hex, header.second) || line.size() <= kind.size() + hex.size() + 2) {
-          return std::nullopt;
-        }
-        header.first = util::unescape_line(line.substr(kind.size() + hex.size() + 2));
-        gone.states.back().headers.push_back(std::move(header));
-      } else {
-        return std::nullopt;
-      }
-      continue;
+      header.first = util::unescape_line(line.substr(kind.size() + hex.size() + 2));
+      m_let_go.states.back().headers.push_back(std::move(header));
+    } else {
+      return;
+    }
+  }
+  m_ok = true;
+}
+
+std::optional<Resolution> ManifestReader::next()
+{
+  if (!m_ok || at_end()) {
+    return std::nullopt;
+  }
+  const auto damaged = [&] {
+    m_ok = false;
+    return std::nullopt;
+  };
+  std::string_view line;
+  next_line(m_body, m_at, line);  // "entry": the constructor and each call stop before one
+  Resolution entry;
+  m_absent_before = std::move(m_absent);
+  m_absent.clear();
+  const bool closures = m_magic != k_magic_without_closures;
+  // Read in place, line by line: a vendored CCCL's manifest entry is 2.8 MB of text, which a warm
+  // hit decodes; a copy of it, or a string stream per line, would be most of that hit's time.
+  for (std::size_t start = m_at; next_line(m_body, m_at, line); start = m_at) {
+    Words words(line);
+    const std::string_view kind = words.next();
+    if (kind == "entry") {
+      m_at = start;  // the next entry's
+      break;
     }
     if (kind == "absent-same") {
       // The same folder's names in the entry before (format 7).
-      if (magic == k_magic_without_absent_same || magic == k_magic_without_closures || manifest.size() < 2 ||
-          manifest.back().dirs.empty() || line != kind) {
-        return std::nullopt;
+      if (m_magic == k_magic_without_absent_same || m_magic == k_magic_without_closures || entry.dirs.empty() ||
+          line != kind) {
+        return damaged();
       }
-      ProbedDir& dir = manifest.back().dirs.back();
-      const std::vector<ProbedDir>& before = manifest[manifest.size() - 2].dirs;
-      const auto same = std::find_if(before.begin(), before.end(), [&](const ProbedDir& d) { return d.path == dir.path; });
-      if (same == before.end() || same->absent.empty()) {
-        return std::nullopt;
+      ProbedDir& dir = entry.dirs.back();
+      const auto same = m_absent_before.find(dir.path);
+      if (same == m_absent_before.end()) {
+        return damaged();
       }
-      dir.absent = same->absent;
+      dir.absent = util::unescape_line(same->second);
+      m_absent.emplace(dir.path, same->second);
       continue;
     }
     if (kind == "whole" || kind == "absent") {
-      if (manifest.back().dirs.empty() || (kind == "absent" && line.size() <= 7)) {
-        return std::nullopt;
+      if (entry.dirs.empty() || (kind == "absent" && line.size() <= 7)) {
+        return damaged();
       }
       if (kind == "whole") {
-        manifest.back().dirs.back().whole = true;
+        entry.dirs.back().whole = true;
       } else {
-        manifest.back().dirs.back().absent = util::unescape_line(line.substr(7));
+        entry.dirs.back().absent = util::unescape_line(line.substr(7));
+        m_absent.emplace(entry.dirs.back().path, line.substr(7));
       }
       continue;
     }
     if (kind == "seed") {
       const std::string_view hex = words.next();
-      if (!closures || manifest.back().closure || hex.empty()) {
-        return std::nullopt;
+      if (!closures || entry.closure || hex.empty()) {
+        return damaged();
       }
-      manifest.back().closure.emplace();
-      if (!util::from_hex(hex, manifest.back().closure->seed_key)) {
-        return std::nullopt;
+      entry.closure.emplace();
+      if (!util::from_hex(hex, entry.closure->seed_key)) {
+        return damaged();
       }
       continue;
     }
     if (kind == "computed" || kind == "climbing" || kind == "once-by-macro" || kind == "names-files" ||
         kind == "two-names" || kind == "include-macro" || kind == "pastes") {
-      if (!manifest.back().closure) {
-        return std::nullopt;  // closure lines follow their entry's seed line
+      if (!entry.closure) {
+        return damaged();  // closure lines follow their entry's seed line
       }
-      ClosureState& closure = *manifest.back().closure;
+      ClosureState& closure = *entry.closure;
       const std::string rest = line.size() > kind.size() + 1 ? util::unescape_line(line.substr(kind.size() + 1)) : std::string();
       if (kind == "computed") {
         closure.computed_dirs.insert(rest);
@@ -278,10 +304,10 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
       continue;
     }
     if (kind == "spelled") {
-      if (manifest.back().headers.empty() || line.size() <= 8) {
-        return std::nullopt;
+      if (entry.headers.empty() || line.size() <= 8) {
+        return damaged();
       }
-      manifest.back().headers.back().spelled = util::unescape_line(line.substr(8));
+      entry.headers.back().spelled = util::unescape_line(line.substr(8));
       continue;
     }
     FileStamp stamp;
@@ -289,32 +315,46 @@ std::optional<Manifest> decode_manifest(std::string_view bytes, const std::strin
     int exists = 0;
     if (!words.number(exists) || !words.number(stamp.size) || !words.number(stamp.mtime_ns) ||
         !words.number(stamp.ctime_ns) || !words.number(stamp.inode) || !words.number(stamp.device)) {
-      return std::nullopt;
+      return damaged();
     }
     stamp.exists = exists != 0;
     std::string_view name_line;
     std::string_view path_line;
     if (kind == "header") {
       DiskHeader header;
-      if (!util::from_hex(hex, header.hash) || !next_line(body, at, name_line) ||
-          name_line.substr(0, 5) != "name " || !next_line(body, at, path_line) || path_line.substr(0, 5) != "path ") {
-        return std::nullopt;
+      if (!util::from_hex(hex, header.hash) || !next_line(m_body, m_at, name_line) || name_line.substr(0, 5) != "name " ||
+          !next_line(m_body, m_at, path_line) || path_line.substr(0, 5) != "path ") {
+        return damaged();
       }
       header.stamp = stamp;
       header.name = util::unescape_line(name_line.substr(5));
       header.path = util::unescape_line(path_line.substr(5));
-      manifest.back().headers.push_back(std::move(header));
+      entry.headers.push_back(std::move(header));
     } else if (kind == "dir") {
-      if (!next_line(body, at, path_line) || path_line.substr(0, 5) != "path ") {
-        return std::nullopt;
+      if (!next_line(m_body, m_at, path_line) || path_line.substr(0, 5) != "path ") {
+        return damaged();
       }
-      manifest.back().dirs.push_back({util::unescape_line(path_line.substr(5)), stamp, false, {}});
+      entry.dirs.push_back({util::unescape_line(path_line.substr(5)), stamp, false, {}});
     } else {
-      return std::nullopt;
+      return damaged();
     }
   }
+  g_entries_decoded.fetch_add(1, std::memory_order_relaxed);
+  return entry;
+}
+
+std::optional<Manifest> decode_manifest(std::string_view bytes, const std::string& context, LetGo* let_go)
+{
+  ManifestReader reader(bytes, context);
+  Manifest manifest;
+  while (auto entry = reader.next()) {
+    manifest.push_back(std::move(*entry));
+  }
+  if (!reader.ok()) {
+    return std::nullopt;
+  }
   if (let_go != nullptr) {
-    *let_go = std::move(gone);
+    *let_go = reader.take_let_go();
   }
   return manifest;
 }
