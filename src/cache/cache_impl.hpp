@@ -181,8 +181,10 @@ struct Cache::Impl {
   std::optional<deps::Resolution> valid_manifest(const util::Sha256& manifest_key, const std::string& context,
                                                  bool* outdated = nullptr, util::Checksum* outdated_row = nullptr);
   // valid_manifest()'s check of one manifest (`from_store`: read from the store just now).
+  // With `rest`, its entries follow `manifest`'s and are read only as far as the check goes (the
+  // whole manifest when an entry past the first holds, to put it first).
   std::optional<deps::Resolution> valid_entry(const util::Sha256& manifest_key, cache::KnownManifest& manifest,
-                                              bool from_store, bool* outdated);
+                                              bool from_store, bool* outdated, deps::ManifestReader* rest = nullptr);
   // Puts a compile's final resolution first in the manifest of `manifest_key` (stored with the
   // commit); with `ahead`'s packed bytes when they are that same manifest's (PackedManifest).
   void record_manifest(const util::Sha256& manifest_key, const std::string& context, const deps::Resolution& resolution,
@@ -208,6 +210,9 @@ struct Cache::Impl {
   // `let_go`, to the states the manifest let go (untracked for a row that does not decode).
   std::optional<deps::Manifest> stored_manifest(std::string_view manifest_key, const std::string& context,
                                                 util::Checksum* row = nullptr, deps::LetGo* let_go = nullptr);
+  // The text of that row, unpacked ("" for a row that does not unpack: no manifest decodes from it);
+  // nullopt when there is none. `row` as for stored_manifest().
+  std::optional<std::string> stored_manifest_text(std::string_view manifest_key, util::Checksum* row = nullptr);
   // The checksum of the store's manifest row of `manifest_key` (raw bytes), or nullopt when there
   // is none. The store must be open.
   std::optional<util::Checksum> stored_row_of(std::string_view manifest_key);

@@ -64,16 +64,25 @@ std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const Prepar
   return row;
 }
 
+std::optional<std::string> Cache::Impl::stored_manifest_text(std::string_view manifest_key, util::Checksum* row)
+{
+  const auto bytes = store->get(store::Table::manifests, manifest_key);
+  if (!bytes) {
+    return std::nullopt;
+  }
+  if (row != nullptr) {
+    *row = util::checksum(*bytes);
+  }
+  auto text = store::unpacked(*bytes);
+  return text ? std::move(text) : std::optional<std::string>(std::string());  // "": a row that does not unpack
+}
+
 std::optional<deps::Manifest> Cache::Impl::stored_manifest(std::string_view manifest_key, const std::string& context,
                                                            util::Checksum* row, deps::LetGo* let_go)
 {
-  const auto bytes = store->get(store::Table::manifests, manifest_key);
-  if (bytes && row != nullptr) {
-    *row = util::checksum(*bytes);
-  }
-  const auto text = bytes ? store::unpacked(*bytes) : std::nullopt;
+  const auto text = stored_manifest_text(manifest_key, row);
   auto manifest = text ? deps::decode_manifest(*text, context, let_go) : std::nullopt;
-  if (!manifest && bytes && let_go != nullptr) {
+  if (!manifest && text && let_go != nullptr) {
     *let_go = deps::LetGo{false, {}};  // whatever it let go is not known
   }
   return manifest;
@@ -133,14 +142,18 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
   // None in memory, or this process's copy holds no more: the store's may hold the state on disk
   // now, stored by another Cache or process since, which a long-lived Cache would otherwise
   // compile again.
+  // Read an entry at a time: a hit on the newest decodes that one alone.
   util::Checksum row{};
-  deps::LetGo let_go;
-  auto stored = store ? stored_manifest(bytes_of(manifest_key), context, &row, &let_go) : std::nullopt;
-  if (!stored) {
+  const auto text = store ? stored_manifest_text(bytes_of(manifest_key), &row) : std::nullopt;
+  std::optional<deps::ManifestReader> reader;
+  if (text) {
+    reader.emplace(*text, context);
+  }
+  if (!reader || !reader->ok()) {
     return std::nullopt;
   }
-  cache::KnownManifest manifest{std::move(*stored), context, 0, row, std::move(let_go)};
-  auto found = valid_entry(manifest_key, manifest, true, outdated);
+  cache::KnownManifest manifest{{}, context, 0, row, reader->take_let_go()};
+  auto found = valid_entry(manifest_key, manifest, true, outdated, &*reader);
   if (!found && outdated != nullptr && *outdated && outdated_row != nullptr) {
     *outdated_row = row;
   }
@@ -148,10 +161,18 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
 }
 
 std::optional<deps::Resolution> Cache::Impl::valid_entry(const util::Sha256& manifest_key, cache::KnownManifest& manifest,
-                                                         bool from_store, bool* outdated)
+                                                         bool from_store, bool* outdated, deps::ManifestReader* rest)
 {
+  // One more entry from `rest`; false at its end, or where it does not decode.
+  const auto read_more = [&] {
+    auto more = rest != nullptr ? rest->next() : std::nullopt;
+    if (more) {
+      manifest.entries.push_back(std::move(*more));
+    }
+    return more.has_value();
+  };
   std::size_t headers_changed = 0;
-  for (std::size_t i = 0; i < manifest.entries.size(); ++i) {
+  for (std::size_t i = 0; i < manifest.entries.size() || read_more(); ++i) {
     deps::ValidationCounters counters;
     const deps::Validation validation = deps::validate(manifest.entries[i], counters);
     statistics.update([&](CacheStats& stats) {
@@ -162,17 +183,29 @@ std::optional<deps::Resolution> Cache::Impl::valid_entry(const util::Sha256& man
       headers_changed += validation == deps::Validation::headers_changed ? 1 : 0;
       continue;
     }
-    deps::Resolution found = manifest.entries[i];
     if (validation == deps::Validation::same_content || i != 0) {
       // Newest matching entry first, with the stamps seen now: the next check is stats only.
+      while (read_more()) {
+      }
+      if (rest != nullptr && !rest->ok()) {
+        return std::nullopt;  // damaged after all: resolved again
+      }
+      deps::Resolution found = manifest.entries[i];
       manifest.entries.erase(manifest.entries.begin() + static_cast<std::ptrdiff_t>(i));
       manifest.entries.insert(manifest.entries.begin(), found);
       save_manifest(manifest_key, manifest, true);
-    } else if (from_store) {
-      std::lock_guard lock(manifests.mutex);
-      keep_known(manifest_key, manifest);
+      return found;
     }
-    return found;
+    if (from_store && (rest == nullptr || rest->at_end())) {
+      std::lock_guard lock(manifests.mutex);
+      keep_known(manifest_key, manifest);  // whole: this Cache's copy from now on
+    }
+    // Else the entries past the first are left unread: this Cache's next lookup reads the store's
+    // first entry again, as a new process's does.
+    return manifest.entries[i];
+  }
+  if (rest != nullptr && !rest->ok()) {
+    return std::nullopt;  // damaged: resolved again
   }
   if (outdated != nullptr) {
     // Every entry's headers changed: a search can't find any of them again (a folder that changed
