@@ -571,6 +571,15 @@ BOOST_AUTO_TEST_CASE(a_manifest_keeps_what_the_states_it_let_go_read_differently
   BOOST_TEST(decoded_let_go.states[0].headers == let_go.states[0].headers);
   BOOST_TEST(decoded_let_go.states[1].headers.empty());
 
+  // A state let go that read the newest entry's very headers is not kept (it holds only where
+  // the newest does).
+  kjit::deps::Manifest same = manifest;
+  kjit::deps::LetGo same_let_go;
+  same.insert(same.begin(), same.back());  // the oldest's headers again, newest
+  kjit::deps::let_go_of_oldest(same, same_let_go);
+  BOOST_TEST(same.size() == kjit::deps::k_manifest_entries);
+  BOOST_TEST(same_let_go.states.empty());
+
   let_go.states.pop_back();  // 1 alone: may hold only while my.h says 1
   BOOST_TEST(!kjit::deps::let_go_may_hold(let_go));
   put(d + "/my.h", "#define V 1\n");

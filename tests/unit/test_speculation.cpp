@@ -317,6 +317,35 @@ BOOST_AUTO_TEST_CASE(an_edit_loop_past_a_full_manifest_is_compiled_ahead_and_a_s
   }
 }
 
+// A state let go that read the newest entry's very headers (a folder changed alone, and the
+// lookup's prediction put the oldest state first again) is not kept: as one that may hold
+// anything, it kept a full manifest from being outdated for the next 512 states (a review).
+BOOST_AUTO_TEST_CASE(a_state_let_go_with_the_newest_entrys_headers_keeps_edits_compiled_ahead)
+{
+  const std::string d = tmp.path() + "/same_headers";
+  write_headers(d, 1);
+  settle();
+  const auto set = [&](int v) {
+    write_text(d + "/inc/v.h", "#define V " + std::to_string(v) + "\n");
+    settle();
+  };
+  for (int v = 1; v <= 8; ++v) {
+    set(v);
+    BOOST_TEST(kjit::to_string(kjit::Cache(config).lookup(program_in(d), k_arch).source) == std::string("compiled"));
+  }
+  set(1);
+  put(d + "/inc/unrelated.txt", "not a header\n");
+  settle();
+  expect_a_hit_not_compiled_ahead(config, program_in(d), "V 1, its folder changed");
+  for (int v = 20; v <= 21; ++v) {
+    set(v);
+    kjit::Cache cache(config);
+    const std::uint64_t adopted = kjit::cache::speculations_adopted();
+    BOOST_TEST(kjit::to_string(cache.lookup(program_in(d), k_arch).source) == std::string("compiled"));
+    BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1, "V " << v << " compiled ahead");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_hit_on_a_manifests_newest_entry_decodes_that_entry_alone)
 {
   // A fresh process's hit read every entry of the store's manifest to serve the first (a vendored
