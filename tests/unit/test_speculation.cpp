@@ -317,6 +317,37 @@ BOOST_AUTO_TEST_CASE(an_edit_loop_past_a_full_manifest_is_compiled_ahead_and_a_s
   }
 }
 
+// A long-lived Cache records its next state in its own copy of the manifest: the states another
+// Cache (process) stored in the row meanwhile are kept there, or let go with what they read, never
+// dropped unrecorded (a review: with room, that state was compiled again though the store held its
+// entry; full, it was taken for outdated, so compiled ahead).
+BOOST_AUTO_TEST_CASE(states_another_cache_stored_stay_in_the_manifest_a_long_lived_cache_records)
+{
+  for (const int first : {3, 8}) {  // with room, and full
+    const std::string d = tmp.path() + "/others" + std::to_string(first);
+    write_headers(d, 1);
+    settle();
+    const auto set = [&](int v) {  // values of their own: a key names -I folders by their place
+      write_text(d + "/inc/v.h", "#define V " + std::to_string(100 * first + v) + "\n");
+      settle();
+    };
+    kjit::Cache a(config);
+    for (int v = 1; v <= first; ++v) {
+      set(v);
+      BOOST_TEST(kjit::to_string(a.lookup(program_in(d), k_arch).source) == std::string("compiled"));
+    }
+    (void)a.stats();  // its commits done
+    set(first + 1);
+    BOOST_TEST(kjit::to_string(kjit::Cache(config).lookup(program_in(d), k_arch).source) == std::string("compiled"));
+    set(first + 2);
+    BOOST_TEST(kjit::to_string(a.lookup(program_in(d), k_arch).source) == std::string("compiled"));
+    (void)a.stats();
+    set(first + 1);
+    BOOST_TEST(kjit::Cache(config).explain(program_in(d), k_arch).hit);
+    expect_a_hit_not_compiled_ahead(config, program_in(d), "stored by another Cache, " + std::to_string(first) + " before");
+  }
+}
+
 // A state let go that read the newest entry's very headers (a folder changed alone, and the
 // lookup's prediction put the oldest state first again) is not kept: as one that may hold
 // anything, it kept a full manifest from being outdated for the next 512 states (a review).
