@@ -387,22 +387,26 @@ cache::KnownManifest Cache::Impl::manifest_with(const util::Sha256& manifest_key
   } else if (const auto row = store ? stored_row_of(bytes_of(manifest_key)) : std::nullopt;
              row && *row != updated.stored_row) {
     // The store's row is not this copy's: another Cache or process stored states since (or this
-    // copy's commit is still on its way). Its entries this copy lacks follow this copy's, and the
-    // states it let go are kept too: else they went unrecorded, and a full manifest was taken for
-    // outdated while the store held an entry of what is on disk (found by a review).
+    // copy's commit is still on its way). Its entries this copy lacks come first (stored since this
+    // copy was made), and the states it let go are kept too: else they went unrecorded, and a full
+    // manifest was taken for outdated while the store held an entry of what is on disk (found by a
+    // review).
     deps::LetGo theirs;
     if (auto decoded = stored_manifest(bytes_of(manifest_key), context, stored_row, &theirs)) {
       std::set<util::Checksum> ours;
       for (const deps::Resolution& mine : updated.entries) {
         ours.insert(entry_digest(mine));
       }
+      deps::Manifest merged;
       for (deps::Resolution& other : *decoded) {
         if (ours.insert(entry_digest(other)).second) {
-          updated.entries.push_back(std::move(other));
+          merged.push_back(std::move(other));
         }
       }
+      updated.entries.insert(updated.entries.begin(), std::make_move_iterator(merged.begin()),
+                             std::make_move_iterator(merged.end()));
       for (deps::LetGoState& state : theirs.states) {
-        updated.let_go.states.push_back(std::move(state));
+        deps::keep_let_go_state(updated.let_go, std::move(state), false);
       }
     }
     updated.let_go.tracked = updated.let_go.tracked && theirs.tracked;  // untracked when it does not decode

@@ -384,9 +384,18 @@ void let_go_of_oldest(Manifest& manifest, LetGo& let_go)
       manifest.pop_back();
       continue;
     }
-    let_go.states.insert(let_go.states.begin(), std::move(state));
+    keep_let_go_state(let_go, std::move(state), true);
     manifest.pop_back();
   }
+}
+
+void keep_let_go_state(LetGo& let_go, LetGoState state, bool newest)
+{
+  if (std::find_if(let_go.states.begin(), let_go.states.end(),
+                   [&](const LetGoState& kept) { return kept.headers == state.headers; }) != let_go.states.end()) {
+    return;  // once (a row and a Cache's copy of it let the same states go)
+  }
+  let_go.states.insert(newest ? let_go.states.begin() : let_go.states.end(), std::move(state));
   if (let_go.states.size() > k_let_go_states) {
     let_go.states.resize(k_let_go_states);
     let_go.tracked = false;

@@ -39,6 +39,9 @@ constexpr std::size_t k_let_go_headers = 16;
 
 // Moves the entries of `manifest` past k_manifest_entries into `let_go`.
 void let_go_of_oldest(Manifest& manifest, LetGo& let_go);
+// Adds `state` to `let_go` (first when `newest`, else last) unless it holds the same already;
+// past k_let_go_states the oldest go, and `let_go` is no longer tracked.
+void keep_let_go_state(LetGo& let_go, LetGoState state, bool newest);
 // Whether a state `let_go` let go may hold what is on disk now: reads and hashes each header its
 // states name (once per path) until one may.
 bool let_go_may_hold(const LetGo& let_go);

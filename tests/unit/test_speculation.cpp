@@ -9,15 +9,18 @@
 #include "deps/manifest.hpp"
 #include "deps/resolver.hpp"
 #include "deps/search.hpp"
+#include "store/compress.hpp"
 #include "store/meta_keys.hpp"
 #include "store/store.hpp"
 #include "rtc/compiler.hpp"
 #include "rtc/file_watch.hpp"
+#include "util/text.hpp"
 
 #include <algorithm>
 #include <functional>
 #include <chrono>
 #include <initializer_list>
+#include <set>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
@@ -346,6 +349,49 @@ BOOST_AUTO_TEST_CASE(states_another_cache_stored_stay_in_the_manifest_a_long_liv
     BOOST_TEST(kjit::Cache(config).explain(program_in(d), k_arch).hit);
     expect_a_hit_not_compiled_ahead(config, program_in(d), "stored by another Cache, " + std::to_string(first) + " before");
   }
+}
+
+// The states a row and a Cache's copy both let go are kept once in the manifest the Cache records
+// (else each record beside an uncommitted row of its own added them again, toward the 512 past
+// which a manifest may have let anything go).
+BOOST_AUTO_TEST_CASE(states_let_go_by_a_row_and_a_cache_s_copy_are_kept_once)
+{
+  const std::string d = tmp.path() + "/once";
+  write_headers(d, 1);
+  settle();
+  const auto set = [&](int v) {
+    write_text(d + "/inc/v.h", "#define V " + std::to_string(v) + "\n");
+    settle();
+  };
+  kjit::Cache a(config);
+  for (int v = 1; v <= 9; ++v) {  // the first let go
+    set(v);
+    a.get(program_in(d), k_arch);
+  }
+  (void)a.stats();
+  set(10);  // another Cache: the second let go too, in the row
+  kjit::Cache(config).get(program_in(d), k_arch);
+  set(11);  // the first Cache again, from its copy (the first let go) and the row (both)
+  a.get(program_in(d), k_arch);
+  (void)a.stats();
+  std::size_t manifests = 0;
+  auto store = kjit::store::Store::open(a.store_path(), config.store_map_size);
+  store->for_each(kjit::store::Table::manifests, [&](std::string_view, std::string_view value) {
+    const auto text = kjit::store::unpacked(value);
+    BOOST_TEST_REQUIRE(text.has_value());
+    kjit::deps::LetGo let_go;
+    const std::string context = text->substr(text->find("context ") + 8, text->find('\n', text->find("context ")) - text->find("context ") - 8);
+    BOOST_TEST_REQUIRE(kjit::deps::decode_manifest(*text, kjit::util::unescape_line(context), &let_go).has_value());
+    std::set<std::vector<std::pair<std::string, kjit::util::Sha256>>> distinct;
+    for (const kjit::deps::LetGoState& state : let_go.states) {
+      distinct.insert(state.headers);
+    }
+    BOOST_TEST(let_go.tracked);
+    BOOST_TEST(let_go.states.size() == 3u);  // 1, 2 and 3 (10, stored by the other, kept)
+    BOOST_TEST(distinct.size() == let_go.states.size());
+    ++manifests;
+  });
+  BOOST_TEST(manifests == 1u);
 }
 
 // A state let go that read the newest entry's very headers (a folder changed alone, and the
