@@ -70,6 +70,34 @@ void store_program_in(const kjit::Config& config, const std::string& d, int v)
   kjit::Cache(config).get(program_in(d), k_arch);
 }
 
+// A lookup of `program` in a new Cache: compiled ahead (its binary adopted), NVRTC's cubin.
+void expect_compiled_ahead(const kjit::Config& config, const kjit::Program& program, const std::string& what)
+{
+  kjit::Cache cache(config);
+  const std::uint64_t adopted = kjit::cache::speculations_adopted();
+  const kjit::Lookup got = cache.lookup(program, k_arch);
+  BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1, what);
+  BOOST_TEST(kjit::to_string(got.source) == std::string("compiled"), what);
+  BOOST_TEST(got.binary->cubin == kjit::compile(program, k_arch).cubin, what);
+}
+
+// `d`/inc/v.h set to V = `v`, settled.
+void set_v(const std::string& d, int v)
+{
+  write_text(d + "/inc/v.h", "#define V " + std::to_string(v) + "\n");
+  settle();
+}
+
+// program_in(d) compiled for V = first…last, each by a Cache of its own.
+void compile_values(const kjit::Config& config, const std::string& d, int first, int last)
+{
+  for (int v = first; v <= last; ++v) {
+    set_v(d, v);
+    BOOST_TEST(kjit::to_string(kjit::Cache(config).lookup(program_in(d), k_arch).source) == std::string("compiled"),
+               "V " << v);
+  }
+}
+
 // A lookup of `program` in a new Cache: a disk hit, nothing compiled ahead, NVRTC's cubin.
 void expect_a_hit_not_compiled_ahead(const kjit::Config& config, const kjit::Program& program, const std::string& what = {})
 {
@@ -274,16 +302,9 @@ BOOST_AUTO_TEST_CASE(a_header_cycled_through_nine_values_is_a_hit_each_time_afte
   const std::string d = tmp.path() + "/cycle";
   write_headers(d, 1);
   settle();
-  const auto set = [&](int v) {
-    write_text(d + "/inc/v.h", "#define V " + std::to_string(v) + "\n");
-    settle();
-  };
+  compile_values(config, d, 1, 9);
   for (int v = 1; v <= 9; ++v) {
-    set(v);
-    BOOST_TEST(kjit::to_string(kjit::Cache(config).lookup(program_in(d), k_arch).source) == std::string("compiled"));
-  }
-  for (int v = 1; v <= 9; ++v) {
-    set(v);
+    set_v(d, v);
     expect_a_hit_not_compiled_ahead(config, program_in(d), "V " + std::to_string(v));
   }
 }
@@ -297,25 +318,11 @@ BOOST_AUTO_TEST_CASE(an_edit_loop_past_a_full_manifest_is_compiled_ahead_and_a_s
   const std::string d = tmp.path() + "/loop";
   write_headers(d, 1);
   settle();
-  const auto set = [&](int v) {
-    write_text(d + "/inc/v.h", "#define V " + std::to_string(v) + "\n");
-    settle();
-  };
-  for (int v = 1; v <= 10; ++v) {
-    set(v);
-    BOOST_TEST(kjit::to_string(kjit::Cache(config).lookup(program_in(d), k_arch).source) == std::string("compiled"));
-  }
-  set(11);
-  {
-    kjit::Cache cache(config);
-    const std::uint64_t adopted = kjit::cache::speculations_adopted();
-    const kjit::Lookup got = cache.lookup(program_in(d), k_arch);
-    BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
-    BOOST_TEST(kjit::to_string(got.source) == std::string("compiled"));
-    BOOST_TEST(got.binary->cubin == kjit::compile(program_in(d), k_arch).cubin);
-  }
+  compile_values(config, d, 1, 10);
+  set_v(d, 11);
+  expect_compiled_ahead(config, program_in(d), "V 11");
   for (int v : {1, 3, 11}) {
-    set(v);
+    set_v(d, v);
     expect_a_hit_not_compiled_ahead(config, program_in(d), "V " + std::to_string(v));
   }
 }
@@ -359,19 +366,15 @@ BOOST_AUTO_TEST_CASE(states_let_go_by_a_row_and_a_cache_s_copy_are_kept_once)
   const std::string d = tmp.path() + "/once";
   write_headers(d, 1);
   settle();
-  const auto set = [&](int v) {
-    write_text(d + "/inc/v.h", "#define V " + std::to_string(v) + "\n");
-    settle();
-  };
   kjit::Cache a(config);
   for (int v = 1; v <= 9; ++v) {  // the first let go
-    set(v);
+    set_v(d, v);
     a.get(program_in(d), k_arch);
   }
   (void)a.stats();
-  set(10);  // another Cache: the second let go too, in the row
+  set_v(d, 10);  // another Cache: the second let go too, in the row
   kjit::Cache(config).get(program_in(d), k_arch);
-  set(11);  // the first Cache again, from its copy (the first let go) and the row (both)
+  set_v(d, 11);  // the first Cache again, from its copy (the first let go) and the row (both)
   a.get(program_in(d), k_arch);
   (void)a.stats();
   std::size_t manifests = 0;
@@ -402,24 +405,14 @@ BOOST_AUTO_TEST_CASE(a_state_let_go_with_the_newest_entrys_headers_keeps_edits_c
   const std::string d = tmp.path() + "/same_headers";
   write_headers(d, 1);
   settle();
-  const auto set = [&](int v) {
-    write_text(d + "/inc/v.h", "#define V " + std::to_string(v) + "\n");
-    settle();
-  };
-  for (int v = 1; v <= 8; ++v) {
-    set(v);
-    BOOST_TEST(kjit::to_string(kjit::Cache(config).lookup(program_in(d), k_arch).source) == std::string("compiled"));
-  }
-  set(1);
+  compile_values(config, d, 1, 8);
+  set_v(d, 1);
   put(d + "/inc/unrelated.txt", "not a header\n");
   settle();
   expect_a_hit_not_compiled_ahead(config, program_in(d), "V 1, its folder changed");
   for (int v = 20; v <= 21; ++v) {
-    set(v);
-    kjit::Cache cache(config);
-    const std::uint64_t adopted = kjit::cache::speculations_adopted();
-    BOOST_TEST(kjit::to_string(cache.lookup(program_in(d), k_arch).source) == std::string("compiled"));
-    BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1, "V " << v << " compiled ahead");
+    set_v(d, v);
+    expect_compiled_ahead(config, program_in(d), "V " + std::to_string(v));
   }
 }
 
@@ -431,18 +424,14 @@ BOOST_AUTO_TEST_CASE(a_hit_on_a_manifests_newest_entry_decodes_that_entry_alone)
   const std::string d = tmp.path() + "/newest";
   write_headers(d, 1);
   settle();
-  const auto set = [&](int v) {
-    write_text(d + "/inc/v.h", "#define V " + std::to_string(v) + "\n");
-    settle();
-  };
   for (int v = 1; v <= 3; ++v) {
-    set(v);
+    set_v(d, v);
     kjit::Cache(config).get(program_in(d), k_arch);
   }
   int now = 3;
   const auto entries_read = [&](int v) {
     if (v != now) {
-      set(v);  // not written again when unchanged: a new stamp alone is put in the manifest, which reads it all
+      set_v(d, v);  // not written again when unchanged: a new stamp alone is put in the manifest, which reads it all
       now = v;
     }
     const std::uint64_t before = kjit::deps::manifest_entries_decoded();
