@@ -153,6 +153,13 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
     return std::nullopt;
   }
   cache::KnownManifest manifest{{}, context, 0, row, reader->take_let_go()};
+  if (known) {
+    // This Cache's copy no longer serves: the store's, read whole, replaces it if it does (else
+    // every later lookup here checked the copy first, and read the store's again).
+    while (auto entry = reader->next()) {
+      manifest.entries.push_back(std::move(*entry));
+    }
+  }
   auto found = valid_entry(manifest_key, manifest, true, outdated, &*reader);
   if (!found && outdated != nullptr && *outdated && outdated_row != nullptr) {
     *outdated_row = row;

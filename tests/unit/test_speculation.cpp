@@ -416,6 +416,30 @@ BOOST_AUTO_TEST_CASE(a_state_let_go_with_the_newest_entrys_headers_keeps_edits_c
   }
 }
 
+// A Cache whose copy of a manifest no longer serves, and which is served by the store's (another
+// Cache stored the state on disk), keeps the store's as its copy: its next lookup reads nothing
+// from the store (found by checking 988a907: the store's newest entry was read alone, and each
+// later lookup checked the old copy first and read the store's again).
+BOOST_AUTO_TEST_CASE(a_cache_served_by_the_store_s_manifest_keeps_it_in_place_of_its_own)
+{
+  const std::string d = tmp.path() + "/replaced";
+  write_headers(d, 1);
+  settle();
+  kjit::Cache a(config);
+  for (int v = 1; v <= 2; ++v) {
+    set_v(d, v);
+    a.get(program_in(d), k_arch);
+  }
+  (void)a.stats();
+  set_v(d, 3);
+  kjit::Cache(config).get(program_in(d), k_arch);
+  const std::uint64_t decoded = kjit::deps::manifests_decoded();
+  BOOST_TEST(kjit::to_string(a.lookup(program_in(d), k_arch).source) == std::string("disk"));
+  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 1);
+  BOOST_TEST(kjit::to_string(a.lookup(program_in(d), k_arch).source) != std::string("compiled"));
+  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 1);
+}
+
 BOOST_AUTO_TEST_CASE(a_hit_on_a_manifests_newest_entry_decodes_that_entry_alone)
 {
   // A fresh process's hit read every entry of the store's manifest to serve the first (a vendored
