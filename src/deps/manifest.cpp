@@ -248,12 +248,14 @@ std::optional<Resolution> ManifestReader::next()
         return damaged();
       }
       ProbedDir& dir = entry.dirs.back();
-      const auto same = m_absent_before.find(dir.path);
-      if (same == m_absent_before.end()) {
+      // The first folder of that path in the entry before, as decode_manifest() always took it.
+      const auto same = std::find_if(m_absent_before.begin(), m_absent_before.end(),
+                                     [&](const auto& before) { return before.first == dir.path; });
+      if (same == m_absent_before.end() || same->second.empty()) {
         return damaged();
       }
       dir.absent = util::unescape_line(same->second);
-      m_absent.emplace(dir.path, same->second);
+      m_absent.back().second = same->second;
       continue;
     }
     if (kind == "whole" || kind == "absent") {
@@ -264,7 +266,7 @@ std::optional<Resolution> ManifestReader::next()
         entry.dirs.back().whole = true;
       } else {
         entry.dirs.back().absent = util::unescape_line(line.substr(7));
-        m_absent.emplace(entry.dirs.back().path, line.substr(7));
+        m_absent.back().second = line.substr(7);
       }
       continue;
     }
@@ -335,6 +337,7 @@ std::optional<Resolution> ManifestReader::next()
         return damaged();
       }
       entry.dirs.push_back({util::unescape_line(path_line.substr(5)), stamp, false, {}});
+      m_absent.emplace_back(entry.dirs.back().path, std::string_view());
     } else {
       return damaged();
     }

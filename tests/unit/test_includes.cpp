@@ -528,6 +528,38 @@ BOOST_AUTO_TEST_CASE(damaged_manifests_are_ignored)
   BOOST_TEST(!kjit::deps::decode_manifest(encoded.substr(0, encoded.size() / 2)).has_value());
 }
 
+// "absent-same" is the names of the first folder of its path in the entry before, as they stand
+// after that entry's lines (as decode_manifest() read them before ManifestReader; a review found
+// three texts, checksummed but never written by the encoder, that the reader read otherwise).
+BOOST_AUTO_TEST_CASE(absent_same_names_the_first_folder_of_its_path_in_the_entry_before)
+{
+  const std::string dir = "dir 1 0 5 5 1 1\npath /p\n";
+  const auto decoded = [](const std::string& body) {
+    const std::string text = "kjit-manifest 8 " + kjit::util::to_hex(kjit::util::checksum(body)) + "\n" + body;
+    std::string names;  // each folder's absent names, each entry ended by '|'; "-" when it does not decode
+    const auto manifest = kjit::deps::decode_manifest(text, "ctx");
+    for (const kjit::deps::Resolution& entry : manifest ? *manifest : kjit::deps::Manifest{}) {
+      for (const kjit::deps::ProbedDir& d : entry.dirs) {
+        names += "[" + d.absent + "]";
+      }
+      names += "|";
+    }
+    return manifest ? names : std::string("-");
+  };
+  // The first /p of the entry before has no names: damaged.
+  BOOST_TEST(decoded("context ctx\nentry\n" + dir + dir + "absent x\nentry\n" + dir + "absent-same\n") == "-");
+  // The last of two absent lines stands.
+  BOOST_TEST(decoded("context ctx\nentry\n" + dir + "absent x\nabsent y\nentry\n" + dir + "absent-same\n") ==
+             "[y]|[y]|");
+  // absent-same after an absent line takes the entry before's, and the next entry's takes that.
+  BOOST_TEST(decoded("context ctx\nentry\n" + dir + "absent x\nentry\n" + dir + "absent y\nabsent-same\nentry\n" + dir +
+                     "absent-same\n") == "[x]|[x]|[x]|");
+  // A chain, and a folder twice with absent-same on the second.
+  BOOST_TEST(decoded("context ctx\nentry\n" + dir + "absent x\nentry\n" + dir + "absent-same\nentry\n" + dir +
+                     "absent-same\n") == "[x]|[x]|[x]|");
+  BOOST_TEST(decoded("context ctx\nentry\n" + dir + "absent x\nentry\n" + dir + dir + "absent-same\n") == "[x]|[][x]|");
+}
+
 // A manifest keeps what each state it let go read with other content than its newest entry (format
 // 8), and says a state may hold only while each of those headers has that content again; one of
 // format 7 may have let any state go.
