@@ -13,6 +13,23 @@
 
 namespace kjit {
 
+namespace {
+
+// Notes that `manifest` holds all of the store's row of checksum `row` (a few at most: a long-lived
+// Cache stores one per compile of the program).
+void took_in(cache::KnownManifest& manifest, const util::Checksum& row)
+{
+  if (row == util::Checksum{}) {
+    return;
+  }
+  if (manifest.rows.size() >= 16) {
+    manifest.rows.erase(manifest.rows.begin());
+  }
+  manifest.rows.insert(row);
+}
+
+} // namespace
+
 void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::KnownManifest& manifest, bool now,
                                 std::string packed)
 {
@@ -22,7 +39,9 @@ void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::K
     std::lock_guard lock(manifests.mutex);
     keep_known(manifest_key, manifest);
     // Stored now, the row is this copy; else it is this process's until its commit.
-    manifests.known[manifest_key].stored_row = value.empty() ? util::Checksum{} : util::checksum(value);
+    cache::KnownManifest& kept = manifests.known[manifest_key];
+    kept.stored_row = value.empty() ? util::Checksum{} : util::checksum(value);
+    took_in(kept, kept.stored_row);
     if (now) {
       manifests.unsaved.erase(manifest_key);
     } else {
@@ -40,6 +59,9 @@ void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::K
 void Cache::Impl::keep_known(const util::Sha256& manifest_key, const cache::KnownManifest& manifest)
 {
   cache::KnownManifest& kept = manifests.known[manifest_key] = manifest;
+  if (kept.stored_row != util::Checksum{}) {
+    took_in(kept, kept.stored_row);
+  }
   kept.version = manifests.next_version++;
   manifests.packed.erase(manifest_key);  // made from another copy
 }
@@ -61,6 +83,7 @@ std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const Prepar
   }
   // The row once it commits (a failed commit leaves another, of another checksum).
   known.stored_row = util::checksum(row.value);
+  took_in(known, known.stored_row);
   return row;
 }
 
@@ -388,11 +411,15 @@ cache::KnownManifest Cache::Impl::manifest_with(const util::Sha256& manifest_key
   if (updated.entries.empty() && store) {
     updated.version = 0;  // the store's, or none
     updated.let_go = {};
-    if (auto decoded = stored_manifest(bytes_of(manifest_key), context, stored_row, &updated.let_go)) {
+    util::Checksum base{};
+    if (auto decoded = stored_manifest(bytes_of(manifest_key), context, &base, &updated.let_go)) {
       updated.entries = std::move(*decoded);
+      updated.rows.clear();
+      took_in(updated, base);
     }
+    *stored_row = base;
   } else if (const auto row = store ? stored_row_of(bytes_of(manifest_key)) : std::nullopt;
-             row && *row != updated.stored_row) {
+             row && *row != updated.stored_row && updated.rows.count(*row) == 0) {
     // The store's row is not this copy's: another Cache or process stored states since (or this
     // copy's commit is still on its way). Its entries this copy lacks come first (stored since this
     // copy was made), and the states it let go are kept too: else they went unrecorded, and a full
@@ -417,6 +444,7 @@ cache::KnownManifest Cache::Impl::manifest_with(const util::Sha256& manifest_key
       }
     }
     updated.let_go.tracked = updated.let_go.tracked && theirs.tracked;  // untracked when it does not decode
+    took_in(updated, *row);
   }
   updated.context = context;
   updated.entries.insert(updated.entries.begin(), std::move(entry));

@@ -32,6 +32,10 @@ struct KnownManifest {
   // is still that one (a vendored CCCL's manifest is 3–4 MB of text, 5–12 ms to unpack and decode).
   util::Checksum stored_row{};
   deps::LetGo let_go;  // the states it let go (a full manifest is outdated only if none may hold)
+  // The store's rows whose entries and states this copy took in (decoded from, merged, stored
+  // from): not merged again. A copy on a store it cannot write never has its own row stored, and
+  // merging its base row at each record brought back the states it had let go (found by a review).
+  std::set<util::Checksum> rows;
 };
 
 // A manifest of the store found outdated (every resolution has a header whose content changed or

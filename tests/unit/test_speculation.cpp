@@ -17,6 +17,9 @@
 #include "util/text.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <chrono>
 #include <initializer_list>
@@ -395,6 +398,62 @@ BOOST_AUTO_TEST_CASE(states_let_go_by_a_row_and_a_cache_s_copy_are_kept_once)
     ++manifests;
   });
   BOOST_TEST(manifests == 1u);
+}
+
+// The child of the test below (SPECULATION_READ_ONLY_CHILD="d,cache_dir": run in its own process, as a
+// user who cannot write the store): one Cache compiles V = 9…12, then the same again, printing
+// each lookup's source. A no-op otherwise.
+BOOST_AUTO_TEST_CASE(child_edit_loop_on_a_store_it_cannot_write)
+{
+  const char* spec = std::getenv("SPECULATION_READ_ONLY_CHILD");
+  if (spec == nullptr) {
+    return;
+  }
+  const std::string d = std::string(spec).substr(0, std::string(spec).find(','));
+  kjit::Config own = config;
+  own.cache_dir = std::string(spec).substr(std::string(spec).find(',') + 1);
+  own.shared_cache = true;
+  kjit::Cache cache(own);
+  std::printf("writable %d\n", cache.writable() ? 1 : 0);
+  for (int v : {9, 10, 11, 12, 9, 10, 11, 12}) {
+    set_v(d, v);
+    std::printf("V %d: %s\n", v, kjit::to_string(cache.lookup(program_in(d), k_arch).source));
+  }
+  std::fflush(stdout);
+}
+
+// A Cache on a store it cannot write never has its copy of a manifest stored: it records each
+// state in that copy, and its base row (decoded once) is not merged again (a review: merged at each
+// record, it brought back the states the copy had let go and let the copy's newer ones go, so the
+// second round of four values compiled each again).
+BOOST_AUTO_TEST_CASE(a_cache_on_a_store_it_cannot_write_keeps_its_own_states)
+{
+  const std::string d = tmp.path() + "/read_only";
+  write_headers(d, 1);
+  settle();
+  compile_values(config, d, 1, 8);
+  std::string output;
+  std::string as;  // root ignores permission bits: the child runs as nobody; anyone else, chmod
+  if (::geteuid() == 0) {
+    BOOST_TEST_REQUIRE(run("chmod -R a+rX,go-w '" + tmp.path() + "' && chown -R 65534 '" + d + "' && chgrp 65534 '" +
+                             config.cache_dir + "/store/lock.mdb' && chmod 0660 '" + config.cache_dir + "/store/lock.mdb'",
+                           output) == 0,
+                       output);
+    as = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  } else {
+    BOOST_TEST_REQUIRE(run("chmod -R a-w '" + config.cache_dir + "/store' && chmod u+w '" + config.cache_dir + "/store/lock.mdb'", output) == 0, output);
+  }
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const int status = run(as + "env SPECULATION_READ_ONLY_CHILD='" + d + "," + config.cache_dir + "' '" + self +
+                           "' --run_test=speculation/child_edit_loop_on_a_store_it_cannot_write --log_level=nothing 2>&1",
+                         output);
+  std::string ignored;
+  run("chmod -R u+w '" + tmp.path() + "'", ignored);
+  BOOST_TEST_REQUIRE(status == 0, output);
+  BOOST_TEST(output.find("writable 0") != std::string::npos, output);
+  const std::size_t second = output.find("V 9", output.find("V 12"));
+  BOOST_TEST_REQUIRE(second != std::string::npos, output);
+  BOOST_TEST(output.find("compiled", second) == std::string::npos, output);  // each found in the Cache's copy
 }
 
 // A state let go that read the newest entry's very headers (a folder changed alone, and the
