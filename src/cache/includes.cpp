@@ -144,7 +144,18 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
       known = it->second;
     }
   }
-  if (known) {
+  if (known && known->partial) {
+    deps::ValidationCounters counters;
+    deps::Resolution newest = known->entries.front();
+    const deps::Validation validation = deps::validate(newest, counters);
+    statistics.update([&](CacheStats& stats) {
+      stats.header_stats += counters.stats;
+      stats.header_rehashes += counters.rehashes;
+    });
+    if (validation == deps::Validation::unchanged) {
+      return newest;
+    }
+  } else if (known) {
     if (auto found = valid_entry(manifest_key, *known, false, outdated)) {
       return found;
     }
@@ -226,12 +237,14 @@ std::optional<deps::Resolution> Cache::Impl::valid_entry(const util::Sha256& man
       save_manifest(manifest_key, manifest, true);
       return found;
     }
-    if (from_store && (rest == nullptr || rest->at_end())) {
+    if (from_store) {
+      // Whole, this Cache's copy from now on; else its newest entry alone, read again whole when
+      // it no longer serves (a long-lived Cache's next lookups stat its headers, as before).
+      cache::KnownManifest kept = manifest;
+      kept.partial = rest != nullptr && !rest->at_end();
       std::lock_guard lock(manifests.mutex);
-      keep_known(manifest_key, manifest);  // whole: this Cache's copy from now on
+      keep_known(manifest_key, kept);
     }
-    // Else the entries past the first are left unread: this Cache's next lookup reads the store's
-    // first entry again, as a new process's does.
     return manifest.entries[i];
   }
   if (rest != nullptr && !rest->ok()) {
@@ -404,7 +417,8 @@ cache::KnownManifest Cache::Impl::manifest_with(const util::Sha256& manifest_key
   cache::KnownManifest updated;
   {
     std::lock_guard lock(manifests.mutex);
-    if (const auto it = manifests.known.find(manifest_key); it != manifests.known.end() && it->second.context == context) {
+    if (const auto it = manifests.known.find(manifest_key);
+        it != manifests.known.end() && it->second.context == context && !it->second.partial) {
       updated = it->second;
     }
   }

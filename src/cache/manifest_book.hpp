@@ -36,6 +36,9 @@ struct KnownManifest {
   // from): not merged again. A copy on a store it cannot write never has its own row stored, and
   // merging its base row at each record brought back the states it had let go (found by a review).
   std::set<util::Checksum> rows;
+  // Only the newest entry of the store's row `stored_row` (a hit read no more of it): served while
+  // it holds unchanged; anything else reads the row whole. Never stored, never a record's base.
+  bool partial = false;
 };
 
 // A manifest of the store found outdated (every resolution has a header whose content changed or
