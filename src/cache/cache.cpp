@@ -197,7 +197,7 @@ PreparedProgram Cache::prepare(const Program& given, const Arch& arch)
       }
     } else if (outdated && cache::outdated_manifest_ends_prepare() && !m_impl->entry_without_rows_may_serve(program, prepared.m_arch)) {
       // get_program() compiles ahead, predicting beside NVRTC (which need not read the row again).
-      throw cache::ManifestOutdated{{outdated_row == util::Checksum{} ? util::Sha256{} : manifest_key, outdated_row}};
+      throw cache::ManifestOutdated{{manifest_key, outdated_row}};  // a row of zeros: none (no checksum is)
     } else {
       // No manifest holds: predict the headers (shown by included_headers()), but the key is
       // provisional: never looked up, only a compile tells which headers NVRTC reads.

@@ -65,7 +65,7 @@ struct HeadersChanged {};
 // outdated (speculation.hpp, OutdatedManifestScope), where it would predict the headers instead.
 // Never leaves the library.
 struct ManifestOutdated {
-  OutdatedRow row;  // the store's row found so (a key of zeros: none)
+  OutdatedRow row;  // the store's row found so (a row of zeros: none, the Cache's copy was)
 };
 
 // lookup.cpp: what a lookup hands out for a stored entry (its binary, or its compile error).

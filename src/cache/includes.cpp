@@ -28,6 +28,18 @@ void took_in(cache::KnownManifest& manifest, const util::Checksum& row)
   manifest.rows.insert(row);
 }
 
+// deps::validate(), its stats and rehashes counted in `statistics`.
+deps::Validation counted_validate(deps::Resolution& entry, cache::Statistics& statistics)
+{
+  deps::ValidationCounters counters;
+  const deps::Validation validation = deps::validate(entry, counters);
+  statistics.update([&](CacheStats& stats) {
+    stats.header_stats += counters.stats;
+    stats.header_rehashes += counters.rehashes;
+  });
+  return validation;
+}
+
 } // namespace
 
 void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::KnownManifest& manifest, bool now,
@@ -59,9 +71,7 @@ void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::K
 void Cache::Impl::keep_known(const util::Sha256& manifest_key, const cache::KnownManifest& manifest)
 {
   cache::KnownManifest& kept = manifests.known[manifest_key] = manifest;
-  if (kept.stored_row != util::Checksum{}) {
-    took_in(kept, kept.stored_row);
-  }
+  took_in(kept, kept.stored_row);
   kept.version = manifests.next_version++;
   manifests.packed.erase(manifest_key);  // made from another copy
 }
@@ -145,14 +155,7 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
     }
   }
   if (known && known->partial) {
-    deps::ValidationCounters counters;
-    deps::Resolution newest = known->entries.front();
-    const deps::Validation validation = deps::validate(newest, counters);
-    statistics.update([&](CacheStats& stats) {
-      stats.header_stats += counters.stats;
-      stats.header_rehashes += counters.rehashes;
-    });
-    if (validation == deps::Validation::unchanged) {
+    if (deps::Resolution& newest = known->entries.front(); counted_validate(newest, statistics) == deps::Validation::unchanged) {
       return newest;
     }
   } else if (known) {
@@ -186,7 +189,10 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
   if (!reader || !reader->ok()) {
     return std::nullopt;
   }
-  cache::KnownManifest manifest{{}, context, 0, row, reader->take_let_go()};
+  cache::KnownManifest manifest;
+  manifest.context = context;
+  manifest.stored_row = row;
+  manifest.let_go = reader->take_let_go();
   if (known) {
     // This Cache's copy no longer serves: the store's, read whole, replaces it if it does (else
     // every later lookup here checked the copy first, and read the store's again).
@@ -214,12 +220,7 @@ std::optional<deps::Resolution> Cache::Impl::valid_entry(const util::Sha256& man
   };
   std::size_t headers_changed = 0;
   for (std::size_t i = 0; i < manifest.entries.size() || read_more(); ++i) {
-    deps::ValidationCounters counters;
-    const deps::Validation validation = deps::validate(manifest.entries[i], counters);
-    statistics.update([&](CacheStats& stats) {
-      stats.header_stats += counters.stats;
-      stats.header_rehashes += counters.rehashes;
-    });
+    const deps::Validation validation = counted_validate(manifest.entries[i], statistics);
     if (!deps::holds(validation)) {
       headers_changed += validation == deps::Validation::headers_changed ? 1 : 0;
       continue;

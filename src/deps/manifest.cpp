@@ -378,16 +378,16 @@ void let_go_of_oldest(Manifest& manifest, LetGo& let_go)
         state.headers.emplace_back(header.path, header.hash);
       }
     }
+    // The newest entry's very headers (a folder changed alone): it holds only where the newest
+    // does, which is recorded when it goes. Kept as one of none, it could hold anything, and a full
+    // manifest would be outdated for no edit after it (found by a review).
+    const bool newests_headers = state.headers.empty() && manifest.back().headers.size() == newest.size();
     if (state.headers.size() > k_let_go_headers) {
       state.headers.clear();  // may hold whatever is on disk
-    } else if (state.headers.empty() && manifest.back().headers.size() == newest.size()) {
-      // The newest entry's very headers (a folder changed alone): it holds only where the newest
-      // does, which is recorded when it goes. Kept as one of none, it could hold anything, and a
-      // full manifest would be outdated for no edit after it (found by a review).
-      manifest.pop_back();
-      continue;
     }
-    keep_let_go_state(let_go, std::move(state), true);
+    if (!newests_headers) {
+      keep_let_go_state(let_go, std::move(state), true);
+    }
     manifest.pop_back();
   }
 }
