@@ -95,10 +95,10 @@ std::string encode_manifest(const Manifest& manifest, const std::string& context
   const Resolution* before = nullptr;
   for (const Resolution& entry : manifest) {
     // The absent names of the entry before, by folder.
-    std::map<std::string_view, std::string_view> absent_before;
+    std::map<std::string_view, const AbsentNames*> absent_before;
     if (before != nullptr) {
       for (const ProbedDir& dir : before->dirs) {
-        absent_before.emplace(dir.path, dir.absent);
+        absent_before.emplace(dir.path, &dir.absent);
       }
     }
     before = &entry;
@@ -119,7 +119,7 @@ std::string encode_manifest(const Manifest& manifest, const std::string& context
       }
       const auto same = absent_before.find(dir.path);
       if (dir.absent.empty()) {
-      } else if (same != absent_before.end() && same->second == dir.absent) {
+      } else if (same != absent_before.end() && *same->second == dir.absent) {
         body += "absent-same\n";
       } else {
         body += "absent " + util::escape_line(dir.absent) + "\n";
@@ -254,7 +254,7 @@ std::optional<Resolution> ManifestReader::next()
       if (same == m_absent_before.end() || same->second.empty()) {
         return damaged();
       }
-      dir.absent = util::unescape_line(same->second);
+      dir.absent = same->second;  // shared, not decoded again
       m_absent.back().second = same->second;
       continue;
     }
@@ -265,8 +265,8 @@ std::optional<Resolution> ManifestReader::next()
       if (kind == "whole") {
         entry.dirs.back().whole = true;
       } else {
-        entry.dirs.back().absent = util::unescape_line(line.substr(7));
-        m_absent.back().second = line.substr(7);
+        entry.dirs.back().absent = AbsentNames(util::unescape_line(line.substr(7)));
+        m_absent.back().second = entry.dirs.back().absent;
       }
       continue;
     }
@@ -337,7 +337,7 @@ std::optional<Resolution> ManifestReader::next()
         return damaged();
       }
       entry.dirs.push_back({util::unescape_line(path_line.substr(5)), stamp, false, {}});
-      m_absent.emplace_back(entry.dirs.back().path, std::string_view());
+      m_absent.emplace_back(entry.dirs.back().path, AbsentNames());
     } else {
       return damaged();
     }
@@ -442,9 +442,10 @@ bool folder_changed(const ProbedDir& dir, const FileStamp& now)
     return true;  // watched whole, or another folder (removed, replaced) by that name
   }
   const std::string folder = dir.path == "/" ? std::string() : dir.path;
-  for (std::size_t at = 0, end; (end = dir.absent.find('\n', at)) != std::string::npos; at = end + 1) {
+  const std::string_view names = dir.absent;
+  for (std::size_t at = 0, end; (end = names.find('\n', at)) != std::string_view::npos; at = end + 1) {
     struct stat st {};
-    if (::lstat((folder + "/" + dir.absent.substr(at, end - at)).c_str(), &st) == 0) {
+    if (::lstat((folder + "/").append(names.substr(at, end - at)).c_str(), &st) == 0) {
       return true;
     }
   }

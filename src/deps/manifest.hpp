@@ -72,10 +72,10 @@ private:
   std::size_t m_at = 0;
   bool m_ok = false;
   LetGo m_let_go;
-  // Each folder's absent names (escaped, in place; empty: none), in order, in the entry read last
-  // and in the one being read: "absent-same" names the first of its path in the former.
-  std::vector<std::pair<std::string, std::string_view>> m_absent_before;
-  std::vector<std::pair<std::string, std::string_view>> m_absent;
+  // Each folder's absent names (empty: none), in order, in the entry read last and in the one
+  // being read: "absent-same" shares the first of its path in the former.
+  std::vector<std::pair<std::string, AbsentNames>> m_absent_before;
+  std::vector<std::pair<std::string, AbsentNames>> m_absent;
 };
 
 // How many manifests (ManifestReader, decode_manifest()) this process was asked to decode, and how

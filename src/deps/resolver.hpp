@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -153,14 +154,37 @@ bool binary_names_file_in(const std::string& binary, const std::string& dir);
 // whose own stamp is watched): then any change does. A compile writing its outputs next to its
 // source (the CLI's default) changes that folder after every lookup, which then re-resolved every
 // header (0.35 s for a vendored CCCL): the names are what tell that apart.
+// Names (one step) looked for in a folder and not found, each followed by '\n'. One text, not a
+// set: a vendored CCCL's manifest holds ≈ 100 folders of hundreds of names each, and a warm hit
+// decodes it (a set per folder made that 0.18 s); the names are read only after a change. Shared
+// by the copies and by the entries that list the same names (a manifest's "absent-same"): the
+// 8 entries of a vendored CCCL's manifest held 8 copies of its 2.2 MB, 18 of its 25 MB decoded,
+// made and copied at each decode and each copy of a manifest.
+class AbsentNames {
+public:
+  AbsentNames() = default;
+  explicit AbsentNames(std::string text);
+  std::string_view text() const { return m_text ? std::string_view(*m_text) : std::string_view(); }
+  operator std::string_view() const { return text(); }
+  bool empty() const { return text().empty(); }
+  std::size_t size() const { return text().size(); }
+  // Adds `name` and its '\n' (to a copy of its own when the text is shared).
+  void append(std::string_view name);
+  // The same text (first: the same one, shared).
+  friend bool operator==(const AbsentNames& a, const AbsentNames& b)
+  {
+    return a.m_text == b.m_text || a.text() == b.text();
+  }
+
+private:
+  std::shared_ptr<std::string> m_text;  // never changed while shared; empty: no names
+};
+
 struct ProbedDir {
   std::string path;
   FileStamp stamp;
   bool whole = false;
-  // Names (one step) looked for there and not found, each followed by '\n'. One string, not a
-  // set: a vendored CCCL's manifest holds ≈ 100 folders of hundreds of names each, and a warm
-  // hit decodes it (a set per folder made that 0.18 s); the names are read only after a change.
-  std::string absent;
+  AbsentNames absent;  // looked for there and not found
   // Its stamp was too new at the resolution's start: a manifest records unsettled() instead (or
   // nothing, when the folder is watched whole). The resolution keeps the real one, to which a
   // speculation compares the folder after its compile.

@@ -61,6 +61,23 @@ void Resolver::probe(const std::string& candidate, bool whole)
   }
 }
 
+AbsentNames::AbsentNames(std::string text)
+{
+  if (!text.empty()) {
+    m_text = std::make_shared<std::string>(std::move(text));
+  }
+}
+
+void AbsentNames::append(std::string_view name)
+{
+  if (!m_text) {
+    m_text = std::make_shared<std::string>();
+  } else if (m_text.use_count() > 1) {
+    m_text = std::make_shared<std::string>(*m_text);  // the others keep theirs
+  }
+  m_text->append(name).push_back('\n');
+}
+
 bool listed_absent(const ProbedDir& dir, std::string_view name)
 {
   const std::string_view list = dir.absent;
@@ -81,7 +98,7 @@ void Resolver::note_absent(ProbedDir& dir, const std::string& name)
   // `dir` is one of m_result.dirs (watched() gave it): its names are kept by its place there.
   if (m_absent_shed) {
     if (!listed_absent(dir, name)) {
-      dir.absent.append(name).push_back('\n');
+      dir.absent.append(name);
     }
     return;
   }
@@ -90,7 +107,7 @@ void Resolver::note_absent(ProbedDir& dir, const std::string& name)
     m_absent.resize(m_result.dirs.size());
   }
   if (m_absent[index].insert(name).second) {
-    dir.absent.append(name).push_back('\n');
+    dir.absent.append(name);
   }
 }
 

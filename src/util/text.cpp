@@ -5,7 +5,7 @@
 
 namespace kjit::util {
 
-std::string escape_line(const std::string& value)
+std::string escape_line(std::string_view value)
 {
   // Runs between the characters escaped are copied whole (a manifest's absent names: megabytes of
   // short names each ended by "\n", escaped on the caller's path after a miss's compile).

@@ -8,7 +8,7 @@ namespace kjit::util {
 
 // `value` on one line: backslash, newline, carriage return and tab as \\, \n, \r and \t. The key
 // texts, manifests and search contexts write names this way, so a name can't start a line of its own.
-std::string escape_line(const std::string& value);
+std::string escape_line(std::string_view value);
 // The value escape_line() was made from (a backslash before any other character stands for it).
 std::string unescape_line(std::string_view line);
 

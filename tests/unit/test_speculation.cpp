@@ -976,7 +976,7 @@ BOOST_AUTO_TEST_CASE(a_resolution_that_shed_its_absent_index_notes_each_absent_n
   const auto listed = [](const kjit::deps::Resolver& resolver) {
     std::string out;
     for (const kjit::deps::ProbedDir& dir : resolver.result().dirs) {
-      out += dir.path + ":\n" + dir.absent;
+      out += dir.path + ":\n" + std::string(dir.absent.text());
     }
     return out;
   };
