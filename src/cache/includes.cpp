@@ -4,8 +4,10 @@
 #include "store/compress.hpp"
 #include "util/file.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <numeric>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -29,10 +31,11 @@ void took_in(cache::KnownManifest& manifest, const util::Checksum& row)
 }
 
 // deps::validate(), its stats and rehashes counted in `statistics`.
-deps::Validation counted_validate(deps::Resolution& entry, cache::Statistics& statistics)
+deps::Validation counted_validate(deps::Resolution& entry, cache::Statistics& statistics,
+                                  deps::ChangedHeader* changed = nullptr)
 {
   deps::ValidationCounters counters;
-  const deps::Validation validation = deps::validate(entry, counters);
+  const deps::Validation validation = deps::validate(entry, counters, changed);
   statistics.update([&](CacheStats& stats) {
     stats.header_stats += counters.stats;
     stats.header_rehashes += counters.rehashes;
@@ -210,29 +213,68 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
 std::optional<deps::Resolution> Cache::Impl::valid_entry(const util::Sha256& manifest_key, cache::KnownManifest& manifest,
                                                          bool from_store, bool* outdated, deps::ManifestReader* rest)
 {
+  // The headers found changed so far: an entry of `rest` that lists one with other content is
+  // passed over, not decoded (deps::ManifestReader::skip_changed()).
+  std::vector<deps::ChangedHeader> changed;
+  std::vector<std::size_t> places(manifest.entries.size());  // each entry's place, past those passed over
+  std::iota(places.begin(), places.end(), std::size_t{0});
+  std::size_t passed_over = 0;
   // One more entry from `rest`; false at its end, or where it does not decode.
   const auto read_more = [&] {
+    while (rest != nullptr && rest->skip_changed(changed)) {
+      ++passed_over;
+    }
     auto more = rest != nullptr ? rest->next() : std::nullopt;
     if (more) {
+      places.push_back(manifest.entries.size() + passed_over);
       manifest.entries.push_back(std::move(*more));
     }
     return more.has_value();
   };
   std::size_t headers_changed = 0;
   for (std::size_t i = 0; i < manifest.entries.size() || read_more(); ++i) {
-    const deps::Validation validation = counted_validate(manifest.entries[i], statistics);
+    deps::ChangedHeader header;
+    const deps::Validation validation = counted_validate(manifest.entries[i], statistics, &header);
     if (!deps::holds(validation)) {
-      headers_changed += validation == deps::Validation::headers_changed ? 1 : 0;
+      if (validation == deps::Validation::headers_changed) {
+        ++headers_changed;
+        if (std::none_of(changed.begin(), changed.end(), [&](const auto& known) { return known.path == header.path; })) {
+          changed.push_back(std::move(header));
+        }
+      }
       continue;
     }
     if (validation == deps::Validation::same_content || i != 0) {
       // Newest matching entry first, with the stamps seen now: the next check is stats only.
+      deps::Resolution found = manifest.entries[i];
+      changed.clear();  // the rest is read whole, to be stored
+      if (passed_over != 0) {
+        // So are the entries passed over, in their places.
+        deps::Manifest whole;
+        rest->rewind();
+        for (std::size_t read = 0; !rest->at_end();) {
+          if (read < places.size() && places[read] == whole.size()) {
+            if (!rest->pass_over()) {
+              break;
+            }
+            whole.push_back(std::move(manifest.entries[read++]));
+          } else if (auto entry = rest->next()) {
+            whole.push_back(std::move(*entry));
+          } else {
+            break;
+          }
+        }
+        if (!rest->ok() || places[i] >= whole.size()) {
+          return std::nullopt;  // damaged after all: resolved again
+        }
+        i = places[i];
+        manifest.entries = std::move(whole);
+      }
       while (read_more()) {
       }
       if (rest != nullptr && !rest->ok()) {
         return std::nullopt;  // damaged after all: resolved again
       }
-      deps::Resolution found = manifest.entries[i];
       manifest.entries.erase(manifest.entries.begin() + static_cast<std::ptrdiff_t>(i));
       manifest.entries.insert(manifest.entries.begin(), found);
       save_manifest(manifest_key, manifest, true);
@@ -257,8 +299,9 @@ std::optional<deps::Resolution> Cache::Impl::valid_entry(const util::Sha256& man
     // manifest let older states go: outdated only if none of them may hold either (a JIT cycling a
     // header through nine values would compile every one, every time; a project's edit loop past
     // its eighth edit predicted every header before NVRTC, 0.5 s for a vendored CCCL).
-    *outdated = !manifest.entries.empty() && headers_changed == manifest.entries.size() &&
-                (manifest.entries.size() < deps::k_manifest_entries || !deps::let_go_may_hold(manifest.let_go));
+    const std::size_t entries = manifest.entries.size() + passed_over;
+    *outdated = entries != 0 && headers_changed + passed_over == entries &&
+                (entries < deps::k_manifest_entries || !deps::let_go_may_hold(manifest.let_go));
   }
   return std::nullopt;
 }

@@ -214,10 +214,62 @@ ManifestReader::ManifestReader(std::string_view bytes, const std::string& contex
       return;
     }
   }
+  m_first_entry = m_at;
   m_ok = true;
 }
 
+void ManifestReader::rewind()
+{
+  if (m_magic != nullptr && m_first_entry != 0) {
+    m_at = m_first_entry;
+    m_ok = true;
+    m_absent.clear();
+    m_absent_before.clear();
+  }
+}
+
 std::optional<Resolution> ManifestReader::next()
+{
+  auto entry = read_entry(true);
+  if (entry) {
+    g_entries_decoded.fetch_add(1, std::memory_order_relaxed);
+  }
+  return entry;
+}
+
+bool ManifestReader::skip_changed(const std::vector<ChangedHeader>& changed)
+{
+  if (!m_ok || at_end() || changed.empty()) {
+    return false;
+  }
+  // The entry's text: from its "entry" line to the next one (lines are escaped: no other line is
+  // "entry"). A header is three lines, "header <sha256> <stamp>", "name …", "path …".
+  const std::size_t next_entry = m_body.find("\nentry\n", m_at);
+  const std::string_view entry = m_body.substr(m_at, next_entry == std::string_view::npos ? std::string_view::npos : next_entry + 1 - m_at);
+  const auto lists_other = [&](const ChangedHeader& header) {
+    const std::string needle = "\npath " + util::escape_line(header.path) + "\n";
+    for (std::size_t at = entry.find(needle); at != std::string_view::npos; at = entry.find(needle, at + 1)) {
+      const std::size_t name = entry.rfind('\n', at - 1);  // the "name" line's start, less one
+      const std::size_t line = name == std::string_view::npos || name == 0 ? std::string_view::npos : entry.rfind('\n', name - 1);
+      if (line == std::string_view::npos || entry.substr(name + 1, 5) != "name " ||
+          entry.substr(line + 1, 7) != "header ") {
+        continue;  // a folder's path, or not as written
+      }
+      util::Sha256 hash{};
+      if (!util::from_hex(entry.substr(line + 8, hash.size() * 2), hash)) {
+        return false;
+      }
+      return !header.now || hash != *header.now;
+    }
+    return false;
+  };
+  if (std::none_of(changed.begin(), changed.end(), lists_other)) {
+    return false;
+  }
+  return pass_over();  // its folders are read: "absent-same" in the next names them
+}
+
+std::optional<Resolution> ManifestReader::read_entry(bool headers)
 {
   if (!m_ok || at_end()) {
     return std::nullopt;
@@ -306,6 +358,9 @@ std::optional<Resolution> ManifestReader::next()
       continue;
     }
     if (kind == "spelled") {
+      if (!headers) {
+        continue;
+      }
       if (entry.headers.empty() || line.size() <= 8) {
         return damaged();
       }
@@ -322,7 +377,11 @@ std::optional<Resolution> ManifestReader::next()
     stamp.exists = exists != 0;
     std::string_view name_line;
     std::string_view path_line;
-    if (kind == "header") {
+    if (kind == "header" && !headers) {
+      if (!next_line(m_body, m_at, name_line) || !next_line(m_body, m_at, path_line)) {
+        return damaged();
+      }
+    } else if (kind == "header") {
       DiskHeader header;
       if (!util::from_hex(hex, header.hash) || !next_line(m_body, m_at, name_line) || name_line.substr(0, 5) != "name " ||
           !next_line(m_body, m_at, path_line) || path_line.substr(0, 5) != "path ") {
@@ -342,7 +401,6 @@ std::optional<Resolution> ManifestReader::next()
       return damaged();
     }
   }
-  g_entries_decoded.fetch_add(1, std::memory_order_relaxed);
   return entry;
 }
 
@@ -452,7 +510,7 @@ bool folder_changed(const ProbedDir& dir, const FileStamp& now)
   return false;
 }
 
-Validation validate(Resolution& entry, ValidationCounters& counters)
+Validation validate(Resolution& entry, ValidationCounters& counters, ChangedHeader* changed)
 {
   const std::int64_t start = stamp_clock_ns();  // before any stat: a change after it is stamped later
   Validation result = Validation::unchanged;
@@ -463,15 +521,25 @@ Validation validate(Resolution& entry, ValidationCounters& counters)
       continue;
     }
     if (!now.exists) {
+      if (changed != nullptr) {
+        *changed = {header.path, std::nullopt};
+      }
       return Validation::headers_changed;
     }
     ++counters.rehashes;
     std::error_code error;
     const auto content = util::read_file(header.path, error);
-    if (!content || util::sha256(*content) != header.hash) {
+    const auto hash = content ? std::optional(util::sha256(*content)) : std::nullopt;
+    if (hash != header.hash) {
       // An edit within the tick of now: a compile of it records no manifest entry (its stamp
       // can't stand for it), so an entry of it may be stored and not named here.
-      return too_new(now, start) ? Validation::changed : Validation::headers_changed;
+      if (too_new(now, start)) {
+        return Validation::changed;
+      }
+      if (changed != nullptr) {
+        *changed = {header.path, hash};
+      }
+      return Validation::headers_changed;
     }
     // The same content under a new stamp (a touch): the next check is a stat only, unless the stamp
     // is too new to stand for it (an edit within its tick would keep it: on a filesystem of whole
