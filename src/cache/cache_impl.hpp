@@ -195,6 +195,11 @@ struct Cache::Impl {
                                      util::Checksum* stored_row = nullptr);
   // What record_manifest() would store for the resolution of `prediction` (of `program`, closed),
   // encoded and packed now (beside NVRTC); nullopt when it records nothing.
+  // An entry of `copy` (KnownManifest::packed_whole) that holds, read from its packed row.
+  std::optional<deps::Resolution> valid_packed(const util::Sha256& manifest_key, const cache::KnownManifest& copy,
+                                               bool* outdated);
+  // Whether `ahead` was made from the base its record would take now (manifest_with()).
+  bool packed_ahead_holds(const cache::PackedManifest& ahead);
   std::optional<cache::PackedManifest> manifest_ahead(const Program& program, const util::Sha256& manifest_key,
                                                       const deps::Resolver& prediction);
   // Keeps the manifest in memory; `now` also stores it, else it waits for take_unsaved_manifest()

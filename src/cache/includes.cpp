@@ -43,13 +43,35 @@ deps::Validation counted_validate(deps::Resolution& entry, cache::Statistics& st
   return validation;
 }
 
+// `manifest` whole: its packed row decoded, when it holds that alone (KnownManifest::packed_whole).
+// One that does not decode keeps its newest entry, and may have let any state go.
+void materialize(cache::KnownManifest& manifest)
+{
+  if (!manifest.packed_whole) {
+    return;
+  }
+  const auto text = store::unpacked(*manifest.packed_whole);
+  deps::LetGo let_go;
+  if (auto decoded = text ? deps::decode_manifest(*text, manifest.context, &let_go) : std::nullopt;
+      decoded && !decoded->empty()) {
+    manifest.entries = std::move(*decoded);
+    manifest.let_go = std::move(let_go);
+  } else {
+    manifest.let_go = deps::LetGo{false, {}};
+  }
+  manifest.packed_whole.reset();
+}
+
 } // namespace
 
 void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::KnownManifest& manifest, bool now,
                                 std::string packed)
 {
-  std::string value = now && store && store->writable() ? store::packed(deps::encode_manifest(manifest.entries, manifest.context, manifest.let_go))
-                                                         : std::string();
+  std::string value;
+  if (now && store && store->writable()) {
+    value = manifest.packed_whole ? *manifest.packed_whole
+                                  : store::packed(deps::encode_manifest(manifest.entries, manifest.context, manifest.let_go));
+  }
   {
     std::lock_guard lock(manifests.mutex);
     keep_known(manifest_key, manifest);
@@ -88,7 +110,9 @@ std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const Prepar
   }
   cache::KnownManifest& known = manifests.known.at(manifest_key);
   store::Store::Row row{store::Table::manifests, std::string(bytes_of(manifest_key)), {}};
-  if (const auto packed = manifests.packed.find(manifest_key); packed != manifests.packed.end()) {
+  if (known.packed_whole) {
+    row.value = *known.packed_whole;
+  } else if (const auto packed = manifests.packed.find(manifest_key); packed != manifests.packed.end()) {
     row.value = std::move(packed->second);  // of this copy: keep_known() drops it with the copy it was made of
     manifests.packed.erase(packed);
   } else {
@@ -161,6 +185,25 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
     if (deps::Resolution& newest = known->entries.front(); counted_validate(newest, statistics) == deps::Validation::unchanged) {
       return newest;
     }
+  } else if (known && known->packed_whole) {
+    if (deps::Resolution& newest = known->entries.front(); counted_validate(newest, statistics) == deps::Validation::unchanged) {
+      return newest;
+    }
+    // The rest only if the store's row is this copy: else the store's is read first, below
+    // (another Cache or process stored since, or this copy's commit is on its way).
+    if (known->stored_row != util::Checksum{} && store && stored_row_of(bytes_of(manifest_key)) == known->stored_row) {
+      if (known_outdated(bytes_of(manifest_key))) {
+        if (outdated != nullptr) {
+          *outdated = true;
+        }
+        return std::nullopt;  // the lookup that compiles ahead found this row so just before
+      }
+      auto found = valid_packed(manifest_key, *known, outdated);
+      if (!found && outdated != nullptr && *outdated && outdated_row != nullptr) {
+        *outdated_row = known->stored_row;
+      }
+      return found;
+    }
   } else if (known) {
     if (auto found = valid_entry(manifest_key, *known, false, outdated)) {
       return found;
@@ -189,8 +232,9 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
   if (text) {
     reader.emplace(*text, context);
   }
+  const bool packed_copy = known && known->packed_whole;
   if (!reader || !reader->ok()) {
-    return std::nullopt;
+    return packed_copy ? valid_packed(manifest_key, *known, nullptr) : std::nullopt;
   }
   cache::KnownManifest manifest;
   manifest.context = context;
@@ -204,10 +248,34 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
     }
   }
   auto found = valid_entry(manifest_key, manifest, true, outdated, &*reader);
+  if (!found && packed_copy) {
+    // This Cache's own copy, packed, after the store's (which says whether the lookup is outdated).
+    found = valid_packed(manifest_key, *known, nullptr);
+  }
   if (!found && outdated != nullptr && *outdated && outdated_row != nullptr) {
     *outdated_row = row;
   }
   return found;
+}
+
+std::optional<deps::Resolution> Cache::Impl::valid_packed(const util::Sha256& manifest_key, const cache::KnownManifest& copy,
+                                                          bool* outdated)
+{
+  // Read an entry at a time from its packed row (its newest first: it was checked, but a
+  // header changed since may have changed back).
+  const auto text = store::unpacked(*copy.packed_whole);
+  std::optional<deps::ManifestReader> reader;
+  if (text) {
+    reader.emplace(*text, copy.context);
+  }
+  if (!reader || !reader->ok()) {
+    return std::nullopt;
+  }
+  cache::KnownManifest whole = copy;
+  whole.entries.clear();
+  whole.packed_whole.reset();
+  whole.let_go = reader->take_let_go();
+  return valid_entry(manifest_key, whole, false, outdated, &*reader);
 }
 
 std::optional<deps::Resolution> Cache::Impl::valid_entry(const util::Sha256& manifest_key, cache::KnownManifest& manifest,
@@ -466,6 +534,7 @@ cache::KnownManifest Cache::Impl::manifest_with(const util::Sha256& manifest_key
       updated = it->second;
     }
   }
+  materialize(updated);  // (on the thread that prepares a miss compiled ahead, beside NVRTC)
   if (updated.entries.empty() && store) {
     updated.version = 0;  // the store's, or none
     updated.let_go = {};
@@ -523,11 +592,37 @@ std::optional<cache::PackedManifest> Cache::Impl::manifest_ahead(const Program& 
   if (const util::Sha256 seed = closure_seed_key(program, prediction.context()); seed != util::Sha256{}) {
     recorded.closure = prediction.closure_state(seed);
   }
-  cache::PackedManifest ahead{manifest_key, context, 0, {}, entry_digest(recorded), {}};
+  cache::PackedManifest ahead{manifest_key, context, 0, {}, entry_digest(recorded), {}, {}};
   const cache::KnownManifest updated = manifest_with(manifest_key, context, std::move(recorded), &ahead.stored_row);
   ahead.version = updated.version;
+  ahead.rows = updated.rows;
   ahead.packed = store::packed(deps::encode_manifest(updated.entries, updated.context, updated.let_go));
   return ahead;
+}
+
+bool Cache::Impl::packed_ahead_holds(const cache::PackedManifest& ahead)
+{
+  // The base manifest_with() would take now, told by its version and the store's row's checksum
+  // as manifest_with() tells them (decoding nothing): the book's copy, else the store's row.
+  std::optional<cache::KnownManifest> copy;
+  {
+    std::lock_guard lock(manifests.mutex);
+    if (const auto it = manifests.known.find(ahead.key); it != manifests.known.end() && it->second.context == ahead.context &&
+                                                         !it->second.partial && !it->second.entries.empty()) {
+      copy.emplace();
+      copy->version = it->second.version;
+      copy->stored_row = it->second.stored_row;
+      copy->rows = it->second.rows;
+    }
+  }
+  const auto row = store ? stored_row_of(bytes_of(ahead.key)) : std::nullopt;
+  util::Checksum base_row{};
+  if (!copy) {
+    base_row = row.value_or(util::Checksum{});
+  } else if (row && *row != copy->stored_row && copy->rows.count(*row) == 0) {
+    base_row = *row;
+  }
+  return (copy ? copy->version : 0) == ahead.version && base_row == ahead.stored_row;
 }
 
 void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::string& context,
@@ -539,6 +634,18 @@ void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::s
   deps::Resolution recorded = recorded_entry(resolution);
   const bool same_entry =
     ahead != nullptr && ahead->key == manifest_key && ahead->context == context && ahead->entry == entry_digest(recorded);
+  if (same_entry && !ahead->packed.empty() && packed_ahead_holds(*ahead)) {
+    // Its packed bytes are this manifest, made from the base it would be made from now: kept
+    // packed, its newest entry beside them (KnownManifest::packed_whole), not decoded again.
+    cache::KnownManifest packed;
+    packed.context = context;
+    packed.entries.push_back(std::move(recorded));
+    packed.packed_whole = std::make_shared<const std::string>(std::move(ahead->packed));
+    packed.rows = ahead->rows;
+    g_packed_ahead.fetch_add(1, std::memory_order_relaxed);
+    save_manifest(manifest_key, packed, false);
+    return;
+  }
   util::Checksum stored_row{};
   cache::KnownManifest updated = manifest_with(manifest_key, context, std::move(recorded), &stored_row);
   // Packed ahead from this same manifest (the same entry first in the same copy of this Cache's,
