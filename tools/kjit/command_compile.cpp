@@ -123,7 +123,7 @@ int command_compile(const std::vector<std::string>& args)
   Binary binary;
   std::string outcome;  // this run's: where the binary came from and what that took
   if (vm.count("no-cache") != 0) {
-    const Lookup found{std::make_shared<const Binary>(compile(program, arch)), Source::compiled, 0};
+    const Lookup found{std::make_shared<const Binary>(compile(program, arch)), Source::compiled, 0, {}};
     binary = *found.binary;
     std::cout << "compiled (cache bypassed)\n";
     outcome = timings_text(found);
