@@ -16,6 +16,7 @@
 #include <ftw.h>
 #include <netinet/in.h>
 #include <stdexcept>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -83,6 +84,20 @@ std::string read_text(const std::string& path)
 {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+bool mount_small_tmpfs(const std::string& mount_point, const char* size)
+{
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
+    return false;
+  }
+  BOOST_TEST_REQUIRE(::mkdir(mount_point.c_str(), 0700) == 0);
+  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, size) != 0) {
+    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here");
+    return false;
+  }
+  return true;
 }
 
 void write_text(const std::string& path, const std::string& content)

@@ -55,6 +55,10 @@ private:
 // start of a resolution is "too new" to be recorded in a manifest (see docs/includes.md).
 void settle();
 
+// Makes the folder `mount_point` and mounts a tmpfs of `size` ("size=1m") there, to fill it: false
+// (the test says it skipped) when not root or when mounting is not allowed here.
+bool mount_small_tmpfs(const std::string& mount_point, const char* size);
+
 // A listening TCP socket on 127.0.0.1 (a free port, in `port`) that accepts nothing by itself:
 // connections complete in its backlog.
 int loopback_listener(int& port);

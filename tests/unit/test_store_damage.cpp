@@ -34,22 +34,6 @@ namespace {
 
 const kjit::Arch k_sm90 = kjit::Arch::parse("sm_90");
 
-// Makes the folder `mount_point` and mounts a tmpfs of `size` ("size=1m") there, to fill it: false
-// (the test says it skipped) when not root or when mounting is not allowed here.
-bool mount_small_tmpfs(const std::string& mount_point, const char* size)
-{
-  if (::geteuid() != 0) {
-    BOOST_TEST_MESSAGE("skipped: mounting a small tmpfs needs root");
-    return false;
-  }
-  BOOST_TEST_REQUIRE(::mkdir(mount_point.c_str(), 0700) == 0);
-  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, size) != 0) {
-    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here");
-    return false;
-  }
-  return true;
-}
-
 // Runs `body` in a forked child: its exit code, 128 + the signal that killed it, or -1 when it
 // was still running after `seconds` (then killed).
 int in_child(const std::function<int()>& body, double seconds)
