@@ -12,6 +12,7 @@ namespace {
 constexpr int k_level = 3;
 constexpr std::size_t k_scratch_max = std::size_t{1} << 20;
 constexpr std::size_t k_one_pass_ratio = 256;  // unpacked(): see there
+constexpr std::size_t k_one_pass_max = std::size_t{64} << 20;
 
 struct FreeCctx {
   void operator()(ZSTD_CCtx* c) const noexcept { ZSTD_freeCCtx(c); }
@@ -31,6 +32,47 @@ ZSTD_DCtx* dctx()
   thread_local std::unique_ptr<ZSTD_DCtx, FreeDctx> context(ZSTD_createDCtx());
   return context.get();
 }
+
+// unpacked() of a frame that claims `declared` bytes (see there).
+std::optional<std::string> unpacked_frame(std::string_view value, std::size_t declared)
+{
+  std::string content;
+  if (declared <= k_one_pass_max && declared / k_one_pass_ratio <= value.size()) {
+    content.resize(declared);
+    const std::size_t got = ZSTD_decompressDCtx(dctx(), content.data(), content.size(), value.data(), value.size());
+    if (ZSTD_isError(got) || got != declared ||
+        ZSTD_findFrameCompressedSize(value.data(), value.size()) != value.size()) {
+      return std::nullopt;
+    }
+    return content;
+  }
+  ZSTD_inBuffer in{value.data(), value.size(), 0};
+  const std::size_t chunk = ZSTD_DStreamOutSize();
+  for (;;) {
+    const std::size_t had = content.size();
+    if (had > declared) {
+      return std::nullopt;
+    }
+    content.resize(had + chunk);
+    ZSTD_outBuffer out{content.data() + had, chunk, 0};
+    const std::size_t left = ZSTD_decompressStream(dctx(), &out, &in);
+    content.resize(had + out.pos);
+    if (ZSTD_isError(left)) {
+      return std::nullopt;
+    }
+    if (left == 0) {
+      break;  // the frame's end
+    }
+    if (in.pos == in.size && out.pos == 0) {
+      return std::nullopt;  // truncated: no input left, nothing more comes out
+    }
+  }
+  if (in.pos != in.size || content.size() != declared) {
+    return std::nullopt;
+  }
+  return content;
+}
+
 
 } // namespace
 
@@ -116,49 +158,21 @@ std::optional<std::string> unpacked(std::string_view value)
     return std::string(value);
   }
   // A damaged header may claim up to k_expand_max, and a buffer of the claim would zero-fill 2 GiB
-  // for 17 bytes before zstd fails. A claim of up to k_one_pass_ratio times the frame is decoded in
-  // one pass into a buffer of the claim (a vendored CCCL's manifest: 6.4 MB from 260 KB, 25 times;
-  // streamed a window at a time it took 9–11 ms where one pass takes 1.3–6, three times in every
-  // miss after an edit); a larger one is streamed into a buffer that grows with what comes out.
+  // for 17 bytes before zstd fails. A claim of up to k_one_pass_ratio times the frame, and at most
+  // k_one_pass_max, is decoded in one pass into a buffer of the claim (a vendored CCCL's manifest:
+  // 6.4 MB from 260 KB, 25 times; streamed a window at a time it took 9–11 ms where one pass takes
+  // 1.3–6, three times in every miss after an edit); a larger one is streamed into a buffer that
+  // grows with what comes out (4 MiB claiming 1 GiB zero-filled it in one pass, found by a review).
+  // Memory that is not to be had makes no value either: never std::bad_alloc out of a lookup.
   const auto declared = frame_size(value);
   if (!declared || dctx() == nullptr || ZSTD_isError(ZSTD_DCtx_reset(dctx(), ZSTD_reset_session_only))) {
     return std::nullopt;
   }
-  std::string content;
-  if (*declared / k_one_pass_ratio <= value.size()) {
-    content.resize(*declared);
-    const std::size_t got = ZSTD_decompressDCtx(dctx(), content.data(), content.size(), value.data(), value.size());
-    if (ZSTD_isError(got) || got != *declared ||
-        ZSTD_findFrameCompressedSize(value.data(), value.size()) != value.size()) {
-      return std::nullopt;
-    }
-    return content;
-  }
-  ZSTD_inBuffer in{value.data(), value.size(), 0};
-  const std::size_t chunk = ZSTD_DStreamOutSize();
-  for (;;) {
-    const std::size_t had = content.size();
-    if (had > *declared) {
-      return std::nullopt;
-    }
-    content.resize(had + chunk);
-    ZSTD_outBuffer out{content.data() + had, chunk, 0};
-    const std::size_t left = ZSTD_decompressStream(dctx(), &out, &in);
-    content.resize(had + out.pos);
-    if (ZSTD_isError(left)) {
-      return std::nullopt;
-    }
-    if (left == 0) {
-      break;  // the frame's end
-    }
-    if (in.pos == in.size && out.pos == 0) {
-      return std::nullopt;  // truncated: no input left, nothing more comes out
-    }
-  }
-  if (in.pos != in.size || content.size() != *declared) {
+  try {
+    return unpacked_frame(value, *declared);
+  } catch (const std::bad_alloc&) {
     return std::nullopt;
   }
-  return content;
 }
 
 } // namespace kjit::store

@@ -22,6 +22,9 @@
 #include <cstring>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <functional>
+#include <cstdio>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -57,6 +60,40 @@ void set_mtime_by(const std::string& path, int seconds)
 void set_mtime_later(const std::string& path)
 {
   set_mtime_by(path, 5);
+}
+
+// A limit on this process's address space: its size now and `more` bytes (a forked child's).
+void limit_address_space(rlim_t more)
+{
+  long pages = 0;
+  if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%ld", &pages) != 1) {
+      pages = 0;
+    }
+    std::fclose(statm);
+  }
+  const rlim_t limit = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) + more;
+  const struct rlimit as{limit, limit};
+  ::setrlimit(RLIMIT_AS, &as);
+}
+
+// `body`'s exit code in a forked child under limit_address_space(256 MiB); 3: std::bad_alloc.
+int under_a_memory_limit(const std::function<int()>& body)
+{
+  const pid_t child = ::fork();
+  if (child == 0) {
+    limit_address_space(rlim_t{256} << 20);
+    try {
+      ::_exit(body());
+    } catch (const std::bad_alloc&) {
+      ::_exit(3);
+    } catch (...) {
+      ::_exit(4);
+    }
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 } // namespace
@@ -699,6 +736,37 @@ BOOST_AUTO_TEST_CASE(a_damaged_frame_claiming_two_gib_is_no_value_and_takes_no_m
   BOOST_TEST(kjit::store::unpacked(packed).value_or("") == text);
   BOOST_TEST(!kjit::store::unpacked(packed + "x").has_value());
   BOOST_TEST(!kjit::store::unpacked(packed.substr(0, packed.size() - 1)).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_damaged_frame_of_an_ordinary_ratio_is_no_value_and_no_exception)
+{
+  // Found by a review of f2ffb46: 4 MiB whose header claims 1 GiB (256 times) were decoded in one
+  // pass into a buffer of the claim: 1 GiB zero-filled, and std::bad_alloc out of Cache::lookup()
+  // where that much memory was not to be had.
+  std::string frame("\x28\xb5\x2f\xfd\xe0\x00\x00\x00\x40\x00\x00\x00\x00\x09\x00\x00", 16);
+  frame.resize(frame.size() + (std::size_t{1} << 22), 'x');
+  BOOST_TEST(under_a_memory_limit([&] { return kjit::store::unpacked(frame).has_value() ? 1 : 0; }) == 0);
+  struct rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  BOOST_TEST(!kjit::store::unpacked(frame).has_value());
+  struct rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  BOOST_TEST(after.ru_maxrss - before.ru_maxrss < 128 * 1024);  // KiB
+  // A manifest row of that frame: resolved again, as any damaged row.
+  const std::string dir = tmp.path() + "/damaged_ratio";
+  put(dir + "/params.h", "#pragma once\n#define VALUE 17\n");
+  settle();
+  const kjit::Program program = program_using(dir);
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  const auto plain = kjit::Cache(config).get(program, arch);
+  {
+    auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    std::vector<std::string> keys;
+    store->for_each(kjit::store::Table::manifests, [&](std::string_view key, std::string_view) { keys.emplace_back(key); });
+    BOOST_TEST_REQUIRE(keys.size() == 1u);
+    store->put({{kjit::store::Table::manifests, keys[0], frame}});
+  }
+  BOOST_TEST(under_a_memory_limit([&] { return kjit::Cache(config).lookup(program, arch).binary->cubin == plain->cubin ? 0 : 1; }) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_folders_absent_names_are_written_once_for_the_entries_that_share_them)
