@@ -181,16 +181,14 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
       known = it->second;
     }
   }
-  if (known && known->partial) {
+  if (known && known->packed_whole) {
     if (deps::Resolution& newest = known->entries.front(); counted_validate(newest, statistics) == deps::Validation::unchanged) {
       return newest;
     }
-  } else if (known && known->packed_whole) {
-    if (deps::Resolution& newest = known->entries.front(); counted_validate(newest, statistics) == deps::Validation::unchanged) {
-      return newest;
-    }
-    // The rest only if the store's row is this copy: else the store's is read first, below
-    // (another Cache or process stored since, or this copy's commit is on its way).
+    // The rest from its packed row when the store's row is this copy; else (another Cache or
+    // process stored since, or its commit failed) it is decoded whole and checked first, as any
+    // copy, then the store's row (found by a review: read the other way round, a state of the row
+    // that held replaced this copy, and the state its failed commit held was lost).
     if (known->stored_row != util::Checksum{} && store && stored_row_of(bytes_of(manifest_key)) == known->stored_row) {
       if (known_outdated(bytes_of(manifest_key))) {
         if (outdated != nullptr) {
@@ -203,6 +201,12 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
         *outdated_row = known->stored_row;
       }
       return found;
+    }
+    materialize(*known);
+  }
+  if (known && known->partial) {
+    if (deps::Resolution& newest = known->entries.front(); counted_validate(newest, statistics) == deps::Validation::unchanged) {
+      return newest;
     }
   } else if (known) {
     if (auto found = valid_entry(manifest_key, *known, false, outdated)) {
@@ -232,9 +236,8 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
   if (text) {
     reader.emplace(*text, context);
   }
-  const bool packed_copy = known && known->packed_whole;
   if (!reader || !reader->ok()) {
-    return packed_copy ? valid_packed(manifest_key, *known, nullptr) : std::nullopt;
+    return std::nullopt;
   }
   cache::KnownManifest manifest;
   manifest.context = context;
@@ -248,10 +251,6 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
     }
   }
   auto found = valid_entry(manifest_key, manifest, true, outdated, &*reader);
-  if (!found && packed_copy) {
-    // This Cache's own copy, packed, after the store's (which says whether the lookup is outdated).
-    found = valid_packed(manifest_key, *known, nullptr);
-  }
   if (!found && outdated != nullptr && *outdated && outdated_row != nullptr) {
     *outdated_row = row;
   }

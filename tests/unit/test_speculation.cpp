@@ -25,6 +25,7 @@
 #include <initializer_list>
 #include <set>
 #include <sys/stat.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -492,11 +493,13 @@ BOOST_AUTO_TEST_CASE(a_cache_served_by_the_store_s_manifest_keeps_it_in_place_of
   (void)a.stats();
   set_v(d, 3);
   kjit::Cache(config).get(program_in(d), k_arch);
+  // Its own copy (kept packed by its last miss: the store's row is another now) decoded and
+  // checked first, then the store's row: 2 (1 before d752ba7, whose copy was decoded already).
   const std::uint64_t decoded = kjit::deps::manifests_decoded();
   BOOST_TEST(kjit::to_string(a.lookup(program_in(d), k_arch).source) == std::string("disk"));
-  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 1);
+  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 2);
   BOOST_TEST(kjit::to_string(a.lookup(program_in(d), k_arch).source) != std::string("compiled"));
-  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 1);
+  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 2);
 }
 
 BOOST_AUTO_TEST_CASE(a_hit_on_a_manifests_newest_entry_decodes_that_entry_alone)
@@ -1221,6 +1224,56 @@ BOOST_AUTO_TEST_CASE(a_miss_after_an_edit_passes_over_the_entries_that_list_the_
     set_v(d, v);
     expect_a_hit_not_compiled_ahead(config, program_in(d), "V " + std::to_string(v));
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_packed_copy_whose_commit_failed_keeps_its_state_after_a_hit_in_the_store)
+{
+  // Found by a review of d752ba7. A long-lived Cache keeps a miss's manifest packed
+  // (KnownManifest::packed_whole); its commit fails (a full disk). A hit on an older state of the
+  // store's row then replaced that copy by the row: the state just compiled was lost from it, and
+  // its next lookup was compiled again although its binary is in memory.
+  const std::string mount_point = tmp.path() + "/small";
+  if (!mount_small_tmpfs(mount_point, "size=4m")) {
+    return;
+  }
+  config.cache_dir = mount_point + "/cache";
+  config.store_map_size = 16 << 20;
+  const std::string d = tmp.path() + "/full";
+  write_headers(d, 1);
+  compile_values(config, d, 1, 4);
+  std::string big = "#define V 9\n// ";  // a blob that the full disk has no pages for
+  std::uint64_t x = 88172645463325252ull;
+  for (int n = 0; n < (1 << 20); ++n) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    big += "0123456789abcdef"[x & 15];
+  }
+  big += "\n";
+  {
+    kjit::Cache a(config);
+    set_v(d, 2);
+    BOOST_TEST(kjit::to_string(a.lookup(program_in(d), k_arch).source) == std::string("disk"));  // its copy: the row
+    std::string output;
+    run("dd if=/dev/zero of='" + mount_point + "/filler' bs=4k 2>/dev/null", output);  // fills the disk
+    write_text(d + "/inc/v.h", big);
+    settle();
+    const std::uint64_t packed = kjit::cache::manifests_packed_ahead();
+    BOOST_TEST(kjit::to_string(a.lookup(program_in(d), k_arch).source) == std::string("compiled"));
+    BOOST_TEST(kjit::cache::manifests_packed_ahead() == packed + 1);  // kept packed
+    BOOST_TEST(a.stats().store_errors >= 1u);
+    set_v(d, 3);
+    BOOST_TEST(kjit::to_string(a.lookup(program_in(d), k_arch).source) == std::string("disk"));  // the store's row
+    write_text(d + "/inc/v.h", big);
+    settle();
+    const std::uint64_t compiled = kjit::cache::speculations_compiled();
+    const std::uint64_t compiles = a.stats().compiles;
+    BOOST_TEST(!a.prepare(program_in(d), k_arch).provisional(), "its copy names the big V 9");
+    BOOST_TEST(kjit::to_string(a.lookup(program_in(d), k_arch).source) == std::string("memory"));
+    BOOST_TEST(kjit::cache::speculations_compiled() == compiled);
+    BOOST_TEST(a.stats().compiles == compiles);
+  }
+  ::umount2(mount_point.c_str(), MNT_DETACH);
 }
 
 BOOST_AUTO_TEST_CASE(a_stored_blob_pruned_while_nvrtc_compiles_is_stored_again_from_its_header)
