@@ -1,5 +1,6 @@
 // libFuzzer target: manifest decoding (deps/manifest.hpp, read only here) on arbitrary bytes.
 #include "deps/manifest.hpp"
+#include "util/hash.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -36,13 +37,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
     }
   }
-  // Arbitrary bytes: passed over or read, never out of bounds.
-  kjit::deps::ManifestReader raw(std::string_view(reinterpret_cast<const char*>(data), size), {});
-  const std::vector<kjit::deps::ChangedHeader> any{{"/a.h", std::nullopt}};
-  for (int i = 0; i < 64 && raw.ok() && !raw.at_end(); ++i) {
-    if (!raw.skip_changed(any)) {
-      (void)raw.next();
+  // Arbitrary bytes as a manifest's body, under its own checksum (random bytes never pass one): its
+  // entries passed over or read, never out of bounds; read again from the first after a rewind.
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  const std::string text = "kjit-manifest 8 " + kjit::util::to_hex(kjit::util::checksum(body)) + "\n" + std::string(body);
+  kjit::deps::ManifestReader raw(text, {});
+  const std::vector<kjit::deps::ChangedHeader> any{{"/a.h", std::nullopt}, {"a.h", kjit::util::Sha256{}}};
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 64 && raw.ok() && !raw.at_end(); ++i) {
+      if (!raw.skip_changed(any) && !raw.pass_over()) {
+        (void)raw.next();
+      }
     }
+    raw.rewind();
   }
   return 0;
 }
