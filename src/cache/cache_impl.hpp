@@ -198,6 +198,9 @@ struct Cache::Impl {
   // An entry of `copy` (KnownManifest::packed_whole) that holds, read from its packed row.
   std::optional<deps::Resolution> valid_packed(const util::Sha256& manifest_key, const cache::KnownManifest& copy,
                                                bool* outdated);
+  // The store's row merged into `copy` when it is not `copy`'s (nor one it took in): its entries
+  // `copy` lacks first, its states let go kept. `stored_row` is set to the row's checksum then.
+  void merge_stored_row(const util::Sha256& manifest_key, cache::KnownManifest& copy, util::Checksum* stored_row);
   // Whether `ahead` was made from the base its record would take now (manifest_with()).
   bool packed_ahead_holds(const cache::PackedManifest& ahead);
   std::optional<cache::PackedManifest> manifest_ahead(const Program& program, const util::Sha256& manifest_key,

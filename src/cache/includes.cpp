@@ -522,6 +522,38 @@ util::Checksum entry_digest(const deps::Resolution& entry)
 
 } // namespace
 
+void Cache::Impl::merge_stored_row(const util::Sha256& manifest_key, cache::KnownManifest& copy, util::Checksum* stored_row)
+{
+  const auto row = store ? stored_row_of(bytes_of(manifest_key)) : std::nullopt;
+  if (!row || *row == copy.stored_row || copy.rows.count(*row) != 0) {
+    return;
+  }
+  // The store's row is not this copy's: another Cache or process stored states since (or this
+  // copy's commit is still on its way). Its entries this copy lacks come first (stored since this
+  // copy was made), and the states it let go are kept too: else they went unrecorded, and a full
+  // manifest was taken for outdated while the store held an entry of what is on disk (found by a
+  // review).
+  deps::LetGo theirs;
+  if (auto decoded = stored_manifest(bytes_of(manifest_key), copy.context, stored_row, &theirs)) {
+    std::set<util::Checksum> ours;
+    for (const deps::Resolution& mine : copy.entries) {
+      ours.insert(entry_digest(mine));
+    }
+    deps::Manifest merged;
+    for (deps::Resolution& other : *decoded) {
+      if (ours.insert(entry_digest(other)).second) {
+        merged.push_back(std::move(other));
+      }
+    }
+    copy.entries.insert(copy.entries.begin(), std::make_move_iterator(merged.begin()), std::make_move_iterator(merged.end()));
+    for (deps::LetGoState& state : theirs.states) {
+      deps::keep_let_go_state(copy.let_go, std::move(state), false);
+    }
+  }
+  copy.let_go.tracked = copy.let_go.tracked && theirs.tracked;  // untracked when it does not decode
+  took_in(copy, *row);
+}
+
 cache::KnownManifest Cache::Impl::manifest_with(const util::Sha256& manifest_key, const std::string& context,
                                                 deps::Resolution entry, util::Checksum* stored_row)
 {
@@ -544,33 +576,8 @@ cache::KnownManifest Cache::Impl::manifest_with(const util::Sha256& manifest_key
       took_in(updated, base);
     }
     *stored_row = base;
-  } else if (const auto row = store ? stored_row_of(bytes_of(manifest_key)) : std::nullopt;
-             row && *row != updated.stored_row && updated.rows.count(*row) == 0) {
-    // The store's row is not this copy's: another Cache or process stored states since (or this
-    // copy's commit is still on its way). Its entries this copy lacks come first (stored since this
-    // copy was made), and the states it let go are kept too: else they went unrecorded, and a full
-    // manifest was taken for outdated while the store held an entry of what is on disk (found by a
-    // review).
-    deps::LetGo theirs;
-    if (auto decoded = stored_manifest(bytes_of(manifest_key), context, stored_row, &theirs)) {
-      std::set<util::Checksum> ours;
-      for (const deps::Resolution& mine : updated.entries) {
-        ours.insert(entry_digest(mine));
-      }
-      deps::Manifest merged;
-      for (deps::Resolution& other : *decoded) {
-        if (ours.insert(entry_digest(other)).second) {
-          merged.push_back(std::move(other));
-        }
-      }
-      updated.entries.insert(updated.entries.begin(), std::make_move_iterator(merged.begin()),
-                             std::make_move_iterator(merged.end()));
-      for (deps::LetGoState& state : theirs.states) {
-        deps::keep_let_go_state(updated.let_go, std::move(state), false);
-      }
-    }
-    updated.let_go.tracked = updated.let_go.tracked && theirs.tracked;  // untracked when it does not decode
-    took_in(updated, *row);
+  } else {
+    merge_stored_row(manifest_key, updated, stored_row);
   }
   updated.context = context;
   updated.entries.insert(updated.entries.begin(), std::move(entry));
