@@ -343,7 +343,15 @@ std::optional<deps::Resolution> Cache::Impl::valid_entry(const util::Sha256& man
         return std::nullopt;  // damaged after all: resolved again
       }
       manifest.entries.erase(manifest.entries.begin() + static_cast<std::ptrdiff_t>(i));
+      if (!from_store) {
+        // This Cache's copy, stored over the store's row: that row's states stored since (by
+        // another Cache or process) stay (found by a review: a hit on an older state of a copy
+        // lost them, and they were compiled again).
+        util::Checksum row{};
+        merge_stored_row(manifest_key, manifest, &row);
+      }
       manifest.entries.insert(manifest.entries.begin(), found);
+      deps::let_go_of_oldest(manifest.entries, manifest.let_go);
       save_manifest(manifest_key, manifest, true);
       return found;
     }

@@ -502,6 +502,29 @@ BOOST_AUTO_TEST_CASE(a_cache_served_by_the_store_s_manifest_keeps_it_in_place_of
   BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 2);
 }
 
+BOOST_AUTO_TEST_CASE(a_copys_hit_on_an_older_state_keeps_the_state_another_cache_stored_since)
+{
+  // Found by a review of 291ba30. Cache a's copy is [V 2, V 1]; another Cache stores V 3 since (the
+  // store's row: V 3, V 2, V 1). a's lookup of V 1 is served by its copy, which is stored with V 1
+  // first: over the store's row, V 3's state was gone, and a fresh Cache compiled V 3 again.
+  const std::string d = tmp.path() + "/kept";
+  write_headers(d, 1);
+  settle();
+  kjit::Cache a(config);
+  for (int v = 1; v <= 2; ++v) {
+    set_v(d, v);
+    a.get(program_in(d), k_arch);
+  }
+  set_v(d, 3);
+  kjit::Cache(config).get(program_in(d), k_arch);
+  set_v(d, 1);
+  BOOST_TEST(kjit::to_string(a.lookup(program_in(d), k_arch).source) != std::string("compiled"));
+  for (const int v : {3, 2, 1}) {
+    set_v(d, v);
+    expect_a_hit_not_compiled_ahead(config, program_in(d), "V " + std::to_string(v));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_hit_on_a_manifests_newest_entry_decodes_that_entry_alone)
 {
   // A fresh process's hit read every entry of the store's manifest to serve the first (a vendored
