@@ -102,6 +102,21 @@ void compile_values(const kjit::Config& config, const std::string& d, int first,
   }
 }
 
+// program_in(d) for V = 1 and 2 by `a` (its copy of the manifest: [V 2, V 1], stored), then V 3
+// by a Cache of its own (the store's row: [V 3, V 2, V 1]).
+void two_states_then_another_caches_third(const kjit::Config& config, const std::string& d, kjit::Cache& a)
+{
+  write_headers(d, 1);
+  settle();
+  for (int v = 1; v <= 2; ++v) {
+    set_v(d, v);
+    a.get(program_in(d), k_arch);
+  }
+  (void)a.stats();  // its commit landed
+  set_v(d, 3);
+  kjit::Cache(config).get(program_in(d), k_arch);
+}
+
 // A lookup of `program` in a new Cache: a disk hit, nothing compiled ahead, NVRTC's cubin.
 void expect_a_hit_not_compiled_ahead(const kjit::Config& config, const kjit::Program& program, const std::string& what = {})
 {
@@ -483,16 +498,8 @@ BOOST_AUTO_TEST_CASE(a_state_let_go_with_the_newest_entrys_headers_keeps_edits_c
 BOOST_AUTO_TEST_CASE(a_cache_served_by_the_store_s_manifest_keeps_it_in_place_of_its_own)
 {
   const std::string d = tmp.path() + "/replaced";
-  write_headers(d, 1);
-  settle();
   kjit::Cache a(config);
-  for (int v = 1; v <= 2; ++v) {
-    set_v(d, v);
-    a.get(program_in(d), k_arch);
-  }
-  (void)a.stats();
-  set_v(d, 3);
-  kjit::Cache(config).get(program_in(d), k_arch);
+  two_states_then_another_caches_third(config, d, a);
   // Its own copy (kept packed by its last miss: the store's row is another now) decoded and
   // checked first, then the store's row: 2 (1 before d752ba7, whose copy was decoded already).
   const std::uint64_t decoded = kjit::deps::manifests_decoded();
@@ -508,15 +515,8 @@ BOOST_AUTO_TEST_CASE(a_copys_hit_on_an_older_state_keeps_the_state_another_cache
   // store's row: V 3, V 2, V 1). a's lookup of V 1 is served by its copy, which is stored with V 1
   // first: over the store's row, V 3's state was gone, and a fresh Cache compiled V 3 again.
   const std::string d = tmp.path() + "/kept";
-  write_headers(d, 1);
-  settle();
   kjit::Cache a(config);
-  for (int v = 1; v <= 2; ++v) {
-    set_v(d, v);
-    a.get(program_in(d), k_arch);
-  }
-  set_v(d, 3);
-  kjit::Cache(config).get(program_in(d), k_arch);
+  two_states_then_another_caches_third(config, d, a);
   set_v(d, 1);
   BOOST_TEST(kjit::to_string(a.lookup(program_in(d), k_arch).source) != std::string("compiled"));
   for (const int v : {3, 2, 1}) {
