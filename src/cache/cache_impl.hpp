@@ -199,8 +199,10 @@ struct Cache::Impl {
   std::optional<deps::Resolution> valid_packed(const util::Sha256& manifest_key, const cache::KnownManifest& copy,
                                                bool* outdated);
   // The store's row merged into `copy` when it is not `copy`'s (nor one it took in): its entries
-  // `copy` lacks first, its states let go kept. `stored_row` is set to the row's checksum then.
-  void merge_stored_row(const util::Sha256& manifest_key, cache::KnownManifest& copy, util::Checksum* stored_row);
+  // `copy` lacks first, its states let go kept. `stored_row`, when given, is set to the row's
+  // checksum then.
+  void merge_stored_row(const util::Sha256& manifest_key, cache::KnownManifest& copy,
+                        util::Checksum* stored_row = nullptr);
   // Whether `ahead` was made from the base its record would take now (manifest_with()).
   bool packed_ahead_holds(const cache::PackedManifest& ahead);
   std::optional<cache::PackedManifest> manifest_ahead(const Program& program, const util::Sha256& manifest_key,

@@ -88,6 +88,13 @@ struct ManifestBook {
   std::map<util::Sha256, std::vector<std::pair<std::string, std::string>>> closure_rows;
 };
 
+// Notes that `manifest` holds all of the store's row of checksum `row` (KnownManifest::rows; zeros:
+// none).
+void took_in(KnownManifest& manifest, const util::Checksum& row);
+// `manifest` whole: its packed row decoded, when it holds that alone (KnownManifest::packed_whole).
+// One that does not decode keeps its newest entry, and may have let any state go.
+void materialize(KnownManifest& manifest);
+
 // Test hook: how many manifests packed ahead (PackedManifest) this process stored as they were.
 KJIT_TEST_HOOK std::uint64_t manifests_packed_ahead() noexcept;
 

@@ -380,9 +380,6 @@ std::optional<Resolution> ManifestReader::read_entry(bool headers)
       continue;
     }
     if (kind == "spelled") {
-      if (!headers) {
-        continue;
-      }
       if (entry.headers.empty() || line.size() <= 8) {
         return damaged();
       }
@@ -399,11 +396,7 @@ std::optional<Resolution> ManifestReader::read_entry(bool headers)
     stamp.exists = exists != 0;
     std::string_view name_line;
     std::string_view path_line;
-    if (kind == "header" && !headers) {
-      if (!next_line(m_body, m_at, name_line) || !next_line(m_body, m_at, path_line)) {
-        return damaged();
-      }
-    } else if (kind == "header") {
+    if (kind == "header") {
       DiskHeader header;
       if (!util::from_hex(hex, header.hash) || !next_line(m_body, m_at, name_line) || name_line.substr(0, 5) != "name " ||
           !next_line(m_body, m_at, path_line) || path_line.substr(0, 5) != "path ") {
