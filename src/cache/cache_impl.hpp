@@ -2,8 +2,9 @@
 // reported.hpp, manifest_book.hpp, size_account.hpp) each hold their own lock; the tiers (memory,
 // store, the lower tiers of tier/) and the mirror writer are their own objects. What is left here
 // is the work that joins them, one file per job: lookup.cpp (the disk tier and the compile path),
-// includes.cpp (manifests), tiers.cpp (the walk below the store), size_limit.cpp and eviction.cpp,
-// mirroring.cpp, and the public Cache calls in cache.cpp, inspect.cpp, explain.cpp, bundles.cpp.
+// includes.cpp and manifest_record.cpp (manifests), tiers.cpp (the walk below the store),
+// size_limit.cpp and eviction.cpp, mirroring.cpp, and the public Cache calls in cache.cpp,
+// inspect.cpp, explain.cpp, bundles.cpp.
 #pragma once
 
 #include <kjit/cache.hpp>

@@ -1,6 +1,6 @@
 // This process's manifests (the headers a program read, by manifest key: docs/includes.md), kept
 // ahead of the store, and the provisional keys of predictions not validated yet. Its own lock;
-// the work on it is Cache::Impl's (includes.cpp, predicted_hit.cpp).
+// the work on it is Cache::Impl's (includes.cpp, manifest_record.cpp, predicted_hit.cpp).
 #pragma once
 
 #include "deps/manifest.hpp"
