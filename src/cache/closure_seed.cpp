@@ -3,13 +3,16 @@
 // instead of being predicted and closed again (docs/includes.md, "A closure used again").
 #include "cache/cache_impl.hpp"
 
+#include "deps/header_edit.hpp"
 #include "rtc/option_spelling.hpp"
 #include "rtc/toolkit.hpp"
+#include "store/blobs.hpp"
 #include "store/meta_keys.hpp"
 #include "store/record.hpp"
 #include "util/file.hpp"
 #include "util/text.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -32,6 +35,59 @@ bool read_contents(deps::Resolution& resolution)
     header.content = std::move(*content);
   }
   return true;
+}
+
+// At most this many headers edited since a closure was made are taken into it (a save touches one
+// or two; a branch checked out touches many: their headers are predicted).
+constexpr int k_edits_taken = 4;
+
+// Takes the headers of `resolution` edited since it was recorded into it, when each edit keeps its
+// closure (deps::edit_keeps_closure(), the text before read from its blob in `store`): their
+// hashes and stamps as they are now. `macros` gets the macros the edits define differently.
+// False when a header is gone, too new or edited past k_edits_taken, when a blob is not there,
+// or when an edit may change the closure.
+bool take_edits(const store::Store& store, deps::Resolution& resolution, std::set<std::string>& macros,
+                std::size_t& stats)
+{
+  for (int taken = 0;; ++taken) {
+    deps::ValidationCounters counters;
+    deps::ChangedHeader changed;
+    const deps::Validation validation = deps::validate(resolution, counters, &changed);
+    stats += counters.stats;
+    if (deps::holds(validation)) {
+      return true;
+    }
+    if (validation != deps::Validation::headers_changed || !changed.now || taken == k_edits_taken) {
+      return false;
+    }
+    const auto header = std::find_if(resolution.headers.begin(), resolution.headers.end(),
+                                     [&](const deps::DiskHeader& h) { return h.path == changed.path; });
+    const auto blob = store.get(store::Table::blobs, store::blob_key(header->hash));
+    std::string why;
+    const auto before = blob ? store::decode_blob(*blob, header->hash, why) : std::nullopt;
+    const deps::FileStamp stamp = deps::stamp_of(header->path);
+    std::error_code error;
+    const auto after = util::read_file(header->path, error);
+    if (!before || !after || util::sha256(*after) != *changed.now || !deps::edit_keeps_closure(*before, *after, macros)) {
+      return false;
+    }
+    header->hash = *changed.now;
+    header->stamp = stamp;  // (read_contents() reads it again: a change since moves it)
+  }
+}
+
+// Whether a macro an edit defines differently is named where its value may count in a text of
+// the closure or in the source (deps::names_in_a_directive()).
+bool macros_named(const std::set<std::string>& macros, const deps::Resolution& resolution, const Program& program)
+{
+  for (const std::string& macro : macros) {
+    if (deps::names_in_a_directive(program.source, macro) ||
+        std::any_of(resolution.headers.begin(), resolution.headers.end(),
+                    [&](const deps::DiskHeader& h) { return deps::names_in_a_directive(h.content, macro); })) {
+      return true;
+    }
+  }
+  return false;
 }
 
 constexpr std::string_view k_library_magic = "kjit-closure-library 1";
@@ -219,23 +275,59 @@ std::shared_ptr<deps::Resolver> Cache::Impl::seeded_from(const Program& program,
                                                          const util::Sha256& seed,
                                                          const std::set<std::string>* directives)
 {
-  if (known_outdated(manifest_key)) {
-    return nullptr;  // each resolution there has a header whose content changed: none validates
+  // Each resolution there has a header whose content changed (the lookup found so): none holds,
+  // and the newest is read alone, for the edits it may take.
+  const bool outdated = known_outdated(manifest_key);
+  if (outdated && directives != nullptr) {
+    return nullptr;  // (another program's closure is taken as it was, or not at all)
   }
-  auto manifest = stored_manifest(manifest_key, context);
-  for (deps::Resolution& resolution : manifest ? *manifest : deps::Manifest{}) {
-    if (!resolution.closure || resolution.closure->seed_key != seed ||
-        (directives != nullptr && !deps::fits_closure(program, *resolution.closure, *directives))) {
-      continue;
+  std::optional<deps::Resolution> newest;  // the newest of this seed, for the edits since
+  const auto matches = [&](const deps::Resolution& resolution) {
+    return resolution.closure && resolution.closure->seed_key == seed &&
+           (directives == nullptr || deps::fits_closure(program, *resolution.closure, *directives));
+  };
+  if (outdated) {
+    const auto text = stored_manifest_text(manifest_key);
+    std::optional<deps::ManifestReader> reader;
+    if (text) {
+      reader.emplace(*text, context);
     }
-    deps::ValidationCounters counters;
-    if (!deps::holds(deps::validate(resolution, counters)) || !read_contents(resolution)) {
-      continue;
+    while (reader && reader->ok() && !newest) {
+      auto resolution = reader->next();
+      if (!resolution) {
+        break;
+      }
+      if (matches(*resolution)) {
+        newest = std::move(resolution);
+      }
     }
-    statistics.update([&](CacheStats& stats) { stats.header_stats += counters.stats; });
-    return std::make_shared<deps::Resolver>(program, search, std::move(resolution));
+  } else {
+    auto manifest = stored_manifest(manifest_key, context);
+    for (deps::Resolution& resolution : manifest ? *manifest : deps::Manifest{}) {
+      if (!matches(resolution)) {
+        continue;
+      }
+      if (!newest) {
+        newest = resolution;  // (before validate() updates its stamps)
+      }
+      deps::ValidationCounters counters;
+      if (!deps::holds(deps::validate(resolution, counters)) || !read_contents(resolution)) {
+        continue;
+      }
+      statistics.update([&](CacheStats& stats) { stats.header_stats += counters.stats; });
+      return std::make_shared<deps::Resolver>(program, search, std::move(resolution));
+    }
   }
-  return nullptr;
+  // None holds: the program's own newest closure, with the headers edited since when each edit
+  // keeps it (docs/includes.md, "An edit that keeps the closure").
+  std::set<std::string> macros;
+  std::size_t stats = 0;
+  if (!newest || directives != nullptr || !take_edits(*store, *newest, macros, stats) || !read_contents(*newest) ||
+      macros_named(macros, *newest, program)) {
+    return nullptr;
+  }
+  statistics.update([&](CacheStats& s) { s.header_stats += stats; });
+  return std::make_shared<deps::Resolver>(program, search, std::move(*newest));
 }
 
 } // namespace kjit

@@ -1179,9 +1179,9 @@ BOOST_AUTO_TEST_CASE(the_manifest_packed_beside_nvrtc_is_stored_and_finds_each_s
 
 // A miss after an edit reads the store's manifest row (a vendored CCCL's: 3–4 MB of text, 5–12 ms
 // to unpack and decode) only where it needs its entries: in another Cache, the lookup's check, the
-// manifest packed ahead and the record; the preparing thread's own check and its closure seed ask
-// only that the row is still the one found outdated (before: 5 decodes). In the Cache that stored
-// the row, the next edit decodes none: its copy is that row (before: 3).
+// closure seed (the newest entry alone, taken with the edit: docs/includes.md, "An edit that keeps
+// the closure") and the manifest packed ahead; the preparing thread's own check asks only that the
+// row is still the one found outdated (before: 5 decodes).
 BOOST_AUTO_TEST_CASE(a_miss_after_an_edit_decodes_the_store_s_manifest_only_where_it_needs_its_entries)
 {
   const std::string d = tmp.path() + "/decoded_once";
@@ -1204,17 +1204,18 @@ BOOST_AUTO_TEST_CASE(a_miss_after_an_edit_decodes_the_store_s_manifest_only_wher
   other.get(program, k_arch);  // compiled ahead: its manifest is outdated
   BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
   BOOST_TEST(kjit::cache::manifests_packed_ahead() == packed + 1);
-  // The check and the manifest packed ahead; not the record, which keeps that one packed.
-  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 2);
+  // The check, the closure seed and the manifest packed ahead; not the record, which keeps that
+  // one packed.
+  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 3);
   // The next edit in this Cache: its copy is the row its commit stored, kept packed: the check
-  // reads its newest entry and passes over the rest, the manifest packed ahead decodes it beside
-  // NVRTC, and nothing reads the store's.
+  // reads its newest entry and passes over the rest, the closure seed reads the newest entry of the
+  // store's row, and the manifest packed ahead decodes the copy beside NVRTC.
   put(d + "/inc/v.h", "#define V 3\n");
   settle();
   other.get(program, k_arch);
   BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 2);
   BOOST_TEST(kjit::cache::manifests_packed_ahead() == packed + 2);
-  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 4);
+  BOOST_TEST(kjit::deps::manifests_decoded() == decoded + 6);
   for (const char* value : {"1", "2", "3"}) {
     put(d + "/inc/v.h", std::string("#define V ") + value + "\n");
     settle();
@@ -1239,9 +1240,10 @@ BOOST_AUTO_TEST_CASE(a_miss_after_an_edit_passes_over_the_entries_that_list_the_
   const std::uint64_t entries = kjit::deps::manifest_entries_decoded();
   other.get(program_in(d), k_arch);  // compiled ahead: none of the 4 holds
   BOOST_TEST(kjit::cache::speculations_adopted() == adopted + 1);
-  // The check 1 (was 4), the manifest packed ahead 4, the record none (was 4: it keeps the
-  // manifest packed ahead as it is, KnownManifest::packed_whole).
-  BOOST_TEST(kjit::deps::manifest_entries_decoded() - entries == 5u);
+  // The check 1 (was 4), the closure seed 1 (the newest, taken with the edit), the manifest packed
+  // ahead 4, the record none (was 4: it keeps the manifest packed ahead as it is,
+  // KnownManifest::packed_whole).
+  BOOST_TEST(kjit::deps::manifest_entries_decoded() - entries == 6u);
   // V 2: the newest (5) read, 4 and 3 passed over, 2 holds: all 5 read in their places, 2 first.
   for (const int v : {2, 2, 1, 5, 4, 3, 2}) {
     set_v(d, v);
