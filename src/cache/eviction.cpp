@@ -3,6 +3,8 @@
 #include "cache/cache_impl.hpp"
 #include "cache/entry_leads.hpp"
 #include "cache/entry_rows.hpp"
+#include "store/blobs.hpp"
+#include "store/record.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -52,10 +54,16 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
     blob_size.emplace(std::string(key), value.size());
     total += value.size();
   });
-  store->for_each(store::Table::blob_refs, [&](std::string_view key, std::string_view) {
-    if (key.size() > 32) {
-      entry_blobs[std::string(key.substr(32))].emplace_back(key.substr(0, 32));
-      ++blob_users[std::string(key.substr(0, 32))];
+  store->for_each(store::Table::entries, [&](std::string_view key, std::string_view record) {
+    std::string why;
+    // (a record that can't be read uses none)
+    std::vector<util::Sha256> hashes = store::header_blobs(record, why).value_or(std::vector<util::Sha256>{});
+    std::sort(hashes.begin(), hashes.end());
+    hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
+    std::vector<std::string>& blobs = entry_blobs[std::string(key)];
+    for (const util::Sha256& hash : hashes) {
+      blobs.push_back(store::blob_key(hash));
+      ++blob_users[blobs.back()];
     }
   });
   for (const cache::Row& row : rows) {

@@ -7,6 +7,8 @@
 #include "util/hash.hpp"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,34 @@ std::string_view view(const MDB_val& v)
   return {static_cast<const char*>(v.mv_data), v.mv_size};
 }
 
-// Whether any `blob_refs` row starts with `hash`; an LMDB code in `rc` on failure.
+// The count row of `hash` (blobs.hpp, users_key()): how many entries it has counted; 0 when
+// there is none (or it does not read as a count). An LMDB code in `rc` on failure.
+std::uint64_t counted_users(MDB_txn* txn, MDB_dbi refs, std::string_view hash, int& rc)
+{
+  MDB_val k = val(hash);
+  MDB_val v{};
+  rc = mdb_get(txn, refs, &k, &v);
+  if (rc == MDB_NOTFOUND) {
+    rc = MDB_SUCCESS;
+    return 0;
+  }
+  return rc == MDB_SUCCESS ? decode_users(view(v)) : 0;
+}
+
+int set_users(MDB_txn* txn, MDB_dbi refs, std::string_view hash, std::uint64_t users)
+{
+  MDB_val k = val(hash);
+  if (users == 0) {
+    const int rc = mdb_del(txn, refs, &k, nullptr);
+    return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc;
+  }
+  const std::string count = encode_users(users);
+  MDB_val v = val(count);
+  return mdb_put(txn, refs, &k, &v, 0);
+}
+
+// Whether `hash` has users: a count row above 0, or a pair row (hash ‖ entry key) of an entry
+// stored before counts; an LMDB code in `rc` on failure.
 bool referenced(MDB_txn* txn, MDB_dbi refs, std::string_view hash, int& rc)
 {
   MDB_cursor* cursor = nullptr;
@@ -34,8 +63,13 @@ bool referenced(MDB_txn* txn, MDB_dbi refs, std::string_view hash, int& rc)
   }
   MDB_val k = val(hash);
   MDB_val v{};
-  const int got = mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE);
-  const bool used = got == MDB_SUCCESS && view(k).substr(0, hash.size()) == hash;
+  int got = mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE);
+  bool used = false;
+  if (got == MDB_SUCCESS && view(k) == hash) {  // the count row sorts first
+    used = decode_users(view(v)) != 0;
+    got = used ? got : mdb_cursor_get(cursor, &k, &v, MDB_NEXT);
+  }
+  used = used || (got == MDB_SUCCESS && view(k).size() > hash.size() && view(k).substr(0, hash.size()) == hash);
   rc = got == MDB_SUCCESS || got == MDB_NOTFOUND ? MDB_SUCCESS : got;
   mdb_cursor_close(cursor);
   return used;
@@ -100,6 +134,44 @@ int require_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, const std::
   return put_blob(txn, blobs, hash, *content);
 }
 
+int add_users(MDB_txn* txn, const BlobDbis& dbis, const std::vector<std::string>& pairs)
+{
+  // Only an entry that is not stored yet counts (a key names its headers: an entry stored again
+  // uses the blobs it used), and each of its blobs once (two headers of one content).
+  std::set<std::string> fresh;
+  std::set<std::string> seen;
+  for (const std::string& pair : pairs) {
+    if (pair.size() != 2 * k_blob_key_size) {
+      continue;
+    }
+    const std::string entry = pair.substr(k_blob_key_size);
+    if (seen.insert(entry).second) {
+      MDB_val k = val(entry);
+      MDB_val record{};
+      const int rc = mdb_get(txn, dbis.entries, &k, &record);
+      if (rc == MDB_NOTFOUND) {
+        fresh.insert(entry);
+      } else if (rc != MDB_SUCCESS) {
+        return rc;
+      }
+    }
+  }
+  std::set<std::string> counted;
+  for (const std::string& pair : pairs) {
+    if (pair.size() != 2 * k_blob_key_size || fresh.count(pair.substr(k_blob_key_size)) == 0 ||
+        !counted.insert(pair).second) {
+      continue;
+    }
+    const std::string_view hash = std::string_view(pair).substr(0, k_blob_key_size);
+    int rc = MDB_SUCCESS;
+    const std::uint64_t users = counted_users(txn, dbis.refs, hash, rc);
+    if (rc != MDB_SUCCESS || (rc = set_users(txn, dbis.refs, hash, users + 1)) != MDB_SUCCESS) {
+      return rc;
+    }
+  }
+  return MDB_SUCCESS;
+}
+
 int release_blobs(MDB_txn* txn, const BlobDbis& dbis, std::string_view key)
 {
   MDB_val k = val(key);
@@ -112,13 +184,25 @@ int release_blobs(MDB_txn* txn, const BlobDbis& dbis, std::string_view key)
     return rc;
   }
   std::string why;
-  const auto hashes = header_blobs(view(record), why);
+  auto hashes = header_blobs(view(record), why);
   if (!hashes) {
     return MDB_SUCCESS;
   }
+  std::sort(hashes->begin(), hashes->end());
+  hashes->erase(std::unique(hashes->begin(), hashes->end()), hashes->end());
   for (const util::Sha256& hash : *hashes) {
     const std::string blob = blob_key(hash);
-    if ((rc = del(txn, dbis.refs, blob_ref_key(hash, key))) != MDB_SUCCESS) {
+    // Its pair row, if it was stored before counts; else it is one of the count.
+    const std::string pair_key = blob_ref_key(hash, key);
+    MDB_val pair = val(pair_key);
+    rc = mdb_del(txn, dbis.refs, &pair, nullptr);
+    if (rc == MDB_NOTFOUND) {
+      const std::uint64_t users = counted_users(txn, dbis.refs, blob, rc);
+      if (rc == MDB_SUCCESS && users > 0) {
+        rc = set_users(txn, dbis.refs, blob, users - 1);
+      }
+    }
+    if (rc != MDB_SUCCESS) {
       return rc;
     }
     const bool used = referenced(txn, dbis.refs, blob, rc);
@@ -136,7 +220,11 @@ int sweep_blobs(MDB_txn* txn, const BlobDbis& dbis, Store::BlobSweep& report)
 {
   std::vector<std::string> entries;
   int rc = keys_of(txn, dbis.entries, entries);
-  // Every reference a record holds has its row.
+  if (rc != MDB_SUCCESS) {
+    return rc;
+  }
+  // What the records use: each blob's number of entries (each record's blobs once).
+  std::map<std::string, std::uint64_t> users;
   for (const std::string& key : entries) {
     MDB_val k = val(key);
     MDB_val record{};
@@ -144,48 +232,50 @@ int sweep_blobs(MDB_txn* txn, const BlobDbis& dbis, Store::BlobSweep& report)
       return rc;
     }
     std::string why;
-    const auto hashes = header_blobs(view(record), why);
-    for (const util::Sha256& hash : hashes ? *hashes : std::vector<util::Sha256>{}) {
-      const std::string ref = blob_ref_key(hash, key);
-      MDB_val rk = val(ref);
-      MDB_val one = val("1");
-      rc = mdb_put(txn, dbis.refs, &rk, &one, MDB_NOOVERWRITE);
-      if (rc == MDB_SUCCESS) {
-        ++report.refs_added;
-      } else if (rc != MDB_KEYEXIST) {
-        return rc;
-      }
+    auto hashes = header_blobs(view(record), why);
+    if (!hashes) {
+      continue;  // a record that can't be read holds no references
+    }
+    std::sort(hashes->begin(), hashes->end());
+    hashes->erase(std::unique(hashes->begin(), hashes->end()), hashes->end());
+    for (const util::Sha256& hash : *hashes) {
+      ++users[blob_key(hash)];
     }
   }
-  // Every row names an entry that is there.
+  // The rows say exactly that, as counts: a pair row (before counts) goes, counted instead.
   std::vector<std::string> refs;
   if ((rc = keys_of(txn, dbis.refs, refs)) != MDB_SUCCESS) {
     return rc;
   }
   for (const std::string& ref : refs) {
-    MDB_val k = val(std::string_view(ref).substr(std::min<std::size_t>(32, ref.size())));
-    MDB_val record{};
-    rc = ref.size() == 64 ? mdb_get(txn, dbis.entries, &k, &record) : MDB_NOTFOUND;
-    if (rc == MDB_NOTFOUND) {
-      if ((rc = del(txn, dbis.refs, ref)) != MDB_SUCCESS) {
-        return rc;
-      }
-      ++report.refs_removed;
-    } else if (rc != MDB_SUCCESS) {
+    if (ref.size() == k_blob_key_size && users.count(ref) != 0) {
+      continue;  // set below
+    }
+    // A pair row (its entry, if there, is counted below), or a count of a blob no record uses.
+    if ((rc = del(txn, dbis.refs, ref)) != MDB_SUCCESS) {
       return rc;
     }
+    ++report.refs_removed;
   }
-  // Every blob is referred to.
+  for (const auto& [hash, count] : users) {
+    const std::uint64_t had = counted_users(txn, dbis.refs, hash, rc);
+    if (rc != MDB_SUCCESS) {
+      return rc;
+    }
+    if (had != count) {
+      if ((rc = set_users(txn, dbis.refs, hash, count)) != MDB_SUCCESS) {
+        return rc;
+      }
+      ++report.refs_added;
+    }
+  }
+  // Every blob is used.
   std::vector<std::string> blobs;
   if ((rc = keys_of(txn, dbis.blobs, blobs)) != MDB_SUCCESS) {
     return rc;
   }
   for (const std::string& blob : blobs) {
-    const bool used = referenced(txn, dbis.refs, blob, rc);
-    if (rc != MDB_SUCCESS) {
-      return rc;
-    }
-    if (!used) {
+    if (users.count(blob) == 0) {
       if ((rc = del(txn, dbis.blobs, blob)) != MDB_SUCCESS) {
         return rc;
       }

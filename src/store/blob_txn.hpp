@@ -5,7 +5,9 @@
 #include "store/store.hpp"
 
 #include <lmdb.h>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace kjit::store {
 
@@ -22,12 +24,18 @@ int put_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, std::string_vie
 // the file at `path` if that hashes to `hash`; else MDB_NOTFOUND. Returns an LMDB code.
 int require_blob(MDB_txn* txn, MDB_dbi blobs, std::string_view hash, const std::string& path);
 
-// Call before deleting entry `key`: deletes its `blob_refs` rows and every blob that no other entry
-// refers to any more. A record that can't be read holds no references (sweep_blobs() finds what it
-// leaves). Returns an LMDB code.
+// Counts the users of blobs: `pairs` are blob_ref_key()s (blob ‖ entry) of the entries a write
+// stores; each entry not stored before adds one to the count of each of its blobs. Call before
+// the write puts the entries. Returns an LMDB code.
+int add_users(MDB_txn* txn, const BlobDbis& dbis, const std::vector<std::string>& pairs);
+
+// Call before deleting entry `key`: takes it from the users of its blobs (its pair rows, where it
+// was stored before counts) and deletes every blob that has none left. A record that can't be read
+// holds no references (sweep_blobs() finds what it leaves). Returns an LMDB code.
 int release_blobs(MDB_txn* txn, const BlobDbis& dbis, std::string_view key);
 
-// Makes `blob_refs` match the records and deletes unreferenced blobs (Store::sweep_blobs()).
+// Makes `blob_refs` count exactly what the records use (pair rows become counts) and deletes the
+// blobs none uses (Store::sweep_blobs()).
 int sweep_blobs(MDB_txn* txn, const BlobDbis& dbis, Store::BlobSweep& report);
 
 } // namespace kjit::store

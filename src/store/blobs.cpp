@@ -106,6 +106,18 @@ std::string blob_ref_key(const util::Sha256& hash, std::string_view entry_key)
   return blob_key(hash) + std::string(entry_key);
 }
 
+std::string encode_users(std::uint64_t users)
+{
+  std::string out;
+  put_int(out, users);
+  return out;
+}
+
+std::uint64_t decode_users(std::string_view value)
+{
+  return value.size() == sizeof(std::uint64_t) ? get_int<std::uint64_t>(value, 0) : 0;
+}
+
 void add_header_rows(const Entry& entry, const util::Sha256& key, std::vector<Store::Row>& rows)
 {
   const std::string entry_key = blob_key(key);

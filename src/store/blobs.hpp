@@ -4,8 +4,9 @@
 //          | checksum[16] | payload          checksum = XXH3-128 of the 24 bytes before it ‖ payload
 //
 // The `blobs` table keys a blob by the SHA-256 of its content (checked again on read); the
-// `blob_refs` table holds one row per (blob, entry) so that removing an entry removes the blobs
-// no other entry uses, in the same transaction (Store::erase).
+// `blob_refs` table counts each blob's entries (its hash → u64) so that removing an entry removes
+// the blobs no other entry uses, in the same transaction (Store::erase). Stores written before
+// counts hold a row per (blob, entry) instead: both keep a blob (docs/cache-format.md).
 #pragma once
 
 #include "store/entry.hpp"
@@ -33,13 +34,19 @@ std::optional<std::string> decode_blob(std::string_view bytes, const util::Sha25
 // a writer checks before keeping a blob that is already stored.
 bool blob_intact(std::string_view bytes);
 
-// The `blobs` key of a header hash, and the `blob_refs` key of (blob, entry).
+// The `blobs` key of a header hash (also its count row's key in `blob_refs`), and the key of
+// (blob, entry): a Store::Row of `blob_refs` under it says the entry uses the blob (Store::put
+// counts it), a row of a store written before counts.
+constexpr std::size_t k_blob_key_size = 32;
 std::string blob_key(const util::Sha256& hash);
 std::string blob_ref_key(const util::Sha256& hash, std::string_view entry_key);
+// A count row's value: the number of entries, u64 little-endian; 0 for a value that is not one.
+std::string encode_users(std::uint64_t users);
+std::uint64_t decode_users(std::string_view value);
 
 // Appends the rows that store an entry's headers: one `blobs` row (raw content: Store::put
 // encodes it unless it is there; entry.encoded_blobs' blob where it has one) and one `blob_refs`
-// row per header. A header entry.header_refs names without its content gets the blob
+// row (blob_ref_key(): Store::put counts it) per header. A header entry.header_refs names without its content gets the blob
 // entry.encoded_blobs holds for it, or a `present` row: its blob must be stored already.
 void add_header_rows(const Entry& entry, const util::Sha256& key, std::vector<Store::Row>& rows);
 

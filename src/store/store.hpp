@@ -30,7 +30,7 @@ enum class Table {
   manifests,   // manifest key (program and options texts, resolution context) → manifest
   names,       // names_key(program name, entry key) → program name (entries by program name, for explain)
   blobs,       // sha256 of a header's content → that content, stored once (blobs.hpp; put() encodes it)
-  blob_refs,   // sha256 of a blob + entry key of an entry that uses it → "1" (garbage collection)
+  blob_refs,   // sha256 of a blob → how many entries use it (garbage collection; blobs.hpp)
   direct,      // XXH3-128 of a program's raw inputs → entry key + those inputs (cache/direct_index.hpp)
 };
 constexpr int k_table_count = 8;
@@ -132,7 +132,9 @@ public:
   // Stores the rows, in any tables, in one write transaction (the first write of a process walks
   // the store first, see check()). No-op when read-only. A `blobs` row carries the raw content
   // under its SHA-256: the store encodes it (compressed, checksummed) unless an intact blob is
-  // already there, which is kept as it is; one marked `encoded` carries the blob itself. `meta` values
+  // already there, which is kept as it is; one marked `encoded` carries the blob itself. A
+  // `blob_refs` row (blob_ref_key(): blob ‖ entry) is no row but a use: an entry the store did not
+  // hold adds one to the blob's count (blob_txn.hpp), once per blob. `meta` values
   // get a checksum trailer that get()/visit() verify and strip: a damaged meta value reads as
   // missing (and is rebuilt by its owner), never as a wrong value. Throws StoreError when the
   // write fails (a full disk says "no space left on device"; a map that can't grow says so).
@@ -171,7 +173,8 @@ public:
   void for_each_prefix(Table table, std::string_view prefix,
                        const std::function<void(std::string_view key, std::string_view value)>& visit) const;
   // Deletes the rows of `table` with these keys, in one transaction. Deleting `entries` also
-  // deletes their `blob_refs` rows and every blob no other entry refers to (same transaction).
+  // takes them from their blobs' counts and deletes every blob no other entry uses (same
+  // transaction).
   void erase(Table table, const std::vector<std::string>& keys);
   std::size_t count(Table table) const;
   // The bytes of the pages `table` takes (branch, leaf, overflow): one mdb_stat, no walk.
@@ -180,11 +183,11 @@ public:
   void clear(Table table);
 
   struct BlobSweep {
-    std::size_t refs_added = 0;    // references a record holds that had no `blob_refs` row
-    std::size_t refs_removed = 0;  // rows naming an entry that is gone (a quarantined record)
+    std::size_t refs_added = 0;    // counts set to what the records use (missing or wrong)
+    std::size_t refs_removed = 0;  // rows removed: pair rows (before counts), counts of unused blobs
     std::size_t blobs_removed = 0; // blobs no entry refers to
   };
-  // Makes `blob_refs` say exactly what the records refer to and removes unreferenced blobs, in
+  // Makes `blob_refs` count exactly what the records use and removes unused blobs, in
   // one write transaction (kjit verify --repair). No-op when read-only. Throws StoreError.
   BlobSweep sweep_blobs();
 

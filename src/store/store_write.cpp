@@ -90,8 +90,20 @@ void Store::write_rows(const std::vector<Row>& rows)
     impl.guarded(
       [&] {
         impl.write([&](MDB_txn* txn) {
+          // The entries' uses of blobs are counted (blob_txn.hpp), before the entries are put.
+          std::vector<std::string> uses;
           for (const Row& row : rows) {
-            if (!impl.has_table[static_cast<int>(row.table)]) {
+            if (row.table == Table::blob_refs) {
+              uses.push_back(row.key);
+            }
+          }
+          if (!uses.empty() && impl.has_blob_tables()) {
+            if (const int rc = add_users(txn, impl.blob_dbis(), uses); rc != MDB_SUCCESS) {
+              return rc;
+            }
+          }
+          for (const Row& row : rows) {
+            if (!impl.has_table[static_cast<int>(row.table)] || row.table == Table::blob_refs) {
               continue;
             }
             if (row.table == Table::blobs && row.present) {
