@@ -17,9 +17,7 @@ using util::put_int;
 
 util::Checksum blob_checksum(std::string_view head, std::string_view payload)
 {
-  std::string summed(head);
-  summed.append(payload);
-  return util::checksum(summed);
+  return util::checksum(head, payload);  // of head ‖ payload, without a copy of them
 }
 
 // Framing and checksum checked: the encoding and the payload, or nullopt with `why`.
