@@ -353,7 +353,8 @@ struct Cache::Impl {
   void mirror_entry(const util::Sha256& entry_key, store::Entry entry);
   // Queues the shared mirror files of the headers of a program about to compile: written while
   // NVRTC runs (on the other core), the entry's folder then only links them.
-  void mirror_headers_early(const deps::Resolution& resolution);
+  // `taken`: texts of the resolution already let go (deps::Resolver::shed_texts()), moved here.
+  void mirror_headers_early(const deps::Resolution& resolution, std::vector<mirror::EarlyHeader> taken = {});
   // After entries were removed from the store: their mirror folders go now, the shared headers
   // they alone used and their index lines on the writer's thread.
   void mirror_removed(const std::vector<std::string>& raw_keys);

@@ -88,7 +88,7 @@ bool Cache::Impl::has_blob(const std::string& hex) const
   return store && !raw.empty() && store->visit(store::Table::blobs, raw, [](std::string_view) {});
 }
 
-void Cache::Impl::mirror_headers_early(const deps::Resolution& resolution)
+void Cache::Impl::mirror_headers_early(const deps::Resolution& resolution, std::vector<mirror::EarlyHeader> taken)
 {
   if (!mirror_writer || resolution.headers.empty()) {
     return;
@@ -96,10 +96,10 @@ void Cache::Impl::mirror_headers_early(const deps::Resolution& resolution)
   // Named by the hash the resolver made (not made again on the mirror's thread, beside NVRTC). A
   // header without its content (one a manifest named) is left to the entry's write.
   // Named as the entry will hold them (its path without the first '/'): their links are staged.
-  std::vector<mirror::EarlyHeader> headers;
+  std::vector<mirror::EarlyHeader> headers = std::move(taken);
   headers.reserve(resolution.headers.size());
   for (const deps::DiskHeader& header : resolution.headers) {
-    if (!header.content.empty()) {
+    if (!header.shed && !header.content.empty()) {
       headers.push_back({header.path.substr(1), util::to_hex(header.hash), header.content});
     }
   }

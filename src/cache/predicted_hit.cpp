@@ -105,8 +105,8 @@ std::map<util::Sha256, std::string> Cache::Impl::prepare_ahead(deps::Resolver& p
   // stats after NVRTC, on the caller's path): made here, beside NVRTC, before these headers are
   // staged (their entry's write adds its own guess of them).
   count_before_write();
-  mirror_headers_early(prediction.result());
   if (!store || !store->writable()) {
+    mirror_headers_early(prediction.result());
     return blobs;
   }
   // Encoded here, beside NVRTC, not on the writer's thread after it (where the caller's exit, and
@@ -128,6 +128,17 @@ std::map<util::Sha256, std::string> Cache::Impl::prepare_ahead(deps::Resolver& p
     }
   } catch (const StoreError&) {
     // (the commit encodes what is missing here, and meets the store's trouble itself)
+  }
+  if (mirror_writer) {
+    // The texts whose blobs are made or stored go to the mirror's early links, moved: the caller
+    // lets them go next (shed_texts()), and a copy of a vendored CCCL's 20 MB here made NVRTC,
+    // beside it, 10 ms slower (the pages of the copy, and their return to the system).
+    std::vector<mirror::EarlyHeader> taken;
+    prediction.shed_texts([&](const util::Sha256& hash) { return blobs.count(hash) != 0 || stored.count(hash) != 0; },
+                          [&](const deps::DiskHeader& header, std::string&& text) {
+                            taken.push_back({header.path.substr(1), util::to_hex(header.hash), std::move(text)});
+                          });
+    mirror_headers_early(prediction.result(), std::move(taken));
   }
   return blobs;
 }

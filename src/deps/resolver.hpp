@@ -293,8 +293,10 @@ public:
   // the mirror reads it from the store), for the rest of the compile: a CUTLASS program's 19 MB,
   // otherwise held at NVRTC's peak. Only for a closed, faithful resolution whose
   // headers_name_program() was answered (a compile that takes NVRTC's binary from the disk reads no
-  // text again); restore_texts() before anything else reads them.
-  void shed_texts(const std::function<bool(const util::Sha256&)>& encoded);
+  // text again); restore_texts() before anything else reads them. `taken`, when given, gets each
+  // text let go (moved, not freed: the mirror's early links take them, no copy made).
+  void shed_texts(const std::function<bool(const util::Sha256&)>& encoded,
+                  const std::function<void(const DiskHeader&, std::string&&)>& taken = {});
   // Reads each shed text again; false (some still shed) when one is no longer what was hashed.
   bool restore_texts();
   // Why the private folder cannot answer as the disk would (a __has_include operand no value

@@ -39,12 +39,16 @@ void after_shed()
   }
 }
 
-void Resolver::shed_texts(const std::function<bool(const util::Sha256&)>& encoded)
+void Resolver::shed_texts(const std::function<bool(const util::Sha256&)>& encoded,
+                          const std::function<void(const DiskHeader&, std::string&&)>& taken)
 {
   for (DiskHeader& header : m_result.headers) {
     if (!header.shed && !header.content.empty() && encoded(header.hash)) {
       header.shed_size = header.content.size();
       header.shed = true;
+      if (taken) {
+        taken(header, std::move(header.content));
+      }
       std::string().swap(header.content);
       m_texts_shed = true;
       g_shed.fetch_add(1, std::memory_order_relaxed);
