@@ -10,11 +10,13 @@
 namespace kjit::deps {
 
 // Whether a header whose text was `before` and is `after` gives a resolution the same closure:
-// the same #include directives and __has_include probes, in order and under the same conditions;
-// the same answers to every question the resolver asks of a text (a paste and the pieces it may
-// join, a file's name, the time, `once` through a macro, #pragma once); the same macros, where a
-// definition that changed is plain in both (no quote, bracket, slash, backslash or `#`, none of the
-// words include, _Pragma, pragma, once, __has_include, nor a word that names a file or the time).
+// the same directive lines, in order (every include, probe and condition; comments and white
+// space aside), but for the bodies of #defines of the same names, plain in both (no quote,
+// bracket, slash, backslash or `#`, none of the words include, _Pragma, pragma, once,
+// __has_include, nor a word that names a file or the time); the same answers to every question
+// the resolver asks of a text (a paste and the pieces it may join, a file's name, the time, `once`
+// through a macro, #pragma once); and no trigraph in either (`??/` splices for kjit, not for
+// NVRTC's C++17). Lines of code may change.
 // `changed_macros` gets the names of the macros whose definitions changed: a closure still depends
 // on them where another text names one in a directive (names_in_a_directive()).
 bool edit_keeps_closure(const std::string& before, const std::string& after, std::set<std::string>& changed_macros);
