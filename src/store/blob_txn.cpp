@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,9 +27,10 @@ std::string_view view(const MDB_val& v)
   return {static_cast<const char*>(v.mv_data), v.mv_size};
 }
 
-// The count row of `hash` (blobs.hpp, users_key()): how many entries it has counted; 0 when
-// there is none (or it does not read as a count). An LMDB code in `rc` on failure.
-std::uint64_t counted_users(MDB_txn* txn, MDB_dbi refs, std::string_view hash, int& rc)
+// The count row of `hash` (blobs.hpp, blob_key()): how many entries it has counted; 0 when there
+// is none, nullopt when its value is not a count (damage: the blob is kept, nothing counted, until
+// a sweep counts again). An LMDB code in `rc` on failure.
+std::optional<std::uint64_t> counted_users(MDB_txn* txn, MDB_dbi refs, std::string_view hash, int& rc)
 {
   MDB_val k = val(hash);
   MDB_val v{};
@@ -37,7 +39,7 @@ std::uint64_t counted_users(MDB_txn* txn, MDB_dbi refs, std::string_view hash, i
     rc = MDB_SUCCESS;
     return 0;
   }
-  return rc == MDB_SUCCESS ? decode_users(view(v)) : 0;
+  return rc == MDB_SUCCESS ? decode_users(view(v)) : std::optional<std::uint64_t>(0);
 }
 
 int set_users(MDB_txn* txn, MDB_dbi refs, std::string_view hash, std::uint64_t users)
@@ -65,8 +67,8 @@ bool referenced(MDB_txn* txn, MDB_dbi refs, std::string_view hash, int& rc)
   MDB_val v{};
   int got = mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE);
   bool used = false;
-  if (got == MDB_SUCCESS && view(k) == hash) {  // the count row sorts first
-    used = decode_users(view(v)) != 0;
+  if (got == MDB_SUCCESS && view(k) == hash) {  // the count row sorts first (one not a count: kept)
+    used = decode_users(view(v)).value_or(1) != 0;
     got = used ? got : mdb_cursor_get(cursor, &k, &v, MDB_NEXT);
   }
   used = used || (got == MDB_SUCCESS && view(k).size() > hash.size() && view(k).substr(0, hash.size()) == hash);
@@ -164,8 +166,8 @@ int add_users(MDB_txn* txn, const BlobDbis& dbis, const std::vector<std::string>
     }
     const std::string_view hash = std::string_view(pair).substr(0, k_blob_key_size);
     int rc = MDB_SUCCESS;
-    const std::uint64_t users = counted_users(txn, dbis.refs, hash, rc);
-    if (rc != MDB_SUCCESS || (rc = set_users(txn, dbis.refs, hash, users + 1)) != MDB_SUCCESS) {
+    const std::optional<std::uint64_t> users = counted_users(txn, dbis.refs, hash, rc);
+    if (rc != MDB_SUCCESS || (users && (rc = set_users(txn, dbis.refs, hash, *users + 1)) != MDB_SUCCESS)) {
       return rc;
     }
   }
@@ -197,9 +199,9 @@ int release_blobs(MDB_txn* txn, const BlobDbis& dbis, std::string_view key)
     MDB_val pair = val(pair_key);
     rc = mdb_del(txn, dbis.refs, &pair, nullptr);
     if (rc == MDB_NOTFOUND) {
-      const std::uint64_t users = counted_users(txn, dbis.refs, blob, rc);
-      if (rc == MDB_SUCCESS && users > 0) {
-        rc = set_users(txn, dbis.refs, blob, users - 1);
+      const std::optional<std::uint64_t> users = counted_users(txn, dbis.refs, blob, rc);
+      if (rc == MDB_SUCCESS && users && *users > 0) {
+        rc = set_users(txn, dbis.refs, blob, *users - 1);
       }
     }
     if (rc != MDB_SUCCESS) {
@@ -258,11 +260,11 @@ int sweep_blobs(MDB_txn* txn, const BlobDbis& dbis, Store::BlobSweep& report)
     ++report.refs_removed;
   }
   for (const auto& [hash, count] : users) {
-    const std::uint64_t had = counted_users(txn, dbis.refs, hash, rc);
+    const std::optional<std::uint64_t> had = counted_users(txn, dbis.refs, hash, rc);
     if (rc != MDB_SUCCESS) {
       return rc;
     }
-    if (had != count) {
+    if (had != count) {  // (nullopt too: a value that was not a count)
       if ((rc = set_users(txn, dbis.refs, hash, count)) != MDB_SUCCESS) {
         return rc;
       }

@@ -111,9 +111,12 @@ std::string encode_users(std::uint64_t users)
   return out;
 }
 
-std::uint64_t decode_users(std::string_view value)
+std::optional<std::uint64_t> decode_users(std::string_view value)
 {
-  return value.size() == sizeof(std::uint64_t) ? get_int<std::uint64_t>(value, 0) : 0;
+  if (value.size() != sizeof(std::uint64_t)) {
+    return std::nullopt;
+  }
+  return get_int<std::uint64_t>(value, 0);
 }
 
 void add_header_rows(const Entry& entry, const util::Sha256& key, std::vector<Store::Row>& rows)

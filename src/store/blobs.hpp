@@ -40,9 +40,10 @@ bool blob_intact(std::string_view bytes);
 constexpr std::size_t k_blob_key_size = 32;
 std::string blob_key(const util::Sha256& hash);
 std::string blob_ref_key(const util::Sha256& hash, std::string_view entry_key);
-// A count row's value: the number of entries, u64 little-endian; 0 for a value that is not one.
+// A count row's value: the number of entries, u64 little-endian; nullopt for a value that is not
+// one (damage): its blob is then kept until `kjit verify --repair` counts again.
 std::string encode_users(std::uint64_t users);
-std::uint64_t decode_users(std::string_view value);
+std::optional<std::uint64_t> decode_users(std::string_view value);
 
 // Appends the rows that store an entry's headers: one `blobs` row (raw content: Store::put
 // encodes it unless it is there; entry.encoded_blobs' blob where it has one) and one `blob_refs`
