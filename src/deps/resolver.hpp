@@ -443,6 +443,9 @@ private:
   std::size_t m_read_for_program = 0;  // headers headers_name_program() has read
   bool m_headers_name_program = false;
   PastedWords m_pasted;
+  // How many __has_include wrappers the scan knew when every text that names one was last scanned
+  // (close()): a wrapper learned after a text that calls it was scanned has that text scanned again.
+  std::size_t m_wrappers_followed = 0;
   std::set<std::string> m_pasted_seen;  // formed words acted on
   std::set<std::string> m_watched_links;  // links whose targets are watched (watch_entry)
   std::vector<std::string> m_pending;               // headers added, not scanned yet

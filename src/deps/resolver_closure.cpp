@@ -6,9 +6,11 @@
 #include "deps/formed_names.hpp"
 #include "deps/toolkit_headers.hpp"
 #include "util/file.hpp"
+#include "util/text.hpp"
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <set>
@@ -258,21 +260,34 @@ void Resolver::close()
     }
     grew = false;
     g_closure_passes.fetch_add(1, std::memory_order_relaxed);
-    const std::size_t wrappers = m_scan.wrappers.size();
     predict();
     check_formed_names();
     check_probe_aliases();
     if (!m_unfaithful.empty()) {
       return;
     }
-    if (m_scan.wrappers.size() != wrappers) {
-      // A wrapper of __has_include defined in a file scanned after one that calls it: scan again.
-      follow(m_program.source, m_main_path);
+    if (m_scan.wrappers.size() != m_wrappers_followed) {
+      // A wrapper of __has_include defined in a file scanned after one that calls it: each text
+      // that names a wrapper is scanned again. (Counted from the last such pass, not from this
+      // pass's start: the prediction before close() learns most wrappers, and a header that
+      // called one before its definition was scanned kept its probe unseen — a review's wrong
+      // binary: the private folder, without the probed file, answered false.)
+      m_wrappers_followed = m_scan.wrappers.size();
+      const auto names_a_wrapper = [&](const std::string& text) {
+        return std::any_of(m_scan.wrappers.begin(), m_scan.wrappers.end(),
+                           [&](const std::string& wrapper) { return util::find_text(text, wrapper) != std::string::npos; });
+      };
+      if (names_a_wrapper(m_program.source)) {
+        follow(m_program.source, m_main_path);
+      }
       for (std::size_t i = 0; i < m_result.headers.size(); ++i) {
         const std::string path = m_result.headers[i].path;  // follow() may add headers
-        follow(m_result.headers[i].content, path);
+        if (names_a_wrapper(m_result.headers[i].content)) {
+          follow(m_result.headers[i].content, path);
+        }
       }
       predict();
+      grew = m_scan.wrappers.size() != m_wrappers_followed;  // a wrapper of a wrapper: once more
     }
     for (const std::string& operand : m_operands) {
       // Every value the operand may have (conditionals are not evaluated): each must be a name.

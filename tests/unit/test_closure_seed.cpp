@@ -13,6 +13,7 @@
 #include "rtc/compiler.hpp"
 
 #include <regex>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -429,6 +430,37 @@ BOOST_AUTO_TEST_CASE(an_edit_behind_a_trigraph_or_through_a_probe_wrapper_is_not
     const kjit::Lookup again = kjit::Cache(config).lookup(edited.program, k_sm80);
     BOOST_TEST(again.binary->ptx.find("999") != std::string::npos, text);
   }
+}
+
+// Found by the same review, older than it: a header that calls a __has_include wrapper defined in
+// a header it includes was scanned before the wrapper was known, and its probe was never seen. The
+// speculation saw NVRTC read opt.h and was refused; the private folder, without opt.h, answered the
+// probe false: RESULT 0 stored where plain NVRTC makes 999.
+BOOST_AUTO_TEST_CASE(a_probe_wrapper_defined_after_its_first_caller_is_followed)
+{
+  const std::string lib = library(tmp.path(), 7001);
+  put(lib + "/mylib/probe.h", "#pragma once\n#define MYLIB_HAS_INCLUDE(x) __has_include(x)\n");
+  const std::string app = tmp.path() + "/app";
+  put(app + "/cfg.h", "#pragma once\n#include <mylib/probe.h>\n#if MYLIB_HAS_INCLUDE(\"opt.h\")\n#define RESULT 999\n"
+                      "#else\n#define RESULT 0\n#endif\n");
+  put(app + "/opt.h", "#pragma once\n");
+  put(app + "/k.cu", "#include \"cfg.h\"\nextern \"C\" __global__ void k(int* o) { *o = RESULT; }\n");
+  settle();
+  kjit::Program program = kjit::program_from_file(app + "/k.cu");
+  program.options = {"-I" + lib};
+  const kjit::Lookup first = kjit::Cache(config).lookup(program, k_sm80);
+  const std::string plain = kjit::rtc::compile(config, program, k_sm80).ptx;
+  BOOST_TEST(plain.find("999") != std::string::npos);
+  BOOST_TEST(without_internal_suffixes(first.binary->ptx) == without_internal_suffixes(plain));
+  const kjit::Lookup again = kjit::Cache(config).lookup(program, k_sm80);
+  BOOST_TEST(kjit::to_string(again.source) == std::string("disk"));
+  BOOST_TEST(again.binary->ptx.find("999") != std::string::npos);
+  // The probed name is the key's: gone, the program is compiled again.
+  BOOST_TEST_REQUIRE(::unlink((app + "/opt.h").c_str()) == 0);
+  settle();
+  const kjit::Lookup without = kjit::Cache(config).lookup(program, k_sm80);
+  BOOST_TEST(kjit::to_string(without.source) == std::string("compiled"));
+  BOOST_TEST(without.binary->ptx.find("999") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(what_an_edit_keeps_of_a_closure)
