@@ -155,7 +155,7 @@ std::optional<Binary> Speculation::from_disk()
   return m_binary;
 }
 
-std::string Speculation::unanswered(const deps::Resolver& resolver) const
+std::string Speculation::unanswered(const deps::Resolver& resolver, Unheld* unheld) const
 {
   const deps::SearchContext& context = resolver.context();
   deps::RealPaths real_paths;  // the folders of NVRTC's looks, each walked once
@@ -211,8 +211,19 @@ std::string Speculation::unanswered(const deps::Resolver& resolver) const
       continue;  // looked for on disk before NVRTC takes its built-in one; absent, as in a private folder
     }
     if (!access.found) {
-      if ((access.error != ENOENT && access.error != ENOTDIR) || !resolver.absence_watched(path)) {
+      if (access.error != ENOENT && access.error != ENOTDIR) {
         return "NVRTC looked for " + path + ", which the key does not watch";
+      }
+      if (!resolver.absence_watched(path)) {
+        // (named: a compile from the private folder finds it absent too, but the key must watch
+        // it, or its appearance on disk would be served the binary of its absence)
+        if (unheld == nullptr) {
+          return "NVRTC looked for " + path + ", which the key does not watch";
+        }
+        if (std::find(unheld->absent.begin(), unheld->absent.end(), path) == unheld->absent.end()) {
+          unheld->absent.push_back(path);
+        }
+        continue;
       }
       // Not found by NVRTC, but read by kjit, or there now: the folder it was looked for in led
       // elsewhere for NVRTC (a symlinked folder swapped, the working directory changed and back).
@@ -233,13 +244,31 @@ std::string Speculation::unanswered(const deps::Resolver& resolver) const
     }
     const deps::DiskHeader* header = header_at(path);
     if (header == nullptr) {
-      return "NVRTC read " + path + ", which the key does not hold";
+      // Every such file is named (`unheld`): a second compile from the private folder answers a
+      // probe of one it lacks as false (adopt(), compile_placed()).
+      if (unheld == nullptr) {
+        return "NVRTC read " + path + ", which the key does not hold";
+      }
+      if (std::find(unheld->found.begin(), unheld->found.end(), path) == unheld->found.end()) {
+        unheld->found.push_back(path);
+      }
+      continue;
     }
     // The file NVRTC found is the one kjit read there: not another put in its place meanwhile (a
     // symlinked folder retargeted, a file renamed over it, the working directory changed and back).
     if (access.inode != 0 && (access.inode != header->stamp.inode || access.device != header->stamp.device)) {
       return "NVRTC read another file at " + path + " than kjit did";
     }
+  }
+  if (unheld != nullptr && !unheld->found.empty()) {
+    return "NVRTC read " + unheld->found.front() +
+           (unheld->found.size() > 1 ? " and " + std::to_string(unheld->found.size() - 1) + " more" : "") +
+           ", which the key does not hold";
+  }
+  if (unheld != nullptr && !unheld->absent.empty()) {
+    return "NVRTC looked for " + unheld->absent.front() +
+           (unheld->absent.size() > 1 ? " and " + std::to_string(unheld->absent.size() - 1) + " more" : "") +
+           ", which the key does not watch";
   }
   return {};
 }
@@ -270,7 +299,8 @@ std::optional<Binary> Speculation::adopt(deps::Resolver& resolver, std::string& 
     why = m_blind;
     return std::nullopt;
   }
-  if (why = unanswered(resolver); !why.empty()) {
+  m_unheld = {};
+  if (why = unanswered(resolver, &m_unheld); !why.empty()) {
     return std::nullopt;
   }
   // NVRTC names files relative to the working directory; the key's paths are absolute from the

@@ -81,9 +81,20 @@ public:
   // and not cached: throws its CompileError; nullopt when it made none for another reason.
   std::optional<Binary> from_disk();
 
+  // After adopt() refused: what NVRTC met on disk that the resolution does not answer for, by
+  // path: user files it found (an include the prediction missed, or a probe's file) and names it
+  // looked for in vain that the resolution does not watch.
+  struct Unheld {
+    std::vector<std::string> found;
+    std::vector<std::string> absent;
+  };
+  const Unheld& unheld() const { return m_unheld; }
+
 private:
-  // Empty when every access of the compile is one `resolver` answers for; else the first that is not.
-  std::string unanswered(const deps::Resolver& resolver) const;
+  // Empty when every access of the compile is one `resolver` answers for; else the first that is
+  // not. With `unheld`, each such file or name is named there and the accesses after it are still
+  // checked: every one is named unless another reason stops the check first (that reason is said).
+  std::string unanswered(const deps::Resolver& resolver, Unheld* unheld = nullptr) const;
   // Whether the binary holds the name NVRTC gave a user file it opened (__FILE__ formed where kjit
   // reads no word of it: a paste, a toolkit macro): a key that names no file can't hold it.
   bool names_a_file(const deps::Resolver& resolver) const;
@@ -97,6 +108,7 @@ private:
   // deps::Resolver::steady_now_ns() when NVRTC returned (never, until then).
   std::int64_t m_compiled_ns = std::numeric_limits<std::int64_t>::max();
   std::optional<Binary> m_binary;
+  Unheld m_unheld;
   std::exception_ptr m_error;
   bool m_compile_error = false;  // m_error is a CompileError
   std::string m_blind;           // rtc::FileWatch::blind(), or why nothing was watched

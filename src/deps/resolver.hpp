@@ -360,6 +360,9 @@ public:
   // with that name among its absent ones. What tells that a name NVRTC looked for and did not find
   // is one the key answers for (cache/speculation.cpp).
   bool absence_watched(const std::string& path) const;
+  // Watches for a file appearing at `path` (absolute: a name NVRTC looked for in vain that the
+  // prediction did not see): absence_watched() holds after.
+  void watch_absence(const std::string& path) { probe(path); }
   const std::string& main_path() const { return m_main_path; }
   // stamp_clock_ns() before the first header was read: a header whose stamp is not too_new() by
   // it shows every later change in its stamp.
