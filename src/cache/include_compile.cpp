@@ -202,8 +202,9 @@ std::optional<Binary> adopted(const Config& config, const Program& program, deps
 // but a __has_include of one answers false, and the other branch was stored (the toolkit's
 // wrapper called with a macro operand, CCCL's _CCCL_HAS_INCLUDE(OPT_H)). Where the binary may
 // name files, a file taken without its include's name could be named otherwise than NVRTC names
-// it: there the retry loop alone takes what NVRTC includes (a probe the prediction missed stays
-// unseen: docs/includes.md, "What is still not covered").
+// it: there, and for a file whose own text names files, the retry loop alone takes what NVRTC
+// includes (a probe the prediction missed stays unseen: docs/includes.md, "What is still not
+// covered").
 void take_unheld(deps::Resolver& resolver, const Speculation& speculation)
 {
   const Speculation::Unheld& unheld = speculation.unheld();
@@ -214,7 +215,13 @@ void take_unheld(deps::Resolver& resolver, const Speculation& speculation)
     return;
   }
   for (const std::string& path : unheld.found) {
-    resolver.add(path.substr(path.rfind('/') + 1), path);
+    // One whose text names files would make the binary name them, this one by a name it was not
+    // included by: left to the retry loop too (key_names/a_header_naming_files_found_by_a_retry_*).
+    std::error_code error;
+    const auto text = util::read_file(path, error);
+    if (text && !deps::text_names_files(*text)) {
+      resolver.add(path.substr(path.rfind('/') + 1), path);
+    }
   }
 }
 
