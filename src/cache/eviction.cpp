@@ -57,9 +57,7 @@ std::size_t Cache::Impl::evict_to(std::size_t bytes, std::size_t& remaining)
   store->for_each(store::Table::entries, [&](std::string_view key, std::string_view record) {
     std::string why;
     // (a record that can't be read uses none)
-    std::vector<util::Sha256> hashes = store::header_blobs(record, why).value_or(std::vector<util::Sha256>{});
-    std::sort(hashes.begin(), hashes.end());
-    hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
+    const auto hashes = store::header_blobs(record, why).value_or(std::vector<util::Sha256>{});
     std::vector<std::string>& blobs = entry_blobs[std::string(key)];
     for (const util::Sha256& hash : hashes) {
       blobs.push_back(store::blob_key(hash));

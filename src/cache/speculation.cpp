@@ -72,6 +72,20 @@ std::optional<std::int64_t> program_rows_since(const store::Store& store)
   return since;
 }
 
+// Adds `path` to `paths` unless it is there.
+void named_once(std::vector<std::string>& paths, const std::string& path)
+{
+  if (std::find(paths.begin(), paths.end(), path) == paths.end()) {
+    paths.push_back(path);
+  }
+}
+
+// The first of `paths` (not empty), with how many more.
+std::string first_of(const std::vector<std::string>& paths)
+{
+  return paths.front() + (paths.size() > 1 ? " and " + std::to_string(paths.size() - 1) + " more" : "");
+}
+
 } // namespace
 
 Speculation::Speculation(const Config& config, Program program, const Arch& arch, std::unique_ptr<rtc::FileWatch> watch)
@@ -220,9 +234,7 @@ std::string Speculation::unanswered(const deps::Resolver& resolver, Unheld* unhe
         if (unheld == nullptr) {
           return "NVRTC looked for " + path + ", which the key does not watch";
         }
-        if (std::find(unheld->absent.begin(), unheld->absent.end(), path) == unheld->absent.end()) {
-          unheld->absent.push_back(path);
-        }
+        named_once(unheld->absent, path);
         continue;
       }
       // Not found by NVRTC, but read by kjit, or there now: the folder it was looked for in led
@@ -249,9 +261,7 @@ std::string Speculation::unanswered(const deps::Resolver& resolver, Unheld* unhe
       if (unheld == nullptr) {
         return "NVRTC read " + path + ", which the key does not hold";
       }
-      if (std::find(unheld->found.begin(), unheld->found.end(), path) == unheld->found.end()) {
-        unheld->found.push_back(path);
-      }
+      named_once(unheld->found, path);
       continue;
     }
     // The file NVRTC found is the one kjit read there: not another put in its place meanwhile (a
@@ -261,14 +271,10 @@ std::string Speculation::unanswered(const deps::Resolver& resolver, Unheld* unhe
     }
   }
   if (unheld != nullptr && !unheld->found.empty()) {
-    return "NVRTC read " + unheld->found.front() +
-           (unheld->found.size() > 1 ? " and " + std::to_string(unheld->found.size() - 1) + " more" : "") +
-           ", which the key does not hold";
+    return "NVRTC read " + first_of(unheld->found) + ", which the key does not hold";
   }
   if (unheld != nullptr && !unheld->absent.empty()) {
-    return "NVRTC looked for " + unheld->absent.front() +
-           (unheld->absent.size() > 1 ? " and " + std::to_string(unheld->absent.size() - 1) + " more" : "") +
-           ", which the key does not watch";
+    return "NVRTC looked for " + first_of(unheld->absent) + ", which the key does not watch";
   }
   return {};
 }

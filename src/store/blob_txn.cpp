@@ -186,12 +186,10 @@ int release_blobs(MDB_txn* txn, const BlobDbis& dbis, std::string_view key)
     return rc;
   }
   std::string why;
-  auto hashes = header_blobs(view(record), why);
+  const auto hashes = header_blobs(view(record), why);
   if (!hashes) {
     return MDB_SUCCESS;
   }
-  std::sort(hashes->begin(), hashes->end());
-  hashes->erase(std::unique(hashes->begin(), hashes->end()), hashes->end());
   for (const util::Sha256& hash : *hashes) {
     const std::string blob = blob_key(hash);
     // Its pair row, if it was stored before counts; else it is one of the count.
@@ -234,12 +232,10 @@ int sweep_blobs(MDB_txn* txn, const BlobDbis& dbis, Store::BlobSweep& report)
       return rc;
     }
     std::string why;
-    auto hashes = header_blobs(view(record), why);
+    const auto hashes = header_blobs(view(record), why);
     if (!hashes) {
       continue;  // a record that can't be read holds no references
     }
-    std::sort(hashes->begin(), hashes->end());
-    hashes->erase(std::unique(hashes->begin(), hashes->end()), hashes->end());
     for (const util::Sha256& hash : *hashes) {
       ++users[blob_key(hash)];
     }

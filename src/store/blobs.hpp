@@ -47,8 +47,9 @@ std::optional<std::uint64_t> decode_users(std::string_view value);
 
 // Appends the rows that store an entry's headers: one `blobs` row (raw content: Store::put
 // encodes it unless it is there; entry.encoded_blobs' blob where it has one) and one `blob_refs`
-// row (blob_ref_key(): Store::put counts it) per header. A header entry.header_refs names without its content gets the blob
-// entry.encoded_blobs holds for it, or a `present` row: its blob must be stored already.
+// row (blob_ref_key(): Store::put counts it) per header. A header entry.header_refs names without
+// its content gets the blob entry.encoded_blobs holds for it, or a `present` row: its blob must be
+// stored already.
 void add_header_rows(const Entry& entry, const util::Sha256& key, std::vector<Store::Row>& rows);
 
 // Fills entry.headers with the content of every header_refs blob not already there. Returns false

@@ -469,7 +469,12 @@ std::optional<std::vector<util::Sha256>> header_blobs(std::string_view bytes, st
     }
     return true;
   });
-  return ok ? std::optional(std::move(hashes)) : std::nullopt;
+  if (!ok) {
+    return std::nullopt;
+  }
+  std::sort(hashes.begin(), hashes.end());  // each once: two headers of one content are one use
+  hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
+  return hashes;
 }
 
 std::optional<Entry> decode_record(std::string_view bytes, const util::Sha256& key, Sections sections, std::string& why,

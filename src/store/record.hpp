@@ -83,8 +83,9 @@ enum class InputField {
 };
 std::optional<std::string_view> input_field(std::string_view bytes, InputField field);
 
-// The header blobs a record refers to (its inputs section checked), or nullopt with `why` for a
-// record that can't be read (another format, damaged inputs): such a record holds no references.
+// The header blobs a record refers to, each once, in order (its inputs section checked), or
+// nullopt with `why` for a record that can't be read (another format, damaged inputs): such a
+// record holds no references.
 std::optional<std::vector<util::Sha256>> header_blobs(std::string_view bytes, std::string& why);
 
 } // namespace kjit::store
