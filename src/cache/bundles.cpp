@@ -152,6 +152,11 @@ BundleReport Cache::import_bundle(const std::string& path)
     row_bytes += row.table == store::Table::entries ? row.key.size() + row.value.size() : 0;
     blob_bound += row.table == store::Table::blobs ? cache::blob_growth_bound(row.key.size() + row.value.size()) : 0;
   }
+  std::size_t mirror_bytes = 0;
+  for (const auto& [key, entry] : mirrored) {
+    mirror_bytes += m_impl->mirror_guess(entry);
+  }
+  m_impl->add_to_count(rows, row_bytes + blob_bound + mirror_bytes);  // the store's count (size_limit.cpp)
   m_impl->store->put(rows);  // one transaction: all of the import or none of it
   for (const auto& [key, entry] : mirrored) {
     m_impl->mirror_entry(key, entry);

@@ -13,6 +13,7 @@
 #include "rtc/nvrtc_library.hpp"
 #include "rtc/option_spelling.hpp"
 #include "store/blobs.hpp"
+#include "store/meta_keys.hpp"
 #include "store/record.hpp"
 #include "util/no_cancellation.hpp"
 #include "util/stopwatch.hpp"
@@ -502,7 +503,12 @@ void Cache::clear()
     std::vector<std::string> uses;  // the last uses of the entries (src/cache/size_limit.cpp)
     m_impl->store->for_each_prefix(store::Table::meta, cache::used_row(""),
                                    [&](std::string_view key, std::string_view) { uses.emplace_back(key); });
+    uses.emplace_back(store::k_size_count);  // the store's count for KJIT_MAX_SIZE: counted again
     m_impl->store->erase(store::Table::meta, uses);
+    {
+      std::lock_guard lock(m_impl->size.mutex);
+      m_impl->size.counted = false;
+    }
     if (m_impl->mirror_writer) {
       m_impl->mirror_writer->discard();
     }

@@ -340,13 +340,22 @@ struct Cache::Impl {
   // is queued: counted in after_write(), it waited for that write's commit on the caller's path
   // (≈ 0.1 s for a vendored CCCL's entry). After it, after_write() adds what each write adds.
   void count_before_write() noexcept;
-  void count_now();  // under size.mutex: the count itself
+  // Under size.mutex: the count itself, the store's count row's (store::k_size_count) when it is
+  // less than a day old, else a full one (evict_to()), which the row keeps.
+  void count_now();
+  // Writes `bytes` as the store's count, found by a full count now (never throws: a row not
+  // written makes the next process count again).
+  void keep_count(std::size_t bytes) noexcept;
+  // With config.max_size: adds to `rows` (a write's) the row that adds `bytes` to the store's count.
+  void add_to_count(std::vector<store::Store::Row>& rows, std::size_t bytes) const;
   // eviction.cpp: removes least recently used entries (last use, else creation) until the
   // entries (records + mirror) take at most `bytes`; returns how many were removed, and the
   // bytes left in `remaining`.
   std::size_t evict_to(std::size_t bytes, std::size_t& remaining);
 
   // mirroring.cpp: the mirror, written by a background writer (null when off or not writable).
+  // What an entry's folder will take, guessed before the writer's turn (0 without a mirror).
+  std::size_t mirror_guess(const store::Entry& entry) const;
   std::mutex dir_mutex;  // follow_cache_dir() of `dir`, on a write
   void open_mirror();
   // Queues the entry's mirror folder (off the caller's path); its headers must be loaded.

@@ -7,6 +7,7 @@
 #include "cache/usage_log.hpp"
 #include "store/store.hpp"
 #include "store/blobs.hpp"
+#include "store/meta_keys.hpp"
 #include "store/record.hpp"
 
 #include <algorithm>
@@ -267,7 +268,11 @@ std::size_t Cache::prune_to_size(std::size_t bytes)
 {
   require_writable(*this);
   std::size_t remaining = 0;
-  return m_impl->evict_to(bytes, remaining);
+  const std::size_t removed = m_impl->evict_to(bytes, remaining);
+  if (m_impl->config.max_size != 0) {
+    m_impl->keep_count(remaining);  // counted whole just now: the store's count for KJIT_MAX_SIZE
+  }
+  return removed;
 }
 
 bool Cache::remove_mirror()
@@ -279,6 +284,11 @@ bool Cache::remove_mirror()
     m_impl->mirror_writer->discard();
   }
   mirror::remove_tree(m_impl->config.cache_dir, "programs");
+  if (m_impl->store) {
+    m_impl->store->erase(store::Table::meta, {std::string(store::k_size_count)});  // counted again, without it
+    std::lock_guard lock(m_impl->size.mutex);
+    m_impl->size.counted = false;
+  }
   return existed;
 }
 

@@ -106,22 +106,31 @@ void Cache::Impl::mirror_headers_early(const deps::Resolution& resolution, std::
   mirror_writer->write_headers(std::move(headers));
 }
 
+std::size_t Cache::Impl::mirror_guess(const store::Entry& entry) const
+{
+  if (!mirror_writer) {
+    return 0;
+  }
+  // Each file rounded up to a 4 KiB block, and the folders.
+  const auto blocks = [](std::size_t bytes) { return (bytes + 4095) / 4096 * 4096; };
+  std::size_t guess = 6 * 4096 + blocks(entry.program_txt.size()) + blocks(entry.options_txt.size()) +
+                      blocks(entry.source.size()) + blocks(entry.binary.log.size()) + blocks(entry.binary.ptx.size()) +
+                      blocks(entry.binary.cubin.size()) + blocks(entry.ltoir.size());
+  for (const auto& [name, content] : entry.headers) {
+    guess += blocks(content.size());
+  }
+  for (const store::HeaderRef& ref : entry.header_refs) {
+    guess += entry.headers.count(ref.name) == 0 ? blocks(ref.size) : 0;  // a text let go: read from the store
+  }
+  return guess;
+}
+
 void Cache::Impl::mirror_entry(const util::Sha256& entry_key, store::Entry entry)
 {
   if (mirror_writer) {
     {
-      // For KJIT_MAX_SIZE (after_write), which cannot see the folder before the writer's turn:
-      // each file rounded up to a 4 KiB block, and the folders.
-      const auto blocks = [](std::size_t bytes) { return (bytes + 4095) / 4096 * 4096; };
-      std::size_t guess = 6 * 4096 + blocks(entry.program_txt.size()) + blocks(entry.options_txt.size()) +
-                          blocks(entry.source.size()) + blocks(entry.binary.log.size()) + blocks(entry.binary.ptx.size()) +
-                          blocks(entry.binary.cubin.size()) + blocks(entry.ltoir.size());
-      for (const auto& [name, content] : entry.headers) {
-        guess += blocks(content.size());
-      }
-      for (const store::HeaderRef& ref : entry.header_refs) {
-        guess += entry.headers.count(ref.name) == 0 ? blocks(ref.size) : 0;  // a text let go: read from the store
-      }
+      // For KJIT_MAX_SIZE (after_write), which cannot see the folder before the writer's turn.
+      const std::size_t guess = mirror_guess(entry);
       std::lock_guard lock(size.mutex);
       size.queued_mirror_bytes += guess;
     }

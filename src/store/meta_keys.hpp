@@ -42,6 +42,12 @@ constexpr std::string_view k_unmarked_name_prefix = "unmarked-name ";
 // before then may have none: its program name keeps lookups of that name from being compiled ahead.
 constexpr std::string_view k_program_rows_since = "program-rows";
 
+// "size-count": "<bytes> <unix time>", what KJIT_MAX_SIZE counts of the store and its mirror as a
+// full count found it at that time, with what each write since added in its own commit
+// (Store::Row::added); a process's first write takes it instead of walking the mirror and the
+// store (src/cache/size_limit.cpp). This store's own, never in a bundle.
+constexpr std::string_view k_size_count = "size-count";
+
 // A script's row or its table's (what a bundle's import reports as scripts).
 constexpr bool is_script_row(std::string_view key)
 {

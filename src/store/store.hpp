@@ -128,6 +128,11 @@ public:
     // from that file if it still hashes to the key, else the write fails (StoreError) and stores
     // none of its rows.
     bool present = false;
+    // A `meta` row whose value is a whole number to add to the number its stored value starts
+    // with (the rest of that value kept): a count that writers of any process keep up to date in
+    // their own commits. A row that is not there, or does not start with a number, is left as it
+    // is (a count is begun by a plain row).
+    bool added = false;
   };
   // Stores the rows, in any tables, in one write transaction (the first write of a process walks
   // the store first, see check()). No-op when read-only. A `blobs` row carries the raw content

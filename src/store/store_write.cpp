@@ -9,6 +9,8 @@
 #include "util/hash.hpp"
 
 #include <cerrno>
+#include <charconv>
+#include <cstdint>
 #include <cstring>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -42,6 +44,23 @@ std::string write_failure(const std::string& dir, const StoreError& e)
     return "the file size limit (ulimit -f) stops data.mdb from growing, writing the store " + dir + " (" + e.what() + ")";
   }
   return e.what();
+}
+
+// The stored `meta` value `stored` (its trailer on) with `added` (a whole number) added to the
+// number it starts with; nullopt where it does not start with one (or is damaged).
+std::optional<std::string> with_number_added(std::string_view stored, std::string_view added)
+{
+  const auto value = strip_meta_trailer(stored);
+  std::uint64_t number = 0;
+  std::uint64_t addend = 0;
+  const auto [end, error] = value ? std::from_chars(value->data(), value->data() + value->size(), number)
+                                  : std::from_chars_result{nullptr, std::errc::invalid_argument};
+  const auto [added_end, added_error] = std::from_chars(added.data(), added.data() + added.size(), addend);
+  if (error != std::errc() || added_error != std::errc() || added_end != added.data() + added.size()) {
+    return std::nullopt;
+  }
+  const std::uint64_t sum = number > UINT64_MAX - addend ? UINT64_MAX : number + addend;
+  return with_meta_trailer(std::to_string(sum) + std::string(end, value->data() + value->size()));
 }
 
 } // namespace
@@ -121,7 +140,21 @@ void Store::write_rows(const std::vector<Row>& rows)
               }
               continue;
             }
-            const std::string meta = row.table == Table::meta ? with_meta_trailer(row.value) : std::string();
+            std::string meta;
+            if (row.table == Table::meta && row.added) {
+              MDB_val k = Impl::val(row.key);
+              MDB_val stored{};
+              if (mdb_get(txn, impl.dbis[static_cast<int>(row.table)], &k, &stored) != MDB_SUCCESS) {
+                continue;  // (MDB_NOTFOUND; any other failure shows in the puts)
+              }
+              auto sum = with_number_added(std::string_view(static_cast<const char*>(stored.mv_data), stored.mv_size), row.value);
+              if (!sum) {
+                continue;
+              }
+              meta = std::move(*sum);
+            } else if (row.table == Table::meta) {
+              meta = with_meta_trailer(row.value);
+            }
             MDB_val k = Impl::val(row.key);
             MDB_val v = Impl::val(row.table == Table::meta ? std::string_view(meta) : std::string_view(row.value));
             if (const int rc = mdb_put(txn, impl.dbis[static_cast<int>(row.table)], &k, &v, 0); rc != MDB_SUCCESS) {

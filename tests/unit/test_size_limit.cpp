@@ -5,10 +5,14 @@
 #include "fixture.hpp"
 
 #include "cache/cache_impl.hpp"
+#include "store/meta_keys.hpp"
 #include "store/store.hpp"
 #include "util/hash.hpp"
 
 #include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <optional>
 #include <cstdlib>
 #include <sys/stat.h>
 #include <thread>
@@ -56,6 +60,31 @@ std::size_t total_bytes(const kjit::Config& config)
 void next_second()
 {
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+}
+
+// The store's count for KJIT_MAX_SIZE (store::k_size_count): its bytes and the time of its count.
+std::optional<std::pair<std::size_t, std::int64_t>> count_row(const kjit::Config& config)
+{
+  const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+  const auto value = store->get(kjit::store::Table::meta, kjit::store::k_size_count);
+  std::size_t bytes = 0;
+  std::int64_t at = 0;
+  if (!value || std::sscanf(value->c_str(), "%zu %lld", &bytes, reinterpret_cast<long long*>(&at)) != 2) {
+    return std::nullopt;
+  }
+  return std::make_pair(bytes, at);
+}
+
+void set_count_row(const kjit::Config& config, const std::string& value)
+{
+  const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+  store->put({{kjit::store::Table::meta, std::string(kjit::store::k_size_count), value}});
+}
+
+// A file of `bytes` in the mirror's folder, which a full count counts and no write adds.
+void junk_in_the_mirror(const kjit::Config& config, std::size_t bytes)
+{
+  put(config.cache_dir + "/programs/junk.bin", std::string(bytes, 'j'));
 }
 
 } // namespace
@@ -266,6 +295,69 @@ BOOST_AUTO_TEST_CASE(header_blobs_are_counted_against_the_limit)
   store->for_each(kjit::store::Table::entries, [&](std::string_view, std::string_view value) { records += value.size(); });
   BOOST_TEST(records + blobs <= config.max_size, records << " bytes of records, " << blobs << " of header blobs");
   BOOST_TEST(records + blobs >= config.max_size / 4);  // the latest entries are still there
+}
+
+// A process's first write took a full count of the store and its mirror, beside its compile: a
+// vendored CCCL's store of 50 entries walked 180 000 files (0.2–0.6 s), in every process, growing
+// with the store (the default limit holds about 2 000 such entries). The count is a row of the
+// store now, made by a full count and kept by each write's commit; a later process takes it.
+// Failed before: no row (each process counted again).
+BOOST_AUTO_TEST_CASE(a_processs_first_write_takes_the_stores_count_and_adds_its_own)
+{
+  config.max_size = std::size_t(1) << 30;
+  { kjit::Cache(config).get(small_program("count_a"), k_arch); }
+  const auto first = count_row(config);
+  BOOST_TEST_REQUIRE(first.has_value());  // the first process counted, and kept the count
+  const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+  BOOST_TEST(std::abs(first->second - now) <= 5);
+  BOOST_TEST(first->first >= total_bytes(config) / 2);  // its entry's bytes added (a guess, rounded up)
+  // A file the entries' writes don't make: a full count finds it, the row does not.
+  constexpr std::size_t k_junk = 8u << 20;
+  junk_in_the_mirror(config, k_junk);
+  { kjit::Cache(config).get(small_program("count_b"), k_arch); }
+  const auto second = count_row(config);
+  BOOST_TEST_REQUIRE(second.has_value());
+  BOOST_TEST(second->second == first->second);  // no count again: the row was taken
+  BOOST_TEST(second->first > first->first);     // and the second entry's write added to it
+  BOOST_TEST(second->first < first->first + k_junk / 2, second->first << " bytes counted");
+  BOOST_TEST(kjit::Cache(config).disk_entries() == 2u);
+}
+
+// A count older than a day, or one that reads as no count, is made again by the next write (what
+// the additions guessed, and writes no addition saw, made right).
+BOOST_AUTO_TEST_CASE(an_old_or_unreadable_count_is_made_again)
+{
+  config.max_size = std::size_t(1) << 30;
+  { kjit::Cache(config).get(small_program("recount_a"), k_arch); }
+  constexpr std::size_t k_junk = 8u << 20;
+  junk_in_the_mirror(config, k_junk);
+  const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+  int round = 0;
+  for (const std::string& stale : {"1 " + std::to_string(now - 2 * 24 * 3600), std::string("lots of bytes"),
+                                   "1 " + std::to_string(now + 3600)}) {
+    set_count_row(config, stale);
+    { kjit::Cache(config).get(small_program("recount_" + std::to_string(round++)), k_arch); }
+    const auto count = count_row(config);
+    BOOST_TEST_REQUIRE(count.has_value(), stale);
+    BOOST_TEST(count->first >= k_junk, stale << ": " << count->first << " bytes counted");  // a full count
+    BOOST_TEST(std::abs(count->second - now) <= 5, stale);
+  }
+}
+
+// A count that says the store is past its limit makes the write evict, after a full count that
+// finds what is really there (a count too high evicts nothing that fits); clear() drops the count.
+BOOST_AUTO_TEST_CASE(a_count_past_the_limit_is_checked_by_a_full_count_and_clear_drops_it)
+{
+  config.max_size = std::size_t(1) << 30;
+  { kjit::Cache(config).get(small_program("over_a"), k_arch); }
+  set_count_row(config, std::to_string(config.max_size * 2) + " " + std::to_string(std::time(nullptr)));
+  { kjit::Cache(config).get(small_program("over_b"), k_arch); }
+  BOOST_TEST(kjit::Cache(config).disk_entries() == 2u);  // nothing evicted: they fit
+  const auto count = count_row(config);
+  BOOST_TEST_REQUIRE(count.has_value());
+  BOOST_TEST(count->first < config.max_size);  // the full count's
+  kjit::Cache(config).clear();
+  BOOST_TEST(!count_row(config).has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -527,4 +527,25 @@ BOOST_AUTO_TEST_CASE(network_filesystems_are_detected_and_avoided)
   BOOST_TEST(node_local != kjit::store::store_dir_for("/nfs/v/.cache/kjit", true));
 }
 
+// A `meta` row marked `added` adds its number to the number the stored value starts with, in the
+// writer's own commit (the store's count for KJIT_MAX_SIZE, kept by every process's writes); a row
+// that is not there, or starts with no number, is left as it is.
+BOOST_AUTO_TEST_CASE(an_added_row_adds_to_the_number_a_value_starts_with)
+{
+  auto store = kjit::store::Store::open(tmp.path() + "/added", config.store_map_size);
+  const auto added = [](const std::string& key, const std::string& number) {
+    kjit::store::Store::Row row{kjit::store::Table::meta, key, number};
+    row.added = true;
+    return row;
+  };
+  store->put({{kjit::store::Table::meta, "count", "100 at noon"}, {kjit::store::Table::meta, "words", "many"}});
+  store->put({added("count", "23"), added("words", "5"), added("absent", "7")});
+  store->put({added("count", "1")});
+  BOOST_TEST(store->get(kjit::store::Table::meta, "count").value_or("") == "124 at noon");
+  BOOST_TEST(store->get(kjit::store::Table::meta, "words").value_or("") == "many");
+  BOOST_TEST(!store->get(kjit::store::Table::meta, "absent").has_value());
+  store->put({added("count", "18446744073709551615")});  // (saturates)
+  BOOST_TEST(store->get(kjit::store::Table::meta, "count").value_or("") == "18446744073709551615 at noon");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
