@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <lmdb.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -516,6 +517,33 @@ BOOST_AUTO_TEST_CASE(a_missing_shared_header_in_the_mirror_is_written_again)
   BOOST_TEST_REQUIRE(::unlink(shared.c_str()) == 0);
   BOOST_TEST(cache.rebuild_mirror() == 3u);
   BOOST_TEST(read_text(config.cache_dir + "/programs/" + first.key() + "/module/headers/lib/shared.h") == header);
+  BOOST_TEST(cache.stats().mirror_errors == 0u);
+}
+
+// A shared header edited in place, its size kept (an editor that keeps hard links writes into the
+// file), is not taken for the content it was written with: the next entry that uses it writes it
+// again. (The link of a file as it was written is taken on one stat: its size and the time kjit
+// gave it, which the edit changed.)
+BOOST_AUTO_TEST_CASE(a_shared_header_edited_in_place_is_written_again)
+{
+  const std::string header = shared_header();
+  const std::string shared = config.cache_dir + "/programs/headers/" + kjit::util::to_hex(kjit::util::sha256(header));
+  kjit::Cache cache(config);
+  stored(cache, with_header("in_place_a", header));
+  cache.flush_mirror();
+  BOOST_TEST_REQUIRE(read_text(shared) == header);
+  {
+    std::string edited = header;
+    edited[0] = edited[0] == 'x' ? 'y' : 'x';
+    const int fd = ::open(shared.c_str(), O_WRONLY);
+    BOOST_TEST_REQUIRE(fd >= 0);
+    BOOST_TEST_REQUIRE(::pwrite(fd, edited.data(), edited.size(), 0) == static_cast<ssize_t>(edited.size()));
+    ::close(fd);
+  }
+  const auto second = stored(cache, with_header("in_place_b", header));
+  cache.flush_mirror();
+  BOOST_TEST(read_text(shared) == header);
+  BOOST_TEST(read_text(config.cache_dir + "/programs/" + second.key() + "/module/headers/lib/shared.h") == header);
   BOOST_TEST(cache.stats().mirror_errors == 0u);
 }
 
