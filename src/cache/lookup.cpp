@@ -280,9 +280,9 @@ bool Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
     row_bytes += counted ? row.key.size() + row.value.size() : 0;
     blob_bound += row.table == store::Table::blobs ? cache::blob_growth_bound(row.key.size() + row.value.size()) : 0;
   }
+  count_before_write();  // a process's first count of the store: not after this commit, waiting for it
   // The store's count for KJIT_MAX_SIZE, kept in the same commit (size_limit.cpp).
   add_to_count(rows, row_bytes + blob_bound + mirror_guess(entry));
-  count_before_write();  // a process's first count of the store: not after this commit, waiting for it
   // The commit and its fdatasync run on the store's writer thread: the caller has its binary now.
   // Its report takes no lock a caller of the store may hold (Store::put_later).
   commits.begin();

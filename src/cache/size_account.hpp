@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_set>
 
 namespace kjit::cache {
@@ -21,6 +23,8 @@ struct SizeAccount {
   std::size_t blob_table_bytes = 0;     // the header blobs' pages when `estimate` was last updated
   std::size_t unseen_blob_bound = 0;    // the most the writes since then can have added to them
   std::size_t queued_mirror_bytes = 0;  // what queued mirror folders will take (mirror_entry's guess)
+  std::optional<std::string> count_row;  // a full count's row value, stored with the next write
+
 };
 
 } // namespace kjit::cache

@@ -20,6 +20,12 @@ constexpr std::int64_t k_use_granularity_s = 3600;
 // (what the additions guess, what went without them, what other writers lost, made right).
 constexpr std::int64_t k_recount_s = 24 * 3600;
 
+// The count row's value for `bytes` counted now.
+std::string count_text(std::size_t bytes)
+{
+  return std::to_string(bytes) + " " + std::to_string(static_cast<std::int64_t>(::time(nullptr)));
+}
+
 // The bytes of the store's count row when its full count was less than k_recount_s ago.
 std::optional<std::size_t> recent_count(const store::Store& store)
 {
@@ -114,7 +120,9 @@ void Cache::Impl::count_now()
   size.blob_table_bytes = store->table_bytes(store::Table::blobs);
   size.unseen_blob_bound = 0;
   if (!counted) {
-    keep_count(size.estimate);
+    // Stored with the write that follows (one commit, one fdatasync: a fresh node's first remote
+    // hit syncs its store once), else by after_write().
+    size.count_row = count_text(size.estimate);
   }
 }
 
@@ -123,8 +131,7 @@ void Cache::Impl::keep_count(std::size_t bytes) noexcept
   try {
     // (A write whose commit lands between the count and this row is counted by neither: the next
     // full count sees it. One queued by this process is in `bytes`, its guess.)
-    store->put({{store::Table::meta, std::string(store::k_size_count),
-                 std::to_string(bytes) + " " + std::to_string(static_cast<std::int64_t>(::time(nullptr)))}});
+    store->put({{store::Table::meta, std::string(store::k_size_count), count_text(bytes)}});
   } catch (const std::exception&) {
     // the next process counts again
   }
@@ -145,9 +152,16 @@ void warn_size_unkept(const std::exception& e)
 
 } // namespace
 
-void Cache::Impl::add_to_count(std::vector<store::Store::Row>& rows, std::size_t bytes) const
+void Cache::Impl::add_to_count(std::vector<store::Store::Row>& rows, std::size_t bytes)
 {
   if (size_limited(config.max_size, store)) {
+    {
+      std::lock_guard lock(size.mutex);
+      if (size.count_row) {  // a full count this process made: first (the write's bytes added to it)
+        rows.push_back({store::Table::meta, std::string(store::k_size_count), std::move(*size.count_row)});
+        size.count_row.reset();
+      }
+    }
     store::Store::Row row{store::Table::meta, std::string(store::k_size_count), std::to_string(bytes)};
     row.added = true;
     rows.push_back(std::move(row));
@@ -189,7 +203,7 @@ void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_by
     // keeps the count within the limit, none of them can pass it and nothing waits; else their
     // commits are waited for (as an eviction waits anyway) and what they really added is counted.
     if (!size.counted) {
-      count_now();
+      count_now();  // (after this write's commit: it is in the count)
     } else {
       size.estimate += record_bytes + size.queued_mirror_bytes;
       size.unseen_blob_bound += blob_bound;
@@ -202,6 +216,10 @@ void Cache::Impl::after_write(const util::Sha256& /*key*/, std::size_t record_by
       }
     }
     size.queued_mirror_bytes = 0;
+    if (size.count_row) {  // a count no write took (an import counts after its own)
+      keep_count(size.estimate);
+      size.count_row.reset();
+    }
     if (size.estimate > config.max_size) {
       std::size_t remaining = 0;
       const std::size_t removed = evict_to(config.max_size / 10 * 9, remaining);
