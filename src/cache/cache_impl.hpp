@@ -260,7 +260,24 @@ struct Cache::Impl {
   // The meta rows offer_closure() left for the manifest of `prepared` (and forgets them).
   std::vector<store::Store::Row> take_closure_rows(const PreparedProgram& prepared);
   // The store row of a manifest not stored yet, if any (and forgets that it is unsaved).
-  std::optional<store::Store::Row> take_unsaved_manifest(const PreparedProgram& prepared);
+  // (The manifest's row and its head's: none when nothing is unsaved.)
+  std::vector<store::Store::Row> take_unsaved_manifest(const PreparedProgram& prepared);
+  // The row of the head (deps/manifest_head.hpp) of `manifest`, whose row's value is `row`;
+  // nullopt where none can be made (a copy that holds its newest entry alone, a packed one whose
+  // head was not made with it).
+  std::optional<store::Store::Row> head_row(const util::Sha256& manifest_key, const cache::KnownManifest& manifest,
+                                            const std::string& row);
+  // A lookup decided by the store's head of the manifest (`decided`): the newest entry that holds,
+  // or none with `*outdated` set (every entry read an edited header otherwise); else undecided
+  // (no head, one of another row, a folder left out of it changed, an entry it can't tell of):
+  // the manifest is read.
+  std::optional<deps::Resolution> valid_head(const util::Sha256& manifest_key, const std::string& context, bool* outdated,
+                                             util::Checksum* outdated_row, bool& decided);
+  // valid_head()'s hit on a newest entry whose headers were touched (`validated`: its headers with
+  // their stamps now): the store's manifest (row `row`) stored again with them.
+  std::optional<deps::Resolution> with_new_stamps(const util::Sha256& manifest_key, const std::string& context,
+                                                  const util::Checksum& row, const deps::Resolution& validated,
+                                                  bool& decided);
 
   // lookup.cpp: the disk tier and the compile path.
   // `name` and `arch` (of the program) only name it in the warning about a damaged record.

@@ -24,6 +24,19 @@ std::map<std::string, std::vector<std::string>, std::less<>> manifest_users(cons
 
 } // namespace
 
+std::string manifest_head_key(std::string_view manifest_key)
+{
+  return std::string(manifest_key) + "h";
+}
+
+std::optional<std::string_view> manifest_of_head(std::string_view key)
+{
+  if (key.size() == k_key_bytes + 1 && key.back() == 'h') {
+    return key.substr(0, k_key_bytes);
+  }
+  return std::nullopt;
+}
+
 LeadBytes lead_bytes(const store::Store& store, bool per_entry)
 {
   LeadBytes out;
@@ -37,7 +50,7 @@ LeadBytes lead_bytes(const store::Store& store, bool per_entry)
   store.for_each(store::Table::manifests, [&](std::string_view key, std::string_view value) {
     out.total += key.size() + value.size();
     if (per_entry) {
-      manifests[std::string(key)] = key.size() + value.size();
+      manifests[std::string(manifest_of_head(key).value_or(key))] += key.size() + value.size();  // a head: its manifest's
     }
   });
   if (per_entry) {
@@ -82,9 +95,9 @@ void erase_leads(store::Store& store, const std::vector<std::string>& keys, cons
   std::vector<std::string> unused;
   if (!candidates.empty()) {
     const auto users = manifest_users(store);  // the records that remain
-    for (const std::string& manifest : candidates) {
-      if (users.count(manifest) == 0) {
-        unused.push_back(manifest);
+    for (const std::string& key : candidates) {
+      if (users.count(manifest_of_head(key).value_or(key)) == 0) {  // a head goes with its manifest
+        unused.push_back(key);
       }
     }
   }

@@ -6,8 +6,10 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kjit::cache {
@@ -20,6 +22,12 @@ struct LeadBytes {
 };
 // Reads the `direct` and `manifests` tables (and, with `per_entry`, every record's manifest key).
 LeadBytes lead_bytes(const store::Store& store, bool per_entry);
+
+// The key of a manifest's head (deps/manifest_head.hpp) in the `manifests` table: its manifest's
+// key and "h" (33 bytes); it goes with its manifest. The manifest key of a head's key (nullopt:
+// the key is a manifest's own).
+std::string manifest_head_key(std::string_view manifest_key);
+std::optional<std::string_view> manifest_of_head(std::string_view key);
 
 // The manifest keys of the records under `keys` (read before they are removed).
 std::set<std::string> manifest_keys(const store::Store& store, const std::vector<std::string>& keys);

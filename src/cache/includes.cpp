@@ -1,10 +1,15 @@
 // Manifests in use: a warm lookup stats the headers a manifest lists instead of compiling to learn them.
 #include "cache/cache_impl.hpp"
 
+#include "cache/entry_leads.hpp"
+#include "deps/manifest_head.hpp"
+
 #include "store/compress.hpp"
 #include "util/file.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <numeric>
 #include <string_view>
 #include <utility>
@@ -25,6 +30,16 @@ deps::Validation counted_validate(deps::Resolution& entry, cache::Statistics& st
     stats.header_rehashes += counters.rehashes;
   });
   return validation;
+}
+
+// Whether the folders of `known` whose absent names it lacks (a head's: deps/manifest_head.hpp)
+// have their stamps as recorded (validate() asks no name it does not have).
+bool unchanged_elided(const cache::KnownManifest& known)
+{
+  return known.elided_dirs.empty() ||
+         std::all_of(known.entries.front().dirs.begin(), known.entries.front().dirs.end(), [&](const deps::ProbedDir& dir) {
+           return known.elided_dirs.count(dir.path) == 0 || deps::stamp_of(dir.path) == dir.stamp;
+         });
 }
 
 } // namespace
@@ -54,8 +69,31 @@ void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::K
     }
   }
   if (!value.empty()) {
-    store->put(store::Table::manifests, bytes_of(manifest_key), std::move(value));
+    std::vector<store::Store::Row> rows;
+    if (auto head = head_row(manifest_key, manifest, value)) {
+      rows.push_back(std::move(*head));
+    }
+    rows.insert(rows.begin(), {store::Table::manifests, std::string(bytes_of(manifest_key)), std::move(value)});
+    store->put(rows);
   }
+}
+
+std::optional<store::Store::Row> Cache::Impl::head_row(const util::Sha256& manifest_key, const cache::KnownManifest& manifest,
+                                                       const std::string& row)
+{
+  store::Store::Row head{store::Table::manifests, cache::manifest_head_key(bytes_of(manifest_key)), {}};
+  if (manifest.packed_whole) {
+    if (!manifest.packed_head || manifest.packed_head->empty() || *manifest.packed_whole != row) {
+      return std::nullopt;  // (a head made with another row is never taken: its checksum differs)
+    }
+    head.value = *manifest.packed_head;
+  } else if (!manifest.partial && !manifest.entries.empty()) {
+    head.value = store::packed(deps::encode_manifest_head(manifest.entries, manifest.context, manifest.let_go,
+                                                          util::checksum(row)));
+  } else {
+    return std::nullopt;
+  }
+  return head;
 }
 
 void Cache::Impl::keep_known(const util::Sha256& manifest_key, const cache::KnownManifest& manifest)
@@ -66,12 +104,12 @@ void Cache::Impl::keep_known(const util::Sha256& manifest_key, const cache::Know
   manifests.packed.erase(manifest_key);  // made from another copy
 }
 
-std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const PreparedProgram& prepared)
+std::vector<store::Store::Row> Cache::Impl::take_unsaved_manifest(const PreparedProgram& prepared)
 {
   const util::Sha256 manifest_key = prepared.m_manifest_key;
   std::lock_guard lock(manifests.mutex);
   if (manifests.unsaved.erase(manifest_key) == 0) {
-    return std::nullopt;
+    return {};
   }
   cache::KnownManifest& known = manifests.known.at(manifest_key);
   store::Store::Row row{store::Table::manifests, std::string(bytes_of(manifest_key)), {}};
@@ -86,7 +124,13 @@ std::optional<store::Store::Row> Cache::Impl::take_unsaved_manifest(const Prepar
   // The row once it commits (a failed commit leaves another, of another checksum).
   known.stored_row = util::checksum(row.value);
   cache::took_in(known, known.stored_row);
-  return row;
+  std::vector<store::Store::Row> rows;
+  auto head = head_row(manifest_key, known, row.value);
+  rows.push_back(std::move(row));
+  if (head) {
+    rows.push_back(std::move(*head));
+  }
+  return rows;
 }
 
 std::optional<std::string> Cache::Impl::stored_manifest_text(std::string_view manifest_key, util::Checksum* row)
@@ -148,7 +192,8 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
   }
   if (known && (known->partial || known->packed_whole)) {
     // Its newest entry alone is at hand: served while it holds unchanged.
-    if (deps::Resolution& newest = known->entries.front(); counted_validate(newest, statistics) == deps::Validation::unchanged) {
+    if (deps::Resolution& newest = known->entries.front();
+        counted_validate(newest, statistics) == deps::Validation::unchanged && unchanged_elided(*known)) {
       return newest;
     }
   }
@@ -190,6 +235,15 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
     }
     return std::nullopt;  // the lookup that compiles ahead found this row so just before
   }
+  // None in memory: the store's head of it decides where it can (a hit on its newest entry, an
+  // edit every entry read otherwise), without the manifest's text.
+  if (!known && store) {
+    bool decided = false;
+    auto found = valid_head(manifest_key, context, outdated, outdated_row, decided);
+    if (decided) {
+      return found;
+    }
+  }
   // None in memory, or this process's copy holds no more: the store's may hold the state on disk
   // now, stored by another Cache or process since, which a long-lived Cache would otherwise
   // compile again.
@@ -221,6 +275,96 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
   return found;
 }
 
+std::optional<deps::Resolution> Cache::Impl::valid_head(const util::Sha256& manifest_key, const std::string& context,
+                                                         bool* outdated, util::Checksum* outdated_row, bool& decided)
+{
+  decided = false;
+  const auto packed = store->get(store::Table::manifests, cache::manifest_head_key(bytes_of(manifest_key)));
+  const auto row = packed ? stored_row_of(bytes_of(manifest_key)) : std::nullopt;
+  const auto text = row ? store::unpacked(*packed) : std::nullopt;
+  auto head = text ? deps::decode_manifest_head(*text, context, *row) : std::nullopt;
+  if (!head) {
+    return std::nullopt;  // none, damaged, or of another row (one written without its head)
+  }
+  // The folders whose absent names the head left out are compared by their stamps alone: any
+  // change there reads the manifest, which asks their names.
+  deps::Resolution& newest = head->newest;
+  std::vector<deps::ProbedDir> elided;
+  const auto left_out = std::stable_partition(newest.dirs.begin(), newest.dirs.end(), [&](const deps::ProbedDir& dir) {
+    return head->elided_dirs.count(dir.path) == 0;
+  });
+  std::move(left_out, newest.dirs.end(), std::back_inserter(elided));
+  newest.dirs.erase(left_out, newest.dirs.end());
+  deps::ChangedHeader changed;
+  const deps::Validation validation = counted_validate(newest, statistics, &changed);
+  if (validation == deps::Validation::unchanged) {
+    if (std::all_of(elided.begin(), elided.end(), [](const deps::ProbedDir& dir) { return deps::stamp_of(dir.path) == dir.stamp; })) {
+      decided = true;
+      std::move(elided.begin(), elided.end(), std::back_inserter(newest.dirs));
+      // Kept as the full path keeps the newest entry it read alone (KnownManifest::partial), with
+      // the folders whose names are not here (a change there reads the row).
+      cache::KnownManifest kept;
+      kept.context = context;
+      kept.stored_row = *row;
+      kept.partial = true;
+      kept.elided_dirs = head->elided_dirs;
+      kept.entries.push_back(newest);
+      std::lock_guard lock(manifests.mutex);
+      keep_known(manifest_key, kept);
+      return std::move(newest);
+    }
+    return std::nullopt;
+  }
+  if (validation == deps::Validation::same_content) {
+    // A header touched, its content the same: stored with its new stamp, as valid_entry() does,
+    // the manifest read whole (not validated again: its header hashed twice).
+    return with_new_stamps(manifest_key, context, *row, newest, decided);
+  }
+  // As valid_entry() reads the manifest: the newest's header changed, and every other entry read
+  // it otherwise (ManifestReader::skip_changed()); a full manifest is outdated only if no state
+  // it let go may hold.
+  if (validation == deps::Validation::headers_changed && deps::others_read_otherwise(*head, changed.path, changed.now) &&
+      (head->others.size() + 1 < deps::k_manifest_entries || !deps::let_go_may_hold(head->let_go))) {
+    decided = true;
+    if (outdated != nullptr) {
+      *outdated = true;
+      if (outdated_row != nullptr) {
+        *outdated_row = *row;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<deps::Resolution> Cache::Impl::with_new_stamps(const util::Sha256& manifest_key, const std::string& context,
+                                                              const util::Checksum& row, const deps::Resolution& validated,
+                                                              bool& decided)
+{
+  cache::KnownManifest manifest;
+  manifest.context = context;
+  util::Checksum read{};
+  auto entries = stored_manifest(bytes_of(manifest_key), context, &read, &manifest.let_go);
+  if (!entries || entries->empty() || read != row) {
+    return std::nullopt;  // (damaged, or stored again since: undecided)
+  }
+  std::map<std::string_view, const deps::FileStamp*> stamps;
+  for (const deps::DiskHeader& header : validated.headers) {
+    stamps.emplace(header.path, &header.stamp);
+  }
+  deps::Resolution& newest = entries->front();
+  for (deps::DiskHeader& header : newest.headers) {
+    if (const auto it = stamps.find(header.path); it != stamps.end()) {
+      header.stamp = *it->second;
+    }
+  }
+  manifest.entries = std::move(*entries);
+  manifest.stored_row = row;
+  cache::took_in(manifest, row);
+  save_manifest(manifest_key, manifest, true);
+  decided = true;
+  return manifest.entries.front();
+}
+
 std::optional<deps::Resolution> Cache::Impl::valid_packed(const util::Sha256& manifest_key, const cache::KnownManifest& copy,
                                                           bool* outdated)
 {
@@ -237,6 +381,7 @@ std::optional<deps::Resolution> Cache::Impl::valid_packed(const util::Sha256& ma
   cache::KnownManifest whole = copy;
   whole.entries.clear();
   whole.packed_whole.reset();
+  whole.packed_head.reset();
   whole.let_go = reader->take_let_go();
   return valid_entry(manifest_key, whole, false, outdated, &*reader);
 }

@@ -260,8 +260,8 @@ bool Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
                     cache::direct_row(entry_key, entry.direct_inputs.size())});
     direct_index.insert(input_digest, entry.direct_inputs, entry_key);
   }
-  if (auto manifest = take_unsaved_manifest(p)) {
-    rows.push_back(std::move(*manifest));
+  for (store::Store::Row& row : take_unsaved_manifest(p)) {
+    rows.push_back(std::move(row));
   }
   for (store::Store::Row& row : take_closure_rows(p)) {
     rows.push_back(std::move(row));
@@ -390,8 +390,8 @@ cache::Result Cache::Impl::load_or_compile(const util::Sha256& prepared_key, con
     }
     source = Source::disk;
     verbose("hit disk", p, watch.elapsed_ms());
-    if (auto manifest = take_unsaved_manifest(p); manifest && store->writable()) {
-      store->put({std::move(*manifest)});
+    if (auto manifest = take_unsaved_manifest(p); !manifest.empty() && store->writable()) {
+      store->put(manifest);
     }
     return cache::result_of(std::move(*entry));
   }

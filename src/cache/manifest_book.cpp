@@ -33,6 +33,7 @@ void materialize(KnownManifest& manifest)
     manifest.let_go = deps::LetGo{false, {}};
   }
   manifest.packed_whole.reset();
+  manifest.packed_head.reset();
 }
 
 

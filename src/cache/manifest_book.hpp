@@ -39,12 +39,17 @@ struct KnownManifest {
   // Only the newest entry of the store's row `stored_row` (a hit read no more of it): served while
   // it holds unchanged; anything else reads the row whole. Never stored, never a record's base.
   bool partial = false;
+  // A partial copy read from the manifest's head: the folders of its newest entry whose absent
+  // names it lacks, held only while their stamps are as recorded.
+  std::set<std::string> elided_dirs;
   // When set, `entries` holds the newest entry alone, and the whole manifest is this row value
   // (store::packed()), which the record of a miss packed ahead: read an entry at a time where the
   // newest does not hold, decoded whole where a record needs it (materialize()). A miss's record
   // decoded the store's row after NVRTC to keep a copy that a one-shot process never reads (a
   // vendored CCCL's 8 entries: ≈ 14 ms of its 20, then copied into the book).
   std::shared_ptr<const std::string> packed_whole;
+  // The head of `packed_whole` (deps/manifest_head.hpp, packed), made with it; empty: none.
+  std::shared_ptr<const std::string> packed_head;
 };
 
 // A manifest of the store found outdated (every resolution has a header whose content changed or
@@ -68,6 +73,7 @@ struct PackedManifest {
   util::Checksum stored_row{};
   util::Checksum entry{};
   std::string packed;
+  std::string head;               // its head (deps/manifest_head.hpp), packed
   std::set<util::Checksum> rows;  // the store's rows the manifest took in (KnownManifest::rows)
 };
 

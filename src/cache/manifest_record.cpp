@@ -3,6 +3,7 @@
 // the entry's commit stores it (docs/cache-format.md, "Disk headers and manifests").
 #include "cache/cache_impl.hpp"
 
+#include "deps/manifest_head.hpp"
 #include "store/compress.hpp"
 
 #include <atomic>
@@ -193,11 +194,13 @@ std::optional<cache::PackedManifest> Cache::Impl::manifest_ahead(const Program& 
   if (const util::Sha256 seed = closure_seed_key(program, prediction.context()); seed != util::Sha256{}) {
     recorded.closure = prediction.closure_state(seed);
   }
-  cache::PackedManifest ahead{manifest_key, context, 0, {}, entry_digest(recorded), {}, {}};
+  cache::PackedManifest ahead{manifest_key, context, 0, {}, entry_digest(recorded), {}, {}, {}};
   const cache::KnownManifest updated = manifest_with(manifest_key, context, std::move(recorded), &ahead.stored_row);
   ahead.version = updated.version;
   ahead.rows = updated.rows;
   ahead.packed = store::packed(deps::encode_manifest(updated.entries, updated.context, updated.let_go));
+  ahead.head = store::packed(deps::encode_manifest_head(updated.entries, updated.context, updated.let_go,
+                                                        util::checksum(ahead.packed)));
   return ahead;
 }
 
@@ -242,6 +245,7 @@ void Cache::Impl::record_manifest(const util::Sha256& manifest_key, const std::s
     packed.context = context;
     packed.entries.push_back(std::move(recorded));
     packed.packed_whole = std::make_shared<const std::string>(std::move(ahead->packed));
+    packed.packed_head = std::make_shared<const std::string>(std::move(ahead->head));
     packed.rows = ahead->rows;
     g_packed_ahead.fetch_add(1, std::memory_order_relaxed);
     save_manifest(manifest_key, packed, false);

@@ -172,9 +172,9 @@ void Cache::Impl::remember_prediction(const PreparedProgram& p, deps::Resolver& 
   const util::Sha256 manifest_key = p.m_manifest_key;
   record_manifest(manifest_key, deps::search_context(p.program(), key_context().toolkit_include_dirs).text(),
                   prediction.result());
-  if (auto manifest = take_unsaved_manifest(p); manifest && store && store->writable()) {
+  if (auto manifest = take_unsaved_manifest(p); !manifest.empty() && store && store->writable()) {
     try {
-      store->put({std::move(*manifest)});
+      store->put(manifest);
     } catch (const StoreError& e) {
       cache::warn_once(std::string("cannot store a manifest: ") + e.what());
     }

@@ -1,6 +1,8 @@
 // Test helpers shared by the unit tests.
 #include "fixture.hpp"
 
+#include "store/store.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -201,6 +203,26 @@ void limit_file_size_in_child(std::size_t bytes)
 bool output_has_line(const std::string& output, const std::string& line)
 {
   return ("\n" + output).find("\n" + line + "\n") != std::string::npos;
+}
+
+std::vector<std::pair<std::string, std::string>> manifest_rows(const kjit::store::Store& store)
+{
+  std::vector<std::pair<std::string, std::string>> rows;
+  store.for_each(kjit::store::Table::manifests, [&](std::string_view key, std::string_view value) {
+    if (key.size() == 32) {
+      rows.emplace_back(key, value);
+    }
+  });
+  return rows;
+}
+
+std::size_t manifest_heads(const kjit::store::Store& store)
+{
+  std::size_t heads = 0;
+  store.for_each(kjit::store::Table::manifests, [&](std::string_view key, std::string_view) {
+    heads += key.size() == 33 && key.back() == 'h' ? 1 : 0;
+  });
+  return heads;
 }
 
 std::string raw_key(const kjit::PreparedProgram& prepared)

@@ -5,6 +5,12 @@
 
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
+
+namespace kjit::store {
+class Store;
+}
 
 namespace kjit::test {
 
@@ -89,6 +95,11 @@ void limit_file_size_in_child(std::size_t bytes);
 
 // Whether `output` has `line` as a whole line.
 bool output_has_line(const std::string& output, const std::string& line);
+
+// The manifests of the `manifests` table (32-byte keys), key and value, without their heads (their
+// key and "h": deps/manifest_head.hpp); and how many heads it holds.
+std::vector<std::pair<std::string, std::string>> manifest_rows(const kjit::store::Store& store);
+std::size_t manifest_heads(const kjit::store::Store& store);
 
 // The entry key of `prepared` as the store's LMDB key (its 32 bytes, the hex key decoded).
 std::string raw_key(const kjit::PreparedProgram& prepared);

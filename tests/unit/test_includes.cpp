@@ -6,6 +6,7 @@
 
 #include "deps/include_scan.hpp"
 #include "deps/manifest.hpp"
+#include "deps/manifest_head.hpp"
 #include "store/compress.hpp"
 #include "store/record.hpp"
 #include "store/store.hpp"
@@ -316,7 +317,7 @@ BOOST_AUTO_TEST_CASE(a_folder_watched_for_names_changed_at_the_resolution_start_
   }
   {
     const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
-    BOOST_TEST(store->count(kjit::store::Table::manifests) == 1u);
+    BOOST_TEST(manifest_rows(*store).size() == 1u);
   }
   {
     kjit::Cache cache(config);
@@ -699,9 +700,7 @@ BOOST_AUTO_TEST_CASE(manifests_are_stored_packed_and_one_stored_as_text_is_read_
   std::vector<std::pair<std::string, std::string>> rows;
   {
     auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
-    store->for_each(kjit::store::Table::manifests, [&](std::string_view key, std::string_view value) {
-      rows.emplace_back(key, value);
-    });
+    rows = manifest_rows(*store);
     BOOST_TEST_REQUIRE(rows.size() == 1u);
     const auto text = kjit::store::unpacked(rows[0].second);
     BOOST_TEST_REQUIRE(text.has_value());
@@ -762,10 +761,9 @@ BOOST_AUTO_TEST_CASE(a_damaged_frame_of_an_ordinary_ratio_is_no_value_and_no_exc
   const auto plain = kjit::Cache(config).get(program, arch);
   {
     auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
-    std::vector<std::string> keys;
-    store->for_each(kjit::store::Table::manifests, [&](std::string_view key, std::string_view) { keys.emplace_back(key); });
-    BOOST_TEST_REQUIRE(keys.size() == 1u);
-    store->put({{kjit::store::Table::manifests, keys[0], frame}});
+    const auto rows = manifest_rows(*store);
+    BOOST_TEST_REQUIRE(rows.size() == 1u);
+    store->put({{kjit::store::Table::manifests, rows[0].first, frame}});
   }
   BOOST_TEST(under_a_memory_limit([&] { return kjit::Cache(config).lookup(program, arch).binary->cubin == plain->cubin ? 0 : 1; }) == 0);
 }
@@ -871,6 +869,104 @@ BOOST_AUTO_TEST_CASE(a_header_past_the_file_size_limit_is_not_a_signal)
   }
   const int status = wait_status(child);
   BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 1), status_text(status));
+}
+
+// A manifest's head (deps/manifest_head.hpp): a vendored CCCL's hit unpacked, checked and decoded
+// 6.4 MB of manifest text, 2.2 MB of it the names its folders were searched for in vain, and an
+// edit's check before NVRTC did too. The head holds the newest entry with the absent names of its
+// small folders, and what the other entries read otherwise.
+namespace {
+
+// A program in `first` whose headers, in `second`, are included with quotes: each is asked of
+// `first` in vain first (160 names, more absent names than a head keeps: k_head_absent_bytes), a
+// folder watched for those names (not whole, as an -I folder is).
+kjit::Program searched_in_vain(const std::string& first, const std::string& second, int value)
+{
+  std::filesystem::create_directories(first);
+  std::filesystem::create_directories(second);
+  std::string source;
+  for (int i = 0; i < 160; ++i) {
+    const std::string name = "a_header_with_a_long_name_" + std::to_string(i) + ".h";
+    write_text(second + "/" + name, "#define LONG_" + std::to_string(i) + " " + std::to_string(i) + "\n");
+    source += "#include \"" + name + "\"\n";
+  }
+  write_text(second + "/value.h", "#define VALUE " + std::to_string(value) + "\n");
+  source += "#include \"value.h\"\nextern \"C\" __global__ void k(int* p) { *p = VALUE + LONG_0; }\n";
+  write_text(first + "/vain.cu", source);
+  kjit::Program program = kjit::program_from_file(first + "/vain.cu");
+  program.options = {"-I" + second};
+  return program;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_hit_and_an_edit_of_a_big_manifest_are_decided_by_its_head)
+{
+  const std::string first = tmp.path() + "/first";
+  const std::string second = tmp.path() + "/second";
+  const kjit::Program program = searched_in_vain(first, second, 100);
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  settle();
+  for (int v = 101; v <= 103; ++v) {  // three entries of the manifest
+    write_aged(second + "/value.h", "#define VALUE " + std::to_string(v) + "\n");
+    BOOST_TEST(kjit::Cache(config).get(program, arch)->ptx.find(std::to_string(v + 0)) != std::string::npos);
+  }
+  {
+    const auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
+    BOOST_TEST(manifest_rows(*store).size() == 1u);
+    BOOST_TEST(manifest_heads(*store) == 1u);
+  }
+  // A fresh process's hit: the head alone (the manifest's text is not read).
+  std::uint64_t heads = kjit::deps::manifest_heads_decoded();
+  std::uint64_t manifests = kjit::deps::manifests_decoded();
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST(kjit::to_string(cache.lookup(program, arch).source) == std::string("disk"));
+    BOOST_TEST(cache.stats().compiles == 0u);
+  }
+  BOOST_TEST(kjit::deps::manifest_heads_decoded() == heads + 1);
+  BOOST_TEST(kjit::deps::manifests_decoded() == manifests + 1);  // the head's entry
+  // An edit none of the entries read: outdated from the head (compiled, the new value).
+  write_aged(second + "/value.h", "#define VALUE 104\n");
+  heads = kjit::deps::manifest_heads_decoded();
+  {
+    kjit::Cache cache(config);
+    BOOST_TEST(cache.get(program, arch)->ptx.find("104") != std::string::npos);
+    BOOST_TEST(cache.stats().compiles == 1u);
+  }
+  BOOST_TEST(kjit::deps::manifest_heads_decoded() == heads + 1);
+  // Back to an older value: the head can't tell, the manifest finds its entry (a hit).
+  write_aged(second + "/value.h", "#define VALUE 102\n");
+  {
+    kjit::Cache cache(config);
+    const kjit::Lookup found = cache.lookup(program, arch);
+    BOOST_TEST(kjit::to_string(found.source) == std::string("disk"));
+    BOOST_TEST(found.binary->ptx.find("102") != std::string::npos);
+  }
+}
+
+// A file that appears in a folder whose absent names the head left out shadows a header: the
+// head's stamps of that folder send the lookup to the manifest, which asks its names (a fresh
+// process, and a long-lived Cache that kept the head's entry).
+BOOST_AUTO_TEST_CASE(a_header_shadowed_in_a_folder_the_head_left_out_is_compiled)
+{
+  const std::string first = tmp.path() + "/first";
+  const std::string second = tmp.path() + "/second";
+  const kjit::Program program = searched_in_vain(first, second, 200);
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  settle();
+  { kjit::Cache(config).get(program, arch); }
+  kjit::Cache long_lived(config);
+  BOOST_TEST(kjit::to_string(long_lived.lookup(program, arch).source) == std::string("disk"));
+  for (const bool fresh : {true, false}) {
+    const std::string value = fresh ? "201" : "202";
+    write_aged(first + "/value.h", "#define VALUE " + value + "\n");
+    std::optional<kjit::Cache> own;
+    kjit::Cache& cache = fresh ? own.emplace(config) : long_lived;
+    const kjit::Lookup found = cache.lookup(program, arch);
+    BOOST_TEST(found.binary->ptx.find(value) != std::string::npos, (fresh ? "a fresh Cache" : "a long-lived Cache"));
+    BOOST_TEST(kjit::to_string(found.source) == std::string("compiled"));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
