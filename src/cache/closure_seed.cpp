@@ -22,14 +22,19 @@ namespace kjit {
 namespace {
 
 // Fills each header's content from the disk, after deps::validate() found every stamp as recorded:
-// the stamp after the read as recorded (a change since validate() moves its ctime), the bytes
-// hashing as recorded. False when one differs (the seed is not used: the headers are predicted).
+// the stamp after the read as recorded (a change since validate() moves its ctime), and, for a
+// stamp too new to stand for its content (an edit within its tick keeps it), the bytes hashing as
+// recorded. A settled stamp stands for its content as it does for a hit's: a vendored CCCL's
+// 1 691 headers, 20 MB, were hashed again beside NVRTC on every edit's miss. False when one
+// differs (the seed is not used: the headers are predicted).
 bool read_contents(deps::Resolution& resolution)
 {
+  const std::int64_t start = deps::stamp_clock_ns();  // before any read: a change after it is stamped later
   for (deps::DiskHeader& header : resolution.headers) {
     std::error_code error;
     auto content = util::read_file(header.path, error);
-    if (!content || !(deps::stamp_of(header.path) == header.stamp) || util::sha256(*content) != header.hash) {
+    if (!content || !(deps::stamp_of(header.path) == header.stamp) ||
+        (deps::too_new(header.stamp, start) && util::sha256(*content) != header.hash)) {
       return false;
     }
     header.content = std::move(*content);
