@@ -113,17 +113,23 @@ std::map<util::Sha256, std::string> Cache::Impl::prepare_ahead(deps::Resolver& p
   // `kjit compile`'s report of the key, wait for the commit). Those the store holds intact are
   // left, and named in `stored` (the entry's commit requires them: store::Store::Row::present).
   try {
+    std::vector<const deps::DiskHeader*> asked;
+    std::vector<std::string> keys;
+    std::set<util::Sha256> seen;
     for (const deps::DiskHeader& header : prediction.result().headers) {
-      if (header.content.empty() || blobs.count(header.hash) != 0 || stored.count(header.hash) != 0) {
-        continue;
+      if (!header.content.empty() && stored.count(header.hash) == 0 && seen.insert(header.hash).second) {
+        asked.push_back(&header);
+        keys.push_back(store::blob_key(header.hash));
       }
-      bool intact = false;
-      store->visit(store::Table::blobs, store::blob_key(header.hash),
-                   [&](std::string_view bytes) { intact = store::blob_intact(bytes); });
-      if (intact) {
-        stored.insert(header.hash);
+    }
+    std::vector<bool> intact(asked.size(), false);
+    store->visit_each(store::Table::blobs, keys,
+                      [&](std::size_t i, std::string_view bytes) { intact[i] = store::blob_intact(bytes); });
+    for (std::size_t i = 0; i < asked.size(); ++i) {
+      if (intact[i]) {
+        stored.insert(asked[i]->hash);
       } else {
-        blobs.emplace(header.hash, store::encode_blob(header.content));
+        blobs.emplace(asked[i]->hash, store::encode_blob(asked[i]->content));
       }
     }
   } catch (const StoreError&) {

@@ -390,6 +390,21 @@ bool Store::visit(Table table, std::string_view key, const std::function<void(st
   });
 }
 
+void Store::visit_each(Table table, const std::vector<std::string>& keys,
+                       const std::function<void(std::size_t, std::string_view)>& visit) const
+{
+  m_committer->settle();
+  Impl& impl = *m_impl;
+  impl.guarded_read([&](MDB_txn* txn) {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (std::string_view bytes; impl.get_value(txn, table, keys[i], bytes)) {
+        visit(i, bytes);
+      }
+    }
+    return true;
+  });
+}
+
 bool Store::visit_chained(Table first, std::string_view key,
                           const std::function<std::optional<std::string_view>(std::string_view)>& follow, Table second,
                           const std::function<void(std::string_view)>& visit) const

@@ -548,4 +548,15 @@ BOOST_AUTO_TEST_CASE(an_added_row_adds_to_the_number_a_value_starts_with)
   BOOST_TEST(store->get(kjit::store::Table::meta, "count").value_or("") == "18446744073709551615 at noon");
 }
 
+// visit_each() visits the keys that are there, each told by its index, in one read transaction.
+BOOST_AUTO_TEST_CASE(visit_each_visits_the_keys_that_are_there)
+{
+  auto store = kjit::store::Store::open(tmp.path() + "/each", config.store_map_size);
+  store->put({{kjit::store::Table::names, "a", "1"}, {kjit::store::Table::names, "c", "3"}});
+  std::vector<std::string> seen(4);
+  store->visit_each(kjit::store::Table::names, {"a", "b", "c", "a"},
+                    [&](std::size_t i, std::string_view value) { seen.at(i) = std::string(value); });
+  BOOST_TEST(seen == (std::vector<std::string>{"1", "", "3", "1"}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
