@@ -297,8 +297,11 @@ std::optional<deps::Resolution> Cache::Impl::valid_head(const util::Sha256& mani
   newest.dirs.erase(left_out, newest.dirs.end());
   deps::ChangedHeader changed;
   const deps::Validation validation = counted_validate(newest, statistics, &changed);
+  const auto elided_unchanged = [&] {
+    return std::all_of(elided.begin(), elided.end(), [](const deps::ProbedDir& dir) { return deps::stamp_of(dir.path) == dir.stamp; });
+  };
   if (validation == deps::Validation::unchanged) {
-    if (std::all_of(elided.begin(), elided.end(), [](const deps::ProbedDir& dir) { return deps::stamp_of(dir.path) == dir.stamp; })) {
+    if (elided_unchanged()) {
       decided = true;
       std::move(elided.begin(), elided.end(), std::back_inserter(newest.dirs));
       // Kept as the full path keeps the newest entry it read alone (KnownManifest::partial), with
@@ -317,8 +320,10 @@ std::optional<deps::Resolution> Cache::Impl::valid_head(const util::Sha256& mani
   }
   if (validation == deps::Validation::same_content) {
     // A header touched, its content the same: stored with its new stamp, as valid_entry() does,
-    // the manifest read whole (not validated again: its header hashed twice).
-    return with_new_stamps(manifest_key, context, *row, newest, decided);
+    // the manifest read whole (not validated again: its header hashed twice). Its left-out folders
+    // as recorded first (a review: a touch beside a file that shadows a header in one of them was
+    // served the old entry).
+    return elided_unchanged() ? with_new_stamps(manifest_key, context, *row, newest, decided) : std::nullopt;
   }
   // As valid_entry() reads the manifest: the newest's header changed, and every other entry read
   // it otherwise (ManifestReader::skip_changed()); a full manifest is outdated only if no state

@@ -969,4 +969,23 @@ BOOST_AUTO_TEST_CASE(a_header_shadowed_in_a_folder_the_head_left_out_is_compiled
   }
 }
 
+// A touched header (its content the same) with a file that shadows a header in a folder the head
+// left out: the head's touched-header path stored the new stamps and served the old entry, the
+// elided folder not compared (found by a review: a wrong binary). It reads the manifest now.
+BOOST_AUTO_TEST_CASE(a_touched_header_and_a_shadow_in_a_folder_the_head_left_out_are_compiled)
+{
+  const std::string first = tmp.path() + "/first";
+  const std::string second = tmp.path() + "/second";
+  const kjit::Program program = searched_in_vain(first, second, 300);
+  const kjit::Arch arch = kjit::Arch::parse("sm_90");
+  settle();
+  { kjit::Cache(config).get(program, arch); }
+  write_text(second + "/a_header_with_a_long_name_5.h", "#define LONG_5 5\n");  // touched: the same content
+  write_aged(first + "/value.h", "#define VALUE 301\n");                         // shadows second/value.h
+  kjit::Cache cache(config);
+  const kjit::Lookup found = cache.lookup(program, arch);
+  BOOST_TEST(kjit::to_string(found.source) == std::string("compiled"));
+  BOOST_TEST(found.binary->ptx.find("301") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
