@@ -363,8 +363,9 @@ struct Cache::Impl {
   // Writes `bytes` as the store's count, found by a full count now (never throws: a row not
   // written makes the next process count again).
   void keep_count(std::size_t bytes) noexcept;
-  // With config.max_size: adds to `rows` (a write's) the row that adds `bytes` to the store's count,
-  // after the row of a full count this process made (the first write of a store without one).
+  // Adds to `rows` (a write's) the row that adds `bytes` to the store's count (whatever this
+  // process's limit), after the row of a full count this process made (the first write of a
+  // store without one, with a limit).
   void add_to_count(std::vector<store::Store::Row>& rows, std::size_t bytes);
   // eviction.cpp: removes least recently used entries (last use, else creation) until the
   // entries (records + mirror) take at most `bytes`; returns how many were removed, and the

@@ -154,7 +154,9 @@ void warn_size_unkept(const std::exception& e)
 
 void Cache::Impl::add_to_count(std::vector<store::Store::Row>& rows, std::size_t bytes)
 {
-  if (size_limited(config.max_size, store)) {
+  // Every write adds to a count the store holds, a process without a limit's too (a review: its
+  // writes went uncounted, and a limited process took the count for a day, the store past it).
+  if (store && store->writable()) {
     {
       std::lock_guard lock(size.mutex);
       if (size.count_row) {  // a full count this process made: first (the write's bytes added to it)

@@ -360,4 +360,22 @@ BOOST_AUTO_TEST_CASE(a_count_past_the_limit_is_checked_by_a_full_count_and_clear
   BOOST_TEST(!count_row(config).has_value());
 }
 
+// A write of a process without a limit (KJIT_MAX_SIZE=0) adds to the store's count too: the count
+// stayed where it was, and a limited process took it for up to a day, the store past its limit
+// (found by a review: 11 entries where a limit of 200 KiB kept 4).
+BOOST_AUTO_TEST_CASE(a_write_without_a_limit_adds_to_the_count)
+{
+  config.max_size = std::size_t(1) << 30;
+  { kjit::Cache(config).get(small_program("unlimited_a"), k_arch); }
+  const auto before = count_row(config);
+  BOOST_TEST_REQUIRE(before.has_value());
+  kjit::Config unlimited = config;
+  unlimited.max_size = 0;
+  { kjit::Cache(unlimited).get(small_program("unlimited_b"), k_arch); }
+  const auto after = count_row(config);
+  BOOST_TEST_REQUIRE(after.has_value());
+  BOOST_TEST(after->first > before->first);
+  BOOST_TEST(after->second == before->second);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
