@@ -42,7 +42,9 @@ std::string encode_manifest_head(const Manifest& manifest, const std::string& co
   std::string body = "row " + util::to_hex(row) + "\n";
   Resolution newest = manifest.front();
   for (ProbedDir& dir : newest.dirs) {
-    if (util::escape_line(dir.absent).size() > k_head_absent_bytes) {
+    if (dir.whole) {
+      dir.absent = AbsentNames();  // any change of it is one: its names are never asked (folder_changed())
+    } else if (util::escape_line(dir.absent).size() > k_head_absent_bytes) {
       body += "elided " + util::escape_line(dir.path) + "\n";
       dir.absent = AbsentNames();
     }

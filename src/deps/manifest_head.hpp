@@ -1,8 +1,10 @@
 // A manifest's head: what a lookup needs of a manifest when its newest entry decides, without the
 // rest (docs/cache-format.md, "Manifest heads"). A vendored CCCL's manifest of 8 entries is 6.4 MB
-// of text, 2.2 MB of it the names its folders were searched for in vain: a hit unpacked, checked
-// and decoded most of it (8 of its 16 ms), and so did an edit's check before NVRTC. The head holds
-// the newest entry with the absent names of its small folders only, and of each other entry the
+// of text, 2.4 MB of it the names the vendored tree's folders were searched for in vain: a hit
+// unpacked, checked and decoded most of it (8 of its 16 ms), and so did an edit's check before
+// NVRTC. The head holds the newest entry without the absent names of folders watched whole (any
+// change of one is a change: its names are never asked) nor of a folder past
+// k_head_absent_bytes (elided: a change there reads the manifest), and of each other entry the
 // content it read otherwise: an edit that every other entry read otherwise is outdated from the
 // head alone.
 #pragma once
@@ -20,9 +22,10 @@
 
 namespace kjit::deps {
 
-// A folder whose absent names take more than this (escaped) is left out of the head's newest
-// entry: a lookup that finds it changed reads the manifest.
-constexpr std::size_t k_head_absent_bytes = 4096;
+// A folder not watched whole whose absent names take more than this (escaped) is left out of the
+// head's newest entry: a lookup that finds it changed reads the manifest. (A vendored CCCL's
+// program folder, the working directory: 21 KB, changed by every file made there.)
+constexpr std::size_t k_head_absent_bytes = 64 * 1024;
 // An entry that read more than this many of the newest's headers otherwise is "many": the head
 // can't tell an edit's header from the others for it.
 constexpr std::size_t k_head_other_headers = 64;

@@ -878,15 +878,17 @@ BOOST_AUTO_TEST_CASE(a_header_past_the_file_size_limit_is_not_a_signal)
 namespace {
 
 // A program in `first` whose headers, in `second`, are included with quotes: each is asked of
-// `first` in vain first (160 names, more absent names than a head keeps: k_head_absent_bytes), a
-// folder watched for those names (not whole, as an -I folder is).
+// `first` in vain first (300 names of 230 characters: more absent names than a head keeps of a
+// folder, k_head_absent_bytes), a folder watched for those names (not whole, as an -I folder is).
 kjit::Program searched_in_vain(const std::string& first, const std::string& second, int value)
 {
   std::filesystem::create_directories(first);
   std::filesystem::create_directories(second);
   std::string source;
-  for (int i = 0; i < 160; ++i) {
-    const std::string name = "a_header_with_a_long_name_" + std::to_string(i) + ".h";
+  for (int i = 0; i < 300; ++i) {
+    std::string name = "a_header_with_a_long_name_" + std::to_string(i) + "_";
+    name.resize(228, 'x');
+    name += ".h";
     write_text(second + "/" + name, "#define LONG_" + std::to_string(i) + " " + std::to_string(i) + "\n");
     source += "#include \"" + name + "\"\n";
   }
@@ -896,6 +898,14 @@ kjit::Program searched_in_vain(const std::string& first, const std::string& seco
   kjit::Program program = kjit::program_from_file(first + "/vain.cu");
   program.options = {"-I" + second};
   return program;
+}
+
+// The name of searched_in_vain()'s header `i`.
+std::string long_name(int i)
+{
+  std::string name = "a_header_with_a_long_name_" + std::to_string(i) + "_";
+  name.resize(228, 'x');
+  return name + ".h";
 }
 
 } // namespace
@@ -980,7 +990,7 @@ BOOST_AUTO_TEST_CASE(a_touched_header_and_a_shadow_in_a_folder_the_head_left_out
   const kjit::Arch arch = kjit::Arch::parse("sm_90");
   settle();
   { kjit::Cache(config).get(program, arch); }
-  write_text(second + "/a_header_with_a_long_name_5.h", "#define LONG_5 5\n");  // touched: the same content
+  write_text(second + "/" + long_name(5), "#define LONG_5 5\n");  // touched: the same content
   write_aged(first + "/value.h", "#define VALUE 301\n");                         // shadows second/value.h
   kjit::Cache cache(config);
   const kjit::Lookup found = cache.lookup(program, arch);
