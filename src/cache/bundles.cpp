@@ -11,6 +11,7 @@
 #include "store/record.hpp"
 
 #include <cerrno>
+#include <numeric>
 
 namespace kjit {
 
@@ -152,14 +153,15 @@ BundleReport Cache::import_bundle(const std::string& path)
     row_bytes += row.table == store::Table::entries ? row.key.size() + row.value.size() : 0;
     blob_bound += row.table == store::Table::blobs ? cache::blob_growth_bound(row.key.size() + row.value.size()) : 0;
   }
-  std::size_t mirror_bytes = 0;
+  std::vector<std::size_t> guesses;
   for (const auto& [key, entry] : mirrored) {
-    mirror_bytes += m_impl->mirror_guess(entry);
+    guesses.push_back(m_impl->mirror_guess(entry));
   }
+  const std::size_t mirror_bytes = std::accumulate(guesses.begin(), guesses.end(), std::size_t{0});
   m_impl->add_to_count(rows, row_bytes + blob_bound + mirror_bytes);  // the store's count (size_limit.cpp)
   m_impl->store->put(rows);  // one transaction: all of the import or none of it
-  for (const auto& [key, entry] : mirrored) {
-    m_impl->mirror_entry(key, entry);
+  for (std::size_t i = 0; i < mirrored.size(); ++i) {
+    m_impl->mirror_entry(mirrored[i].first, mirrored[i].second, guesses[i]);
   }
   if (!mirrored.empty()) {
     m_impl->after_write(mirrored.front().first, row_bytes, blob_bound);  // an import is a write: KJIT_MAX_SIZE applies

@@ -377,8 +377,9 @@ struct Cache::Impl {
   std::size_t mirror_guess(const store::Entry& entry) const;
   std::mutex dir_mutex;  // follow_cache_dir() of `dir`, on a write
   void open_mirror();
-  // Queues the entry's mirror folder (off the caller's path); its headers must be loaded.
-  void mirror_entry(const util::Sha256& entry_key, store::Entry entry);
+  // Queues the entry's mirror folder (off the caller's path); its headers must be loaded. `guess`:
+  // mirror_guess() of it, which the write that stored it added to the store's count.
+  void mirror_entry(const util::Sha256& entry_key, store::Entry entry, std::size_t guess);
   // Queues the shared mirror files of the headers of a program about to compile: written while
   // NVRTC runs (on the other core), the entry's folder then only links them.
   // `taken`: texts of the resolution already let go (deps::Resolver::shed_texts()), moved here.

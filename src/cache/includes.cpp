@@ -8,9 +8,9 @@
 #include "util/file.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <map>
 #include <numeric>
+#include <set>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -32,13 +32,12 @@ deps::Validation counted_validate(deps::Resolution& entry, cache::Statistics& st
   return validation;
 }
 
-// Whether the folders of `known` whose absent names it lacks (a head's: deps/manifest_head.hpp)
-// have their stamps as recorded (validate() asks no name it does not have).
-bool unchanged_elided(const cache::KnownManifest& known)
+// Whether the folders of `entry` in `elided`, whose absent names it lacks (a manifest head's:
+// deps/manifest_head.hpp), have their stamps as recorded (validate() asks no name it does not have).
+bool elided_as_recorded(const deps::Resolution& entry, const std::set<std::string>& elided)
 {
-  return known.elided_dirs.empty() ||
-         std::all_of(known.entries.front().dirs.begin(), known.entries.front().dirs.end(), [&](const deps::ProbedDir& dir) {
-           return known.elided_dirs.count(dir.path) == 0 || deps::stamp_of(dir.path) == dir.stamp;
+  return elided.empty() || std::all_of(entry.dirs.begin(), entry.dirs.end(), [&](const deps::ProbedDir& dir) {
+           return elided.count(dir.path) == 0 || deps::stamp_of(dir.path) == dir.stamp;
          });
 }
 
@@ -69,11 +68,11 @@ void Cache::Impl::save_manifest(const util::Sha256& manifest_key, const cache::K
     }
   }
   if (!value.empty()) {
-    std::vector<store::Store::Row> rows;
-    if (auto head = head_row(manifest_key, manifest, value)) {
+    auto head = head_row(manifest_key, manifest, value);
+    std::vector<store::Store::Row> rows{{store::Table::manifests, std::string(bytes_of(manifest_key)), std::move(value)}};
+    if (head) {
       rows.push_back(std::move(*head));
     }
-    rows.insert(rows.begin(), {store::Table::manifests, std::string(bytes_of(manifest_key)), std::move(value)});
     store->put(rows);
   }
 }
@@ -193,7 +192,7 @@ std::optional<deps::Resolution> Cache::Impl::valid_manifest(const util::Sha256& 
   if (known && (known->partial || known->packed_whole)) {
     // Its newest entry alone is at hand: served while it holds unchanged.
     if (deps::Resolution& newest = known->entries.front();
-        counted_validate(newest, statistics) == deps::Validation::unchanged && unchanged_elided(*known)) {
+        counted_validate(newest, statistics) == deps::Validation::unchanged && elided_as_recorded(newest, known->elided_dirs)) {
       return newest;
     }
   }
@@ -289,21 +288,12 @@ std::optional<deps::Resolution> Cache::Impl::valid_head(const util::Sha256& mani
   // The folders whose absent names the head left out are compared by their stamps alone: any
   // change there reads the manifest, which asks their names.
   deps::Resolution& newest = head->newest;
-  std::vector<deps::ProbedDir> elided;
-  const auto left_out = std::stable_partition(newest.dirs.begin(), newest.dirs.end(), [&](const deps::ProbedDir& dir) {
-    return head->elided_dirs.count(dir.path) == 0;
-  });
-  std::move(left_out, newest.dirs.end(), std::back_inserter(elided));
-  newest.dirs.erase(left_out, newest.dirs.end());
   deps::ChangedHeader changed;
   const deps::Validation validation = counted_validate(newest, statistics, &changed);
-  const auto elided_unchanged = [&] {
-    return std::all_of(elided.begin(), elided.end(), [](const deps::ProbedDir& dir) { return deps::stamp_of(dir.path) == dir.stamp; });
-  };
+  const auto elided_unchanged = [&] { return elided_as_recorded(newest, head->elided_dirs); };
   if (validation == deps::Validation::unchanged) {
     if (elided_unchanged()) {
       decided = true;
-      std::move(elided.begin(), elided.end(), std::back_inserter(newest.dirs));
       // Kept as the full path keeps the newest entry it read alone (KnownManifest::partial), with
       // the folders whose names are not here (a change there reads the row).
       cache::KnownManifest kept;

@@ -282,7 +282,8 @@ bool Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
   }
   count_before_write();  // a process's first count of the store: not after this commit, waiting for it
   // The store's count for KJIT_MAX_SIZE, kept in the same commit (size_limit.cpp).
-  add_to_count(rows, row_bytes + blob_bound + mirror_guess(entry));
+  const std::size_t mirror_bytes = mirror_guess(entry);
+  add_to_count(rows, row_bytes + blob_bound + mirror_bytes);
   // The commit and its fdatasync run on the store's writer thread: the caller has its binary now.
   // Its report takes no lock a caller of the store may hold (Store::put_later).
   commits.begin();
@@ -309,7 +310,7 @@ bool Cache::Impl::persist(const util::Sha256& entry_key, const PreparedProgram& 
   }
   // Queued after the commit: the mirror's thread writes the folder once the store has the entry
   // (and skips it if the commit failed).
-  mirror_entry(entry_key, std::move(entry));
+  mirror_entry(entry_key, std::move(entry), mirror_bytes);
   after_write(entry_key, row_bytes, blob_bound);  // KJIT_MAX_SIZE: checked on writes
   return true;
 }

@@ -125,12 +125,11 @@ std::size_t Cache::Impl::mirror_guess(const store::Entry& entry) const
   return guess;
 }
 
-void Cache::Impl::mirror_entry(const util::Sha256& entry_key, store::Entry entry)
+void Cache::Impl::mirror_entry(const util::Sha256& entry_key, store::Entry entry, std::size_t guess)
 {
   if (mirror_writer) {
     {
       // For KJIT_MAX_SIZE (after_write), which cannot see the folder before the writer's turn.
-      const std::size_t guess = mirror_guess(entry);
       std::lock_guard lock(size.mutex);
       size.queued_mirror_bytes += guess;
     }

@@ -122,14 +122,14 @@ std::map<util::Sha256, std::string> Cache::Impl::prepare_ahead(deps::Resolver& p
         keys.push_back(store::blob_key(header.hash));
       }
     }
-    std::vector<bool> intact(asked.size(), false);
-    store->visit_each(store::Table::blobs, keys,
-                      [&](std::size_t i, std::string_view bytes) { intact[i] = store::blob_intact(bytes); });
-    for (std::size_t i = 0; i < asked.size(); ++i) {
-      if (intact[i]) {
+    store->visit_each(store::Table::blobs, keys, [&](std::size_t i, std::string_view bytes) {
+      if (store::blob_intact(bytes)) {
         stored.insert(asked[i]->hash);
-      } else {
-        blobs.emplace(asked[i]->hash, store::encode_blob(asked[i]->content));
+      }
+    });
+    for (const deps::DiskHeader* header : asked) {
+      if (stored.count(header->hash) == 0) {
+        blobs.emplace(header->hash, store::encode_blob(header->content));
       }
     }
   } catch (const StoreError&) {

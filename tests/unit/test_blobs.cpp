@@ -145,6 +145,18 @@ kjit::PreparedProgram stored(kjit::Cache& cache, const kjit::Program& program)
   return prepared;
 }
 
+// The raw keys of entries of `header`, one a tag (with_header()), stored by one Cache.
+std::vector<std::string> stored_keys(const kjit::Config& config, const std::string& header,
+                                     std::initializer_list<const char*> tags)
+{
+  std::vector<std::string> keys;
+  kjit::Cache cache(config);
+  for (const char* tag : tags) {
+    keys.push_back(raw(stored(cache, with_header(tag, header)).key()));
+  }
+  return keys;
+}
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(blobs, CacheFixture)
@@ -267,13 +279,7 @@ BOOST_AUTO_TEST_CASE(a_blobs_entries_are_counted_once_each)
 BOOST_AUTO_TEST_CASE(a_store_of_rows_per_entry_keeps_its_blobs_and_is_swept_into_counts)
 {
   const std::string header = shared_header();
-  std::vector<std::string> keys;
-  {
-    kjit::Cache cache(config);
-    for (const char* tag : {"old1", "old2", "new1"}) {
-      keys.push_back(raw(stored(cache, with_header(tag, header)).key()));
-    }
-  }
+  const std::vector<std::string> keys = stored_keys(config, header, {"old1", "old2", "new1"});
   const std::string blob = kjit::store::blob_key(kjit::util::sha256(header));
   {
     auto store = kjit::store::Store::open(config.cache_dir + "/store", config.store_map_size);
@@ -690,13 +696,7 @@ BOOST_AUTO_TEST_CASE(a_row_that_requires_a_blob_stores_it_again_from_its_file_or
 BOOST_AUTO_TEST_CASE(a_damaged_count_row_keeps_its_blob_until_a_sweep_counts_again)
 {
   const std::string header = shared_header();
-  std::vector<std::string> keys;
-  {
-    kjit::Cache cache(config);
-    for (const char* tag : {"dmg1", "dmg2", "dmg3"}) {
-      keys.push_back(raw(stored(cache, with_header(tag, header)).key()));
-    }
-  }
+  const std::vector<std::string> keys = stored_keys(config, header, {"dmg1", "dmg2", "dmg3"});
   const std::string blob = kjit::store::blob_key(kjit::util::sha256(header));
   plant_raw(config.cache_dir + "/store", "blob_refs", blob, std::string("\x03\x00\x00\x00", 4));
   {

@@ -877,6 +877,14 @@ BOOST_AUTO_TEST_CASE(a_header_past_the_file_size_limit_is_not_a_signal)
 // small folders, and what the other entries read otherwise.
 namespace {
 
+// The name of the header `i` of searched_in_vain().
+std::string long_name(int i)
+{
+  std::string name = "a_header_with_a_long_name_" + std::to_string(i) + "_";
+  name.resize(228, 'x');
+  return name + ".h";
+}
+
 // A program in `first` whose headers, in `second`, are included with quotes: each is asked of
 // `first` in vain first (300 names of 230 characters: more absent names than a head keeps of a
 // folder, k_head_absent_bytes), a folder watched for those names (not whole, as an -I folder is).
@@ -886,9 +894,7 @@ kjit::Program searched_in_vain(const std::string& first, const std::string& seco
   std::filesystem::create_directories(second);
   std::string source;
   for (int i = 0; i < 300; ++i) {
-    std::string name = "a_header_with_a_long_name_" + std::to_string(i) + "_";
-    name.resize(228, 'x');
-    name += ".h";
+    const std::string name = long_name(i);
     write_text(second + "/" + name, "#define LONG_" + std::to_string(i) + " " + std::to_string(i) + "\n");
     source += "#include \"" + name + "\"\n";
   }
@@ -900,13 +906,15 @@ kjit::Program searched_in_vain(const std::string& first, const std::string& seco
   return program;
 }
 
-// The name of searched_in_vain()'s header `i`.
-std::string long_name(int i)
+// searched_in_vain() below `root` (its `first` and `second`), compiled and stored once.
+kjit::Program stored_in_vain(const kjit::Config& config, const std::string& root, int value)
 {
-  std::string name = "a_header_with_a_long_name_" + std::to_string(i) + "_";
-  name.resize(228, 'x');
-  return name + ".h";
+  const kjit::Program program = searched_in_vain(root + "/first", root + "/second", value);
+  settle();
+  kjit::Cache(config).get(program, kjit::Arch::parse("sm_90"));
+  return program;
 }
+
 
 } // namespace
 
@@ -961,11 +969,8 @@ BOOST_AUTO_TEST_CASE(a_hit_and_an_edit_of_a_big_manifest_are_decided_by_its_head
 BOOST_AUTO_TEST_CASE(a_header_shadowed_in_a_folder_the_head_left_out_is_compiled)
 {
   const std::string first = tmp.path() + "/first";
-  const std::string second = tmp.path() + "/second";
-  const kjit::Program program = searched_in_vain(first, second, 200);
+  const kjit::Program program = stored_in_vain(config, tmp.path(), 200);
   const kjit::Arch arch = kjit::Arch::parse("sm_90");
-  settle();
-  { kjit::Cache(config).get(program, arch); }
   kjit::Cache long_lived(config);
   BOOST_TEST(kjit::to_string(long_lived.lookup(program, arch).source) == std::string("disk"));
   for (const bool fresh : {true, false}) {
@@ -984,16 +989,11 @@ BOOST_AUTO_TEST_CASE(a_header_shadowed_in_a_folder_the_head_left_out_is_compiled
 // elided folder not compared (found by a review: a wrong binary). It reads the manifest now.
 BOOST_AUTO_TEST_CASE(a_touched_header_and_a_shadow_in_a_folder_the_head_left_out_are_compiled)
 {
-  const std::string first = tmp.path() + "/first";
-  const std::string second = tmp.path() + "/second";
-  const kjit::Program program = searched_in_vain(first, second, 300);
-  const kjit::Arch arch = kjit::Arch::parse("sm_90");
-  settle();
-  { kjit::Cache(config).get(program, arch); }
-  write_text(second + "/" + long_name(5), "#define LONG_5 5\n");  // touched: the same content
-  write_aged(first + "/value.h", "#define VALUE 301\n");                         // shadows second/value.h
+  const kjit::Program program = stored_in_vain(config, tmp.path(), 300);
+  write_text(tmp.path() + "/second/" + long_name(5), "#define LONG_5 5\n");  // touched: the same content
+  write_aged(tmp.path() + "/first/value.h", "#define VALUE 301\n");         // shadows second/value.h
   kjit::Cache cache(config);
-  const kjit::Lookup found = cache.lookup(program, arch);
+  const kjit::Lookup found = cache.lookup(program, kjit::Arch::parse("sm_90"));
   BOOST_TEST(kjit::to_string(found.source) == std::string("compiled"));
   BOOST_TEST(found.binary->ptx.find("301") != std::string::npos);
 }
